@@ -1,0 +1,327 @@
+"""Provider-neutral messages and content blocks.
+
+Blocks are ``TypedDict``s keyed by ``type``: a plain ``dict`` is a valid block and JSON is
+their native form, so messages serialize without any custom encoder. ``Msg`` is a small
+slotted class (cheap to build, cheap to keep thousands of) with exact JSON round-tripping
+through :meth:`Msg.to_dict` / :meth:`Msg.from_dict`.
+
+Blocks may carry extra keys (a provider's signature, a cache hint): they are kept verbatim
+through serialization, so a conversation can be continued with the provider that made it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast, overload
+
+from agentkit.exceptions import MessageValidationError
+
+__all__ = [
+    "AudioBlock",
+    "Base64Source",
+    "ContentBlock",
+    "ImageBlock",
+    "Msg",
+    "Role",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "URLSource",
+    "validate_block",
+]
+
+Role: TypeAlias = Literal["user", "assistant", "system"]
+_ROLES: frozenset[str] = frozenset(("user", "assistant", "system"))
+
+
+class Base64Source(TypedDict):
+    """Inline binary data."""
+
+    type: Literal["base64"]
+    media_type: str
+    data: str
+
+
+class URLSource(TypedDict):
+    """Data referenced by URL."""
+
+    type: Literal["url"]
+    url: str
+
+
+class TextBlock(TypedDict):
+    """Plain text."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ThinkingBlock(TypedDict):
+    """Model reasoning; ``signature`` (Anthropic) must be kept to continue a conversation."""
+
+    type: Literal["thinking"]
+    thinking: str
+    signature: NotRequired[str]
+
+
+class ToolUseBlock(TypedDict):
+    """A tool call requested by the model.
+
+    ``raw_input`` is present only when the arguments are not a valid JSON object: while they
+    are still streaming in a partial chunk, or, in a final response, when the model produced
+    malformed JSON (the agent then answers the call with an error result). A block with
+    ``raw_input`` is never executed.
+    """
+
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+    raw_input: NotRequired[str]
+
+
+class ImageBlock(TypedDict):
+    """An image, inline (base64) or by URL."""
+
+    type: Literal["image"]
+    source: Base64Source | URLSource
+
+
+class AudioBlock(TypedDict):
+    """An audio clip, inline (base64) or by URL."""
+
+    type: Literal["audio"]
+    source: Base64Source | URLSource
+
+
+class ToolResultBlock(TypedDict):
+    """The result of one tool call, paired with its ``tool_use`` by ``id``."""
+
+    type: Literal["tool_result"]
+    id: str
+    name: str
+    output: str | list[TextBlock | ImageBlock | AudioBlock]
+    is_error: NotRequired[bool]
+
+
+ContentBlock: TypeAlias = (
+    TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | ImageBlock | AudioBlock
+)
+
+# Required keys and their types per block type; extra keys are allowed and kept.
+_REQUIRED: dict[str, tuple[tuple[str, type | tuple[type, ...]], ...]] = {
+    "text": (("text", str),),
+    "thinking": (("thinking", str),),
+    "tool_use": (("id", str), ("name", str), ("input", dict)),
+    "tool_result": (("id", str), ("name", str), ("output", (str, list))),
+    "image": (("source", dict),),
+    "audio": (("source", dict),),
+}
+_SOURCE_KEYS: dict[str, tuple[str, ...]] = {"base64": ("media_type", "data"), "url": ("url",)}
+
+
+def _check_source(source: dict[str, Any], path: str) -> None:
+    kind = source.get("type")
+    if kind not in _SOURCE_KEYS:
+        raise MessageValidationError(f"{path}.type", "must be 'base64' or 'url'")
+    for key in _SOURCE_KEYS[kind]:
+        if not isinstance(source.get(key), str):
+            raise MessageValidationError(f"{path}.{key}", "required string is missing")
+
+
+def validate_block(block: object, path: str = "block") -> ContentBlock:
+    """Check that ``block`` is a well-formed content block and return it.
+
+    Args:
+        block: The candidate block (usually a dict from JSON or user code).
+        path: Where the block sits, used in the error message (``content[2]``).
+
+    Returns:
+        The same object, typed as a content block.
+
+    Raises:
+        MessageValidationError: naming the offending field.
+    """
+    if not isinstance(block, dict):
+        raise MessageValidationError(path, f"a block must be a dict, got {type(block).__name__}")
+    kind = block.get("type")
+    if kind is None:
+        raise MessageValidationError(f"{path}.type", "every block needs a 'type' key")
+    required = _REQUIRED.get(kind) if isinstance(kind, str) else None
+    if required is None:
+        raise MessageValidationError(
+            f"{path}.type", f"unknown block type {kind!r}; expected one of {sorted(_REQUIRED)}"
+        )
+    for key, expected in required:
+        value = block.get(key)
+        if not isinstance(value, expected) or (key == "id" and not value):
+            raise MessageValidationError(f"{path}.{key}", f"a {kind} block needs {key!r}")
+    if kind in ("image", "audio"):
+        _check_source(block["source"], f"{path}.source")
+    elif kind == "tool_result" and isinstance(block["output"], list):
+        for i, inner in enumerate(block["output"]):
+            validate_block(inner, f"{path}.output[{i}]")
+    return cast(ContentBlock, block)
+
+
+def _copy_json(value: Any) -> Any:
+    """Copy nested dicts/lists (JSON data) without ``copy.deepcopy``'s memo overhead."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class Msg:
+    """One message of a conversation.
+
+    Args:
+        name: Who wrote it (an agent's or user's name).
+        content: A string, or a list of content blocks.
+        role: ``"user"``, ``"assistant"`` or ``"system"``.
+        metadata: JSON-safe extra data (structured output, interruption marks, usage...).
+        id: Stable identifier; generated when omitted.
+        timestamp: ISO-8601 creation time (UTC); generated when omitted.
+
+    Raises:
+        MessageValidationError: on an unknown role or a malformed block.
+    """
+
+    __slots__ = ("content", "id", "metadata", "name", "role", "timestamp")
+
+    def __init__(
+        self,
+        name: str,
+        content: str | list[ContentBlock],
+        role: Role,
+        metadata: dict[str, Any] | None = None,
+        *,
+        id: str | None = None,
+        timestamp: str | None = None,
+    ) -> None:
+        if role not in _ROLES:
+            raise MessageValidationError("role", f"must be one of {sorted(_ROLES)}, got {role!r}")
+        if not isinstance(name, str):
+            raise MessageValidationError("name", "must be a string")
+        if isinstance(content, list):
+            for i, block in enumerate(content):
+                validate_block(block, f"content[{i}]")
+        elif not isinstance(content, str):
+            raise MessageValidationError("content", "must be a string or a list of blocks")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise MessageValidationError("metadata", "must be a dict or None")
+        self.id: str = id or uuid.uuid4().hex
+        self.name: str = name
+        self.role: Role = role
+        self.content: str | list[ContentBlock] = content
+        self.metadata: dict[str, Any] | None = metadata
+        self.timestamp: str = timestamp or _now()
+
+    # -- accessors ---------------------------------------------------------------------
+    def get_content_blocks(self) -> list[ContentBlock]:
+        """Return the content as a list of blocks (a string becomes one text block)."""
+        if isinstance(self.content, str):
+            return [TextBlock(type="text", text=self.content)] if self.content else []
+        return self.content
+
+    @overload
+    def get_blocks(self, block_type: Literal["text"]) -> list[TextBlock]: ...
+    @overload
+    def get_blocks(self, block_type: Literal["thinking"]) -> list[ThinkingBlock]: ...
+    @overload
+    def get_blocks(self, block_type: Literal["tool_use"]) -> list[ToolUseBlock]: ...
+    @overload
+    def get_blocks(self, block_type: Literal["tool_result"]) -> list[ToolResultBlock]: ...
+    @overload
+    def get_blocks(self, block_type: Literal["image"]) -> list[ImageBlock]: ...
+    @overload
+    def get_blocks(self, block_type: Literal["audio"]) -> list[AudioBlock]: ...
+    @overload
+    def get_blocks(self, block_type: None = None) -> list[ContentBlock]: ...
+    def get_blocks(self, block_type: str | None = None) -> list[Any]:
+        """Return the blocks of one type (all blocks when ``block_type`` is None)."""
+        blocks = self.get_content_blocks()
+        if block_type is None:
+            return list(blocks)
+        return [b for b in blocks if b["type"] == block_type]
+
+    def has_blocks(self, block_type: str) -> bool:
+        """Whether the message holds at least one block of ``block_type``."""
+        if isinstance(self.content, str):
+            return block_type == "text" and bool(self.content)
+        return any(b["type"] == block_type for b in self.content)
+
+    def get_text(self, separator: str = "\n") -> str:
+        """Join the text blocks (the string content itself for a string message)."""
+        if isinstance(self.content, str):
+            return self.content
+        return separator.join(b["text"] for b in self.content if b["type"] == "text")
+
+    # -- serialization -----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict that :meth:`from_dict` turns back into an equal Msg."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "content": _copy_json(self.content),
+            "metadata": _copy_json(self.metadata),
+            "timestamp": self.timestamp,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Msg:
+        """Build a Msg from :meth:`to_dict` output, validating every field.
+
+        Raises:
+            MessageValidationError: naming the first missing or malformed field.
+        """
+        if not isinstance(data, dict):
+            raise MessageValidationError("<root>", "a message must be a dict")
+        for key in ("id", "name", "role", "content", "timestamp"):
+            if key not in data:
+                raise MessageValidationError(key, "required field is missing")
+        for key in ("id", "timestamp"):
+            if not isinstance(data[key], str) or not data[key]:
+                raise MessageValidationError(key, "must be a non-empty string")
+        return cls(
+            name=data["name"],
+            content=_copy_json(data["content"]),
+            role=data["role"],
+            metadata=_copy_json(data.get("metadata")),
+            id=data["id"],
+            timestamp=data["timestamp"],
+        )
+
+    def copy(self) -> Msg:
+        """Return an independent copy with the same id and timestamp."""
+        return Msg.from_dict(self.to_dict())
+
+    # -- dunder ------------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Msg):
+            return NotImplemented
+        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
+
+    def __repr__(self) -> str:
+        content = self.content if isinstance(self.content, str) else f"<{len(self.content)} blocks>"
+        return f"Msg(name={self.name!r}, role={self.role!r}, content={content!r}, id={self.id!r})"
+
+
+def iter_tool_uses(messages: Iterable[Msg]) -> Iterable[ToolUseBlock]:
+    """Yield every tool_use block of ``messages`` in order."""
+    for msg in messages:
+        if isinstance(msg.content, list):
+            for block in msg.content:
+                if block["type"] == "tool_use":
+                    yield block

@@ -1,0 +1,80 @@
+"""The one internal tool interface: a local function and an MCP tool both implement ``Tool``.
+
+The Toolkit owns everything that must be the same for every tool: lookup, group activation,
+argument validation (jsonschema), timeouts, error conversion, output limits, cancellation.
+A ``Tool`` only has to describe itself and run with already-validated arguments.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agentkit.tools.response import ToolResponse
+
+__all__ = ["Tool"]
+
+
+class Tool(ABC):
+    """A callable tool with a JSON schema.
+
+    Attributes:
+        name: Unique name in its Toolkit (what the model calls).
+        description: What the tool does, for the model.
+        parameters: JSON schema (an ``object`` schema) of the arguments.
+        group: Tool group name.
+        requires_approval: A human must approve each call before it runs.
+        sequential: Acts as a barrier when several calls run in one turn.
+        timeout: Seconds before the call is cancelled and answered with an error.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        *,
+        group: str = "basic",
+        requires_approval: bool = False,
+        sequential: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.group = group
+        self.requires_approval = requires_approval
+        self.sequential = sequential
+        self.timeout = timeout
+        self._schema: dict[str, Any] | None = None
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """The OpenAI-style function schema, built once and cached."""
+        if self._schema is None:
+            self._schema = {
+                "type": "function",
+                "function": {
+                    "name": self.name,
+                    "description": self.description,
+                    "parameters": self.parameters,
+                },
+            }
+        return self._schema
+
+    def invalidate_schema(self) -> None:
+        """Drop the cached schema after ``name``/``description``/``parameters`` changed."""
+        self._schema = None
+
+    @abstractmethod
+    def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+        """Run the tool with validated arguments.
+
+        Implementations are async generators: yield progress chunks (``is_last=False``)
+        and end with one final chunk. They may raise; the Toolkit converts exceptions into
+        error responses. They must let cancellation propagate.
+        """
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, group={self.group!r})"

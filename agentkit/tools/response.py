@@ -1,0 +1,54 @@
+"""``ToolResponse``: what a tool call yields.
+
+A call yields zero or more *progress* chunks (``is_last=False``: incremental, for display
+only) and exactly one *final* chunk (``is_last=True``) whose ``content`` is the complete
+result that goes into memory. For a generator tool the Toolkit builds the final chunk by
+concatenating what the generator yielded.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkit.messages import AudioBlock, ImageBlock, TextBlock
+
+__all__ = ["ToolResponse", "ToolResultContent"]
+
+ToolResultContent = TextBlock | ImageBlock | AudioBlock
+
+
+@dataclass(slots=True)
+class ToolResponse:
+    """One chunk of a tool call's output.
+
+    Attributes:
+        content: Text, image or audio blocks.
+        metadata: JSON-safe extra data (MCP ``structuredContent``, timings...).
+        is_last: True on the final chunk of a call.
+        is_error: The call failed; ``content`` says why, in words meant for the model.
+        is_interrupted: The call was cancelled before it finished (interrupt or shutdown).
+        id: Chunk id.
+    """
+
+    content: list[ToolResultContent] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    is_last: bool = True
+    is_error: bool = False
+    is_interrupted: bool = False
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @classmethod
+    def text(cls, text: str, **kwargs: Any) -> ToolResponse:
+        """Build a response holding one text block."""
+        return cls(content=[TextBlock(type="text", text=text)], **kwargs)
+
+    @classmethod
+    def error(cls, text: str, **kwargs: Any) -> ToolResponse:
+        """Build a final error response holding one text block."""
+        return cls(content=[TextBlock(type="text", text=text)], is_error=True, **kwargs)
+
+    def get_text(self) -> str:
+        """Join the text blocks."""
+        return "".join(b["text"] for b in self.content if b["type"] == "text")

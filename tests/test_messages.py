@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentkit import Msg
+from agentkit.exceptions import AgentkitError, MessageValidationError
+from agentkit.messages import validate_block
+
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+json_values = st.recursive(
+    json_scalars,
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+ids = st.text(min_size=1, max_size=12)
+sources = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "type": st.just("base64"),
+            "media_type": st.sampled_from(["image/png", "audio/wav"]),
+            "data": st.text(),
+        }
+    ),
+    st.fixed_dictionaries({"type": st.just("url"), "url": st.text()}),
+)
+text_blocks = st.fixed_dictionaries({"type": st.just("text"), "text": st.text()})
+media_blocks = st.fixed_dictionaries(
+    {"type": st.sampled_from(["image", "audio"]), "source": sources}
+)
+thinking_blocks = st.fixed_dictionaries(
+    {"type": st.just("thinking"), "thinking": st.text()}, optional={"signature": st.text()}
+)
+tool_use_blocks = st.fixed_dictionaries(
+    {
+        "type": st.just("tool_use"),
+        "id": ids,
+        "name": st.text(min_size=1),
+        "input": st.dictionaries(st.text(), json_values, max_size=4),
+    },
+    optional={"raw_input": st.text()},
+)
+tool_result_blocks = st.fixed_dictionaries(
+    {
+        "type": st.just("tool_result"),
+        "id": ids,
+        "name": st.text(min_size=1),
+        "output": st.text() | st.lists(text_blocks | media_blocks, max_size=3),
+    },
+    optional={"is_error": st.booleans()},
+)
+blocks = st.one_of(text_blocks, media_blocks, thinking_blocks, tool_use_blocks, tool_result_blocks)
+messages = st.builds(
+    Msg,
+    name=st.text(),
+    content=st.text() | st.lists(blocks, max_size=6),
+    role=st.sampled_from(["user", "assistant", "system"]),
+    metadata=st.none() | st.dictionaries(st.text(), json_values, max_size=4),
+    id=st.none() | ids,
+    timestamp=st.none() | st.just("2026-01-01T00:00:00+00:00"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages)
+def test_round_trip_is_exact_through_json(msg: Msg) -> None:
+    data = msg.to_dict()
+    restored = Msg.from_dict(json.loads(json.dumps(data)))
+    assert restored == msg
+    assert restored.to_dict() == data
+    assert set(data) == {"id", "name", "role", "content", "metadata", "timestamp"}
+
+
+@settings(max_examples=50, deadline=None)
+@given(messages)
+def test_to_dict_is_a_copy(msg: Msg) -> None:
+    data = msg.to_dict()
+    if isinstance(data["content"], list) and data["content"]:
+        data["content"][0]["type"] = "mutated"
+    assert Msg.from_dict(msg.to_dict()) == msg
+
+
+def test_defaults_and_accessors() -> None:
+    msg = Msg(
+        "bob",
+        [
+            {"type": "text", "text": "a"},
+            {"type": "tool_use", "id": "1", "name": "f", "input": {}},
+            {"type": "text", "text": "b"},
+        ],
+        "assistant",
+    )
+    assert msg.id and msg.timestamp
+    assert msg.get_text() == "a\nb"
+    assert [b["id"] for b in msg.get_blocks("tool_use")] == ["1"]
+    assert msg.has_blocks("tool_use") and not msg.has_blocks("image")
+    assert Msg("u", "hi", "user").get_blocks() == [{"type": "text", "text": "hi"}]
+    assert Msg("u", "hi", "user") != Msg("u", "hi", "user")  # distinct ids
+    copied = msg.copy()
+    assert copied == msg and copied is not msg
+
+
+BAD: list[tuple[dict[str, Any], str]] = [
+    ({"role": "robot"}, "role"),
+    ({"content": [{"text": "no type"}]}, "content[0].type"),
+    ({"content": [{"type": "video"}]}, "content[0].type"),
+    ({"content": [{"type": "tool_use", "name": "f", "input": {}}]}, "content[0].id"),
+    ({"content": [{"type": "tool_use", "id": "", "name": "f", "input": {}}]}, "content[0].id"),
+    (
+        {"content": [{"type": "tool_use", "id": "1", "name": "f", "input": "{}"}]},
+        "content[0].input",
+    ),
+    ({"content": [{"type": "tool_result", "id": "1", "name": "f"}]}, "content[0].output"),
+    (
+        {"content": [{"type": "tool_result", "id": "1", "name": "f", "output": [{"type": "x"}]}]},
+        "content[0].output[0].type",
+    ),
+    ({"content": [{"type": "image", "source": {"type": "file"}}]}, "content[0].source.type"),
+    ({"content": [{"type": "image", "source": {"type": "url"}}]}, "content[0].source.url"),
+    ({"content": 3}, "content"),
+    ({"content": ["text"]}, "content[0]"),
+    ({"metadata": []}, "metadata"),
+    ({"id": 5}, "id"),
+]
+
+
+@pytest.mark.parametrize(("patch", "field"), BAD)
+def test_invalid_input_names_the_field(patch: dict[str, Any], field: str) -> None:
+    data = Msg("u", "hi", "user").to_dict() | patch
+    with pytest.raises(MessageValidationError) as info:
+        Msg.from_dict(data)
+    assert info.value.field == field
+    assert field in str(info.value)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, AgentkitError)
+
+
+def test_missing_field() -> None:
+    data = Msg("u", "hi", "user").to_dict()
+    del data["role"]
+    with pytest.raises(MessageValidationError, match="'role'"):
+        Msg.from_dict(data)
+
+
+def test_validate_block_rejects_non_dict() -> None:
+    with pytest.raises(MessageValidationError, match="must be a dict"):
+        validate_block("text")

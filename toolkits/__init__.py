@@ -1,0 +1,1 @@
+"""Ready-made toolkits built on agentkit's public API only."""
