@@ -21,6 +21,8 @@ Every exception agentkit raises on purpose derives from one root, so callers can
     │   ├── MCPConnectionError                      cannot start / reach / keep the server
     │   └── MCPProtocolError                        the server broke the protocol
     ├── StateError                                  a state dict cannot be loaded
+    ├── MemoryInvariantError (also ValueError)      a tool call without exactly one result
+    ├── StructuredOutputError                       no valid structured answer after retries
     └── AgentBusyError                              a second reply started on a busy agent
 
 Tool-side failures (unknown tool, invalid arguments, a tool raising, a timeout) are *not*
@@ -41,6 +43,7 @@ __all__ = [
     "MCPConnectionError",
     "MCPError",
     "MCPProtocolError",
+    "MemoryInvariantError",
     "MessageValidationError",
     "ModelAPIError",
     "ModelConnectionError",
@@ -49,6 +52,7 @@ __all__ = [
     "RateLimitError",
     "ScriptExhaustedError",
     "StateError",
+    "StructuredOutputError",
     "ToolError",
     "ToolGroupError",
     "ToolRegistrationError",
@@ -146,6 +150,23 @@ class MCPProtocolError(MCPError):
 
 class StateError(AgentkitError):
     """A state dict cannot be loaded (wrong schema version, corrupt content)."""
+
+
+class MemoryInvariantError(AgentkitError, ValueError):
+    """A conversation breaks the tool-call/tool-result invariant.
+
+    Attributes:
+        call_id: The offending tool call id.
+    """
+
+    def __init__(self, call_id: str, problem: str) -> None:
+        self.call_id = call_id
+        self.problem = problem
+        super().__init__(f"tool call {call_id!r}: {problem}")
+
+
+class StructuredOutputError(AgentkitError):
+    """The model gave no valid structured answer within the allowed retries."""
 
 
 class AgentBusyError(AgentkitError):

@@ -19,6 +19,14 @@ EXPECTED = {
     "ToolResponse",
     "ToolResultBlock",
     "ToolUseBlock",
+    "ReActAgent",
+    "Toolkit",
+    "ToolContext",
+    "UserAgent",
+    "MsgHub",
+    "sequential_pipeline",
+    "fanout_pipeline",
+    "InMemoryMemory",
 }
 
 
@@ -34,13 +42,22 @@ def test_all_is_sorted() -> None:
 
 
 def test_models_and_testing_names() -> None:
-    from agentkit.models import ChatModel, ChatResponse, ChatUsage  # noqa: F401
+    from agentkit.mcp import HttpServer, MCPClient, StdioServer  # noqa: F401
+    from agentkit.models import (  # noqa: F401
+        AnthropicChatModel,
+        ChatModel,
+        ChatResponse,
+        ChatUsage,
+        OpenAIChatModel,
+        from_string,
+    )
+    from agentkit.session import JSONSession, RedisSession, SQLiteSession  # noqa: F401
     from agentkit.testing import FunctionModel, ScriptedModel  # noqa: F401
 
 
 def test_import_does_not_load_heavy_sdks() -> None:
     code = (
-        "import sys, json, agentkit, agentkit.testing, agentkit.models;"
+        "import sys, json, agentkit, agentkit.testing, agentkit.models, agentkit.mcp, agentkit.session;"
         "print(json.dumps(sorted(m for m in sys.modules "
         "if m.split('.')[0] in ('openai', 'anthropic', 'mcp', 'httpx2', 'jsonschema'))))"
     )

@@ -7,21 +7,32 @@ cheap until the class is first used), so ``import agentkit`` never imports the p
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
 
+if TYPE_CHECKING:
+    from agentkit.models._http import RetryPolicy
+    from agentkit.models.anthropic import AnthropicChatModel
+    from agentkit.models.openai import OpenAIChatModel
+    from agentkit.models.registry import from_string
+
 __all__ = [
+    "AnthropicChatModel",
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
     "ModelOutput",
+    "OpenAIChatModel",
+    "RetryPolicy",
     "ToolChoice",
+    "from_string",
 ]
 
 _LAZY = {
     "OpenAIChatModel": "agentkit.models.openai",
     "AnthropicChatModel": "agentkit.models.anthropic",
+    "RetryPolicy": "agentkit.models._http",
     "from_string": "agentkit.models.registry",
 }
 
@@ -30,4 +41,10 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'agentkit.models' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentkit.tools.response import ToolResponse
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+    from agentkit.tools.context import ToolContext
 
 __all__ = ["Tool"]
 
@@ -27,7 +32,12 @@ class Tool(ABC):
         requires_approval: A human must approve each call before it runs.
         sequential: Acts as a barrier when several calls run in one turn.
         timeout: Seconds before the call is cancelled and answered with an error.
+        reports_progress: The tool reports progress out of band while it runs
+            (``ToolContext.report_progress``, MCP progress notifications): the Toolkit then
+            runs it in a task of its own so that the progress streams live.
     """
+
+    reports_progress: bool = False
 
     def __init__(
         self,
@@ -48,6 +58,7 @@ class Tool(ABC):
         self.sequential = sequential
         self.timeout = timeout
         self._schema: dict[str, Any] | None = None
+        self._validator: Validator | None = None
 
     @property
     def json_schema(self) -> dict[str, Any]:
@@ -66,6 +77,23 @@ class Tool(ABC):
     def invalidate_schema(self) -> None:
         """Drop the cached schema after ``name``/``description``/``parameters`` changed."""
         self._schema = None
+        self._validator = None
+
+    def get_validator(self) -> Validator:
+        """The Draft 2020-12 validator of ``parameters``, built on first use and cached.
+
+        Raises:
+            jsonschema.exceptions.SchemaError: ``parameters`` is not a valid JSON schema.
+        """
+        validator = getattr(self, "_validator", None)
+        if validator is None:
+            # Imported here: jsonschema costs ~35 ms and ``import agentkit`` must stay cheap.
+            from jsonschema import Draft202012Validator
+
+            Draft202012Validator.check_schema(self.parameters)
+            validator = Draft202012Validator(self.parameters)
+            self._validator = validator
+        return validator
 
     @abstractmethod
     def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
@@ -75,6 +103,16 @@ class Tool(ABC):
         and end with one final chunk. They may raise; the Toolkit converts exceptions into
         error responses. They must let cancellation propagate.
         """
+
+    def invoke_with_context(
+        self, arguments: dict[str, Any], context: ToolContext
+    ) -> AsyncIterator[ToolResponse]:
+        """Run the tool with validated arguments and the call's context.
+
+        The Toolkit always calls this method. The default ignores ``context`` and calls
+        :meth:`invoke`; a tool that wants the call id or to report progress overrides it.
+        """
+        return self.invoke(arguments)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, group={self.group!r})"

@@ -1,0 +1,89 @@
+"""Console output of a reply, fed by the same event objects as ``agent.stream()``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from agentkit.agent.events import (
+    AgentEvent,
+    ApprovalRequired,
+    Interrupted,
+    ReplyFinished,
+    ReplyStarted,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallStarted,
+    ToolResult,
+)
+
+__all__ = ["ConsolePrinter"]
+
+_MAX_SHOWN = 300
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN] + "…"
+
+
+class ConsolePrinter:
+    """Writes an agent's events as readable text.
+
+    Args:
+        name: The agent's name (printed before its answer).
+        out: Where to write (``sys.stdout`` by default, looked up at each write).
+    """
+
+    __slots__ = ("_at_line_start", "_mode", "name", "out")
+
+    def __init__(self, name: str, out: TextIO | None = None) -> None:
+        self.name = name
+        self.out = out
+        self._mode = ""  # "text" / "thinking" while streaming one of them
+        self._at_line_start = True
+
+    def _write(self, text: str) -> None:
+        out = self.out or sys.stdout
+        out.write(text)
+        if text:
+            self._at_line_start = text.endswith("\n")
+        out.flush()
+
+    def _line(self, text: str) -> None:
+        self._mode = ""
+        self._write(("" if self._at_line_start else "\n") + text + "\n")
+
+    def __call__(self, event: AgentEvent) -> None:
+        """Print one event."""
+        if isinstance(event, TextDelta):
+            if self._mode != "text":
+                self._write(("" if self._at_line_start else "\n") + f"{self.name}: ")
+                self._mode = "text"
+            self._write(event.delta)
+        elif isinstance(event, ThinkingDelta):
+            if self._mode != "thinking":
+                self._write(("" if self._at_line_start else "\n") + f"{self.name} (thinking): ")
+                self._mode = "thinking"
+            self._write(event.delta)
+        elif isinstance(event, ToolCallStarted):
+            call = event.tool_call
+            args = _short(json.dumps(call["input"], ensure_ascii=False))
+            self._line(f"-> {call['name']}({args})")
+        elif isinstance(event, ToolResult):
+            block = event.result
+            output = block["output"]
+            shown = output if isinstance(output, str) else f"<{len(output)} blocks>"
+            mark = "error" if block.get("is_error") else "ok"
+            self._line(f"<- {block['name']} [{mark}]: {_short(shown)}")
+        elif isinstance(event, ApprovalRequired):
+            names = ", ".join(f"{c['name']} ({c['id']})" for c in event.calls)
+            self._line(f"[approval required] {names}")
+        elif isinstance(event, Interrupted):
+            self._line("[interrupted]")
+        elif isinstance(event, ReplyFinished):
+            if not self._at_line_start:
+                self._write("\n")
+            self._mode = ""
+        elif isinstance(event, ReplyStarted):
+            self._mode = ""

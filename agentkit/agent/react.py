@@ -1,0 +1,434 @@
+"""``ReActAgent``: the public agent class. The loop itself lives in ``loop.py``."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from agentkit.agent import loop
+from agentkit.agent.acting import describe_call
+from agentkit.agent.events import AgentEvent, ReplyFinished, ReplyStarted
+from agentkit.agent.hooks import HookRegistry
+from agentkit.agent.state import SCHEMA_VERSION, Run, parse_agent_state
+from agentkit.agent.stream import EventStream
+from agentkit.exceptions import AgentBusyError
+from agentkit.memory import InMemoryMemory, Memory
+from agentkit.messages import Msg, ToolUseBlock
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from agentkit.agent.printer import ConsolePrinter
+    from agentkit.models.base import ChatModel
+    from agentkit.tools import Tool, Toolkit
+
+__all__ = ["ApprovalPolicy", "ReActAgent"]
+
+ApprovalPolicy = Callable[[ToolUseBlock], "bool | Awaitable[bool]"]
+MsgInput = Msg | Sequence[Msg] | str | None
+
+
+def _as_messages(msg: MsgInput) -> list[Msg]:
+    if msg is None:
+        return []
+    if isinstance(msg, Msg):
+        return [msg]
+    if isinstance(msg, str):
+        return [Msg("user", msg, "user")]
+    items = list(msg)
+    for item in items:
+        if not isinstance(item, Msg):
+            raise TypeError(f"expected Msg, list of Msg, str or None; got {type(item).__name__}")
+    return items
+
+
+class ReActAgent:
+    """A tool-using agent: reason (model call) -> act (tool calls) until it answers.
+
+    Args:
+        name: The agent's name (author of its messages).
+        sys_prompt: The system prompt.
+        model: The chat model.
+        toolkit: Tools the model may call (a ``Toolkit``; None: no tools yet).
+        memory: Conversation memory (an ``InMemoryMemory`` by default).
+        max_iters: Model calls per reply before the agent asks for a final summary.
+        parallel_tool_calls: Run the tool calls of one turn concurrently.
+        print_hint: Print the reply to the console as it streams.
+        max_concurrency: At most this many tool calls in flight (None: no limit).
+        approval_policy: For tools registered with ``requires_approval=True``: called with
+            the ``tool_use`` block (sync or async); True approves the call automatically,
+            False leaves it to a human (``resume``). Without a policy every such call waits.
+
+    Attributes:
+        memory: The conversation memory.
+        model: The chat model.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_deferred",
+        "_hooks",
+        "_iteration",
+        "_limiter",
+        "_listeners",
+        "_pending",
+        "_printer",
+        "_run",
+        "_suspended",
+        "_sys_msg",
+        "_toolkit",
+        "approval_policy",
+        "max_iters",
+        "memory",
+        "model",
+        "name",
+        "parallel_tool_calls",
+        "print_hint",
+        "sys_prompt",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        sys_prompt: str,
+        model: ChatModel,
+        toolkit: Toolkit | None = None,
+        memory: Memory | None = None,
+        max_iters: int = 10,
+        parallel_tool_calls: bool = True,
+        print_hint: bool = True,
+        *,
+        max_concurrency: int | None = None,
+        approval_policy: ApprovalPolicy | None = None,
+    ) -> None:
+        if max_iters < 1:
+            raise ValueError("max_iters must be at least 1")
+        self.name = name
+        self.sys_prompt = sys_prompt
+        self.model = model
+        self._toolkit: Toolkit | None = toolkit
+        self.memory: Memory = memory if memory is not None else InMemoryMemory()
+        self.max_iters = max_iters
+        self.parallel_tool_calls = parallel_tool_calls
+        self.print_hint = print_hint
+        self.approval_policy = approval_policy
+        self._limiter = anyio.CapacityLimiter(max_concurrency) if max_concurrency else None
+        self._hooks: HookRegistry | None = None
+        self._listeners: list[Callable[[AgentEvent], None]] = []
+        self._printer: ConsolePrinter | None = None
+        self._run: Run | None = None
+        self._pending: list[ToolUseBlock] = []
+        self._deferred: list[Msg] = []
+        self._suspended: type[BaseModel] | None = None
+        self._sys_msg: Msg | None = None
+        self._iteration = 0  # iterations of a reply paused for approval
+
+    # -- configuration -----------------------------------------------------------------
+    @property
+    def toolkit(self) -> Toolkit:
+        """The agent's ``Toolkit`` (an empty one is created on first access if none)."""
+        if self._toolkit is None:
+            from agentkit.tools import Toolkit
+
+            self._toolkit = Toolkit()
+        assert self._toolkit is not None
+        return self._toolkit
+
+    @toolkit.setter
+    def toolkit(self, value: Toolkit | None) -> None:
+        self._toolkit = value
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """At most this many tool calls in flight (None: unbounded)."""
+        return None if self._limiter is None else int(self._limiter.total_tokens)
+
+    @property
+    def is_replying(self) -> bool:
+        """Whether a reply is in progress."""
+        return self._run is not None
+
+    @property
+    def pending_tool_calls(self) -> list[dict[str, Any]]:
+        """Calls waiting for approval, as ``{"id", "name", "input"}`` dicts."""
+        return [describe_call(c) for c in self._pending]
+
+    def system_msg(self) -> Msg:
+        """The system message (rebuilt only when ``sys_prompt`` changes)."""
+        msg = self._sys_msg
+        if msg is None or msg.content != self.sys_prompt:
+            msg = self._sys_msg = Msg("system", self.sys_prompt, "system")
+        return msg
+
+    # -- hooks -------------------------------------------------------------------------
+    def register_hook(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
+        """Register (or replace) a hook; see ``agentkit.agent.hooks`` for the signatures."""
+        if self._hooks is None:
+            self._hooks = HookRegistry()
+        self._hooks.register(kind, name, fn)
+
+    def remove_hook(self, kind: str, name: str) -> None:
+        """Remove one hook (KeyError if absent)."""
+        if self._hooks is None:
+            raise KeyError(f"no {kind} hook named {name!r}")
+        self._hooks.remove(kind, name)
+
+    def clear_hooks(self, kind: str | None = None) -> None:
+        """Remove the hooks of one kind, or all of them."""
+        if self._hooks is not None:
+            self._hooks.clear(kind)
+
+    # -- replying ----------------------------------------------------------------------
+    async def __call__(
+        self, msg: MsgInput = None, structured_model: type[BaseModel] | None = None
+    ) -> Msg:
+        """Reply to ``msg`` (None: continue from memory).
+
+        Args:
+            msg: A Msg, a list of Msg, a string (a user message) or None.
+            structured_model: A pydantic model the final answer must match; the validated
+                value (JSON form) is put in ``reply.metadata["structured_output"]``.
+
+        Returns:
+            The reply. ``metadata`` holds ``usage``, ``iterations`` and ``time``, and
+            ``interrupted``, ``pending_tool_calls`` or ``max_iters_reached`` when relevant.
+
+        Raises:
+            AgentBusyError: when a reply is already in progress on this agent.
+        """
+        msgs = _as_messages(msg)
+        run = self._start(structured_model)
+        run.inbox = msgs
+        return await self._drive(run, self._reply_body, msgs, structured_model)
+
+    async def resume(
+        self,
+        approvals: dict[str, bool | str] | None = None,
+        structured_model: type[BaseModel] | None = None,
+    ) -> Msg:
+        """Settle calls waiting for approval and continue the reply.
+
+        Args:
+            approvals: ``{call_id: True | False | "reason"}``: True runs the call; False or
+                a reason denies it (the model is told). Calls not listed stay pending.
+            structured_model: For a structured reply that paused; defaults to the model of
+                the paused reply.
+
+        Raises:
+            AgentBusyError: when a reply is in progress.
+            ValueError: for an id that is not pending or a verdict of the wrong type.
+        """
+        approvals = dict(approvals or {})
+        pending_ids = {c["id"] for c in self._pending}
+        for call_id, verdict in approvals.items():
+            if call_id not in pending_ids:
+                raise ValueError(f"tool call {call_id!r} is not waiting for approval")
+            if not isinstance(verdict, bool | str):
+                raise ValueError(f"approval for {call_id!r} must be True, False or a reason")
+        run = self._start(structured_model or self._suspended)
+        run.iteration = self._iteration
+        body = self._resume_body
+        return await self._drive(run, body, approvals, structured_model or self._suspended)
+
+    def stream(
+        self, msg: MsgInput = None, structured_model: type[BaseModel] | None = None
+    ) -> EventStream:
+        """Reply to ``msg`` and iterate over the events (see ``agentkit.agent.stream``)."""
+        return EventStream(self, lambda: self(msg, structured_model=structured_model))
+
+    async def observe(self, msg: Msg | Sequence[Msg] | None) -> None:
+        """Add messages to memory without replying (deferred while busy or pending)."""
+        msgs = _as_messages(msg)
+        if self._run is not None or self._pending:
+            self._deferred.extend(msgs)
+        else:
+            await self.memory.add(msgs)
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """This agent as a ``Tool`` for another agent's toolkit (``agentkit.pipelines``)."""
+        from agentkit.pipelines import agent_as_tool
+
+        tool: Tool = agent_as_tool(self, name, description)
+        return tool
+
+    # -- interrupt ---------------------------------------------------------------------
+    async def interrupt(self, msg: MsgInput = None) -> bool:
+        """Interrupt the reply in progress (a no-op when idle).
+
+        Args:
+            msg: Messages added to memory after the repairs, seen by the next reply.
+
+        Returns:
+            Whether a reply was interrupted.
+        """
+        return self._interrupt(msg)
+
+    def interrupt_threadsafe(self, msg: MsgInput = None) -> bool:
+        """Like :meth:`interrupt`, from a thread other than the event loop's (a console)."""
+        run = self._run
+        if run is None or run.token is None:
+            return False
+        if threading.get_ident() == run.thread:  # on the loop's own thread: no hop needed
+            return self._interrupt(msg)
+        try:
+            return anyio.from_thread.run_sync(self._interrupt, msg, token=run.token)
+        except RuntimeError:  # the event loop is closed: nothing left to interrupt
+            return False
+
+    def _interrupt(self, msg: MsgInput) -> bool:
+        run = self._run
+        if run is None or run.scope is None:
+            return False
+        run.interrupt_msgs.extend(_as_messages(msg))
+        run.interrupted = True
+        run.scope.cancel()
+        return True
+
+    # -- run driving -------------------------------------------------------------------
+    def _start(self, structured_model: type[BaseModel] | None) -> Run:
+        if self._run is not None:
+            raise AgentBusyError(f"agent {self.name!r} is already replying")
+        emit = None
+        if self.print_hint or self._listeners:
+            emit = self._make_emit()
+        run = self._run = Run(emit, structured_model)
+        run.token = anyio.lowlevel.current_token()
+        run.thread = threading.get_ident()
+        return run
+
+    def _make_emit(self) -> Callable[[AgentEvent], None]:
+        sinks = list(self._listeners)
+        if self.print_hint:
+            if self._printer is None or self._printer.name != self.name:
+                from agentkit.agent.printer import ConsolePrinter
+
+                self._printer = ConsolePrinter(self.name)
+            sinks.append(self._printer)
+        if len(sinks) == 1:
+            return sinks[0]
+
+        def emit(event: AgentEvent) -> None:
+            for sink in sinks:
+                sink(event)
+
+        return emit
+
+    async def _reply_body(
+        self, run: Run, msgs: list[Msg], structured: type[BaseModel] | None
+    ) -> Msg:
+        return await self._with_reply_hooks(
+            run, {"msg": msgs, "structured_model": structured}, loop.reply
+        )
+
+    async def _resume_body(
+        self, run: Run, approvals: dict[str, bool | str], structured: type[BaseModel] | None
+    ) -> Msg:
+        kwargs: dict[str, Any] = {
+            "msg": [],
+            "approvals": approvals,
+            "structured_model": structured,
+        }
+        return await self._with_reply_hooks(run, kwargs, loop.resume)
+
+    async def _with_reply_hooks(
+        self, run: Run, kwargs: dict[str, Any], body: Callable[..., Awaitable[Msg]]
+    ) -> Msg:
+        hooks = self._hooks
+        if hooks is not None and hooks.has("pre_reply"):
+            kwargs = await hooks.run_pre("pre_reply", self, kwargs)
+            run.structured = kwargs.get("structured_model")
+        if "approvals" in kwargs:
+            reply = await body(self, run, kwargs["approvals"])
+        else:
+            reply = await body(self, run, _as_messages(kwargs["msg"]))
+        if hooks is not None and hooks.has("post_reply"):
+            reply = await hooks.run_post("post_reply", self, kwargs, reply)
+        return reply
+
+    async def _drive(self, run: Run, body: Callable[..., Awaitable[Msg]], *args: Any) -> Msg:
+        if run.emit is not None:
+            run.emit(ReplyStarted(self.name))
+        try:
+            try:
+                with anyio.CancelScope() as scope:
+                    run.scope = scope
+                    reply = await body(run, *args)
+            except BaseException as exc:
+                # An error, or a cancellation from outside (not our interrupt): repair
+                # memory, then let it propagate.
+                with anyio.CancelScope(shield=True):
+                    await loop.finalize(self, run, exc)
+                    await self._flush_deferred()
+                raise
+            with anyio.CancelScope(shield=True):
+                if scope.cancelled_caught:
+                    reply = await loop.finalize(self, run, None)
+                elif run.interrupt_msgs:  # interrupted too late to cut anything
+                    await self.memory.add(run.interrupt_msgs)
+                await self._flush_deferred()
+            self._suspended = run.structured if self._pending else None
+            self._iteration = run.iteration if self._pending else 0
+            if run.emit is not None:
+                run.emit(ReplyFinished(reply))
+            return reply
+        finally:
+            run.scope = None
+            self._run = None
+
+    async def _flush_deferred(self) -> None:
+        if self._deferred and not self._pending:
+            msgs, self._deferred = self._deferred, []
+            await self.memory.add(msgs)
+
+    # -- state -------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """A JSON-safe snapshot: memory, pending calls, iteration, toolkit state.
+
+        Raises:
+            AgentBusyError: while a model call or tool calls are in flight (memory is
+                mid-step then); from a ``post_reply`` hook it works.
+        """
+        run = self._run
+        if run is not None and (run.batch is not None or run.partial is not None):
+            raise AgentBusyError(f"agent {self.name!r} is mid-step; snapshot after the reply")
+        state: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "name": self.name,
+            "memory": self.memory.state_dict(),
+            "pending_tool_calls": [json.loads(json.dumps(c)) for c in self._pending],
+            "deferred_messages": [m.to_dict() for m in self._deferred],
+            "iteration": run.iteration if run is not None else self._iteration,
+        }
+        toolkit_state = getattr(self._toolkit, "state_dict", None)
+        if toolkit_state is not None:
+            state["toolkit"] = toolkit_state()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a snapshot from :meth:`state_dict` (validated before anything changes).
+
+        Raises:
+            StateError: on a wrong ``schema_version`` or inconsistent content.
+            AgentBusyError: while a reply is in progress.
+        """
+        if self._run is not None:
+            raise AgentBusyError(f"agent {self.name!r} is replying; cannot load state now")
+        pending, deferred, iteration = parse_agent_state(state)
+        self.memory.load_state_dict(state["memory"])
+        if "toolkit" in state and self._toolkit is not None:
+            loader = getattr(self._toolkit, "load_state_dict", None)
+            if loader is not None:
+                loader(state["toolkit"])
+        self._pending = pending
+        self._deferred = deferred
+        self._iteration = iteration
+        self._suspended = None
+
+    def __repr__(self) -> str:
+        return f"ReActAgent(name={self.name!r}, model={self.model!r})"

@@ -1,0 +1,119 @@
+"""The reasoning step: one model call, streamed into events, stored as one assistant Msg.
+
+While the model streams, ``run.partial`` always holds the latest cumulative chunk, so an
+interrupt at any await can store what was received so far. Deltas for the event stream are
+computed by diffing consecutive cumulative chunks per block, and only when someone listens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.agent.events import TextDelta, ThinkingDelta
+from agentkit.agent.state import new_msg, store
+from agentkit.messages import ContentBlock, Msg
+from agentkit.models.base import ChatResponse
+
+if TYPE_CHECKING:
+    from agentkit.agent.react import ReActAgent
+    from agentkit.agent.state import Emit, Run
+
+__all__ = ["reason"]
+
+# Closing a model stream must finish (it releases the HTTP connection) even when the reply
+# is being cancelled, but must not hang an interrupt on a misbehaving adapter.
+_CLOSE_TIMEOUT = 2.0
+
+
+def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> None:
+    """Emit the text/thinking that ``content`` adds over the lengths seen so far."""
+    for i, block in enumerate(content):
+        kind = block["type"]
+        if kind == "text":
+            value: str = block["text"]  # type: ignore[typeddict-item]
+        elif kind == "thinking":
+            value = block["thinking"]  # type: ignore[typeddict-item]
+        else:
+            continue
+        while len(lengths) <= i:
+            lengths.append(0)
+        old = lengths[i]
+        if len(value) > old:
+            emit(TextDelta(value[old:]) if kind == "text" else ThinkingDelta(value[old:]))
+        lengths[i] = len(value)
+
+
+async def _consume(run: Run, stream: AsyncIterator[ChatResponse]) -> None:
+    """Read cumulative chunks into ``run.partial``; always close the stream."""
+    emit = run.emit
+    lengths: list[int] = []
+    try:
+        async for chunk in stream:
+            run.partial = chunk
+            if emit is not None:
+                _diff(lengths, chunk.content, emit)
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                await aclose()
+
+
+async def reason(
+    agent: ReActAgent,
+    run: Run,
+    tools: list[dict[str, Any]] | None,
+    tool_choice: str | None,
+    *,
+    extra: Msg | None = None,
+    allow_calls: bool = True,
+) -> Msg:
+    """Call the model once and store its answer in memory.
+
+    Args:
+        agent: The agent.
+        run: The reply's run state (``partial`` and ``batch`` are updated).
+        tools: Function schemas offered to the model (None: no tools).
+        tool_choice: ``"auto"``/``"none"``/``"required"``/a tool name, or None.
+        extra: A transient message appended to the prompt only (never stored).
+        allow_calls: When False, tool_use blocks in the answer are dropped.
+
+    Returns:
+        The stored assistant message. Its tool calls (if any) are in ``run.batch``.
+    """
+    prompt = [agent.system_msg(), *(await agent.memory.get_memory())]
+    if extra is not None:
+        prompt.append(extra)
+    hooks = agent._hooks
+    kwargs: dict[str, Any] | None = None
+    if hooks is not None and hooks.has("pre_reasoning"):
+        kwargs = {"messages": prompt, "tools": tools, "tool_choice": tool_choice}
+        kwargs = await hooks.run_pre("pre_reasoning", agent, kwargs)
+        prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
+    output = await agent.model(prompt, tools=tools or None, tool_choice=tool_choice)
+    if isinstance(output, ChatResponse):
+        run.partial = output
+        if run.emit is not None:
+            _diff([], output.content, run.emit)
+    else:
+        await _consume(run, output)
+    response = run.partial or ChatResponse(content=[])
+    if response.usage is not None:
+        run.usage = run.usage + response.usage
+    content = response.content
+    if not allow_calls:
+        content = [b for b in content if b["type"] != "tool_use"]
+    msg = new_msg(agent.name, list(content), "assistant")
+    if hooks is not None and hooks.has("post_reasoning"):
+        msg = await hooks.run_post("post_reasoning", agent, kwargs or {}, msg)
+    await store(agent.memory, msg)
+    # Synchronous from here: memory holds the calls, and run.batch answers for them.
+    run.partial = None
+    run.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
+    calls = msg.get_blocks("tool_use")
+    if calls:
+        run.begin_batch(calls)
+    return msg

@@ -1,0 +1,201 @@
+"""Per-reply run state, and the agent's JSON state (``state_dict`` / ``load_state_dict``).
+
+``Run`` holds exactly what interrupt finalization needs to repair memory: the model's
+latest (cumulative) chunk while it streams, and the tool calls of the current turn with a
+result slot per call. Everything else lives in memory, so a reply can be cut at any await.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from random import getrandbits as _randbits
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.exceptions import StateError
+from agentkit.memory import MemoryInvariantError, check_memory_invariant
+from agentkit.messages import Msg, Role, ToolUseBlock, validate_block
+from agentkit.models.base import ChatResponse, ChatUsage
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from agentkit.agent.events import AgentEvent
+    from agentkit.memory import Memory
+    from agentkit.tools.response import ToolResponse
+
+__all__ = ["PENDING", "SCHEMA_VERSION", "Run", "new_msg", "parse_agent_state", "store"]
+
+SCHEMA_VERSION = 1
+
+
+class _Pending:
+    """Marks a result slot whose call waits for human approval."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING: Any = _Pending()
+
+Emit = Callable[["AgentEvent"], None]
+
+
+class Run:
+    """Mutable state of one reply (one ``await agent(...)`` or ``agent.resume(...)``).
+
+    Attributes:
+        scope: The cancel scope around the reply body (``interrupt`` cancels it).
+        token: The event loop token, for ``interrupt_threadsafe``.
+        thread: The event loop's thread id.
+        emit: Event sink, or None when nobody listens (then no event is even built).
+        interrupted: ``interrupt`` was called during this reply.
+        interrupt_msgs: Messages given to ``interrupt``, added after the repairs.
+        inbox: The reply's input messages until they are stored (never lost to a cut).
+        partial: The latest model chunk not yet stored in memory.
+        batch: Tool calls of the current turn that are stored but not yet answered.
+        results: One slot per call in ``batch``: None (not finished), a final
+            ``ToolResponse``, or ``PENDING``.
+        usage: Token usage summed over the reply's model calls.
+        iteration: Model calls made for this task (kept across approval pauses).
+        structured: The pydantic model of a structured-output reply.
+        structured_output: The validated output (JSON form) once accepted.
+        structured_failures: Invalid or missing structured answers so far.
+        force_tool: Name of a tool the next model call must use.
+        last_text: Text blocks of the latest assistant turn (reply content).
+    """
+
+    __slots__ = (
+        "batch",
+        "emit",
+        "force_tool",
+        "inbox",
+        "interrupt_msgs",
+        "interrupted",
+        "iteration",
+        "last_text",
+        "partial",
+        "results",
+        "scope",
+        "started",
+        "structured",
+        "structured_failures",
+        "structured_output",
+        "thread",
+        "token",
+        "usage",
+    )
+
+    def __init__(self, emit: Emit | None, structured: type[BaseModel] | None) -> None:
+        self.scope: anyio.CancelScope | None = None
+        self.token: Any = None
+        self.thread = 0
+        self.emit = emit
+        self.interrupted = False
+        self.interrupt_msgs: list[Msg] = []
+        self.inbox: list[Msg] = []
+        self.partial: ChatResponse | None = None
+        self.batch: list[ToolUseBlock] | None = None
+        self.results: list[ToolResponse | None] = []
+        self.usage = ChatUsage()
+        self.iteration = 0
+        self.started = time.perf_counter()
+        self.structured = structured
+        self.structured_output: dict[str, Any] | None = None
+        self.structured_failures = 0
+        self.force_tool: str | None = None
+        self.last_text: list[Any] = []
+
+    def begin_batch(self, calls: list[ToolUseBlock]) -> None:
+        """Record the calls of a turn that must be answered (call right after storing them)."""
+        self.batch = calls
+        self.results = [None] * len(calls)
+
+    def metadata(self) -> dict[str, Any]:
+        """Reply metadata common to every outcome."""
+        return {
+            "usage": self.usage.to_dict(),
+            "iterations": self.iteration,
+            "time": time.perf_counter() - self.started,
+        }
+
+
+async def store(memory: Memory, msgs: Msg | list[Msg]) -> None:
+    """Add to memory so that a cancellation cannot cut the write halfway."""
+    if memory.atomic_add:
+        await memory.add(msgs)
+    else:
+        with anyio.CancelScope(shield=True):
+            await memory.add(msgs)
+
+
+def new_msg(name: str, content: Any, role: Role, metadata: dict[str, Any] | None = None) -> Msg:
+    """A Msg with a cheap random id (``uuid4`` costs a system call per message)."""
+    return Msg(name, content, role, metadata, id=f"{_randbits(128):032x}")
+
+
+def _check_version(state: Any) -> dict[str, Any]:
+    if not isinstance(state, dict):
+        raise StateError(f"agent state must be a dict, got {type(state).__name__}")
+    version = state.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise StateError(
+            f"unsupported agent state schema_version {version!r}: this agentkit reads "
+            f"version {SCHEMA_VERSION}"
+        )
+    return state
+
+
+def parse_agent_state(state: Any) -> tuple[list[ToolUseBlock], list[Msg], int]:
+    """Validate an agent state dict; return pending calls, deferred messages, iteration.
+
+    Memory messages (when given as ``{"messages": [...]}``) are checked against the
+    tool-call invariant, so a corrupt snapshot is rejected before anything is replaced.
+
+    Raises:
+        StateError: naming what is wrong.
+    """
+    state = _check_version(state)
+    pending_raw = state.get("pending_tool_calls", [])
+    if not isinstance(pending_raw, list):
+        raise StateError("'pending_tool_calls' must be a list")
+    pending: list[ToolUseBlock] = []
+    for i, block in enumerate(pending_raw):
+        try:
+            checked = validate_block(block, f"pending_tool_calls[{i}]")
+        except ValueError as exc:
+            raise StateError(str(exc)) from exc
+        if checked["type"] != "tool_use":
+            raise StateError(f"pending_tool_calls[{i}] must be a tool_use block")
+        pending.append(checked)
+    deferred = _parse_messages(state.get("deferred_messages", []), "deferred_messages")
+    iteration = state.get("iteration", 0)
+    if not isinstance(iteration, int) or iteration < 0:
+        raise StateError("'iteration' must be a non-negative int")
+    if not isinstance(state.get("memory"), dict):
+        raise StateError("agent state needs a 'memory' dict")
+    messages = state["memory"].get("messages")
+    if isinstance(messages, list):
+        try:
+            check_memory_invariant(
+                _parse_messages(messages, "memory.messages"), [c["id"] for c in pending]
+            )
+        except MemoryInvariantError as exc:
+            raise StateError(f"agent state memory is inconsistent: {exc}") from exc
+    return pending, deferred, iteration
+
+
+def _parse_messages(raw: Any, where: str) -> list[Msg]:
+    if not isinstance(raw, list):
+        raise StateError(f"{where!r} must be a list")
+    out = []
+    for i, item in enumerate(raw):
+        try:
+            out.append(Msg.from_dict(item))
+        except ValueError as exc:
+            raise StateError(f"{where}[{i}] is invalid: {exc}") from exc
+    return out

@@ -1,0 +1,59 @@
+"""The ``agentkit`` command line: ``agentkit chat`` and ``agentkit mcp list|tools|call``.
+
+Run ``agentkit --help`` (or ``python -m agentkit --help``). The sub-commands import what
+they need lazily, so ``agentkit --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``agentkit`` command."""
+    from agentkit import __version__
+    from agentkit.cli import chat, mcp_cmd
+
+    parser = argparse.ArgumentParser(
+        prog="agentkit",
+        description="Chat with a tool-using agent, or inspect MCP servers.",
+    )
+    parser.add_argument("--version", action="version", version=f"agentkit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{chat,mcp}")
+    chat.add_arguments(
+        sub.add_parser(
+            "chat",
+            help="chat in the terminal (Ctrl-C interrupts the agent)",
+            description=chat.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+    )
+    mcp_cmd.add_arguments(
+        sub.add_parser(
+            "mcp",
+            help="inspect an MCP server: list | tools | call",
+            description=mcp_cmd.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``agentkit`` console script; returns the exit status."""
+    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    if args.command == "chat":
+        from agentkit.cli import chat
+
+        return chat.run(args)
+    from agentkit.cli import mcp_cmd
+
+    return mcp_cmd.run(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""Console plumbing for the CLI: non-blocking line input, SIGINT routing, event rendering."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from agentkit.agent.events import (
+    AgentEvent,
+    ApprovalRequired,
+    Interrupted,
+    ReplyFinished,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallStarted,
+    ToolProgress,
+    ToolResult,
+)
+
+__all__ = ["EventRenderer", "LineReader", "short", "sigint_handler", "terminal_restored"]
+
+InputFn = Callable[[str], str]
+
+
+def short(value: str, limit: int = 200) -> str:
+    """``value`` on one line, cut to ``limit`` characters."""
+    flat = " ".join(value.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class LineReader:
+    """Reads lines in a daemon thread, so the event loop keeps running while the human types.
+
+    A daemon thread (not anyio's worker pool) because a pending ``input()`` cannot be
+    cancelled: when the program exits at the prompt, the thread must not keep it alive.
+
+    Args:
+        input_fn: The blocking line reader (``input`` by default; with ``readline`` loaded it
+            gets line editing and history).
+    """
+
+    def __init__(self, input_fn: InputFn | None = None) -> None:
+        self._input: InputFn = input_fn or input
+
+    async def read(self, prompt: str) -> str | None:
+        """Read one line; None at end of input (Ctrl-D)."""
+        done = anyio.Event()
+        box: dict[str, Any] = {}
+        token = anyio.lowlevel.current_token()
+
+        def work() -> None:
+            try:
+                box["line"] = self._input(prompt)
+            except EOFError:
+                box["line"] = None
+            except Exception as exc:  # handed to the event loop, re-raised there
+                box["error"] = exc
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                anyio.from_thread.run_sync(done.set, token=token)
+
+        threading.Thread(target=work, name="agentkit-input", daemon=True).start()
+        await done.wait()
+        if "error" in box:
+            raise box["error"]
+        line: str | None = box["line"]
+        return line
+
+
+@contextlib.contextmanager
+def sigint_handler(callback: Callable[[], None]) -> Iterator[None]:
+    """Route SIGINT (Ctrl-C) to ``callback`` in the event loop while the block runs.
+
+    Uses ``loop.add_signal_handler`` (the handler runs in the loop, between tasks, so it may
+    touch loop state); where that is unavailable it falls back to ``signal.signal`` with a
+    thread-safe hand-off. The previous handling is restored on exit.
+    """
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, callback)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
+        previous = signal.getsignal(signal.SIGINT)
+        try:
+            signal.signal(signal.SIGINT, lambda *_: loop.call_soon_threadsafe(callback))
+        except ValueError:  # not the main thread: Ctrl-C cannot be routed at all
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def terminal_restored() -> Iterator[None]:
+    """Restore the terminal's settings on exit.
+
+    A line editor (``readline``) changes them while it reads; when the program leaves while
+    a read is pending (Ctrl-C at the prompt), they would stay changed (no echo).
+    """
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd) if os.isatty(fd) else None
+    except (ImportError, OSError, ValueError):  # Windows, a closed or redirected stdin
+        saved = None
+    try:
+        yield
+    finally:
+        if saved is not None:
+            with contextlib.suppress(OSError):
+                termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+class EventRenderer:
+    """Shows a reply's events: streamed text, tool calls with live progress, outcomes.
+
+    Args:
+        name: The agent's name, printed before its answer.
+        out: Where to write (``sys.stdout`` by default).
+    """
+
+    def __init__(self, name: str, out: TextIO | None = None) -> None:
+        self.name = name
+        self.out = out or sys.stdout
+        self._mode = ""
+        self._line_start = True
+        self._started: dict[str, tuple[str, float]] = {}
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        if text:
+            self._line_start = text.endswith("\n")
+        self.out.flush()
+
+    def line(self, text: str) -> None:
+        """Write ``text`` on a line of its own."""
+        self._mode = ""
+        self._write(("" if self._line_start else "\n") + text + "\n")
+
+    def __call__(self, event: AgentEvent) -> None:
+        """Render one event."""
+        if isinstance(event, TextDelta | ThinkingDelta):
+            self._delta(event)
+        elif isinstance(event, ToolCallStarted):
+            call = event.tool_call
+            self._started[call["id"]] = (call["name"], time.perf_counter())
+            args = short(json.dumps(call["input"], ensure_ascii=False), 160)
+            self.line(f"  -> {call['name']}({args}) running...")
+        elif isinstance(event, ToolProgress):
+            name = self._started.get(event.tool_call_id, ("tool", 0.0))[0]
+            shown = event.chunk.get_text() or _counter(event.chunk.metadata)
+            if shown:
+                self.line(f"     {name}: {short(shown, 160)}")
+        elif isinstance(event, ToolResult):
+            self._result(event)
+        elif isinstance(event, ApprovalRequired):
+            names = ", ".join(c["name"] for c in event.calls)
+            self.line(f"  [approval needed] {names}")
+        elif isinstance(event, Interrupted):
+            self.line("  [interrupted]")
+        elif isinstance(event, ReplyFinished):
+            if not self._line_start:
+                self._write("\n")
+            self._mode = ""
+
+    def _delta(self, event: TextDelta | ThinkingDelta) -> None:
+        mode = "text" if isinstance(event, TextDelta) else "thinking"
+        if self._mode != mode:
+            label = self.name if mode == "text" else f"{self.name} (thinking)"
+            self._write(("" if self._line_start else "\n") + f"{label}: ")
+            self._mode = mode
+        self._write(event.delta)
+
+    def _result(self, event: ToolResult) -> None:
+        block = event.result
+        name, started = self._started.pop(event.tool_call_id, (block["name"], None))
+        took = f" {time.perf_counter() - started:.1f}s" if started is not None else ""
+        output = block["output"]
+        shown = output if isinstance(output, str) else f"[{len(output)} content blocks]"
+        mark = "x" if block.get("is_error") else "ok"
+        self.line(f"  <- {name} [{mark}{took}] {short(shown, 160)}")
+
+
+def _counter(metadata: dict[str, Any] | None) -> str:
+    if not metadata or metadata.get("progress") is None:
+        return ""
+    total = metadata.get("total")
+    return f"{metadata['progress']:g}/{total:g}" if total else f"{metadata['progress']:g}"

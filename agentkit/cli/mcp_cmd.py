@@ -1,0 +1,221 @@
+"""``agentkit mcp list|tools|call``: inspect and try any MCP server from the terminal.
+
+Examples::
+
+    agentkit mcp list  --stdio "node server-everything/dist/index.js stdio"
+    agentkit mcp tools --http http://127.0.0.1:8000/mcp
+    agentkit mcp call get-sum '{"a": 2, "b": 3}' --stdio "node .../index.js stdio"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.cli._setup import mcp_server, open_mcp
+from agentkit.exceptions import AgentkitError
+
+if TYPE_CHECKING:
+    from agentkit.mcp import MCPClient
+
+__all__ = ["add_arguments", "run"]
+
+
+def _add_server_options(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--stdio", metavar="CMD", help='server command line, "CMD ARGS"')
+    where.add_argument("--http", metavar="URL", help="streamable HTTP (or --sse) endpoint")
+    parser.add_argument("--sse", action="store_true", help="use the legacy SSE transport")
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="KEY=VALUE", help="stdio server env"
+    )
+    parser.add_argument(
+        "--header", action="append", default=[], metavar="NAME:VALUE", help="HTTP header"
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    parser.add_argument("--json", action="store_true", help="machine-readable JSON output")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``mcp`` sub-commands to ``parser``."""
+    sub = parser.add_subparsers(dest="mcp_command", required=True, metavar="{list,tools,call}")
+    listing = sub.add_parser("list", help="server info, capabilities, resources, prompts")
+    _add_server_options(listing)
+    tools = sub.add_parser("tools", help="list the server's tools with their input schemas")
+    _add_server_options(tools)
+    call = sub.add_parser("call", help="call one tool and print its result")
+    call.add_argument("tool", help="the tool's name")
+    call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    _add_server_options(call)
+
+
+def _pairs(items: list[str], sep: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, found, value = item.partition(sep)
+        if not found or not key.strip():
+            raise ValueError(f"{what} must look like NAME{sep}VALUE, got {item!r}")
+        out[key.strip()] = value.strip() if sep == ":" else value
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run an ``mcp`` sub-command; return the exit status."""
+    try:
+        config = mcp_server(
+            args.stdio,
+            args.http,
+            sse=args.sse,
+            env=_pairs(args.env, "=", "--env"),
+            headers=_pairs(args.header, ":", "--header"),
+        )
+        arguments: dict[str, Any] = {}
+        if args.mcp_command == "call":
+            arguments = json.loads(args.arguments)
+            if not isinstance(arguments, dict):
+                raise ValueError("the arguments must be a JSON object")
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return anyio.run(_main, args, config, arguments, backend="asyncio")
+    except AgentkitError as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _main(args: argparse.Namespace, config: Any, arguments: dict[str, Any]) -> int:
+    async with AsyncExitStack() as stack:
+        client = await open_mcp(stack, "cli", config)
+        client.timeout = args.timeout
+        if args.mcp_command == "list":
+            return await _list(client, args.json)
+        if args.mcp_command == "tools":
+            return await _tools(client, args.json)
+        return await _call(client, args.tool, arguments, args.json)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _dump(value: Any) -> Any:
+    """A pydantic SDK object (or anything) as JSON-safe data."""
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json", by_alias=True, exclude_none=True)
+    return value
+
+
+def _server_details(client: MCPClient) -> dict[str, Any]:
+    # MCPClient exposes protocol_version and instructions; server info and capabilities
+    # come from the SDK session it holds (read-only, best effort).
+    conn = getattr(client, "_conn", None)
+    session = getattr(conn, "client", None)
+    info = getattr(session, "server_info", None)
+    capabilities = getattr(session, "server_capabilities", None)
+    return {
+        "server": _dump(info) if info is not None else None,
+        "protocol_version": client.protocol_version,
+        "capabilities": _dump(capabilities) if capabilities is not None else None,
+        "instructions": client.instructions,
+    }
+
+
+async def _optional(fn: Any) -> list[Any]:
+    """A listing the server may not support: an empty list then."""
+    try:
+        return list(await fn())
+    except AgentkitError:
+        raise
+    except Exception:  # the SDK raises its own MCPError for "method not found"
+        return []
+
+
+async def _list(client: MCPClient, as_json: bool) -> int:
+    details = _server_details(client)
+    caps = details["capabilities"] or {}
+    details["tools"] = [t.name for t in await client.list_tools()] if "tools" in caps else []
+    resources = await _optional(client.list_resources) if "resources" in caps else []
+    templates = await _optional(client.list_resource_templates) if "resources" in caps else []
+    prompts = await _optional(client.list_prompts) if "prompts" in caps else []
+    details["resources"] = [_dump(r) for r in resources]
+    details["resource_templates"] = [_dump(t) for t in templates]
+    details["prompts"] = [_dump(p) for p in prompts]
+    if as_json:
+        print(json.dumps(details, indent=2, ensure_ascii=False))
+        return 0
+    server = details["server"] or {}
+    print(f"server: {server.get('name', '?')} {server.get('version', '')}".rstrip())
+    print(f"protocol: {details['protocol_version']}")
+    print(f"capabilities: {', '.join(sorted(caps)) or 'none'}")
+    if details["instructions"]:
+        text = " ".join(details["instructions"].split())
+        print(f"instructions: {text[:300]}{'…' if len(text) > 300 else ''}")
+    print(f"tools ({len(details['tools'])}): {', '.join(details['tools'])}")
+    print(f"resources ({len(resources)}):")
+    for r in details["resources"]:
+        print(f"  {r['uri']}  {r.get('name', '')}")
+    print(f"resource templates ({len(templates)}):")
+    for t in details["resource_templates"]:
+        print(f"  {t['uriTemplate']}  {t.get('name', '')}")
+    print(f"prompts ({len(prompts)}):")
+    for p in details["prompts"]:
+        names = ", ".join(
+            a["name"] + ("" if a.get("required") else "?") for a in p.get("arguments", [])
+        )
+        print(f"  {p['name']}({names})  {p.get('description', '')}")
+    return 0
+
+
+async def _tools(client: MCPClient, as_json: bool) -> int:
+    tools = [_dump(t) for t in await client.list_tools()]
+    if as_json:
+        print(json.dumps(tools, indent=2, ensure_ascii=False))
+        return 0
+    for tool in tools:
+        print(f"{tool['name']}: {' '.join((tool.get('description') or '').split())}")
+        schema = json.dumps(tool.get("inputSchema", {}), indent=2, ensure_ascii=False)
+        print("  input schema: " + schema.replace("\n", "\n  "))
+        print()
+    print(f"{len(tools)} tools")
+    return 0
+
+
+async def _call(client: MCPClient, tool: str, arguments: dict[str, Any], as_json: bool) -> int:
+    final = None
+    async for chunk in client.call_tool_stream(tool, arguments):
+        if not chunk.is_last:
+            print(
+                f"progress {_counter(chunk.metadata)} {chunk.get_text()}".rstrip(), file=sys.stderr
+            )
+        else:
+            final = chunk
+    if final is None:
+        print("error: no result", file=sys.stderr)
+        return 1
+    if as_json:
+        payload = {"content": final.content, "metadata": final.metadata, "is_error": final.is_error}
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        for block in final.content:
+            if block["type"] == "text":
+                print(block["text"])
+            else:
+                source = block["source"]
+                kind = source.get("media_type") or source.get("url", "")
+                print(f"[{block['type']} {kind}]")
+        structured = (final.metadata or {}).get("structured_content")
+        if structured is not None and not final.get_text().startswith("{"):
+            print("structured content: " + json.dumps(structured, ensure_ascii=False))
+    return 1 if final.is_error else 0
+
+
+def _counter(metadata: dict[str, Any] | None) -> str:
+    meta = metadata or {}
+    done, total = meta.get("progress"), meta.get("total")
+    if not isinstance(done, int | float):
+        return ""
+    return f"{done:g}/{total:g}" if isinstance(total, int | float) else f"{done:g}"

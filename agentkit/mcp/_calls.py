@@ -1,0 +1,154 @@
+"""Streaming tool calls: progress notifications become chunks, cancellation reaches the server.
+
+The request runs in a task spawned into the connection's runner task group, and the caller's
+async generator only reads a memory stream. That keeps task groups out of the generator (an
+async generator must not yield inside a task group or cancel scope it opened), and lets the
+generator cancel the request when its consumer is cancelled: the SDK then writes
+``notifications/cancelled`` before the task ends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.mcp.convert import result_to_response
+from agentkit.tools.response import ToolResponse
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+    from agentkit.mcp._connection import Connection
+    from agentkit.mcp.client import MCPClient
+
+__all__ = ["call_once", "call_stream"]
+
+_CANCEL_WAIT = 2.0  # bound on waiting for the courtesy notifications/cancelled to be written
+
+
+def _progress_chunk(progress: float, total: float | None, message: str | None) -> ToolResponse:
+    amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+    text = f"{message} ({amount})" if message else f"progress {amount}"
+    return ToolResponse.text(
+        text, is_last=False, metadata={"progress": progress, "total": total, "message": message}
+    )
+
+
+def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -> ToolResponse:
+    """Map a failed request to an error response; mark the connection broken if it is."""
+    from mcp import MCPError as SDKError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    meta: dict[str, Any] = {"mcp_server": client.name, "mcp_tool": name}
+    if isinstance(exc, SDKError) and exc.code == REQUEST_TIMEOUT:
+        return ToolResponse.error(
+            f"MCP tool {name!r} timed out (server {client.name!r} did not answer in time)",
+            metadata=meta,
+        )
+    if isinstance(exc, SDKError) and exc.code != CONNECTION_CLOSED:
+        text = f"MCP error {exc.code}: {exc.message}"
+        urls = _elicitation_urls(exc.data)
+        if urls:  # URL_ELICITATION_REQUIRED: the user must open these, then retry
+            text += "\nThe user must open: " + ", ".join(urls)
+            meta["elicitation_urls"] = urls
+        return ToolResponse.error(text, metadata=meta)
+    lost = (
+        isinstance(exc, SDKError | anyio.BrokenResourceError | anyio.ClosedResourceError | OSError)
+        or type(exc).__module__.startswith("httpx2")
+        or not conn.healthy
+    )
+    if lost:
+        conn.broken = True
+        return ToolResponse.error(
+            f"MCP server {client.name!r} connection was lost during the call to {name!r} "
+            f"({exc}); it will be reconnected on the next call",
+            metadata=meta,
+        )
+    return ToolResponse.error(f"MCP tool {name!r} failed: {exc}", metadata=meta)
+
+
+def _elicitation_urls(data: Any) -> list[str]:
+    """URLs named by a URL_ELICITATION_REQUIRED error's data, if any."""
+    items = data.get("elicitations") if isinstance(data, dict) else None
+    return [str(i["url"]) for i in items or [] if isinstance(i, dict) and i.get("url")]
+
+
+async def _request(
+    session: Client, name: str, arguments: dict[str, Any], read_timeout: float | None, progress: Any
+) -> Any:
+    return await session.call_tool(
+        name, arguments, read_timeout_seconds=read_timeout, progress_callback=progress
+    )
+
+
+async def call_once(
+    client: MCPClient, name: str, arguments: dict[str, Any], read_timeout: float | None
+) -> ToolResponse:
+    """A call without progress streaming, awaited in the caller's task (no extra task)."""
+    conn = await client._live()
+    session = conn.client
+    assert session is not None
+    limit = read_timeout if read_timeout is not None else client.timeout
+    try:
+        result = await _request(session, name, arguments, limit, None)
+    except Exception as exc:
+        return _error_for(exc, client, conn, name)
+    return result_to_response(result, client.name, name)
+
+
+async def call_stream(
+    client: MCPClient, name: str, arguments: dict[str, Any], read_timeout: float | None
+) -> AsyncIterator[ToolResponse]:
+    """The body of :meth:`MCPClient.call_tool_stream`."""
+    conn = await client._live()
+    session = conn.client
+    assert session is not None
+    send, receive = anyio.create_memory_object_stream[ToolResponse](math.inf)
+    scope = anyio.CancelScope()
+    done = anyio.Event()
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        send.send_nowait(_progress_chunk(value, total, message))
+
+    async def run() -> None:
+        try:
+            with scope:
+                try:
+                    limit = read_timeout if read_timeout is not None else client.timeout
+                    result = await _request(session, name, arguments, limit, progress)
+                    response = result_to_response(result, client.name, name)
+                except Exception as exc:
+                    response = _error_for(exc, client, conn, name)
+                send.send_nowait(response)
+        finally:
+            send.close()
+            done.set()
+
+    if not conn.spawn(run):
+        send.close()
+        receive.close()
+        yield ToolResponse.error(f"MCP server {client.name!r} is closing")
+        return
+    final: ToolResponse | None = None
+    try:
+        with receive:
+            async for chunk in receive:
+                if chunk.is_last:
+                    final = chunk
+                else:
+                    yield chunk
+    finally:
+        if not done.is_set():
+            scope.cancel()  # the SDK sends notifications/cancelled (shielded, bounded)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WAIT):
+                await done.wait()
+    if final is None:  # the connection went away under the call
+        conn.broken = True
+        final = ToolResponse.error(
+            f"MCP server {client.name!r} closed the connection during the call to {name!r}; "
+            "it will be reconnected on the next call"
+        )
+    yield final

@@ -1,0 +1,227 @@
+"""One live connection to an MCP server, owned by one dedicated runner task.
+
+Why a dedicated task: the SDK's transports and ``ClientSession`` are built from anyio task
+groups and cancel scopes, which must be entered and exited by the same task. If ``connect()``
+entered them in the caller's task, ``close()`` from another task (an agent shutting down, a
+signal handler, a web request) would fail with "exit cancel scope in a different task". So the
+runner task enters the transport + ``mcp.Client``, publishes the session, waits for a stop
+event and unwinds everything itself. Requests are sent from any task through the session
+(the SDK correlates them by id). Work that must outlive its caller's stack frame (streamed
+tool calls, change listeners) is spawned into the runner's task group, so it is cancelled
+when the connection goes away.
+
+The runner is an asyncio task (anyio offers no detached tasks); agentkit is asyncio-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+import anyio.abc
+
+from agentkit.exceptions import MCPConnectionError
+from agentkit.mcp.config import ServerConfig, StdioServer, open_transport
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.client._transport import TransportStreams
+
+__all__ = ["Connection"]
+
+
+@asynccontextmanager
+async def _transport(
+    server: ServerConfig, errlog: TextIO | None
+) -> AsyncIterator[TransportStreams]:
+    async with AsyncExitStack() as stack:
+        yield await open_transport(stack, server, errlog)
+
+
+async def _pump_stderr(fd: int, logger: logging.Logger) -> None:
+    """Forward a child's stderr lines to ``logger`` (DEBUG) until EOF or cancellation."""
+    buffer = b""
+    try:
+        while True:
+            await anyio.wait_readable(fd)
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if not data:
+                break
+            lines = (buffer + data).split(b"\n")
+            buffer = lines.pop()
+            for line in lines:
+                logger.debug("stderr: %s", line.decode(errors="replace"))
+    finally:
+        if buffer:
+            logger.debug("stderr: %s", buffer.decode(errors="replace"))
+
+
+def _leaf(exc: BaseException | None) -> BaseException | None:
+    """The first real error inside nested task-group exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+class Connection:
+    """A connection's lifecycle: start, health, spawn work into it, stop.
+
+    Args:
+        name: Client name (for logs and errors).
+        server: How to reach the server.
+        make_client: Builds the ``mcp.Client`` around a transport.
+        on_ready: Called in the runner once the session is up (starts listeners).
+        logger: The client's logger.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        server: ServerConfig,
+        make_client: Callable[[Any], Client],
+        on_ready: Callable[[Connection], Awaitable[None]],
+        logger: logging.Logger,
+    ) -> None:
+        self.name = name
+        self.server = server
+        self._make_client = make_client
+        self._on_ready = on_ready
+        self._logger = logger
+        self.client: Client | None = None
+        self.error: BaseException | None = None
+        self.broken = False
+        self._ready = anyio.Event()
+        self._stop = anyio.Event()
+        self._done = anyio.Event()
+        self._scope = anyio.CancelScope()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def start(self, deadline: float | None) -> None:
+        """Start the runner task and wait until the session is up.
+
+        Raises:
+            MCPConnectionError: the server could not be started/reached in time.
+        """
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"agentkit-mcp-{self.name}"
+        )
+        try:
+            with anyio.fail_after(deadline):
+                async with anyio.create_task_group() as tg:
+
+                    async def first(event: anyio.Event) -> None:
+                        await event.wait()
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(first, self._ready)
+                    tg.start_soon(first, self._done)
+        except TimeoutError:
+            await self.stop(grace=0)
+            raise MCPConnectionError(
+                f"MCP server {self.name!r} did not start within {deadline}s"
+            ) from None
+        except BaseException:
+            await self.stop(grace=0)  # the caller was cancelled: do not leave the child behind
+            raise
+        if not self._ready.is_set() or self.client is None:
+            cause = _leaf(self.error)
+            raise MCPConnectionError(
+                f"cannot connect to MCP server {self.name!r}: {cause!r}"
+            ) from self.error
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Ask the runner to unwind, wait (bounded), then cancel it. Never raises, never hangs."""
+        self._stop.set()
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(grace):
+                await self._done.wait()
+            if not self._done.is_set():
+                # Handshake still in progress, or a transport slow to close: cancel it. The
+                # SDK's stdio shutdown (stdin close, SIGTERM, SIGKILL) is shielded and bounded.
+                self._scope.cancel()
+                with anyio.move_on_after(10):
+                    await self._done.wait()
+            if not self._done.is_set() and self._task is not None:
+                self._task.cancel()
+
+    @property
+    def healthy(self) -> bool:
+        """Whether requests can be sent on this connection."""
+        if self.broken or self._done.is_set() or not self._ready.is_set() or self.client is None:
+            return False
+        try:
+            session = self.client.session
+        except RuntimeError:  # the SDK client already left its context
+            return False
+        dispatcher = getattr(session, "_dispatcher", None)
+        # The SDK marks its dispatcher closed when the transport reached EOF (child exited).
+        return not getattr(dispatcher, "_closed", False)
+
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> bool:
+        """Run ``fn`` in the runner's task group; False when the connection is going away."""
+        tg = self._tg
+        if tg is None or self._stop.is_set() or self._done.is_set():
+            return False
+        try:
+            tg.start_soon(fn)
+        except RuntimeError:  # the task group is closing
+            return False
+        return True
+
+    # -- runner ------------------------------------------------------------------------
+    def _stderr_sink(self, stack: contextlib.ExitStack) -> tuple[TextIO | None, int | None]:
+        """The file a stdio child writes its stderr to, and the fd to pump (if logging)."""
+        if not isinstance(self.server, StdioServer):
+            return None, None
+        target = self.server.stderr
+        if target == "devnull":
+            return stack.enter_context(open(os.devnull, "w")), None
+        if target == "log":
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(read_fd, False)
+            stack.callback(os.close, read_fd)
+            return stack.enter_context(os.fdopen(write_fd, "w")), read_fd
+        return target, None
+
+    async def _run(self) -> None:
+        try:
+            with self._scope, contextlib.ExitStack() as files:
+                errlog, pump_fd = self._stderr_sink(files)
+                async with anyio.create_task_group() as outer:
+                    if pump_fd is not None:
+                        outer.start_soon(_pump_stderr, pump_fd, self._logger)
+                    try:
+                        await self._serve(errlog)
+                    finally:
+                        outer.cancel_scope.cancel()
+        except Exception as exc:
+            self.error = exc
+            self._logger.debug("MCP connection %r ended with %r", self.name, exc)
+        finally:
+            self.broken = True
+            self._tg = None
+            self._done.set()
+
+    async def _serve(self, errlog: TextIO | None) -> None:
+        async with self._make_client(_transport(self.server, errlog)) as client:
+            if isinstance(self.server, StdioServer) and self.server.stderr == "log" and errlog:
+                errlog.close()  # the child holds its own copy; EOF then means it exited
+            async with anyio.create_task_group() as tg:
+                self.client = client
+                self._tg = tg
+                await self._on_ready(self)
+                self._ready.set()
+                await self._stop.wait()
+                self._tg = None
+                tg.cancel_scope.cancel()

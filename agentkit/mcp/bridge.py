@@ -1,0 +1,260 @@
+"""Registering an MCP client's tools in a Toolkit, and keeping them in sync.
+
+``Toolkit.register_mcp_client`` / ``remove_mcp_clients`` delegate here. A registration is
+remembered on the client, so when the server announces ``tools/list_changed`` (handshake era)
+or a ``ToolsListChanged`` listen event (2026-07-28), or after a reconnect, the toolkit's copy
+is refreshed: new tools are added, removed tools removed, changed ones replaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentkit.exceptions import ToolRegistrationError
+from agentkit.mcp.tool import MCPTool, toolkit_name
+from agentkit.tools.base import Tool
+from agentkit.tools.response import ToolResponse
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    import mcp_types
+
+    from agentkit.mcp.client import MCPClient
+
+__all__ = ["create_resource_tool", "register_mcp_client", "remove_mcp_clients"]
+
+
+class _ToolkitLike(Protocol):
+    """The part of ``agentkit.tools.Toolkit`` the bridge needs."""
+
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+    def register_tool(self, tool: Tool, *, namesake: Any = "raise") -> Tool: ...
+    def remove_tools(self, names: Iterable[str]) -> None: ...
+    def get_tool(self, name: str) -> Tool | None: ...
+
+
+@dataclass(eq=False)
+class _Registration:
+    toolkit: _ToolkitLike
+    group: str
+    enable: frozenset[str] | None
+    disable: frozenset[str]
+    prefix: str | None
+    timeout: float | None
+    namesake: Any
+    names: list[str] = field(default_factory=list)
+
+    def select(self, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
+        return [
+            t
+            for t in tools
+            if (self.enable is None or t.name in self.enable) and t.name not in self.disable
+        ]
+
+    def build(self, client: MCPClient, tool: mcp_types.Tool) -> MCPTool:
+        name = toolkit_name(tool.name, self.prefix)
+        return MCPTool(client, tool, name=name, group=self.group, timeout=self.timeout)
+
+
+def _check_selection(client: MCPClient, reg: _Registration, tools: list[mcp_types.Tool]) -> None:
+    available = {t.name for t in tools}
+    for label, names in (
+        ("enable_funcs", reg.enable or frozenset()),
+        ("disable_funcs", reg.disable),
+    ):
+        unknown = sorted(names - available)
+        if unknown:
+            raise ToolRegistrationError(
+                f"{label} names tools that MCP server {client.name!r} does not have: {unknown}"
+            )
+
+
+def _check_collisions(client: MCPClient, reg: _Registration, tools: list[MCPTool]) -> None:
+    seen: dict[str, str] = {}
+    for tool in tools:
+        if tool.name in seen:
+            raise ToolRegistrationError(
+                f"MCP tools {seen[tool.name]!r} and {tool.mcp_name!r} of {client.name!r} both "
+                f"map to {tool.name!r}"
+            )
+        seen[tool.name] = tool.mcp_name
+    if reg.namesake != "raise":
+        return
+    taken = sorted(t.name for t in tools if reg.toolkit.get_tool(t.name) is not None)
+    if taken:
+        raise ToolRegistrationError(
+            f"MCP server {client.name!r} has tools whose names are already registered: {taken}; "
+            "pass prefix=... to register_mcp_client to keep both"
+        )
+
+
+async def register_mcp_client(
+    toolkit: _ToolkitLike,
+    client: MCPClient,
+    group_name: str = "basic",
+    enable_funcs: Iterable[str] | None = None,
+    disable_funcs: Iterable[str] | None = None,
+    prefix: str | None = None,
+    execution_timeout: float | None = None,
+    namesake: Any = "raise",
+) -> list[Tool]:
+    """Register the tools of ``client`` in ``toolkit`` (connecting the client if needed).
+
+    Args:
+        toolkit: The Toolkit.
+        client: The MCP client (connected now if it was not).
+        group_name: Tool group of the registered tools.
+        enable_funcs: Only these server tools (server-side names).
+        disable_funcs: All but these server tools.
+        prefix: Registered names become ``{prefix}_{name}``, to keep two servers' tools apart.
+        execution_timeout: Per-call timeout (seconds) enforced by the Toolkit.
+        namesake: What the Toolkit does on a name clash; ``"raise"`` checks every name
+            first, so a clash registers nothing.
+
+    Returns:
+        The registered tools.
+
+    Raises:
+        ToolRegistrationError: a name clash, or enable/disable lists naming unknown tools.
+        MCPConnectionError: the server cannot be reached.
+    """
+    if not client.is_connected:
+        await client.connect()
+    reg = _Registration(
+        toolkit=toolkit,
+        group=group_name,
+        enable=frozenset(enable_funcs) if enable_funcs is not None else None,
+        disable=frozenset(disable_funcs or ()),
+        prefix=prefix,
+        timeout=execution_timeout,
+        namesake=namesake,
+    )
+    listed = await client.list_tools()
+    _check_selection(client, reg, listed)
+    _forget(client, toolkit)  # registering the same client again replaces its tools
+    tools = [reg.build(client, t) for t in reg.select(listed)]
+    _check_collisions(client, reg, tools)
+    registered = [toolkit.register_tool(t, namesake=namesake) for t in tools]
+    reg.names = [t.name for t in registered]
+    client._registrations.append(reg)
+    client.on_tools_changed(_refresh)
+    return registered
+
+
+def _forget(client: MCPClient, toolkit: _ToolkitLike) -> None:
+    """Remove ``client``'s earlier registration in ``toolkit`` (tools and record)."""
+    for reg in [r for r in client._registrations if r.toolkit is toolkit]:
+        toolkit.remove_tools([n for n in reg.names if _owned(toolkit, n, client)])
+        client._registrations.remove(reg)
+
+
+def _owned(toolkit: _ToolkitLike, name: str, client: MCPClient) -> bool:
+    tool = toolkit.get_tool(name)
+    return isinstance(tool, MCPTool) and tool.client is client
+
+
+async def remove_mcp_clients(
+    toolkit: _ToolkitLike, clients_or_names: Iterable[MCPClient | str]
+) -> None:
+    """Remove every tool that came from the given clients (objects or client names).
+
+    The clients are not closed: they may serve other toolkits.
+    """
+    wanted = list(clients_or_names)
+    names = {c for c in wanted if isinstance(c, str)}
+    objects = [c for c in wanted if not isinstance(c, str)]
+    doomed: list[str] = []
+    clients: list[MCPClient] = list(objects)
+    for name, tool in toolkit.tools.items():
+        if isinstance(tool, MCPTool) and (tool.client in objects or tool.client.name in names):
+            doomed.append(name)
+            if tool.client not in clients:
+                clients.append(tool.client)
+    if doomed:
+        toolkit.remove_tools(doomed)
+    for client in clients:
+        client._registrations = [r for r in client._registrations if r.toolkit is not toolkit]
+
+
+async def _refresh(client: MCPClient) -> None:
+    """Bring every toolkit that registered ``client`` in line with its current tool list."""
+    if not client._registrations:
+        return
+    listed = await client.list_tools(refresh=True)
+    for reg in list(client._registrations):
+        _apply(client, reg, listed)
+
+
+def _apply(client: MCPClient, reg: _Registration, listed: list[mcp_types.Tool]) -> None:
+    toolkit = reg.toolkit
+    wanted = {toolkit_name(t.name, reg.prefix): t for t in reg.select(listed)}
+    current = [n for n in reg.names if _owned(toolkit, n, client)]
+    stale = [n for n in current if n not in wanted or not _same(toolkit.get_tool(n), wanted[n])]
+    if stale:
+        toolkit.remove_tools(stale)
+    names = [n for n in current if n not in stale]
+    for name, definition in wanted.items():
+        if name in names:
+            continue
+        if toolkit.get_tool(name) is not None:
+            client.logger.warning(
+                "new MCP tool %r of %r clashes with a registered tool; not registered",
+                name,
+                client.name,
+            )
+            continue
+        names.append(toolkit.register_tool(reg.build(client, definition), namesake="raise").name)
+    reg.names = names
+    client.logger.debug("tools of %r refreshed: %s", client.name, names)
+
+
+def _same(tool: Tool | None, definition: mcp_types.Tool) -> bool:
+    return isinstance(tool, MCPTool) and tool.same_definition(definition)
+
+
+class _ResourceTool(Tool):
+    """Reads one of an MCP server's resources by URI."""
+
+    def __init__(self, client: MCPClient, name: str, description: str, group: str) -> None:
+        params = {
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The resource URI."}},
+            "required": ["uri"],
+        }
+        super().__init__(name, description, params, group=group)
+        self.client = client
+
+    async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+        blocks = await self.client.read_resource(str(arguments["uri"]))
+        yield ToolResponse(content=blocks, metadata={"mcp_server": self.client.name})
+
+
+async def create_resource_tool(
+    client: MCPClient, name: str | None = None, group_name: str = "basic", max_listed: int = 50
+) -> Tool:
+    """A tool that reads ``client``'s resources, listing them in its description.
+
+    Register it with ``toolkit.register_tool(tool)``.
+
+    Args:
+        client: A connected MCP client.
+        name: Tool name (default ``read_<client name>_resource``).
+        group_name: Tool group.
+        max_listed: How many resources and templates the description names at most.
+    """
+    resources = await client.list_resources()
+    templates = await client.list_resource_templates()
+    lines = [f"- {r.uri}: {r.description or r.name}" for r in resources]
+    lines += [f"- {t.uri_template} (template): {t.description or t.name}" for t in templates]
+    shown = "\n".join(lines[:max_listed])
+    more = f"\n(and {len(lines) - max_listed} more)" if len(lines) > max_listed else ""
+    description = (
+        f"Read a resource of the {client.name!r} MCP server by URI. Known resources:\n"
+        f"{shown or '(none listed)'}{more}"
+    )
+    tool_name = name or toolkit_name(f"read_{client.name}_resource", None)
+    return _ResourceTool(client, tool_name, description, group_name)

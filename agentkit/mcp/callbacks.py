@@ -1,0 +1,170 @@
+"""Server-to-client features: sampling, elicitation, roots and logging callbacks.
+
+Each factory returns a callback in the shape the ``mcp`` SDK expects. The same callbacks serve
+both protocol eras: mid-call server requests (2025-11-25) and the ``InputRequiredResult``
+rounds that ``mcp.Client`` drives for 2026-07-28 servers.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import pathlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from agentkit.mcp.convert import sampling_messages_to_msgs
+from agentkit.messages import Msg
+from agentkit.models.base import ChatModel, ChatResponse
+
+if TYPE_CHECKING:
+    from mcp.client.session import (
+        ClientRequestContext,
+        ElicitationFnT,
+        ListRootsFnT,
+        LoggingFnT,
+        SamplingFnT,
+    )
+    from mcp_types import LoggingMessageNotificationParams
+
+__all__ = [
+    "ElicitationCallback",
+    "SamplingApproval",
+    "make_elicitation_callback",
+    "make_logging_callback",
+    "make_roots_callback",
+    "make_sampling_callback",
+]
+
+SamplingApproval: TypeAlias = Callable[[list[Msg]], Awaitable[bool] | bool]
+"""``(messages) -> bool``: return False to refuse a server's sampling request."""
+
+ElicitationCallback: TypeAlias = Callable[
+    [str, dict[str, Any]], Awaitable[dict[str, Any] | None] | dict[str, Any] | None
+]
+"""``(message, json_schema) -> answer | None``: return the answer, or None to decline."""
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+async def _final_response(model: ChatModel, messages: list[Msg]) -> ChatResponse:
+    """Call the model once; a streaming model is consumed to its last (complete) chunk."""
+    output = await model(messages)
+    if isinstance(output, ChatResponse):
+        return output
+    last: ChatResponse | None = None
+    async for chunk in output:
+        last = chunk
+    if last is None:
+        return ChatResponse(content=[])
+    return last
+
+
+def make_sampling_callback(
+    model: ChatModel, approval: SamplingApproval | None, server: str
+) -> SamplingFnT:
+    """Serve ``sampling/createMessage`` with an agentkit ``ChatModel``.
+
+    Args:
+        model: The model answering the server's requests (non-streaming use).
+        approval: Optional gate; a refusal answers the server with an error.
+        server: Client name, used as the author of the server's messages.
+    """
+    from mcp_types import CreateMessageResult, ErrorData, TextContent
+
+    async def sampling(context: ClientRequestContext, params: Any) -> Any:
+        messages = sampling_messages_to_msgs(list(params.messages), params.system_prompt, server)
+        if approval is not None and not await _maybe_await(approval(messages)):
+            return ErrorData(code=-1, message="The user declined the sampling request")
+        try:
+            response = await _final_response(model, messages)
+        except Exception as exc:  # the server gets an error answer, the call goes on
+            logging.getLogger(f"agentkit.mcp.{server}").warning("sampling failed: %s", exc)
+            return ErrorData(code=-32603, message=f"sampling failed: {exc}")
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(text=response.get_text()),
+            model=model.model_name,
+            stop_reason="endTurn",
+        )
+
+    return sampling
+
+
+def _with_defaults(answer: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Fill schema defaults for fields the user left out (the SDK does not)."""
+    filled = dict(answer)
+    for key, prop in (schema.get("properties") or {}).items():
+        if key not in filled and isinstance(prop, dict) and "default" in prop:
+            filled[key] = prop["default"]
+    return filled
+
+
+def make_elicitation_callback(callback: ElicitationCallback) -> ElicitationFnT:
+    """Route ``elicitation/create`` to ``callback(message, schema)``.
+
+    Form mode passes the requested JSON schema. URL mode passes the URL inside the message
+    and a schema ``{"type": "object", "properties": {}, "x-url": url}``; returning any dict
+    means the user agreed to open it.
+    """
+    from mcp_types import ElicitResult
+
+    async def elicitation(context: ClientRequestContext, params: Any) -> Any:
+        if getattr(params, "mode", "form") == "url":
+            schema: dict[str, Any] = {"type": "object", "properties": {}, "x-url": params.url}
+            message = f"{params.message}\n{params.url}"
+        else:
+            schema = dict(params.requested_schema)
+            message = params.message
+        answer = await _maybe_await(callback(message, schema))
+        if answer is None:
+            return ElicitResult(action="decline")
+        if schema.get("x-url"):
+            return ElicitResult(action="accept")
+        return ElicitResult(action="accept", content=_with_defaults(dict(answer), schema))
+
+    return elicitation
+
+
+def _root_uri(root: str | os.PathLike[str]) -> str:
+    text = os.fspath(root)
+    if "://" in text:
+        return text
+    return pathlib.Path(text).expanduser().resolve().as_uri()
+
+
+def make_roots_callback(roots: Sequence[str | os.PathLike[str]]) -> ListRootsFnT:
+    """Answer ``roots/list`` with ``roots`` (paths become ``file://`` URIs)."""
+    from mcp_types import ListRootsResult, Root
+
+    listed = [Root(uri=_root_uri(r), name=pathlib.PurePath(_root_uri(r)).name) for r in roots]  # type: ignore[arg-type]
+
+    async def list_roots(context: ClientRequestContext) -> Any:
+        return ListRootsResult(roots=listed)
+
+    return list_roots
+
+
+def make_logging_callback(logger: logging.Logger) -> LoggingFnT:
+    """Forward ``notifications/message`` to ``logger`` at the matching level."""
+
+    async def log(params: LoggingMessageNotificationParams) -> None:
+        level = _LEVELS.get(str(params.level), logging.INFO)
+        source = f"[{params.logger}] " if params.logger else ""
+        logger.log(level, "%s%s", source, params.data)
+
+    return log

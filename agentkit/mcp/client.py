@@ -1,0 +1,460 @@
+"""``MCPClient``: one MCP server's tools, resources and prompts, over stdio or HTTP.
+
+The client keeps one live :class:`~agentkit.mcp._connection.Connection` (a runner task that
+owns the SDK session). Every request looks the live connection up at call time, so a server
+that crashed is restarted transparently on the next request (bounded retries with backoff),
+and callables handed out earlier never hold a stale session. The ``mcp`` SDK is imported
+only when a connection is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from agentkit.exceptions import MCPConnectionError, MCPError
+from agentkit.mcp._calls import call_once, call_stream
+from agentkit.mcp._connection import Connection
+from agentkit.mcp.callbacks import (
+    ElicitationCallback,
+    SamplingApproval,
+    make_elicitation_callback,
+    make_logging_callback,
+    make_roots_callback,
+    make_sampling_callback,
+)
+from agentkit.mcp.config import ServerConfig
+from agentkit.mcp.convert import content_to_blocks
+from agentkit.messages import Msg
+from agentkit.tools.response import ToolResponse, ToolResultContent
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp import Client
+
+    from agentkit.models.base import ChatModel
+
+__all__ = ["MCPClient", "MCPToolFunction"]
+
+ToolsChangedCallback = Callable[["MCPClient"], Awaitable[None]]
+
+
+class MCPClient:
+    """A client for one MCP server.
+
+    Args:
+        name: Unique name of this server in your application (used in logs, metadata and
+            ``remove_mcp_clients``).
+        server: ``StdioServer(...)`` or ``HttpServer(...)``.
+        sampling_model: Answers the server's ``sampling/createMessage`` requests.
+        sampling_approval: ``(messages) -> bool`` gate run before each sampling request.
+        elicitation_callback: ``(message, schema) -> dict | None`` for ``elicitation/create``.
+        roots: Paths or ``file://`` URIs offered to the server as roots.
+        timeout: Seconds any single request may take (tool calls included) before it is
+            abandoned (the server is sent ``notifications/cancelled``); None: no limit.
+        connect_timeout: Seconds allowed for starting/reaching the server and the handshake.
+        log_level: Ask the server for log messages at this level and above (they go to the
+            ``agentkit.mcp.<name>`` logger); None leaves the server's default.
+        max_reconnects: Attempts to re-establish a lost connection before a request fails.
+        protocol: ``"auto"`` (2026-07-28 if the server speaks it, else the handshake era) or
+            ``"legacy"`` (force the ``initialize`` handshake).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        server: ServerConfig,
+        *,
+        sampling_model: ChatModel | None = None,
+        sampling_approval: SamplingApproval | None = None,
+        elicitation_callback: ElicitationCallback | None = None,
+        roots: Sequence[str | os.PathLike[str]] | None = None,
+        timeout: float | None = 300.0,
+        connect_timeout: float = 30.0,
+        log_level: str | None = None,
+        max_reconnects: int = 3,
+        protocol: Literal["auto", "legacy"] = "auto",
+    ) -> None:
+        self.name = name
+        self.server = server
+        self.sampling_model = sampling_model
+        self.sampling_approval = sampling_approval
+        self.elicitation_callback = elicitation_callback
+        self.roots = list(roots) if roots is not None else None
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.log_level = log_level
+        self.max_reconnects = max_reconnects
+        self.protocol = protocol
+        self.logger = logging.getLogger(f"agentkit.mcp.{name}")
+        self._conn: Connection | None = None
+        self._lock = anyio.Lock()
+        self._wanted = False  # connect() called and close() not yet
+        self._tools: list[mcp_types.Tool] | None = None
+        self._tools_changed: list[ToolsChangedCallback] = []
+        self._dirty: anyio.Event | None = None
+        self.reconnects = 0
+        self._registrations: list[Any] = []  # agentkit.mcp.bridge records, one per Toolkit
+
+    def __repr__(self) -> str:
+        return f"MCPClient(name={self.name!r}, server={self.server!r})"
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def connect(self) -> None:
+        """Start (stdio) or reach (HTTP) the server and complete the handshake.
+
+        Idempotent. Raises:
+            MCPConnectionError: the server cannot be started or reached.
+        """
+        async with self._lock:
+            self._wanted = True
+            if self._conn is None or not self._conn.healthy:
+                await self._open()
+
+    async def close(self) -> None:
+        """Close the session and stop a stdio server (bounded; safe from any task)."""
+        self._wanted = False
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.stop()
+
+    async def __aenter__(self) -> MCPClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def is_connected(self) -> bool:
+        """Whether a healthy session is up right now."""
+        return self._conn is not None and self._conn.healthy
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version (``"2025-11-25"``, ``"2026-07-28"``...)."""
+        client = self._conn.client if self._conn else None
+        return client.protocol_version if client is not None else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions, if it sent any."""
+        client = self._conn.client if self._conn else None
+        return client.instructions if client is not None else None
+
+    def _build_client(self, transport: Any) -> Client:
+        from mcp import Client
+        from mcp_types import Implementation
+
+        kwargs: dict[str, Any] = {
+            "mode": self.protocol,
+            # No session-wide read timeout: it would also bound the handshake, which
+            # connect_timeout governs. Each request gets ``timeout`` instead (see _guard).
+            "message_handler": self._on_message,
+            "logging_callback": make_logging_callback(self.logger),
+            "client_info": Implementation(name="agentkit", version="0.1.0"),
+            "cache": None,  # we cache the tool list ourselves and refresh on change events
+        }
+        if self.log_level is not None:
+            kwargs["log_level"] = self.log_level
+        if self.sampling_model is not None:
+            kwargs["sampling_callback"] = make_sampling_callback(
+                self.sampling_model, self.sampling_approval, self.name
+            )
+        if self.elicitation_callback is not None:
+            kwargs["elicitation_callback"] = make_elicitation_callback(self.elicitation_callback)
+        if self.roots is not None:
+            kwargs["list_roots_callback"] = make_roots_callback(self.roots)
+        return Client(transport, **kwargs)
+
+    async def _open(self) -> None:
+        conn = Connection(self.name, self.server, self._build_client, self._ready, self.logger)
+        await conn.start(self.connect_timeout)
+        if not self._wanted:  # close() ran while we were (re)connecting
+            await conn.stop()
+            raise MCPConnectionError(f"MCP client {self.name!r} was closed")
+        old, self._conn = self._conn, conn
+        if old is not None:
+            await old.stop(grace=1.0)
+
+    async def _ready(self, conn: Connection) -> None:
+        """Runner-side setup once the session is up: log level, change listeners."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        assert conn.client is not None
+        self._dirty = anyio.Event()
+        conn.spawn(self._refresh_loop)
+        if conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            conn.spawn(lambda: self._listen(conn))
+        elif self.log_level is not None:
+            await self._set_legacy_log_level(conn.client)
+        if self._tools is not None:  # a reconnect: the server may have changed its tools
+            self._mark_tools_changed()
+
+    async def _set_legacy_log_level(self, client: Client) -> None:
+        import warnings
+
+        from mcp.shared.exceptions import MCPDeprecationWarning
+
+        with warnings.catch_warnings():  # deprecated only in 2026-07-28, which this is not
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            request = client.session.set_logging_level(self.log_level)  # type: ignore[arg-type]
+        try:
+            await request
+        except Exception as exc:  # a server without logging support: keep going
+            self.logger.debug("logging/setLevel failed: %s", exc)
+
+    async def _live(self) -> Connection:
+        """The healthy connection, reconnecting a lost one (bounded retries, backoff)."""
+        conn = self._conn
+        if conn is not None and conn.healthy:
+            return conn
+        async with self._lock:
+            if not self._wanted:
+                raise MCPConnectionError(
+                    f"MCP client {self.name!r} is not connected; call connect() first"
+                )
+            conn = self._conn
+            if conn is not None and conn.healthy:
+                return conn
+            delay, error = 0.1, None
+            for attempt in range(max(1, self.max_reconnects)):
+                if attempt:
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, 2.0)
+                try:
+                    await self._open()
+                except MCPConnectionError as exc:
+                    error = exc
+                    continue
+                self.reconnects += 1
+                self.logger.info("reconnected to MCP server %r", self.name)
+                assert self._conn is not None
+                return self._conn
+            raise MCPConnectionError(
+                f"MCP server {self.name!r} is down and {self.max_reconnects} reconnects failed"
+            ) from error
+
+    async def _session(self) -> Client:
+        conn = await self._live()
+        assert conn.client is not None
+        return conn.client
+
+    # -- change notifications ----------------------------------------------------------
+    def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
+        """Call ``callback(client)`` after the server's tool list changed (debounced)."""
+        if callback not in self._tools_changed:
+            self._tools_changed.append(callback)
+
+    def remove_tools_changed_callback(self, callback: ToolsChangedCallback) -> None:
+        """Forget a callback added with :meth:`on_tools_changed`."""
+        if callback in self._tools_changed:
+            self._tools_changed.remove(callback)
+
+    def _mark_tools_changed(self) -> None:
+        self._tools = None
+        if self._dirty is not None:
+            self._dirty.set()
+
+    async def _on_message(self, message: Any) -> None:
+        """Handshake-era notifications (``message_handler``)."""
+        from mcp_types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            self._mark_tools_changed()
+        elif isinstance(message, Exception):
+            self.logger.debug("transport error: %r", message)
+
+    async def _listen(self, conn: Connection) -> None:
+        """2026-07-28 change events via ``subscriptions/listen``."""
+        from mcp.client.subscriptions import ToolsListChanged
+
+        assert conn.client is not None
+        try:
+            async with conn.client.listen(tools_list_changed=True) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        self._mark_tools_changed()
+        except Exception as exc:  # no listen support, or the stream dropped
+            self.logger.debug("subscriptions/listen ended: %r", exc)
+
+    async def _refresh_loop(self) -> None:
+        """Coalesce bursts of change events into one refresh of the registered tools."""
+        while True:
+            dirty = self._dirty
+            assert dirty is not None
+            await dirty.wait()
+            await anyio.sleep(0.05)  # servers often announce several changes at once
+            self._dirty = anyio.Event()
+            for callback in list(self._tools_changed):
+                try:
+                    await callback(self)
+                except Exception as exc:
+                    self.logger.warning("refreshing tools of %r failed: %s", self.name, exc)
+
+    # -- tools -------------------------------------------------------------------------
+    async def list_tools(self, *, refresh: bool = False) -> list[mcp_types.Tool]:
+        """All tools of the server (every ``tools/list`` page), cached until a change event.
+
+        Args:
+            refresh: Ignore the cache.
+        """
+        if self._tools is not None and not refresh:
+            return list(self._tools)
+        tools: list[mcp_types.Tool] = await self._all_pages("list_tools", "tools")
+        self._tools = tools
+        return list(tools)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the MCP request timeout (wire level)
+    ) -> ToolResponse:
+        """Call a tool and return its final response (errors become ``is_error`` responses).
+
+        Args:
+            name: The server-side tool name.
+            arguments: The tool's arguments.
+            timeout: Seconds for this call (default: the client's ``timeout``).
+        """
+        return await call_once(self, name, arguments or {}, timeout)
+
+    def call_tool_stream(
+        self, name: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> AsyncIterator[ToolResponse]:
+        """Call a tool, yielding progress chunks (``is_last=False``) then the final response.
+
+        Cancelling the iteration cancels the call: the server receives
+        ``notifications/cancelled``.
+        """
+        return call_stream(self, name, arguments or {}, timeout)
+
+    async def get_callable_function(self, name: str) -> MCPToolFunction:
+        """A local async callable for one server tool, with its schema.
+
+        The callable looks the live session up on every call, so it keeps working across
+        reconnects.
+
+        Raises:
+            MCPError: the server has no such tool.
+        """
+        for tool in await self.list_tools():
+            if tool.name == name:
+                return MCPToolFunction(self, tool)
+        raise MCPError(f"MCP server {self.name!r} has no tool {name!r}")
+
+    # -- resources and prompts ---------------------------------------------------------
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """Bound a request by ``timeout`` and map SDK errors to agentkit's MCPError family."""
+        from mcp import MCPError as SDKError
+        from mcp_types import CONNECTION_CLOSED
+
+        try:
+            with anyio.fail_after(self.timeout):
+                yield
+        except TimeoutError:
+            raise MCPError(
+                f"MCP server {self.name!r} did not answer {what} within {self.timeout}s"
+            ) from None
+        except SDKError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                if self._conn is not None:
+                    self._conn.broken = True
+                raise MCPConnectionError(
+                    f"MCP server {self.name!r} closed the connection during {what}"
+                ) from exc
+            raise MCPError(f"MCP server {self.name!r} refused {what}: {exc.message}") from exc
+
+    async def _all_pages(self, method: str, attr: str) -> list[Any]:
+        client = await self._session()
+        items: list[Any] = []
+        cursor: str | None = None
+        with self._guard(method.replace("_", "/", 1)):
+            for _ in range(1000):  # a paginator that never ends must not hang us
+                page = await getattr(client, method)(cursor=cursor)
+                items.extend(getattr(page, attr))
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        return items
+
+    async def list_resources(self) -> list[mcp_types.Resource]:
+        """All resources the server lists (every page)."""
+        return await self._all_pages("list_resources", "resources")
+
+    async def list_resource_templates(self) -> list[mcp_types.ResourceTemplate]:
+        """All resource templates the server lists (every page)."""
+        return await self._all_pages("list_resource_templates", "resource_templates")
+
+    async def read_resource(self, uri: str) -> list[ToolResultContent]:
+        """Read a resource; its contents as text/image/audio blocks."""
+        from mcp_types import EmbeddedResource
+
+        client = await self._session()
+        with self._guard(f"resources/read {uri!r}"):
+            result = await client.read_resource(uri)
+        return content_to_blocks([EmbeddedResource(resource=c) for c in result.contents])
+
+    async def list_prompts(self) -> list[mcp_types.Prompt]:
+        """All prompts the server lists (every page)."""
+        return await self._all_pages("list_prompts", "prompts")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> list[Msg]:
+        """Render a prompt into agentkit messages."""
+        client = await self._session()
+        with self._guard(f"prompts/get {name!r}"):
+            result = await client.get_prompt(name, arguments)
+        return [
+            Msg(
+                name=self.name,
+                content=list(content_to_blocks([m.content])),
+                role="assistant" if m.role == "assistant" else "user",
+            )
+            for m in result.messages
+        ]
+
+
+class MCPToolFunction:
+    """An async callable for one MCP tool that survives reconnects.
+
+    Attributes:
+        name: The server-side tool name.
+        description: The tool's description.
+        parameters: The tool's input JSON schema.
+        json_schema: OpenAI-style function schema.
+    """
+
+    def __init__(self, client: MCPClient, tool: mcp_types.Tool) -> None:
+        self.client = client
+        self.name = tool.name
+        self.description = tool.description or ""
+        self.parameters: dict[str, Any] = dict(tool.input_schema)
+        self.__name__ = tool.name
+        self.__doc__ = self.description
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """OpenAI-style function schema."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def __call__(self, **arguments: Any) -> ToolResponse:
+        """Call the tool on whatever session is live now."""
+        return await self.client.call_tool(self.name, arguments)
+
+    def __repr__(self) -> str:
+        return f"MCPToolFunction({self.client.name!r}, {self.name!r})"

@@ -1,0 +1,155 @@
+"""Server configurations: how to reach an MCP server (no ``mcp`` import here).
+
+``StdioServer`` spawns a local command and talks over its stdin/stdout; ``HttpServer`` reaches
+a remote server over streamable HTTP or the legacy SSE transport. The transport is always
+explicit: it is never guessed from the URL. Building the SDK transport happens in
+:func:`open_transport`, which imports the ``mcp`` SDK lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+if TYPE_CHECKING:
+    import httpx2
+    from mcp.client._transport import TransportStreams
+
+__all__ = ["HttpServer", "ServerConfig", "StdioServer"]
+
+
+@dataclass(frozen=True, slots=True)
+class StdioServer:
+    """A local MCP server started as a child process.
+
+    The child gets a minimal environment (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``,
+    ``TERM``, ``USER``) plus ``env``: API keys and other secrets of the parent process are
+    not leaked to it unless passed explicitly.
+
+    Args:
+        command: Executable to run (``"node"``, ``"uvx"``, a path...).
+        args: Command-line arguments.
+        env: Extra environment variables for the child.
+        cwd: Working directory of the child.
+        stderr: Where the child's stderr goes: ``"log"`` (lines forwarded to the
+            ``agentkit.mcp.<name>`` logger at DEBUG level), ``"devnull"``, or an open text
+            file with a real file descriptor.
+    """
+
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None
+    stderr: Literal["log", "devnull"] | TextIO = "log"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpServer:
+    """A remote MCP server reached over HTTP.
+
+    Args:
+        url: Endpoint URL (``http://host:port/mcp`` for streamable HTTP, ``.../sse`` for SSE).
+        headers: Extra HTTP headers sent with every request.
+        transport: ``"streamable_http"`` (current spec) or ``"sse"`` (legacy 2024-11-05).
+        timeout: Seconds for connecting and for each plain HTTP operation.
+        sse_read_timeout: Seconds to wait for the next event on a server-sent event stream.
+        auth: An ``httpx2.Auth`` (for example ``mcp.client.auth.OAuthClientProvider``), or a
+            ready ``httpx2.AsyncClient`` that the caller owns (it is never closed by us).
+    """
+
+    url: str
+    headers: Mapping[str, str] | None = None
+    transport: Literal["streamable_http", "sse"] = "streamable_http"
+    timeout: float = 30.0
+    sse_read_timeout: float = 300.0
+    auth: httpx2.Auth | httpx2.AsyncClient | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.transport not in ("streamable_http", "sse"):
+            raise ValueError(
+                f"transport must be 'streamable_http' or 'sse', got {self.transport!r}"
+            )
+
+
+ServerConfig = StdioServer | HttpServer
+
+
+async def open_transport(
+    stack: AsyncExitStack, server: ServerConfig, errlog: TextIO | None
+) -> TransportStreams:
+    """Enter the SDK transport for ``server`` on ``stack`` and return its stream pair.
+
+    Args:
+        stack: Exit stack that owns the transport (closed by the connection's runner task).
+        server: The configuration.
+        errlog: File receiving a stdio child's stderr (ignored for HTTP).
+    """
+    if isinstance(server, StdioServer):
+        return await _open_stdio(stack, server, errlog)
+    if server.transport == "sse":
+        return await _open_sse(stack, server)
+    return await _open_streamable_http(stack, server)
+
+
+async def _open_stdio(
+    stack: AsyncExitStack, server: StdioServer, errlog: TextIO | None
+) -> TransportStreams:
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=server.command,
+        args=list(server.args),
+        env=dict(server.env) if server.env is not None else None,
+        cwd=os.fspath(server.cwd) if server.cwd is not None else None,
+    )
+    assert errlog is not None  # the connection always provides one for stdio
+    return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+
+
+def _http_client(server: HttpServer) -> tuple[httpx2.AsyncClient, bool]:
+    """Return the HTTP client to use and whether we own (and must close) it."""
+    import httpx2
+
+    if isinstance(server.auth, httpx2.AsyncClient):
+        return server.auth, False
+    timeout = httpx2.Timeout(server.timeout, read=server.sse_read_timeout)
+    client = httpx2.AsyncClient(
+        headers=dict(server.headers or {}), timeout=timeout, auth=server.auth
+    )
+    return client, True
+
+
+async def _open_streamable_http(stack: AsyncExitStack, server: HttpServer) -> TransportStreams:
+    from mcp.client.streamable_http import streamable_http_client
+
+    client, owned = _http_client(server)
+    if owned:
+        await stack.enter_async_context(client)
+    elif server.headers:
+        client.headers.update(dict(server.headers))
+    return await stack.enter_async_context(streamable_http_client(server.url, http_client=client))
+
+
+async def _open_sse(stack: AsyncExitStack, server: HttpServer) -> TransportStreams:
+    import httpx2
+    from mcp.client.sse import sse_client
+
+    auth: Any = server.auth
+    headers = dict(server.headers or {})
+    if isinstance(auth, httpx2.AsyncClient):
+        # sse_client closes the client its factory returns, so borrow the caller's
+        # credentials rather than the caller's client itself.
+        headers = {**dict(auth.headers), **headers}
+        auth = auth.auth
+    return await stack.enter_async_context(
+        sse_client(
+            server.url,
+            headers=headers,
+            timeout=server.timeout,
+            sse_read_timeout=server.sse_read_timeout,
+            auth=auth,
+        )
+    )

@@ -1,0 +1,253 @@
+"""Serve any ``Toolkit`` as an MCP server, over stdio or streamable HTTP.
+
+The server lists the toolkit's *active* tools with their JSON schemas passed through
+unchanged, and runs calls through ``Toolkit.call_tool_function``: the same validation,
+timeouts and error conversion as a local call. Progress chunks become MCP progress
+notifications when the client asked for them (sent a progress token); an error result
+becomes ``isError: true``; text, image and audio blocks become MCP content. A client's
+``notifications/cancelled`` cancels the running tool (its subprocesses included).
+
+The mcp SDK is imported inside the functions, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from agentkit.messages import ToolUseBlock
+from agentkit.tools.response import ToolResponse
+
+if TYPE_CHECKING:
+    import uvicorn
+    from mcp import types
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from starlette.applications import Starlette
+
+    from agentkit.tools import Toolkit
+
+__all__ = ["build_http_app", "build_server", "serve"]
+
+Transport = Literal["stdio", "streamable_http"]
+# Seconds an HTTP server waits for open requests (SSE streams) when asked to stop.
+_GRACEFUL_SHUTDOWN_S = 3
+
+
+def build_server(
+    toolkit: Toolkit,
+    *,
+    name: str = "agentkit",
+    version: str | None = None,
+    instructions: str | None = None,
+) -> Server[Any]:
+    """Build (without running) a lowlevel MCP ``Server`` exposing ``toolkit``'s active tools.
+
+    Args:
+        toolkit: The tools to serve; group activation changes are seen on the next list.
+        name: Server name reported to clients.
+        version: Server version reported to clients (default: agentkit's version).
+        instructions: Optional instructions for the client's model.
+
+    Returns:
+        An ``mcp.server.lowlevel.Server``; run it with ``server.run(read, write, ...)``, or use
+        :func:`serve` / :func:`build_http_app`.
+    """
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    from agentkit import __version__
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_mcp_tool(s) for s in toolkit.get_json_schemas()])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        block = ToolUseBlock(
+            type="tool_use",
+            id=f"mcp-{uuid.uuid4().hex}",
+            name=params.name,
+            input=dict(params.arguments or {}),
+        )
+        final: ToolResponse | None = None
+        step = 0.0
+        async with aclosing(toolkit.call_tool_function(block)) as chunks:
+            async for chunk in chunks:
+                if chunk.is_last:
+                    final = chunk
+                    continue
+                step, total = _progress(chunk, step)
+                # A no-op unless the client sent a progress token with this call.
+                await ctx.session.report_progress(step, total, chunk.get_text() or None)
+        if final is None:  # the Toolkit contract promises one; never answer nothing
+            final = ToolResponse.error(f"tool {params.name!r} produced no result")
+        return types.CallToolResult(content=_mcp_content(final), is_error=final.is_error)
+
+    return Server(
+        name,
+        version=version or __version__,
+        instructions=instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def build_http_app(
+    toolkit: Toolkit,
+    *,
+    path: str = "/mcp",
+    host: str = "127.0.0.1",
+    json_response: bool = False,
+    stateless: bool = False,
+    name: str = "agentkit",
+    instructions: str | None = None,
+) -> Starlette:
+    """Build a Starlette (ASGI) app serving ``toolkit`` over streamable HTTP at ``path``.
+
+    Args:
+        toolkit: The tools to serve.
+        path: URL path of the MCP endpoint.
+        host: Host the app will be served on; for loopback hosts the SDK turns on DNS
+            rebinding protection (only loopback ``Host``/``Origin`` headers are accepted).
+        json_response: Answer with plain JSON instead of SSE streams.
+        stateless: No MCP session ids (every request stands alone).
+        name: Server name reported to clients.
+        instructions: Optional instructions for the client's model.
+
+    Returns:
+        The app; run it with uvicorn or mount it in your own ASGI application (its lifespan
+        must run).
+    """
+    server = build_server(toolkit, name=name, instructions=instructions)
+    return server.streamable_http_app(
+        streamable_http_path=path,
+        json_response=json_response,
+        stateless_http=stateless,
+        host=host,
+    )
+
+
+async def serve(
+    toolkit: Toolkit,
+    transport: Transport = "stdio",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    name: str = "agentkit",
+    instructions: str | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Serve ``toolkit`` over MCP until the client disconnects (stdio) or cancellation.
+
+    Args:
+        toolkit: The tools to serve.
+        transport: ``"stdio"`` (this process's stdin/stdout) or ``"streamable_http"``.
+        host: HTTP bind address (streamable HTTP only); loopback by default.
+        port: HTTP port (streamable HTTP only).
+        path: URL path of the MCP endpoint (streamable HTTP only).
+        name: Server name reported to clients.
+        instructions: Optional instructions for the client's model.
+        log_level: uvicorn log level (streamable HTTP only; logs go to stderr).
+
+    Raises:
+        ValueError: Unknown transport.
+    """
+    if transport == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        server = build_server(toolkit, name=name, instructions=instructions)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    elif transport == "streamable_http":
+        import uvicorn
+
+        app = build_http_app(toolkit, path=path, host=host, name=name, instructions=instructions)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            lifespan="on",
+            timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_S,
+        )
+        await _run_uvicorn(uvicorn.Server(config))
+    else:
+        raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'streamable_http'")
+
+
+async def _run_uvicorn(server: uvicorn.Server) -> None:
+    """Run uvicorn until it stops by itself or we are cancelled, then shut it down cleanly.
+
+    Cancelling ``Server.serve()`` directly would skip its shutdown and leak the listening
+    socket and open connections; instead it runs shielded in a task of its own, and
+    cancellation asks it to exit (``should_exit``), which it does within the grace period.
+    """
+    stopped = anyio.Event()
+
+    async def run() -> None:
+        try:
+            with anyio.CancelScope(shield=True):
+                await server.serve()
+        finally:
+            stopped.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        try:
+            await stopped.wait()
+        finally:
+            server.should_exit = True
+            with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(_GRACEFUL_SHUTDOWN_S + 5):
+                    await stopped.wait()
+                server.force_exit = True  # still running: stop waiting for anything
+                await stopped.wait()
+
+
+def _progress(chunk: ToolResponse, previous: float) -> tuple[float, float | None]:
+    """The chunk's own progress counter if it has one, else one more than the last.
+
+    MCP requires the progress value to increase with every notification.
+    """
+    meta = chunk.metadata or {}
+    value, total = meta.get("progress"), meta.get("total")
+    step = float(value) if isinstance(value, int | float) and value > previous else previous + 1
+    return step, float(total) if isinstance(total, int | float) else None
+
+
+def _mcp_tool(schema: dict[str, Any]) -> types.Tool:
+    from mcp import types
+
+    fn = schema["function"]
+    return types.Tool(
+        name=fn["name"],
+        description=fn.get("description") or None,
+        input_schema=fn.get("parameters") or {"type": "object", "properties": {}},
+    )
+
+
+def _mcp_content(response: ToolResponse) -> list[types.ContentBlock]:
+    from mcp import types
+
+    out: list[types.ContentBlock] = []
+    for block in response.content:
+        if block["type"] == "text":
+            out.append(types.TextContent(type="text", text=block["text"]))
+            continue
+        source = block["source"]
+        if source["type"] == "url":  # MCP carries media inline only: pass the link as text
+            out.append(types.TextContent(type="text", text=f"[{block['type']}: {source['url']}]"))
+        elif block["type"] == "image":
+            data, mime = source["data"], source["media_type"]
+            out.append(types.ImageContent(type="image", data=data, mime_type=mime))
+        else:
+            data, mime = source["data"], source["media_type"]
+            out.append(types.AudioContent(type="audio", data=data, mime_type=mime))
+    return out

@@ -1,0 +1,205 @@
+"""Conversation memory and the tool-call invariant.
+
+The invariant every agent keeps after each step, error and interrupt:
+
+* every ``tool_use`` block has exactly one ``tool_result`` block with the same id, placed
+  after it (or, if the call awaits human approval, none yet: its id is "pending");
+* no ``tool_result`` exists without an earlier ``tool_use`` of the same id;
+* tool call ids are unique.
+
+:func:`check_memory_invariant` checks it and names the offending call id. The agent does not
+run it on the hot path (it is O(n) over the whole conversation); tests call it after every
+step, and :meth:`agentkit.agent.ReActAgent.load_state_dict` calls it on untrusted input.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from agentkit.exceptions import MemoryInvariantError, StateError
+from agentkit.messages import Msg
+
+__all__ = ["InMemoryMemory", "Memory", "MemoryInvariantError", "check_memory_invariant"]
+
+
+def check_memory_invariant(messages: Iterable[Msg], pending_ids: Iterable[str] = ()) -> None:
+    """Check that every tool call in ``messages`` has exactly one result.
+
+    Args:
+        messages: The conversation, oldest first.
+        pending_ids: Ids of calls awaiting human approval: they must have *no* result yet.
+
+    Raises:
+        MemoryInvariantError: naming the first offending call id and what is wrong.
+    """
+    pending = set(pending_ids)
+    calls: dict[str, int] = {}  # id -> number of results seen
+    for msg in messages:
+        if isinstance(msg.content, str):
+            continue
+        for block in msg.content:
+            if block["type"] == "tool_use":
+                call_id = block["id"]
+                if call_id in calls:
+                    raise MemoryInvariantError(call_id, "the same call id appears twice")
+                calls[call_id] = 0
+            elif block["type"] == "tool_result":
+                call_id = block["id"]
+                if call_id not in calls:
+                    raise MemoryInvariantError(
+                        call_id, "tool_result without an earlier tool_use of the same id"
+                    )
+                if call_id in pending:
+                    raise MemoryInvariantError(call_id, "a pending call already has a result")
+                calls[call_id] += 1
+                if calls[call_id] > 1:
+                    raise MemoryInvariantError(call_id, "more than one tool_result")
+    for call_id in pending:
+        if call_id not in calls:
+            raise MemoryInvariantError(call_id, "pending call has no tool_use in memory")
+    for call_id, count in calls.items():
+        if count == 0 and call_id not in pending:
+            raise MemoryInvariantError(call_id, "tool_use without a tool_result")
+
+
+class Memory(ABC):
+    """Interface of conversation memories (subclass it to store messages elsewhere).
+
+    Messages are kept in order. Implementations must not copy messages on ``get_memory``
+    beyond a shallow list copy: the agent calls it once per model call.
+    """
+
+    __slots__ = ()
+
+    atomic_add: ClassVar[bool] = False
+    """True when ``add`` never suspends (so a cancellation can never cut it halfway): the
+    agent then skips shielding its writes."""
+
+    @abstractmethod
+    async def add(self, msgs: Msg | Sequence[Msg] | None) -> None:
+        """Append one message or several (None is ignored)."""
+
+    @abstractmethod
+    async def get_memory(self) -> list[Msg]:
+        """Return the messages, oldest first (a new list; the messages are shared)."""
+
+    @abstractmethod
+    async def delete(self, index: int | Iterable[int]) -> None:
+        """Delete messages by position.
+
+        Raises:
+            IndexError: when an index is out of range (nothing is deleted then).
+        """
+
+    @abstractmethod
+    async def clear(self) -> None:
+        """Remove every message."""
+
+    @abstractmethod
+    async def size(self) -> int:
+        """Return the number of messages."""
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe snapshot."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the contents with a snapshot from :meth:`state_dict`.
+
+        Raises:
+            StateError: when the snapshot is malformed.
+        """
+
+
+class InMemoryMemory(Memory):
+    """Messages in a Python list: the default memory.
+
+    Args:
+        messages: Initial messages (the list is copied, the messages are not).
+    """
+
+    __slots__ = ("_messages",)
+
+    atomic_add: ClassVar[bool] = True
+
+    def __init__(self, messages: Iterable[Msg] | None = None) -> None:
+        self._messages: list[Msg] = list(messages) if messages is not None else []
+
+    @property
+    def messages(self) -> list[Msg]:
+        """The live list of messages (no copy; do not mutate while an agent replies)."""
+        return self._messages
+
+    async def add(self, msgs: Msg | Sequence[Msg] | None) -> None:
+        """Append one message or several (None is ignored).
+
+        Raises:
+            TypeError: when something other than a Msg is given.
+        """
+        if msgs is None:
+            return
+        if isinstance(msgs, Msg):
+            self._messages.append(msgs)
+            return
+        items = list(msgs)
+        for item in items:
+            if not isinstance(item, Msg):
+                raise TypeError(f"memory holds Msg objects, got {type(item).__name__}")
+        self._messages.extend(items)
+
+    async def get_memory(self) -> list[Msg]:
+        """Return the messages, oldest first (a new list; the messages are shared)."""
+        return list(self._messages)
+
+    async def delete(self, index: int | Iterable[int]) -> None:
+        """Delete messages by position (negative indexes count from the end).
+
+        Raises:
+            IndexError: when an index is out of range (nothing is deleted then).
+        """
+        size = len(self._messages)
+        indexes = [index] if isinstance(index, int) else list(index)
+        normalized = set()
+        for i in indexes:
+            if not -size <= i < size:
+                raise IndexError(f"memory index {i} out of range (size {size})")
+            normalized.add(i % size)
+        self._messages = [m for i, m in enumerate(self._messages) if i not in normalized]
+
+    async def clear(self) -> None:
+        """Remove every message."""
+        self._messages = []
+
+    async def size(self) -> int:
+        """Return the number of messages."""
+        return len(self._messages)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return ``{"messages": [msg.to_dict(), ...]}`` (JSON-safe)."""
+        return {"messages": [m.to_dict() for m in self._messages]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the contents with a snapshot from :meth:`state_dict`.
+
+        Raises:
+            StateError: when the snapshot is malformed (naming the message).
+        """
+        raw = state.get("messages") if isinstance(state, dict) else None
+        if not isinstance(raw, list):
+            raise StateError("memory state needs a 'messages' list")
+        messages = []
+        for i, item in enumerate(raw):
+            try:
+                messages.append(Msg.from_dict(item))
+            except ValueError as exc:
+                raise StateError(f"memory message {i} is invalid: {exc}") from exc
+        self._messages = messages
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __repr__(self) -> str:
+        return f"InMemoryMemory(<{len(self._messages)} messages>)"

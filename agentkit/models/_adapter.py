@@ -1,0 +1,266 @@
+"""The machinery the OpenAI and Anthropic adapters share.
+
+A lazy SDK client, requests through the SDK's low-level ``post`` with our retries, and the
+cancellation-safe streaming loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import anyio
+import httpx2
+
+from agentkit.exceptions import ModelConnectionError, ModelResponseError
+from agentkit.messages import Msg
+from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
+from agentkit.models.base import ChatModel, ChatResponse, ModelOutput, ToolChoice
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["EndOfStream", "HTTPChatModel", "StreamState"]
+
+# What a well-typed parser hits on JSON of the wrong shape (a list where a dict belongs...).
+_SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError)
+
+
+def _running_loop() -> object:
+    """The running asyncio loop (None under another event loop, e.g. trio)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class EndOfStream(Exception):
+    """Raised by ``_check_event`` at the provider's end-of-stream marker."""
+
+
+class StreamState(Protocol):
+    """Accumulates one provider's stream events into cumulative snapshots."""
+
+    finish_reason: str | None
+
+    def feed(self, event: dict[str, Any]) -> bool:
+        """Apply one event; return whether the visible content changed."""
+
+    def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
+        """The cumulative response so far."""
+
+
+class HTTPChatModel(ChatModel):
+    """Base of the SDK-backed adapters (not public API)."""
+
+    _path: str = ""
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        stream: bool,
+        client_kwargs: dict[str, Any] | None,
+        generate_kwargs: dict[str, Any] | None,
+        retry: RetryPolicy | None,
+        max_retries: int | None,
+    ) -> None:
+        super().__init__(model_name, stream)
+        self.api_key = api_key
+        self.base_url = base_url
+        self.client_kwargs = dict(client_kwargs or {})
+        self.generate_kwargs = dict(generate_kwargs or {})
+        retry = retry or RetryPolicy()
+        if max_retries is not None:
+            retry = dataclasses.replace(retry, max_retries=max_retries)
+        self.retry = retry
+        self._client: Any = None
+        self._client_loop: object = None
+
+    # -- provider hooks ------------------------------------------------------------------
+    @abstractmethod
+    def _make_client(self) -> Any:
+        """Construct the SDK client (SDK retries off)."""
+
+    @abstractmethod
+    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
+        """The SDK's (status error, connection error, root error) classes."""
+
+    @abstractmethod
+    def _request_options(self) -> dict[str, Any]:
+        """Base SDK request options (auth scheme...)."""
+
+    @abstractmethod
+    def format_request(
+        self,
+        messages: Sequence[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        stream: bool | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The wire-format request body."""
+
+    @abstractmethod
+    def _parse(
+        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        """Build the response of a non-streaming call."""
+
+    @abstractmethod
+    def _new_state(self) -> StreamState:
+        """A fresh stream accumulator."""
+
+    @abstractmethod
+    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+        """Decode one SSE event: the payload, or None to skip it.
+
+        Raises ``EndOfStream`` at the provider's end-of-stream marker and a ``ModelError``
+        for an error event.
+        """
+
+    @abstractmethod
+    def _finish_stream(
+        self, response: ChatResponse, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        """Post-process the final streamed response (structured output)."""
+
+    # -- client --------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        """The SDK client, created on first use (importing the SDK only then).
+
+        Raises:
+            AuthenticationError: when no API key is given or found in the environment.
+        """
+        loop = _running_loop()
+        if self._client is not None and self._client_loop is not loop:
+            # Its pooled connections belong to another (likely closed) event loop, as when a
+            # script calls asyncio.run() twice with one model: start a fresh client.
+            self._client = None
+        if self._client is None:
+            self._client = self._make_client()
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client (its connection pool). Safe to call more than once."""
+        client, self._client = self._client, None
+        # A client of another (finished) event loop cannot be closed from this one.
+        if client is not None and self._client_loop is _running_loop():
+            await client.close()
+
+    # -- call ----------------------------------------------------------------------------
+    async def __call__(
+        self,
+        messages: Sequence[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        **kwargs: Any,
+    ) -> ModelOutput:
+        """Ask the model for the next assistant turn (see ``ChatModel.__call__``).
+
+        Keyword arguments are request-body fields, except ``parallel_tool_calls`` (bool),
+        ``extra_headers`` (dict) and ``timeout`` (seconds), which shape the request.
+
+        Raises:
+            ModelError: a subclass describing the failure, after retries.
+        """
+        started = time.perf_counter()
+        stream = bool(kwargs.pop("stream", self.stream))
+        options = self._request_options()
+        if "extra_headers" in kwargs:
+            options["headers"] = kwargs.pop("extra_headers")
+        if "timeout" in kwargs:
+            options["timeout"] = kwargs.pop("timeout")
+        body = self.format_request(
+            messages, tools, tool_choice, structured_model, stream=stream, **kwargs
+        )
+        response = await self._send(dumps(body), stream, options)
+        if stream:
+            return self._stream(response, started, structured_model)
+        data = loads_body(self.provider, response.content)
+        elapsed = time.perf_counter() - started
+        try:
+            return self._parse(data, response.status_code, elapsed, structured_model)
+        except _SHAPE_ERRORS as err:
+            raise self._shape_error(data, err) from err
+
+    async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:
+        client = self.client
+        status_error, connection_error, base_error = self._sdk_errors()
+
+        async def attempt() -> httpx2.Response:
+            # Pre-serialized ``content``: the SDK neither walks nor re-encodes the body.
+            result = await client.post(
+                self._path, cast_to=httpx2.Response, content=body, options=options, stream=stream
+            )
+            return cast(httpx2.Response, result)
+
+        return await send_with_retries(
+            attempt,
+            self.retry,
+            provider=self.provider,
+            status_error=status_error,
+            connection_error=connection_error,
+            base_error=base_error,
+        )
+
+    def _shape_error(self, data: Any, err: Exception) -> ModelResponseError:
+        return ModelResponseError(
+            f"{self.provider}: unexpected answer shape ({err!r}): {str(data)[:200]}",
+            provider=self.provider,
+        )
+
+    async def _stream(
+        self,
+        response: httpx2.Response,
+        started: float,
+        structured: type[BaseModel] | None,
+    ) -> AsyncIterator[ChatResponse]:
+        """Yield cumulative snapshots; the HTTP response is closed however this ends."""
+        state = self._new_state()
+        chunks = response.aiter_bytes()
+        events = iter_sse(chunks)
+        done = False
+        try:
+            async for name, data in events:
+                try:
+                    payload = self._check_event(name, data)
+                except EndOfStream:
+                    done = True
+                    break
+                if payload is None:
+                    continue
+                try:
+                    changed = state.feed(payload)
+                except _SHAPE_ERRORS as err:
+                    raise self._shape_error(payload, err) from err
+                if changed:
+                    yield state.snapshot(final=False)
+        except httpx2.TransportError as err:
+            raise ModelConnectionError(
+                f"{self.provider}: the stream broke off: {err!r}", provider=self.provider
+            ) from err
+        finally:
+            # Shielded: a cancelled consumer must still release the connection, now.
+            with anyio.CancelScope(shield=True):
+                await events.aclose()
+                await chunks.aclose()
+                await response.aclose()
+        if not done and state.finish_reason is None:
+            raise ModelConnectionError(
+                f"{self.provider}: the stream ended before the answer was complete",
+                provider=self.provider,
+            )
+        final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        yield self._finish_stream(final, structured)

@@ -1,0 +1,163 @@
+"""Provider-independent helpers of the adapters: tool arguments, structured output, usage."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from agentkit.messages import ContentBlock, ToolResultBlock, ToolUseBlock
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from agentkit.models.base import ChatResponse
+
+__all__ = [
+    "apply_structured_output",
+    "parse_arguments",
+    "split_tool_results",
+    "tool_use_block",
+]
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | None:
+    """The arguments as a JSON object, or None while/when they are not one.
+
+    Empty arguments mean "no arguments" (servers send ``""`` for parameterless tools).
+    """
+    text = raw.strip()
+    if not text:
+        return {}
+    if not text.endswith("}"):  # cheap pre-check: a partial object never ends with "}"...
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:  # ...except when a string value ends with "}" mid-stream
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def tool_use_block(
+    call_id: str | None, name: str, raw: str, *, final: bool, empty_is_object: bool = True
+) -> ToolUseBlock:
+    """Build a ``tool_use`` block from argument text.
+
+    Args:
+        call_id: The provider's call id (one is generated when missing).
+        name: Tool name.
+        raw: The arguments' JSON text so far.
+        final: Whether the arguments are complete. While streaming, empty text is still
+            "not yet an object" and keeps ``raw_input``.
+        empty_is_object: Whether complete empty text means ``{}``.
+
+    Returns:
+        The block; with ``raw_input`` when the text is not (yet) a JSON object.
+    """
+    block = ToolUseBlock(
+        type="tool_use", id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name, input={}
+    )
+    parsed = parse_arguments(raw) if (raw.strip() or (final and empty_is_object)) else None
+    if parsed is None:
+        block["raw_input"] = raw
+    else:
+        block["input"] = parsed
+    return block
+
+
+def split_tool_results(
+    blocks: list[ContentBlock],
+) -> tuple[list[ContentBlock], list[ToolResultBlock]]:
+    """Separate tool results from the other blocks of a message (order kept in each)."""
+    others: list[ContentBlock] = []
+    results: list[ToolResultBlock] = []
+    for block in blocks:
+        if block["type"] == "tool_result":
+            results.append(block)
+        else:
+            others.append(block)
+    return others, results
+
+
+def result_text(result: ToolResultBlock) -> str:
+    """The textual part of a tool result (non-text parts noted by a placeholder)."""
+    output = result["output"]
+    if isinstance(output, str):
+        return output
+    parts: list[str] = []
+    for block in output:
+        if block["type"] == "text":
+            parts.append(block["text"])
+        elif block["type"] == "audio":
+            parts.append("[audio omitted: not supported by this provider]")
+    return "\n".join(parts)
+
+
+def apply_structured_output(
+    response: ChatResponse, structured_model: type[BaseModel], raw: str | None
+) -> None:
+    """Validate ``raw`` (the answer's JSON) against ``structured_model``.
+
+    On success ``metadata["structured_output"]`` holds the JSON-safe validated value; on
+    failure ``metadata["structured_output_error"]`` holds the validation message, so the
+    caller can ask the model again instead of crashing.
+    """
+    metadata = response.metadata if response.metadata is not None else {}
+    response.metadata = metadata
+    if raw is None:
+        metadata["structured_output_error"] = "the model gave no structured answer"
+        return
+    from pydantic import ValidationError
+
+    try:
+        value = structured_model.model_validate_json(raw)
+    except ValidationError as err:
+        metadata["structured_output_error"] = str(err)
+        return
+    metadata["structured_output"] = value.model_dump(mode="json")
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``schema`` usable with OpenAI strict mode, or None when it cannot be.
+
+    Strict mode needs every object closed (``additionalProperties: false``) with all its
+    properties required; a schema with optional fields (defaults) or open maps is sent
+    non-strict rather than silently changing its meaning.
+    """
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "default" in node:
+            raise _NotStrict
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                # name -> schema maps: walk the schemas, not the map itself
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            else:
+                out[key] = walk(value)
+        if out.get("type") == "object":
+            props = out.get("properties")
+            extra = out.get("additionalProperties", False)
+            if not isinstance(props, dict) or extra not in (False, None):
+                raise _NotStrict
+            if set(out.get("required", [])) != set(props):
+                raise _NotStrict
+            out["additionalProperties"] = False
+        return out
+
+    try:
+        result = walk(schema)
+    except _NotStrict:
+        return None
+    return result if isinstance(result, dict) else None
+
+
+_SCHEMA_MAPS = frozenset(("properties", "$defs", "definitions", "patternProperties"))
+
+
+class _NotStrict(Exception):
+    """Internal: the schema cannot be made strict."""

@@ -1,0 +1,288 @@
+"""HTTP plumbing shared by the provider adapters: retries, error mapping, lean SSE parsing.
+
+The adapters send their own wire-format bodies through the official SDK clients' low-level
+``post`` (keeping the SDKs' auth, base URL, timeouts and error types) with the SDKs' own
+retries disabled, so the retry policy here is the only one. Responses and SSE streams are
+parsed with ``json.loads`` straight from bytes: no typed model is built per chunk.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import random
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from agentkit.exceptions import (
+    AuthenticationError,
+    BadRequestError,
+    ContextWindowError,
+    ModelAPIError,
+    ModelConnectionError,
+    ModelError,
+    ModelResponseError,
+    RateLimitError,
+)
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = [
+    "RetryPolicy",
+    "dumps",
+    "iter_sse",
+    "loads_body",
+    "map_status_error",
+    "parse_retry_after",
+    "send_with_retries",
+]
+
+T = TypeVar("T")
+
+_RETRY_STATUSES = frozenset((408, 409, 429))
+_CONTEXT_CODES = frozenset(("context_length_exceeded", "string_above_max_length"))
+_CONTEXT_PHRASES = (
+    "context length",
+    "context_length",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+    "maximum number of tokens",
+    "input is too long",
+    "exceeds the max",
+    "reduce the length",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a model adapter retries failed requests.
+
+    Retried: HTTP 408, 409, 429 and 5xx answers (unless the server says
+    ``x-should-retry: false``), connection errors and timeouts. Never retried: other 4xx, and
+    failures after a streamed answer has started (its chunks already reached the caller).
+
+    Args:
+        max_retries: Retries after the first attempt (0 disables retrying).
+        initial_delay: Backoff before the first retry, in seconds; doubles each retry.
+        max_delay: Upper bound of the exponential backoff.
+        jitter: Fraction of the backoff removed at random (0.25: wait 75-100 %), so many
+            clients rate-limited together do not retry in lockstep.
+        max_retry_after: The longest server-requested wait (``Retry-After``) honoured; a
+            longer one is not waited for: the error is raised at once.
+    """
+
+    max_retries: int = 3
+    initial_delay: float = 0.5
+    max_delay: float = 8.0
+    jitter: float = 0.25
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError("jitter must be between 0 and 1")
+
+    def backoff(self, retry: int) -> float:
+        """The jittered exponential delay before retry number ``retry`` (0-based)."""
+        delay = min(self.max_delay, self.initial_delay * 2.0 ** min(retry, 60))
+        return delay * (1.0 - self.jitter * random.random())
+
+
+def parse_retry_after(headers: httpx2.Headers | dict[str, str]) -> float | None:
+    """Seconds the server asks us to wait, or None when it does not say (or unreadably).
+
+    Reads ``retry-after-ms``, then ``retry-after`` (seconds or an HTTP date).
+    """
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            ms = float(value)
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(ms):
+                return max(0.0, ms / 1000)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_tz(value)
+        if parsed is None:
+            return None
+        return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _retry_delay(policy: RetryPolicy, retry: int, status: int | None, headers: Any) -> float | None:
+    """The wait before the next attempt, or None when this failure must not be retried."""
+    if retry >= policy.max_retries:
+        return None
+    if status is not None:
+        hint = headers.get("x-should-retry") if headers is not None else None
+        if hint == "false":
+            return None
+        if hint != "true" and status not in _RETRY_STATUSES and status < 500:
+            return None
+        wait = parse_retry_after(headers) if headers is not None else None
+        if wait is not None:
+            return wait if wait <= policy.max_retry_after else None
+    return policy.backoff(retry)
+
+
+def _error_message(body: object, fallback: str) -> tuple[str, str | None]:
+    """The provider's own message and error code/type from an error body."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            message = inner.get("message")
+            code = inner.get("code") or inner.get("type")
+            if isinstance(message, str) and message:
+                return message, code if isinstance(code, str) else None
+        elif isinstance(inner, str) and inner:
+            return inner, None
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:2000], None
+    return fallback, None
+
+
+def map_status_error(
+    provider: str, status: int, body: object, fallback: str, kind: str | None = None
+) -> ModelError:
+    """Map an HTTP error answer to the matching ``ModelError`` subclass.
+
+    Args:
+        provider: Provider name for the error.
+        status: HTTP status (529 is Anthropic's "overloaded").
+        body: The decoded error body (dict or text), or None.
+        fallback: Message to use when the body has none.
+        kind: Provider error type (``overloaded_error``...) if known separately.
+
+    Returns:
+        The exception to raise, carrying the provider's message and ``status_code``.
+    """
+    message, code = _error_message(body, fallback)
+    code = code or kind
+    text = f"{provider} API error {status}: {message}"
+    lowered = message.lower()
+    cls: type[ModelError]
+    if status == 429 or status == 529 or code in ("rate_limit_error", "overloaded_error"):
+        cls = RateLimitError
+    elif status in (401, 403):
+        cls = AuthenticationError
+    elif code in _CONTEXT_CODES or (
+        status in (400, 413, 422) and any(p in lowered for p in _CONTEXT_PHRASES)
+    ):
+        cls = ContextWindowError
+    elif status in (400, 404, 413, 422):
+        cls = BadRequestError
+    else:
+        cls = ModelAPIError
+    return cls(text, provider=provider, status_code=status)
+
+
+async def send_with_retries(
+    send: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    provider: str,
+    status_error: type[Exception],
+    connection_error: type[Exception],
+    base_error: type[Exception] = Exception,
+) -> T:
+    """Call ``send`` until it succeeds or the policy gives up, mapping SDK errors.
+
+    Args:
+        send: One attempt (the SDK's low-level post, SDK retries disabled).
+        policy: Our retry policy.
+        provider: Provider name used in errors.
+        status_error: The SDK's ``APIStatusError`` class (has ``status_code``, ``response``,
+            ``body``, ``message``).
+        connection_error: The SDK's ``APIConnectionError`` class (timeouts included).
+        base_error: The SDK's root error class; other SDK failures become ``ModelError``.
+
+    Raises:
+        ModelError: the mapped failure once retries are exhausted or not allowed.
+    """
+    retry = 0
+    while True:
+        try:
+            return await send()
+        except status_error as err:
+            status: int = getattr(err, "status_code", 500)
+            response = getattr(err, "response", None)
+            headers = response.headers if response is not None else None
+            delay = _retry_delay(policy, retry, status, headers)
+            if delay is None:
+                body = getattr(err, "body", None)
+                raise map_status_error(provider, status, body, str(err)) from err
+        except connection_error as err:
+            delay = _retry_delay(policy, retry, None, None)
+            if delay is None:
+                cause = f" ({err.__cause__!r})" if err.__cause__ else ""
+                raise ModelConnectionError(f"{provider}: {err}{cause}", provider=provider) from err
+        except base_error as err:  # any other SDK failure (credentials provider...)
+            raise ModelError(f"{provider}: {err}", provider=provider) from err
+        retry += 1
+        await anyio.sleep(delay)
+
+
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON, as the SDKs send it."""
+    return _compact(value).encode()
+
+
+def loads_body(provider: str, data: bytes) -> Any:
+    """Decode a JSON response body, raising ``ModelResponseError`` when it is not JSON."""
+    try:
+        return json.loads(data)
+    except ValueError as err:
+        snippet = data[:200].decode("utf-8", "replace")
+        raise ModelResponseError(
+            f"{provider}: the response is not valid JSON: {snippet!r}", provider=provider
+        ) from err
+
+
+async def iter_sse(chunks: AsyncIterator[bytes]) -> AsyncGenerator[tuple[str, bytes]]:
+    """Parse a server-sent-events byte stream into ``(event, data)`` pairs.
+
+    Lean by design: works on bytes (a UTF-8 character split across network chunks is never
+    decoded half), ignores ``id``/``retry`` fields and comments, joins multi-line data with
+    a newline as the SSE spec says. ``event`` is ``""`` when the event has no name.
+    """
+    buffer = b""
+    event = ""
+    data: list[bytes] = []
+    async for chunk in chunks:
+        lines = (buffer + chunk).split(b"\n") if buffer else chunk.split(b"\n")
+        buffer = lines.pop()  # an unfinished line waits for the next chunk
+        for raw in lines:
+            line = raw[:-1] if raw.endswith(b"\r") else raw
+            if not line:
+                if data:
+                    yield event, b"\n".join(data)
+                event, data = "", []
+                continue
+            field, _, value = line.partition(b":")
+            if value.startswith(b" "):
+                value = value[1:]
+            if field == b"data":
+                data.append(value)
+            elif field == b"event":
+                event = value.decode("utf-8", "replace")
+    if buffer.rstrip(b"\r").startswith(b"data:"):
+        data.append(buffer.rstrip(b"\r")[5:].lstrip(b" "))
+    if data:
+        yield event, b"\n".join(data)

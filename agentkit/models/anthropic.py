@@ -1,0 +1,226 @@
+"""``AnthropicChatModel``: Claude through the Anthropic Messages API.
+
+Like the OpenAI adapter, requests go through the official ``anthropic.AsyncAnthropic``
+client's low-level ``post`` with a pre-serialized body (its per-request body walk and typed
+layer skipped), SDK retries off, and events parsed straight from JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentkit.exceptions import AuthenticationError, ModelResponseError
+from agentkit.messages import ContentBlock, Msg
+from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
+from agentkit.models._anthropic_format import (
+    AnthropicStreamState,
+    format_messages,
+    format_tool_choice,
+    format_tools,
+    parse_message,
+)
+from agentkit.models._common import apply_structured_output
+from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models.base import ChatResponse, ToolChoice
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["AnthropicChatModel"]
+
+STRUCTURED_TOOL = "structured_output"
+"""Name of the tool the model is made to call to give a structured answer."""
+
+
+class AnthropicChatModel(HTTPChatModel):
+    """A Claude model served by the Anthropic Messages API.
+
+    Args:
+        model_name: Model name, e.g. ``"claude-sonnet-4-5"``.
+        api_key: API key; ``ANTHROPIC_API_KEY`` when None.
+        base_url: Server URL; ``ANTHROPIC_BASE_URL`` or the Anthropic API when None.
+        stream: Return an async iterator of cumulative chunks.
+        max_tokens: The answer's token limit (the API requires one).
+        thinking: Extended thinking configuration, sent as is, e.g.
+            ``{"type": "enabled", "budget_tokens": 2048}``. Thinking blocks come back with
+            their signature and are sent back verbatim in later turns.
+        client_kwargs: Extra ``anthropic.AsyncAnthropic`` arguments. Its ``max_retries`` is
+            always 0: retries follow ``retry``.
+        generate_kwargs: Extra body fields sent with every request (``temperature``,
+            ``top_k``, ``metadata``...). Per-call keyword arguments override them.
+        retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
+        max_retries: Shortcut overriding ``retry.max_retries``.
+
+    Example:
+        >>> model = AnthropicChatModel("claude-sonnet-4-5", max_tokens=1024)
+    """
+
+    provider = "anthropic"
+    _path = "/v1/messages"
+
+    def __init__(
+        self,
+        model_name: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        stream: bool = True,
+        max_tokens: int = 4096,
+        thinking: dict[str, Any] | None = None,
+        client_kwargs: dict[str, Any] | None = None,
+        generate_kwargs: dict[str, Any] | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        max_retries: int | None = None,
+    ) -> None:
+        super().__init__(
+            model_name,
+            api_key=api_key,
+            base_url=base_url,
+            stream=stream,
+            client_kwargs=client_kwargs,
+            generate_kwargs=generate_kwargs,
+            retry=retry,
+            max_retries=max_retries,
+        )
+        self.max_tokens = max_tokens
+        self.thinking = thinking
+
+    def _make_client(self) -> Any:
+        import anthropic
+
+        kwargs: dict[str, Any] = {**self.client_kwargs, "max_retries": 0}
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        try:
+            client = anthropic.AsyncAnthropic(**kwargs)
+        except anthropic.AnthropicError as err:
+            raise AuthenticationError(str(err), provider=self.provider) from err
+        has_auth = client.api_key or client.auth_token or client.credentials
+        if not has_auth and "default_headers" not in self.client_kwargs:
+            # Fail now with our error type rather than with the SDK's TypeError per request.
+            raise AuthenticationError(
+                "no Anthropic credentials: pass api_key= or set ANTHROPIC_API_KEY",
+                provider=self.provider,
+            )
+        return client
+
+    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
+        import anthropic
+
+        return anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.AnthropicError
+
+    def _request_options(self) -> dict[str, Any]:
+        return {}
+
+    def format_request(
+        self,
+        messages: Sequence[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        stream: bool | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The Messages request body of a call (exactly what is sent).
+
+        Args:
+            messages: The conversation; leading system messages become ``system``.
+            tools: OpenAI-style function schemas (converted to ``input_schema`` tools).
+            tool_choice: ``"auto"``, ``"none"``, ``"required"`` (``any``) or a tool name.
+            structured_model: Ask for an answer matching this pydantic model, through a
+                forced call of a ``structured_output`` tool (``auto`` when thinking is on,
+                as the API forbids forcing a tool then).
+            stream: Override ``self.stream``.
+            **kwargs: Body fields; ``parallel_tool_calls=False`` sets
+                ``disable_parallel_tool_use``.
+
+        Returns:
+            The JSON body.
+        """
+        parallel = kwargs.pop("parallel_tool_calls", None)
+        system, turns = format_messages(messages)
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "max_tokens": self.max_tokens,
+            "messages": turns,
+        }
+        if system:
+            body["system"] = system
+        if self.thinking is not None:
+            body["thinking"] = self.thinking
+        body.update(self.generate_kwargs)
+        body.update(kwargs)
+        specs = format_tools(tools or [])
+        if structured_model is not None:
+            specs.append(_structured_tool(structured_model))
+            forced = self.thinking is None or self.thinking.get("type") == "disabled"
+            tool_choice = STRUCTURED_TOOL if forced else "auto"
+        if specs:
+            body["tools"] = specs
+            choice = format_tool_choice(tool_choice, parallel)
+            if choice is not None:
+                body["tool_choice"] = choice
+        if self.stream if stream is None else stream:
+            body["stream"] = True
+        else:
+            body.pop("stream", None)
+        return body
+
+    def _parse(
+        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        if not isinstance(data, dict) or data.get("type") == "error" or "content" not in data:
+            if isinstance(data, dict) and "error" in data:
+                raise map_status_error(self.provider, status, data, "error in a 200 answer")
+            raise ModelResponseError(
+                f"{self.provider}: unexpected response shape: {str(data)[:200]!r}",
+                provider=self.provider,
+            )
+        return self._finish_stream(parse_message(data, elapsed), structured)
+
+    def _new_state(self) -> StreamState:
+        return AnthropicStreamState()
+
+    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+        payload = loads_body(self.provider, data)
+        if not isinstance(payload, dict):
+            return None
+        kind = payload.get("type", event)
+        if kind == "message_stop":
+            raise EndOfStream
+        if kind == "error":
+            error = payload.get("error") or {}
+            status = 529 if error.get("type") == "overloaded_error" else 500
+            raise map_status_error(self.provider, status, payload, "error event in the stream")
+        return payload
+
+    def _finish_stream(
+        self, response: ChatResponse, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        if structured is None:
+            return response
+        raw: str | None = None
+        content: list[ContentBlock] = []
+        for block in response.content:
+            if block["type"] == "tool_use" and block["name"] == STRUCTURED_TOOL and raw is None:
+                # The forced call is the answer, not a tool to run: show it as JSON text.
+                raw = block.get("raw_input") or json.dumps(block["input"], ensure_ascii=False)
+                content.append({"type": "text", "text": raw})
+            else:
+                content.append(block)
+        response.content = content
+        apply_structured_output(response, structured, raw)
+        return response
+
+
+def _structured_tool(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "name": STRUCTURED_TOOL,
+        "description": "Give your final answer by calling this tool with it as the arguments.",
+        "input_schema": model.model_json_schema(),
+    }

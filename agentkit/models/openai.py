@@ -1,0 +1,200 @@
+"""``OpenAIChatModel``: OpenAI Chat Completions (and any OpenAI-compatible server).
+
+Requests go through the official ``openai.AsyncOpenAI`` client's low-level ``post`` with a
+body we serialize ourselves: the SDK keeps doing auth, base URL, headers, timeouts and error
+types, but its typed request layer (whose cost grows with the conversation) is skipped, and
+responses and SSE streams are parsed straight from JSON without building typed models.
+The SDK's own retries are disabled; :class:`~agentkit.models.RetryPolicy` retries instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentkit.exceptions import AuthenticationError, ModelResponseError
+from agentkit.messages import Msg
+from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
+from agentkit.models._common import apply_structured_output, strict_schema
+from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._openai_format import (
+    OpenAIStreamState,
+    format_messages,
+    format_tool_choice,
+    parse_completion,
+)
+from agentkit.models.base import ChatResponse, ToolChoice
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["OpenAIChatModel"]
+
+
+class OpenAIChatModel(HTTPChatModel):
+    """A chat model served by the OpenAI Chat Completions API or a compatible server.
+
+    Args:
+        model_name: Model name, e.g. ``"gpt-4.1-mini"``.
+        api_key: API key; ``OPENAI_API_KEY`` when None.
+        base_url: Server URL (``http://localhost:11434/v1`` for Ollama...);
+            ``OPENAI_BASE_URL`` or the OpenAI API when None.
+        stream: Return an async iterator of cumulative chunks.
+        client_kwargs: Extra ``openai.AsyncOpenAI`` arguments (``timeout``,
+            ``default_headers``, ``http_client``...). Its ``max_retries`` is always 0:
+            retries follow ``retry``.
+        generate_kwargs: Extra body fields sent with every request (``temperature``,
+            ``max_completion_tokens``, ``reasoning_effort``...). Per-call keyword arguments
+            override them.
+        retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
+        max_retries: Shortcut overriding ``retry.max_retries``.
+        reasoning_content: Send thinking blocks back as ``reasoning_content`` (for
+            DeepSeek-style servers that want it); OpenAI itself takes no thinking back.
+        provider: Provider name reported in errors (``"ollama"``, ``"vllm"``...).
+
+    Example:
+        >>> model = OpenAIChatModel("gpt-4.1-mini", stream=False)
+        >>> # response = await model([Msg("user", "Hello", "user")])
+    """
+
+    provider = "openai"
+    _path = "/chat/completions"
+
+    def __init__(
+        self,
+        model_name: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        stream: bool = True,
+        client_kwargs: dict[str, Any] | None = None,
+        generate_kwargs: dict[str, Any] | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        max_retries: int | None = None,
+        reasoning_content: bool = False,
+        provider: str = "openai",
+    ) -> None:
+        super().__init__(
+            model_name,
+            api_key=api_key,
+            base_url=base_url,
+            stream=stream,
+            client_kwargs=client_kwargs,
+            generate_kwargs=generate_kwargs,
+            retry=retry,
+            max_retries=max_retries,
+        )
+        self.reasoning_content = reasoning_content
+        self.provider = provider
+
+    def _make_client(self) -> Any:
+        import openai
+
+        kwargs: dict[str, Any] = {**self.client_kwargs, "max_retries": 0}
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        try:
+            return openai.AsyncOpenAI(**kwargs)
+        except openai.OpenAIError as err:
+            raise AuthenticationError(str(err), provider=self.provider) from err
+
+    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
+        import openai
+
+        return openai.APIStatusError, openai.APIConnectionError, openai.OpenAIError
+
+    def _request_options(self) -> dict[str, Any]:
+        return {"security": {"bearer_auth": True}}
+
+    def format_request(
+        self,
+        messages: Sequence[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        stream: bool | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The Chat Completions request body of a call (exactly what is sent).
+
+        Args:
+            messages: The conversation.
+            tools: OpenAI-style function schemas.
+            tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+            structured_model: Ask for JSON matching this pydantic model (``response_format``
+                json_schema, strict when the schema allows it).
+            stream: Override ``self.stream``.
+            **kwargs: Body fields; ``parallel_tool_calls`` is sent only with tools.
+
+        Returns:
+            The JSON body.
+        """
+        parallel = kwargs.pop("parallel_tool_calls", None)
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": format_messages(messages, reasoning=self.reasoning_content),
+        }
+        body.update(self.generate_kwargs)
+        body.update(kwargs)
+        if tools:
+            body["tools"] = [
+                t if "function" in t else {"type": "function", "function": t} for t in tools
+            ]
+            if tool_choice is not None:
+                body["tool_choice"] = format_tool_choice(tool_choice)
+            if parallel is not None:
+                body["parallel_tool_calls"] = bool(parallel)
+        if structured_model is not None:
+            body["response_format"] = _response_format(structured_model)
+        if self.stream if stream is None else stream:
+            body["stream"] = True
+            body.setdefault("stream_options", {"include_usage": True})
+        else:
+            body.pop("stream", None)
+        return body
+
+    def _parse(
+        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+            if isinstance(data, dict) and "error" in data:
+                raise map_status_error(self.provider, status, data, "error in a 200 answer")
+            raise ModelResponseError(
+                f"{self.provider}: unexpected response shape: {str(data)[:200]!r}",
+                provider=self.provider,
+            )
+        return self._finish_stream(parse_completion(data, elapsed), structured)
+
+    def _new_state(self) -> StreamState:
+        return OpenAIStreamState()
+
+    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+        if data == b"[DONE]":
+            raise EndOfStream
+        chunk = loads_body(self.provider, data)
+        if not isinstance(chunk, dict):
+            return None
+        if "error" in chunk and not chunk.get("choices"):
+            raise map_status_error(self.provider, 500, chunk, "error event in the stream")
+        return chunk
+
+    def _finish_stream(
+        self, response: ChatResponse, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        if structured is not None:
+            apply_structured_output(response, structured, response.get_text() or None)
+        return response
+
+
+def _response_format(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    strict = strict_schema(schema)
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", model.__name__)[:64]
+    spec: dict[str, Any] = {"name": name, "schema": strict or schema, "strict": strict is not None}
+    if isinstance(schema.get("description"), str):
+        spec["description"] = schema["description"]
+    return {"type": "json_schema", "json_schema": spec}

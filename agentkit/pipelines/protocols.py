@@ -1,0 +1,88 @@
+"""What pipelines need from an agent: small structural protocols, no base class.
+
+``ReActAgent`` and ``UserAgent`` satisfy them, and so does any user class with the same
+methods, so pipelines never import the agent implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import Any, Protocol
+
+from agentkit.messages import Msg
+
+__all__ = [
+    "AgentLike",
+    "EventStreamLike",
+    "HubParticipant",
+    "InterruptibleAgent",
+    "StreamingAgent",
+]
+
+MsgInput = Msg | list[Msg] | str | None
+
+
+class AgentLike(Protocol):
+    """Anything that replies to a message: ``reply = await agent(msg)``."""
+
+    @property
+    def name(self) -> str:
+        """The agent's name."""
+        ...
+
+    async def __call__(self, msg: Any = None) -> Msg:
+        """Reply to ``msg`` (None: continue from memory)."""
+        ...
+
+
+class HubParticipant(AgentLike, Protocol):
+    """An agent that can sit in a ``MsgHub``: it observes and has ``post_reply`` hooks."""
+
+    async def observe(self, msg: Any) -> None:
+        """Take in messages without replying."""
+        ...
+
+    def register_hook(self, kind: Any, name: str, fn: Callable[..., Any]) -> None:
+        """Register a hook of ``kind`` under ``name``."""
+        ...
+
+    def remove_hook(self, kind: Any, name: str) -> None:
+        """Remove the hook ``name`` of ``kind``."""
+        ...
+
+
+class InterruptibleAgent(AgentLike, Protocol):
+    """An agent whose running reply can be interrupted from another task."""
+
+    async def interrupt(self, msg: Any = None) -> None:
+        """Interrupt the reply in progress."""
+        ...
+
+
+class StreamingAgent(InterruptibleAgent, Protocol):
+    """An agent that streams events (``agentkit.agent.events``) while it replies."""
+
+    def stream(self, msg: Any = None) -> EventStreamLike:
+        """Reply to ``msg``; an async context manager iterating events (``ReplyFinished`` last)."""
+        ...
+
+
+class EventStreamLike(Protocol):
+    """What ``agent.stream()`` returns: ``async with agent.stream(m) as events: async for ...``.
+
+    Leaving the ``async with`` block early interrupts the reply.
+    """
+
+    async def __aenter__(self) -> AsyncIterator[Any]:
+        """Start the reply; return the event iterator."""
+        ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        """Interrupt the reply if it still runs; wait until it has ended."""
+        ...

@@ -1,0 +1,231 @@
+"""One tool call, from a ``tool_use`` block to its final ``ToolResponse``.
+
+The shape is the same for every tool: look it up, check its group, validate the arguments
+with jsonschema, run ``Tool.invoke_with_context`` under the call's timeout, convert every
+tool-side failure into an error response, cut overlong output.
+
+Why the steps look the way they do: each ``await`` on the tool runs inside its own cancel
+scope carrying the call's deadline, and no cancel scope or task group is ever left open
+across a ``yield``. A consumer may therefore stop iterating at any point (or be cancelled)
+without corrupting its own cancel scopes. Only tools that report progress out of band
+(``Tool.reports_progress``) run in a task of their own so that the progress streams live.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.messages import ToolUseBlock
+from agentkit.tools import _errors
+from agentkit.tools._convert import merge_content, to_content, truncate
+from agentkit.tools.base import Tool
+from agentkit.tools.context import ToolContext
+from agentkit.tools.response import ToolResponse, ToolResultContent
+
+if TYPE_CHECKING:
+    from agentkit.tools.toolkit import Toolkit
+
+__all__ = ["call_tool"]
+
+logger = logging.getLogger("agentkit.tools")
+# Bound on a tool's cleanup when its call is cut short (consumer stopped or cancelled).
+_CLOSE_TIMEOUT = 5.0
+
+
+def call_tool(
+    toolkit: Toolkit, block: ToolUseBlock, data: Any = None
+) -> AsyncGenerator[ToolResponse, None]:
+    """Run the call ``block`` asks for; yield progress chunks, then one final chunk.
+
+    The checks run now (they are synchronous); the returned generator runs the tool.
+    """
+    name = block.get("name", "")
+    tool, error = _check(toolkit, block, name)
+    if error is not None:
+        return _single(error)
+    assert tool is not None
+    ctx = ToolContext(block.get("id", ""), name, toolkit, data)
+    timeout = tool.timeout if tool.timeout is not None else toolkit.default_timeout
+    run = _run_live if tool.reports_progress else _run
+    return run(tool, block["input"], ctx, timeout, toolkit.max_output_chars)
+
+
+async def _single(response: ToolResponse) -> AsyncGenerator[ToolResponse, None]:
+    yield response
+
+
+def _check(
+    toolkit: Toolkit, block: ToolUseBlock, name: str
+) -> tuple[Tool | None, ToolResponse | None]:
+    """Everything that can be refused before the tool runs."""
+    tool = toolkit.get_tool(name)
+    if tool is None:
+        return None, _errors.unknown_tool(name, (t.name for t in toolkit.active_tools()))
+    if not toolkit.is_active(tool):
+        return None, _errors.inactive_group(name, tool.group, toolkit.meta_tool_name)
+    arguments = block.get("input")
+    if "raw_input" in block or not isinstance(arguments, dict):
+        raw = block.get("raw_input")
+        return None, _errors.invalid_json(name, raw, _json_problem(raw, arguments))
+    try:
+        validator = tool.get_validator()
+    except Exception as exc:  # jsonschema SchemaError: the tool's own schema is broken
+        logger.error("tool %r has an invalid parameters schema", name, exc_info=exc)
+        return None, _errors.bad_tool_schema(name, _first_line(exc))
+    errors = list(validator.iter_errors(arguments))
+    if errors:
+        from jsonschema.exceptions import relevance
+
+        errors.sort(key=relevance, reverse=True)
+        return None, _errors.invalid_arguments(name, errors, tool.parameters)
+    return tool, None
+
+
+def _json_problem(raw: str | None, arguments: object) -> str | None:
+    if raw is None:
+        return f"got {type(arguments).__name__} instead of an object"
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return str(exc)
+    if not isinstance(value, dict):
+        return f"got a JSON {type(value).__name__} instead of an object"
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+async def _run(
+    tool: Tool,
+    arguments: dict[str, Any],
+    ctx: ToolContext,
+    timeout_s: float | None,
+    limit: int | None,
+) -> AsyncGenerator[ToolResponse, None]:
+    """Drive ``tool`` step by step, each step under the call's deadline."""
+    it = tool.invoke_with_context(arguments, ctx)
+    chunks: list[list[ToolResultContent]] = []
+    deadline = anyio.current_time() + timeout_s if timeout_s is not None else math.inf
+    finished = False
+    try:
+        while True:
+            chunk, final = await _step(tool, it, chunks, deadline, timeout_s)
+            if final is not None:
+                finished = True  # the tool ended by raising or being timed out
+            for pending in ctx._take_pending():
+                yield pending
+            if final is None and (chunk is None or chunk.is_last):
+                finished = True
+                if chunk is None:  # ended without a final chunk: concatenate the progress
+                    chunk = ToolResponse(content=merge_content(chunks) or to_content(None))
+                else:
+                    await _close(tool, it)
+                final = chunk
+            if final is not None:
+                yield _finish(final, limit)
+                return
+            assert chunk is not None
+            chunks.append(chunk.content)
+            yield chunk
+    finally:
+        if not finished:  # cut short (closed or cancelled): let the tool clean up, bounded
+            await _close(tool, it, shield=True)
+
+
+async def _step(
+    tool: Tool,
+    it: AsyncIterator[ToolResponse],
+    chunks: list[list[ToolResultContent]],
+    deadline: float,
+    timeout_s: float | None,
+) -> tuple[ToolResponse | None, ToolResponse | None]:
+    """Await the tool's next chunk. Returns ``(chunk, None)`` or ``(None, error_final)``.
+
+    ``(None, None)`` means the tool ended without a final chunk.
+    """
+    if timeout_s is None:  # no cancel scope needed: keep the common path lean
+        return await _next(tool, it, chunks)
+    with anyio.CancelScope(deadline=deadline) as scope:
+        return await _next(tool, it, chunks)
+    # Only our own deadline lands here: an outer cancellation propagates through the scope.
+    assert scope.cancelled_caught
+    logger.info("tool %r timed out after %s s", tool.name, timeout_s)
+    return None, _errors.timed_out(tool.name, timeout_s, merge_content(chunks))
+
+
+async def _next(
+    tool: Tool, it: AsyncIterator[ToolResponse], chunks: list[list[ToolResultContent]]
+) -> tuple[ToolResponse | None, ToolResponse | None]:
+    try:
+        return await it.__anext__(), None
+    except StopAsyncIteration:
+        return None, None
+    except _errors.ArgumentsError as exc:
+        return None, _errors.unconvertible_arguments(tool.name, str(exc), tool.parameters)
+    except Exception as exc:
+        logger.warning("tool %r raised %s", tool.name, type(exc).__name__, exc_info=exc)
+        return None, _errors.tool_failed(tool.name, exc, merge_content(chunks))
+
+
+async def _close(tool: Tool, it: AsyncIterator[ToolResponse], *, shield: bool = False) -> None:
+    """Close the tool's iterator: bounded in time, and a failing cleanup is only logged."""
+    aclose = getattr(it, "aclose", None)
+    if aclose is None:
+        return
+    with anyio.move_on_after(_CLOSE_TIMEOUT, shield=shield):
+        try:
+            await aclose()
+        except Exception as exc:
+            logger.warning("tool %r failed while cleaning up", tool.name, exc_info=exc)
+
+
+def _finish(final: ToolResponse, limit: int | None) -> ToolResponse:
+    final.is_last = True
+    if limit is not None:
+        final.content = truncate(final.content, limit)
+    return final
+
+
+async def _run_live(
+    tool: Tool,
+    arguments: dict[str, Any],
+    ctx: ToolContext,
+    timeout_s: float | None,
+    limit: int | None,
+) -> AsyncGenerator[ToolResponse, None]:
+    """Like ``_run``, with the tool in a task of its own so out-of-band progress streams live.
+
+    This is the one place a task group stays open across ``yield``: consume the call to its
+    end or close it (``contextlib.aclosing``), which the agent does.
+    """
+    send, receive = anyio.create_memory_object_stream[ToolResponse](math.inf)
+
+    def emit(chunk: ToolResponse) -> None:
+        # Progress that arrives after the call ended is dropped.
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            send.send_nowait(chunk)
+
+    async def pump() -> None:
+        async with send:
+            async for chunk in _run(tool, arguments, ctx, timeout_s, limit):
+                send.send_nowait(chunk)
+
+    ctx._emit = emit
+    async with receive, anyio.create_task_group() as tg:
+        tg.start_soon(pump)
+        try:
+            async for chunk in receive:
+                yield chunk
+        except GeneratorExit:
+            # Closed early: stop the tool and end quietly (a GeneratorExit leaving the task
+            # group would come out wrapped in an ExceptionGroup, which ``aclose`` rejects).
+            tg.cancel_scope.cancel()

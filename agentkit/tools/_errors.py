@@ -1,0 +1,208 @@
+"""Error results: each tells the model what went wrong and how to fix its call.
+
+Every error response built here has ``is_error=True``, ``is_last=True`` and
+``metadata["error"]`` set to a stable kind (for UIs, logs and tests):
+``unknown_tool``, ``inactive_group``, ``invalid_json``, ``invalid_arguments``,
+``tool_error``, ``timeout``, ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentkit.messages import TextBlock
+from agentkit.tools.response import ToolResponse, ToolResultContent
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+
+__all__ = [
+    "INTERRUPTED_TEXT",
+    "ArgumentsError",
+    "interrupted_response",
+]
+
+INTERRUPTED_TEXT = "Tool call interrupted by the user before it finished."
+_MAX_LISTED = 30
+_MAX_SCHEMA_ERRORS = 5
+
+
+class ArgumentsError(ValueError):
+    """Arguments passed schema validation but could not be converted to the tool's types.
+
+    A ``Tool`` raises it from ``invoke`` to have the call answered as invalid arguments
+    rather than as a failure of the tool.
+    """
+
+
+def _error(kind: str, text: str, content: Sequence[ToolResultContent] = ()) -> ToolResponse:
+    blocks = [*content, TextBlock(type="text", text=text)]
+    return ToolResponse(content=blocks, metadata={"error": kind}, is_error=True)
+
+
+def interrupted_response(
+    name: str, content: Sequence[ToolResultContent] = (), text: str = INTERRUPTED_TEXT
+) -> ToolResponse:
+    """The final result of a call cut short by an interrupt (the agent records it).
+
+    Args:
+        name: The tool's name (kept in ``metadata["tool"]``).
+        content: Output the tool produced before it was interrupted, kept before the note.
+        text: The note for the model.
+    """
+    response = _error("interrupted", text, content)
+    response.is_interrupted = True
+    assert response.metadata is not None
+    response.metadata["tool"] = name
+    return response
+
+
+def unknown_tool(name: str, available: Iterable[str]) -> ToolResponse:
+    """The model called a tool that does not exist (or is not active)."""
+    names = sorted(available)
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    text = f"Error: there is no tool named {name!r}."
+    if close:
+        text += " Did you mean " + " or ".join(repr(c) for c in close) + "?"
+    if names:
+        listed = ", ".join(names[:_MAX_LISTED]) + (", ..." if len(names) > _MAX_LISTED else "")
+        text += f" Available tools: {listed}. Call one of them by its exact name."
+    else:
+        text += " No tools are available now; answer without tools."
+    return _error("unknown_tool", text)
+
+
+def inactive_group(name: str, group: str, meta_tool: str | None) -> ToolResponse:
+    """The tool exists but its group is not active."""
+    text = f"Error: the tool {name!r} belongs to the tool group {group!r}, which is not active."
+    if meta_tool:
+        text += f" Activate the group first by calling {meta_tool!r}, then call the tool again."
+    else:
+        text += " Use one of the tools you were given instead."
+    return _error("inactive_group", text)
+
+
+def invalid_json(name: str, raw: str | None, detail: str | None) -> ToolResponse:
+    """The arguments are not a JSON object."""
+    text = f"Error: the arguments for the tool {name!r} are not a valid JSON object"
+    if detail:
+        text += f" ({detail})"
+    if raw is not None:
+        shown = raw if len(raw) <= 200 else raw[:200] + "..."
+        text += f"; received: {shown!r}"
+    text += ". Call the tool again with its arguments as one JSON object matching its schema."
+    return _error("invalid_json", text)
+
+
+def _path(error: ValidationError) -> str:
+    return error.json_path
+
+
+def _describe_schema_error(error: ValidationError) -> str:
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        allowed = schema.get("properties", {})
+        extra = sorted(k for k in error.instance if k not in allowed)
+        return (
+            f"{_path(error)}: unexpected argument(s) {', '.join(map(repr, extra))}; "
+            f"allowed: {', '.join(map(repr, allowed)) or 'none'}"
+        )
+    return f"{_path(error)}: {error.message}"
+
+
+def invalid_arguments(
+    name: str, errors: Sequence[ValidationError], parameters: dict[str, Any]
+) -> ToolResponse:
+    """The arguments do not match the tool's schema (jsonschema errors with JSON paths)."""
+    lines = [_describe_schema_error(e) for e in errors[:_MAX_SCHEMA_ERRORS]]
+    if len(errors) > _MAX_SCHEMA_ERRORS:
+        lines.append(f"... and {len(errors) - _MAX_SCHEMA_ERRORS} more")
+    text = (
+        f"Error: invalid arguments for the tool {name!r}:\n- "
+        + "\n- ".join(lines)
+        + f"\nExpected arguments: {signature_hint(parameters)}. "
+        "Fix the arguments and call the tool again."
+    )
+    return _error("invalid_arguments", text)
+
+
+def unconvertible_arguments(name: str, detail: str, parameters: dict[str, Any]) -> ToolResponse:
+    """The arguments matched the schema but the tool's own type checks refused them."""
+    text = (
+        f"Error: invalid arguments for the tool {name!r}: {detail}\n"
+        f"Expected arguments: {signature_hint(parameters)}. "
+        "Fix the arguments and call the tool again."
+    )
+    return _error("invalid_arguments", text)
+
+
+def signature_hint(parameters: dict[str, Any]) -> str:
+    """A compact reminder of the expected arguments: ``query: string, limit?: integer``."""
+    props = parameters.get("properties") or {}
+    if not props:
+        return "none ({})"
+    required = set(parameters.get("required") or ())
+    parts = []
+    for key, schema in props.items():
+        mark = "" if key in required else "?"
+        parts.append(f"{key}{mark}: {_type_hint(schema)}")
+    return ", ".join(parts)
+
+
+def _type_hint(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema:
+        return " | ".join(repr(v) for v in schema["enum"][:8])
+    if "const" in schema:
+        return repr(schema["const"])
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    if "anyOf" in schema or "oneOf" in schema:
+        options = schema.get("anyOf") or schema.get("oneOf") or []
+        return " | ".join(_type_hint(s) for s in options)
+    kind = schema.get("type", "any")
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return f"array of {_type_hint(schema['items'])}"
+    return kind if isinstance(kind, str) else " | ".join(kind)
+
+
+def tool_failed(
+    name: str, exc: BaseException, content: Sequence[ToolResultContent] = ()
+) -> ToolResponse:
+    """The tool raised (before or while streaming ``content``)."""
+    exc = _leaf(exc)
+    message = str(exc).strip() or "(no message)"
+    where = " while streaming its output" if content else ""
+    text = (
+        f"Error: the tool {name!r} failed{where} with {type(exc).__name__}: {message}"
+        "\nCheck the arguments; if the error is not caused by them, try another approach."
+    )
+    return _error("tool_error", ("\n\n" if content else "") + text, content)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    # A single failure wrapped in a task group's ExceptionGroup: report the failure itself.
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def timed_out(name: str, timeout: float, content: Sequence[ToolResultContent] = ()) -> ToolResponse:
+    """The tool ran longer than its timeout and was stopped."""
+    text = (
+        f"Error: the tool {name!r} timed out after {timeout:g} s and was stopped. "
+        "Try a smaller or simpler request, or another approach."
+    )
+    return _error("timeout", ("\n\n" if content else "") + text, content)
+
+
+def bad_tool_schema(name: str, detail: str) -> ToolResponse:
+    """The tool's own parameters schema is not valid JSON Schema (a bug in the tool)."""
+    text = (
+        f"Error: the tool {name!r} cannot be called: its parameters schema is invalid "
+        f"({detail}). This is a problem with the tool, not your call; use another tool."
+    )
+    return _error("tool_error", text)

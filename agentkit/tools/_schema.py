@@ -1,0 +1,391 @@
+"""JSON schema of a Python function, from its signature and its docstring.
+
+Built once, at registration. pydantic generates the schema of each parameter type (so
+TypedDicts, dataclasses, enums and nested models share one ``$defs``) and, for parameters
+whose types JSON cannot carry natively, converts validated arguments to those types.
+Everything a schema cannot describe fails here, with the parameter's name, never at call time.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import operator
+import sys
+import types
+import typing
+import warnings
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union, get_args, get_origin
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import PydanticJsonSchemaWarning
+
+from agentkit.exceptions import ToolRegistrationError
+from agentkit.tools.context import ToolContext
+
+__all__ = ["FunctionSpec", "build_function_spec"]
+
+_P = inspect.Parameter
+_NATIVE_SCALARS: frozenset[object] = frozenset((str, int, float, bool, type(None), Any, object))
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """How to describe and call one function.
+
+    Attributes:
+        description: Tool description (docstring summary and long description).
+        parameters: The ``object`` JSON schema shown to the model.
+        visible: Model-facing parameter names, in signature order.
+        positional: Names (visible or preset) that must be passed positionally.
+        context_param: Name of the ``ToolContext`` parameter, if any.
+        var_keyword: The function takes ``**kwargs`` (extra arguments are passed through).
+        model: pydantic model converting arguments to annotated types; None when every
+            visible parameter is JSON-native (the fast path passes arguments as they are).
+        aliases: Model field name -> parameter name (fields are renamed to avoid clashes
+            with pydantic's own attribute names).
+    """
+
+    description: str
+    parameters: dict[str, Any]
+    visible: tuple[str, ...]
+    positional: tuple[str, ...]
+    context_param: str | None
+    var_keyword: bool
+    model: type[BaseModel] | None
+    aliases: Mapping[str, str]
+
+
+def build_function_spec(
+    fn: Callable[..., Any],
+    *,
+    name: str,
+    description: str | None = None,
+    preset_kwargs: Mapping[str, Any] | None = None,
+) -> FunctionSpec:
+    """Describe ``fn`` as a tool.
+
+    Args:
+        fn: The function (sync or async, plain or generator, bound method, callable object).
+        name: The tool name, for error messages.
+        description: Overrides the docstring's description.
+        preset_kwargs: Arguments fixed at registration, hidden from the model.
+
+    Returns:
+        The function's spec.
+
+    Raises:
+        ToolRegistrationError: the signature cannot be described.
+    """
+    preset = dict(preset_kwargs or {})
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ToolRegistrationError(f"tool {name!r}: cannot read the signature: {exc}") from exc
+    hints = _type_hints(fn, name)
+    doc = docstring_parser.parse(_docstring(fn) or "")
+    arg_docs = {p.arg_name.lstrip("*"): p.description or "" for p in doc.params}
+    params = _Params()
+    for param in sig.parameters.values():
+        params.add(param, hints, preset, name)
+    unknown = set(preset) - set(sig.parameters)
+    if unknown and not params.var_keyword:
+        raise ToolRegistrationError(
+            f"tool {name!r}: preset_kwargs {sorted(unknown)} are not parameters of the function"
+        )
+    model = _build_model(name, params.fields, params.aliases)
+    parameters = _parameters_schema(model, name, arg_docs, params.var_keyword)
+    needs_conversion = bool(params.model_defaults) or any(
+        not _is_native(annotation) for annotation, _ in params.fields.values()
+    )
+    if description is None:
+        parts = (doc.short_description, doc.long_description)
+        description = "\n\n".join(p.strip() for p in parts if p and p.strip())
+    return FunctionSpec(
+        description=description,
+        parameters=parameters,
+        visible=tuple(params.visible),
+        positional=tuple(params.positional),
+        context_param=params.context_param,
+        var_keyword=params.var_keyword,
+        model=model if needs_conversion else None,
+        aliases=params.aliases,
+    )
+
+
+@dataclass(slots=True)
+class _Params:
+    """Sorts a signature's parameters into model-visible fields and hidden ones."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    visible: list[str] = field(default_factory=list)
+    positional: list[str] = field(default_factory=list)
+    model_defaults: set[str] = field(default_factory=set)
+    context_param: str | None = None
+    var_keyword: bool = False
+
+    def add(
+        self, param: inspect.Parameter, hints: dict[str, Any], preset: Mapping[str, Any], name: str
+    ) -> None:
+        if param.kind is _P.VAR_POSITIONAL:
+            return
+        if param.kind is _P.VAR_KEYWORD:
+            self.var_keyword = True
+            return
+        annotation = _compat(hints.get(param.name, _signature_annotation(param)))
+        if param.kind is _P.POSITIONAL_ONLY:
+            self.positional.append(param.name)
+        if _is_context(annotation):
+            if self.context_param is not None:
+                raise ToolRegistrationError(f"tool {name!r}: more than one ToolContext parameter")
+            self.context_param = param.name
+            return
+        if param.name in preset:
+            return
+        # Fields get neutral names (the parameter name is the alias): a parameter may be
+        # called ``model_config``, ``schema`` or ``_x`` without clashing with pydantic.
+        field_name = f"f{len(self.fields)}"
+        self.aliases[field_name] = param.name
+        default = ... if param.default is _P.empty else param.default
+        if isinstance(default, FieldInfo):
+            # ``x: int = Field(3, description=...)``: the Python default is the FieldInfo
+            # itself, so pydantic must fill in the real default (conversion path).
+            info = FieldInfo.merge_field_infos(default, Field(alias=param.name))
+            self.model_defaults.add(param.name)
+        else:
+            info = Field(default, alias=param.name)
+        self.fields[field_name] = (annotation, info)
+        self.visible.append(param.name)
+
+
+def _signature_annotation(param: inspect.Parameter) -> Any:
+    # A __signature__ set by a library (pydantic models) carries real types, not strings.
+    ann = param.annotation
+    return Any if ann is _P.empty or isinstance(ann, str) else ann
+
+
+def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
+    """Resolve annotations (string annotations included) of ``fn``."""
+    target: Any = fn
+    while True:  # functools.partial and decorators that keep __wrapped__
+        if isinstance(target, functools.partial):
+            target = target.func
+        elif hasattr(target, "__wrapped__"):
+            target = target.__wrapped__
+        else:
+            break
+    if inspect.isclass(target):
+        target = target.__init__
+    elif not inspect.isroutine(target) and callable(target):
+        target = type(target).__call__
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as exc:  # NameError for a type defined where the function cannot see it
+        raise ToolRegistrationError(
+            f"tool {name!r}: cannot resolve the type annotations ({type(exc).__name__}: {exc}); "
+            "define the annotated types at module level so that they can be resolved"
+        ) from exc
+
+
+def _docstring(fn: Any) -> str | None:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    text = inspect.getdoc(fn)
+    if not text and not inspect.isroutine(fn):
+        text = inspect.getdoc(type(fn).__call__)  # a callable object documents __call__
+    return text
+
+
+_OLD_TYPEDDICT = sys.version_info < (3, 12)
+_td_cache: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _compat(tp: Any) -> Any:
+    """On Python 3.11, rebuild ``typing.TypedDict`` classes as ``typing_extensions`` ones.
+
+    pydantic refuses ``typing.TypedDict`` before 3.12; users should not have to care.
+    """
+    if not _OLD_TYPEDDICT:
+        return tp
+    if typing.is_typeddict(tp) and type(tp).__module__ == "typing":
+        if tp not in _td_cache:
+            _td_cache[tp] = _rebuild_typeddict(tp)
+        return _td_cache[tp]
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is None or not args or origin is Literal:
+        return tp
+    if origin is typing.Annotated:
+        return typing.Annotated[(_compat(args[0]), *tp.__metadata__)]
+    new_args = tuple(_compat(a) if a is not Ellipsis else a for a in args)
+    if new_args == args:
+        return tp
+    if origin in (Union, types.UnionType):
+        return functools.reduce(operator.or_, new_args)
+    return tp.copy_with(new_args) if hasattr(tp, "copy_with") else origin[new_args]
+
+
+def _rebuild_typeddict(tp: Any) -> Any:
+    import typing_extensions as te
+
+    hints = typing.get_type_hints(tp, include_extras=True)
+    fields: dict[str, Any] = {}
+    markers = (te.Required, te.NotRequired, typing.Required, typing.NotRequired)
+    for key, hint in hints.items():
+        # With string annotations 3.11 cannot see ``NotRequired`` at class creation, so
+        # ``__required_keys__`` may be wrong: the resolved hint decides.
+        required = key in tp.__required_keys__
+        while get_origin(hint) in markers:
+            required = get_origin(hint) in (te.Required, typing.Required)
+            hint = get_args(hint)[0]
+        wrapper = te.Required if required else te.NotRequired
+        fields[key] = wrapper[_compat(hint)]
+    make: Any = te.TypedDict  # the functional form, with computed fields
+    new = make(tp.__name__, fields)
+    new.__doc__ = tp.__doc__
+    new.__module__ = tp.__module__
+    return new
+
+
+def _is_context(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return len(args) == 1 and args[0] is ToolContext
+    return False
+
+
+def _is_native(tp: Any) -> bool:
+    """True when a JSON value valid for ``tp``'s schema already is a ``tp`` in Python."""
+    try:
+        if tp in _NATIVE_SCALARS:
+            return True
+    except TypeError:  # an unhashable annotation: not one of the scalars
+        pass
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin is typing.Annotated:
+        extras = tp.__metadata__
+        plain = all(isinstance(m, str) or _is_plain_field(m) for m in extras)
+        return plain and _is_native(args[0])
+    if origin is Literal:
+        return all(not isinstance(a, enum.Enum) for a in args)
+    if origin in (Union, types.UnionType):
+        return all(_is_native(a) for a in args)
+    if origin in (list, typing.Sequence, typing.Iterable, typing.Collection):
+        return all(_is_native(a) for a in args)
+    if origin in (dict, typing.Mapping):
+        return all(_is_native(a) for a in args)
+    return tp in (list, dict)
+
+
+def _is_plain_field(meta: object) -> bool:
+    # A Field() carrying only schema facts (description, bounds): jsonschema enforces them.
+    return (
+        isinstance(meta, FieldInfo)
+        and meta.default_factory is None
+        and not any(callable(m) for m in meta.metadata)
+    )
+
+
+def _build_model(name: str, fields: dict[str, Any], aliases: Mapping[str, str]) -> type[BaseModel]:
+    config = ConfigDict(extra="ignore", arbitrary_types_allowed=False, validate_by_alias=True)
+    try:
+        return create_model(f"{name}_arguments", __config__=config, **fields)
+    except Exception as exc:
+        annotations = {aliases[key]: annotation for key, (annotation, _) in fields.items()}
+        raise _describe_failure(name, annotations, exc) from exc
+
+
+def _parameters_schema(
+    model: type[BaseModel], name: str, arg_docs: Mapping[str, str], var_keyword: bool
+) -> dict[str, Any]:
+    try:
+        with warnings.catch_warnings():
+            # Non-JSON defaults are left out of the schema; pydantic warns about it.
+            warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
+            raw = model.model_json_schema(by_alias=True)
+    except Exception as exc:
+        annotations = {f.alias or k: f.annotation for k, f in model.model_fields.items()}
+        raise _describe_failure(name, annotations, exc) from exc
+    schema = _strip_titles(raw)
+    properties: dict[str, Any] = schema.get("properties", {})
+    for arg, text in arg_docs.items():
+        prop = properties.get(arg)
+        if prop is not None and text and "description" not in prop:
+            prop["description"] = text
+    result: dict[str, Any] = {"type": "object", "properties": properties}
+    if schema.get("required"):
+        result["required"] = schema["required"]
+    if not var_keyword:
+        result["additionalProperties"] = False
+    if "$defs" in schema:
+        result["$defs"] = schema["$defs"]
+    return result
+
+
+def _describe_failure(
+    name: str, annotations: Mapping[str, Any], exc: Exception
+) -> ToolRegistrationError:
+    """Find the parameter whose type pydantic cannot handle, for a useful message."""
+    for param, tp in annotations.items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
+                TypeAdapter(tp).json_schema()
+        except Exception as inner:
+            return ToolRegistrationError(
+                f"tool {name!r}: parameter {param!r} has type {_type_name(tp)}, which cannot be "
+                f"described as JSON schema ({type(inner).__name__}: {_first_line(inner)}). Use "
+                "a JSON type, an Enum, a TypedDict, a dataclass or a pydantic model, or hide the "
+                "parameter with preset_kwargs"
+            )
+    return ToolRegistrationError(
+        f"tool {name!r}: cannot build the arguments schema ({type(exc).__name__}: "
+        f"{_first_line(exc)})"
+    )
+
+
+def _type_name(tp: Any) -> str:
+    return tp.__qualname__ if isinstance(tp, type) else repr(tp)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+# Keywords whose value is a map of name -> schema, a list of schemas, or one schema.
+_SCHEMA_MAPS = frozenset(("properties", "$defs", "definitions", "patternProperties"))
+_SCHEMA_LISTS = frozenset(("anyOf", "oneOf", "allOf", "prefixItems"))
+_SCHEMA_ONE = frozenset(
+    ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
+)
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Drop pydantic's auto ``title``s (tokens the model does not need), structurally.
+
+    Walking keyword by keyword keeps a *property* named ``title`` intact.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: _strip_titles(v) for k, v in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_strip_titles(v) for v in value]
+        elif key in _SCHEMA_ONE:
+            out[key] = _strip_titles(value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,240 @@
+"""``FunctionTool``: a Python function as a ``Tool``.
+
+The schema, the argument converter and the call strategy are decided once, at registration;
+a call only binds the arguments and runs the function:
+
+- async functions are awaited; sync functions run in a worker thread
+  (``anyio.to_thread.run_sync(abandon_on_cancel=True)``: an interrupt abandons the thread at
+  once and its late result is discarded), never on the event loop;
+- async generators stream each item as a progress chunk; sync generators are advanced one
+  item at a time in a worker thread; the final chunk concatenates what they yielded.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping
+from contextlib import aclosing
+from typing import Any, Literal, TypeAlias
+
+import anyio
+import anyio.to_thread
+
+from agentkit.messages import ToolUseBlock
+from agentkit.tools._convert import merge_content, to_content
+from agentkit.tools._errors import ArgumentsError
+from agentkit.tools._schema import FunctionSpec, build_function_spec
+from agentkit.tools.base import Tool
+from agentkit.tools.context import ToolContext
+from agentkit.tools.response import ToolResponse, ToolResultContent
+
+__all__ = ["FunctionTool", "PostProcess"]
+
+PostProcess: TypeAlias = Callable[
+    [ToolUseBlock, ToolResponse], "ToolResponse | Awaitable[ToolResponse | None] | None"
+]
+"""``postprocess(block, final_response)``: may return a replacement final response."""
+
+_Kind: TypeAlias = Literal["async", "sync", "async_gen", "sync_gen"]
+_END = object()
+# Bound on a sync generator's cleanup (its ``finally``) when a call is cut short.
+_CLOSE_TIMEOUT = 5.0
+
+
+def _kind_of(fn: Callable[..., Any]) -> _Kind:
+    target: Any = fn
+    if not (inspect.isroutine(fn) or isinstance(fn, functools.partial)):
+        target = type(fn).__call__  # a callable object
+    if inspect.isasyncgenfunction(target):
+        return "async_gen"
+    if inspect.iscoroutinefunction(target):
+        return "async"
+    if inspect.isgeneratorfunction(target):
+        return "sync_gen"
+    return "sync"
+
+
+def _default_name(fn: Callable[..., Any]) -> str:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    return str(name)
+
+
+class FunctionTool(Tool):
+    """A Python function (sync or async, plain or generator) wrapped as a ``Tool``.
+
+    Attributes:
+        fn: The wrapped callable.
+        spec: Its schema and calling convention, built once.
+        preset_kwargs: Arguments fixed at registration, hidden from the model.
+        postprocess: Called with the ``tool_use`` block and the final response.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        group: str = "basic",
+        preset_kwargs: Mapping[str, Any] | None = None,
+        requires_approval: bool = False,
+        sequential: bool = False,
+        timeout: float | None = None,
+        postprocess: PostProcess | None = None,
+    ) -> None:
+        name = name or _default_name(fn)
+        spec = build_function_spec(
+            fn, name=name, description=description, preset_kwargs=preset_kwargs
+        )
+        super().__init__(
+            name,
+            spec.description,
+            spec.parameters,
+            group=group,
+            requires_approval=requires_approval,
+            sequential=sequential,
+            timeout=timeout,
+        )
+        self.fn = fn
+        self.spec: FunctionSpec = spec
+        self.preset_kwargs: dict[str, Any] = dict(preset_kwargs or {})
+        self.postprocess = postprocess
+        self.reports_progress = spec.context_param is not None
+        self._kind: _Kind = _kind_of(fn)
+
+    def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+        """Run without a call context (a context parameter receives a detached one)."""
+        return self.invoke_with_context(arguments, ToolContext("", self.name))
+
+    async def invoke_with_context(
+        self, arguments: dict[str, Any], context: ToolContext
+    ) -> AsyncIterator[ToolResponse]:
+        """Bind the arguments, run the function, yield progress chunks and the final one."""
+        args, kwargs = self._bind(arguments, context)
+        kind = self._kind
+        final: ToolResponse | None = None
+        if kind == "async":
+            final = _as_final(await self.fn(*args, **kwargs))
+        elif kind == "sync":
+            call = functools.partial(self.fn, *args, **kwargs)
+            result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+            if inspect.isawaitable(result):  # a sync wrapper around a coroutine function
+                result = await result
+            final = _as_final(result)
+        else:
+            chunks: list[list[ToolResultContent]] = []
+            stream = self._iterate(kind, args, kwargs)
+            async with aclosing(stream):
+                async for item in stream:
+                    if isinstance(item, ToolResponse) and item.is_last:
+                        final = item
+                        break
+                    content = (
+                        to_content(item) if not isinstance(item, ToolResponse) else item.content
+                    )
+                    chunks.append(content)
+                    metadata = item.metadata if isinstance(item, ToolResponse) else None
+                    yield ToolResponse(content=content, metadata=metadata, is_last=False)
+            if final is None:
+                final = ToolResponse(content=merge_content(chunks) if chunks else to_content(None))
+        if self.postprocess is not None:
+            final = await self._postprocess(arguments, context, final)
+        yield final
+
+    def _bind(
+        self, arguments: dict[str, Any], context: ToolContext
+    ) -> tuple[list[Any], dict[str, Any]]:
+        spec = self.spec
+        if spec.model is None:
+            kwargs = {**self.preset_kwargs, **arguments}
+        else:
+            kwargs = {**self.preset_kwargs, **self._convert(arguments)}
+        if spec.context_param is not None:
+            kwargs[spec.context_param] = context
+        if not spec.positional:
+            return [], kwargs
+        args = []
+        for name in spec.positional:
+            if name not in kwargs:
+                break
+            args.append(kwargs.pop(name))
+        return args, kwargs
+
+    def _convert(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        from pydantic import ValidationError
+
+        spec = self.spec
+        assert spec.model is not None
+        try:
+            instance = spec.model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ArgumentsError(_pydantic_message(exc)) from exc
+        values = {alias: getattr(instance, field) for field, alias in spec.aliases.items()}
+        if spec.var_keyword:
+            values.update((k, v) for k, v in arguments.items() if k not in values)
+        return values
+
+    async def _iterate(
+        self, kind: _Kind, args: list[Any], kwargs: dict[str, Any]
+    ) -> AsyncGenerator[Any, None]:
+        if kind == "async_gen":
+            agen = self.fn(*args, **kwargs)
+            async with aclosing(agen):
+                async for item in agen:
+                    yield item
+            return
+        # Creating a generator runs none of its code, so this is safe on the event loop.
+        gen: Generator[Any, None, None] = self.fn(*args, **kwargs)
+        running = finished = False
+        try:
+            while True:
+                running = True
+                try:
+                    item = await anyio.to_thread.run_sync(next, gen, _END, abandon_on_cancel=True)
+                except anyio.get_cancelled_exc_class():
+                    raise  # abandoned mid-``next``: the thread still owns the generator
+                except BaseException:
+                    finished = True  # the generator raised, so it is finished
+                    raise
+                running = False
+                if item is _END:
+                    finished = True
+                    return
+                yield item
+        finally:
+            # Cut short at a yield: run the generator's cleanup in a thread, bounded.
+            # (Abandoned mid-``next`` it cannot be closed; it ends on its own.)
+            if not finished and not running:
+                with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                    await anyio.to_thread.run_sync(gen.close, abandon_on_cancel=True)
+
+    async def _postprocess(
+        self, arguments: dict[str, Any], context: ToolContext, final: ToolResponse
+    ) -> ToolResponse:
+        assert self.postprocess is not None
+        block = ToolUseBlock(type="tool_use", id=context.call_id, name=self.name, input=arguments)
+        result = self.postprocess(block, final)
+        if inspect.isawaitable(result):
+            result = await result
+        if result is None:
+            return final
+        result.is_last = True
+        return result
+
+
+def _as_final(value: Any) -> ToolResponse:
+    if isinstance(value, ToolResponse):
+        value.is_last = True
+        return value
+    return ToolResponse(content=to_content(value))
+
+
+def _pydantic_message(exc: Any) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)

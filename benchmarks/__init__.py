@@ -1,0 +1,1 @@
+"""agentkit benchmark suite: a local mock LLM server and scenarios measured against raw loops."""

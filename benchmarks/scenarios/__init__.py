@@ -1,0 +1,1 @@
+"""Benchmark scenarios; each module has ``async def run(cfg) -> list[Row]``."""

@@ -1,0 +1,88 @@
+"""Many concurrent agents on one event loop: N conversations of steps-K at once, runs/s.
+
+All conversations share one client (one connection pool), as a server handling many users
+would. Non-streaming requests. Higher is better, so the ratio is agentkit / SDK throughput.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from benchmarks import kit
+from benchmarks.baselines import httpx_run, sdk_run, tool_schema
+from benchmarks.common import Config, NotAvailable, Row, median, ratio
+from benchmarks.scenarios.turns import connections_per_request, http_clients
+
+Batch = Callable[[], Awaitable[Any]]
+
+
+async def _throughput(batch: Batch, runs: int) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    await batch()
+    return runs / (time.perf_counter() - start)
+
+
+def _churn_note(note: str, churn: dict[str, float]) -> str:
+    text = ", ".join(f"{name} {value:.2f}" for name, value in churn.items())
+    return "; ".join(p for p in (note, f"new TCP connections per request: {text}") if p)
+
+
+async def run(cfg: Config) -> list[Row]:
+    """Throughput row for ``cfg.agents`` concurrent agents doing steps-``cfg.agent_steps``."""
+    scenario = f"{cfg.agents} concurrent agents x steps-{cfg.agent_steps}, one loop"
+    model_name = f"steps-{cfg.agent_steps}"
+    tools = [tool_schema("step")]
+    sdk, raw = http_clients(cfg)
+
+    async def one_sdk() -> None:
+        answer = await sdk_run(sdk, model_name, tools, kit.raw_step, stream=False)
+        kit.check_answer(answer, cfg.agent_steps)
+
+    async def one_httpx() -> None:
+        answer = await httpx_run(raw, cfg.base_url, model_name, tools, kit.raw_step, stream=False)
+        kit.check_answer(answer, cfg.agent_steps)
+
+    batches: dict[str, Batch] = {
+        "sdk": lambda: asyncio.gather(*(one_sdk() for _ in range(cfg.agents))),
+        "httpx": lambda: asyncio.gather(*(one_httpx() for _ in range(cfg.agents))),
+    }
+    note, model = "", None
+    try:
+        model = kit.openai_model(model_name, cfg.base_url, stream=False)
+        toolkit = kit.toolkit_with(kit.step)
+        kit.agent_class()
+
+        async def one_agent() -> None:
+            kit.check_answer(await kit.ask(kit.make_agent(model, toolkit)), cfg.agent_steps)
+
+        batches["agentkit"] = lambda: asyncio.gather(*(one_agent() for _ in range(cfg.agents)))
+    except NotAvailable as exc:
+        note = f"n/a (not available: {exc})"
+    samples: dict[str, list[float]] = {name: [] for name in batches}
+    try:
+        for batch in batches.values():  # warm-up: opens the pool's connections
+            await batch()
+        for _ in range(cfg.rounds):
+            for name, batch in batches.items():
+                samples[name].append(await _throughput(batch, cfg.agents))
+        churn = {name: await connections_per_request(cfg, b) for name, b in batches.items()}
+    finally:
+        await sdk.close()
+        await raw.aclose()
+        if model is not None:
+            await model.aclose()
+    sdk_rps, httpx_rps = median(samples["sdk"]), median(samples["httpx"])
+    ak = median(samples["agentkit"]) if "agentkit" in samples else None
+    return [
+        Row(scenario, "agentkit runs/s", ak, "runs/s", sdk_rps, "raw openai SDK loop",
+            ratio(ak, sdk_rps), ">= 1.5x SDK loop",
+            None if ak is None else ak / sdk_rps >= 1.5, _churn_note(note, churn),
+            {"samples": samples, "new_connections_per_request": churn}),
+        Row(scenario, "bare httpx2 loop runs/s (ceiling)", httpx_rps, "runs/s", sdk_rps,
+            "raw openai SDK loop", ratio(httpx_rps, sdk_rps)),
+    ]  # fmt: skip

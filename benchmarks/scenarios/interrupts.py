@@ -1,0 +1,186 @@
+"""Interrupt latency: from ``await agent.interrupt()`` to the pending ``await agent(...)``
+returning, while (a) a tool sleeps and (b) the model streams (HTTP, ``stream-forever``).
+
+The baseline is the least any asyncio program can do: ``task.cancel()`` on a task doing the
+same thing (a sleeping tool; a raw SDK stream inside ``async with``) and awaiting it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from benchmarks import kit
+from benchmarks.baselines import first_messages
+from benchmarks.common import Config, NotAvailable, Row, percentile, ratio, require
+from benchmarks.scenarios.turns import http_clients
+
+Start = Callable[[], Awaitable[tuple[asyncio.Task[Any], asyncio.Event, Any]]]
+
+
+async def _cancel_task(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def _interrupt_agent(agent: Any, task: asyncio.Task[Any]) -> None:
+    result = agent.interrupt()
+    if inspect.isawaitable(result):
+        await result
+    reply = await task
+    if not (reply.metadata or {}).get("interrupted"):
+        raise AssertionError(f"reply not marked interrupted: {reply.metadata!r}")
+
+
+async def _latencies(
+    n: int, start: Callable[[], Awaitable[tuple[asyncio.Task[Any], Any]]], stop: Any
+) -> list[float]:
+    out = []
+    for _ in range(n):
+        task, handle = await start()
+        t0 = time.perf_counter()
+        await stop(handle, task)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _signalling_model(inner: Any) -> Any:
+    """Wrap a streaming ChatModel so ``first`` is set when the first chunk arrives."""
+    (chat_model,) = require("agentkit.models.base", "ChatModel")
+
+    class Signalling(chat_model):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__(inner.model_name, inner.stream)
+            self.first = asyncio.Event()
+
+        async def __call__(self, messages: Any, tools: Any = None, *a: Any, **kw: Any) -> Any:
+            return self._relay(await inner(messages, tools, *a, **kw))
+
+        async def _relay(self, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+            try:
+                async for chunk in chunks:
+                    self.first.set()
+                    yield chunk
+            finally:
+                close = getattr(chunks, "aclose", None)
+                if close is not None:
+                    await close()
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return Signalling()
+
+
+async def _tool_case(cfg: Config) -> tuple[list[float], list[float] | None, str]:
+    async def raw_start() -> tuple[asyncio.Task[Any], Any]:
+        started = asyncio.Event()
+
+        async def job() -> None:
+            started.set()
+            await asyncio.sleep(60)
+
+        task = asyncio.create_task(job())
+        await started.wait()
+        return task, None
+
+    base = await _latencies(cfg.interrupts, raw_start, lambda _h, t: _cancel_task(t))
+    try:
+        scripted, tool_use = require("agentkit.testing", "ScriptedModel", "tool_use")
+        started = asyncio.Event()
+
+        async def wait(i: int) -> str:
+            """Sleep for a minute.
+
+            Args:
+                i: Call number.
+            """
+            started.set()
+            await asyncio.sleep(60)
+            return "never"
+
+        toolkit = kit.toolkit_with(wait)
+        kit.agent_class()
+
+        async def ak_start() -> tuple[asyncio.Task[Any], Any]:
+            started.clear()
+            agent = kit.make_agent(scripted([[tool_use("wait", i=0)], "done"]), toolkit)
+            task = asyncio.create_task(agent("go"))
+            await started.wait()
+            return task, agent
+
+        ak = await _latencies(cfg.interrupts, ak_start, _interrupt_agent)
+        return base, ak, ""
+    except NotAvailable as exc:
+        return base, None, f"n/a (not available: {exc})"
+
+
+async def _stream_case(cfg: Config) -> tuple[list[float], list[float] | None, str]:
+    sdk, raw = http_clients(cfg)
+    await raw.aclose()
+
+    async def raw_start() -> tuple[asyncio.Task[Any], Any]:
+        first = asyncio.Event()
+
+        async def job() -> None:
+            stream = await sdk.chat.completions.create(
+                model="stream-forever", messages=first_messages(), stream=True
+            )
+            async with stream:
+                async for _chunk in stream:
+                    first.set()
+
+        task = asyncio.create_task(job())
+        await first.wait()
+        return task, None
+
+    model = None
+    try:
+        base = await _latencies(cfg.interrupts, raw_start, lambda _h, t: _cancel_task(t))
+        model = _signalling_model(kit.openai_model("stream-forever", cfg.base_url, stream=True))
+        toolkit = kit.toolkit_with(kit.step)
+        kit.agent_class()
+
+        async def ak_start() -> tuple[asyncio.Task[Any], Any]:
+            model.first.clear()
+            agent = kit.make_agent(model, toolkit)
+            task = asyncio.create_task(agent("go"))
+            await model.first.wait()
+            return task, agent
+
+        ak = await _latencies(cfg.interrupts, ak_start, _interrupt_agent)
+        return base, ak, ""
+    except NotAvailable as exc:
+        return base, None, f"n/a (not available: {exc})"
+    finally:
+        await sdk.close()
+        if model is not None:
+            await model.aclose()
+
+
+def _rows(scenario: str, base: list[float], ak: list[float] | None, note: str) -> list[Row]:
+    rows = []
+    for q, name in ((0.5, "p50"), (0.99, "p99")):
+        b = percentile(base, q)
+        v = None if ak is None else percentile(ak, q)
+        target = "< 50 ms" if name == "p99" else ""
+        met = None if v is None or name != "p99" else v < 0.050
+        rows.append(
+            Row(scenario, f"agentkit interrupt latency {name}", v, "s", b,
+                "task.cancel() of the same work", ratio(v, b), target, met, note)
+        )  # fmt: skip
+    return rows
+
+
+async def run(cfg: Config) -> list[Row]:
+    """p50/p99 interrupt latency rows for both cases."""
+    base, ak, note = await _tool_case(cfg)
+    rows = _rows(f"interrupt x{cfg.interrupts}: tool mid-sleep", base, ak, note)
+    base, ak, note = await _stream_case(cfg)
+    rows += _rows(f"interrupt x{cfg.interrupts}: model mid-stream (HTTP)", base, ak, note)
+    return rows

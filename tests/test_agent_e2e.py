@@ -1,0 +1,88 @@
+"""End to end: ReActAgent -> OpenAIChatModel (real SDK) -> local wire-compatible server."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import anyio
+
+from agentkit.models.openai import OpenAIChatModel
+from agentkit.tools import INTERRUPTED_TEXT
+from tests._agent_helpers import Recorder, agent_for, checked_memory, results_of, shape
+from tests._wire_server import Stream, WireServer, openai_chunks
+
+
+async def test_parallel_tool_calls_through_the_openai_adapter():
+    rec = Recorder()
+    async with WireServer() as server:
+        server.script(
+            Stream(
+                openai_chunks(
+                    text="Running both.",
+                    tool_calls=[
+                        ("call_a", "sleep", json.dumps({"label": "a", "seconds": 0.2})),
+                        ("call_b", "sleep", json.dumps({"label": "b", "seconds": 0.2})),
+                    ],
+                    interleave=True,
+                )
+            ),
+            Stream(openai_chunks(text="Both slept.")),
+        )
+        model = OpenAIChatModel("gpt-test", api_key="k", base_url=server.openai_url)
+        agent = agent_for(model, rec)
+        started = time.perf_counter()
+        reply = await agent("sleep twice")
+        elapsed = time.perf_counter() - started
+        await model.aclose()
+        requests = list(server.requests)
+    assert reply.get_text() == "Both slept."
+    assert elapsed < 2.0 and rec.max_in_flight == 2  # the two 0.2 s tools overlapped
+    assert reply.metadata["usage"]["input_tokens"] == 20
+    memory = await checked_memory(agent)
+    assert shape(memory) == [
+        ("user", ["text:sleep twice"]),
+        ("assistant", ["text:Running both.", "use:call_a", "use:call_b"]),
+        ("user", ["result:call_a", "result:call_b"]),
+        ("assistant", ["text:Both slept."]),
+    ]
+    second = requests[1].json
+    tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_a", "call_b"]
+    assert second["messages"][0] == {"role": "system", "content": "You are a test bot."}
+    assert {t["function"]["name"] for t in second["tools"]} >= {"sleep", "add"}
+
+
+async def test_interrupt_closes_the_http_stream():
+    async with WireServer() as server:
+        hanging = Stream(
+            openai_chunks(text="Partial answer", done=False, usage=None)[:-1], then="hang"
+        )
+        server.script(hanging)
+        model = OpenAIChatModel("gpt-test", api_key="k", base_url=server.openai_url)
+        agent = agent_for(model)
+        result = []
+
+        async def run() -> None:
+            result.append(await agent("talk"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            with anyio.fail_after(5):
+                while hanging.sent < len(hanging.events):
+                    await anyio.sleep(0.005)
+            await anyio.sleep(0.05)
+            asked = time.perf_counter()
+            await agent.interrupt()
+        returned = time.perf_counter() - asked
+        with anyio.fail_after(5):
+            await hanging.closed.wait()
+        await model.aclose()
+    assert returned < 0.5
+    reply = result[0]
+    assert reply.metadata["interrupted"] is True
+    assert reply.get_text() == "Partial answer"
+    memory = await checked_memory(agent)
+    assert shape(memory) == [("user", ["text:talk"]), ("assistant", ["text:Partial answer"])]
+    assert INTERRUPTED_TEXT not in json.dumps([m.to_dict() for m in memory])
+    assert results_of(memory) == {}

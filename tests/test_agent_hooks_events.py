@@ -1,0 +1,210 @@
+"""Hooks (also under parallel tool calls) and the event stream."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import anyio
+import pytest
+
+from agentkit.agent import (
+    ReplyFinished,
+    ReplyStarted,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallStarted,
+    ToolProgress,
+    ToolResult,
+)
+from agentkit.exceptions import ModelAPIError
+from agentkit.messages import Msg
+from agentkit.testing import ScriptedModel, text, thinking, tool_use
+from agentkit.tools import ToolContext, ToolResponse
+from tests._agent_helpers import Recorder, agent_for, checked_memory, results_of
+
+
+async def test_acting_hooks_fire_once_per_call_under_parallel_calls():
+    counts: Counter[str] = Counter()
+    in_hook = 0
+    max_in_hook = 0
+
+    async def pre(agent, kwargs):
+        nonlocal in_hook, max_in_hook
+        counts["pre:" + kwargs["tool_call"]["id"]] += 1
+        in_hook += 1
+        max_in_hook = max(max_in_hook, in_hook)
+        await anyio.sleep(0.02)
+        in_hook -= 1
+
+    def post(agent, kwargs, output):
+        counts["post:" + kwargs["tool_call"]["id"]] += 1
+
+    calls = [tool_use("sleep", f"c{i}", label=f"t{i}", seconds=0.01) for i in range(5)]
+    agent = agent_for(ScriptedModel([calls, "ok"]))
+    agent.register_hook("pre_acting", "count", pre)
+    agent.register_hook("post_acting", "count", post)
+    await agent("go")
+    assert counts == Counter({f"{k}:c{i}": 1 for i in range(5) for k in ("pre", "post")})
+    assert max_in_hook == 5  # the hooks ran concurrently, one pair per call
+    await checked_memory(agent)
+
+
+async def test_hooks_can_rewrite_kwargs_and_outputs():
+    rec = Recorder()
+    model = ScriptedModel([[tool_use("add", "c1", a=1, b=2)], "three"])
+    agent = agent_for(model, rec)
+
+    def double_a(agent, kwargs):
+        call = kwargs["tool_call"]
+        return {**kwargs, "tool_call": {**call, "input": {**call["input"], "a": 10}}}
+
+    async def shout(agent, kwargs, output: ToolResponse):
+        return ToolResponse.text(output.get_text() + "!")
+
+    def add_note(agent, kwargs):
+        return {**kwargs, "messages": [*kwargs["messages"], Msg("user", "note", "user")]}
+
+    def tag_reply(agent, kwargs, reply: Msg):
+        reply.metadata["tagged"] = True
+
+    agent.register_hook("pre_acting", "a", double_a)
+    agent.register_hook("post_acting", "b", shout)
+    agent.register_hook("pre_reasoning", "c", add_note)
+    agent.register_hook("post_reply", "d", tag_reply)
+    reply = await agent("go")
+    assert reply.metadata["tagged"] is True
+    assert results_of(await checked_memory(agent))["c1"] == ("12!", False)
+    assert rec.calls == {"add10+2": 1}
+    assert model.requests[0].messages[-1].get_text() == "note"
+    memory = await agent.memory.get_memory()
+    assert all(m.get_text() != "note" for m in memory)  # prompt-only, never stored
+
+
+async def test_pre_reply_post_reasoning_and_hook_management():
+    seen = []
+    model = ScriptedModel(["original"])
+    agent = agent_for(model)
+
+    def pre_reply(agent, kwargs):
+        seen.append("pre_reply")
+        return {**kwargs, "msg": "rewritten input"}
+
+    def post_reasoning(agent, kwargs, msg: Msg):
+        seen.append("post_reasoning")
+        return Msg(msg.name, "edited", "assistant")
+
+    agent.register_hook("pre_reply", "p", pre_reply)
+    agent.register_hook("post_reasoning", "r", post_reasoning)
+    agent.register_hook("post_reply", "x", lambda a, k, o: seen.append("removed"))
+    agent.remove_hook("post_reply", "x")
+    with pytest.raises(KeyError):
+        agent.remove_hook("post_reply", "x")
+    with pytest.raises(ValueError, match="unknown hook kind"):
+        agent.register_hook("during_reply", "x", print)
+    reply = await agent("input")
+    assert reply.get_text() == "edited"
+    assert seen == ["pre_reply", "post_reasoning"]
+    memory = await checked_memory(agent)
+    assert [m.get_text() for m in memory] == ["rewritten input", "edited"]
+    agent.clear_hooks()
+    agent.model = ScriptedModel(["plain"])
+    assert (await agent("again")).get_text() == "plain"
+
+
+async def test_a_raising_acting_hook_becomes_an_error_result():
+    def bad(agent, kwargs):
+        if kwargs["tool_call"]["id"] == "c1":
+            raise RuntimeError("hook bug")
+
+    calls = [tool_use("add", "c1", a=1, b=1), tool_use("add", "c2", a=2, b=2)]
+    agent = agent_for(ScriptedModel([calls, "ok"]))
+    agent.register_hook("pre_acting", "bad", bad)
+    await agent("go")
+    results = results_of(await checked_memory(agent))
+    assert results["c1"][1] is True and "hook bug" in results["c1"][0]
+    assert results["c2"] == ("4", False)
+
+
+async def test_events_arrive_in_order():
+    model = ScriptedModel(
+        [
+            [thinking("Let me think."), text("I will add."), tool_use("add", "c1", a=1, b=2)],
+            "The answer is 3.",
+        ],
+        stream=True,
+        chunks_per_block=3,
+    )
+    agent = agent_for(model)
+    events = []
+    async with agent.stream("go") as stream:
+        async for event in stream:
+            events.append(event)
+    kinds = [e.type for e in events]
+    assert kinds[0] == "reply_started" and kinds[-1] == "reply_finished"
+    thinking_text = "".join(e.delta for e in events if isinstance(e, ThinkingDelta))
+    assert thinking_text == "Let me think."
+    answer = "".join(e.delta for e in events if isinstance(e, TextDelta))
+    assert answer == "I will add.The answer is 3."
+    start = kinds.index("tool_call_started")
+    assert kinds[start + 1] == "tool_result"
+    assert kinds.index("thinking_delta") < kinds.index("text_delta") < start
+    result = next(e for e in events if isinstance(e, ToolResult))
+    assert result.tool_call_id == "c1" and result.result["output"] == "3"
+    assert isinstance(events[-1], ReplyFinished)
+    assert events[-1].reply.get_text() == "The answer is 3."
+    assert stream.reply is events[-1].reply
+    assert isinstance(events[0], ReplyStarted)
+
+
+async def test_tool_progress_events_and_plain_iteration():
+    agent = agent_for(ScriptedModel([[tool_use("report", "c1")], "ok"]))
+
+    async def report(ctx: ToolContext) -> str:
+        """Reports progress."""
+        await ctx.report_progress("half", progress=1, total=2)
+        await ctx.report_progress("all", progress=2, total=2)
+        return "reported"
+
+    agent.toolkit.register_tool_function(report)
+    events = [event async for event in agent.stream("go")]
+    progress = [e for e in events if isinstance(e, ToolProgress)]
+    assert len(progress) == 2 and all(p.tool_call_id == "c1" for p in progress)
+    kinds = [e.type for e in events]
+    assert kinds.index("tool_call_started") < kinds.index("tool_progress")
+    assert kinds.index("tool_progress") < kinds.index("tool_result")
+    assert isinstance(events[-1], ReplyFinished)
+
+
+async def test_stream_reraises_reply_errors_unwrapped():
+    agent = agent_for(ScriptedModel([ModelAPIError("down", status_code=503)]))
+
+    async def consume_in_block() -> None:
+        async with agent.stream("go") as stream:
+            async for _ in stream:
+                pass
+
+    async def consume_plain() -> None:
+        async for _ in agent.stream("go"):
+            pass
+
+    with pytest.raises(ModelAPIError, match="down"):
+        await consume_in_block()
+    agent.model = ScriptedModel([ModelAPIError("down again")])
+    with pytest.raises(ModelAPIError, match="down again"):
+        await consume_plain()
+    await checked_memory(agent)
+
+
+async def test_no_listener_means_no_event_objects(monkeypatch):
+    built = []
+    original = TextDelta.__init__
+
+    def spy(self, *args, **kwargs):
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(TextDelta, "__init__", spy)
+    agent = agent_for(ScriptedModel(["streamed text"], stream=True))
+    await agent("go")
+    assert built == []
+    assert isinstance(ToolCallStarted, type)

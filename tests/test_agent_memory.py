@@ -1,0 +1,77 @@
+"""InMemoryMemory and the tool-call invariant checker."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentkit.exceptions import MemoryInvariantError, StateError
+from agentkit.memory import InMemoryMemory, check_memory_invariant
+from agentkit.messages import Msg
+from agentkit.testing import tool_use
+
+
+def _use(*ids: str) -> Msg:
+    return Msg("bot", [tool_use("t", i) for i in ids], "assistant")
+
+
+def _result(*ids: str) -> Msg:
+    return Msg(
+        "bot", [{"type": "tool_result", "id": i, "name": "t", "output": "ok"} for i in ids], "user"
+    )
+
+
+async def test_memory_operations_and_state_round_trip():
+    memory = InMemoryMemory()
+    a, b, c = (Msg("u", x, "user") for x in "abc")
+    await memory.add(a)
+    await memory.add([b, c])
+    await memory.add(None)
+    assert await memory.size() == 3 and len(memory) == 3
+    listed = await memory.get_memory()
+    listed.pop()
+    assert await memory.size() == 3  # get_memory returns a new list
+    await memory.delete(-1)
+    assert [m.content for m in await memory.get_memory()] == ["a", "b"]
+    with pytest.raises(IndexError):
+        await memory.delete([0, 5])
+    assert await memory.size() == 2  # nothing deleted by a failed call
+    state = json.loads(json.dumps(memory.state_dict()))
+    other = InMemoryMemory()
+    other.load_state_dict(state)
+    assert await other.get_memory() == await memory.get_memory()
+    await memory.clear()
+    assert await memory.size() == 0
+    with pytest.raises(TypeError):
+        await memory.add(["not a msg"])  # type: ignore[list-item]
+    with pytest.raises(StateError, match="message 0"):
+        other.load_state_dict({"messages": [{"id": "x"}]})
+    with pytest.raises(StateError, match="'messages' list"):
+        other.load_state_dict({})
+
+
+def test_invariant_accepts_valid_conversations():
+    check_memory_invariant([])
+    check_memory_invariant([Msg("u", "hi", "user"), _use("1", "2"), _result("2", "1")])
+    check_memory_invariant([_use("1", "2"), _result("1"), _result("2")])
+    check_memory_invariant([_use("1", "2"), _result("1")], pending_ids=["2"])
+
+
+@pytest.mark.parametrize(
+    ("messages", "pending", "call_id", "problem"),
+    [
+        ([_use("1")], (), "1", "without a tool_result"),
+        ([_result("1")], (), "1", "without an earlier tool_use"),
+        ([_result("1"), _use("1")], (), "1", "without an earlier tool_use"),
+        ([_use("1"), _result("1"), _result("1")], (), "1", "more than one"),
+        ([_use("1"), _use("1"), _result("1")], (), "1", "appears twice"),
+        ([_use("1"), _result("1")], ("1",), "1", "pending call already has a result"),
+        ([_use("1"), _result("1")], ("9",), "9", "no tool_use"),
+    ],
+)
+def test_invariant_names_the_offending_call(messages, pending, call_id, problem):
+    with pytest.raises(MemoryInvariantError, match=problem) as info:
+        check_memory_invariant(messages, pending)
+    assert info.value.call_id == call_id
+    assert repr(call_id) in str(info.value)

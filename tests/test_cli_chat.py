@@ -1,0 +1,182 @@
+"""``agentkit chat`` in a real pseudo-terminal (pexpect): streaming, Ctrl-C, follow-up, exit."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pexpect
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SCRIPT = pathlib.Path(sys.executable).parent / "agentkit"
+PROMPT = "you> "
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("AGENTKIT_MODEL", None)
+    env.update(TERM="dumb", PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def spawn(*args: str, **env: str) -> pexpect.spawn:
+    command, argv = (
+        (str(SCRIPT), ["chat", *args])
+        if SCRIPT.exists()
+        else (sys.executable, ["-m", "agentkit", "chat", *args])
+    )
+    child = pexpect.spawn(
+        command, argv, cwd=str(ROOT), env=_env(**env), encoding="utf-8", timeout=30
+    )
+    child.expect(PROMPT)
+    return child
+
+
+def finish(child: pexpect.spawn) -> int:
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.signalstatus is None, child.before
+    return int(child.exitstatus)
+
+
+def test_ctrl_c_interrupts_the_agent_not_the_program() -> None:
+    child = spawn("--demo")
+    try:
+        child.sendline("research the history of tea")
+        # The slow tool is running and streaming progress: interrupt it mid-way.
+        child.expect(r"research: reading source 2/10")
+        child.sendintr()
+        child.expect(r"\[interrupted\]")
+        child.expect(PROMPT)
+        assert child.isalive()
+        before = child.before
+        assert "reading source 10/10" not in before  # it really stopped
+        child.sendline("just the 20th century please")
+        # The agent's next answer takes the follow-up into account.
+        child.expect("You interrupted me")
+        child.expect("Taking your follow-up into account: 'just the 20th century please'")
+        child.expect(r"Research notes on 'the history of tea \(just the 20th century please\)'")
+        child.expect(PROMPT)
+        assert child.isalive()
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+
+
+def test_parallel_tools_stream_and_ctrl_c_at_prompt_exits_zero() -> None:
+    child = spawn("--demo")
+    try:
+        child.sendline("weather in Paris and Tokyo")
+        child.expect(r'get_weather\(\{"city": "Paris"\}\) running')
+        child.expect(r'get_weather\(\{"city": "Tokyo"\}\) running')
+        child.expect(r"Here are the results for")
+        child.expect(PROMPT)
+        child.sendintr()  # at the prompt: exit cleanly
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+
+
+def test_approval_is_asked_inline() -> None:
+    child = spawn("--demo")
+    try:
+        child.sendline("email bob@example.com about lunch")
+        child.expect(r"Allow send_email\? \[y/N\] ")
+        child.sendline("n")
+        # (The denied call's ToolResult event is not emitted by the agent yet: see report.)
+        child.expect(r"send_email \(denied\): The user denied this tool call")
+        child.expect(PROMPT)
+        child.sendline("email bob@example.com about dinner")
+        child.expect(r"Allow send_email\? \[y/N\] ")
+        child.sendline("y")
+        child.expect(r"Email to bob@example.com")
+        child.expect(PROMPT)
+        child.sendline("/exit")
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+
+
+def test_session_survives_a_restart(tmp_path: pathlib.Path) -> None:
+    db = str(tmp_path / "sessions.db")
+    child = spawn("--demo", "--session", "s1", "--session-db", db)
+    try:
+        child.sendline("weather in Oslo")
+        child.expect("Oslo: snow showers")
+        child.expect(PROMPT)
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+    child = spawn("--demo", "--session", "s1", "--session-db", db)
+    try:
+        assert "Resumed session 's1' (4 messages)" in child.before
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+
+
+def test_no_key_falls_back_to_the_demo_model_with_a_notice() -> None:
+    child = spawn()
+    try:
+        assert "No model configured" in child.before
+        assert "OPENAI_API_KEY" in child.before
+        assert "scripted demo model" in child.before
+        child.sendline("/tools")
+        child.expect("send_email \\(asks for approval\\)")
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+
+
+def test_piped_input_runs_without_a_terminal() -> None:
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "agentkit", "chat", "--demo"],
+        input="weather in Paris\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=_env(),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Paris: sunny" in out.stdout
+
+
+async def test_a_failed_reply_does_not_end_the_chat() -> None:
+    import io
+
+    from agentkit.agent import ReActAgent
+    from agentkit.cli._console import LineReader
+    from agentkit.cli.chat import ChatLoop
+    from agentkit.exceptions import AuthenticationError
+    from agentkit.testing import ScriptedModel
+
+    lines = iter(["hello", "and now?", "/tools"])
+
+    def read(prompt: str) -> str:
+        try:
+            return next(lines)
+        except StopIteration:
+            raise EOFError from None
+
+    model = ScriptedModel(
+        [AuthenticationError("invalid API key", provider="openai"), "hi there"], stream=True
+    )
+    agent = ReActAgent("bot", "s", model, print_hint=False)
+    out = io.StringIO()
+    status = await ChatLoop(agent, reader=LineReader(read), out=out).run()
+    text = out.getvalue()
+    assert status == 0
+    assert "error: AuthenticationError: invalid API key" in text
+    assert "bot: hi there" in text
+    assert "no tools" in text

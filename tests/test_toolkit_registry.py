@@ -1,0 +1,357 @@
+"""Registration, namesakes, groups, the meta tool, state."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from agentkit.exceptions import StateError, ToolGroupError, ToolRegistrationError
+from agentkit.testing import tool_use
+from agentkit.tools import Tool, ToolContext, Toolkit, ToolResponse
+
+
+def add(a: int, b: int) -> int:
+    """Add."""
+    return a + b
+
+
+def sub(a: int, b: int) -> int:
+    """Subtract."""
+    return a - b
+
+
+def names(tk: Toolkit) -> list[str]:
+    return [s["function"]["name"] for s in tk.get_json_schemas()]
+
+
+async def final(tk: Toolkit, name: str, **args: Any) -> ToolResponse:
+    return [c async for c in tk.call_tool_function(tool_use(name, **args))][-1]
+
+
+class EchoTool(Tool):
+    """A hand-written Tool implementation (as the MCP bridge writes them)."""
+
+    def __init__(self, name: str = "echo", **kwargs: Any) -> None:
+        super().__init__(
+            name,
+            "Echo the text.",
+            {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            **kwargs,
+        )
+
+    async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+        yield ToolResponse.text(arguments["text"], is_last=False)
+        yield ToolResponse.text(arguments["text"] + "!")
+
+
+# ----------------------------------------------------------------- registration
+
+
+def test_decorator_forms_return_the_function() -> None:
+    tk = Toolkit()
+
+    @tk.tool
+    def one() -> str:
+        """One."""
+        return "1"
+
+    @tk.tool(name="second", timeout=2.5, sequential=True, requires_approval=True)
+    async def two() -> str:
+        """Two."""
+        return "2"
+
+    assert one() == "1"
+    assert list(tk.tools) == ["one", "second"]
+    tool = tk.get_tool("second")
+    assert tool is not None
+    assert (tool.timeout, tool.sequential, tool.requires_approval, tool.group) == (
+        2.5,
+        True,
+        True,
+        "basic",
+    )
+
+
+async def test_register_any_tool_implementation() -> None:
+    tk = Toolkit()
+    tool = tk.register_tool(EchoTool())
+    assert tk.get_tool("echo") is tool
+    chunks = [c async for c in tk.call_tool_function(tool_use("echo", text="hi"))]
+    assert [(c.get_text(), c.is_last) for c in chunks] == [("hi", False), ("hi!", True)]
+    bad = await final(tk, "echo", text=3)
+    assert bad.metadata == {"error": "invalid_arguments"}
+
+
+async def test_tool_without_final_chunk_gets_one() -> None:
+    class Partial(EchoTool):
+        async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+            yield ToolResponse.text("a", is_last=False)
+            yield ToolResponse.text("b", is_last=False)
+
+    tk = Toolkit()
+    tk.register_tool(Partial())
+    chunks = [c async for c in tk.call_tool_function(tool_use("echo", text="x"))]
+    assert [(c.get_text(), c.is_last) for c in chunks] == [("a", False), ("b", False), ("ab", True)]
+
+
+async def test_tool_with_context_override() -> None:
+    class Ctx(EchoTool):
+        async def invoke_with_context(  # type: ignore[override]
+            self, arguments: dict[str, Any], context: ToolContext
+        ) -> AsyncIterator[ToolResponse]:
+            yield ToolResponse.text(f"{context.call_id}:{context.data}")
+
+    tk = Toolkit()
+    tk.register_tool(Ctx())
+    chunks = [
+        c async for c in tk.call_tool_function(tool_use("echo", "c1", text="x"), context="agent")
+    ]
+    assert chunks[-1].get_text() == "c1:agent"
+
+
+def test_namesake_strategies() -> None:
+    tk = Toolkit()
+    first = tk.register_tool_function(add, name="calc")
+    with pytest.raises(
+        ToolRegistrationError, match=r"a tool named 'calc' is already registered; .*namesake"
+    ):
+        tk.register_tool_function(sub, name="calc")
+    assert tk.register_tool_function(sub, name="calc", namesake="skip") is first
+    renamed = tk.register_tool_function(sub, name="calc", namesake="rename")
+    assert renamed.name == "calc_2"
+    assert renamed.json_schema["function"]["name"] == "calc_2"
+    assert tk.register_tool_function(sub, name="calc", namesake="rename").name == "calc_3"
+    override = tk.register_tool_function(sub, name="calc", namesake="override")
+    assert tk.get_tool("calc") is override is not first
+    assert names(tk) == ["calc", "calc_2", "calc_3"]
+    with pytest.raises(ToolRegistrationError, match="unknown namesake strategy 'merge'"):
+        tk.register_tool_function(sub, name="calc", namesake="merge")  # type: ignore[arg-type]
+
+
+def test_remove_tools() -> None:
+    tk = Toolkit()
+    tk.register_tool_function(add)
+    tk.register_tool_function(sub)
+    assert names(tk) == ["add", "sub"]
+    tk.remove_tools(["add", "not-there"])
+    assert names(tk) == ["sub"]
+    tk.remove_tools("sub")
+    assert tk.tools == {} and tk.get_json_schemas() == []
+
+
+def test_tools_view_is_read_only() -> None:
+    tk = Toolkit()
+    tk.register_tool_function(add)
+    with pytest.raises(TypeError):
+        tk.tools["x"] = tk.tools["add"]  # type: ignore[index]
+
+
+def test_get_json_schemas_returns_a_fresh_list_of_cached_schemas() -> None:
+    tk = Toolkit()
+    tk.register_tool_function(add)
+    a, b = tk.get_json_schemas(), tk.get_json_schemas()
+    assert a == b and a is not b and a[0] is b[0]
+    a.clear()
+    assert names(tk) == ["add"]
+
+
+# ----------------------------------------------------------------- groups
+
+
+def test_groups_control_the_offered_schemas() -> None:
+    tk = Toolkit()
+    tk.register_tool_function(add)
+    tk.create_tool_group("math", "More math.", notes="Prefer integers.")
+    tk.register_tool_function(sub, group_name="math")
+    assert names(tk) == ["add"]
+    tk.update_tool_groups(["math"], active=True)
+    assert names(tk) == ["add", "sub"]
+    assert tk.get_active_group_notes() == "## Tool group 'math'\nPrefer integers."
+    tk.update_tool_groups(["math"], active=False)
+    assert names(tk) == ["add"]
+    assert tk.get_active_group_notes() == ""
+    tk.remove_tool_groups(["math"])
+    assert list(tk.tools) == ["add"]
+    assert list(tk.groups) == ["basic"]
+
+
+def test_group_errors() -> None:
+    tk = Toolkit()
+    with pytest.raises(
+        ToolGroupError, match=r"the tool group 'nope' does not exist; create it first"
+    ):
+        tk.register_tool_function(add, group_name="nope")
+    tk.create_tool_group("g", "G")
+    with pytest.raises(ToolGroupError, match="already exists"):
+        tk.create_tool_group("g", "again")
+    with pytest.raises(ToolGroupError, match="already exists"):
+        tk.create_tool_group("basic", "again")
+    with pytest.raises(ToolGroupError, match=r"unknown tool group\(s\) \['x'\]"):
+        tk.update_tool_groups(["g", "x"], active=True)
+    assert tk.groups["g"].active is False  # all or nothing
+    with pytest.raises(ToolGroupError, match="cannot deactivate the 'basic' tool group"):
+        tk.update_tool_groups(["basic"], active=False)
+    with pytest.raises(ToolGroupError, match="cannot remove the 'basic' tool group"):
+        tk.remove_tool_groups(["basic"])
+    with pytest.raises(ToolGroupError, match="invalid tool group name"):
+        tk.create_tool_group("bad name", "x")
+    tk.update_tool_groups(["basic"], active=True)  # harmless
+
+
+async def test_meta_tool_switches_groups() -> None:
+    tk = Toolkit()
+    tk.register_tool_function(add)
+    tk.create_tool_group("web", "Browse the web.", notes="Cite sources.")
+    tk.create_tool_group("files", "Read files.")
+    tk.register_tool_function(sub, name="fetch", group_name="web")
+    meta = tk.register_meta_tool()
+    Draft202012Validator.check_schema(meta.parameters)
+    assert meta.parameters == {
+        "type": "object",
+        "properties": {
+            "web": {"type": "boolean", "description": "Browse the web."},
+            "files": {"type": "boolean", "description": "Read files."},
+        },
+        "additionalProperties": False,
+    }
+    assert names(tk) == ["add", "reset_equipped_tools"]
+
+    result = await final(tk, "reset_equipped_tools", web=True, files=False)
+    assert not result.is_error
+    assert result.get_text() == (
+        "Equipped tool groups: basic, web. Available tools: add, fetch, reset_equipped_tools."
+        "\n\n## Tool group 'web'\nCite sources."
+    )
+    assert names(tk) == ["add", "fetch", "reset_equipped_tools"]
+    assert "web (equipped)" in tk.get_json_schemas()[2]["function"]["description"]
+
+    # "reset": groups left out are put away.
+    await final(tk, "reset_equipped_tools", files=True)
+    assert [g.name for g in tk.groups.values() if g.active] == ["basic", "files"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{"web": "yes"}, {"nope": True}, {"basic": False}, {"web": True, "extra": 1}],
+    ids=["not-bool", "unknown-group", "basic", "extra"],
+)
+async def test_meta_tool_invalid_arguments_change_nothing(args: dict[str, Any]) -> None:
+    tk = Toolkit()
+    tk.create_tool_group("web", "Web.", active=True)
+    tk.create_tool_group("files", "Files.")
+    tk.register_meta_tool()
+    before = tk.state_dict()
+    result = await final(tk, "reset_equipped_tools", **args)
+    assert result.is_error and result.metadata == {"error": "invalid_arguments"}
+    assert tk.state_dict() == before
+
+
+def test_meta_tool_schema_follows_groups() -> None:
+    tk = Toolkit()
+    meta = tk.register_meta_tool()
+    assert meta.parameters["properties"] == {}
+    tk.create_tool_group("web", "Web.")
+    assert list(meta.parameters["properties"]) == ["web"]
+    assert tk.get_json_schemas()[0]["function"]["parameters"]["properties"] == {
+        "web": {"type": "boolean", "description": "Web."}
+    }
+    tk.remove_tool_groups(["web"])
+    assert meta.parameters["properties"] == {}
+    tk.remove_tools(["reset_equipped_tools"])
+    assert tk.meta_tool_name is None
+
+
+# ----------------------------------------------------------------- state
+
+
+def test_state_round_trip() -> None:
+    tk = Toolkit()
+    tk.create_tool_group("web", "Web.")
+    tk.create_tool_group("files", "Files.", active=True)
+    state = tk.state_dict()
+    assert state == {"version": 1, "active_groups": ["basic", "files"]}
+
+    other = Toolkit()
+    other.create_tool_group("web", "Web.", active=True)
+    other.create_tool_group("files", "Files.")
+    other.load_state_dict(state)
+    assert other.state_dict() == state
+
+
+def test_load_state_skips_unknown_groups(caplog: pytest.LogCaptureFixture) -> None:
+    tk = Toolkit()
+    with caplog.at_level(logging.WARNING, logger="agentkit.tools"):
+        tk.load_state_dict({"version": 1, "active_groups": ["ghost"]})
+    assert "ghost" in caplog.text
+    assert tk.state_dict() == {"version": 1, "active_groups": ["basic"]}
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {},
+        {"version": 2, "active_groups": []},
+        {"version": 1, "active_groups": "web"},
+        {"version": 1, "active_groups": [1]},
+    ],
+)
+def test_load_state_rejects_malformed(state: dict[str, Any]) -> None:
+    with pytest.raises(StateError):
+        Toolkit().load_state_dict(state)
+
+
+async def test_mcp_methods_delegate_to_the_bridge(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    calls: list[tuple[str, Any]] = []
+    bridge = types.ModuleType("agentkit.mcp.bridge")
+
+    async def register_mcp_client(toolkit: Toolkit, client: Any, **kwargs: Any) -> list[str]:
+        calls.append(("register", (toolkit, client, kwargs)))
+        return ["t"]
+
+    async def remove_mcp_clients(toolkit: Toolkit, clients: Any) -> None:
+        calls.append(("remove", (toolkit, clients)))
+
+    bridge.register_mcp_client = register_mcp_client  # type: ignore[attr-defined]
+    bridge.remove_mcp_clients = remove_mcp_clients  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agentkit.mcp.bridge", bridge)
+    tk = Toolkit()
+    assert await tk.register_mcp_client("client", group_name="basic", prefix="p") == ["t"]
+    await tk.remove_mcp_clients(["client"])
+    assert calls == [
+        ("register", (tk, "client", {"group_name": "basic", "prefix": "p"})),
+        ("remove", (tk, ["client"])),
+    ]
+
+
+async def test_failing_cleanup_after_the_final_chunk_is_only_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Messy(EchoTool):
+        async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+            try:
+                yield ToolResponse.text("result")
+            finally:
+                raise RuntimeError("cleanup failed")
+
+    tk = Toolkit()
+    tk.register_tool(Messy())
+    with caplog.at_level(logging.WARNING, logger="agentkit.tools"):
+        chunks = [c async for c in tk.call_tool_function(tool_use("echo", text="x"))]
+    assert [(c.get_text(), c.is_last, c.is_error) for c in chunks] == [("result", True, False)]
+    assert "failed while cleaning up" in caplog.text
+
+
+def test_schema_change_of_a_registered_tool_is_seen() -> None:
+    tk = Toolkit()
+    tool = tk.register_tool(EchoTool())
+    assert tk.get_json_schemas()[0]["function"]["description"] == "Echo the text."
+    tool.description = "Echo it back."
+    tool.invalidate_schema()
+    assert tk.get_json_schemas()[0]["function"]["description"] == "Echo it back."

@@ -1,0 +1,212 @@
+"""Run commands in a subprocess, confined to a working directory, with a timeout.
+
+A command is an argument list, or a string split with ``shlex.split``: no shell is involved
+(so no pipes, redirections or globbing) unless ``allow_shell=True``. Each command runs in its
+own process group; a timeout, an interrupt of the agent, or the command's own exit kills
+the whole group, background jobs included. Output (stdout and stderr interleaved) is cut in
+the middle past a limit; bytes that are not UTF-8 become replacement characters.
+
+This is not a sandbox: a command can do anything the user running the agent can. The tool
+is registered with ``requires_approval=True`` by default, and an allow-list of executables
+narrows what may run (an allowed interpreter such as ``python`` or ``env`` can still run
+anything, so allow-list with care).
+
+Use it locally::
+
+    from toolkits import shell
+    toolkit = shell.toolkit("/path/to/project", allowed_executables=["ls", "git"])
+
+or serve it over MCP: ``python -m toolkits.shell --root /path/to/project --allow ls``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agentkit.tools import ToolContext, Toolkit
+from toolkits._common import resolve_inside, target_toolkit
+from toolkits._process import run_capped
+
+__all__ = ["Shell", "main", "toolkit"]
+
+
+class Shell:
+    """Command runner bound to a root directory.
+
+    Args:
+        root: Commands run in this directory or below it.
+        allowed_executables: If given, only these programs may run (names looked up on
+            ``PATH``, or absolute paths); compared after resolving symlinks.
+        allow_shell: Run string commands through ``/bin/sh -c`` (pipes, redirections,
+            globbing). Cannot be combined with ``allowed_executables``.
+        default_timeout: Seconds a command may run when the caller does not say.
+        max_timeout: Upper bound for a caller-supplied timeout.
+        max_output_bytes: Output kept per command (head and tail).
+        env: Environment for the commands; None inherits the agent's environment.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        allowed_executables: Iterable[str] | None = None,
+        allow_shell: bool = False,
+        default_timeout: float = 60.0,
+        max_timeout: float = 600.0,
+        max_output_bytes: int = 30_000,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        resolved = Path(os.path.realpath(root))
+        if not resolved.is_dir():
+            raise NotADirectoryError(f"shell root {str(root)!r} is not a directory")
+        if allow_shell and allowed_executables is not None:
+            raise ValueError("allow_shell=True would bypass allowed_executables; choose one")
+        self.root = resolved
+        self.allow_shell = allow_shell
+        self.default_timeout = default_timeout
+        self.max_timeout = max_timeout
+        self.max_output_bytes = max_output_bytes
+        self.env = dict(env) if env is not None else None
+        self.allowed: frozenset[str] | None = None
+        if allowed_executables is not None:
+            self.allowed = frozenset(self._allowed_paths(allowed_executables))
+
+    def _search_path(self) -> str | None:
+        return (self.env if self.env is not None else os.environ).get("PATH")
+
+    def _allowed_paths(self, names: Iterable[str]) -> Iterable[str]:
+        for name in names:
+            found = shutil.which(name, path=self._search_path())
+            if found is None:
+                raise FileNotFoundError(f"allowed executable {name!r} was not found on PATH")
+            yield os.path.realpath(found)
+
+    async def run_command(
+        self,
+        command: str | list[str],
+        cwd: str = ".",
+        timeout: float | None = None,  # noqa: ASYNC109  (a tool argument, not a wait)
+        ctx: ToolContext | None = None,
+    ) -> str:
+        """Run a command and return its output and exit code.
+
+        Args:
+            command: The command line (split like a POSIX shell would) or an argument list.
+            cwd: Working directory, relative to the root directory.
+            timeout: Seconds before the command is killed.
+            ctx: Injected by the Toolkit (hidden from the model): output streams as progress.
+        """
+        argv = self._argv(command)
+        workdir = resolve_inside(self.root, cwd or ".")
+        if not workdir.is_dir():
+            raise NotADirectoryError(f"cwd {cwd!r} is not a directory (or does not exist)")
+        if self.allowed is not None:
+            self._check_allowed(argv[0], workdir)
+        limit = self.default_timeout if timeout is None else timeout
+        if limit <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        limit = min(limit, self.max_timeout)
+        try:
+            result = await run_capped(
+                argv,
+                cwd=str(workdir),
+                env=self.env,
+                timeout_s=limit,
+                max_output_bytes=self.max_output_bytes,
+                on_output=ctx.emit_progress if ctx is not None else None,
+            )
+        except FileNotFoundError:
+            raise FileNotFoundError(f"command not found: {argv[0]!r}") from None
+        except PermissionError:
+            raise PermissionError(f"permission denied running {argv[0]!r}") from None
+        return result.describe(limit)
+
+    def _argv(self, command: str | list[str]) -> list[str]:
+        if isinstance(command, list):
+            argv = [str(part) for part in command]
+        elif self.allow_shell:
+            argv = ["/bin/sh", "-c", command] if command.strip() else []
+        else:
+            try:
+                argv = shlex.split(command)
+            except ValueError as exc:  # unbalanced quotes
+                raise ValueError(f"cannot parse the command line: {exc}") from None
+        if not argv or not argv[0]:
+            raise ValueError("the command is empty")
+        if any("\x00" in part for part in argv):
+            raise ValueError("the command contains a NUL byte")
+        return argv
+
+    def _check_allowed(self, program: str, workdir: Path) -> None:
+        assert self.allowed is not None
+        if "/" in program:
+            candidate: str | None = str(workdir / program)
+        else:
+            candidate = shutil.which(program, path=self._search_path())
+        if candidate is None or os.path.realpath(candidate) not in self.allowed:
+            raise PermissionError(f"{program!r} is not an allowed executable")
+
+
+def toolkit(
+    root: str | os.PathLike[str],
+    *,
+    requires_approval: bool = True,
+    group_name: str = "basic",
+    into: Toolkit | None = None,
+    **options: Any,
+) -> Toolkit:
+    """Build a Toolkit with a ``run_command`` tool.
+
+    Args:
+        root: Commands run in this directory or below it.
+        requires_approval: A human must approve each command (the default).
+        group_name: Tool group to register the tool in.
+        into: Register into this Toolkit instead of a new one.
+        **options: Keyword arguments for :class:`Shell` (``allowed_executables``,
+            ``allow_shell``, ``default_timeout``, ``max_output_bytes``, ``env``...).
+
+    Returns:
+        The Toolkit holding the tool.
+    """
+    sh = Shell(root, **options)
+    tk = target_toolkit(into, group_name, f"Run commands in {sh.root}")
+    tk.register_tool_function(
+        sh.run_command, group_name=group_name, requires_approval=requires_approval
+    )
+    return tk
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve ``run_command`` over MCP: ``python -m toolkits.shell --root DIR``."""
+    from toolkits._cli import base_parser, serve_from_args
+
+    parser = base_parser("toolkits.shell", "Serve agentkit's run_command tool over MCP.")
+    parser.add_argument("--root", required=True, help="commands run in this directory")
+    parser.add_argument(
+        "--allow", action="append", metavar="EXE", help="allowed executable (repeatable)"
+    )
+    parser.add_argument("--allow-shell", action="store_true", help="run strings via /bin/sh -c")
+    parser.add_argument("--timeout", type=float, default=60.0, help="default timeout (s)")
+    args = parser.parse_args(argv)
+    # Over MCP the client's host is the one that asks a human, so no approval flag here.
+    serve_from_args(
+        parser,
+        args,
+        lambda: toolkit(
+            args.root,
+            requires_approval=False,
+            allowed_executables=args.allow,
+            allow_shell=args.allow_shell,
+            default_timeout=args.timeout,
+        ),
+        name="agentkit-shell",
+    )
+
+
+if __name__ == "__main__":
+    main()
