@@ -19,7 +19,7 @@ from agentkit.agent import (
 )
 from agentkit.agent.user import UserAgent
 from agentkit.exceptions import AgentkitError
-from agentkit.memory import InMemoryMemory
+from agentkit.memory import InMemoryMemory, check_memory_invariant
 from agentkit.messages import (
     AudioBlock,
     ContentBlock,
@@ -73,6 +73,7 @@ __all__ = [
     "UserAgent",
     "__version__",
     "agent_as_tool",
+    "check_memory_invariant",
     "fanout_pipeline",
     "sequential_pipeline",
 ]

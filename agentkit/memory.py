@@ -5,7 +5,7 @@ The invariant every agent keeps after each step, error and interrupt:
 * every ``tool_use`` block has exactly one ``tool_result`` block with the same id, placed
   after it (or, if the call awaits human approval, none yet: its id is "pending");
 * no ``tool_result`` exists without an earlier ``tool_use`` of the same id;
-* tool call ids are unique.
+* an id is not issued again while its call is unanswered (reuse after the result is fine).
 
 :func:`check_memory_invariant` checks it and names the offending call id. The agent does not
 run it on the hot path (it is O(n) over the whole conversation); tests call it after every
@@ -27,6 +27,10 @@ __all__ = ["InMemoryMemory", "Memory", "MemoryInvariantError", "check_memory_inv
 def check_memory_invariant(messages: Iterable[Msg], pending_ids: Iterable[str] = ()) -> None:
     """Check that every tool call in ``messages`` has exactly one result.
 
+    A result answers the latest *unanswered* call with its id, so a provider that reuses
+    ids across turns (some local servers do) is fine; an id issued again while still
+    unanswered is not.
+
     Args:
         messages: The conversation, oldest first.
         pending_ids: Ids of calls awaiting human approval: they must have *no* result yet.
@@ -34,34 +38,34 @@ def check_memory_invariant(messages: Iterable[Msg], pending_ids: Iterable[str] =
     Raises:
         MemoryInvariantError: naming the first offending call id and what is wrong.
     """
-    pending = set(pending_ids)
-    calls: dict[str, int] = {}  # id -> number of results seen
+    open_ids: set[str] = set()
+    seen: set[str] = set()
     for msg in messages:
         if isinstance(msg.content, str):
             continue
         for block in msg.content:
             if block["type"] == "tool_use":
                 call_id = block["id"]
-                if call_id in calls:
-                    raise MemoryInvariantError(call_id, "the same call id appears twice")
-                calls[call_id] = 0
+                if call_id in open_ids:
+                    raise MemoryInvariantError(call_id, "issued twice before it was answered")
+                open_ids.add(call_id)
+                seen.add(call_id)
             elif block["type"] == "tool_result":
                 call_id = block["id"]
-                if call_id not in calls:
-                    raise MemoryInvariantError(
-                        call_id, "tool_result without an earlier tool_use of the same id"
+                if call_id not in open_ids:
+                    problem = (
+                        "more than one tool_result"
+                        if call_id in seen
+                        else "tool_result without an earlier tool_use of the same id"
                     )
-                if call_id in pending:
-                    raise MemoryInvariantError(call_id, "a pending call already has a result")
-                calls[call_id] += 1
-                if calls[call_id] > 1:
-                    raise MemoryInvariantError(call_id, "more than one tool_result")
-    for call_id in pending:
-        if call_id not in calls:
-            raise MemoryInvariantError(call_id, "pending call has no tool_use in memory")
-    for call_id, count in calls.items():
-        if count == 0 and call_id not in pending:
-            raise MemoryInvariantError(call_id, "tool_use without a tool_result")
+                    raise MemoryInvariantError(call_id, problem)
+                open_ids.discard(call_id)
+    pending = set(pending_ids)
+    for call_id in sorted(pending - open_ids):
+        problem = "a pending call already has a result" if call_id in seen else "no tool_use"
+        raise MemoryInvariantError(call_id, f"{problem} (pending call)")
+    for call_id in sorted(open_ids - pending):
+        raise MemoryInvariantError(call_id, "tool_use without a tool_result")
 
 
 class Memory(ABC):
@@ -121,12 +125,22 @@ class InMemoryMemory(Memory):
         messages: Initial messages (the list is copied, the messages are not).
     """
 
-    __slots__ = ("_messages",)
+    __slots__ = ("_ids", "_messages")
 
     atomic_add: ClassVar[bool] = True
 
     def __init__(self, messages: Iterable[Msg] | None = None) -> None:
-        self._messages: list[Msg] = list(messages) if messages is not None else []
+        self._messages: list[Msg] = []
+        self._ids: set[str] = set()
+        self._extend(messages or ())
+
+    def _extend(self, items: Iterable[Msg]) -> None:
+        # A message already held (same id) is skipped: in a MsgHub a reply reaches an agent
+        # both by broadcast and as the next pipeline input, and must be stored once.
+        for item in items:
+            if item.id not in self._ids:
+                self._ids.add(item.id)
+                self._messages.append(item)
 
     @property
     def messages(self) -> list[Msg]:
@@ -134,21 +148,18 @@ class InMemoryMemory(Memory):
         return self._messages
 
     async def add(self, msgs: Msg | Sequence[Msg] | None) -> None:
-        """Append one message or several (None is ignored).
+        """Append one message or several (None is ignored; a message already held is skipped).
 
         Raises:
             TypeError: when something other than a Msg is given.
         """
         if msgs is None:
             return
-        if isinstance(msgs, Msg):
-            self._messages.append(msgs)
-            return
-        items = list(msgs)
+        items = [msgs] if isinstance(msgs, Msg) else list(msgs)
         for item in items:
             if not isinstance(item, Msg):
                 raise TypeError(f"memory holds Msg objects, got {type(item).__name__}")
-        self._messages.extend(items)
+        self._extend(items)
 
     async def get_memory(self) -> list[Msg]:
         """Return the messages, oldest first (a new list; the messages are shared)."""
@@ -168,10 +179,12 @@ class InMemoryMemory(Memory):
                 raise IndexError(f"memory index {i} out of range (size {size})")
             normalized.add(i % size)
         self._messages = [m for i, m in enumerate(self._messages) if i not in normalized]
+        self._ids = {m.id for m in self._messages}
 
     async def clear(self) -> None:
         """Remove every message."""
         self._messages = []
+        self._ids = set()
 
     async def size(self) -> int:
         """Return the number of messages."""
@@ -196,7 +209,8 @@ class InMemoryMemory(Memory):
                 messages.append(Msg.from_dict(item))
             except ValueError as exc:
                 raise StateError(f"memory message {i} is invalid: {exc}") from exc
-        self._messages = messages
+        self._messages, self._ids = [], set()
+        self._extend(messages)
 
     def __len__(self) -> int:
         return len(self._messages)

@@ -62,6 +62,7 @@ class Config:
     construct: int = 2000
     mcp_calls: int = 200
     imports: int = 5
+    stream_chunks: int = 2000
 
     @classmethod
     def quick_config(cls, rounds: int = 1) -> Config:
@@ -79,6 +80,7 @@ class Config:
             construct=50,
             mcp_calls=5,
             imports=1,
+            stream_chunks=40,
         )
 
 
@@ -134,3 +136,14 @@ def fmt_value(value: float | None, unit: str) -> str:
     if unit == "x":
         return f"{value:.2f}x"
     return f"{value:,.1f} {unit}"
+
+
+def paired(samples: dict[str, list[float]], name: str, base: str) -> float | None:
+    """Median of the per-round ratios ``samples[name][i] / samples[base][i]``.
+
+    Variants are measured interleaved within each round, so pairing them by round cancels
+    most of the drift a shared, noisy machine adds between rounds.
+    """
+    if name not in samples or base not in samples:
+        return None
+    return median([a / b for a, b in zip(samples[name], samples[base], strict=True)])

@@ -23,6 +23,21 @@ async def step(i: int) -> str:
     return f"step {i} ok"
 
 
+async def write(i: int, text: str = "") -> str:
+    """Write some text.
+
+    Args:
+        i: Call number.
+        text: The text to write.
+    """
+    return f"wrote {len(text)} characters"
+
+
+async def raw_write(name: str, args: dict[str, Any]) -> str:
+    """``write`` for the hand-written loops."""
+    return f"wrote {len(args.get('text', ''))} characters"
+
+
 async def raw_step(name: str, args: dict[str, Any]) -> str:
     """The same tool for the hand-written loops."""
     return f"step {args['i']} ok"

@@ -11,6 +11,11 @@ Scenarios are selected by the model name:
     One tool call per turn until the conversation holds N tool results, then a text answer.
 ``parallel-N``
     N tool calls in the first turn, then (once results are in) a text answer.
+``text-N``
+    A long answer: N words, streamed one per chunk, ending with the usual sentence.
+``bigcall-N``
+    One tool call whose arguments (``{"i": 0, "text": <N words>}``) stream in N chunks, then
+    (once the result is in) an answer. For the cost of streaming long tool arguments.
 ``stream-forever``
     Streams one small token every ``--interval`` seconds and never ends (with ``stream=False``
     the request is simply never answered). For interrupt-latency tests.
@@ -46,7 +51,7 @@ from typing import Any
 
 __all__ = ["MockLLMServer", "MockServerProcess", "Plan", "plan_turn"]
 
-_SCENARIO = re.compile(r"(steps|parallel)-(\d+)")
+_SCENARIO = re.compile(r"(steps|parallel|text|bigcall)-(\d+)")
 _STATUS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found"}
 
 
@@ -57,6 +62,8 @@ class Plan:
     calls: list[tuple[str, str, dict[str, Any]]]  # (id, name, arguments)
     text: str = ""
     forever: bool = False
+    text_pieces: int = 3  # SSE chunks the text streams in
+    arg_pieces: int = 2  # SSE chunks each call's argument JSON streams in
 
 
 def plan_turn(model: str, tool_results: int, tool_name: str) -> Plan:
@@ -70,6 +77,12 @@ def plan_turn(model: str, tool_results: int, tool_name: str) -> Plan:
             return Plan([(f"call_{tool_results}", tool_name, {"i": tool_results})])
         if kind == "parallel" and tool_results == 0 and n > 0:
             return Plan([(f"call_0_{j}", tool_name, {"i": j}) for j in range(n)])
+        if kind == "text":  # a long answer: n tokens, one per chunk, then the usual sentence
+            words = "".join(f"w{k:05d} " for k in range(n))
+            return Plan([], f"{words}Done: {tool_results} tool results received.", text_pieces=n)
+        if kind == "bigcall" and tool_results == 0:  # long arguments, in n chunks
+            args = {"i": 0, "text": "".join(f"w{k:05d} " for k in range(n))}
+            return Plan([("call_big", tool_name, args)], arg_pieces=n)
     return Plan([], text=f"Done: {tool_results} tool results received.")
 
 
@@ -147,12 +160,13 @@ def openai_stream(body: dict[str, Any], plan: Plan) -> bytes:
     """The whole SSE body of a finished streaming answer for ``plan``."""
     model = body.get("model", "")
     out = [_openai_chunk(model, {"role": "assistant", "content": ""})]
-    out += [_openai_chunk(model, {"content": p}) for p in _pieces(plan.text)] if plan.text else []
+    if plan.text:
+        out += [_openai_chunk(model, {"content": p}) for p in _pieces(plan.text, plan.text_pieces)]
     for j, (cid, name, args) in enumerate(plan.calls):
         head = {"index": j, "id": cid, "type": "function", "function": {"name": name}}
         head["function"]["arguments"] = ""
         out.append(_openai_chunk(model, {"tool_calls": [head]}))
-        for p in _pieces(json.dumps(args), 2):
+        for p in _pieces(json.dumps(args), plan.arg_pieces):
             delta = {"tool_calls": [{"index": j, "function": {"arguments": p}}]}
             out.append(_openai_chunk(model, delta))
     out.append(_openai_chunk(model, {}, "tool_calls" if plan.calls else "stop"))
@@ -216,7 +230,7 @@ def anthropic_stream(body: dict[str, Any], plan: Plan) -> bytes:
         start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
         start["content_block"]["text"] = ""
         out.append(_event("content_block_start", start))
-        for p in _pieces(plan.text):
+        for p in _pieces(plan.text, plan.text_pieces):
             delta = {"type": "text_delta", "text": p}
             out.append(
                 _event(
@@ -234,7 +248,7 @@ def anthropic_stream(body: dict[str, Any], plan: Plan) -> bytes:
                 {"type": "content_block_start", "index": index, "content_block": block},
             )
         )
-        for p in _pieces(json.dumps(args), 2):
+        for p in _pieces(json.dumps(args), plan.arg_pieces):
             delta = {"type": "input_json_delta", "partial_json": p}
             event = {"type": "content_block_delta", "index": index, "delta": delta}
             out.append(_event("content_block_delta", event))
@@ -372,10 +386,15 @@ class _Connection(asyncio.Protocol):
 class MockLLMServer:
     """The mock server, run on the current event loop.
 
-    Args:
-        host: Interface to bind (loopback only by default).
-        port: TCP port; 0 picks a free one (read ``port`` after ``start``).
-        interval: Seconds between tokens of ``stream-forever``.
+        Args:
+            host: Interface to bind (loopback only by default).
+            port: TCP port; 0 picks a free one (read ``port`` after ``start``).
+            interval: Seconds between tokens of ``text-N``
+        A long answer: N words, streamed one per chunk, ending with the usual sentence.
+    ``bigcall-N``
+        One tool call whose arguments (``{"i": 0, "text": <N words>}``) stream in N chunks, then
+        (once the result is in) an answer. For the cost of streaming long tool arguments.
+    ``stream-forever``.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, interval: float = 0.01) -> None:

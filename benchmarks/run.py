@@ -6,7 +6,9 @@
 
 Every figure is the median of ``--rounds`` rounds; each agentkit figure is shown next to a
 baseline measured in the same process run (a hand-written raw ``openai`` SDK loop unless the
-row says otherwise) and as a ratio to it. The mock LLM server runs in a child process so that
+row says otherwise) and as a ratio to it. Variants are interleaved within each round and the
+ratio is the median of the per-round ratios, which cancels most of the drift that a shared
+machine adds between rounds. The mock LLM server runs in a child process so that
 it does not compete with the measured loop for the event loop (or the GIL).
 """
 
@@ -28,7 +30,15 @@ from typing import Any
 from benchmarks.common import ROOT, Config, NotAvailable, Row, fmt_value
 from benchmarks.mock_server import MockServerProcess
 
-SCENARIOS = ("turns", "parallel", "concurrency", "interrupts", "startup", "mcp_call")
+SCENARIOS = (
+    "turns",
+    "streaming",
+    "parallel",
+    "concurrency",
+    "interrupts",
+    "startup",
+    "mcp_call",
+)
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "latest.json"
 
 

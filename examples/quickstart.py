@@ -119,7 +119,12 @@ def report_overlap(timeline: Timeline) -> None:
         return
     total = sum(end - start for _, start, end in spans)
     wall = max(end for *_, end in spans) - min(start for _, start, _ in spans)
-    verdict = "they overlapped (parallel)" if wall < total * 0.8 else "they did not overlap"
+    if total < 0.05:
+        verdict = "too fast to tell"
+    elif wall < total * 0.8:
+        verdict = "they overlapped (parallel)"
+    else:
+        verdict = "they did not overlap"
     print(f"  {len(spans)} tool calls: {total:.2f}s of work done in {wall:.2f}s -> {verdict}")
 
 
@@ -171,6 +176,8 @@ async def run_story(agent: ReActAgent) -> None:
     if "at" in cut:
         latency_ms = (time.perf_counter() - cut["at"]) * 1000
         print(f"  reply returned, interrupted={metadata.get('interrupted')} ({latency_ms:.0f} ms)")
+    else:
+        print("  (the model did not call the slow tool this time: nothing to interrupt)")
     memory = await agent.memory.get_memory()
     calls = sum(len(m.get_blocks("tool_use")) for m in memory)
     results = sum(len(m.get_blocks("tool_result")) for m in memory)

@@ -166,7 +166,49 @@ async def test_load_state_dict_validates():
         agent.load_state_dict({**good, "memory": bad_memory})
     with pytest.raises(StateError, match="pending_tool_calls"):
         agent.load_state_dict({**good, "pending_tool_calls": [{"type": "text", "text": "x"}]})
-    with pytest.raises(StateError, match="has no tool_use"):
+    with pytest.raises(StateError, match="no tool_use"):
         agent.load_state_dict({**good, "pending_tool_calls": [tool_use("add", "ghost", a=1, b=1)]})
     # Nothing was replaced by the failed loads.
     assert agent.state_dict()["memory"] == good["memory"]
+
+
+async def test_state_dict_from_hooks():
+    from agentkit.exceptions import AgentBusyError
+
+    snapshots = []
+    errors = []
+
+    def autosave(agent, kwargs, reply):
+        snapshots.append(json.dumps(agent.state_dict()))
+
+    def mid_step(agent, kwargs):
+        try:
+            agent.state_dict()
+        except AgentBusyError as exc:
+            errors.append(str(exc))
+
+    agent = agent_for(ScriptedModel([[tool_use("add", "c1", a=1, b=1)], "two"]))
+    agent.register_hook("post_reply", "autosave", autosave)
+    agent.register_hook("pre_acting", "mid", mid_step)
+    await agent("go")
+    assert len(snapshots) == 1 and len(errors) == 1 and "mid-step" in errors[0]
+    restored = agent_for(ScriptedModel([]))
+    restored.load_state_dict(json.loads(snapshots[0]))
+    assert [m.get_text() for m in await checked_memory(restored)][-1] == "two"
+
+
+async def test_denied_calls_emit_tool_result_events():
+    from agentkit.agent import EventStream, ToolResult
+
+    rec = Recorder()
+    model = ScriptedModel([_turn(), "All done."])
+    agent = agent_for(model, rec)
+    await agent("go")
+    async with EventStream(agent, lambda: agent.resume({"g1": False, "g2": "nope"})) as events:
+        results = [e async for e in events if isinstance(e, ToolResult)]
+    assert [(e.tool_call_id, e.result.get("is_error")) for e in results] == [
+        ("g1", True),
+        ("g2", True),
+    ]
+    assert "nope" in str(results[1].result["output"])
+    assert rec.calls == {"s1": 1}

@@ -86,3 +86,34 @@ async def test_interrupt_closes_the_http_stream():
     assert shape(memory) == [("user", ["text:talk"]), ("assistant", ["text:Partial answer"])]
     assert INTERRUPTED_TEXT not in json.dumps([m.to_dict() for m in memory])
     assert results_of(memory) == {}
+
+
+async def test_interrupt_cancels_an_mcp_tool_call_on_the_server():
+    from agentkit.mcp import MCPClient
+    from agentkit.testing import ScriptedModel, tool_use
+    from tests._mcp_helpers import children, py_stdio, wait_no_new_children
+
+    before = children()
+    async with MCPClient("py", py_stdio()) as client:
+        agent = agent_for(ScriptedModel([[tool_use("slow", "m1", seconds=20)]]))
+        await agent.toolkit.register_mcp_client(client, enable_funcs=["slow", "stats"])
+        result = []
+
+        async def run() -> None:
+            result.append(await agent("go"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.sleep(0.5)  # the call reaches the server
+            asked = time.perf_counter()
+            await agent.interrupt()
+        assert time.perf_counter() - asked < 0.5
+        assert result[0].metadata["interrupted"] is True
+        assert results_of(await checked_memory(agent))["m1"] == (INTERRUPTED_TEXT, True)
+        stats = ""
+        with anyio.fail_after(5):
+            while "cancelled=1" not in stats:
+                stats = (await client.call_tool("stats", {})).get_text()
+                await anyio.sleep(0.05)
+        assert stats == "started=1 cancelled=1 finished=0"
+    assert wait_no_new_children(before) == set()

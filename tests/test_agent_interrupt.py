@@ -218,7 +218,10 @@ async def test_outer_cancellation_propagates_after_repairing_memory():
         tg.start_soon(run)
     assert outcome == [True]
     assert not agent.is_replying
-    assert results_of(await checked_memory(agent))["s"][1] is True
+    assert results_of(await checked_memory(agent))["s"] == (
+        "Tool call cancelled before it finished.",
+        True,
+    )
 
 
 async def _cancel_after(event: anyio.Event, scope: anyio.CancelScope) -> None:
@@ -351,3 +354,20 @@ async def test_interrupt_between_streamed_calls_answers_the_complete_one_only():
     assert memory[1].metadata == {"interrupted": True}
     assert results_of(memory)["c1"] == (INTERRUPTED_TEXT, True)
     assert rec.calls == {}  # a call that was never started is not run by the repair
+
+
+async def test_abandoned_plain_iterator_interrupts_the_reply():
+    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]))
+
+    async def consume_until_tool_starts() -> None:
+        async for event in agent.stream("go"):
+            if event.type == "tool_call_started":
+                break  # no aclose: the iterator is dropped when this function returns
+
+    started = time.perf_counter()
+    await consume_until_tool_starts()
+    with anyio.fail_after(2):
+        while agent.is_replying:
+            await anyio.sleep(0.005)
+    assert time.perf_counter() - started < 2
+    assert results_of(await checked_memory(agent))["s"] == (INTERRUPTED_TEXT, True)

@@ -229,6 +229,27 @@ async def test_model_error_propagates_with_memory_repaired():
     assert not agent.is_replying
 
 
+async def test_error_in_a_hook_answers_open_calls_and_propagates():
+    def broken(agent, kwargs, output):
+        raise RuntimeError("post_reasoning bug")
+
+    model = ScriptedModel([[tool_use("add", "c1", a=1, b=1)]])
+    agent = agent_for(model)
+    agent.register_hook("post_reasoning", "broken", broken)
+    with pytest.raises(RuntimeError, match="post_reasoning bug"):
+        await agent("go")
+    memory = await checked_memory(agent)
+    assert shape(memory) == [
+        ("user", ["text:go"]),
+        ("assistant", ["use:c1"]),
+        ("user", ["result:c1!"]),
+    ]
+    assert memory[1].metadata == {"interrupted": True}
+    assert results_of(memory)["c1"][0] == (
+        "Tool call cancelled before it finished because the reply failed (RuntimeError)."
+    )
+
+
 async def test_unknown_tool_and_no_toolkit():
     agent = ReActAgent(
         "bot", "sys", ScriptedModel([[tool_use("nope", "c1")], "ok"]), print_hint=False
@@ -258,3 +279,16 @@ def test_construction_is_cheap():
         ReActAgent("bot", "sys", model, print_hint=False)
     per_agent = (time.perf_counter() - started) / 1000
     assert per_agent < 200e-6  # target 20 µs; generous for a shared CI machine
+
+
+async def test_call_ids_reused_across_turns_stay_valid():
+    model = ScriptedModel(
+        [[tool_use("add", "call_0", a=1, b=1)], [tool_use("add", "call_0", a=2, b=2)], "done"]
+    )
+    agent = agent_for(model)
+    await agent("go")
+    memory = await checked_memory(agent)
+    outputs = [b["output"] for m in memory for b in m.get_blocks("tool_result")]
+    assert outputs == ["2", "4"]
+    other = agent_for(ScriptedModel([]))
+    other.load_state_dict(json.loads(json.dumps(agent.state_dict())))

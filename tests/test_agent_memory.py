@@ -56,6 +56,8 @@ def test_invariant_accepts_valid_conversations():
     check_memory_invariant([Msg("u", "hi", "user"), _use("1", "2"), _result("2", "1")])
     check_memory_invariant([_use("1", "2"), _result("1"), _result("2")])
     check_memory_invariant([_use("1", "2"), _result("1")], pending_ids=["2"])
+    # Ids reused across turns (after their result) are fine.
+    check_memory_invariant([_use("1"), _result("1"), _use("1"), _result("1")])
 
 
 @pytest.mark.parametrize(
@@ -65,9 +67,10 @@ def test_invariant_accepts_valid_conversations():
         ([_result("1")], (), "1", "without an earlier tool_use"),
         ([_result("1"), _use("1")], (), "1", "without an earlier tool_use"),
         ([_use("1"), _result("1"), _result("1")], (), "1", "more than one"),
-        ([_use("1"), _use("1"), _result("1")], (), "1", "appears twice"),
+        ([_use("1"), _use("1"), _result("1")], (), "1", "issued twice"),
         ([_use("1"), _result("1")], ("1",), "1", "pending call already has a result"),
         ([_use("1"), _result("1")], ("9",), "9", "no tool_use"),
+        ([_use("1", "2"), _result("1")], (), "2", "without a tool_result"),
     ],
 )
 def test_invariant_names_the_offending_call(messages, pending, call_id, problem):
@@ -75,3 +78,19 @@ def test_invariant_names_the_offending_call(messages, pending, call_id, problem)
         check_memory_invariant(messages, pending)
     assert info.value.call_id == call_id
     assert repr(call_id) in str(info.value)
+
+
+async def test_adding_a_message_already_held_is_a_no_op() -> None:
+    from agentkit import Msg
+    from agentkit.memory import InMemoryMemory
+
+    first = Msg("u", "hi", "user")
+    memory = InMemoryMemory([first])
+    await memory.add([first, first.copy(), Msg("u", "again", "user")])
+    assert [m.get_text() for m in await memory.get_memory()] == ["hi", "again"]
+    await memory.delete(0)
+    await memory.add(first)
+    assert [m.get_text() for m in await memory.get_memory()] == ["again", "hi"]
+    await memory.clear()
+    await memory.add(first)
+    assert await memory.size() == 1

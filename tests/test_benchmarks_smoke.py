@@ -20,7 +20,7 @@ from benchmarks.run import SCENARIOS
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 TOOLS = [tool_schema("step")]
-HALVES = ["turns,parallel,concurrency,interrupts", "startup,mcp_call"]
+HALVES = ["turns,streaming,parallel,concurrency,interrupts", "startup,mcp_call"]
 
 
 @pytest.fixture
@@ -41,6 +41,13 @@ def test_plan_turn_is_decided_by_tool_results_only():
     assert len(plan_turn("parallel-8", 0, "t").calls) == 8
     assert len({c[0] for c in plan_turn("parallel-8", 0, "t").calls}) == 8
     assert plan_turn("parallel-8", 8, "t").calls == []
+    long = plan_turn("text-50", 0, "t")
+    assert long.text_pieces == 50
+    assert long.text.endswith("Done: 0 tool results received.")
+    big = plan_turn("bigcall-50", 0, "t")
+    assert big.arg_pieces == 50
+    assert len(big.calls[0][2]["text"]) == 50 * 7
+    assert plan_turn("bigcall-50", 1, "t").calls == []
     assert plan_turn("stream-forever", 5, "t").forever
     assert plan_turn("hello", 0, "t").text
 
@@ -136,6 +143,9 @@ def test_quick_run_covers_every_scenario(tmp_path, only):
     # every scenario module contributed rows with an agentkit figure and (where it has one)
     # a baseline measured in the same run
     assert len({r["scenario"] for r in rows}) >= len(only.split(","))
+    mcp_rows = [r for r in rows if r["metric"] == "agentkit MCPClient.call_tool per call"]
+    for row in mcp_rows:  # counted by the server: agentkit must not list tools per call
+        assert row["met"] is True, row
     for row in rows:
         if row["metric"] in ("agentkit vs ideal", "agentkit vs httpx2 floor"):
             continue

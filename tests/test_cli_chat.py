@@ -88,7 +88,6 @@ def test_approval_is_asked_inline() -> None:
         child.sendline("email bob@example.com about lunch")
         child.expect(r"Allow send_email\? \[y/N\] ")
         child.sendline("n")
-        # (The denied call's ToolResult event is not emitted by the agent yet: see report.)
         child.expect(r"send_email \(denied\): The user denied this tool call")
         child.expect(PROMPT)
         child.sendline("email bob@example.com about dinner")
@@ -98,6 +97,58 @@ def test_approval_is_asked_inline() -> None:
         child.expect(PROMPT)
         child.sendline("/exit")
         assert finish(child) == 0
+    finally:
+        child.close(force=True)
+
+
+def test_ctrl_c_at_an_approval_question_denies_and_loses_no_input() -> None:
+    child = spawn("--demo")
+    try:
+        child.sendline("email bob@example.com about lunch")
+        child.expect(r"Allow send_email\? \[y/N\] ")
+        child.sendintr()
+        child.expect(r"send_email \(denied\)")
+        child.expect(PROMPT)
+        # The abandoned y/N read takes this line and hands it to the new prompt.
+        child.sendline("weather in Paris")
+        child.expect("Paris: sunny")
+        child.expect(PROMPT)
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+
+
+def test_three_ctrl_c_force_quit_a_reply_that_will_not_stop(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "stubborn.py").write_text(
+        "import anyio\n\n\n"
+        "async def stubborn() -> str:\n"
+        '    """Work that refuses to be cancelled."""\n'
+        "    with anyio.CancelScope(shield=True):\n"
+        "        await anyio.sleep(30)\n"
+        '    return "done"\n'
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agentkit", "chat", "--demo", "--tools", "stubborn:stubborn"],
+        cwd=str(tmp_path),
+        env=_env(),
+        encoding="utf-8",
+        timeout=30,
+    )
+    try:
+        child.expect(PROMPT)
+        child.sendline("call stubborn")
+        child.expect(r"stubborn\(\{\}\) running")
+        child.sendintr()
+        child.expect("interrupting the agent")
+        child.sendintr()
+        child.expect("press Ctrl-C again to quit")
+        child.sendintr()
+        child.expect("forced exit")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 130
     finally:
         child.close(force=True)
 
@@ -130,6 +181,7 @@ def test_no_key_falls_back_to_the_demo_model_with_a_notice() -> None:
         assert "scripted demo model" in child.before
         child.sendline("/tools")
         child.expect("send_email \\(asks for approval\\)")
+        child.expect(PROMPT)  # Ctrl-D typed before the next read starts would be lost
         child.sendeof()
         assert finish(child) == 0
     finally:
@@ -180,3 +232,55 @@ async def test_a_failed_reply_does_not_end_the_chat() -> None:
     assert "error: AuthenticationError: invalid API key" in text
     assert "bot: hi there" in text
     assert "no tools" in text
+
+
+def test_mcp_server_and_python_tools_in_the_chat(tmp_path: pathlib.Path) -> None:
+    import subprocess
+
+    (tmp_path / "hello.txt").write_text("hello from MCP\n")
+    (tmp_path / "mytools.py").write_text(
+        "def shout(text: str) -> str:\n"
+        '    """Upper-case a text.\n\n    Args:\n        text: The text.\n    """\n'
+        "    return text.upper()\n"
+    )
+    server = f"{sys.executable} -m toolkits.filesystem --root {tmp_path} --read-only"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentkit",
+            "chat",
+            "--demo",
+            "--mcp",
+            server,
+            "--tools",
+            "mytools:shout",
+        ],
+        input='call read_file {"path": "hello.txt"}\ncall shout {"text": "hi"}\n/tools\n',
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=_env(),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "hello from MCP" in out.stdout
+    assert "<- shout [ok" in out.stdout and "HI" in out.stdout
+    assert "list_directory: " in out.stdout  # /tools lists the MCP server's tools
+
+
+def test_bad_tools_spec_is_a_clean_error() -> None:
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "agentkit", "chat", "--demo", "--tools", "no_such_module:fn"],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=_env(),
+    )
+    assert out.returncode == 1
+    assert "error: No module named 'no_such_module'" in out.stderr
+    assert "Traceback" not in out.stderr

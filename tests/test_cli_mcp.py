@@ -158,3 +158,18 @@ def test_http_tools_and_call(http_server: str) -> None:
     out = agentkit("mcp", "call", "read_file", '{"path": "hello.txt"}', "--http", http_server)
     assert out.returncode == 0, out.stderr
     assert "hello over HTTP" in out.stdout
+    out = agentkit("mcp", "list", "--json", "--http", http_server)
+    assert out.returncode == 0, out.stderr
+    details = json.loads(out.stdout)
+    assert details["server"]["name"] == "agentkit-filesystem"
+    assert "read_file" in details["tools"] and details["resources"] == []
+
+
+@needs_everything
+def test_call_marks_images_and_passes_env() -> None:
+    out = agentkit("mcp", "call", "get-tiny-image", "--stdio", STDIO)
+    assert out.returncode == 0, out.stderr
+    assert "[image image/png]" in out.stdout
+    out = agentkit("mcp", "call", "get-env", "--env", "AGENTKIT_TEST=yes-1", "--stdio", STDIO)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["AGENTKIT_TEST"] == "yes-1"

@@ -108,10 +108,11 @@ async def _run_call(agent: ReActAgent, run: Run, index: int) -> None:
                 final = await _invoke(agent, run, call)
     except Exception as exc:  # a hook or toolkit bug must not cancel the sibling calls
         final = ToolResponse.error(f"The tool call failed: {type(exc).__name__}: {exc}")
-    _settle(run, index, final)
+    settle(run, index, final)
 
 
-def _settle(run: Run, index: int, final: ToolResponse) -> None:
+def settle(run: Run, index: int, final: ToolResponse) -> None:
+    """Put a call's final response in its slot and emit its ``ToolResult`` event."""
     run.results[index] = final
     if run.emit is not None:
         call = run.batch[index]  # type: ignore[index]
@@ -173,14 +174,14 @@ async def act(agent: ReActAgent, run: Run) -> None:
     runnable: list[int] = []
     for i, call in enumerate(calls):
         if "raw_input" in call:
-            _settle(run, i, _invalid_json(call))
+            settle(run, i, _invalid_json(call))
         elif run.structured is not None and call["name"] == RESPONSE_TOOL:
             response, output = validate_response(run.structured, call)
             if output is None:
                 run.structured_failures += 1
             else:
                 run.structured_output = output
-            _settle(run, i, response)
+            settle(run, i, response)
         elif await _needs_approval(agent, call):
             run.results[i] = PENDING
         else:
@@ -207,7 +208,7 @@ async def commit_results(agent: ReActAgent, run: Run, missing: str = INTERRUPTED
             continue
         if result is None:
             result = interrupted_response(call["name"], text=missing)
-            _settle(run, i, result)
+            settle(run, i, result)
         blocks.append(result_block(call, result))
     if blocks:
         await store(agent.memory, new_msg(agent.name, blocks, "user"))

@@ -18,6 +18,7 @@ from agentkit.agent.acting import (
     denied_response,
     describe_call,
     execute,
+    settle,
 )
 from agentkit.agent.events import ApprovalRequired, Interrupted
 from agentkit.agent.reasoning import reason
@@ -25,6 +26,7 @@ from agentkit.agent.state import new_msg, store
 from agentkit.agent.structured import MAX_STRUCTURED_RETRIES, RESPONSE_TOOL, response_schema
 from agentkit.exceptions import StructuredOutputError
 from agentkit.messages import Msg
+from agentkit.tools import INTERRUPTED_TEXT
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
@@ -37,7 +39,16 @@ SUMMARY_HINT = (
     "You have reached the maximum number of steps for this task. Do not call any tools. "
     "Answer now: summarize what you did, what you found, and what is left to do."
 )
-FAILED_TEXT = "Tool call cancelled before it finished because the reply failed."
+CANCELLED_TEXT = "Tool call cancelled before it finished."
+
+
+def _missing_text(error: BaseException | None) -> str:
+    """The result of a call that a cut left unfinished."""
+    if error is None:
+        return INTERRUPTED_TEXT
+    if isinstance(error, anyio.get_cancelled_exc_class()):
+        return CANCELLED_TEXT
+    return f"{CANCELLED_TEXT[:-1]} because the reply failed ({type(error).__name__})."
 
 
 def _tools_for(agent: ReActAgent, run: Run) -> tuple[list[dict[str, Any]] | None, str | None]:
@@ -136,7 +147,7 @@ async def _deny_pending(agent: ReActAgent, run: Run, text: str) -> None:
     calls, agent._pending = agent._pending, []
     run.begin_batch(calls)
     for i in range(len(calls)):
-        run.results[i] = ToolResponse.error(text)
+        settle(run, i, ToolResponse.error(text))
     await commit_results(agent, run)
     with anyio.CancelScope(shield=True):
         await agent._flush_deferred()
@@ -168,7 +179,7 @@ async def resume(agent: ReActAgent, run: Run, approvals: dict[str, bool | str]) 
         if verdict is True:
             runnable.append(i)
         else:
-            run.results[i] = denied_response(verdict)
+            settle(run, i, denied_response(verdict))
     await execute(agent, run, runnable)
     await commit_results(agent, run)
     if agent._pending:
@@ -186,7 +197,6 @@ async def finalize(agent: ReActAgent, run: Run, error: BaseException | None) -> 
     Stores the partial assistant message (text kept, unfinished tool calls dropped), answers
     every open call, then adds the messages given to ``interrupt``. Must run shielded.
     """
-    missing = FAILED_TEXT if error is not None else None
     partial, run.partial = run.partial, None
     text: list[Any] = []
     if partial is not None and run.batch is None:
@@ -200,10 +210,7 @@ async def finalize(agent: ReActAgent, run: Run, error: BaseException | None) -> 
             calls = [b for b in content if b["type"] == "tool_use"]
             if calls:
                 run.begin_batch(calls)  # complete calls that never ran: answer them
-    if missing is None:
-        await commit_results(agent, run)
-    else:
-        await commit_results(agent, run, missing)
+    await commit_results(agent, run, _missing_text(error))
     if run.inbox:  # cut before the input was stored (e.g. in a pre_reply hook): keep it
         if agent._pending:
             await _deny_pending(agent, run, NEW_MESSAGE_TEXT)

@@ -224,6 +224,8 @@ class ReActAgent:
             AgentBusyError: when a reply is in progress.
             ValueError: for an id that is not pending or a verdict of the wrong type.
         """
+        if self._run is not None:
+            raise AgentBusyError(f"agent {self.name!r} is already replying")
         approvals = dict(approvals or {})
         pending_ids = {c["id"] for c in self._pending}
         for call_id, verdict in approvals.items():
@@ -362,23 +364,25 @@ class ReActAgent:
             except BaseException as exc:
                 # An error, or a cancellation from outside (not our interrupt): repair
                 # memory, then let it propagate.
+                run.scope = None  # from here on, interrupt() is a no-op
                 with anyio.CancelScope(shield=True):
                     await loop.finalize(self, run, exc)
                     await self._flush_deferred()
                 raise
+            run.scope = None
             with anyio.CancelScope(shield=True):
                 if scope.cancelled_caught:
                     reply = await loop.finalize(self, run, None)
                 elif run.interrupt_msgs:  # interrupted too late to cut anything
                     await self.memory.add(run.interrupt_msgs)
                 await self._flush_deferred()
-            self._suspended = run.structured if self._pending else None
-            self._iteration = run.iteration if self._pending else 0
             if run.emit is not None:
                 run.emit(ReplyFinished(reply))
             return reply
         finally:
-            run.scope = None
+            # A reply paused for approval resumes with its structured model and iterations.
+            self._suspended = run.structured if self._pending else None
+            self._iteration = run.iteration if self._pending else 0
             self._run = None
 
     async def _flush_deferred(self) -> None:

@@ -101,8 +101,6 @@ async def reason(
     else:
         await _consume(run, output)
     response = run.partial or ChatResponse(content=[])
-    if response.usage is not None:
-        run.usage = run.usage + response.usage
     content = response.content
     if not allow_calls:
         content = [b for b in content if b["type"] != "tool_use"]
@@ -112,6 +110,8 @@ async def reason(
     await store(agent.memory, msg)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.partial = None
+    if response.usage is not None:  # counted here, or by finalize if the step is cut
+        run.usage = run.usage + response.usage
     run.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
     calls = msg.get_blocks("tool_use")
     if calls:

@@ -1,91 +1,128 @@
 """``agent.stream(msg)``: the reply's events as an async iterator.
 
-The reply runs in a task group owned by the :class:`EventStream`; events travel through an
-anyio memory object stream. Use it as a context manager, so the task group is entered and
-left in your task (structured concurrency)::
+Preferred form, fully structured (the reply runs in a task group entered and left in your
+task)::
 
     async with agent.stream("hi") as events:
         async for event in events:
             ...
 
 Leaving the block early (``break``, an exception) interrupts the reply and waits until its
-memory is repaired. Plain ``async for event in agent.stream("hi")`` also works when you
-iterate to the end (or call ``await events.aclose()`` when stopping early).
+memory is repaired. Events travel through an unbounded anyio memory object stream, so the
+reply never waits for a slow consumer.
+
+Plain ``async for event in agent.stream("hi")`` works too (asyncio only): the reply then runs
+in a task owned by the iterator. Reading to the end or ``await events.aclose()`` waits for
+it; an iterator abandoned after a ``break`` interrupts the reply when it is garbage
+collected (immediately, in CPython, once nothing refers to it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import threading
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from agentkit.agent.events import AgentEvent
 
 if TYPE_CHECKING:
+    import asyncio
+
     from anyio.abc import TaskGroup
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from agentkit.agent.react import ReActAgent
     from agentkit.messages import Msg
 
 __all__ = ["EventStream"]
 
+# Detached replies of plain iteration, referenced until done (asyncio keeps only weak refs).
+_DETACHED: set[asyncio.Task[Any]] = set()
+
+
+class _Feed:
+    """What a running reply shares with its EventStream.
+
+    It never refers to the EventStream itself, so dropping an abandoned iterator can
+    interrupt the reply from ``EventStream.__del__``.
+    """
+
+    __slots__ = ("agent", "closing", "done", "error", "recv", "reply", "running", "send")
+
+    def __init__(self, agent: ReActAgent) -> None:
+        self.agent = agent
+        self.send, self.recv = anyio.create_memory_object_stream[AgentEvent](math.inf)
+        self.reply: Msg | None = None
+        self.error: Exception | None = None
+        self.running = False
+        self.done = False
+        self.closing = False
+
+    def sink(self, event: AgentEvent) -> None:
+        # The consumer may be gone: the reply is then being interrupted.
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.send.send_nowait(event)
+
+    async def run(self, start: Callable[[], Awaitable[Msg]]) -> None:
+        with self.send:
+            if self.closing:
+                return
+            listeners = self.agent._listeners
+            listeners.append(self.sink)
+            self.running = True
+            try:
+                self.reply = await start()
+            except Exception as exc:  # re-raised in the consumer's task, unwrapped
+                self.error = exc
+            finally:
+                self.running = False
+                self.done = True
+                listeners.remove(self.sink)
+
+    def stop(self) -> None:
+        """Interrupt the reply if it still runs, and stop delivering events."""
+        self.closing = True
+        if self.running and not self.done:
+            self.agent._interrupt(None)
+        self.recv.close()
+
+    def take_error(self) -> Exception | None:
+        error, self.error = self.error, None
+        return error
+
 
 class EventStream:
-    """Async iterator (and async context manager) over one reply's events.
-
-    Attributes:
-        reply: The reply message once the reply finished (None before, or on error).
-    """
+    """Async iterator (and async context manager) over one reply's events."""
 
     def __init__(self, agent: ReActAgent, start: Callable[[], Awaitable[Msg]]) -> None:
         self._agent = agent
         self._start = start
+        self._feed: _Feed | None = None
         self._tg: TaskGroup | None = None
-        self._send: MemoryObjectSendStream[AgentEvent] | None = None
-        self._recv: MemoryObjectReceiveStream[AgentEvent] | None = None
-        self._closing = False
-        self._running = False
-        self._done = False
+        self._task: asyncio.Task[None] | None = None
+        self._thread = 0
         self._exited = False
-        self._auto = False
-        self._error: BaseException | None = None
-        self.reply: Msg | None = None
 
-    def _sink(self, event: AgentEvent) -> None:
-        if self._send is not None:
-            # The consumer may be gone: the reply is then being interrupted.
-            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._send.send_nowait(event)
+    @property
+    def reply(self) -> Msg | None:
+        """The reply once it finished (None before, or when it failed)."""
+        return self._feed.reply if self._feed is not None else None
 
-    async def _runner(self) -> None:
-        assert self._send is not None
-        with self._send:
-            if self._closing:
-                return
-            listeners = self._agent._listeners
-            listeners.append(self._sink)
-            self._running = True
-            try:
-                self.reply = await self._start()
-            except Exception as exc:  # re-raised in the consumer's task, unwrapped
-                self._error = exc
-            finally:
-                self._running = False
-                self._done = True
-                listeners.remove(self._sink)
+    def _open(self) -> _Feed:
+        if self._feed is not None:
+            raise RuntimeError("an EventStream can be consumed only once")
+        self._feed = _Feed(self._agent)
+        return self._feed
 
     async def __aenter__(self) -> EventStream:
-        if self._tg is not None:
-            raise RuntimeError("an EventStream can be entered only once")
-        self._send, self._recv = anyio.create_memory_object_stream[AgentEvent](math.inf)
+        feed = self._open()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._tg.start_soon(self._runner)
+        self._tg.start_soon(feed.run, self._start)
         return self
 
     async def __aexit__(
@@ -93,42 +130,55 @@ class EventStream:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool | None:
-        if self._exited or self._tg is None:
-            return None
+    ) -> None:
+        if self._exited or self._tg is None or self._feed is None:
+            return
         self._exited = True
-        self._closing = True
-        if self._running and not self._done:
-            self._agent._interrupt(None)
-        assert self._recv is not None
-        self._recv.close()
+        self._feed.stop()
         # The body's own exception (if any) propagates as is, not wrapped in a group: the
         # runner never raises (it keeps the reply's error for the consumer).
         await self._tg.__aexit__(None, None, None)
-        if exc is None and self._error is not None:
-            error, self._error = self._error, None
+        error = self._feed.take_error()
+        if exc is None and error is not None:
             raise error
-        return None
 
     def __aiter__(self) -> EventStream:
         return self
 
+    def _detach(self) -> None:
+        import asyncio
+
+        feed = self._open()
+        self._thread = threading.get_ident()
+        self._task = asyncio.get_running_loop().create_task(feed.run(self._start))
+        _DETACHED.add(self._task)
+        self._task.add_done_callback(_DETACHED.discard)
+
     async def __anext__(self) -> AgentEvent:
-        if self._tg is None:
-            self._auto = True
-            await self.__aenter__()
-        assert self._recv is not None
+        if self._feed is None:
+            self._detach()
+        assert self._feed is not None
         try:
-            return await self._recv.receive()
+            return await self._feed.recv.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
-            if self._auto:
-                await self.__aexit__(None, None, None)
-            elif self._error is not None:
-                error, self._error = self._error, None
-                raise error from None
-            raise StopAsyncIteration from None
+            self._feed.recv.close()
+        if self._task is not None:
+            await self._task
+        error = self._feed.take_error()
+        if error is not None:
+            raise error from None
+        raise StopAsyncIteration
 
     async def aclose(self) -> None:
         """Stop early: interrupt the reply (if running) and wait until it is finalized."""
         if self._tg is not None:
             await self.__aexit__(None, None, None)
+        elif self._task is not None and self._feed is not None:
+            self._feed.stop()
+            await self._task
+
+    def __del__(self) -> None:
+        task, feed = self._task, self._feed
+        alive = task is not None and feed is not None and not task.done()
+        if alive and feed is not None and threading.get_ident() == self._thread:
+            feed.stop()

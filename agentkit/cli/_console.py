@@ -40,42 +40,67 @@ def short(value: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+class _Read:
+    """One line being read by a daemon thread."""
+
+    __slots__ = ("done", "error", "line")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.line: str | None = None
+        self.error: Exception | None = None
+
+
 class LineReader:
     """Reads lines in a daemon thread, so the event loop keeps running while the human types.
 
     A daemon thread (not anyio's worker pool) because a pending ``input()`` cannot be
-    cancelled: when the program exits at the prompt, the thread must not keep it alive.
+    cancelled: when the program exits at the prompt, the thread must not keep it alive. A
+    read abandoned by a cancelled caller (Ctrl-C at a y/N question) is not lost either: the
+    next ``read`` takes its line, so two threads never compete for the terminal.
 
     Args:
         input_fn: The blocking line reader (``input`` by default; with ``readline`` loaded it
             gets line editing and history).
+        out: Where a prompt is written when an earlier read is still pending.
     """
 
-    def __init__(self, input_fn: InputFn | None = None) -> None:
+    def __init__(self, input_fn: InputFn | None = None, out: TextIO | None = None) -> None:
         self._input: InputFn = input_fn or input
+        self._out = out
+        self._pending: _Read | None = None
 
-    async def read(self, prompt: str) -> str | None:
-        """Read one line; None at end of input (Ctrl-D)."""
-        done = anyio.Event()
-        box: dict[str, Any] = {}
+    def _start(self, prompt: str) -> _Read:
+        job = _Read()
         token = anyio.lowlevel.current_token()
 
         def work() -> None:
             try:
-                box["line"] = self._input(prompt)
+                job.line = self._input(prompt)
             except EOFError:
-                box["line"] = None
+                job.line = None
             except Exception as exc:  # handed to the event loop, re-raised there
-                box["error"] = exc
+                job.error = exc
             with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
-                anyio.from_thread.run_sync(done.set, token=token)
+                anyio.from_thread.run_sync(job.done.set, token=token)
 
         threading.Thread(target=work, name="agentkit-input", daemon=True).start()
-        await done.wait()
-        if "error" in box:
-            raise box["error"]
-        line: str | None = box["line"]
-        return line
+        return job
+
+    async def read(self, prompt: str) -> str | None:
+        """Read one line; None at end of input (Ctrl-D)."""
+        job = self._pending
+        if job is None:
+            job = self._pending = self._start(prompt)
+        else:  # the abandoned read's prompt is gone from view: show this one
+            out = self._out or sys.stdout
+            out.write(prompt)
+            out.flush()
+        await job.done.wait()
+        self._pending = None
+        if job.error is not None:
+            raise job.error
+        return job.line
 
 
 @contextlib.contextmanager
@@ -108,8 +133,8 @@ def sigint_handler(callback: Callable[[], None]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def terminal_restored() -> Iterator[None]:
-    """Restore the terminal's settings on exit.
+def terminal_restored() -> Iterator[Callable[[], None]]:
+    """Restore the terminal's settings on exit; yields a function that restores them now.
 
     A line editor (``readline``) changes them while it reads; when the program leaves while
     a read is pending (Ctrl-C at the prompt), they would stay changed (no echo).
@@ -121,12 +146,16 @@ def terminal_restored() -> Iterator[None]:
         saved = termios.tcgetattr(fd) if os.isatty(fd) else None
     except (ImportError, OSError, ValueError):  # Windows, a closed or redirected stdin
         saved = None
-    try:
-        yield
-    finally:
+
+    def restore() -> None:
         if saved is not None:
             with contextlib.suppress(OSError):
                 termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+    try:
+        yield restore
+    finally:
+        restore()
 
 
 class EventRenderer:

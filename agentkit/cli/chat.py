@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import functools
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -79,14 +80,21 @@ def run(args: argparse.Namespace) -> int:
     """Run the chat until the human exits; return the exit status."""
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401 - line editing and history for input()
-    return anyio.run(_main, args, backend="asyncio")
+    try:
+        return anyio.run(_main, args, backend="asyncio")
+    except KeyboardInterrupt:  # Ctrl-C while starting up (MCP servers...): no traceback
+        return 130
 
 
 async def _main(args: argparse.Namespace) -> int:
     from agentkit.agent import ReActAgent
 
     out = sys.stdout
-    model, notice = resolve_model(args.model, demo=args.demo)
+    try:
+        model, notice = resolve_model(args.model, demo=args.demo)
+    except (AgentkitError, ValueError) as exc:  # a bad --model / AGENTKIT_MODEL spec
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if notice:
         print(notice, file=out)
     demo_tools = args.demo_tools or getattr(model, "model_name", "") == "demo"
@@ -101,18 +109,28 @@ async def _main(args: argparse.Namespace) -> int:
         agent = ReActAgent(
             args.name, args.sys_prompt, model, toolkit, max_iters=args.max_iters, print_hint=False
         )
-        session = None
-        if args.session:
-            from agentkit.session import SQLiteSession
-
-            db = (args.session_db or DEFAULT_SESSION_DB).expanduser()
-            session = SQLiteSession(db)
-            if await session.load(args.session, agent):
-                count = len(await agent.memory.get_memory())
-                print(f"Resumed session {args.session!r} ({count} messages) from {db}", file=out)
+        try:
+            session = await _open_session(args, agent, out)
+        except AgentkitError as exc:  # refuse to overwrite a session we cannot read
+            print(f"error: session {args.session!r} cannot be loaded: {exc}", file=sys.stderr)
+            return 1
         print(f"agentkit chat | model: {describe_model(model)} | tools: {len(toolkit.tools)}")
         print(HELP, file=out)
         return await ChatLoop(agent, session=session, session_id=args.session, out=out).run()
+
+
+async def _open_session(args: argparse.Namespace, agent: ReActAgent, out: TextIO) -> Session | None:
+    """The ``--session`` store, with the saved chat loaded into ``agent`` (if any)."""
+    if not args.session:
+        return None
+    from agentkit.session import SQLiteSession
+
+    db = (args.session_db or DEFAULT_SESSION_DB).expanduser()
+    session = SQLiteSession(db)
+    if await session.load(args.session, agent):
+        count = len(await agent.memory.get_memory())
+        print(f"Resumed session {args.session!r} ({count} messages) from {db}", file=out)
+    return session
 
 
 class ChatLoop:
@@ -136,41 +154,46 @@ class ChatLoop:
         out: TextIO | None = None,
     ) -> None:
         self.agent = agent
-        self.reader = reader or LineReader()
+        self.reader = reader or LineReader(out=out)
         self.session = session
         self.session_id = session_id
         self.out = out or sys.stdout
         self.render = EventRenderer(agent.name, self.out)
         self._replying = False
+        self._prompting = False
         self._presses = 0  # Ctrl-C presses during the current reply
-        self._forced = False
-        self._scope: anyio.CancelScope | None = None
+        self._restore_terminal: Callable[[], None] = lambda: None
         self._interrupt = anyio.Event()
         self._quit = anyio.Event()
 
     def _on_sigint(self) -> None:
         if not self._replying:
-            self._quit.set()
+            # At the prompt: quit. Between a reply and the next prompt (saving the session),
+            # the press is ignored: it was meant for a reply that had just ended.
+            if self._prompting:
+                self._quit.set()
             return
         self._presses += 1
         self._interrupt.set()
-        if self._presses >= FORCE_QUIT_PRESSES and self._scope is not None:
-            # The reply does not end (a tool ignoring cancellation?): leave the program.
-            self._forced = True
-            self._scope.cancel()
+        if self._presses == FORCE_QUIT_PRESSES - 1:
+            self.render.line("(still stopping: press Ctrl-C again to quit agentkit)")
+        elif self._presses >= FORCE_QUIT_PRESSES:
+            # The reply does not end (a tool shielded from cancellation?): last resort.
+            self.render.line("forced exit")
+            self._restore_terminal()
+            os._exit(130)
 
     async def run(self) -> int:
-        """Chat until Ctrl-D, Ctrl-C at the prompt, or ``/exit``.
+        """Chat until Ctrl-D, Ctrl-C at the prompt, or ``/exit``; return 0.
 
-        Returns:
-            0, or 130 when the human had to press Ctrl-C three times during one reply.
+        Ctrl-C pressed three times during one reply that will not stop exits at once (130).
         """
-        with sigint_handler(self._on_sigint), terminal_restored(), anyio.CancelScope() as scope:
-            self._scope = scope
+        with sigint_handler(self._on_sigint), terminal_restored() as restore:
+            self._restore_terminal = restore
             await self._loop()
         self.out.write("\n")
         self.out.flush()
-        return 130 if self._forced else 0
+        return 0
 
     async def _loop(self) -> None:
         if self.agent.pending_tool_calls:  # a restored session stopped for approval
@@ -198,19 +221,23 @@ class ChatLoop:
     async def _prompt(self, prompt: str) -> str | None:
         """One line from the human; None on Ctrl-D or Ctrl-C."""
         result: list[str | None] = []
-        async with anyio.create_task_group() as tg:
-
-            async def read() -> None:
-                result.append(await self.reader.read(prompt))
-                tg.cancel_scope.cancel()
-
-            async def quit_on_sigint() -> None:
-                await self._quit.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(read)
-            tg.start_soon(quit_on_sigint)
         self._quit = anyio.Event()
+        self._prompting = True
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def read() -> None:
+                    result.append(await self.reader.read(prompt))
+                    tg.cancel_scope.cancel()
+
+                async def quit_on_sigint() -> None:
+                    await self._quit.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(read)
+                tg.start_soon(quit_on_sigint)
+        finally:
+            self._prompting = False
         return result[0] if result else None
 
     async def _reply(self, start: Callable[[], Awaitable[Msg]]) -> Msg | None:

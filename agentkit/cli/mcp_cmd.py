@@ -110,12 +110,8 @@ def _dump(value: Any) -> Any:
 
 
 def _server_details(client: MCPClient) -> dict[str, Any]:
-    # MCPClient exposes protocol_version and instructions; server info and capabilities
-    # come from the SDK session it holds (read-only, best effort).
-    conn = getattr(client, "_conn", None)
-    session = getattr(conn, "client", None)
-    info = getattr(session, "server_info", None)
-    capabilities = getattr(session, "server_capabilities", None)
+    info = client.server_info
+    capabilities = client.server_capabilities
     return {
         "server": _dump(info) if info is not None else None,
         "protocol_version": client.protocol_version,

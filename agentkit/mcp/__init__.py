@@ -17,6 +17,7 @@ from agentkit.mcp.config import HttpServer, StdioServer
 if TYPE_CHECKING:
     from agentkit.mcp.bridge import create_resource_tool, register_mcp_client, remove_mcp_clients
     from agentkit.mcp.client import MCPClient, MCPToolFunction
+    from agentkit.mcp.server import serve
     from agentkit.mcp.tool import MCPTool
 
 __all__ = [

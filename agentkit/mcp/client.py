@@ -142,6 +142,18 @@ class MCPClient:
         return client.protocol_version if client is not None else None
 
     @property
+    def server_info(self) -> Any:
+        """The server's ``Implementation`` info (name, version), once connected."""
+        client = self._conn.client if self._conn else None
+        return client.server_info if client is not None else None
+
+    @property
+    def server_capabilities(self) -> Any:
+        """The capabilities the server announced, once connected."""
+        client = self._conn.client if self._conn else None
+        return client.server_capabilities if client is not None else None
+
+    @property
     def instructions(self) -> str | None:
         """The server's instructions, if it sent any."""
         client = self._conn.client if self._conn else None

@@ -15,10 +15,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from benchmarks import kit
-from benchmarks.common import ROOT, Config, NotAvailable, Row, median, ratio, require
+from benchmarks.common import ROOT, Config, NotAvailable, Row, median, paired, require
 
 SERVER = str(ROOT / "benchmarks" / "mcp_server.py")
 Call = Callable[[int], Awaitable[Any]]
+Count = Callable[[], Awaitable[int]]
+
+
+def _text(result: Any) -> str:
+    """The text of an mcp ``CallToolResult`` or an agentkit ``ToolResponse``."""
+    blocks = getattr(result, "content", None) or []
+    return "".join(str(getattr(b, "text", None) or b.get("text", "")) for b in blocks)
 
 
 async def _per_call(call: Call, n: int) -> float:
@@ -28,7 +35,7 @@ async def _per_call(call: Call, n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
-async def _open_raw(stack: contextlib.AsyncExitStack) -> dict[str, Call]:
+async def _open_raw(stack: contextlib.AsyncExitStack, counts: dict[str, Count]) -> dict[str, Call]:
     import mcp
 
     params = mcp.StdioServerParameters(command=sys.executable, args=[SERVER])
@@ -43,6 +50,8 @@ async def _open_raw(stack: contextlib.AsyncExitStack) -> dict[str, Call]:
         return result
 
     client = await stack.enter_async_context(mcp.Client(params))
+    counts["session"] = lambda: _count(session.call_tool("list_count", {}))
+    counts["client"] = lambda: _count(client.call_tool("list_count", {}))
 
     async def client_call(i: int) -> Any:
         result = await client.call_tool("echo", {"i": i})
@@ -52,7 +61,13 @@ async def _open_raw(stack: contextlib.AsyncExitStack) -> dict[str, Call]:
     return {"session": raw_call, "client": client_call}
 
 
-async def _open_agentkit(stack: contextlib.AsyncExitStack) -> dict[str, Call]:
+async def _count(call: Awaitable[Any]) -> int:
+    return int(_text(await call))
+
+
+async def _open_agentkit(
+    stack: contextlib.AsyncExitStack, counts: dict[str, Count]
+) -> dict[str, Call]:
     mcp_client, stdio_server = require("agentkit.mcp", "MCPClient", "StdioServer")
     (tool_use,) = require("agentkit.testing", "tool_use")
 
@@ -63,6 +78,9 @@ async def _open_agentkit(stack: contextlib.AsyncExitStack) -> dict[str, Call]:
         return await client.call_tool("echo", {"i": i})
 
     calls: dict[str, Call] = {"agentkit": direct}
+    counts["agentkit"] = counts["agentkit_toolkit"] = lambda: _count(
+        client.call_tool("list_count", {})
+    )
     try:
         toolkit = kit.toolkit_with()
         await toolkit.register_mcp_client(client)
@@ -85,10 +103,12 @@ async def run(cfg: Config) -> list[Row]:
     """Per-call rows for the raw session, mcp.Client and agentkit."""
     scenario = "MCP tools/call over stdio (MCPServer, one trivial tool)"
     note = ""
+    counts: dict[str, Count] = {}
+    lists: dict[str, float] = {}
     async with contextlib.AsyncExitStack() as stack:
-        calls = await _open_raw(stack)
+        calls = await _open_raw(stack, counts)
         try:
-            calls |= await _open_agentkit(stack)
+            calls |= await _open_agentkit(stack, counts)
         except NotAvailable as exc:
             note = f"n/a (not available: {exc})"
         for call in calls.values():  # warm-up
@@ -98,14 +118,23 @@ async def run(cfg: Config) -> list[Row]:
         for _ in range(cfg.rounds):
             for name, call in calls.items():
                 samples[name].append(await _per_call(call, cfg.mcp_calls))
+        for name, call in calls.items():  # tools/list requests per call, after warm-up
+            before = await counts[name]()
+            await _per_call(call, cfg.mcp_calls)
+            lists[name] = (await counts[name]() - before) / cfg.mcp_calls
     med = {name: median(v) for name, v in samples.items()}
     base = med["session"]
     ak, tk = med.get("agentkit"), med.get("agentkit_toolkit")
+    listed = ", ".join(f"{name} {value:.2f}" for name, value in lists.items())
+    note = "; ".join(p for p in (note, f"tools/list requests per call: {listed}") if p)
+    ak_lists = max((lists.get(n, 0.0) for n in ("agentkit", "agentkit_toolkit")), default=0.0)
+    extra = {"samples": samples, "tools_list_per_call": lists}
     return [
         Row(scenario, "agentkit MCPClient.call_tool per call", ak, "s", base,
-            "raw mcp.ClientSession.call_tool", ratio(ak, base), note=note),
+            "raw mcp.ClientSession.call_tool", paired(samples, "agentkit", "session"),
+            "no per-call tools/list", None if ak is None else ak_lists < 0.05, note, extra),
         Row(scenario, "agentkit Toolkit.call_tool_function per call", tk, "s", base,
-            "raw mcp.ClientSession.call_tool", ratio(tk, base), note=note),
+            "raw mcp.ClientSession.call_tool", paired(samples, "agentkit_toolkit", "session")),
         Row(scenario, "raw mcp.Client.call_tool per call (reference)", med["client"], "s",
-            base, "raw mcp.ClientSession.call_tool", ratio(med["client"], base)),
+            base, "raw mcp.ClientSession.call_tool", paired(samples, "client", "session")),
     ]  # fmt: skip

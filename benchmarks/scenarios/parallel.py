@@ -12,7 +12,7 @@ from typing import Any
 
 from benchmarks import kit
 from benchmarks.baselines import sdk_run, tool_schema
-from benchmarks.common import Config, NotAvailable, Row, median, ratio
+from benchmarks.common import Config, NotAvailable, Row, median, paired, ratio
 from benchmarks.scenarios.turns import Variant, http_clients, measure
 
 
@@ -70,7 +70,7 @@ async def _rows(cfg: Config, blocking: bool) -> list[Row]:
         note = f"peak in flight: agentkit {ak_meter.peak}, SDK loop {sdk_meter.peak}"
     return [
         Row(scenario, "agentkit run time (ideal = one tool)", ak, "s", sdk_t,
-            "raw openai SDK loop (gather/to_thread)", ratio(ak, sdk_t),
+            "raw openai SDK loop (gather/to_thread)", paired(samples, "agentkit", "sdk"),
             "<= 1.10x ideal", None if ak is None else ak / ideal <= 1.10, note, extra),
         Row(scenario, "agentkit vs ideal", ratio(ak, ideal), "x"),
     ]  # fmt: skip
