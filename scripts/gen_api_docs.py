@@ -108,7 +108,8 @@ def _name_section(module: str, name: str, obj: Any) -> list[str]:
         sig = _signature(obj)
         if sig or inspect.isfunction(obj):
             return [f"### `{name}{sig}`\n", f"{_summary(obj)}\n{_details(obj)}"]
-    shown = repr(obj)
+    # Memory addresses in reprs (<function f at 0x...>) would make the page change on every run.
+    shown = re.sub(r" at 0x[0-9a-f]+", "", repr(obj))
     shown = shown if len(shown) <= 200 else shown[:197] + "..."
     return [f"### `{name}`\n", f"`{shown}`\n"]
 

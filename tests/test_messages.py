@@ -150,3 +150,35 @@ def test_missing_field() -> None:
 def test_validate_block_rejects_non_dict() -> None:
     with pytest.raises(MessageValidationError, match="must be a dict"):
         validate_block("text")
+
+
+@pytest.mark.parametrize(
+    "ns",
+    [
+        1_780_000_000_123_456_789,  # microseconds part
+        1_780_000_000_000_000_000,  # a whole second: isoformat() leaves out ".000000"
+        1_780_000_000_000_000_999,  # under a microsecond past a whole second
+        1_780_000_001_999_999_000,  # the next second (the cached prefix must change)
+        946_684_799_999_999_000,  # 1999-12-31T23:59:59.999999
+    ],
+)
+def test_generated_timestamp_is_datetime_isoformat(
+    monkeypatch: pytest.MonkeyPatch, ns: int
+) -> None:
+    import time
+    from datetime import UTC, datetime
+
+    monkeypatch.setattr(time, "time_ns", lambda: ns)
+    micros = ns // 1000
+    expected = datetime.fromtimestamp(micros // 1_000_000, UTC).replace(
+        microsecond=micros % 1_000_000
+    )
+    msg = Msg("u", "hi", "user")
+    assert msg.timestamp == expected.isoformat()
+    assert datetime.fromisoformat(msg.timestamp) == expected
+
+
+def test_generated_ids_are_32_hex_digits_and_distinct() -> None:
+    ids = {Msg("u", "hi", "user").id for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)

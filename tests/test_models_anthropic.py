@@ -263,6 +263,21 @@ async def test_cancellation_mid_stream_releases_connection(
     assert stream.closed_at is not None and stream.closed_at - cancelled_at < 0.1
 
 
+async def test_consecutive_streams_reuse_one_connection(
+    model: AnthropicChatModel, server: WireServer
+) -> None:
+    # The chunked terminator comes after ``message_stop`` in a separate write: the adapter
+    # must read it so that the keep-alive connection goes back to the pool.
+    model.stream = True
+    for text in ("one", "two", "three"):
+        server.script(Stream(anthropic_stream([{"type": "text", "text": text}])))
+    for text in ("one", "two", "three"):
+        chunks = await collect(await model(USER))
+        assert chunks[-1].get_text() == text
+    assert len(server.requests) == 3
+    assert server.connections == 1
+
+
 async def test_multi_turn_request_body_is_exact(
     model: AnthropicChatModel, server: WireServer
 ) -> None:

@@ -236,26 +236,35 @@ async def test_base_url_from_environment(
     await model.aclose()  # idempotent
 
 
-def test_constructing_models_does_not_import_sdks() -> None:
+def test_sdks_are_imported_when_a_model_is_built_not_before() -> None:
+    # Importing the adapter classes stays cheap; building a model imports its own SDK (and
+    # builds the client) then, so that the first request does not stall on the import.
     code = (
         "import sys, json;"
+        "sdks = lambda: sorted({m.split('.')[0] for m in sys.modules} & {'openai', 'anthropic'});"
         "from agentkit.models import OpenAIChatModel, AnthropicChatModel, from_string;"
-        "OpenAIChatModel('m', api_key='k'); AnthropicChatModel('c', api_key='k'); from_string('ollama:q');"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic'))))"
+        "steps = [sdks()];"
+        "OpenAIChatModel('m', api_key='k'); steps.append(sdks());"
+        "from_string('ollama:q'); steps.append(sdks());"
+        "AnthropicChatModel('c', api_key='k'); steps.append(sdks());"
+        "print(json.dumps(steps))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == []
+    assert json.loads(out.stdout) == [[], ["openai"], ["openai"], ["anthropic", "openai"]]
 
 
 def test_client_is_recreated_for_a_new_event_loop() -> None:
     # A script calling asyncio.run() twice with one model: the second run must not reuse the
     # client (and its pooled connections) of the first, closed loop.
     model = OpenAIChatModel("m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    built = model._client
+    assert built is not None  # built with the model, outside any event loop
 
     async def get_client() -> Any:
         return model.client
 
     first = asyncio.run(get_client())
+    assert first is built  # adopted by the first loop that uses it
     second = asyncio.run(get_client())
     assert first is not second
 

@@ -280,6 +280,36 @@ async def test_cancellation_mid_stream_releases_connection(
     assert stream.closed_at is not None and stream.closed_at - cancelled_at < 0.1
 
 
+async def test_consecutive_streams_reuse_one_connection(
+    model: OpenAIChatModel, server: WireServer
+) -> None:
+    # The body's end (the chunked terminator) comes after ``[DONE]``, in a separate write:
+    # a client that closes the response at ``[DONE]`` loses its keep-alive connection.
+    model.stream = True
+    for text in ("first answer", "second answer", "third answer"):
+        server.script(Stream(openai_chunks(text=text)))
+    for text in ("first answer", "second answer", "third answer"):
+        chunks = await collect(await model(USER))
+        assert chunks[-1].get_text() == text
+    assert len(server.requests) == 3
+    assert server.connections == 1
+
+
+async def test_stream_body_that_does_not_end_is_not_waited_for(
+    model: OpenAIChatModel, server: WireServer
+) -> None:
+    # ``[DONE]`` then a body that never ends: the answer is complete, the stream ends at once
+    # (bounded drain) and the connection is given up.
+    model.stream = True
+    stream = Stream(openai_chunks(text="done early"), then="hang")
+    server.script(stream)
+    started = time.perf_counter()
+    chunks = await collect(await model(USER))
+    assert chunks[-1].get_text() == "done early"
+    assert time.perf_counter() - started < 2.0
+    await asyncio.wait_for(stream.closed.wait(), 2)
+
+
 MULTI_TURN = [
     Msg("system", "You are terse.", "system"),
     Msg(

@@ -1,7 +1,7 @@
 """The machinery the OpenAI and Anthropic adapters share.
 
-A lazy SDK client, requests through the SDK's low-level ``post`` with our retries, and the
-cancellation-safe streaming loop.
+The SDK client (built with the model), requests through the SDK's low-level ``post`` with our
+retries, and the cancellation-safe streaming loop.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import anyio
 import httpx2
 
-from agentkit.exceptions import ModelConnectionError, ModelResponseError
+from agentkit.exceptions import AuthenticationError, ModelConnectionError, ModelResponseError
 from agentkit.messages import Msg
 from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
 from agentkit.models.base import ChatModel, ChatResponse, ModelOutput, ToolChoice
@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 __all__ = ["EndOfStream", "HTTPChatModel", "StreamState"]
+
+# Bounds on reading the rest of a body after its end-of-stream event (see ``_drain``).
+_DRAIN_BYTES = 16 * 1024
+_DRAIN_SECONDS = 0.1
 
 # What a well-typed parser hits on JSON of the wrong shape (a list where a dict belongs...).
 _SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError)
@@ -36,6 +40,32 @@ def _running_loop() -> object:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what is left of a stream's body after its end-of-stream event, bounded.
+
+    The end-of-stream event usually comes a few bytes before the end of the HTTP body (the
+    chunked-encoding terminator). A response closed before its body ended makes httpcore
+    drop the connection, so every streamed request would open a new one; read to the end,
+    so that the connection goes back to the pool. A server that keeps sending, or is slow
+    to end the body, is not waited for: the response is closed and only the connection is
+    lost. The answer is complete already, so a broken connection here is no error.
+    """
+    received = 0
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        try:
+            async for chunk in chunks:
+                received += len(chunk)
+                if received > _DRAIN_BYTES:
+                    return
+        except httpx2.TransportError:
+            return
+
+
+# ``_client_loop`` of a client built outside any event loop and not used yet: the first
+# event loop that uses it adopts it.
+_UNBOUND = object()
 
 
 class EndOfStream(Exception):
@@ -134,18 +164,35 @@ class HTTPChatModel(ChatModel):
         """Post-process the final streamed response (structured output)."""
 
     # -- client --------------------------------------------------------------------------
+    def _prepare_client(self) -> None:
+        """Import the SDK and build the client now, at construction (subclasses call this).
+
+        Importing a provider SDK takes a few hundred milliseconds: paid here, it does not
+        stall the first request. Without credentials the client is left unbuilt: the first
+        call builds it again and raises ``AuthenticationError`` then, as a lazy client would.
+        """
+        try:
+            self._client = self._make_client()
+        except AuthenticationError:
+            return
+        loop = _running_loop()
+        self._client_loop = _UNBOUND if loop is None else loop
+
     @property
     def client(self) -> Any:
-        """The SDK client, created on first use (importing the SDK only then).
+        """The SDK client (built at construction; rebuilt after ``aclose`` or a new loop).
 
         Raises:
             AuthenticationError: when no API key is given or found in the environment.
         """
         loop = _running_loop()
         if self._client is not None and self._client_loop is not loop:
-            # Its pooled connections belong to another (likely closed) event loop, as when a
-            # script calls asyncio.run() twice with one model: start a fresh client.
-            self._client = None
+            if self._client_loop is _UNBOUND:
+                self._client_loop = loop  # built outside any loop, never used: adopt it
+            else:
+                # Its pooled connections belong to another (likely closed) event loop, as
+                # when a script calls asyncio.run() twice with one model: a fresh client.
+                self._client = None
         if self._client is None:
             self._client = self._make_client()
             self._client_loop = loop
@@ -155,7 +202,8 @@ class HTTPChatModel(ChatModel):
         """Close the SDK client (its connection pool). Safe to call more than once."""
         client, self._client = self._client, None
         # A client of another (finished) event loop cannot be closed from this one.
-        if client is not None and self._client_loop is _running_loop():
+        owner = self._client_loop
+        if client is not None and (owner is _UNBOUND or owner is _running_loop()):
             await client.close()
 
     # -- call ----------------------------------------------------------------------------
@@ -247,6 +295,8 @@ class HTTPChatModel(ChatModel):
                     raise self._shape_error(payload, err) from err
                 if changed:
                     yield state.snapshot(final=False)
+            if done:
+                await _drain(chunks)
         except httpx2.TransportError as err:
             raise ModelConnectionError(
                 f"{self.provider}: the stream broke off: {err!r}", provider=self.provider

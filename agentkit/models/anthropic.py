@@ -86,6 +86,7 @@ class AnthropicChatModel(HTTPChatModel):
         )
         self.max_tokens = max_tokens
         self.thinking = thinking
+        self._prepare_client()
 
     def _make_client(self) -> Any:
         import anthropic

@@ -12,7 +12,7 @@ While a tool call's arguments are still streaming, its ``tool_use`` block carrie
 
 from __future__ import annotations
 
-import uuid
+import os
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -72,7 +72,7 @@ class ChatResponse:
 
     content: list[ContentBlock]
     usage: ChatUsage | None = None
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = field(default_factory=lambda: os.urandom(16).hex())
     metadata: dict[str, Any] | None = None
 
     def get_text(self) -> str:

@@ -87,6 +87,7 @@ class OpenAIChatModel(HTTPChatModel):
         )
         self.reasoning_content = reasoning_content
         self.provider = provider
+        self._prepare_client()
 
     def _make_client(self) -> Any:
         import openai

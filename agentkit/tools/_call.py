@@ -1,8 +1,9 @@
 """One tool call, from a ``tool_use`` block to its final ``ToolResponse``.
 
 The shape is the same for every tool: look it up, check its group, validate the arguments
-with jsonschema, run ``Tool.invoke_with_context`` under the call's timeout, convert every
-tool-side failure into an error response, cut overlong output.
+with jsonschema (through a compiled fast path first for simple schemas), run
+``Tool.invoke_with_context`` under the call's timeout, convert every tool-side failure into
+an error response, cut overlong output.
 
 Why the steps look the way they do: each ``await`` on the tool runs inside its own cancel
 scope carrying the call's deadline, and no cancel scope or task group is ever left open
@@ -17,7 +18,7 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -79,6 +80,9 @@ def _check(
     except Exception as exc:  # jsonschema SchemaError: the tool's own schema is broken
         logger.error("tool %r has an invalid parameters schema", name, exc_info=exc)
         return None, _errors.bad_tool_schema(name, _first_line(exc))
+    quick = getattr(tool, "_quick", None)
+    if quick is not None and quick(arguments):
+        return tool, None  # certainly valid: jsonschema would find no error
     errors = list(validator.iter_errors(arguments))
     if errors:
         from jsonschema.exceptions import relevance
@@ -128,7 +132,7 @@ async def _run(
                 if chunk is None:  # ended without a final chunk: concatenate the progress
                     chunk = ToolResponse(content=merge_content(chunks) or to_content(None))
                 else:
-                    await _close(tool, it)
+                    await _close(tool, it, bounded=timeout_s is not None)
                 final = chunk
             if final is not None:
                 yield _finish(final, limit)
@@ -176,16 +180,30 @@ async def _next(
         return None, _errors.tool_failed(tool.name, exc, merge_content(chunks))
 
 
-async def _close(tool: Tool, it: AsyncIterator[ToolResponse], *, shield: bool = False) -> None:
-    """Close the tool's iterator: bounded in time, and a failing cleanup is only logged."""
+async def _close(
+    tool: Tool, it: AsyncIterator[ToolResponse], *, shield: bool = False, bounded: bool = True
+) -> None:
+    """Close the tool's iterator (a failing cleanup is only logged), bounded in time.
+
+    ``bounded=False`` is for the end of a call without a timeout, after its final chunk: the
+    cleanup then runs like the rest of the tool, unbounded but cancellable from outside, and
+    the common path pays for no cancel scope.
+    """
     aclose = getattr(it, "aclose", None)
     if aclose is None:
         return
+    if not bounded and not shield:
+        await _aclose(tool, aclose)
+        return
     with anyio.move_on_after(_CLOSE_TIMEOUT, shield=shield):
-        try:
-            await aclose()
-        except Exception as exc:
-            logger.warning("tool %r failed while cleaning up", tool.name, exc_info=exc)
+        await _aclose(tool, aclose)
+
+
+async def _aclose(tool: Tool, aclose: Callable[[], Awaitable[object]]) -> None:
+    try:
+        await aclose()
+    except Exception as exc:
+        logger.warning("tool %r failed while cleaning up", tool.name, exc_info=exc)
 
 
 def _finish(final: ToolResponse, limit: int | None) -> ToolResponse:

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from agentkit.tools._quickcheck import QuickCheck, compile_check
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class Tool(ABC):
         self.timeout = timeout
         self._schema: dict[str, Any] | None = None
         self._validator: Validator | None = None
+        self._quick: QuickCheck | None = None
 
     @property
     def json_schema(self) -> dict[str, Any]:
@@ -78,6 +80,7 @@ class Tool(ABC):
         """Drop the cached schema after ``name``/``description``/``parameters`` changed."""
         self._schema = None
         self._validator = None
+        self._quick = None
 
     def get_validator(self) -> Validator:
         """The Draft 2020-12 validator of ``parameters``, built on first use and cached.
@@ -93,6 +96,8 @@ class Tool(ABC):
             Draft202012Validator.check_schema(self.parameters)
             validator = Draft202012Validator(self.parameters)
             self._validator = validator
+            # The fast path of argument checking (see ``_quickcheck``), built alongside.
+            self._quick = compile_check(self.parameters)
         return validator
 
     @abstractmethod

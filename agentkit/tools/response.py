@@ -8,7 +8,7 @@ concatenating what the generator yielded.
 
 from __future__ import annotations
 
-import uuid
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ class ToolResponse:
     is_last: bool = True
     is_error: bool = False
     is_interrupted: bool = False
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = field(default_factory=lambda: os.urandom(16).hex())
 
     @classmethod
     def text(cls, text: str, **kwargs: Any) -> ToolResponse:
