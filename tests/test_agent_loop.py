@@ -104,10 +104,13 @@ async def test_sequential_barrier_splits_parallel_segments():
 async def test_parallel_tool_calls_false_runs_one_at_a_time():
     rec = Recorder()
     calls = [tool_use("sleep", f"c{i}", label=f"t{i}", seconds=0.01) for i in range(4)]
-    agent = agent_for(ScriptedModel([calls, "ok"]), rec, parallel_tool_calls=False)
+    model = ScriptedModel([calls, "ok"])
+    agent = agent_for(model, rec, parallel_tool_calls=False)
     await agent("go")
     assert rec.max_in_flight == 1
     assert rec.order == ["t0", "t1", "t2", "t3"]
+    # The provider is asked for one call per turn as well.
+    assert [r.kwargs for r in model.requests] == [{"parallel_tool_calls": False}] * 2
 
 
 async def test_max_concurrency_bounds_calls_in_flight():

@@ -73,6 +73,9 @@ async def test_delegation_streams_inner_events_as_progress() -> None:
         async for event in events:
             if isinstance(event, ToolProgress):
                 assert event.tool_call_id == "d1"
+                # Labels of the inner event survive the trip through the outer Toolkit.
+                assert event.chunk.metadata is not None
+                assert event.chunk.metadata["agent"] == "researcher"
                 progress.append(event.chunk.get_text())
             elif isinstance(event, ReplyFinished):
                 reply = event.reply

@@ -93,7 +93,13 @@ async def reason(
         kwargs = {"messages": prompt, "tools": tools, "tool_choice": tool_choice}
         kwargs = await hooks.run_pre("pre_reasoning", agent, kwargs)
         prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
-    output = await agent.model(prompt, tools=tools or None, tool_choice=tool_choice)
+    if tools and not agent.parallel_tool_calls:
+        # Ask the provider for one call per turn too: running them one by one is then free.
+        output = await agent.model(
+            prompt, tools=tools, tool_choice=tool_choice, parallel_tool_calls=False
+        )
+    else:
+        output = await agent.model(prompt, tools=tools or None, tool_choice=tool_choice)
     if isinstance(output, ChatResponse):
         run.partial = output
         if run.emit is not None:

@@ -130,7 +130,7 @@ class AgentTool(Tool):
         caller = getattr(context.data, "name", None)
 
         def forward(chunk: ToolResponse) -> None:
-            context.emit_progress(chunk.content)
+            context.emit_progress(chunk.content, metadata=chunk.metadata)
 
         reply = await self.delegate(
             arguments["task"],

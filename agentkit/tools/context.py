@@ -64,6 +64,7 @@ class ToolContext:
         *,
         progress: float | None = None,
         total: float | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         """Send a progress chunk (``is_last=False``) to whoever consumes the call.
 
@@ -71,8 +72,9 @@ class ToolContext:
             message: Text (or content blocks) to show; may be None for a bare counter.
             progress: Work done so far, in any unit (MCP progress semantics).
             total: Total work, if known.
+            metadata: Extra JSON-safe labels for the chunk (merged with progress/total).
         """
-        self.emit_progress(message, progress=progress, total=total)
+        self.emit_progress(message, progress=progress, total=total, metadata=metadata)
 
     def emit_progress(
         self,
@@ -80,6 +82,7 @@ class ToolContext:
         *,
         progress: float | None = None,
         total: float | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         """Report progress from sync code: a sync tool (in its worker thread) or a callback.
 
@@ -90,9 +93,8 @@ class ToolContext:
             content: list[ToolResultContent] = [TextBlock(type="text", text=message)]
         else:
             content = list(message or ())
-        metadata: dict[str, Any] | None = None
         if progress is not None or total is not None:
-            metadata = {"progress": progress, "total": total}
+            metadata = {**(metadata or {}), "progress": progress, "total": total}
         chunk = ToolResponse(content=content, metadata=metadata, is_last=False)
         if threading.get_ident() != self._loop_thread:
             import anyio.from_thread
