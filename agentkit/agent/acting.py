@@ -47,11 +47,20 @@ def denied_response(reason: bool | str) -> ToolResponse:
     return ToolResponse.error("The user denied this tool call.")
 
 
-def _invalid_json(call: ToolUseBlock) -> ToolResponse:
+_CUT_SHORT = ("length", "max_tokens")
+
+
+def _invalid_json(call: ToolUseBlock, finish_reason: str | None) -> ToolResponse:
     raw = call.get("raw_input", "")
+    hint = "Call the tool again with valid JSON arguments."
+    if finish_reason in _CUT_SHORT:  # truncated, not malformed: retrying as is fails again
+        hint = (
+            "Your answer reached the output token limit while writing them: call the tool "
+            "again with shorter arguments (split the work into smaller calls)."
+        )
     return ToolResponse.error(
         f"The arguments of this call were not a valid JSON object, so the tool was not run. "
-        f"Received: {raw[:500]!r}. Call the tool again with valid JSON arguments."
+        f"Received: {raw[:500]!r}. {hint}"
     )
 
 
@@ -123,9 +132,25 @@ async def _run_parallel(agent: ReActAgent, run: Run, indexes: list[int]) -> None
     if len(indexes) == 1:
         await _run_call(agent, run, indexes[0])
         return
+    fatal: list[BaseException] = []
+
+    async def guarded(index: int) -> None:
+        # Only a non-Exception (KeyboardInterrupt...) gets past _run_call. Left in a child
+        # task, asyncio would re-raise it out of the event loop itself; catch it here, stop
+        # the siblings, and raise it bare in the reply's own task (after the group).
+        try:
+            await _run_call(agent, run, index)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:
+            fatal.append(exc)
+            tg.cancel_scope.cancel()
+
     async with anyio.create_task_group() as tg:
         for i in indexes:
-            tg.start_soon(_run_call, agent, run, i)
+            tg.start_soon(guarded, i)
+    if fatal:
+        raise fatal[0]
 
 
 def _is_sequential(agent: ReActAgent, call: ToolUseBlock) -> bool:
@@ -174,7 +199,7 @@ async def act(agent: ReActAgent, run: Run) -> None:
     runnable: list[int] = []
     for i, call in enumerate(calls):
         if "raw_input" in call:
-            settle(run, i, _invalid_json(call))
+            settle(run, i, _invalid_json(call, run.finish_reason))
         elif run.structured is not None and call["name"] == RESPONSE_TOOL:
             response, output = validate_response(run.structured, call)
             if output is None:

@@ -21,7 +21,7 @@ from agentkit.agent.acting import (
     settle,
 )
 from agentkit.agent.events import ApprovalRequired, Interrupted
-from agentkit.agent.reasoning import reason
+from agentkit.agent.reasoning import reason, unique_call_ids
 from agentkit.agent.state import new_msg, store
 from agentkit.agent.structured import MAX_STRUCTURED_RETRIES, RESPONSE_TOOL, response_schema
 from agentkit.exceptions import StructuredOutputError
@@ -63,6 +63,8 @@ def _tools_for(agent: ReActAgent, run: Run) -> tuple[list[dict[str, Any]] | None
 def _finish(agent: ReActAgent, run: Run, last: Msg, **extra: Any) -> Msg:
     metadata = run.metadata()
     metadata.update(extra)
+    if run.finish_reason is not None:  # "length"/"max_tokens": the answer was cut short
+        metadata["finish_reason"] = run.finish_reason
     if run.structured_output is not None:
         metadata["structured_output"] = run.structured_output
         content: Any = run.last_text or [
@@ -201,6 +203,7 @@ async def finalize(agent: ReActAgent, run: Run, error: BaseException | None) -> 
     text: list[Any] = []
     if partial is not None and run.batch is None:
         content = [b for b in partial.content if not (b["type"] == "tool_use" and "raw_input" in b)]
+        content = unique_call_ids(content)
         if partial.usage is not None:
             run.usage = run.usage + partial.usage
         if content:
@@ -210,6 +213,8 @@ async def finalize(agent: ReActAgent, run: Run, error: BaseException | None) -> 
             calls = [b for b in content if b["type"] == "tool_use"]
             if calls:
                 run.begin_batch(calls)  # complete calls that never ran: answer them
+    if not text:  # cut after the turn was stored (e.g. in post_reply): its text is the answer
+        text = list(run.last_text)
     await commit_results(agent, run, _missing_text(error))
     if run.inbox:  # cut before the input was stored (e.g. in a pre_reply hook): keep it
         if agent._pending:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,8 +18,8 @@ from agentkit.agent.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.agent.hooks import HookRegistry
 from agentkit.agent.state import SCHEMA_VERSION, Run, parse_agent_state
 from agentkit.agent.stream import EventStream
-from agentkit.exceptions import AgentBusyError
-from agentkit.memory import InMemoryMemory, Memory
+from agentkit.exceptions import AgentBusyError, StateError
+from agentkit.memory import InMemoryMemory, Memory, MemoryInvariantError, check_memory_invariant
 from agentkit.messages import Msg, ToolUseBlock
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from agentkit.tools import Tool, Toolkit
 
 __all__ = ["ApprovalPolicy", "ReActAgent"]
+
+logger = logging.getLogger("agentkit.agent")
 
 ApprovalPolicy = Callable[[ToolUseBlock], "bool | Awaitable[bool]"]
 MsgInput = Msg | Sequence[Msg] | str | None
@@ -46,6 +49,26 @@ def _as_messages(msg: MsgInput) -> list[Msg]:
         if not isinstance(item, Msg):
             raise TypeError(f"expected Msg, list of Msg, str or None; got {type(item).__name__}")
     return items
+
+
+def _as_input(msg: MsgInput) -> list[Msg]:
+    """Messages given to the agent, checked: they may not leave a tool call unanswered.
+
+    Memory at rest has every call answered, so input that is balanced on its own keeps it
+    valid; anything else would be refused by every provider on the next request, and the
+    saved state could not be loaded back.
+    """
+    msgs = _as_messages(msg)
+    if any(not isinstance(m.content, str) for m in msgs):
+        try:
+            check_memory_invariant(msgs)
+        except MemoryInvariantError as exc:
+            raise MemoryInvariantError(
+                exc.call_id,
+                f"{exc.problem} in the messages given to the agent (give tool calls and "
+                "their results together, or edit agent.memory directly)",
+            ) from None
+    return msgs
 
 
 class ReActAgent:
@@ -201,8 +224,10 @@ class ReActAgent:
 
         Raises:
             AgentBusyError: when a reply is already in progress on this agent.
+            MemoryInvariantError: when ``msg`` holds a tool call without its result (or a
+                result without its call); nothing is stored then.
         """
-        msgs = _as_messages(msg)
+        msgs = _as_input(msg)
         run = self._start(structured_model)
         run.inbox = msgs
         return await self._drive(run, self._reply_body, msgs, structured_model)
@@ -223,6 +248,7 @@ class ReActAgent:
         Raises:
             AgentBusyError: when a reply is in progress.
             ValueError: for an id that is not pending or a verdict of the wrong type.
+            StateError: when no call is waiting for approval at all.
         """
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
@@ -233,6 +259,8 @@ class ReActAgent:
                 raise ValueError(f"tool call {call_id!r} is not waiting for approval")
             if not isinstance(verdict, bool | str):
                 raise ValueError(f"approval for {call_id!r} must be True, False or a reason")
+        if not pending_ids:  # a silent empty "reply" would hide the caller's mistake
+            raise StateError(f"agent {self.name!r} has no tool calls waiting for approval")
         run = self._start(structured_model or self._suspended)
         run.iteration = self._iteration
         body = self._resume_body
@@ -245,8 +273,13 @@ class ReActAgent:
         return EventStream(self, lambda: self(msg, structured_model=structured_model))
 
     async def observe(self, msg: Msg | Sequence[Msg] | None) -> None:
-        """Add messages to memory without replying (deferred while busy or pending)."""
-        msgs = _as_messages(msg)
+        """Add messages to memory without replying (deferred while busy or pending).
+
+        Raises:
+            MemoryInvariantError: when they hold a tool call without its result (or a
+                result without its call); nothing is added then.
+        """
+        msgs = _as_input(msg)
         if self._run is not None or self._pending:
             self._deferred.extend(msgs)
         else:
@@ -287,7 +320,7 @@ class ReActAgent:
         run = self._run
         if run is None or run.scope is None:
             return False
-        run.interrupt_msgs.extend(_as_messages(msg))
+        run.interrupt_msgs.extend(_as_input(msg))
         run.interrupted = True
         run.scope.cancel()
         return True
@@ -312,12 +345,20 @@ class ReActAgent:
 
                 self._printer = ConsolePrinter(self.name)
             sinks.append(self._printer)
-        if len(sinks) == 1:
-            return sinks[0]
 
         def emit(event: AgentEvent) -> None:
-            for sink in sinks:
-                sink(event)
+            # Events are for display: a failing sink (a console printer on a closed or
+            # broken stdout...) must not abort the reply's work. It is logged and dropped.
+            for sink in list(sinks):
+                try:
+                    sink(event)
+                except Exception:
+                    logger.warning(
+                        "event sink %r failed; it gets no more events of this reply",
+                        sink,
+                        exc_info=True,
+                    )
+                    sinks.remove(sink)
 
         return emit
 
@@ -399,7 +440,9 @@ class ReActAgent:
                 mid-step then); from a ``post_reply`` hook it works.
         """
         run = self._run
-        if run is not None and (run.batch is not None or run.partial is not None):
+        if run is not None and (
+            run.calling_model or run.batch is not None or run.partial is not None
+        ):
             raise AgentBusyError(f"agent {self.name!r} is mid-step; snapshot after the reply")
         state: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
@@ -424,11 +467,19 @@ class ReActAgent:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is replying; cannot load state now")
         pending, deferred, iteration = parse_agent_state(state)
-        self.memory.load_state_dict(state["memory"])
-        if "toolkit" in state and self._toolkit is not None:
-            loader = getattr(self._toolkit, "load_state_dict", None)
-            if loader is not None:
-                loader(state["toolkit"])
+        # The toolkit first (it may still refuse its part), then memory; if memory refuses,
+        # the toolkit gets its old state back: a failed load changes nothing.
+        toolkit, restore = self._toolkit, None
+        if "toolkit" in state and toolkit is not None and hasattr(toolkit, "load_state_dict"):
+            restore = toolkit.state_dict()
+            toolkit.load_state_dict(state["toolkit"])
+        try:
+            self.memory.load_state_dict(state["memory"])
+        except BaseException:
+            if restore is not None:
+                assert toolkit is not None
+                toolkit.load_state_dict(restore)
+            raise
         self._pending = pending
         self._deferred = deferred
         self._iteration = iteration

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from agentkit.agent.react import ReActAgent
     from agentkit.agent.state import Emit, Run
 
-__all__ = ["reason"]
+__all__ = ["reason", "unique_call_ids"]
 
 # Closing a model stream must finish (it releases the HTTP connection) even when the reply
 # is being cancelled, but must not hang an interrupt on a misbehaving adapter.
@@ -62,6 +62,54 @@ async def _consume(run: Run, stream: AsyncIterator[ChatResponse]) -> None:
                 await aclose()
 
 
+def unique_call_ids(content: list[ContentBlock]) -> list[ContentBlock]:
+    """Give every tool call of one turn its own id.
+
+    Some servers repeat an id within one turn (or send several empty ids the adapter could
+    not fill); two calls sharing an id could not each get their own result, which breaks
+    the memory invariant and the next request. A repeat gets the id plus a suffix.
+    """
+    seen: set[str] = set()
+    out: list[ContentBlock] | None = None
+    for i, block in enumerate(content):
+        if block["type"] != "tool_use":
+            continue
+        call_id: str = block["id"]
+        if call_id in seen:
+            n = 2
+            while f"{call_id}_{n}" in seen:
+                n += 1
+            call_id = f"{call_id}_{n}"
+            if out is None:
+                out = list(content)
+            out[i] = {**block, "id": call_id}
+        seen.add(call_id)
+    return content if out is None else out
+
+
+async def _call_model(
+    agent: ReActAgent,
+    run: Run,
+    prompt: list[Msg],
+    tools: list[dict[str, Any]] | None,
+    tool_choice: str | None,
+) -> None:
+    """One model call, its answer left in ``run.partial``."""
+    if tools and not agent.parallel_tool_calls:
+        # Ask the provider for one call per turn too: running them one by one is then free.
+        output = await agent.model(
+            prompt, tools=tools, tool_choice=tool_choice, parallel_tool_calls=False
+        )
+    else:
+        output = await agent.model(prompt, tools=tools or None, tool_choice=tool_choice)
+    if isinstance(output, ChatResponse):
+        run.partial = output
+        if run.emit is not None:
+            _diff([], output.content, run.emit)
+    else:
+        await _consume(run, output)
+
+
 async def reason(
     agent: ReActAgent,
     run: Run,
@@ -93,23 +141,18 @@ async def reason(
         kwargs = {"messages": prompt, "tools": tools, "tool_choice": tool_choice}
         kwargs = await hooks.run_pre("pre_reasoning", agent, kwargs)
         prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
-    if tools and not agent.parallel_tool_calls:
-        # Ask the provider for one call per turn too: running them one by one is then free.
-        output = await agent.model(
-            prompt, tools=tools, tool_choice=tool_choice, parallel_tool_calls=False
-        )
-    else:
-        output = await agent.model(prompt, tools=tools or None, tool_choice=tool_choice)
-    if isinstance(output, ChatResponse):
-        run.partial = output
-        if run.emit is not None:
-            _diff([], output.content, run.emit)
-    else:
-        await _consume(run, output)
+    run.calling_model = True  # state_dict() refuses until the answer is stored
+    try:
+        await _call_model(agent, run, prompt, tools, tool_choice)
+    finally:
+        run.calling_model = False
     response = run.partial or ChatResponse(content=[])
+    reason_ = (response.metadata or {}).get("finish_reason")
+    run.finish_reason = reason_ if isinstance(reason_, str) else None
     content = response.content
     if not allow_calls:
         content = [b for b in content if b["type"] != "tool_use"]
+    content = unique_call_ids(content)
     msg = new_msg(agent.name, list(content), "assistant")
     if hooks is not None and hooks.has("post_reasoning"):
         msg = await hooks.run_post("post_reasoning", agent, kwargs or {}, msg)

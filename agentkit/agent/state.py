@@ -57,6 +57,8 @@ class Run:
         interrupt_msgs: Messages given to ``interrupt``, added after the repairs.
         inbox: The reply's input messages until they are stored (never lost to a cut).
         partial: The latest model chunk not yet stored in memory.
+        calling_model: A model call is in flight (its answer is not stored yet).
+        finish_reason: The provider's finish reason of the latest model answer, if known.
         batch: Tool calls of the current turn that are stored but not yet answered.
         results: One slot per call in ``batch``: None (not finished), a final
             ``ToolResponse``, or ``PENDING``.
@@ -71,7 +73,9 @@ class Run:
 
     __slots__ = (
         "batch",
+        "calling_model",
         "emit",
+        "finish_reason",
         "force_tool",
         "inbox",
         "interrupt_msgs",
@@ -99,6 +103,8 @@ class Run:
         self.interrupt_msgs: list[Msg] = []
         self.inbox: list[Msg] = []
         self.partial: ChatResponse | None = None
+        self.calling_model = False
+        self.finish_reason: str | None = None
         self.batch: list[ToolUseBlock] | None = None
         self.results: list[ToolResponse | None] = []
         self.usage = ChatUsage()

@@ -7,6 +7,7 @@ they need lazily, so ``agentkit --help`` is instant.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -46,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``agentkit`` console script; returns the exit status."""
     args = build_parser().parse_args(list(argv) if argv is not None else None)
+    # The mcp SDK logs a traceback for every line a stdio server prints that is not JSON-RPC;
+    # the connection error quotes those lines already. A handler here stops Python's
+    # last-resort handler from dumping the tracebacks on the terminal (configured root
+    # logging still sees the records).
+    logging.getLogger("mcp.client.stdio").addHandler(logging.NullHandler())
     if args.command == "chat":
         from agentkit.cli import chat
 

@@ -31,7 +31,12 @@ _CANCEL_WAIT = 2.0  # bound on waiting for the courtesy notifications/cancelled 
 
 def _progress_chunk(progress: float, total: float | None, message: str | None) -> ToolResponse:
     amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-    text = f"{message} ({amount})" if message else f"progress {amount}"
+    if message and not total:
+        # A bare counter says nothing next to a message (often streamed output, such as a
+        # served shell tool's lines): keep the text as sent; the counter stays in metadata.
+        text = message
+    else:
+        text = f"{message} ({amount})" if message else f"progress {amount}"
     return ToolResponse.text(
         text, is_last=False, metadata={"progress": progress, "total": total, "message": message}
     )

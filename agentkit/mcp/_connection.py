@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, TextIO
@@ -44,9 +46,20 @@ async def _transport(
         yield await open_transport(stack, server, errlog)
 
 
-async def _pump_stderr(fd: int, logger: logging.Logger) -> None:
-    """Forward a child's stderr lines to ``logger`` (DEBUG) until EOF or cancellation."""
+async def _pump_stderr(fd: int, logger: logging.Logger, tail: deque[str]) -> None:
+    """Forward a child's stderr lines to ``logger`` (DEBUG) until EOF or cancellation.
+
+    The last lines are also kept in ``tail``: when a server dies at startup, they usually
+    say why (a missing key, a bad argument), and the connection error quotes them.
+    """
     buffer = b""
+
+    def emit(raw: bytes) -> None:
+        line = raw.decode(errors="replace").rstrip("\r")
+        logger.debug("stderr: %s", line)
+        if line.strip():
+            tail.append(line)
+
     try:
         while True:
             await anyio.wait_readable(fd)
@@ -59,10 +72,18 @@ async def _pump_stderr(fd: int, logger: logging.Logger) -> None:
             lines = (buffer + data).split(b"\n")
             buffer = lines.pop()
             for line in lines:
-                logger.debug("stderr: %s", line.decode(errors="replace"))
+                emit(line)
     finally:
-        if buffer:
-            logger.debug("stderr: %s", buffer.decode(errors="replace"))
+        # Cancelled because the connection ended: what the child wrote just before it exited
+        # may still sit in the pipe. Take it without blocking.
+        with contextlib.suppress(OSError):  # BlockingIOError: nothing left
+            for _ in range(16):  # bounded: a child still writing must not keep us here
+                if not (data := os.read(fd, 65536)):
+                    break
+                buffer += data
+        for line in buffer.split(b"\n"):
+            if line:
+                emit(line)
 
 
 def _leaf(exc: BaseException | None) -> BaseException | None:
@@ -78,7 +99,7 @@ class Connection:
     Args:
         name: Client name (for logs and errors).
         server: How to reach the server.
-        make_client: Builds the ``mcp.Client`` around a transport.
+        make_client: Builds the ``mcp.Client`` around a transport, for this connection.
         on_ready: Called in the runner once the session is up (starts listeners).
         logger: The client's logger.
     """
@@ -87,7 +108,7 @@ class Connection:
         self,
         name: str,
         server: ServerConfig,
-        make_client: Callable[[Any], Client],
+        make_client: Callable[[Any, Connection], Client],
         on_ready: Callable[[Connection], Awaitable[None]],
         logger: logging.Logger,
     ) -> None:
@@ -98,6 +119,8 @@ class Connection:
         self._logger = logger
         self.client: Client | None = None
         self.error: BaseException | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=8)  # last stderr lines of a stdio child
+        self.stdout_garbage: list[str] = []  # first non-JSON-RPC stdout lines, for errors
         self.broken = False
         self._ready = anyio.Event()
         self._stop = anyio.Event()
@@ -129,16 +152,52 @@ class Connection:
         except TimeoutError:
             await self.stop(grace=0)
             raise MCPConnectionError(
-                f"MCP server {self.name!r} did not start within {deadline}s"
+                f"MCP server {self.name!r} did not start within {deadline}s{self._details()}"
             ) from None
         except BaseException:
             await self.stop(grace=0)  # the caller was cancelled: do not leave the child behind
             raise
         if not self._ready.is_set() or self.client is None:
-            cause = _leaf(self.error)
             raise MCPConnectionError(
-                f"cannot connect to MCP server {self.name!r}: {cause!r}"
+                f"cannot connect to MCP server {self.name!r}: {self._cause()}{self._details()}"
             ) from self.error
+
+    def _cause(self) -> str:
+        from mcp import MCPError as SDKError
+        from mcp_types import CONNECTION_CLOSED
+
+        cause = _leaf(self.error)
+        if isinstance(cause, SDKError) and cause.code == CONNECTION_CLOSED:
+            if isinstance(self.server, StdioServer):
+                return "the server process exited (or closed its stdout) during the handshake"
+            return "the server closed the connection during the handshake"
+        return repr(cause)
+
+    def _details(self) -> str:
+        """What the server printed that explains a failed start (stdout garbage, stderr)."""
+        text = ""
+        if self.stdout_garbage:
+            shown = "; ".join(repr(line) for line in self.stdout_garbage)
+            text += (
+                f"\nIt wrote output that is not JSON-RPC to stdout: {shown} "
+                "(an MCP stdio server must write only protocol messages to stdout)"
+            )
+        if self.stderr_tail:
+            lines = "\n  ".join(self.stderr_tail)
+            text += f"\nLast lines of its stderr:\n  {lines}"
+        return text
+
+    def note_transport_error(self, exc: Exception) -> None:
+        """Record a transport fault (an unparseable stdout line) for the error message."""
+        from pydantic import ValidationError
+
+        if len(self.stdout_garbage) >= 3:
+            return
+        text = str(exc)
+        if isinstance(exc, ValidationError) and exc.errors():
+            value = exc.errors()[0].get("input")  # the offending line (or its parsed JSON)
+            text = value if isinstance(value, str) else json.dumps(value, default=str)
+        self.stdout_garbage.append(text if len(text) <= 200 else text[:200] + "...")
 
     async def stop(self, grace: float = 5.0) -> None:
         """Ask the runner to unwind, wait (bounded), then cancel it. Never raises, never hangs."""
@@ -200,7 +259,7 @@ class Connection:
                 errlog, pump_fd = self._stderr_sink(files)
                 async with anyio.create_task_group() as outer:
                     if pump_fd is not None:
-                        outer.start_soon(_pump_stderr, pump_fd, self._logger)
+                        outer.start_soon(_pump_stderr, pump_fd, self._logger, self.stderr_tail)
                     try:
                         await self._serve(errlog)
                     finally:
@@ -214,7 +273,7 @@ class Connection:
             self._done.set()
 
     async def _serve(self, errlog: TextIO | None) -> None:
-        async with self._make_client(_transport(self.server, errlog)) as client:
+        async with self._make_client(_transport(self.server, errlog), self) as client:
             if isinstance(self.server, StdioServer) and self.server.stderr == "log" and errlog:
                 errlog.close()  # the child holds its own copy; EOF then means it exited
             async with anyio.create_task_group() as tg:

@@ -79,7 +79,8 @@ def _check_collisions(client: MCPClient, reg: _Registration, tools: list[MCPTool
         if tool.name in seen:
             raise ToolRegistrationError(
                 f"MCP tools {seen[tool.name]!r} and {tool.mcp_name!r} of {client.name!r} both "
-                f"map to {tool.name!r}"
+                f"map to {tool.name!r} (provider-safe names allow only letters, digits, _ and -); "
+                f"pass disable_funcs=[{tool.mcp_name!r}] to register_mcp_client to skip one"
             )
         seen[tool.name] = tool.mcp_name
     if reg.namesake != "raise":

@@ -10,6 +10,7 @@ only when a connection is made.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
 __all__ = ["MCPClient", "MCPToolFunction"]
 
 ToolsChangedCallback = Callable[["MCPClient"], Awaitable[None]]
+# Error messages name the request as it appears on the wire (and in the server's logs).
+_WIRE_METHODS = {
+    "list_tools": "tools/list",
+    "list_resources": "resources/list",
+    "list_resource_templates": "resources/templates/list",
+    "list_prompts": "prompts/list",
+}
 
 
 class MCPClient:
@@ -95,6 +103,7 @@ class MCPClient:
         self._conn: Connection | None = None
         self._lock = anyio.Lock()
         self._wanted = False  # connect() called and close() not yet
+        self._entered = 0  # depth of nested ``async with client`` blocks
         self._tools: list[mcp_types.Tool] | None = None
         self._tools_changed: list[ToolsChangedCallback] = []
         self._dirty: anyio.Event | None = None
@@ -117,18 +126,27 @@ class MCPClient:
                 await self._open()
 
     async def close(self) -> None:
-        """Close the session and stop a stdio server (bounded; safe from any task)."""
+        """Close the session and stop a stdio server (bounded; safe from any task).
+
+        Closes at once, even inside nested ``async with`` blocks; idempotent.
+        """
         self._wanted = False
+        self._entered = 0
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.stop()
 
     async def __aenter__(self) -> MCPClient:
         await self.connect()
+        self._entered += 1
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+        # Nested blocks (a helper that also says ``async with client``) share the
+        # connection: only the outermost exit closes it.
+        self._entered = max(0, self._entered - 1)
+        if not self._entered:
+            await self.close()
 
     @property
     def is_connected(self) -> bool:
@@ -159,7 +177,7 @@ class MCPClient:
         client = self._conn.client if self._conn else None
         return client.instructions if client is not None else None
 
-    def _build_client(self, transport: Any) -> Client:
+    def _build_client(self, transport: Any, conn: Connection) -> Client:
         from mcp import Client
         from mcp_types import Implementation
 
@@ -167,7 +185,7 @@ class MCPClient:
             "mode": self.protocol,
             # No session-wide read timeout: it would also bound the handshake, which
             # connect_timeout governs. Each request gets ``timeout`` instead (see _guard).
-            "message_handler": self._on_message,
+            "message_handler": functools.partial(self._on_message, conn),
             "logging_callback": make_logging_callback(self.logger),
             "client_info": Implementation(name="agentkit", version="0.1.0"),
             "cache": None,  # we cache the tool list ourselves and refresh on change events
@@ -273,14 +291,15 @@ class MCPClient:
         if self._dirty is not None:
             self._dirty.set()
 
-    async def _on_message(self, message: Any) -> None:
-        """Handshake-era notifications (``message_handler``)."""
+    async def _on_message(self, conn: Connection, message: Any) -> None:
+        """Handshake-era notifications and transport faults (``message_handler``)."""
         from mcp_types import ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification):
             self._mark_tools_changed()
         elif isinstance(message, Exception):
             self.logger.debug("transport error: %r", message)
+            conn.note_transport_error(message)
 
     async def _listen(self, conn: Connection) -> None:
         """2026-07-28 change events via ``subscriptions/listen``."""
@@ -368,10 +387,18 @@ class MCPClient:
         """Bound a request by ``timeout`` and map SDK errors to agentkit's MCPError family."""
         from mcp import MCPError as SDKError
         from mcp_types import CONNECTION_CLOSED
+        from pydantic import ValidationError
 
         try:
             with anyio.fail_after(self.timeout):
                 yield
+        except ValidationError as exc:  # the server broke the protocol's schema
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5]
+            )
+            raise MCPError(
+                f"MCP server {self.name!r} sent an invalid answer to {what}: {problems}"
+            ) from None
         except TimeoutError:
             raise MCPError(
                 f"MCP server {self.name!r} did not answer {what} within {self.timeout}s"
@@ -389,7 +416,7 @@ class MCPClient:
         client = await self._session()
         items: list[Any] = []
         cursor: str | None = None
-        with self._guard(method.replace("_", "/", 1)):
+        with self._guard(_WIRE_METHODS.get(method, method)):
             for _ in range(1000):  # a paginator that never ends must not hang us
                 page = await getattr(client, method)(cursor=cursor)
                 items.extend(getattr(page, attr))

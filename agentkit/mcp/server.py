@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["build_http_app", "build_server", "serve"]
 
 Transport = Literal["stdio", "streamable_http"]
+# What a served tool registered with ``requires_approval`` does: "refuse" hides it and refuses
+# calls (the server has nobody to ask); "client" serves it, trusting the MCP client's host to
+# ask its user before each call (as desktop MCP hosts do).
+Approval = Literal["refuse", "client"]
 # Seconds an HTTP server waits for open requests (SSE streams) when asked to stop.
 _GRACEFUL_SHUTDOWN_S = 3
 
@@ -43,6 +47,7 @@ def build_server(
     name: str = "agentkit",
     version: str | None = None,
     instructions: str | None = None,
+    approval: Approval = "refuse",
 ) -> Server[Any]:
     """Build (without running) a lowlevel MCP ``Server`` exposing ``toolkit``'s active tools.
 
@@ -51,6 +56,9 @@ def build_server(
         name: Server name reported to clients.
         version: Server version reported to clients (default: agentkit's version).
         instructions: Optional instructions for the client's model.
+        approval: Tools registered with ``requires_approval``: ``"refuse"`` (default) leaves
+            them unlisted and refuses calls to them, since an MCP server has no human to ask;
+            ``"client"`` serves them, trusting the MCP client to ask its user first.
 
     Returns:
         An ``mcp.server.lowlevel.Server``; run it with ``server.run(read, write, ...)``, or use
@@ -64,11 +72,24 @@ def build_server(
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_mcp_tool(s) for s in toolkit.get_json_schemas()])
+        schemas = toolkit.get_json_schemas()
+        return types.ListToolsResult(
+            tools=[_mcp_tool(s) for s in schemas if not refused(s["function"]["name"])]
+        )
+
+    def refused(tool_name: str) -> bool:
+        tool = toolkit.get_tool(tool_name)
+        return approval != "client" and tool is not None and tool.requires_approval
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if refused(params.name):
+            text = (
+                f"Error: the tool {params.name!r} needs a human's approval before each call, "
+                "which this MCP server cannot ask for; it is not served."
+            )
+            return types.CallToolResult(content=[_text(text)], is_error=True)
         block = ToolUseBlock(
             type="tool_use",
             id=f"mcp-{uuid.uuid4().hex}",
@@ -107,6 +128,7 @@ def build_http_app(
     stateless: bool = False,
     name: str = "agentkit",
     instructions: str | None = None,
+    approval: Approval = "refuse",
 ) -> Starlette:
     """Build a Starlette (ASGI) app serving ``toolkit`` over streamable HTTP at ``path``.
 
@@ -119,12 +141,13 @@ def build_http_app(
         stateless: No MCP session ids (every request stands alone).
         name: Server name reported to clients.
         instructions: Optional instructions for the client's model.
+        approval: Tools registered with ``requires_approval``: see :func:`build_server`.
 
     Returns:
         The app; run it with uvicorn or mount it in your own ASGI application (its lifespan
         must run).
     """
-    server = build_server(toolkit, name=name, instructions=instructions)
+    server = build_server(toolkit, name=name, instructions=instructions, approval=approval)
     return server.streamable_http_app(
         streamable_http_path=path,
         json_response=json_response,
@@ -143,6 +166,7 @@ async def serve(
     name: str = "agentkit",
     instructions: str | None = None,
     log_level: str = "warning",
+    approval: Approval = "refuse",
 ) -> None:
     """Serve ``toolkit`` over MCP until the client disconnects (stdio) or cancellation.
 
@@ -155,6 +179,8 @@ async def serve(
         name: Server name reported to clients.
         instructions: Optional instructions for the client's model.
         log_level: uvicorn log level (streamable HTTP only; logs go to stderr).
+        approval: Tools registered with ``requires_approval``: ``"refuse"`` (default: not
+            listed, calls refused) or ``"client"`` (served; the MCP client asks its user).
 
     Raises:
         ValueError: Unknown transport.
@@ -162,13 +188,15 @@ async def serve(
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
-        server = build_server(toolkit, name=name, instructions=instructions)
+        server = build_server(toolkit, name=name, instructions=instructions, approval=approval)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     elif transport == "streamable_http":
         import uvicorn
 
-        app = build_http_app(toolkit, path=path, host=host, name=name, instructions=instructions)
+        app = build_http_app(
+            toolkit, path=path, host=host, name=name, instructions=instructions, approval=approval
+        )
         config = uvicorn.Config(
             app,
             host=host,
@@ -231,6 +259,12 @@ def _mcp_tool(schema: dict[str, Any]) -> types.Tool:
         description=fn.get("description") or None,
         input_schema=fn.get("parameters") or {"type": "object", "properties": {}},
     )
+
+
+def _text(text: str) -> types.TextContent:
+    from mcp import types
+
+    return types.TextContent(type="text", text=text)
 
 
 def _mcp_content(response: ToolResponse) -> list[types.ContentBlock]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -17,16 +18,23 @@ if TYPE_CHECKING:
 __all__ = ["MCPTool", "toolkit_name"]
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
+_MAX_NAME = 64  # the longest function name OpenAI and Anthropic accept
 
 
 def toolkit_name(mcp_name: str, prefix: str | None) -> str:
     """The name a server tool gets in a Toolkit.
 
     Providers accept ``^[a-zA-Z0-9_-]{1,64}$`` function names: other characters (``.``,
-    ``/``, spaces) become ``_``, and a prefix is joined with ``_``.
+    ``/``, spaces) become ``_``, and a prefix is joined with ``_``. A name longer than 64
+    characters keeps its first 55 and ends with ``_`` plus 8 hex digits of a hash of the
+    full name, so two long names sharing a 64-character start stay distinct.
     """
-    name = f"{prefix}_{mcp_name}" if prefix else mcp_name
-    return _INVALID.sub("_", name)[:64]
+    raw = f"{prefix}_{mcp_name}" if prefix else mcp_name
+    name = _INVALID.sub("_", raw) or "_"
+    if len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(raw.encode()).hexdigest()[:8]
+    return f"{name[: _MAX_NAME - 9]}_{digest}"
 
 
 def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:

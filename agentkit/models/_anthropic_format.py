@@ -7,7 +7,9 @@ sent back verbatim.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any, cast
@@ -25,6 +27,20 @@ __all__ = [
 ]
 
 _AUDIO_NOTE = "[audio omitted: not supported by this provider]"
+_VALID_ID = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _wire_id(call_id: str) -> str:
+    """A tool call id Anthropic accepts (``^[a-zA-Z0-9_-]+$``).
+
+    Ids from other providers may not fit (``functions.add:0`` from some OpenAI-compatible
+    servers, an empty id): they are mapped deterministically, so a call and its result
+    still match, with a hash suffix so two ids cannot collide.
+    """
+    if _VALID_ID.fullmatch(call_id):
+        return call_id
+    digest = hashlib.sha1(call_id.encode("utf-8")).hexdigest()[:10]
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', call_id)[:40]}_{digest}"
 
 
 def _source(block: ContentBlock) -> dict[str, Any]:
@@ -55,7 +71,11 @@ def _result(result: ToolResultBlock) -> dict[str, Any]:
                 content.append({"type": "image", "source": _source(block)})
             else:
                 content.append({"type": "text", "text": _AUDIO_NOTE})
-    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": result["id"], "content": content}
+    out: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": _wire_id(result["id"]),
+        "content": content,
+    }
     if result.get("is_error"):
         out["is_error"] = True
     return _with_cache(out, result)
@@ -80,7 +100,8 @@ def _block(block: ContentBlock, role: str) -> dict[str, Any] | None:
         # Malformed arguments (raw_input) go as {}, keeping the call paired with its error
         # result; the model sees the error and retries.
         arguments = {} if "raw_input" in block else block["input"]  # type: ignore[typeddict-item]
-        out = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": arguments}  # type: ignore[typeddict-item]
+        call_id = _wire_id(block["id"])  # type: ignore[typeddict-item]
+        out = {"type": "tool_use", "id": call_id, "name": block["name"], "input": arguments}  # type: ignore[typeddict-item]
         return _with_cache(out, block)
     if kind == "image":
         return _with_cache({"type": "image", "source": _source(block)}, block)

@@ -178,6 +178,28 @@ async def _next(
     except Exception as exc:
         logger.warning("tool %r raised %s", tool.name, type(exc).__name__, exc_info=exc)
         return None, _errors.tool_failed(tool.name, exc, merge_content(chunks))
+    except BaseException as exc:
+        if not isinstance(exc, SystemExit) and not _stray_cancel(exc):
+            raise  # a real cancellation, KeyboardInterrupt...
+        # sys.exit() inside a tool (argparse on bad input, a wrapped script) is the tool's
+        # failure, not a request to stop the agent's process; so is a CancelledError the
+        # tool raised itself (awaiting a future someone else cancelled) while nobody
+        # cancelled this task: it must not read as an interrupt and kill the sibling calls.
+        logger.warning("tool %r raised %s", tool.name, type(exc).__name__, exc_info=exc)
+        return None, _errors.tool_failed(tool.name, exc, merge_content(chunks))
+
+
+def _stray_cancel(exc: BaseException) -> bool:
+    """Whether ``exc`` is an asyncio CancelledError with no cancellation of this task."""
+    import asyncio
+
+    if not isinstance(exc, asyncio.CancelledError):
+        return False
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # not on asyncio (trio): cannot tell, so treat it as real
+        return False
+    return task is not None and task.cancelling() == 0
 
 
 async def _close(

@@ -143,6 +143,10 @@ class _Params:
         if param.kind is _P.POSITIONAL_ONLY:
             self.positional.append(param.name)
         if _is_context(annotation):
+            if param.name in preset:
+                raise ToolRegistrationError(
+                    f"tool {name!r}: the ToolContext parameter {param.name!r} cannot be preset"
+                )
             if self.context_param is not None:
                 raise ToolRegistrationError(f"tool {name!r}: more than one ToolContext parameter")
             self.context_param = param.name

@@ -148,6 +148,11 @@ class FunctionTool(Tool):
         self, arguments: dict[str, Any], context: ToolContext
     ) -> tuple[list[Any], dict[str, Any]]:
         spec = self.spec
+        if self.preset_kwargs and not self.preset_kwargs.keys().isdisjoint(arguments):
+            # Only reachable through **kwargs (the schema hides presets otherwise): a preset
+            # (an API key, a root directory) must never be overridden by the model.
+            fixed = sorted(self.preset_kwargs.keys() & arguments.keys())
+            raise ArgumentsError(f"argument(s) {fixed} are fixed by the application; omit them")
         if spec.model is None:
             kwargs = {**self.preset_kwargs, **arguments}
         else:
