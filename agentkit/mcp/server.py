@@ -90,24 +90,7 @@ def build_server(
                 "which this MCP server cannot ask for; it is not served."
             )
             return types.CallToolResult(content=[_text(text)], is_error=True)
-        block = ToolUseBlock(
-            type="tool_use",
-            id=f"mcp-{uuid.uuid4().hex}",
-            name=params.name,
-            input=dict(params.arguments or {}),
-        )
-        final: ToolResponse | None = None
-        step = 0.0
-        async with aclosing(toolkit.call_tool_function(block)) as chunks:
-            async for chunk in chunks:
-                if chunk.is_last:
-                    final = chunk
-                    continue
-                step, total = _progress(chunk, step)
-                # A no-op unless the client sent a progress token with this call.
-                await ctx.session.report_progress(step, total, chunk.get_text() or None)
-        if final is None:  # the Toolkit contract promises one; never answer nothing
-            final = ToolResponse.error(f"tool {params.name!r} produced no result")
+        final = await _run_tool(toolkit, ctx, params.name, dict(params.arguments or {}))
         return types.CallToolResult(content=_mcp_content(final), is_error=final.is_error)
 
     return Server(
@@ -117,6 +100,25 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+async def _run_tool(
+    toolkit: Toolkit, ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
+) -> ToolResponse:
+    """Run one call through the Toolkit, relaying its progress chunks to the client."""
+    block = ToolUseBlock(type="tool_use", id=f"mcp-{uuid.uuid4().hex}", name=name, input=arguments)
+    final: ToolResponse | None = None
+    step = 0.0
+    async with aclosing(toolkit.call_tool_function(block)) as chunks:
+        async for chunk in chunks:
+            if chunk.is_last:
+                final = chunk
+                continue
+            step, total = _progress(chunk, step)
+            # A no-op unless the client sent a progress token with this call.
+            await ctx.session.report_progress(step, total, chunk.get_text() or None)
+    # The Toolkit contract promises a final chunk; never answer nothing.
+    return final or ToolResponse.error(f"tool {name!r} produced no result")
 
 
 def build_http_app(
