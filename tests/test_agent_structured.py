@@ -89,3 +89,25 @@ async def test_structured_output_at_max_iters_forces_the_response_tool():
     assert model.requests[-1].tool_names == ["generate_response"]
     assert model.requests[-1].tool_choice == "generate_response"
     assert shape(await checked_memory(agent))[-1] == ("user", ["result:r1"])
+
+
+async def test_paused_structured_reply_needs_its_model_again_after_a_reload():
+    from agentkit.exceptions import StateError
+
+    turn = [tool_use("guarded", "g1", label="g1")]
+    answer = [tool_use("generate_response", "r1", city="Oslo", celsius=4.5)]
+    agent = agent_for(ScriptedModel([turn]))
+    paused = await agent("weather?", structured_model=Weather)
+    assert [c["id"] for c in paused.metadata["pending_tool_calls"]] == ["g1"]
+    state = json.loads(json.dumps(agent.state_dict()))
+    assert state["structured_model"].endswith("test_agent_structured.Weather")
+
+    fresh = agent_for(ScriptedModel([answer]))
+    fresh.load_state_dict(state)
+    with pytest.raises(StateError, match=r"structured_model="):
+        await fresh.resume({"g1": True})
+    assert fresh.pending_tool_calls  # the refusal changed nothing
+    reply = await fresh.resume({"g1": True}, structured_model=Weather)
+    assert reply.metadata["structured_output"] == {"city": "Oslo", "celsius": 4.5}
+    assert fresh.state_dict()["structured_model"] is None
+    await checked_memory(fresh)

@@ -104,6 +104,7 @@ class ReActAgent:
         "_printer",
         "_run",
         "_suspended",
+        "_suspended_name",
         "_sys_msg",
         "_toolkit",
         "approval_policy",
@@ -149,6 +150,9 @@ class ReActAgent:
         self._pending: list[ToolUseBlock] = []
         self._deferred: list[Msg] = []
         self._suspended: type[BaseModel] | None = None
+        # Qualified name of a paused structured reply's model, kept across save/load (the
+        # class itself is never imported from a saved state).
+        self._suspended_name: str | None = None
         self._sys_msg: Msg | None = None
         self._iteration = 0  # iterations of a reply paused for approval
 
@@ -261,6 +265,11 @@ class ReActAgent:
                 raise ValueError(f"approval for {call_id!r} must be True, False or a reason")
         if not pending_ids:  # a silent empty "reply" would hide the caller's mistake
             raise StateError(f"agent {self.name!r} has no tool calls waiting for approval")
+        if structured_model is None and self._suspended is None and self._suspended_name:
+            raise StateError(
+                f"this state paused a structured reply for {self._suspended_name}; pass "
+                "structured_model= to resume() (model classes are not stored in a state)"
+            )
         run = self._start(structured_model or self._suspended)
         run.iteration = self._iteration
         body = self._resume_body
@@ -423,6 +432,7 @@ class ReActAgent:
         finally:
             # A reply paused for approval resumes with its structured model and iterations.
             self._suspended = run.structured if self._pending else None
+            self._suspended_name = None
             self._iteration = run.iteration if self._pending else 0
             self._run = None
 
@@ -451,6 +461,7 @@ class ReActAgent:
             "pending_tool_calls": [json.loads(json.dumps(c)) for c in self._pending],
             "deferred_messages": [m.to_dict() for m in self._deferred],
             "iteration": run.iteration if run is not None else self._iteration,
+            "structured_model": _qualname(self._suspended) or self._suspended_name,
         }
         toolkit_state = getattr(self._toolkit, "state_dict", None)
         if toolkit_state is not None:
@@ -484,6 +495,12 @@ class ReActAgent:
         self._deferred = deferred
         self._iteration = iteration
         self._suspended = None
+        name = state.get("structured_model")
+        self._suspended_name = name if isinstance(name, str) and pending else None
 
     def __repr__(self) -> str:
         return f"ReActAgent(name={self.name!r}, model={self.model!r})"
+
+
+def _qualname(cls: type | None) -> str | None:
+    return None if cls is None else f"{cls.__module__}.{cls.__qualname__}"
