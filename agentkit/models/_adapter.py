@@ -113,6 +113,18 @@ class HTTPChatModel(ChatModel):
         self._client: Any = None
         self._client_loop: object = None
 
+    def _client_kwargs(self) -> dict[str, Any]:
+        """SDK client arguments: the user's ``client_kwargs``, our key and URL, SDK retries off.
+
+        Retries are ours (``RetryPolicy``), so the SDK must never retry on its own.
+        """
+        kwargs: dict[str, Any] = {**self.client_kwargs, "max_retries": 0}
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        return kwargs
+
     # -- provider hooks ------------------------------------------------------------------
     @abstractmethod
     def _make_client(self) -> Any:

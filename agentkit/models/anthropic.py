@@ -91,11 +91,7 @@ class AnthropicChatModel(HTTPChatModel):
     def _make_client(self) -> Any:
         import anthropic
 
-        kwargs: dict[str, Any] = {**self.client_kwargs, "max_retries": 0}
-        if self.api_key is not None:
-            kwargs["api_key"] = self.api_key
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
+        kwargs = self._client_kwargs()
         try:
             client = anthropic.AsyncAnthropic(**kwargs)
         except anthropic.AnthropicError as err:
