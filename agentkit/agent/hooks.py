@@ -102,3 +102,31 @@ class HookRegistry:
             if result is not None:
                 output = result
         return output
+
+
+class HookHost:
+    """``register_hook`` / ``remove_hook`` / ``clear_hooks`` for any agent-like class.
+
+    Subclasses set ``self._hooks = None`` in ``__init__``; the registry is created on the
+    first registration, so an agent without hooks pays nothing.
+    """
+
+    __slots__ = ("_hooks",)
+    _hooks: HookRegistry | None
+
+    def register_hook(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
+        """Register (or replace) a hook; see ``agentkit.agent.hooks`` for the signatures."""
+        if self._hooks is None:
+            self._hooks = HookRegistry()
+        self._hooks.register(kind, name, fn)
+
+    def remove_hook(self, kind: str, name: str) -> None:
+        """Remove one hook (``KeyError`` if there is no such hook)."""
+        if self._hooks is None:
+            raise KeyError(f"no {kind} hook named {name!r}")
+        self._hooks.remove(kind, name)
+
+    def clear_hooks(self, kind: str | None = None) -> None:
+        """Remove the hooks of one kind, or all of them."""
+        if self._hooks is not None:
+            self._hooks.clear(kind)

@@ -15,7 +15,7 @@ import anyio.lowlevel
 from agentkit.agent import loop
 from agentkit.agent.acting import describe_call
 from agentkit.agent.events import AgentEvent, ReplyFinished, ReplyStarted
-from agentkit.agent.hooks import HookRegistry
+from agentkit.agent.hooks import HookHost, HookRegistry
 from agentkit.agent.state import SCHEMA_VERSION, Run, parse_agent_state
 from agentkit.agent.stream import EventStream
 from agentkit.exceptions import AgentBusyError, StateError
@@ -71,7 +71,7 @@ def _as_input(msg: MsgInput) -> list[Msg]:
     return msgs
 
 
-class ReActAgent:
+class ReActAgent(HookHost):
     """A tool-using agent: reason (model call) -> act (tool calls) until it answers.
 
     Args:
@@ -96,7 +96,6 @@ class ReActAgent:
     __slots__ = (
         "__weakref__",
         "_deferred",
-        "_hooks",
         "_iteration",
         "_limiter",
         "_listeners",
@@ -192,24 +191,6 @@ class ReActAgent:
         if msg is None or msg.content != self.sys_prompt:
             msg = self._sys_msg = Msg("system", self.sys_prompt, "system")
         return msg
-
-    # -- hooks -------------------------------------------------------------------------
-    def register_hook(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
-        """Register (or replace) a hook; see ``agentkit.agent.hooks`` for the signatures."""
-        if self._hooks is None:
-            self._hooks = HookRegistry()
-        self._hooks.register(kind, name, fn)
-
-    def remove_hook(self, kind: str, name: str) -> None:
-        """Remove one hook (KeyError if absent)."""
-        if self._hooks is None:
-            raise KeyError(f"no {kind} hook named {name!r}")
-        self._hooks.remove(kind, name)
-
-    def clear_hooks(self, kind: str | None = None) -> None:
-        """Remove the hooks of one kind, or all of them."""
-        if self._hooks is not None:
-            self._hooks.clear(kind)
 
     # -- replying ----------------------------------------------------------------------
     async def __call__(

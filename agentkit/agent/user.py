@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import anyio
 import anyio.to_thread
 
-from agentkit.agent.hooks import HookRegistry
+from agentkit.agent.hooks import HookHost, HookRegistry
 from agentkit.exceptions import AgentBusyError
 from agentkit.messages import Msg
 
@@ -58,7 +58,7 @@ def describe_fields(model: type[BaseModel]) -> str:
     return ", ".join(fields)
 
 
-class UserAgent:
+class UserAgent(HookHost):
     """A human participant: shows incoming messages and returns the human's answer.
 
     Args:
@@ -72,6 +72,9 @@ class UserAgent:
     Interrupting (``await user.interrupt()``) abandons the pending read: the call returns an
     empty message with ``metadata["interrupted"] = True``. A console ``input()`` cannot be
     cancelled, so its thread finishes (and its line is dropped) when the human presses Enter.
+
+    Hooks (``register_hook``): only ``pre_reply`` and ``post_reply`` fire, which is what a
+    ``MsgHub`` needs to broadcast the human's turns.
     """
 
     def __init__(
@@ -92,19 +95,6 @@ class UserAgent:
         self.max_attempts = max_attempts
         self._hooks: HookRegistry | None = None
         self._scope: anyio.CancelScope | None = None
-
-    # -- hooks (so a MsgHub can broadcast the human's turns) ----------------------------
-    def register_hook(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
-        """Register a ``pre_reply`` / ``post_reply`` hook (other kinds never fire here)."""
-        if self._hooks is None:
-            self._hooks = HookRegistry()
-        self._hooks.register(kind, name, fn)
-
-    def remove_hook(self, kind: str, name: str) -> None:
-        """Remove a hook (``KeyError`` if there is no such hook)."""
-        if self._hooks is None:
-            raise KeyError(f"no {kind} hook named {name!r}")
-        self._hooks.remove(kind, name)
 
     # -- the agent interface -----------------------------------------------------------
     async def __call__(
