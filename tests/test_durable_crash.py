@@ -49,7 +49,18 @@ def crash_and_recover(tmp_path: Path, kill: str, *, takeover: bool) -> dict[str,
     first = worker("start", db, tmp_path, "worker-a", kill)
     assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
     if takeover:  # worker-a never comes back: worker-b takes its runs over
-        assert recover_executor(db, "worker-a") == ["run-1"]
+        assert recover_executor(db, "worker-a", dry_run=True) == ["run-1"]
+        cli = subprocess.run(
+            [sys.executable, "-m", "agentkit", "durable", "recover", "--executor", "worker-a"],
+            capture_output=True,
+            text=True,
+            timeout=50,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "DBOS_SYSTEM_DATABASE_URL": db},
+        )
+        assert cli.returncode == 0, cli.stderr
+        assert "1 run(s) of executor 'worker-a' re-enqueued" in cli.stdout
+        assert "run-1" in cli.stdout
         second = worker("resume", db, tmp_path, "worker-b")
     else:  # worker-a restarts under its stable executor id and recovers at launch
         second = worker("resume", db, tmp_path, "worker-a")
