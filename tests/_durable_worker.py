@@ -71,13 +71,16 @@ class LedgerModel(ChatModel):
 def build(workdir: Path, kill: str | None) -> DBOSAgent:
     toolkit = Toolkit()
 
+    delay = float(os.environ.get("LEDGER_TOOL_DELAY", "0"))
+
     @toolkit.tool
-    def append(n: int) -> str:
+    async def append(n: int) -> str:
         """Append a line to the ledger.
 
         Args:
             n: The call number.
         """
+        await anyio.sleep(delay)
         with (workdir / "ledger.log").open("a") as ledger:
             ledger.write(f"call {n} {idempotency_key()}\n")
             ledger.flush()
@@ -106,9 +109,9 @@ def launch(db_url: str, executor: str) -> None:
 async def main(mode: str, db_url: str, workdir: Path, executor: str, kill: str | None) -> None:
     durable = build(workdir, kill)
     launch(db_url, executor)
-    if mode == "serve":
-        DBOS.register_queue("agents", worker_concurrency=4)
     DBOS.launch()
+    if mode == "serve":
+        await DBOS.register_queue_async("agents", worker_concurrency=4, polling_interval_sec=0.1)
     try:
         if mode == "start":
             result = await durable.run("run-1", workflow_id="run-1")
