@@ -186,3 +186,14 @@ async def test_a_workflow_id_runs_once(env: Env) -> None:
     second = await durable.run("hi", workflow_id="fixed-id")
     assert first.output == second.output == "only once"
     assert len(env.agents["par"].template.model.requests) == 1  # type: ignore[attr-defined]
+
+
+async def test_enqueued_runs_respect_the_queue(env: Env) -> None:
+    await DBOS.register_queue_async(
+        "agentkit-test-queue", worker_concurrency=2, polling_interval_sec=0.1
+    )
+    env.script("par", ["one", "two", "three"])
+    durable = env.agents["par"]
+    handles = [await durable.enqueue(f"q{i}", "agentkit-test-queue") for i in range(3)]
+    outputs = sorted([DBOSAgent.result(await h.get_result()).output for h in handles])
+    assert outputs == ["one", "three", "two"]

@@ -181,6 +181,28 @@ class DBOSAgent:
             handle = await DBOS.start_workflow_async(self.workflow, request)
         return self.result(await handle.get_result(), handle.get_workflow_id())
 
+    async def enqueue(
+        self,
+        msg: Msg | Sequence[Msg] | str | None,
+        queue_name: str,
+        *,
+        session_id: str | None = None,
+        state: dict[str, Any] | None = None,
+        workflow_id: str | None = None,
+    ) -> Any:
+        """Enqueue a run on a DBOS queue; returns the DBOS handle (``await handle.get_result()``,
+        then :meth:`result`).
+
+        The queue (registered by the workers with ``DBOS.register_queue_async``) bounds how
+        many runs execute at once, per worker and in total.
+        """
+        from dbos import DBOS, SetWorkflowID
+
+        request = await self.request(msg, session_id=session_id, state=state)
+        scope = SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext()
+        with scope:
+            return await DBOS.enqueue_workflow_async(queue_name, self.workflow, request)
+
     @staticmethod
     def result(output: dict[str, Any], workflow_id: str = "") -> RunResult:
         """Turn a workflow's JSON output into a result (raises its session conflict)."""
