@@ -190,10 +190,9 @@ class DBOSAgent:
         state: dict[str, Any] | None = None,
         workflow_id: str | None = None,
     ) -> Any:
-        """Enqueue a run on a DBOS queue; returns the DBOS handle (``await handle.get_result()``,
-        then :meth:`result`).
+        """Enqueue a run on a DBOS queue; return the DBOS handle.
 
-        The queue (registered by the workers with ``DBOS.register_queue_async``) bounds how
+        ``DBOSAgent.result(await handle.get_result())`` is the run's result. The queue (registered by the workers with ``DBOS.register_queue_async``) bounds how
         many runs execute at once, per worker and in total.
         """
         from dbos import DBOS, SetWorkflowID
