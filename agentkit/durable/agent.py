@@ -192,8 +192,9 @@ class DBOSAgent:
     ) -> Any:
         """Enqueue a run on a DBOS queue; return the DBOS handle.
 
-        ``DBOSAgent.result(await handle.get_result())`` is the run's result. The queue (registered by the workers with ``DBOS.register_queue_async``) bounds how
-        many runs execute at once, per worker and in total.
+        ``DBOSAgent.result(await handle.get_result())`` is the run's result. The queue
+        (registered by the workers with ``DBOS.register_queue_async``) bounds how many
+        runs execute at once, per worker and in total.
         """
         from dbos import DBOS, SetWorkflowID
 
