@@ -11,6 +11,9 @@ Usage: python tests/_durable_worker.py MODE DB_URL WORKDIR EXECUTOR_ID [KILL_POI
   launch; another executor id: after ``agentkit durable recover``, it takes them from the
   queue) and print the result of ``run-1``.
 * MODE ``serve``: consume the ``agents`` queue until killed (multi-worker test).
+* MODE ``hold``: (DB_URL also holds the sessions: a Postgres URL) run session ``held`` with
+  a tool that blocks; print ``running`` once it blocks, then the result once another
+  process interrupted it through the control channel (``interrupt_session``).
 
 The model is a deterministic function of the conversation (request k asks for call k) that
 appends one line per request it receives to WORKDIR/model.log: the "server side" count. The
@@ -32,9 +35,11 @@ from dbos import DBOS, DBOSPortableJSONSerializer
 
 from agentkit.agent import ReActAgent
 from agentkit.durable import DBOSAgent, idempotency_key
+from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.models.base import ChatModel, ChatResponse
-from agentkit.testing import tool_use
+from agentkit.session import PostgresSession
+from agentkit.testing import ScriptedModel, tool_use
 from agentkit.tools import Toolkit
 
 CALLS = 5
@@ -106,7 +111,49 @@ def launch(db_url: str, executor: str) -> None:
     )
 
 
+def build_blocking(sessions: Any) -> DBOSAgent:
+    toolkit = Toolkit()
+
+    @toolkit.tool
+    async def block() -> str:
+        """Block until interrupted."""
+        print("running", flush=True)
+        await anyio.sleep_forever()
+        return "unreachable"
+
+    model = ScriptedModel([[tool_use("block", "b1")], "never"])  # type: ignore[arg-type]
+    agent = ReActAgent("holder", "Wait.", model, toolkit, print_hint=False)
+    return DBOSAgent(agent, name="holder", sessions=sessions)
+
+
+async def hold(db_url: str, executor: str) -> None:
+    async with PostgresSession(db_url, table="held_sessions") as sessions:
+        durable = build_blocking(sessions)
+        launch(db_url, executor)
+        DBOS.launch()
+        try:
+            result = await durable.run("wait for me", session_id="held")
+            memory = [Msg.from_dict(m) for m in result.state["memory"]["messages"]]
+            check_memory_invariant(memory)
+            saved = await sessions.load_state("held")
+            print(
+                json.dumps(
+                    {
+                        "stop_reason": result.stop_reason,
+                        "saved": saved == result.state,
+                        "last": memory[-1].get_text(),
+                    }
+                ),
+                flush=True,
+            )
+        finally:
+            DBOS.destroy()
+
+
 async def main(mode: str, db_url: str, workdir: Path, executor: str, kill: str | None) -> None:
+    if mode == "hold":
+        await hold(db_url, executor)
+        return
     durable = build(workdir, kill)
     launch(db_url, executor)
     DBOS.launch()

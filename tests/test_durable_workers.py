@@ -107,3 +107,40 @@ def test_sixty_runs_three_workers_one_killed(postgres_url: str, tmp_path: Path) 
     assert all(n == 2 for n in duplicated.values())
     assert {run for run, _ in duplicated} <= set(taken)
     assert len(duplicated) <= len(taken)
+
+
+@pytest.mark.timeout(120)
+async def test_durable_run_interrupted_from_another_process_via_postgres(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    import json
+
+    import anyio
+
+    from agentkit.session import PostgresSession, interrupt_session
+
+    url = database_url(postgres_url, f"dbos_{os.urandom(4).hex()}")
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER), "hold", url, str(tmp_path), "holder-1"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert proc.stdout is not None
+        line = await anyio.to_thread.run_sync(proc.stdout.readline)
+        assert line.strip() == "running"
+        async with PostgresSession(url, table="held_sessions") as sessions:
+            await interrupt_session(sessions, "held", "stop, please")
+        result = json.loads(await anyio.to_thread.run_sync(proc.stdout.readline))
+        assert await anyio.to_thread.run_sync(proc.wait, 60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+    # The workflow recorded the repaired memory (valid: checked in the worker), saved it to
+    # the session, and ended interrupted.
+    assert result == {"stop_reason": "interrupted", "saved": True, "last": "stop, please"}
