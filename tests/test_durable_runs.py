@@ -197,3 +197,24 @@ async def test_enqueued_runs_respect_the_queue(env: Env) -> None:
     handles = [await durable.enqueue(f"q{i}", "agentkit-test-queue") for i in range(3)]
     outputs = sorted([DBOSAgent.result(await h.get_result()).output for h in handles])
     assert outputs == ["one", "three", "two"]
+
+
+async def test_mcp_tool_calls_are_steps_too(env: Env) -> None:
+    from agentkit.mcp import MCPClient
+    from tests._mcp_helpers import py_stdio
+
+    durable = env.agents["par"]
+    plain = durable.template.toolkit
+    toolkit = Toolkit()
+    async with MCPClient("py", py_stdio()) as client:
+        await toolkit.register_mcp_client(client, enable_funcs=["add"])
+        durable.template.toolkit = toolkit
+        try:
+            env.script("par", [[tool_use("add", "m1", a=2, b=3)], "it is 5"])
+            result = await durable.run("add 2 and 3")
+        finally:
+            durable.template.toolkit = plain
+    assert result.output == "it is 5"
+    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    assert [s["function_name"] for s in steps] == ["model:scripted", "tool:add", "model:scripted"]
+    assert steps[1]["output"]["content"][0]["text"] == "5"
