@@ -218,3 +218,17 @@ async def test_mcp_tool_calls_are_steps_too(env: Env) -> None:
     steps = await DBOS.list_workflow_steps_async(result.workflow_id)
     assert [s["function_name"] for s in steps] == ["model:scripted", "tool:add", "model:scripted"]
     assert steps[1]["output"]["content"][0]["text"] == "5"
+
+
+async def test_a_streaming_model_is_recorded_as_its_complete_answer(env: Env) -> None:
+    durable = env.agents["par"]
+    model = ScriptedModel(
+        [[tool_use("work", "s1", name="streamed")], "a long streamed answer"], stream=True
+    )
+    durable.template.model = model
+    result = await durable.run("stream it")
+    assert result.output == "a long streamed answer"
+    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    recorded = steps[-1]["output"]["content"]
+    assert recorded == [{"type": "text", "text": "a long streamed answer"}]
+    assert len(model.requests) == 2
