@@ -16,6 +16,7 @@ from agentkit.agent.events import TextDelta, ThinkingDelta
 from agentkit.agent.state import new_msg, store
 from agentkit.messages import ContentBlock, Msg
 from agentkit.models.base import ChatResponse
+from agentkit.observability import seams as _obs
 
 if TYPE_CHECKING:
     from agentkit.agent.react import ReActAgent
@@ -143,7 +144,8 @@ async def reason(
         prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
     run.calling_model = True  # state_dict() refuses until the answer is stored
     try:
-        await _call_model(agent, run, prompt, tools, tool_choice)
+        with _obs.model_span(agent, run, prompt, tools):  # observability seam: chat span
+            await _call_model(agent, run, prompt, tools, tool_choice)
     finally:
         run.calling_model = False
     response = run.partial or ChatResponse(content=[])
