@@ -39,6 +39,9 @@ _TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 
                   16777216, 67108864)  # fmt: skip
 
 
+_CUT = {"interrupted": "interrupted by the user", "cancelled": "cancelled"}
+
+
 def _error_type(exc: BaseException, run: Any) -> str:
     import anyio
 
@@ -49,7 +52,8 @@ def _error_type(exc: BaseException, run: Any) -> str:
 
 def _fail(span: trace.Span, error_type: str, description: str | None = None) -> None:
     span.set_attribute("error.type", error_type)
-    span.set_status(Status(StatusCode.ERROR, description or error_type))
+    # A cancellation's message names tasks and scopes: useless, and different every run.
+    span.set_status(Status(StatusCode.ERROR, _CUT.get(error_type) or description or error_type))
 
 
 def _model_attributes(model: Any) -> dict[str, Any]:
