@@ -166,13 +166,16 @@ class OTelInstrumentation(Instrumentation):
 
     def _end_run(self, span: trace.Span, agent: Any, run: Any, stop_reason: str) -> None:
         usage = run.usage
-        span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        attributes = {
+            "gen_ai.usage.input_tokens": usage.input_tokens,
+            "gen_ai.usage.output_tokens": usage.output_tokens,
+            "agentkit.iterations": run.iteration,
+            "agentkit.stop_reason": stop_reason,
+        }
         cost = getattr(usage, "cost", None)
         if cost is not None:
-            span.set_attribute("agentkit.usage.cost", cost)
-        span.set_attribute("agentkit.iterations", run.iteration)
-        span.set_attribute("agentkit.stop_reason", stop_reason)
+            attributes["agentkit.usage.cost"] = cost
+        span.set_attributes(attributes)
 
     @contextlib.contextmanager
     def model_span(
@@ -212,28 +215,32 @@ class OTelInstrumentation(Instrumentation):
         }
         if response is not None:
             metadata = response.metadata or {}
-            model = metadata.get("model") or request["gen_ai.request.model"]
-            span.set_attribute("gen_ai.response.model", str(model))
-            metric_attrs["gen_ai.response.model"] = str(model)
-            span.set_attribute("gen_ai.response.id", str(response.id))
+            model = str(metadata.get("model") or request["gen_ai.request.model"])
+            metric_attrs["gen_ai.response.model"] = model
+            attributes: dict[str, Any] = {
+                "gen_ai.response.model": model,
+                "gen_ai.response.id": str(response.id),
+            }
             reason = metadata.get("finish_reason")
             if isinstance(reason, str):
-                span.set_attribute("gen_ai.response.finish_reasons", [reason])
+                attributes["gen_ai.response.finish_reasons"] = [reason]
             if self.capture_content:
-                span.set_attributes(_content.response_attributes(response.content, reason))
-            self._record_usage(span, response.usage, metric_attrs)
+                attributes.update(_content.response_attributes(response.content, reason))
+            usage = response.usage
+            if usage is not None:
+                attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+                attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+                cost = getattr(usage, "cost", None)
+                if cost is not None:
+                    attributes["agentkit.usage.cost"] = cost
+            span.set_attributes(attributes)  # one call: the SDK takes its lock once
+            if usage is not None:
+                self._record_tokens(usage, metric_attrs)
         if error is not None:
             metric_attrs["error.type"] = error
         self.duration.record(elapsed, metric_attrs)
 
-    def _record_usage(self, span: trace.Span, usage: Any, metric_attrs: dict[str, Any]) -> None:
-        if usage is None:
-            return
-        span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-        cost = getattr(usage, "cost", None)
-        if cost is not None:
-            span.set_attribute("agentkit.usage.cost", cost)
+    def _record_tokens(self, usage: Any, metric_attrs: dict[str, Any]) -> None:
         self.tokens.record(usage.input_tokens, {**metric_attrs, "gen_ai.token.type": "input"})
         self.tokens.record(usage.output_tokens, {**metric_attrs, "gen_ai.token.type": "output"})
 
