@@ -215,3 +215,34 @@ def test_uninstrument_restores_no_ops() -> None:
     assert is_instrumented()
     uninstrument()
     assert not is_instrumented()
+
+
+async def test_mcp_tool_over_http_has_server_address_and_port(traced: Traced) -> None:
+    from tests._mcp_helpers import http_server
+
+    with http_server("http") as (config, _proc):
+        client = MCPClient("remote", config, timeout=30)
+        tk = Toolkit()
+        async with client:
+            await tk.register_mcp_client(client, enable_funcs=["echo"])
+            model = ScriptedModel([[tool_use("echo", "c1", text="hi")], "done"])
+            await ReActAgent("a", "s", model, tk, print_hint=False)("go")
+    span = next(s for s in traced.exporter.get_finished_spans() if s.name == "execute_tool echo")
+    attributes = dict(span.attributes or {})
+    port = int(config.url.rsplit(":", 1)[1].split("/")[0])
+    assert attributes["server.address"] == "127.0.0.1"
+    assert attributes["server.port"] == port
+    assert attributes["network.transport"] == "tcp"
+    assert attributes["mcp.method.name"] == "tools/call"
+    assert span.status.status_code.name == "UNSET"
+
+
+async def test_tracing_a_call_without_tools_changes_nothing(traced: Traced) -> None:
+    model = ScriptedModel([[tool_use("ghost", "c1")], "ok"])
+    agent = ReActAgent("a", "s", model, print_hint=False)
+    await agent("go")
+    results = [b for m in await agent.memory.get_memory() for b in m.get_blocks("tool_result")]
+    assert results[0]["output"] == "Tool 'ghost' does not exist (no tools)."
+    assert agent.pending_tool_calls == []
+    span = next(s for s in traced.exporter.get_finished_spans() if s.name == "execute_tool ghost")
+    assert span.status.status_code.name == "ERROR"

@@ -108,7 +108,7 @@ async def _invoke(agent: ReActAgent, run: Run, call: ToolUseBlock) -> ToolRespon
 
 async def _run_call(agent: ReActAgent, run: Run, index: int) -> None:
     """Run one call into its slot. Never raises, except cancellation."""
-    with _obs.tool_span(agent, run, index):  # observability seam: the execute_tool span
+    with _obs.tool_span(agent, run, index, agent._toolkit):  # observability seam: tool span
         await _run_call_into_slot(agent, run, index)
 
 

@@ -245,7 +245,7 @@ class OTelInstrumentation(Instrumentation):
         self.tokens.record(usage.output_tokens, {**metric_attrs, "gen_ai.token.type": "output"})
 
     @contextlib.contextmanager
-    def tool_span(self, agent: Any, run: Any, index: int) -> Iterator[None]:
+    def tool_span(self, agent: Any, run: Any, index: int, toolkit: Any = None) -> Iterator[None]:
         """The ``execute_tool {tool}`` span of call ``run.batch[index]``."""
         call = run.batch[index]
         name = str(call["name"])
@@ -255,7 +255,6 @@ class OTelInstrumentation(Instrumentation):
             "gen_ai.tool.call.id": str(call["id"]),
             "gen_ai.tool.type": "function",
         }
-        toolkit = agent.toolkit
         tool = toolkit.get_tool(name) if toolkit is not None else None
         if tool is not None:
             if tool.description:

@@ -53,7 +53,9 @@ class Instrumentation:
         """Wrap one model request; its answer is in ``run.partial`` on exit."""
         return _NULL
 
-    def tool_span(self, agent: Any, run: Any, index: int) -> AbstractContextManager[None]:
+    def tool_span(
+        self, agent: Any, run: Any, index: int, toolkit: Any = None
+    ) -> AbstractContextManager[None]:
         """Wrap tool call ``run.batch[index]``; its result is in ``run.results[index]``."""
         return _NULL
 
@@ -95,10 +97,16 @@ def model_span(
     return _NULL if active is None else active.model_span(agent, run, messages, tools)
 
 
-def tool_span(agent: Any, run: Any, index: int) -> AbstractContextManager[None]:
-    """The ``execute_tool`` span of one tool call (a no-op unless instrumented)."""
+def tool_span(
+    agent: Any, run: Any, index: int, toolkit: Any = None
+) -> AbstractContextManager[None]:
+    """The ``execute_tool`` span of one tool call (a no-op unless instrumented).
+
+    ``toolkit`` is the agent's toolkit (None: no tools), where the tool's description and
+    MCP server are found.
+    """
     active = _active
-    return _NULL if active is None else active.tool_span(agent, run, index)
+    return _NULL if active is None else active.tool_span(agent, run, index, toolkit)
 
 
 def server_tool_span(
