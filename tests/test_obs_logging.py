@@ -128,3 +128,40 @@ async def test_connection_failure_does_not_blame_the_arguments() -> None:
     assert "connection" in outputs["remote"].lower()
     # A ValueError from the tool's own parsing still points at the arguments.
     assert "check the arguments" in outputs["parse"].lower()
+
+
+_MCP_SCRIPT = textwrap.dedent(
+    """
+    import anyio
+    from agentkit import ReActAgent, Toolkit
+    from agentkit.mcp import MCPClient
+    from agentkit.testing import ScriptedModel, tool_use
+    from tests._mcp_helpers import py_stdio
+
+    async def main():
+        client = MCPClient("py", py_stdio(), timeout=30)
+        tk = Toolkit()
+        async with client:
+            await tk.register_mcp_client(client, enable_funcs=["fail", "crash"])
+            model = ScriptedModel(
+                [[tool_use("fail", message="bad input")], [tool_use("crash")], "done"]
+            )
+            agent = ReActAgent("a", "s", model, tk, print_hint=False)
+            await agent("go")
+            for m in await agent.memory.get_memory():
+                for b in m.get_blocks("tool_result"):
+                    print(b["name"], "|", str(b["output"]).replace(chr(10), " "))
+
+    anyio.run(main)
+    """
+)
+
+
+def test_failing_and_crashing_mcp_tools_print_nothing_on_stderr() -> None:
+    proc = _run(_MCP_SCRIPT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    outputs = dict(line.split(" | ", 1) for line in proc.stdout.splitlines())
+    assert "bad input" in outputs["fail"]
+    crash = outputs["crash"].lower()
+    assert "connection" in crash and "check the arguments" not in crash
