@@ -217,3 +217,32 @@ def test_context_window_lookup_and_errors() -> None:
     assert Compactor().budget(gpt) == 128_000 - 4096
     with pytest.raises(ValueError):
         Compactor(100, reserve_output=200)
+
+
+async def test_compaction_is_an_event_on_the_reply_span() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentkit.observability import instrument, uninstrument
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    conv = Conversation()
+    agent = make_agent(conv, DropOldest())
+    instrument(tracer_provider=provider)
+    try:
+        await _turns(agent, 1, 30)
+    finally:
+        uninstrument()
+    events = [
+        e
+        for s in exporter.get_finished_spans()
+        if s.name == "invoke_agent helper"
+        for e in s.events
+    ]
+    assert events and all(e.name == "agentkit.compaction" for e in events)
+    first = events[0].attributes or {}
+    assert first["agentkit.compaction.left_out"] > 0
+    assert first["agentkit.compaction.summarized"] is False

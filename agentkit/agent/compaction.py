@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentkit.messages import Msg
 from agentkit.models.base import ChatResponse
+from agentkit.observability import seams
 
 if TYPE_CHECKING:
     from agentkit.models.base import ChatModel
@@ -381,6 +382,7 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
         attachment.pending = _View(start_id, summary, False, _estimate(c, view))
         return view
     summary = await _summary_for(c, history, start, cut, summary)
+    seams.compacted(cut, len(history) - cut, summary is not None)
     view = _build(system, summary, history[cut:], True)
     attachment.pending = _View(history[cut].id, summary, True, _estimate(c, view))
     return view

@@ -20,6 +20,7 @@ from typing import Any
 __all__ = [
     "Instrumentation",
     "approval_required",
+    "compacted",
     "conversation",
     "current_conversation",
     "fallback_attempt",
@@ -142,6 +143,19 @@ def fallback_attempt(model_name: str, error: BaseException) -> None:
         _active.event(
             "agentkit.fallback",
             {"gen_ai.request.model": model_name, "error.type": type(error).__qualname__},
+        )
+
+
+def compacted(left_out: int, kept: int, summarized: bool) -> None:
+    """A request view was compacted: ``left_out`` history messages are no longer sent."""
+    if _active is not None:
+        _active.event(
+            "agentkit.compaction",
+            {
+                "agentkit.compaction.left_out": left_out,
+                "agentkit.compaction.kept": kept,
+                "agentkit.compaction.summarized": summarized,
+            },
         )
 
 
