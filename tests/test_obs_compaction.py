@@ -65,7 +65,10 @@ class Conversation:
         usage = ChatUsage(true_tokens(messages), 12)
         if isinstance(last.content, str):
             k = int(last.content.split()[1].rstrip(":"))
-            return ChatResponse([tool_use("lookup", f"c{k}", key=f"item{k}")], usage)
+            calls = [tool_use("lookup", f"c{k}", key=f"item{k}")]
+            if k % 3 == 0:  # every third turn: two calls in parallel
+                calls.append(tool_use("lookup", f"d{k}", key=f"extra{k}"))
+            return ChatResponse(calls, usage)
         result = last.get_blocks("tool_result")[0]
         return ChatResponse([text(f"Found it: {str(result['output'])[:40]}")], usage)
 
@@ -246,3 +249,13 @@ async def test_compaction_is_an_event_on_the_reply_span() -> None:
     first = events[0].attributes or {}
     assert first["agentkit.compaction.left_out"] > 0
     assert first["agentkit.compaction.summarized"] is False
+
+
+async def test_memory_edited_under_the_records_still_compacts() -> None:
+    conv = Conversation()
+    agent = make_agent(conv, DropOldest())
+    await _turns(agent, 1, 40)
+    await agent.memory.delete(list(range(0, 120)))  # the recorded cut points are gone
+    await agent("turn 41: please look up item41")
+    assert max(conv.tokens) <= BUDGET
+    check_memory_invariant(await agent.memory.get_memory())
