@@ -60,6 +60,12 @@ def test_genai_prices_only_for_the_official_endpoint() -> None:
     assert cached is not None and cached < expected
 
 
+def test_preload_reports_the_table() -> None:
+    from agentkit.models.prices import preload
+
+    assert preload() is True  # the dev environment has the agentkit[prices] extra
+
+
 def test_user_price_wins_and_applies_to_any_endpoint() -> None:
     set_price("gpt-4o", ModelPrice(1.0, 1.0), provider="openai")
     usage = ChatUsage(1_000_000, 0)

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from agentkit.models.base import ChatResponse, ChatUsage
 
-__all__ = ["ModelPrice", "clear_prices", "cost_of", "fill_cost", "set_price"]
+__all__ = ["ModelPrice", "clear_prices", "cost_of", "fill_cost", "preload", "set_price"]
 
 # Hosts whose prices genai-prices describes, per agentkit provider name.
 _OFFICIAL = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
@@ -97,6 +97,22 @@ def clear_prices() -> None:
     """Remove every price set with :func:`set_price`."""
     with _lock:
         _table.clear()
+
+
+def preload() -> bool:
+    """Import the ``genai-prices`` table now (else the first priced answer does).
+
+    Loading the table takes a noticeable fraction of a second; an application may do it at
+    start-up (or in a worker thread) instead of inside its first model call.
+
+    Returns:
+        Whether ``genai-prices`` is installed.
+    """
+    try:
+        import genai_prices  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _official(provider: str, base_url: str | None) -> bool:
