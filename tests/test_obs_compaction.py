@@ -255,7 +255,7 @@ async def test_memory_edited_under_the_records_still_compacts() -> None:
     conv = Conversation()
     agent = make_agent(conv, DropOldest())
     await _turns(agent, 1, 40)
-    await agent.memory.delete(list(range(0, 120)))  # the recorded cut points are gone
+    await agent.memory.delete(list(range(120)))  # the recorded cut points are gone
     await agent("turn 41: please look up item41")
     assert max(conv.tokens) <= BUDGET
     check_memory_invariant(await agent.memory.get_memory())
