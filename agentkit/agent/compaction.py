@@ -212,8 +212,10 @@ class Compactor:
     strategy: CompactionStrategy = field(default_factory=DropOldest)
     reserve_output: int = 4096
     target: float = 0.6
-    _estimates: dict[str, int] = field(default_factory=dict, repr=False)
-    _summaries: dict[tuple[str | None, str], str | None] = field(default_factory=dict, repr=False)
+    _estimates: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    _summaries: dict[tuple[str | None, str], str | None] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if not 0.1 <= self.target <= 1.0:
