@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ag_ui.core import (
     AssistantMessage,
@@ -31,6 +31,7 @@ from agentkit.messages import Msg, ToolResultBlock
 __all__ = [
     "ClientInputError",
     "new_user_messages",
+    "result_status",
     "result_text",
     "to_agui_messages",
 ]
@@ -80,6 +81,18 @@ def result_text(output: str | list[Any]) -> str:
     return "\n".join(parts)
 
 
+ToolStatus = Literal["done", "error", "interrupted"]
+_CUT_PREFIXES = ("Tool call interrupted", "Tool call cancelled")
+
+
+def result_status(block: ToolResultBlock) -> ToolStatus:
+    """How a stored tool result ended: done, error (denied, failed) or interrupted."""
+    if not block.get("is_error"):
+        return "done"
+    text = result_text(block["output"])
+    return "interrupted" if text.startswith(_CUT_PREFIXES) else "error"
+
+
 def _assistant(msg: Msg) -> list[Message]:
     out: list[Message] = []
     blocks = msg.get_content_blocks()
@@ -110,7 +123,11 @@ def _tool_message(msg: Msg, block: ToolResultBlock) -> ToolMessage:
     content = result_text(block["output"])
     error = content if block.get("is_error") else None
     return ToolMessage(
-        id=f"{msg.id}:{block['id']}", tool_call_id=block["id"], content=content, error=error
+        id=f"{msg.id}:{block['id']}",
+        tool_call_id=block["id"],
+        content=content,
+        error=error,
+        metadata={"status": result_status(block)},
     )
 
 

@@ -54,25 +54,13 @@ from agentkit.agent.events import (
     ToolResult,
 )
 from agentkit.messages import ToolResultBlock
-from agentkit.serve._convert import result_text
+from agentkit.serve._convert import result_status, result_text
 
-__all__ = ["TOOL_PROGRESS_EVENT", "Translator", "result_status"]
+__all__ = ["TOOL_PROGRESS_EVENT", "Translator"]
 
 TOOL_PROGRESS_EVENT = "agentkit.tool_progress"
 """Name of the ``CUSTOM`` event carrying a running tool's progress. Its ``value`` is
 ``{"toolCallId": str, "text": str, "progress": float | None, "total": float | None}``."""
-
-ToolStatus = Literal["done", "error", "interrupted"]
-_CUT_PREFIXES = ("Tool call interrupted", "Tool call cancelled")
-
-
-def result_status(block: ToolResultBlock) -> ToolStatus:
-    """How a stored tool result ended: done, error (denied, failed) or interrupted."""
-    if not block.get("is_error"):
-        return "done"
-    text = result_text(block["output"])
-    return "interrupted" if text.startswith(_CUT_PREFIXES) else "error"
-
 
 class Translator:
     """Turns one run's agent events into AG-UI events, keeping start/end pairs balanced.
