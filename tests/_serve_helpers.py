@@ -68,7 +68,9 @@ async def sse_events(response: httpx2.Response) -> AsyncIterator[dict[str, Any]]
             yield data
 
 
-async def run_events(client: httpx2.AsyncClient, url: str, body: Any, **kw: Any) -> list[dict[str, Any]]:
+async def run_events(
+    client: httpx2.AsyncClient, url: str, body: Any, **kw: Any
+) -> list[dict[str, Any]]:
     """POST and collect the whole SSE stream (raises on a non-200 answer)."""
     async with client.stream("POST", url, json=body, **kw) as response:
         if response.status_code != 200:
