@@ -102,3 +102,19 @@ def run_input(thread: str, *messages: dict[str, Any], **extra: Any) -> dict[str,
 
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events]
+
+
+async def stream_into(
+    client: httpx2.AsyncClient, url: str, body: Any, sink: list[dict[str, Any]]
+) -> None:
+    """POST and append the events to ``sink`` as they arrive (for tests acting mid-run)."""
+    async with client.stream("POST", url, json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        async for event in sse_events(response):
+            sink.append(event)
+
+
+async def wait_for(sink: list[dict[str, Any]], kind: str) -> None:
+    """Wait until an event of type ``kind`` arrived in ``sink`` (the test timeout bounds it)."""
+    while not any(e["type"] == kind for e in sink):
+        await anyio.sleep(0.01)

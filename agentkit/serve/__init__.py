@@ -8,6 +8,15 @@
 See docs/serving.md for the protocol mapping, the endpoints and the security model.
 """
 
+try:  # the optional extra: a clear message instead of a bare ModuleNotFoundError
+    import ag_ui.core  # noqa: F401
+    import starlette  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        f"agentkit.serve needs the 'serve' extra ({exc.name} is missing): "
+        "pip install 'agentkit[serve]'"
+    ) from exc
+
 from agentkit.serve._events import TOOL_PROGRESS_EVENT
 from agentkit.serve._runner import APPROVAL_SCHEMA, current_deps
 from agentkit.serve.app import AgentFactory, DepsBuilder, create_app
