@@ -190,9 +190,6 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
 async def _save(req: RunRequest, store: ThreadStore, translator: Translator) -> None:
     record = req.record
     record.aliases.extend(translator.aliases)
-    if not record.title:
-        first = next((m.get_text() for m in req.msgs if m.get_text()), "")
-        record.title = " ".join(first.split())[:80]
     try:
         await store.save(record, req.agent)
     except Exception:  # the run's outcome still reaches the client; the log says why

@@ -12,13 +12,14 @@ streamed (so a client that sends them back is recognised, not refused as forging
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 
 from agentkit.agent import ReActAgent
+from agentkit.messages import Msg
 from agentkit.session import Session
 
 __all__ = ["RunChannel", "ThreadRecord", "ThreadStore"]
@@ -67,6 +68,11 @@ class ThreadRecord:
             "aliases": self.aliases[-MAX_ALIASES:],
             "agent": self.agent_state,
         }
+
+    def set_title(self, msgs: Sequence[Msg]) -> None:
+        """Title the thread after its first message with text."""
+        first = next((m.get_text() for m in msgs if m.get_text()), "")
+        self.title = " ".join(first.split())[:80]
 
     def summary(self) -> dict[str, Any]:
         """What the thread list shows."""

@@ -156,11 +156,15 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     channel = _reserve(state, owner, run.thread_id, run.run_id)
     key = ThreadStore.key(owner, run.thread_id)
     try:
-        record = await state.store.load(owner, run.thread_id)
-        record = record or ThreadRecord(owner, run.thread_id)
+        stored = await state.store.load(owner, run.thread_id)
+        record = stored or ThreadRecord(owner, run.thread_id)
         agent = await state.agent_for(record)
         msgs, approvals = await run.resolve(agent, record)
         deps = await state.build_deps(request)
+        if not record.title:
+            record.set_title(msgs)
+        if stored is None:  # listed and readable while its first run is going
+            await state.store.save(record, agent)
     except BaseException:
         state.active.pop(key, None)
         raise
@@ -186,6 +190,7 @@ async def approvals(request: Request) -> Response:
     owner = _owner(request)
     thread_id = _thread_id(request)
     body = await read_json(request, _state(request).max_body)
+    await _load(_state(request), owner, thread_id)  # approvals need an existing thread
     run = RunInput(thread_id, secrets.token_hex(16), [], parse_approvals(body))
     return await _start_run(request, owner, run)
 

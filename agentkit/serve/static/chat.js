@@ -1,6 +1,6 @@
 // agentkit web chat: speaks AG-UI to the server that serves this file.
 // Every model and tool output is hostile: text goes through textContent / text nodes only,
-// never innerHTML, and the page's CSP allows no inline script.
+// never parsed as HTML, and the page's CSP allows no inline script.
 "use strict";
 
 const PROGRESS_EVENT = "agentkit.tool_progress";
