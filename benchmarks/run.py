@@ -38,6 +38,7 @@ SCENARIOS = (
     "interrupts",
     "startup",
     "mcp_call",
+    "serve",
 )
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "latest.json"
 

@@ -20,7 +20,7 @@ from benchmarks.run import SCENARIOS
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 TOOLS = [tool_schema("step")]
-HALVES = ["turns,streaming,parallel,concurrency,interrupts", "startup,mcp_call"]
+HALVES = ["turns,streaming,parallel,concurrency,interrupts", "startup,mcp_call,serve"]
 
 
 @pytest.fixture

@@ -158,7 +158,12 @@ def _finished(req: RunRequest, translator: Translator, interrupted: bool) -> Run
 
 
 async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], None]) -> None:
-    """Run one reply of a thread to its end; always save the thread and close the channel."""
+    """Run one reply of a thread to its end; always save the thread and close the channel.
+
+    The stream ends first (the agent has stopped, its memory is repaired), then the thread
+    is saved: a disk sync is not on the path from Stop to the end of the stream. The thread
+    stays claimed until the save is done; a next run waits for it instead of a 409.
+    """
     channel, agent = req.channel, req.agent
     known = {c["id"] for c in agent.pending_tool_calls}
     translator = Translator(channel.run_id, _is_agent_tool(agent), known_calls=known)
@@ -180,9 +185,10 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
         final = RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="agent_error")
     finally:
         with anyio.CancelScope(shield=True):
-            await _save(req, store, translator)
             if final is not None:
                 _emit(channel, [await _snapshot(agent), final])
+            channel.end_stream()
+            await _save(req, store, translator)
             channel.close()
             on_end()
 

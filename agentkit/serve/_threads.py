@@ -139,7 +139,8 @@ class RunChannel:
         self.run_id = run_id
         self.agent: ReActAgent | None = None
         self.events: list[str] = []
-        self.done = anyio.Event()
+        self.done = anyio.Event()  # the run ended and its thread is saved
+        self.ended = False  # the last event was pushed (the save may still be running)
         self.stop_requested = False
         self._changed = anyio.Event()
 
@@ -149,10 +150,15 @@ class RunChannel:
         self._changed.set()
         self._changed = anyio.Event()
 
-    def close(self) -> None:
-        """The run is over: readers get the rest and stop."""
-        self.done.set()
+    def end_stream(self) -> None:
+        """The last event was pushed: readers get the rest and stop."""
+        self.ended = True
         self._changed.set()
+
+    def close(self) -> None:
+        """The run is over and saved (ends the stream too, if not yet)."""
+        self.end_stream()
+        self.done.set()
 
     async def read(self) -> AsyncIterator[str]:
         """Yield the encoded events from the first one until the run ends."""
@@ -161,7 +167,7 @@ class RunChannel:
             while index < len(self.events):
                 yield self.events[index]
                 index += 1
-            if self.done.is_set():
+            if self.ended:
                 return
             await self._changed.wait()
 

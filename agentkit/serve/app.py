@@ -135,10 +135,20 @@ async def _load(state: ServeState, owner: str, thread_id: str) -> ThreadRecord:
 
 
 # -- runs ----------------------------------------------------------------------------------
-def _reserve(state: ServeState, owner: str, thread_id: str, run_id: str) -> RunChannel:
-    """Claim the thread for one run (synchronously: no await between check and claim)."""
+async def settled(state: ServeState, owner: str, thread_id: str) -> RunChannel | None:
+    """The thread's live run, after waiting out one that only has its save left."""
     key = ThreadStore.key(owner, thread_id)
-    if key in state.active:
+    channel = state.active.get(key)
+    while channel is not None and channel.ended:
+        await channel.wait()
+        channel = state.active.get(key)
+    return channel
+
+
+async def _reserve(state: ServeState, owner: str, thread_id: str, run_id: str) -> RunChannel:
+    """Claim the thread for one run (no await between the last check and the claim)."""
+    key = ThreadStore.key(owner, thread_id)
+    if await settled(state, owner, thread_id) is not None:
         raise ClientInputError(
             409,
             "run_in_progress",
@@ -153,7 +163,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     state = _state(request)
     if state.task_group is None:
         raise ClientInputError(503, "not_started", "the app's lifespan has not started")
-    channel = _reserve(state, owner, run.thread_id, run.run_id)
+    channel = await _reserve(state, owner, run.thread_id, run.run_id)
     key = ThreadStore.key(owner, run.thread_id)
     try:
         stored = await state.store.load(owner, run.thread_id)
@@ -200,7 +210,7 @@ async def interrupt(request: Request) -> Response:
     owner = _owner(request)
     thread_id = _thread_id(request)
     state = _state(request)
-    channel = state.active.get(ThreadStore.key(owner, thread_id))
+    channel = await settled(state, owner, thread_id)
     if channel is None:
         await _load(state, owner, thread_id)
         return JSONResponse({"threadId": thread_id, "interrupted": False})
@@ -243,9 +253,9 @@ async def get_thread(request: Request) -> Response:
     owner = _owner(request)
     thread_id = _thread_id(request)
     state = _state(request)
+    channel = await settled(state, owner, thread_id)
     record = await _load(state, owner, thread_id)
     agent = await state.agent_for(record)
-    channel = state.active.get(ThreadStore.key(owner, thread_id))
     body = record.summary()
     body["messages"] = [
         m.model_dump(by_alias=True, mode="json")
@@ -265,7 +275,7 @@ async def delete_thread(request: Request) -> Response:
     thread_id = _thread_id(request)
     state = _state(request)
     await _load(state, owner, thread_id)
-    channel = state.active.get(ThreadStore.key(owner, thread_id))
+    channel = await settled(state, owner, thread_id)
     if channel is not None:
         channel.stop_requested = True
         if channel.agent is not None:
