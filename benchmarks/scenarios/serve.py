@@ -113,7 +113,15 @@ def _serve(port: int, db: str) -> None:
     from starlette.routing import Mount
 
     app.router.routes.append(Mount("/baseline", app=mount))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+        timeout_keep_alive=120,  # pooled client connections outlive slow rounds
+        backlog=4096,
+    )
 
 
 class _Conversation:
