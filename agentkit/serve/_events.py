@@ -62,6 +62,7 @@ TOOL_PROGRESS_EVENT = "agentkit.tool_progress"
 """Name of the ``CUSTOM`` event carrying a running tool's progress. Its ``value`` is
 ``{"toolCallId": str, "text": str, "progress": float | None, "total": float | None}``."""
 
+
 class Translator:
     """Turns one run's agent events into AG-UI events, keeping start/end pairs balanced.
 

@@ -185,8 +185,11 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
         final = RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="agent_error")
     finally:
         with anyio.CancelScope(shield=True):
-            if final is not None:
-                _emit(channel, [await _snapshot(agent), final])
+            if final is None:  # cancelled from outside: the server is shutting down
+                _emit(channel, translator.finish())
+                message = "the server stopped during this run; the thread is saved"
+                final = RunErrorEvent(message=message, code="server_shutdown")
+            _emit(channel, [await _snapshot(agent), final])
             channel.end_stream()
             await _save(req, store, translator)
             channel.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from importlib import resources
@@ -40,6 +41,7 @@ __all__ = ["AgentFactory", "DepsBuilder", "ServeState", "create_app"]
 
 AgentFactory: TypeAlias = "ReActAgent | Callable[[], ReActAgent | Awaitable[ReActAgent]]"
 DepsBuilder: TypeAlias = Callable[[Request], Any]
+logger = logging.getLogger("agentkit.serve")
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -135,7 +137,7 @@ async def _load(state: ServeState, owner: str, thread_id: str) -> ThreadRecord:
 
 
 # -- runs ----------------------------------------------------------------------------------
-async def settled(state: ServeState, owner: str, thread_id: str) -> RunChannel | None:
+async def _settled(state: ServeState, owner: str, thread_id: str) -> RunChannel | None:
     """The thread's live run, after waiting out one that only has its save left."""
     key = ThreadStore.key(owner, thread_id)
     channel = state.active.get(key)
@@ -148,7 +150,7 @@ async def settled(state: ServeState, owner: str, thread_id: str) -> RunChannel |
 async def _reserve(state: ServeState, owner: str, thread_id: str, run_id: str) -> RunChannel:
     """Claim the thread for one run (no await between the last check and the claim)."""
     key = ThreadStore.key(owner, thread_id)
-    if await settled(state, owner, thread_id) is not None:
+    if await _settled(state, owner, thread_id) is not None:
         raise ClientInputError(
             409,
             "run_in_progress",
@@ -210,7 +212,7 @@ async def interrupt(request: Request) -> Response:
     owner = _owner(request)
     thread_id = _thread_id(request)
     state = _state(request)
-    channel = await settled(state, owner, thread_id)
+    channel = await _settled(state, owner, thread_id)
     if channel is None:
         await _load(state, owner, thread_id)
         return JSONResponse({"threadId": thread_id, "interrupted": False})
@@ -253,7 +255,7 @@ async def get_thread(request: Request) -> Response:
     owner = _owner(request)
     thread_id = _thread_id(request)
     state = _state(request)
-    channel = await settled(state, owner, thread_id)
+    channel = await _settled(state, owner, thread_id)
     record = await _load(state, owner, thread_id)
     agent = await state.agent_for(record)
     body = record.summary()
@@ -275,7 +277,7 @@ async def delete_thread(request: Request) -> Response:
     thread_id = _thread_id(request)
     state = _state(request)
     await _load(state, owner, thread_id)
-    channel = await settled(state, owner, thread_id)
+    channel = await _settled(state, owner, thread_id)
     if channel is not None:
         channel.stop_requested = True
         if channel.agent is not None:
@@ -324,6 +326,12 @@ async def _client_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status, exc.code, str(exc))
 
 
+async def _server_error(request: Request, exc: Exception) -> Response:
+    logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    message = f"the server failed: {type(exc).__name__}: {exc}"
+    return error_response(500, "server_error", message)
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
@@ -343,6 +351,34 @@ _ROUTES = [
     Route("/threads/{thread_id}/interrupt", interrupt, methods=["POST"]),
     Route("/threads/{thread_id}/approvals", approvals, methods=["POST"]),
 ]
+
+
+def _lifespan(state: ServeState, session: Session) -> Any:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            state.task_group = tg
+            try:
+                yield
+            finally:
+                state.task_group = None
+                tg.cancel_scope.cancel()  # stops live runs; each saves its thread shielded
+        await session.close()
+
+    return lifespan
+
+
+def _cors(origins: Collection[str]) -> list[Middleware]:
+    if not origins:
+        return []  # CORS off: browsers keep other origins out
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=list(origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["authorization", "content-type"],
+        )
+    ]
 
 
 def create_app(
@@ -385,32 +421,15 @@ def create_app(
         factory, session, Guard(auth_token, allowed_hosts, cors_origins), deps, max_body_bytes
     )
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with anyio.create_task_group() as tg:
-            state.task_group = tg
-            try:
-                yield
-            finally:
-                state.task_group = None
-                tg.cancel_scope.cancel()  # stops live runs; each saves its thread shielded
-        await session.close()
-
-    middleware = []
-    if cors_origins:
-        middleware.append(
-            Middleware(
-                CORSMiddleware,
-                allow_origins=list(cors_origins),
-                allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["authorization", "content-type"],
-            )
-        )
     app = Starlette(
         routes=_ROUTES,
-        middleware=middleware,
-        lifespan=lifespan,
-        exception_handlers={ClientInputError: _client_error, HTTPException: _http_error},
+        middleware=_cors(cors_origins),
+        lifespan=_lifespan(state, session),
+        exception_handlers={
+            ClientInputError: _client_error,
+            HTTPException: _http_error,
+            Exception: _server_error,
+        },
     )
     app.state.serve = state
     return app

@@ -305,7 +305,10 @@ async function loadThreads() {
   for (const t of data.threads) {
     const button = el("button", { type: "button", "data-testid": "thread" }, t.title || "New chat");
     button.dataset.threadId = t.threadId;
-    if (t.threadId === state.threadId) button.classList.add("current");
+    if (t.threadId === state.threadId) {
+      button.classList.add("current");
+      $("title").textContent = t.title || "New chat";
+    }
     button.addEventListener("click", () => openThread(t.threadId).catch(report));
     nav.appendChild(button);
   }
