@@ -28,8 +28,10 @@ try {
   const input = page.locator("[data-testid=chat-input]");
   const lastCall = page.locator("[data-testid=tool-call]").last();
   const say = async (text) => { await input.fill(text); await page.click("[data-testid=send]"); };
+  // The answer's own text (not a collapsed tool result that happens to contain it).
   const assistantSays = (text) =>
-    page.waitForSelector(`[data-testid=message][data-role=assistant] >> text=${text}`);
+    page.locator("[data-testid=message][data-role=assistant] > .text", { hasText: text })
+      .first().waitFor();
 
   // 1. Stop mid-tool: the call shows as interrupted, Stop disappears.
   await say('call slow_task {"topic": "tea"}');
