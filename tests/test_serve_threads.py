@@ -170,3 +170,25 @@ async def test_deps_are_built_per_request_and_reach_tools(tmp_path: Path) -> Non
     assert result["content"] == "acting for alice"
     assert seen[0]["user"] == "alice"
     assert current_deps() is None  # nothing leaks outside the run
+
+
+async def test_server_shutdown_mid_run_saves_a_valid_thread(tmp_path: Path) -> None:
+    events: list[dict[str, Any]] = []
+    async with running(app_for(tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
+        body = run_input("down", user('call slow_task {"topic": "t"}'))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream_into, c, "/agui", body, events)
+            await wait_for(events, "CUSTOM")
+            tg.cancel_scope.cancel()  # the client goes away; the run goes on...
+        assert (await c.get("/threads/down")).json()["running"] is True
+    # ...until the server stops: the run is cancelled and its thread saved, shielded.
+    agent = await stored_agent(tmp_path, "down")
+    results = [b for m in await agent.memory.get_memory() for b in m.get_blocks("tool_result")]
+    assert len(results) == 1 and results[0]["is_error"]
+    async with running(app_for(tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
+        thread = (await c.get("/threads/down")).json()
+        assert thread["running"] is False
+        tool = next(m for m in thread["messages"] if m["role"] == "tool")
+        assert tool["metadata"]["status"] == "interrupted"
+        follow = await run_events(c, "/agui", run_input("down", user("just a quick summary")))
+        assert follow[-1]["outcome"] == {"type": "success"}
