@@ -128,7 +128,8 @@ async def test_reasoning_and_progress_events(tmp_path: Path) -> None:
 
 
 async def test_subagent_tool_is_wrapped_in_subagent_events(tmp_path: Path) -> None:
-    inner = ReActAgent("researcher", "r", ScriptedModel(["inner answer"]), print_hint=False)
+    inner_model = ScriptedModel(["inner answer"], stream=True)
+    inner = ReActAgent("researcher", "r", inner_model, print_hint=False)
     outer_model = ScriptedModel([[tool_use("researcher", task="find")], "outer answer"])
     toolkit = Toolkit()
     toolkit.register_tool(inner.as_tool(name="researcher", description="Researches."))
@@ -140,6 +141,10 @@ async def test_subagent_tool_is_wrapped_in_subagent_events(tmp_path: Path) -> No
     kinds = types(events)
     assert kinds.index("SUBAGENT_STARTED") < kinds.index("TOOL_CALL_RESULT")
     assert kinds.index("SUBAGENT_FINISHED") > kinds.index("TOOL_CALL_RESULT")
+    started = next(e for e in events if e["type"] == "SUBAGENT_STARTED")
+    inner_events = [e for e in events if e["type"] == "CUSTOM"]
+    assert inner_events, "the inner agent's events are forwarded as progress"
+    assert {e.get("subagentRunId") for e in inner_events} == {started["subagentRunId"]}
 
 
 async def test_interrupt_outcome_then_resume_entries(tmp_path: Path) -> None:

@@ -206,7 +206,9 @@ class Translator:
             "progress": meta.get("progress"),
             "total": meta.get("total"),
         }
-        return CustomEvent(name=TOOL_PROGRESS_EVENT, value=value)
+        # An agent used as a tool forwards its own events as progress: attribute them to it.
+        sub = event.tool_call_id if event.tool_call_id in self._subagents else None
+        return CustomEvent(name=TOOL_PROGRESS_EVENT, value=value, subagent_run_id=sub)
 
     def _on_result(self, block: ToolResultBlock) -> list[BaseEvent]:
         call_id = block["id"]
