@@ -9,6 +9,7 @@ cancellation, so a restart finds the history and the pending approvals.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -81,8 +82,6 @@ def _start_call(
 
 def interrupt_for(call: dict[str, Any]) -> Interrupt:
     """The AG-UI ``Interrupt`` asking for approval of one pending tool call."""
-    import json
-
     args = json.dumps(call.get("input", {}), ensure_ascii=False)
     return Interrupt(
         id=call["id"],
