@@ -64,6 +64,8 @@ def make_agent() -> ReActAgent:
 
 
 def main() -> None:
+    import socket
+
     import uvicorn
 
     from agentkit.serve import create_app
@@ -72,7 +74,11 @@ def main() -> None:
     port, db = int(sys.argv[1]), sys.argv[2]
     token = sys.argv[3] if len(sys.argv) > 3 else None
     app = create_app(make_agent, sessions=SQLiteSession(db), auth_token=token)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", port))  # port 0: the OS picks a free one, printed for the caller
+    print(f"port {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 if __name__ == "__main__":

@@ -26,13 +26,18 @@ def free_port() -> int:
 
 @contextlib.asynccontextmanager
 async def running(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` with uvicorn on 127.0.0.1; yield its base URL."""
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    """Serve ``app`` with uvicorn on 127.0.0.1; yield its base URL.
+
+    The socket is bound here (port 0) and handed to uvicorn, so no other process on a busy
+    machine can take the port between choosing and binding it.
+    """
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
-    server.config.timeout_graceful_shutdown = 2
     async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
+        tg.start_soon(server.serve, [sock])
         while not server.started:
             await anyio.sleep(0.01)
         try:

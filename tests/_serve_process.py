@@ -28,31 +28,36 @@ def require_node_modules(*packages: str) -> None:
     )
 
 
-def start_server(port: int, db: Path, token: str) -> subprocess.Popen[bytes]:
-    """Start the server process and wait until /healthz answers."""
+def start_server(db: Path, token: str) -> tuple[subprocess.Popen[str], int]:
+    """Start the server process on a port the OS picks; wait until /healthz answers."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "tests._serve_agents", str(port), str(db), token]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    cmd = [sys.executable, "-m", "tests._serve_agents", "0", str(db), token]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert first.startswith("port "), first
+    port = int(first.split()[1])
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
             headers = {"Authorization": f"Bearer {token}"}
             if httpx2.get(f"http://127.0.0.1:{port}/healthz", headers=headers).status_code == 200:
-                return proc
+                return proc, port
         except httpx2.TransportError:
             time.sleep(0.1)
-    proc.kill()
-    proc.wait()
+    stop_server(proc)
     raise AssertionError("the server did not start")
 
 
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
+def stop_server(proc: subprocess.Popen[str]) -> None:
     proc.terminate()
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def run_node(script: str, *args: str, timeout: float = 200) -> list[str]:

@@ -11,7 +11,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests._serve_helpers import free_port
 from tests._serve_process import (
     check_stored_threads,
     require_node_modules,
@@ -24,8 +23,8 @@ from tests._serve_process import (
 @pytest.mark.timeout(120)
 def test_ag_ui_client_drives_the_server(tmp_path: Path) -> None:
     require_node_modules("@ag-ui/client")
-    db, token, port = tmp_path / "threads.db", "client-test-token", free_port()
-    server = start_server(port, db, token)
+    db, token = tmp_path / "threads.db", "client-test-token"
+    server, port = start_server(db, token)
     try:
         steps = run_node("agui_client.mjs", f"http://127.0.0.1:{port}", token, timeout=100)
     finally:

@@ -12,7 +12,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests._serve_helpers import free_port
 from tests._serve_process import (
     check_stored_threads,
     require_node_modules,
@@ -25,9 +24,9 @@ from tests._serve_process import (
 @pytest.mark.timeout(240)
 def test_web_chat_in_chromium(tmp_path: Path) -> None:
     require_node_modules("playwright-core", "@sparticuz/chromium")
-    db, token, port = tmp_path / "threads.db", "browser-test-token", free_port()
+    db, token = tmp_path / "threads.db", "browser-test-token"
     shot = tmp_path / "web_chat.png"
-    server = start_server(port, db, token)
+    server, port = start_server(db, token)
     try:
         steps = run_node("chat_browser.mjs", f"http://127.0.0.1:{port}", token, str(shot))
     finally:
