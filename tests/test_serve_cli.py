@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -15,7 +16,6 @@ import agentkit.session
 from agentkit.cli import main
 from agentkit.cli.serve_cmd import load_target, open_sessions
 from agentkit.session import RedisSession, SQLiteSession
-from tests._serve_helpers import free_port
 
 ROOT = Path(__file__).parent.parent
 
@@ -57,36 +57,29 @@ def test_sessions_urls(tmp_path: Path) -> None:
 
 
 def test_serve_command_serves(tmp_path: Path) -> None:
-    port = free_port()
     db = tmp_path / "cli.db"
-    cmd = [
-        sys.executable,
-        "-m",
-        "agentkit",
-        "serve",
-        "tests._serve_agents:make_agent",
-        "--port",
-        str(port),
-        "--sessions",
-        f"sqlite:///{db}",
-    ]
+    cmd = [sys.executable, "-m", "agentkit", "serve", "tests._serve_agents:make_agent"]
+    cmd += ["--port", "0", "--sessions", f"sqlite:///{db}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTKIT_SERVE_TOKEN": "cli-token"}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"open http://127\.0\.0\.1:(\d+)/#token=<your token>", line)
+        assert match, line
+        base = f"http://127.0.0.1:{match.group(1)}"
         headers = {"Authorization": "Bearer cli-token"}
         for _ in range(300):
             try:
-                r = httpx2.get(f"http://127.0.0.1:{port}/healthz", headers=headers)
+                r = httpx2.get(f"{base}/healthz", headers=headers)
                 break
             except httpx2.TransportError:
                 time.sleep(0.1)
         assert r.status_code == 200
-        assert httpx2.get(f"http://127.0.0.1:{port}/healthz").status_code == 401
-        assert 'data-testid="chat-input"' in httpx2.get(f"http://127.0.0.1:{port}/").text
-        created = httpx2.post(f"http://127.0.0.1:{port}/threads", headers=headers)
-        assert created.status_code == 201
+        assert httpx2.get(f"{base}/healthz").status_code == 401
+        assert 'data-testid="chat-input"' in httpx2.get(f"{base}/").text
+        assert httpx2.post(f"{base}/threads", headers=headers).status_code == 201
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=15)
-    assert f"open http://127.0.0.1:{port}/#token=<your token>" in out
+        proc.communicate(timeout=15)
     assert db.exists()

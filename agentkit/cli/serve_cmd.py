@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``serve`` options to ``parser``."""
     parser.add_argument("target", metavar="MODULE:ATTR", help="agent factory or agent to serve")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any)")
     parser.add_argument(
         "--sessions",
         metavar="URL",
@@ -141,8 +142,29 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=hosts,
         cors_origins=args.cors_origin,
     )
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    shown = f"[{shown}]" if ":" in shown else shown
     fragment = "#token=<your token>" if token else ""
-    print(f"agentkit serve: open http://{shown}:{args.port}/{fragment}", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, timeout_graceful_shutdown=3)
+    print(f"agentkit serve: open http://{shown}:{port}/{fragment}", flush=True)
+    config = uvicorn.Config(app, timeout_graceful_shutdown=3)
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket (``--port 0`` lets the OS pick a free port, printed above)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
