@@ -113,15 +113,19 @@ def _serve(port: int, db: str) -> None:
     from starlette.routing import Mount
 
     app.router.routes.append(Mount("/baseline", app=mount))
-    uvicorn.run(
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", port))  # 0: the OS picks; printed for the benchmark process
+    print(f"port {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(
         app,
-        host="127.0.0.1",
-        port=port,
         log_level="warning",
         timeout_graceful_shutdown=1,
         timeout_keep_alive=120,  # pooled client connections outlive slow rounds
         backlog=4096,
     )
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 class _Conversation:
@@ -237,16 +241,17 @@ async def _round(client: Any, n: int, m: int) -> tuple[list[_Conversation], list
 async def run(cfg: Config) -> list[Row]:
     import httpx2
 
-    from tests._serve_helpers import free_port
-
     n = 20 if cfg.quick else cfg.agents
     m = 5 if cfg.quick else n // 4
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "threads.db"
-        port = free_port()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        cmd = [sys.executable, "-m", "benchmarks.scenarios.serve", str(port), str(db)]
-        proc = await asyncio.create_subprocess_exec(*cmd, cwd=ROOT, env=env)
+        cmd = [sys.executable, "-m", "benchmarks.scenarios.serve", "0", str(db)]
+        proc = await asyncio.create_subprocess_exec(
+            *cmd, cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE
+        )
+        assert proc.stdout is not None
+        port = int((await proc.stdout.readline()).split()[1])
         limits = httpx2.Limits(max_connections=2 * n + 10, max_keepalive_connections=2 * n)
         try:
             async with httpx2.AsyncClient(
