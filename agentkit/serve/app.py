@@ -179,6 +179,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
             await state.store.save(record, agent)
     except BaseException:
         state.active.pop(key, None)
+        channel.close()  # wakes an interrupt request that waits on this (never started) run
         raise
     channel.agent = agent
     req = RunRequest(channel, record, agent, msgs, approvals, deps)
