@@ -35,6 +35,7 @@ def test_web_chat_in_chromium(tmp_path: Path) -> None:
         "stopped",
         "follow-up answered",
         "typed while running",
+        "reload mid-run",
         "approved",
         "denied",
         "xss inert",

@@ -192,3 +192,26 @@ async def test_server_shutdown_mid_run_saves_a_valid_thread(tmp_path: Path) -> N
         assert tool["metadata"]["status"] == "interrupted"
         follow = await run_events(c, "/agui", run_input("down", user("just a quick summary")))
         assert follow[-1]["outcome"] == {"type": "success"}
+
+
+async def test_new_message_instead_of_resume_denies_pending_calls(tmp_path: Path) -> None:
+    async with running(app_for(tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
+        first = await run_events(
+            c, "/agui", run_input("mv", user('call delete_files {"pattern": "b"}'))
+        )
+        call_id = first[-1]["outcome"]["interrupts"][0]["id"]
+        both = run_input(
+            "mv",
+            user("forget it"),
+            resume=[{"interruptId": call_id, "status": "resolved", "payload": True}],
+        )
+        refused = await c.post("/agui", json=both)
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == "resume_with_messages"
+        moved_on = await run_events(c, "/agui", run_input("mv", user("forget it")))
+        assert moved_on[-1]["outcome"] == {"type": "success"}
+        result = next(e for e in moved_on if e["type"] == "TOOL_CALL_RESULT")
+        assert result["toolCallId"] == call_id
+        assert result["metadata"]["status"] == "error" and "new message" in result["content"]
+        assert (await c.get("/threads/mv")).json()["pending"] == []
+    await stored_agent(tmp_path, "mv")

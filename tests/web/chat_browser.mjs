@@ -61,6 +61,19 @@ try {
         "the running call was interrupted by the new message");
   report("typed while running");
 
+  // 3b. Reloading mid-run re-attaches to the live run; Stop still works.
+  await say('call slow_task {"topic": "reload"}');
+  await page.waitForSelector("[data-testid=tool-call][data-status=running] .progress:has-text('step')");
+  await page.reload();
+  await page.waitForSelector("body[data-ready='1']");
+  await page.waitForSelector("[data-testid=tool-call][data-status=running] .progress:has-text('reload')");
+  check(await page.isVisible("[data-testid=stop]"), "Stop is back after the reload");
+  await page.click("[data-testid=stop]");
+  await page.waitForFunction(() =>
+    document.querySelectorAll("[data-testid=tool-call][data-status=interrupted]").length >= 3);
+  await page.waitForSelector("[data-testid=stop]", { state: "hidden" });
+  report("reload mid-run");
+
   // 4. Approve in one thread.
   await page.click("[data-testid=new-thread]");
   await say('call delete_files {"pattern": "*.tmp"}');

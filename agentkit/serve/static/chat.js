@@ -295,7 +295,8 @@ async function openThread(threadId) {
   setRunning(thread.running);
   renderMessages(thread.messages);
   await loadThreads();
-  if (thread.running) await stream("GET", "threads/" + encodeURIComponent(threadId) + "/events");
+  // A live run (the page was reloaded mid-run): follow it from its first event.
+  if (thread.running) stream("GET", "threads/" + encodeURIComponent(threadId) + "/events").catch(report);
 }
 
 async function loadThreads() {
