@@ -7,6 +7,8 @@ test fails and says how to install them.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import anyio
@@ -43,5 +45,7 @@ def test_web_chat_in_chromium(tmp_path: Path) -> None:
         "done",
     ]
     assert shot.stat().st_size > 1000
+    if os.environ.get("AGENTKIT_UPDATE_SCREENSHOT"):  # refresh the one in docs/serving.md
+        shutil.copyfile(shot, Path(__file__).parent.parent / "docs" / "serving.png")
     # The server's memory is valid for every thread, after Stop, follow-ups and approvals.
     assert anyio.run(check_stored_threads, db) >= 4

@@ -76,6 +76,8 @@ try {
 
   // 4. Approve in one thread.
   await page.click("[data-testid=new-thread]");
+  await say("weather in Paris and Tokyo");
+  await assistantSays("Here are the results");
   await say('call delete_files {"pattern": "*.tmp"}');
   await page.waitForSelector("[data-testid=tool-call][data-status=pending] [data-testid=approve]");
   await page.screenshot({ path: screenshot });
