@@ -10,7 +10,7 @@ import time
 
 import anyio
 
-from agentkit.agent import Interrupted, ReplyFinished, TextDelta
+from agentkit.events import Interrupted, ReplyFinished, TextDelta
 from agentkit.messages import Msg
 from agentkit.testing import ScriptedModel, text, tool_use
 from agentkit.tools import INTERRUPTED_TEXT
@@ -276,7 +276,6 @@ async def test_interrupted_reply_emits_interrupted_then_finished():
 async def test_fuzz_interrupt_at_random_points_then_resume():
     """300 runs: interrupt at a random delay, resume to completion, check everything."""
     rng = random.Random(1234)
-    started = time.perf_counter()
     baseline = set(asyncio.all_tasks())
     outcomes = {"interrupted": 0, "completed": 0}
     for run in range(300):
@@ -319,7 +318,6 @@ async def test_fuzz_interrupt_at_random_points_then_resume():
         assert all(count == 1 for count in rec.calls.values()), rec.calls
         assert set(asyncio.all_tasks()) == baseline
     assert outcomes["interrupted"] > 100  # the delays really cut runs at many points
-    assert time.perf_counter() - started < 30
 
 
 async def test_interrupt_threadsafe_on_the_loop_thread_does_not_deadlock():

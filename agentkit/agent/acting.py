@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit.agent.events import ToolCallStarted, ToolProgress, ToolResult
+from agentkit.agent.limits import LIMIT_TEXT
 from agentkit.agent.state import PENDING, new_msg, store
 from agentkit.agent.structured import RESPONSE_TOOL, validate_response
+from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
 from agentkit.messages import ToolResultBlock, ToolUseBlock
 from agentkit.tools import INTERRUPTED_TEXT, interrupted_response
 from agentkit.tools.response import ToolResponse
@@ -91,7 +92,9 @@ async def _invoke(agent: ReActAgent, run: Run, call: ToolUseBlock) -> ToolRespon
     if toolkit is None:
         final = ToolResponse.error(f"Tool {call['name']!r} does not exist (no tools).")
     else:
-        calling = toolkit.call_tool_function(kwargs["tool_call"], context=agent)
+        calling = toolkit.call_tool_function(
+            kwargs["tool_call"], context=agent, deps=run.deps, approved=call["id"] in run.approved
+        )
         async with aclosing(calling) as chunks:
             async for chunk in chunks:
                 if chunk.is_last:
@@ -108,6 +111,7 @@ async def _invoke(agent: ReActAgent, run: Run, call: ToolUseBlock) -> ToolRespon
 async def _run_call(agent: ReActAgent, run: Run, index: int) -> None:
     """Run one call into its slot. Never raises, except cancellation."""
     call = run.batch[index]  # type: ignore[index]
+    run.counts.tool_calls += 1
     try:
         limiter = agent._limiter
         if limiter is None:
@@ -117,7 +121,28 @@ async def _run_call(agent: ReActAgent, run: Run, index: int) -> None:
                 final = await _invoke(agent, run, call)
     except Exception as exc:  # a hook or toolkit bug must not cancel the sibling calls
         final = ToolResponse.error(f"The tool call failed: {type(exc).__name__}: {exc}")
+    kind = (final.metadata or {}).get("error")
+    if kind == "approval_required" and call["id"] not in run.approved:
+        run.results[index] = PENDING  # the tool asked for a human: invoked again once approved
+        return
+    if kind == "retry":
+        final = _bounded_retry(agent, run, call, final)
     settle(run, index, final)
+
+
+def _bounded_retry(
+    agent: ReActAgent, run: Run, call: ToolUseBlock, final: ToolResponse
+) -> ToolResponse:
+    """A ``ToolRetry`` answer, or a plain failure once the tool used up its retries."""
+    name = call["name"]
+    count = run.retries[name] = run.retries.get(name, 0) + 1
+    if count <= agent.max_tool_retries:
+        return final
+    text = "".join(b.get("text", "") for b in final.content if b["type"] == "text")
+    return ToolResponse.error(
+        f"The tool {name!r} failed: {text} (it asked for a retry {count} times, more than "
+        f"the {agent.max_tool_retries} allowed; do not call it again for this task)."
+    )
 
 
 def settle(run: Run, index: int, final: ToolResponse) -> None:
@@ -178,7 +203,7 @@ async def execute(agent: ReActAgent, run: Run, indexes: list[int]) -> None:
         await _run_parallel(agent, run, segment)
 
 
-async def _needs_approval(agent: ReActAgent, call: ToolUseBlock) -> bool:
+async def _needs_approval(agent: ReActAgent, run: Run, call: ToolUseBlock) -> bool:
     toolkit = agent._toolkit
     tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
     if tool is None or not tool.requires_approval:
@@ -189,11 +214,24 @@ async def _needs_approval(agent: ReActAgent, call: ToolUseBlock) -> bool:
     approved = policy(call)
     if not isinstance(approved, bool):
         approved = await approved
+    if approved:
+        run.approved.add(call["id"])
     return not approved
 
 
+def refuse(run: Run, indexes: list[int], limit: str) -> None:
+    """Answer the calls ``indexes`` without running them: the run reached ``limit``."""
+    run.usage_limit = limit
+    for i in indexes:
+        settle(run, i, ToolResponse.error(LIMIT_TEXT.format(limit=limit)))
+
+
 async def act(agent: ReActAgent, run: Run) -> None:
-    """Answer every call of ``run.batch``: run, validate, or set aside for approval."""
+    """Answer every call of ``run.batch``: run, validate, or set aside for approval.
+
+    When running the calls would pass the run's ``max_tool_calls``, none of them runs:
+    they are all answered as refused and ``run.usage_limit`` is set.
+    """
     calls = run.batch
     assert calls is not None
     runnable: list[int] = []
@@ -201,16 +239,21 @@ async def act(agent: ReActAgent, run: Run) -> None:
         if "raw_input" in call:
             settle(run, i, _invalid_json(call, run.finish_reason))
         elif run.structured is not None and call["name"] == RESPONSE_TOOL:
-            response, output = validate_response(run.structured, call)
-            if output is None:
+            response, value = validate_response(run.structured, call)
+            if value is None:
                 run.structured_failures += 1
             else:
-                run.structured_output = output
+                run.structured_value = value
+                run.structured_output = value.model_dump(mode="json")
             settle(run, i, response)
-        elif await _needs_approval(agent, call):
+        elif await _needs_approval(agent, run, call):
             run.results[i] = PENDING
         else:
             runnable.append(i)
+    limit = run.limits.before_tools(run.counts, len(runnable)) if run.limits else None
+    if limit is not None:
+        refuse(run, [i for i, r in enumerate(run.results) if r is None or r is PENDING], limit)
+        runnable = []
     await execute(agent, run, runnable)
     await commit_results(agent, run)
 
@@ -236,7 +279,7 @@ async def commit_results(agent: ReActAgent, run: Run, missing: str = INTERRUPTED
             settle(run, i, result)
         blocks.append(result_block(call, result))
     if blocks:
-        await store(agent.memory, new_msg(agent.name, blocks, "user"))
+        await store(agent.memory, new_msg(agent.name, blocks, "user"), run)
     agent._pending.extend(pending)
     run.batch = None
     run.results = []

@@ -18,12 +18,13 @@ from agentkit.agent.acting import (
     denied_response,
     describe_call,
     execute,
+    refuse,
     settle,
 )
-from agentkit.agent.events import ApprovalRequired, Interrupted
 from agentkit.agent.reasoning import reason, unique_call_ids
 from agentkit.agent.state import new_msg, store
 from agentkit.agent.structured import MAX_STRUCTURED_RETRIES, RESPONSE_TOOL, response_schema
+from agentkit.events import ApprovalRequested, Interrupted
 from agentkit.exceptions import StructuredOutputError
 from agentkit.messages import Msg
 from agentkit.tools import INTERRUPTED_TEXT
@@ -84,7 +85,7 @@ def _json_text(value: Any) -> str:
 def _pending_reply(agent: ReActAgent, run: Run) -> Msg:
     calls = [describe_call(c) for c in agent._pending]
     if run.emit is not None:
-        run.emit(ApprovalRequired(tuple(calls)))
+        run.emit(ApprovalRequested(tuple(calls)))
     metadata = run.metadata()
     metadata["pending_tool_calls"] = calls
     if run.structured_output is not None:
@@ -100,17 +101,43 @@ def _check_structured(run: Run) -> None:
         )
 
 
+def _limit_reply(agent: ReActAgent, run: Run, limit: str) -> Msg:
+    """The reply of a run stopped by a usage limit (every call already answered)."""
+    run.usage_limit = limit
+    metadata = run.metadata()
+    metadata["usage_limit"] = limit
+    if run.structured_output is not None:
+        metadata["structured_output"] = run.structured_output
+    if agent._pending:
+        metadata["pending_tool_calls"] = [describe_call(c) for c in agent._pending]
+    return Msg(agent.name, list(run.last_text), "assistant", metadata)
+
+
+def _before_request(run: Run) -> str | None:
+    return run.limits.before_request(run.counts) if run.limits is not None else None
+
+
 async def run_loop(agent: ReActAgent, run: Run) -> Msg:
     """Reason and act until the model answers without tool calls (or max_iters)."""
     while True:
         if run.iteration >= agent.max_iters:
             return await _summarize(agent, run)
+        limit = _before_request(run)
+        if limit is not None:
+            return _limit_reply(agent, run, limit)
         run.iteration += 1
         tools, choice = _tools_for(agent, run)
         assistant = await reason(agent, run, tools, choice)
         run.force_tool = None
         if run.batch is not None:
+            limit = run.limits.after_response(run.counts) if run.limits is not None else None
+            if limit is not None:  # spent: answer the calls without running them
+                refuse(run, list(range(len(run.batch))), limit)
+                await commit_results(agent, run)
+                return _limit_reply(agent, run, limit)
             await act(agent, run)
+            if run.usage_limit is not None:
+                return _limit_reply(agent, run, run.usage_limit)
             if agent._pending:
                 return _pending_reply(agent, run)
             if run.structured_output is not None:
@@ -128,6 +155,9 @@ async def run_loop(agent: ReActAgent, run: Run) -> Msg:
 async def _summarize(agent: ReActAgent, run: Run) -> Msg:
     """At max_iters: one last model call that may not use tools (except the response tool)."""
     hint = Msg("user", SUMMARY_HINT, "user")
+    limit = _before_request(run)
+    if limit is not None:
+        return _limit_reply(agent, run, limit)
     if run.structured is None:
         tools, _ = _tools_for(agent, run)
         assistant = await reason(
@@ -152,7 +182,7 @@ async def _deny_pending(agent: ReActAgent, run: Run, text: str) -> None:
         settle(run, i, ToolResponse.error(text))
     await commit_results(agent, run)
     with anyio.CancelScope(shield=True):
-        await agent._flush_deferred()
+        await agent._flush_deferred(run)
 
 
 async def reply(agent: ReActAgent, run: Run, msgs: list[Msg]) -> Msg:
@@ -163,7 +193,7 @@ async def reply(agent: ReActAgent, run: Run, msgs: list[Msg]) -> Msg:
             return await resume(agent, run, {})
         await _deny_pending(agent, run, NEW_MESSAGE_TEXT)
     if msgs:
-        await store(agent.memory, msgs)
+        await store(agent.memory, msgs, run)
     run.inbox = []
     return await run_loop(agent, run)
 
@@ -180,14 +210,21 @@ async def resume(agent: ReActAgent, run: Run, approvals: dict[str, bool | str]) 
         verdict = approvals[call["id"]]
         if verdict is True:
             runnable.append(i)
+            run.approved.add(call["id"])
         else:
             settle(run, i, denied_response(verdict))
+    limit = run.limits.before_tools(run.counts, len(runnable)) if run.limits else None
+    if limit is not None:
+        refuse(run, runnable, limit)
+        runnable = []
     await execute(agent, run, runnable)
     await commit_results(agent, run)
+    if run.usage_limit is not None:
+        return _limit_reply(agent, run, run.usage_limit)
     if agent._pending:
         return _pending_reply(agent, run)
     with anyio.CancelScope(shield=True):
-        await agent._flush_deferred()  # messages observed while the calls were pending
+        await agent._flush_deferred(run)  # messages observed while the calls were pending
     if run.structured_output is not None:
         return _finish(agent, run, Msg(agent.name, list(run.last_text), "assistant"))
     return await run_loop(agent, run)
@@ -204,11 +241,10 @@ async def finalize(agent: ReActAgent, run: Run, error: BaseException | None) -> 
     if partial is not None and run.batch is None:
         content = [b for b in partial.content if not (b["type"] == "tool_use" and "raw_input" in b)]
         content = unique_call_ids(content)
-        if partial.usage is not None:
-            run.usage = run.usage + partial.usage
+        run.count_response(partial.usage)
         if content:
             interrupted = new_msg(agent.name, content, "assistant", {"interrupted": True})
-            await agent.memory.add(interrupted)
+            await store(agent.memory, interrupted, run)
             text = [b for b in content if b["type"] == "text"]
             calls = [b for b in content if b["type"] == "tool_use"]
             if calls:
@@ -220,10 +256,10 @@ async def finalize(agent: ReActAgent, run: Run, error: BaseException | None) -> 
         if agent._pending:
             await _deny_pending(agent, run, NEW_MESSAGE_TEXT)
         inbox, run.inbox = run.inbox, []
-        await agent.memory.add(inbox)
+        await store(agent.memory, inbox, run)
     msgs, run.interrupt_msgs = run.interrupt_msgs, []
     if msgs:
-        await agent.memory.add(msgs)
+        await store(agent.memory, msgs, run)
     metadata = run.metadata()
     metadata["interrupted"] = True
     if agent._pending:

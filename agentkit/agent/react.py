@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+import time
+import warnings
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 import anyio.from_thread
@@ -14,17 +16,19 @@ import anyio.lowlevel
 
 from agentkit.agent import loop
 from agentkit.agent.acting import describe_call
-from agentkit.agent.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.agent.hooks import HookHost, HookRegistry
-from agentkit.agent.state import SCHEMA_VERSION, Run, parse_agent_state
+from agentkit.agent.result import RunResult, make_result
+from agentkit.agent.state import SCHEMA_VERSION, Run, parse_agent_state, store
 from agentkit.agent.stream import EventStream
-from agentkit.exceptions import AgentBusyError, StateError
+from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
+from agentkit.exceptions import AgentBusyError, StateError, UsageError, UsageLimitExceeded
 from agentkit.memory import InMemoryMemory, Memory, MemoryInvariantError, check_memory_invariant
 from agentkit.messages import Msg, ToolUseBlock
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentkit.agent.limits import UsageLimits
     from agentkit.agent.printer import ConsolePrinter
     from agentkit.models.base import ChatModel
     from agentkit.tools import Tool, Toolkit
@@ -33,6 +37,7 @@ __all__ = ["ApprovalPolicy", "ReActAgent"]
 
 logger = logging.getLogger("agentkit.agent")
 
+ModelT = TypeVar("ModelT", bound="BaseModel")
 ApprovalPolicy = Callable[[ToolUseBlock], "bool | Awaitable[bool]"]
 MsgInput = Msg | Sequence[Msg] | str | None
 
@@ -82,11 +87,21 @@ class ReActAgent(HookHost):
         memory: Conversation memory (an ``InMemoryMemory`` by default).
         max_iters: Model calls per reply before the agent asks for a final summary.
         parallel_tool_calls: Run the tool calls of one turn concurrently.
-        print_hint: Print the reply to the console as it streams.
+        print_hint: Print the reply to the console as it streams (default False: a
+            library does not print; the CLI turns it on).
         max_concurrency: At most this many tool calls in flight (None: no limit).
         approval_policy: For tools registered with ``requires_approval=True``: called with
             the ``tool_use`` block (sync or async); True approves the call automatically,
             False leaves it to a human (``resume``). Without a policy every such call waits.
+        usage_limits: Bounds on every run (``agent.run(usage_limits=...)`` replaces them
+            for one run).
+        max_tool_retries: How many times one tool may raise ``ToolRetry`` in one run before
+            its call is answered as a plain failure.
+
+    Everything after ``toolkit`` is keyword-only; the round-1 positional form
+    (``memory, max_iters, parallel_tool_calls, print_hint``) still works with a
+    ``DeprecationWarning``. ``model`` may be a ``"provider:model"`` string, resolved by
+    ``agentkit.models.from_string``.
 
     Attributes:
         memory: The conversation memory.
@@ -108,39 +123,51 @@ class ReActAgent(HookHost):
         "_toolkit",
         "approval_policy",
         "max_iters",
+        "max_tool_retries",
         "memory",
         "model",
         "name",
         "parallel_tool_calls",
         "print_hint",
         "sys_prompt",
+        "usage_limits",
     )
 
     def __init__(
         self,
         name: str,
         sys_prompt: str,
-        model: ChatModel,
+        model: ChatModel | str,
         toolkit: Toolkit | None = None,
+        *args: Any,
         memory: Memory | None = None,
         max_iters: int = 10,
         parallel_tool_calls: bool = True,
-        print_hint: bool = True,
-        *,
+        print_hint: bool = False,
         max_concurrency: int | None = None,
         approval_policy: ApprovalPolicy | None = None,
+        usage_limits: UsageLimits | None = None,
+        max_tool_retries: int = 2,
     ) -> None:
+        if args:  # the round-1 positional form: memory, max_iters, parallel, print_hint
+            memory, max_iters, parallel_tool_calls, print_hint = _positional(
+                args, memory, max_iters, parallel_tool_calls, print_hint
+            )
         if max_iters < 1:
-            raise ValueError("max_iters must be at least 1")
+            raise UsageError("max_iters must be at least 1")
+        if max_tool_retries < 0:
+            raise UsageError("max_tool_retries must be >= 0")
         self.name = name
         self.sys_prompt = sys_prompt
-        self.model = model
+        self.model = _as_model(model)
         self._toolkit: Toolkit | None = toolkit
         self.memory: Memory = memory if memory is not None else InMemoryMemory()
         self.max_iters = max_iters
         self.parallel_tool_calls = parallel_tool_calls
         self.print_hint = print_hint
         self.approval_policy = approval_policy
+        self.usage_limits = usage_limits
+        self.max_tool_retries = max_tool_retries
         self._limiter = anyio.CapacityLimiter(max_concurrency) if max_concurrency else None
         self._hooks: HookRegistry | None = None
         self._listeners: list[Callable[[AgentEvent], None]] = []
@@ -212,10 +239,9 @@ class ReActAgent(HookHost):
             MemoryInvariantError: when ``msg`` holds a tool call without its result (or a
                 result without its call); nothing is stored then.
         """
-        msgs = _as_input(msg)
-        run = self._start(structured_model)
-        run.inbox = msgs
-        return await self._drive(run, self._reply_body, msgs, structured_model)
+        run, reply = await self._reply(_as_input(msg), structured_model, None, self.usage_limits)
+        self._check_limit(run, None)
+        return reply
 
     async def resume(
         self,
@@ -232,18 +258,155 @@ class ReActAgent(HookHost):
 
         Raises:
             AgentBusyError: when a reply is in progress.
-            ValueError: for an id that is not pending or a verdict of the wrong type.
+            UsageError: for an id that is not pending or a verdict of the wrong type.
             StateError: when no call is waiting for approval at all.
         """
+        run, reply = await self._resume(approvals or {}, structured_model, None, self.usage_limits)
+        self._check_limit(run, None)
+        return reply
+
+    @overload
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[str]: ...
+
+    @overload
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[ModelT]: ...
+
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[Any]:
+        """Run the agent on ``input`` and return a typed ``RunResult``.
+
+        Args:
+            input: A Msg, a list of Msg, a string (a user message) or None (continue).
+            deps: Dependencies for this run's tools (``ToolContext[D].deps``); never stored.
+            output_type: A pydantic model the answer must match; ``result.output`` is then
+                the validated instance (else the final text).
+            usage_limits: Bounds for this run (replacing the agent's ``usage_limits``).
+            approvals: Resume a run paused for approval instead of starting one:
+                ``{call_id: True | False | "reason"}`` (``input`` must then be None).
+
+        Returns:
+            The result: ``output``, ``reply``, ``new_messages``, ``usage``, ``stop_reason``,
+            ``pending``.
+
+        Raises:
+            UsageLimitExceeded: when a limit is reached and ``raise_on_limit`` is set.
+            AgentBusyError: when a reply is already in progress on this agent.
+            UsageError: for ``input`` and ``approvals`` together, or a bad approval.
+        """
+        limits = usage_limits if usage_limits is not None else self.usage_limits
+        if approvals is not None:
+            if input is not None:
+                raise UsageError("pass input= to start a run or approvals= to resume one")
+            run, reply = await self._resume(dict(approvals), output_type, deps, limits)
+        else:
+            run, reply = await self._reply(_as_input(input), output_type, deps, limits)
+        result: RunResult[Any] = make_result(run, reply, self._pending)
+        self._check_limit(run, result)
+        return result
+
+    @overload
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[str]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[ModelT]: ...
+
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[Any]:
+        """:meth:`run` for code without a running event loop (scripts, notebooks' cells).
+
+        Raises:
+            UsageError: when called from inside a running event loop (use ``await run``).
+        """
+        _no_running_loop()
+
+        async def main() -> RunResult[Any]:
+            return await self.run(
+                input,
+                deps=deps,
+                output_type=output_type,
+                usage_limits=usage_limits,
+                approvals=approvals,
+            )
+
+        return anyio.run(main)
+
+    def _check_limit(self, run: Run, result: RunResult[Any] | None) -> None:
+        limits = run.limits
+        if run.usage_limit is not None and limits is not None and limits.raise_on_limit:
+            raise UsageLimitExceeded(run.usage_limit, limits.describe(run.usage_limit), result)
+
+    async def _reply(
+        self,
+        msgs: list[Msg],
+        structured: type[BaseModel] | None,
+        deps: Any,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
+        run = self._start(structured, deps, limits)
+        run.inbox = msgs
+        return run, await self._drive(run, self._reply_body, msgs, structured)
+
+    async def _resume(
+        self,
+        approvals: dict[str, bool | str],
+        structured_model: type[BaseModel] | None,
+        deps: Any,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
-        approvals = dict(approvals or {})
         pending_ids = {c["id"] for c in self._pending}
         for call_id, verdict in approvals.items():
             if call_id not in pending_ids:
-                raise ValueError(f"tool call {call_id!r} is not waiting for approval")
+                raise UsageError(f"tool call {call_id!r} is not waiting for approval")
             if not isinstance(verdict, bool | str):
-                raise ValueError(f"approval for {call_id!r} must be True, False or a reason")
+                raise UsageError(f"approval for {call_id!r} must be True, False or a reason")
         if not pending_ids:  # a silent empty "reply" would hide the caller's mistake
             raise StateError(f"agent {self.name!r} has no tool calls waiting for approval")
         if structured_model is None and self._suspended is None and self._suspended_name:
@@ -251,10 +414,10 @@ class ReActAgent(HookHost):
                 f"this state paused a structured reply for {self._suspended_name}; pass "
                 "structured_model= to resume() (model classes are not stored in a state)"
             )
-        run = self._start(structured_model or self._suspended)
+        structured = structured_model or self._suspended
+        run = self._start(structured, deps, limits)
         run.iteration = self._iteration
-        body = self._resume_body
-        return await self._drive(run, body, approvals, structured_model or self._suspended)
+        return run, await self._drive(run, self._resume_body, approvals, structured)
 
     def stream(
         self, msg: MsgInput = None, structured_model: type[BaseModel] | None = None
@@ -316,13 +479,17 @@ class ReActAgent(HookHost):
         return True
 
     # -- run driving -------------------------------------------------------------------
-    def _start(self, structured_model: type[BaseModel] | None) -> Run:
+    def _start(
+        self, structured_model: type[BaseModel] | None, deps: Any, limits: UsageLimits | None
+    ) -> Run:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
         emit = None
         if self.print_hint or self._listeners:
             emit = self._make_emit()
         run = self._run = Run(emit, structured_model)
+        run.deps = deps
+        run.limits = limits
         run.token = anyio.lowlevel.current_token()
         run.thread = threading.get_ident()
         return run
@@ -398,15 +565,15 @@ class ReActAgent(HookHost):
                 run.scope = None  # from here on, interrupt() is a no-op
                 with anyio.CancelScope(shield=True):
                     await loop.finalize(self, run, exc)
-                    await self._flush_deferred()
+                    await self._flush_deferred(run)
                 raise
             run.scope = None
             with anyio.CancelScope(shield=True):
                 if scope.cancelled_caught:
                     reply = await loop.finalize(self, run, None)
                 elif run.interrupt_msgs:  # interrupted too late to cut anything
-                    await self.memory.add(run.interrupt_msgs)
-                await self._flush_deferred()
+                    await store(self.memory, run.interrupt_msgs, run)
+                await self._flush_deferred(run)
             if run.emit is not None:
                 run.emit(ReplyFinished(reply))
             return reply
@@ -415,12 +582,13 @@ class ReActAgent(HookHost):
             self._suspended = run.structured if self._pending else None
             self._suspended_name = None
             self._iteration = run.iteration if self._pending else 0
+            run.counts.duration = time.perf_counter() - run.started
             self._run = None
 
-    async def _flush_deferred(self) -> None:
+    async def _flush_deferred(self, run: Run | None = None) -> None:
         if self._deferred and not self._pending:
             msgs, self._deferred = self._deferred, []
-            await self.memory.add(msgs)
+            await store(self.memory, msgs, run)
 
     # -- state -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -481,6 +649,51 @@ class ReActAgent(HookHost):
 
     def __repr__(self) -> str:
         return f"ReActAgent(name={self.name!r}, model={self.model!r})"
+
+
+def _positional(
+    args: tuple[Any, ...], memory: Memory | None, max_iters: int, parallel: bool, hint: bool
+) -> tuple[Memory | None, int, bool, bool]:
+    """Map the round-1 positional arguments after ``toolkit`` (deprecated)."""
+    if len(args) > 4:
+        raise UsageError(
+            "ReActAgent takes name, sys_prompt, model, toolkit positionally; pass the "
+            "rest as keywords (memory=, max_iters=, ...)"
+        )
+    warnings.warn(
+        "passing memory, max_iters, parallel_tool_calls or print_hint positionally is "
+        "deprecated; pass them as keywords",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    given = (*args, *(memory, max_iters, parallel, hint)[len(args) :])
+    return given[0], given[1], given[2], given[3]
+
+
+def _as_model(model: object) -> ChatModel:
+    """A ``ChatModel``, or a ``"provider:model"`` string resolved by ``from_string``."""
+    from agentkit.models.base import ChatModel
+
+    if isinstance(model, str):
+        from agentkit.models.registry import from_string
+
+        return from_string(model)
+    if not isinstance(model, ChatModel):
+        raise UsageError(
+            f"model must be a ChatModel (e.g. OpenAIChatModel(...)) or a "
+            f"'provider:model' string such as 'openai:gpt-4o-mini'; got {type(model).__name__}"
+        )
+    return model
+
+
+def _no_running_loop() -> None:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError("run_sync() cannot run inside an event loop; use 'await agent.run(...)'")
 
 
 def _qualname(cls: type | None) -> str | None:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit.agent.events import TextDelta, ThinkingDelta
 from agentkit.agent.state import new_msg, store
+from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
 from agentkit.models.base import ChatResponse
 
@@ -142,6 +142,7 @@ async def reason(
         kwargs = await hooks.run_pre("pre_reasoning", agent, kwargs)
         prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
     run.calling_model = True  # state_dict() refuses until the answer is stored
+    run.counts.requests += 1
     try:
         await _call_model(agent, run, prompt, tools, tool_choice)
     finally:
@@ -156,11 +157,10 @@ async def reason(
     msg = new_msg(agent.name, list(content), "assistant")
     if hooks is not None and hooks.has("post_reasoning"):
         msg = await hooks.run_post("post_reasoning", agent, kwargs or {}, msg)
-    await store(agent.memory, msg)
+    await store(agent.memory, msg, run)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.partial = None
-    if response.usage is not None:  # counted here, or by finalize if the step is cut
-        run.usage = run.usage + response.usage
+    run.count_response(response.usage)  # counted here, or by finalize if the step is cut
     run.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
     calls = msg.get_blocks("tool_use")
     if calls:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit.agent.result import RunUsage
 from agentkit.exceptions import StateError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
 from agentkit.messages import Msg, Role, ToolUseBlock, validate_block
@@ -22,7 +23,8 @@ from agentkit.models.base import ChatResponse, ChatUsage
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from agentkit.agent.events import AgentEvent
+    from agentkit.agent.limits import UsageLimits
+    from agentkit.events import AgentEvent
     from agentkit.memory import Memory
     from agentkit.tools.response import ToolResponse
 
@@ -69,11 +71,23 @@ class Run:
         structured_failures: Invalid or missing structured answers so far.
         force_tool: Name of a tool the next model call must use.
         last_text: Text blocks of the latest assistant turn (reply content).
+        deps: The run's dependencies (``ToolContext.deps``); never serialized.
+        limits: The run's ``UsageLimits`` (None: unbounded).
+        counts: Requests, tokens, tool calls and cost of this run (``RunUsage``).
+        usage_limit: The name of the limit that stopped the run, if any.
+        added: Messages this run stored in memory, in order (``RunResult.new_messages``).
+        structured_value: The validated pydantic instance once accepted.
+        retries: ``ToolRetry`` answers per tool name in this run.
+        approved: Ids of calls a human approved in this run (``tool_call_approved``).
     """
 
     __slots__ = (
+        "added",
+        "approved",
         "batch",
         "calling_model",
+        "counts",
+        "deps",
         "emit",
         "finish_reason",
         "force_tool",
@@ -82,16 +96,20 @@ class Run:
         "interrupted",
         "iteration",
         "last_text",
+        "limits",
         "partial",
         "results",
+        "retries",
         "scope",
         "started",
         "structured",
         "structured_failures",
         "structured_output",
+        "structured_value",
         "thread",
         "token",
         "usage",
+        "usage_limit",
     )
 
     def __init__(self, emit: Emit | None, structured: type[BaseModel] | None) -> None:
@@ -115,6 +133,20 @@ class Run:
         self.structured_failures = 0
         self.force_tool: str | None = None
         self.last_text: list[Any] = []
+        self.deps: Any = None
+        self.limits: UsageLimits | None = None
+        self.counts = RunUsage()
+        self.usage_limit: str | None = None
+        self.added: list[Msg] = []
+        self.structured_value: BaseModel | None = None
+        self.retries: dict[str, int] = {}
+        self.approved: set[str] = set()
+
+    def count_response(self, usage: ChatUsage | None) -> None:
+        """Add one model response's usage to the reply's totals."""
+        if usage is not None:
+            self.usage = self.usage + usage
+        self.counts.add_response(usage)
 
     def begin_batch(self, calls: list[ToolUseBlock]) -> None:
         """Record the calls of a turn that must be answered (call right after storing them)."""
@@ -130,13 +162,18 @@ class Run:
         }
 
 
-async def store(memory: Memory, msgs: Msg | list[Msg]) -> None:
-    """Add to memory so that a cancellation cannot cut the write halfway."""
+async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -> None:
+    """Add to memory so that a cancellation cannot cut the write halfway.
+
+    With ``run``, the messages are also recorded as the run's new messages.
+    """
     if memory.atomic_add:
         await memory.add(msgs)
     else:
         with anyio.CancelScope(shield=True):
             await memory.add(msgs)
+    if run is not None:
+        run.added.extend([msgs] if isinstance(msgs, Msg) else msgs)
 
 
 def new_msg(name: str, content: Any, role: Role, metadata: dict[str, Any] | None = None) -> Msg:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit.agent.events import AgentEvent
+from agentkit.events import AgentEvent
 
 if TYPE_CHECKING:
     import asyncio

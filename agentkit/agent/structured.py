@@ -50,11 +50,11 @@ def response_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 def validate_response(
     model: type[BaseModel], call: ToolUseBlock
-) -> tuple[ToolResponse, dict[str, Any] | None]:
+) -> tuple[ToolResponse, BaseModel | None]:
     """Validate a ``generate_response`` call.
 
     Returns:
-        The tool result to store, and the JSON-safe output (None when invalid).
+        The tool result to store, and the validated instance (None when invalid).
     """
     from pydantic import ValidationError
 
@@ -68,4 +68,4 @@ def validate_response(
             ),
             None,
         )
-    return ToolResponse.text("The structured response was accepted."), value.model_dump(mode="json")
+    return ToolResponse.text("The structured response was accepted."), value

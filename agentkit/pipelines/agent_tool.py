@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import anyio
 
-from agentkit.agent.events import (
-    ApprovalRequired,
+from agentkit.events import (
+    ApprovalRequested,
     ReplyFinished,
     TextDelta,
     ToolCallStarted,
@@ -240,7 +240,7 @@ class AgentTool(Tool):
             return ToolResponse.text(
                 f"[{event.result['name']} {status}]\n", metadata=meta, is_last=False
             )
-        if isinstance(event, ApprovalRequired):
+        if isinstance(event, ApprovalRequested):
             names = ", ".join(str(c.get("name")) for c in event.calls)
             return ToolResponse.text(
                 f"[waiting for approval: {names}]\n", metadata=meta, is_last=False

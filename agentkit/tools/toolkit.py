@@ -268,7 +268,12 @@ class Toolkit:
     # ----------------------------------------------------------------- calling
 
     def call_tool_function(
-        self, block: ToolUseBlock, *, context: Any = None
+        self,
+        block: ToolUseBlock,
+        *,
+        context: Any = None,
+        deps: Any = None,
+        approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call ``block`` asks for.
 
@@ -283,10 +288,12 @@ class Toolkit:
         Args:
             block: The ``tool_use`` block.
             context: Passed to the tool as ``ToolContext.data`` (the agent passes itself).
+            deps: The run's dependencies, passed to the tool as ``ToolContext.deps``.
+            approved: A human approved this call (``ToolContext.tool_call_approved``).
         """
         from agentkit.tools._call import call_tool
 
-        return call_tool(self, block, context)
+        return call_tool(self, block, context, deps=deps, approved=approved)
 
     async def execute(
         self,
