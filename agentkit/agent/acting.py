@@ -11,9 +11,9 @@ cancellation propagates.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -21,21 +21,24 @@ from agentkit.agent.limits import LIMIT_TEXT
 from agentkit.agent.state import PENDING, new_msg, store
 from agentkit.agent.structured import RESPONSE_TOOL, validate_response
 from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
-from agentkit.messages import ToolResultBlock, ToolUseBlock
+from agentkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from agentkit.tools import INTERRUPTED_TEXT, interrupted_response
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
-    from agentkit.agent.react import ReActAgent
+    from agentkit.agent.conversation import Conversation
+    from agentkit.agent.setup import RunSetup
     from agentkit.agent.state import Run
 
 __all__ = [
     "INTERRUPTED_TEXT",
-    "act",
     "commit_results",
     "denied_response",
     "execute",
+    "refuse",
     "result_block",
+    "settle",
+    "triage",
 ]
 
 NEW_MESSAGE_TEXT = "The user denied this tool call: the user sent a new message instead."
@@ -70,7 +73,7 @@ def result_block(call: ToolUseBlock, response: ToolResponse) -> ToolResultBlock:
     content = response.content
     output: Any
     if all(b["type"] == "text" for b in content):
-        output = "".join(b["text"] for b in content)  # type: ignore[typeddict-item]
+        output = "".join(cast(TextBlock, b)["text"] for b in content)
     else:
         output = list(content)
     block = ToolResultBlock(type="tool_result", id=call["id"], name=call["name"], output=output)
@@ -79,21 +82,24 @@ def result_block(call: ToolUseBlock, response: ToolResponse) -> ToolResultBlock:
     return block
 
 
-async def _invoke(agent: ReActAgent, run: Run, call: ToolUseBlock) -> ToolResponse:
-    hooks = agent._hooks
+async def _invoke(setup: RunSetup, run: Run, call: ToolUseBlock) -> ToolResponse:
+    hooks = setup.hooks
     kwargs: dict[str, Any] = {"tool_call": call}
     if hooks is not None and hooks.has("pre_acting"):
-        kwargs = await hooks.run_pre("pre_acting", agent, kwargs)
+        kwargs = await hooks.run_pre("pre_acting", setup.owner, kwargs)
     emit = run.emit
     if emit is not None:
         emit(ToolCallStarted(kwargs["tool_call"]))
     final: ToolResponse | None = None
-    toolkit = agent._toolkit
+    toolkit = setup.toolkit
     if toolkit is None:
         final = ToolResponse.error(f"Tool {call['name']!r} does not exist (no tools).")
     else:
         calling = toolkit.call_tool_function(
-            kwargs["tool_call"], context=agent, deps=run.deps, approved=call["id"] in run.approved
+            kwargs["tool_call"],
+            context=setup.owner,
+            deps=setup.deps,
+            approved=call["id"] in run.approved,
         )
         async with aclosing(calling) as chunks:
             async for chunk in chunks:
@@ -104,21 +110,23 @@ async def _invoke(agent: ReActAgent, run: Run, call: ToolUseBlock) -> ToolRespon
     if final is None:
         final = ToolResponse.error("The tool ended without a final result.")
     if hooks is not None and hooks.has("post_acting"):
-        final = await hooks.run_post("post_acting", agent, kwargs, final)
+        final = await hooks.run_post("post_acting", setup.owner, kwargs, final)
     return final
 
 
-async def _run_call(agent: ReActAgent, run: Run, index: int) -> None:
+async def _run_call(setup: RunSetup, run: Run, index: int) -> None:
     """Run one call into its slot. Never raises, except cancellation."""
-    call = run.batch[index]  # type: ignore[index]
+    batch = run.batch
+    assert batch is not None
+    call = batch[index]
     run.counts.tool_calls += 1
     try:
-        limiter = agent._limiter
+        limiter = setup.limiter
         if limiter is None:
-            final = await _invoke(agent, run, call)
+            final = await _invoke(setup, run, call)
         else:
             async with limiter:
-                final = await _invoke(agent, run, call)
+                final = await _invoke(setup, run, call)
     except Exception as exc:  # a hook or toolkit bug must not cancel the sibling calls
         final = ToolResponse.error(f"The tool call failed: {type(exc).__name__}: {exc}")
     kind = (final.metadata or {}).get("error")
@@ -126,36 +134,34 @@ async def _run_call(agent: ReActAgent, run: Run, index: int) -> None:
         run.results[index] = PENDING  # the tool asked for a human: invoked again once approved
         return
     if kind == "retry":
-        final = _bounded_retry(agent, run, call, final)
+        final = _bounded_retry(setup.max_tool_retries, run, call, final)
     settle(run, index, final)
 
 
-def _bounded_retry(
-    agent: ReActAgent, run: Run, call: ToolUseBlock, final: ToolResponse
-) -> ToolResponse:
+def _bounded_retry(allowed: int, run: Run, call: ToolUseBlock, final: ToolResponse) -> ToolResponse:
     """A ``ToolRetry`` answer, or a plain failure once the tool used up its retries."""
     name = call["name"]
     count = run.retries[name] = run.retries.get(name, 0) + 1
-    if count <= agent.max_tool_retries:
+    if count <= allowed:
         return final
     text = "".join(b.get("text", "") for b in final.content if b["type"] == "text")
     return ToolResponse.error(
         f"The tool {name!r} failed: {text} (it asked for a retry {count} times, more than "
-        f"the {agent.max_tool_retries} allowed; do not call it again for this task)."
+        f"the {allowed} allowed; do not call it again for this task)."
     )
 
 
 def settle(run: Run, index: int, final: ToolResponse) -> None:
     """Put a call's final response in its slot and emit its ``ToolResult`` event."""
     run.results[index] = final
-    if run.emit is not None:
-        call = run.batch[index]  # type: ignore[index]
+    if run.emit is not None and run.batch is not None:
+        call = run.batch[index]
         run.emit(ToolResult(call["id"], result_block(call, final)))
 
 
-async def _run_parallel(agent: ReActAgent, run: Run, indexes: list[int]) -> None:
+async def _run_parallel(setup: RunSetup, run: Run, indexes: list[int]) -> None:
     if len(indexes) == 1:
-        await _run_call(agent, run, indexes[0])
+        await _run_call(setup, run, indexes[0])
         return
     fatal: list[BaseException] = []
 
@@ -164,7 +170,7 @@ async def _run_parallel(agent: ReActAgent, run: Run, indexes: list[int]) -> None
         # task, asyncio would re-raise it out of the event loop itself; catch it here, stop
         # the siblings, and raise it bare in the reply's own task (after the group).
         try:
-            await _run_call(agent, run, index)
+            await _run_call(setup, run, index)
         except anyio.get_cancelled_exc_class():
             raise
         except BaseException as exc:
@@ -178,37 +184,39 @@ async def _run_parallel(agent: ReActAgent, run: Run, indexes: list[int]) -> None
         raise fatal[0]
 
 
-def _is_sequential(agent: ReActAgent, call: ToolUseBlock) -> bool:
-    toolkit = agent._toolkit
+def _is_sequential(setup: RunSetup, call: ToolUseBlock) -> bool:
+    toolkit = setup.toolkit
     tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
     return bool(tool is not None and tool.sequential)
 
 
-async def execute(agent: ReActAgent, run: Run, indexes: list[int]) -> None:
+async def execute(setup: RunSetup, run: Run, indexes: Sequence[int]) -> None:
     """Run the calls ``run.batch[i]`` for ``i`` in ``indexes``, honouring barriers."""
-    if not agent.parallel_tool_calls:
+    if not setup.parallel_tool_calls:
         for i in indexes:
-            await _run_call(agent, run, i)
+            await _run_call(setup, run, i)
         return
+    batch = run.batch
+    assert batch is not None
     segment: list[int] = []
     for i in indexes:
-        if _is_sequential(agent, run.batch[i]):  # type: ignore[index]
+        if _is_sequential(setup, batch[i]):
             if segment:
-                await _run_parallel(agent, run, segment)
+                await _run_parallel(setup, run, segment)
                 segment = []
-            await _run_call(agent, run, i)
+            await _run_call(setup, run, i)
         else:
             segment.append(i)
     if segment:
-        await _run_parallel(agent, run, segment)
+        await _run_parallel(setup, run, segment)
 
 
-async def _needs_approval(agent: ReActAgent, run: Run, call: ToolUseBlock) -> bool:
-    toolkit = agent._toolkit
+async def _needs_approval(setup: RunSetup, run: Run, call: ToolUseBlock) -> bool:
+    toolkit = setup.toolkit
     tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
     if tool is None or not tool.requires_approval:
         return False
-    policy = agent.approval_policy
+    policy = setup.approval_policy
     if policy is None:
         return True
     approved = policy(call)
@@ -219,18 +227,22 @@ async def _needs_approval(agent: ReActAgent, run: Run, call: ToolUseBlock) -> bo
     return not approved
 
 
-def refuse(run: Run, indexes: list[int], limit: str) -> None:
-    """Answer the calls ``indexes`` without running them: the run reached ``limit``."""
+def refuse(run: Run, limit: str) -> None:
+    """Answer every open call of the batch without running it: the run reached ``limit``.
+
+    Calls set aside for approval are answered too: the run ends here.
+    """
     run.usage_limit = limit
-    for i in indexes:
-        settle(run, i, ToolResponse.error(LIMIT_TEXT.format(limit=limit)))
+    for i, result in enumerate(run.results):
+        if result is None or result is PENDING:
+            settle(run, i, ToolResponse.error(LIMIT_TEXT.format(limit=limit)))
 
 
-async def act(agent: ReActAgent, run: Run) -> None:
-    """Answer every call of ``run.batch``: run, validate, or set aside for approval.
+async def triage(setup: RunSetup, run: Run) -> list[int]:
+    """Answer what needs no tool run; return the indexes of the calls to run.
 
-    When running the calls would pass the run's ``max_tool_calls``, none of them runs:
-    they are all answered as refused and ``run.usage_limit`` is set.
+    Calls with invalid JSON and structured answers are answered at once; calls that need
+    approval get a ``PENDING`` slot.
     """
     calls = run.batch
     assert calls is not None
@@ -246,23 +258,21 @@ async def act(agent: ReActAgent, run: Run) -> None:
                 run.structured_value = value
                 run.structured_output = value.model_dump(mode="json")
             settle(run, i, response)
-        elif await _needs_approval(agent, run, call):
+        elif await _needs_approval(setup, run, call):
             run.results[i] = PENDING
         else:
             runnable.append(i)
-    limit = run.limits.before_tools(run.counts, len(runnable)) if run.limits else None
-    if limit is not None:
-        refuse(run, [i for i, r in enumerate(run.results) if r is None or r is PENDING], limit)
-        runnable = []
-    await execute(agent, run, runnable)
-    await commit_results(agent, run)
+    return runnable
 
 
-async def commit_results(agent: ReActAgent, run: Run, missing: str = INTERRUPTED_TEXT) -> None:
+async def commit_results(
+    setup: RunSetup, conv: Conversation, run: Run, missing: str = INTERRUPTED_TEXT
+) -> None:
     """Store the batch's results as one message in call order; end the batch.
 
     Calls without a result get an interrupted error result (``missing``); calls set aside
-    for approval join ``agent``'s pending calls. Safe to run shielded during finalization.
+    for approval join the conversation's pending calls. Safe to run shielded during
+    finalization.
     """
     calls, results = run.batch, run.results
     if calls is None:
@@ -279,12 +289,7 @@ async def commit_results(agent: ReActAgent, run: Run, missing: str = INTERRUPTED
             settle(run, i, result)
         blocks.append(result_block(call, result))
     if blocks:
-        await store(agent.memory, new_msg(agent.name, blocks, "user"), run)
-    agent._pending.extend(pending)
+        await store(conv.memory, new_msg(setup.name, blocks, "user"), run)
+    conv.pending.extend(pending)
     run.batch = None
     run.results = []
-
-
-def describe_call(call: ToolUseBlock) -> dict[str, Any]:
-    """The ``{"id", "name", "input"}`` form of a call shown to users (JSON-safe)."""
-    return {"id": call["id"], "name": call["name"], "input": json.loads(json.dumps(call["input"]))}

@@ -18,7 +18,8 @@ from agentkit.messages import ContentBlock, Msg
 from agentkit.models.base import ChatResponse
 
 if TYPE_CHECKING:
-    from agentkit.agent.react import ReActAgent
+    from agentkit.agent.conversation import Conversation
+    from agentkit.agent.setup import RunSetup
     from agentkit.agent.state import Emit, Run
 
 __all__ = ["reason", "unique_call_ids"]
@@ -31,11 +32,10 @@ _CLOSE_TIMEOUT = 2.0
 def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> None:
     """Emit the text/thinking that ``content`` adds over the lengths seen so far."""
     for i, block in enumerate(content):
-        kind = block["type"]
-        if kind == "text":
-            value: str = block["text"]  # type: ignore[typeddict-item]
-        elif kind == "thinking":
-            value = block["thinking"]  # type: ignore[typeddict-item]
+        if block["type"] == "text":
+            kind, value = "text", block["text"]
+        elif block["type"] == "thinking":
+            kind, value = "thinking", block["thinking"]
         else:
             continue
         while len(lengths) <= i:
@@ -88,20 +88,20 @@ def unique_call_ids(content: list[ContentBlock]) -> list[ContentBlock]:
 
 
 async def _call_model(
-    agent: ReActAgent,
+    setup: RunSetup,
     run: Run,
     prompt: list[Msg],
     tools: list[dict[str, Any]] | None,
     tool_choice: str | None,
 ) -> None:
     """One model call, its answer left in ``run.partial``."""
-    if tools and not agent.parallel_tool_calls:
+    if tools and not setup.parallel_tool_calls:
         # Ask the provider for one call per turn too: running them one by one is then free.
-        output = await agent.model(
+        output = await setup.model(
             prompt, tools=tools, tool_choice=tool_choice, parallel_tool_calls=False
         )
     else:
-        output = await agent.model(prompt, tools=tools or None, tool_choice=tool_choice)
+        output = await setup.model(prompt, tools=tools or None, tool_choice=tool_choice)
     if isinstance(output, ChatResponse):
         run.partial = output
         if run.emit is not None:
@@ -111,7 +111,8 @@ async def _call_model(
 
 
 async def reason(
-    agent: ReActAgent,
+    setup: RunSetup,
+    conv: Conversation,
     run: Run,
     tools: list[dict[str, Any]] | None,
     tool_choice: str | None,
@@ -122,7 +123,8 @@ async def reason(
     """Call the model once and store its answer in memory.
 
     Args:
-        agent: The agent.
+        setup: The run's frozen dependencies (model, hooks...).
+        conv: The conversation (memory).
         run: The reply's run state (``partial`` and ``batch`` are updated).
         tools: Function schemas offered to the model (None: no tools).
         tool_choice: ``"auto"``/``"none"``/``"required"``/a tool name, or None.
@@ -132,19 +134,19 @@ async def reason(
     Returns:
         The stored assistant message. Its tool calls (if any) are in ``run.batch``.
     """
-    prompt = [agent.system_msg(), *(await agent.memory.get_memory())]
+    prompt = [setup.system(), *(await conv.memory.get_memory())]
     if extra is not None:
         prompt.append(extra)
-    hooks = agent._hooks
+    hooks = setup.hooks
     kwargs: dict[str, Any] | None = None
     if hooks is not None and hooks.has("pre_reasoning"):
         kwargs = {"messages": prompt, "tools": tools, "tool_choice": tool_choice}
-        kwargs = await hooks.run_pre("pre_reasoning", agent, kwargs)
+        kwargs = await hooks.run_pre("pre_reasoning", setup.owner, kwargs)
         prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
     run.calling_model = True  # state_dict() refuses until the answer is stored
     run.counts.requests += 1
     try:
-        await _call_model(agent, run, prompt, tools, tool_choice)
+        await _call_model(setup, run, prompt, tools, tool_choice)
     finally:
         run.calling_model = False
     response = run.partial or ChatResponse(content=[])
@@ -154,10 +156,10 @@ async def reason(
     if not allow_calls:
         content = [b for b in content if b["type"] != "tool_use"]
     content = unique_call_ids(content)
-    msg = new_msg(agent.name, list(content), "assistant")
+    msg = new_msg(setup.name, list(content), "assistant")
     if hooks is not None and hooks.has("post_reasoning"):
-        msg = await hooks.run_post("post_reasoning", agent, kwargs or {}, msg)
-    await store(agent.memory, msg, run)
+        msg = await hooks.run_post("post_reasoning", setup.owner, kwargs or {}, msg)
+    await store(conv.memory, msg, run)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.partial = None
     run.count_response(response.usage)  # counted here, or by finalize if the step is cut

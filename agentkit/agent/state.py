@@ -28,9 +28,44 @@ if TYPE_CHECKING:
     from agentkit.memory import Memory
     from agentkit.tools.response import ToolResponse
 
-__all__ = ["PENDING", "SCHEMA_VERSION", "Run", "new_msg", "parse_agent_state", "store"]
+__all__ = [
+    "MIGRATIONS",
+    "PENDING",
+    "SCHEMA_VERSION",
+    "Run",
+    "migrate_state",
+    "new_msg",
+    "parse_agent_state",
+    "store",
+]
 
 SCHEMA_VERSION = 1
+"""The version of the agent state layout this agentkit writes.
+
+Every bump ships a migration in ``MIGRATIONS`` (from the previous version) and fixture
+states written by the previous release under ``tests/fixtures/state_v<N>/``.
+"""
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+"""``{n: fn}``: ``fn`` turns a version-``n`` state into a version-``n + 1`` state."""
+
+
+def migrate_state(state: Any) -> dict[str, Any]:
+    """Bring a saved agent state to ``SCHEMA_VERSION``, one migration at a time.
+
+    The input is never modified (each migration returns a new dict).
+
+    Raises:
+        StateError: for something that is not a state dict, or a version this agentkit
+            cannot read (newer than ``SCHEMA_VERSION``, or older than any migration).
+    """
+    if not isinstance(state, dict):
+        raise StateError(f"agent state must be a dict, got {type(state).__name__}")
+    version = state.get("schema_version")
+    while isinstance(version, int) and version < SCHEMA_VERSION and version in MIGRATIONS:
+        state = MIGRATIONS[version](state)
+        version = state.get("schema_version")
+    return _check_version(state)
 
 
 class _Pending:
