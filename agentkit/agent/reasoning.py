@@ -15,7 +15,7 @@ import anyio
 from agentkit.agent.state import new_msg, store
 from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
-from agentkit.models.base import ChatResponse
+from agentkit.models.base import ChatResponse, ModelSettings, ToolDefinition
 
 if TYPE_CHECKING:
     from agentkit.agent.conversation import Conversation
@@ -95,19 +95,21 @@ async def _call_model(
     tool_choice: str | None,
 ) -> None:
     """One model call, its answer left in ``run.partial``."""
+    settings: ModelSettings = {}
+    if tool_choice is not None:
+        settings["tool_choice"] = tool_choice
     if tools and not setup.parallel_tool_calls:
         # Ask the provider for one call per turn too: running them one by one is then free.
-        output = await setup.model(
-            prompt, tools=tools, tool_choice=tool_choice, parallel_tool_calls=False
-        )
-    else:
-        output = await setup.model(prompt, tools=tools or None, tool_choice=tool_choice)
-    if isinstance(output, ChatResponse):
-        run.partial = output
-        if run.emit is not None:
-            _diff([], output.content, run.emit)
-    else:
-        await _consume(run, output)
+        settings["parallel_tool_calls"] = False
+    definitions = [ToolDefinition.from_openai(t) for t in tools] if tools else None
+    model = setup.model
+    if model.stream:
+        await _consume(run, model.request_stream(prompt, definitions, settings))
+        return
+    output = await model.request(prompt, definitions, settings)
+    run.partial = output
+    if run.emit is not None:
+        _diff([], output.content, run.emit)
 
 
 async def reason(

@@ -23,6 +23,7 @@ from agentkit.tools.base import Tool
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
+    from agentkit.models.base import ToolDefinition
     from agentkit.tools.function import PostProcess
 
 __all__ = ["Namesake", "ToolGroup", "Toolkit"]
@@ -254,6 +255,10 @@ class Toolkit:
         if self._active is None:
             self._active = [t for t in self._tools.values() if self.is_active(t)]
         return list(self._active)
+
+    def get_tool_definitions(self) -> list[ToolDefinition]:
+        """The provider-neutral definitions of the active tools (``ChatModel.request``)."""
+        return [t.tool_definition for t in self.active_tools()]
 
     def get_json_schemas(self) -> list[dict[str, Any]]:
         """OpenAI-style function schemas of the active tools.
