@@ -14,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from agentkit.agent import (
+    AgentHooks,
     PendingCall,
     ReActAgent,
     RunResult,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AgentHooks",
     "AgentTool",
     "AgentkitError",
     "ApprovalRequired",

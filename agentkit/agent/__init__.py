@@ -6,12 +6,14 @@ The event classes live in ``agentkit.events``; importing them from here still wo
 
 from typing import Any
 
+from agentkit.agent.hooks import AgentHooks
 from agentkit.agent.limits import UsageLimits
 from agentkit.agent.react import ApprovalPolicy, ReActAgent
 from agentkit.agent.result import PendingCall, RunResult, RunUsage, StopReason
 from agentkit.agent.stream import EventStream
 
 __all__ = [
+    "AgentHooks",
     "ApprovalPolicy",
     "EventStream",
     "PendingCall",

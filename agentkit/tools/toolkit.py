@@ -23,6 +23,7 @@ from agentkit.tools.base import Tool
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
+    from agentkit.mcp.client import MCPClient
     from agentkit.models.base import ToolDefinition
     from agentkit.tools.function import PostProcess
 
@@ -446,14 +447,43 @@ class Toolkit:
 
     # ----------------------------------------------------------------- MCP
 
-    async def register_mcp_client(self, client: Any, **kwargs: Any) -> Any:
-        """Register the tools of an MCP client (delegates to ``agentkit.mcp.bridge``).
+    async def register_mcp_client(
+        self,
+        client: MCPClient,
+        *,
+        group_name: str = "basic",
+        enable_funcs: Iterable[str] | None = None,
+        disable_funcs: Iterable[str] | None = None,
+        prefix: str | None = None,
+        execution_timeout: float | None = None,
+        namesake: Namesake = "raise",
+    ) -> list[Tool]:
+        """Register the tools of an MCP client (connecting it if needed).
 
-        Keyword arguments (``group_name``, ``enable_funcs``, ``disable_funcs``, ``prefix``,
-        ``execution_timeout``, ``namesake``) are passed to the bridge; returns what it returns.
+        Args:
+            client: The MCP client.
+            group_name: Tool group of the registered tools.
+            enable_funcs: Only these server tools (server-side names).
+            disable_funcs: All but these server tools.
+            prefix: Registered names become ``{prefix}_{name}``.
+            execution_timeout: Per-call timeout (seconds) enforced by the Toolkit.
+            namesake: What to do on a name clash; ``"raise"`` registers nothing then.
+
+        Returns:
+            The registered tools (see ``agentkit.mcp.register_mcp_client``).
         """
         bridge = importlib.import_module("agentkit.mcp.bridge")  # MCP SDK only on demand
-        return await bridge.register_mcp_client(self, client, **kwargs)
+        tools: list[Tool] = await bridge.register_mcp_client(
+            self,
+            client,
+            group_name=group_name,
+            enable_funcs=enable_funcs,
+            disable_funcs=disable_funcs,
+            prefix=prefix,
+            execution_timeout=execution_timeout,
+            namesake=namesake,
+        )
+        return tools
 
     async def remove_mcp_clients(self, clients: Iterable[Any]) -> None:
         """Remove the tools of MCP clients, given as clients or by name (delegates)."""
