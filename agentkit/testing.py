@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
-from agentkit.exceptions import ScriptExhaustedError
+from agentkit.exceptions import ScriptExhaustedError, UsageError
 from agentkit.messages import (
     ContentBlock,
     Msg,
@@ -97,7 +97,7 @@ def _to_response(item: ScriptItem, call_index: int) -> ChatResponse:
         blocks = [validate_block(b, f"script[{call_index}][{i}]") for i, b in enumerate(item)]
         response = ChatResponse(content=blocks)
     else:
-        raise TypeError(f"script item {call_index} has unsupported type {type(item).__name__}")
+        raise UsageError(f"script item {call_index} has unsupported type {type(item).__name__}")
     if response.usage is None:
         out = sum(len(json.dumps(b)) for b in response.content) // 4
         response.usage = ChatUsage(input_tokens=0, output_tokens=out)

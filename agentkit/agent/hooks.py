@@ -20,6 +20,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
+from agentkit.exceptions import UsageError
+
 if TYPE_CHECKING:
     from agentkit.messages import Msg, ToolUseBlock
     from agentkit.tools.response import ToolResponse
@@ -53,9 +55,9 @@ class HookRegistry:
             TypeError: when ``fn`` is not callable.
         """
         if kind not in HOOK_KINDS:
-            raise ValueError(f"unknown hook kind {kind!r}; expected one of {sorted(HOOK_KINDS)}")
+            raise UsageError(f"unknown hook kind {kind!r}; expected one of {sorted(HOOK_KINDS)}")
         if not callable(fn):
-            raise TypeError(f"hook {name!r} must be callable")
+            raise UsageError(f"hook {name!r} must be callable")
         self._hooks.setdefault(kind, {})[name] = fn
 
     def remove(self, kind: str, name: str) -> None:
@@ -98,7 +100,7 @@ class HookRegistry:
                 result = await result
             if result is not None:
                 if not isinstance(result, dict):
-                    raise TypeError(f"{kind} hook {name!r} must return a dict or None")
+                    raise UsageError(f"{kind} hook {name!r} must return a dict or None")
                 kwargs = result
         return kwargs
 

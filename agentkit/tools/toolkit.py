@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
-from agentkit.exceptions import StateError, ToolGroupError, ToolRegistrationError
+from agentkit.exceptions import StateError, ToolGroupError, ToolRegistrationError, UsageError
 from agentkit.messages import ToolUseBlock
 from agentkit.tools.base import Tool
 from agentkit.tools.response import ToolResponse
@@ -78,7 +78,7 @@ class Toolkit:
         self, *, max_output_chars: int | None = 100_000, default_timeout: float | None = None
     ) -> None:
         if max_output_chars is not None and max_output_chars < 1:
-            raise ValueError(f"max_output_chars must be positive or None, not {max_output_chars}")
+            raise UsageError(f"max_output_chars must be positive or None, not {max_output_chars}")
         self.max_output_chars = max_output_chars
         self.default_timeout = default_timeout
         self._tools: dict[str, Tool] = {}
