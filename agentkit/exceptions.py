@@ -13,7 +13,8 @@ Every exception agentkit raises on purpose derives from one root, so callers can
     │   │   └── ContextWindowError                  prompt longer than the context window
     │   ├── ModelConnectionError                    network failure / timeout, after retries
     │   ├── ModelResponseError                      the provider's answer could not be parsed
-    │   └── ScriptExhaustedError                    a test double ran out of scripted replies
+    │   ├── ScriptExhaustedError                    a test double ran out of scripted replies
+    │   └── ModelRequestsBlocked                    a real model called while requests are blocked
     ├── ToolError                                   programming errors around tools
     │   ├── ToolRegistrationError                   a function cannot be described / bad name
     │   └── ToolGroupError                          unknown or invalid tool group
@@ -53,6 +54,7 @@ __all__ = [
     "ModelAPIError",
     "ModelConnectionError",
     "ModelError",
+    "ModelRequestsBlocked",
     "ModelResponseError",
     "RateLimitError",
     "ScriptExhaustedError",
@@ -130,6 +132,10 @@ class ModelResponseError(ModelError):
 
 class ScriptExhaustedError(ModelError):
     """A ScriptedModel was called more times than it has scripted responses."""
+
+
+class ModelRequestsBlocked(ModelError):
+    """A real model was asked for an answer inside ``agentkit.testing.block_model_requests``."""
 
 
 class ToolError(AgentkitError):

@@ -163,6 +163,16 @@ class ChatModel(ABC):
     """
 
     provider: str = "unknown"
+    offline: bool = False
+    """True for models that never reach a network (test doubles): not blocked by
+    ``agentkit.testing.block_model_requests``."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        call = cls.__dict__.get("__call__")
+        if call is not None and not cls.offline:
+            name = "__call__"  # replaced on the class, like a decorator would
+            setattr(cls, name, _guarded(call))
 
     def __init__(self, model_name: str, stream: bool = False) -> None:
         self.model_name = model_name
@@ -259,3 +269,27 @@ def _call_args(
     if tools:
         args["tools"] = [t.to_openai() for t in tools]
     return args
+
+
+BLOCKED: list[str] = []
+"""Reasons real model requests are blocked now (``agentkit.testing.block_model_requests``)."""
+
+
+def _guarded(call: Any) -> Any:
+    """Wrap an adapter's ``__call__`` so it refuses while model requests are blocked."""
+    import functools
+
+    @functools.wraps(call)
+    async def guarded(self: ChatModel, *args: Any, **kwargs: Any) -> Any:
+        if BLOCKED:
+            from agentkit.exceptions import ModelRequestsBlocked
+
+            raise ModelRequestsBlocked(
+                f"{type(self).__name__}({self.model_name!r}) was asked for an answer while "
+                f"model requests are blocked ({BLOCKED[-1]}); use a test double from "
+                "agentkit.testing (ScriptedModel, FunctionModel, TestModel)",
+                provider=self.provider,
+            )
+        return await call(self, *args, **kwargs)
+
+    return guarded
