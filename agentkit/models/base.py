@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
@@ -236,7 +236,7 @@ class ChatModel(ABC):
         messages: Sequence[Msg],
         tools: Sequence[ToolDefinition] | None = None,
         settings: ModelSettings | None = None,
-    ) -> AsyncIterator[ChatResponse]:
+    ) -> AsyncGenerator[ChatResponse, None]:
         """Ask for the next assistant turn as cumulative chunks (the last one is complete).
 
         A model built with ``stream=False`` yields its one answer as a single chunk. Same
