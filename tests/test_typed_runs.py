@@ -307,3 +307,25 @@ def test_old_event_import_paths_warn() -> None:
         warnings.simplefilter("error")
         with pytest.raises(AttributeError):
             _ = agentkit.agent.NoSuchThing  # type: ignore[attr-defined]
+
+
+async def test_deps_travel_into_an_agent_used_as_a_tool() -> None:
+    inner_tools = Toolkit()
+
+    async def whoami(ctx: ToolContext[Deps]) -> str:
+        """Who is asking."""
+        return f"user {ctx.deps.user_id}"
+
+    inner_tools.register_tool_function(whoami)
+    inner = ReActAgent(
+        "helper", "sys", ScriptedModel([tool_use("whoami", "w1"), "it is 7"]), inner_tools
+    )
+    outer_tools = Toolkit()
+    outer_tools.register_tool(inner.as_tool(description="Asks the helper."))
+    (tool_name,) = outer_tools.tools
+    outer_model = ScriptedModel([tool_use(tool_name, "h1", task="who?"), "done"])
+    outer = ReActAgent("boss", "sys", outer_model, outer_tools)
+    result = await outer.run("go", deps=Deps(user_id=7))
+    assert result.output == "done"
+    inner_results = results_of(await inner.memory.get_memory())
+    assert inner_results["w1"] == ("user 7", False)

@@ -190,6 +190,7 @@ class ReActAgent(TypedRuns, HookHost):
         structured_model: type[BaseModel] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
+        deps: Any = None,
     ) -> Msg:
         """Reply to ``msg`` (None: continue from memory).
 
@@ -201,6 +202,7 @@ class ReActAgent(TypedRuns, HookHost):
             structured_model: A pydantic model the final answer must match; the validated
                 value (JSON form) is put in ``reply.metadata["structured_output"]``.
             output_type: The same as ``structured_model`` (the name :meth:`run` uses).
+            deps: Dependencies for this reply's tools (``ToolContext.deps``).
 
         Returns:
             The reply. ``metadata`` holds ``usage``, ``iterations`` and ``time``, and
@@ -212,7 +214,7 @@ class ReActAgent(TypedRuns, HookHost):
                 result without its call); nothing is stored then.
         """
         output = _one_output_type(structured_model, output_type)
-        run, reply = await self._reply(as_input(msg), output, None, self.usage_limits)
+        run, reply = await self._reply(as_input(msg), output, deps, self.usage_limits)
         self._check_limit(run, None)
         return reply
 
@@ -292,10 +294,11 @@ class ReActAgent(TypedRuns, HookHost):
         structured_model: type[BaseModel] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
+        deps: Any = None,
     ) -> EventStream:
         """Reply to ``msg`` and iterate over the events (see ``agentkit.agent.stream``)."""
         output = _one_output_type(structured_model, output_type)
-        return EventStream(self, lambda: self(msg, output_type=output))
+        return EventStream(self, lambda: self(msg, output_type=output, deps=deps))
 
     async def observe(self, msg: Msg | Sequence[Msg] | None) -> None:
         """Add messages to memory without replying (deferred while busy or pending).
