@@ -9,6 +9,7 @@ import threading
 import time
 
 import anyio
+import pytest
 
 from agentkit.events import Interrupted, ReplyFinished, TextDelta
 from agentkit.messages import Msg
@@ -279,6 +280,7 @@ async def test_interrupted_reply_emits_interrupted_then_finished():
     assert seen[-1].reply.metadata["interrupted"] is True
 
 
+@pytest.mark.timeout(180)  # 300 full runs: ~20 s alone, slower on a loaded CI machine
 async def test_fuzz_interrupt_at_random_points_then_resume():
     """300 runs: interrupt at a random delay, resume to completion, check everything."""
     rng = random.Random(1234)

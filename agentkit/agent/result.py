@@ -12,12 +12,17 @@ fields are typed, so ``mypy --strict`` checks the code that reads them::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, cast
 
 from typing_extensions import TypeVar
 
 from agentkit.exceptions import StateError
 from agentkit.messages import Msg
+
+if TYPE_CHECKING:
+    from agentkit.agent.state import Run
+    from agentkit.messages import ToolUseBlock
+    from agentkit.models.base import ChatUsage
 
 __all__ = ["OutputT", "PendingCall", "RunResult", "RunUsage", "StopReason", "make_result"]
 
@@ -63,7 +68,7 @@ class RunUsage:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
-    def add_response(self, usage: Any) -> None:
+    def add_response(self, usage: ChatUsage | None) -> None:
         """Count one model response's usage (a ``ChatUsage``, or None when unreported)."""
         if usage is None:
             self.cost = None
@@ -162,7 +167,7 @@ def _stop_reason(reply: Msg, usage_limit: str | None, pending: bool) -> StopReas
     return "final"
 
 
-def make_result(run: Any, reply: Msg, pending: list[Any]) -> RunResult[Any]:
+def make_result(run: Run, reply: Msg, pending: list[ToolUseBlock]) -> RunResult[Any]:
     """Build the ``RunResult`` of a finished ``Run`` (``pending``: the agent's calls)."""
     calls = [PendingCall(c["id"], c["name"], dict(c["input"])) for c in pending]
     output: Any

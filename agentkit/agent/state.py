@@ -106,7 +106,6 @@ class Run:
         structured_failures: Invalid or missing structured answers so far.
         force_tool: Name of a tool the next model call must use.
         last_text: Text blocks of the latest assistant turn (reply content).
-        deps: The run's dependencies (``ToolContext.deps``); never serialized.
         limits: The run's ``UsageLimits`` (None: unbounded).
         counts: Requests, tokens, tool calls and cost of this run (``RunUsage``).
         usage_limit: The name of the limit that stopped the run, if any.
@@ -122,7 +121,6 @@ class Run:
         "batch",
         "calling_model",
         "counts",
-        "deps",
         "emit",
         "finish_reason",
         "force_tool",
@@ -168,7 +166,6 @@ class Run:
         self.structured_failures = 0
         self.force_tool: str | None = None
         self.last_text: list[Any] = []
-        self.deps: Any = None
         self.limits: UsageLimits | None = None
         self.counts = RunUsage()
         self.usage_limit: str | None = None
