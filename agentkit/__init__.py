@@ -1,26 +1,36 @@
 """agentkit: a small, fast, strictly typed asyncio framework for tool-using LLM agents.
 
+One import line is enough for a first agent::
+
+    from agentkit import ReActAgent, Toolkit, ToolContext, RunResult, from_string
+
 The public API is re-exported here; everything else is internal. Provider SDKs, the MCP SDK,
-jsonschema and pydantic-heavy modules are imported lazily, so ``import agentkit`` stays cheap.
+jsonschema and pydantic-heavy modules are imported lazily, so ``import agentkit`` stays cheap:
+the MCP names (``StdioServer``, ``HttpServer``, ``MCPClient``...) and ``from_string`` load
+their modules on first use. Event classes live in ``agentkit.events``.
 """
 
+import importlib
 import logging as _logging
+from typing import TYPE_CHECKING, Any
 
 from agentkit.agent import (
-    AgentEvent,
-    ApprovalRequired,
-    Interrupted,
+    AgentHooks,
+    PendingCall,
     ReActAgent,
-    ReplyFinished,
-    ReplyStarted,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallStarted,
-    ToolProgress,
-    ToolResult,
+    RunResult,
+    RunUsage,
+    StopReason,
+    UsageLimits,
 )
 from agentkit.agent.user import UserAgent
-from agentkit.exceptions import AgentkitError
+from agentkit.exceptions import (
+    AgentkitError,
+    ApprovalRequired,
+    ToolRetry,
+    UsageError,
+    UsageLimitExceeded,
+)
 from agentkit.memory import InMemoryMemory, check_memory_invariant
 from agentkit.messages import (
     AudioBlock,
@@ -41,6 +51,10 @@ from agentkit.pipelines import (
 )
 from agentkit.tools import Tool, ToolContext, ToolGroup, Toolkit, ToolResponse
 
+if TYPE_CHECKING:
+    from agentkit.mcp import HttpServer, MCPClient, StdioServer, register_mcp_client
+    from agentkit.models.registry import from_string
+
 __version__ = "0.1.0.dev0"
 
 # A library never prints on its own: without this, Python's last-resort handler would write
@@ -48,38 +62,68 @@ __version__ = "0.1.0.dev0"
 _logging.getLogger("agentkit").addHandler(_logging.NullHandler())
 
 __all__ = [
-    "AgentEvent",
+    "AgentHooks",
     "AgentTool",
     "AgentkitError",
     "ApprovalRequired",
     "AudioBlock",
     "ContentBlock",
+    "HttpServer",
     "ImageBlock",
     "InMemoryMemory",
-    "Interrupted",
+    "MCPClient",
     "Msg",
     "MsgHub",
+    "PendingCall",
     "ReActAgent",
-    "ReplyFinished",
-    "ReplyStarted",
+    "RunResult",
+    "RunUsage",
+    "StdioServer",
+    "StopReason",
     "TextBlock",
-    "TextDelta",
     "ThinkingBlock",
-    "ThinkingDelta",
     "Tool",
-    "ToolCallStarted",
     "ToolContext",
     "ToolGroup",
-    "ToolProgress",
     "ToolResponse",
-    "ToolResult",
     "ToolResultBlock",
+    "ToolRetry",
     "ToolUseBlock",
     "Toolkit",
+    "UsageError",
+    "UsageLimitExceeded",
+    "UsageLimits",
     "UserAgent",
     "__version__",
     "agent_as_tool",
     "check_memory_invariant",
     "fanout_pipeline",
+    "from_string",
+    "register_mcp_client",
     "sequential_pipeline",
 ]
+
+# Loaded on first use (the MCP SDK and the model registry are not needed by every program).
+_LAZY = {
+    "HttpServer": "agentkit.mcp",
+    "MCPClient": "agentkit.mcp",
+    "StdioServer": "agentkit.mcp",
+    "register_mcp_client": "agentkit.mcp",
+    "from_string": "agentkit.models.registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+    # Round-1 event classes at the top level (now in agentkit.events): deprecated.
+    from agentkit.agent.events import deprecated_event
+
+    return deprecated_event(__name__, name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

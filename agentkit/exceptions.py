@@ -13,7 +13,8 @@ Every exception agentkit raises on purpose derives from one root, so callers can
     │   │   └── ContextWindowError                  prompt longer than the context window
     │   ├── ModelConnectionError                    network failure / timeout, after retries
     │   ├── ModelResponseError                      the provider's answer could not be parsed
-    │   └── ScriptExhaustedError                    a test double ran out of scripted replies
+    │   ├── ScriptExhaustedError                    a test double ran out of scripted replies
+    │   └── ModelRequestsBlocked                    a real model called while requests are blocked
     ├── ToolError                                   programming errors around tools
     │   ├── ToolRegistrationError                   a function cannot be described / bad name
     │   └── ToolGroupError                          unknown or invalid tool group
@@ -24,7 +25,11 @@ Every exception agentkit raises on purpose derives from one root, so callers can
     │   └── SessionConflictError                    a session save based on a stale version
     ├── MemoryInvariantError (also ValueError)      a tool call without exactly one result
     ├── StructuredOutputError                       no valid structured answer after retries
-    └── AgentBusyError                              a second reply started on a busy agent
+    ├── AgentBusyError                              a second reply started on a busy agent
+    ├── UsageError (also ValueError, TypeError)     the API was called the wrong way
+    ├── UsageLimitExceeded                          a run's UsageLimits were reached (opt-in)
+    ├── ToolRetry                                   raised BY a tool: the model should retry
+    └── ApprovalRequired                            raised BY a tool: a human must approve
 
 Tool-side failures (unknown tool, invalid arguments, a tool raising, a timeout) are *not*
 raised: the Toolkit turns them into error tool results so the model can correct itself.
@@ -38,6 +43,7 @@ from __future__ import annotations
 __all__ = [
     "AgentBusyError",
     "AgentkitError",
+    "ApprovalRequired",
     "AuthenticationError",
     "BadRequestError",
     "ContextWindowError",
@@ -49,6 +55,7 @@ __all__ = [
     "ModelAPIError",
     "ModelConnectionError",
     "ModelError",
+    "ModelRequestsBlocked",
     "ModelResponseError",
     "RateLimitError",
     "ScriptExhaustedError",
@@ -58,6 +65,9 @@ __all__ = [
     "ToolError",
     "ToolGroupError",
     "ToolRegistrationError",
+    "ToolRetry",
+    "UsageError",
+    "UsageLimitExceeded",
 ]
 
 
@@ -124,6 +134,10 @@ class ModelResponseError(ModelError):
 
 class ScriptExhaustedError(ModelError):
     """A ScriptedModel was called more times than it has scripted responses."""
+
+
+class ModelRequestsBlocked(ModelError):
+    """A real model was asked for an answer inside ``agentkit.testing.block_model_requests``."""
 
 
 class ToolError(AgentkitError):
@@ -196,3 +210,64 @@ class StructuredOutputError(AgentkitError):
 
 class AgentBusyError(AgentkitError):
     """A reply was started while the same agent is already replying."""
+
+
+class UsageError(AgentkitError, ValueError, TypeError):
+    """The API was used the wrong way (a bad argument, a call at the wrong time).
+
+    Also a ``ValueError`` and a ``TypeError``, so ``except`` clauses written for the
+    builtins agentkit raised before keep working.
+    """
+
+
+class UsageLimitExceeded(AgentkitError):
+    """A run reached one of its ``UsageLimits`` and the caller asked for an exception.
+
+    Raised only with ``UsageLimits(..., raise_on_limit=True)``; by default the run stops
+    cleanly with ``stop_reason="usage_limit"``. Memory is repaired before this is raised
+    (every tool call answered).
+
+    Attributes:
+        limit: The name of the limit reached (``"max_requests"``, ``"max_cost"``...).
+        result: The run's result (``stop_reason="usage_limit"``), when the run was started
+            with ``agent.run``; None for ``await agent(...)``.
+    """
+
+    def __init__(self, limit: str, message: str, result: object = None) -> None:
+        self.limit = limit
+        self.result = result
+        super().__init__(message)
+
+
+class ToolRetry(AgentkitError):
+    """Raised by a tool to have the model try again.
+
+    The model sees ``message`` as the call's error result and may call the tool again
+    with better arguments. Retries are bounded per tool and run
+    (``ReActAgent(max_tool_retries=...)``); past the bound the call is answered as a plain
+    failure.
+
+    Args:
+        message: What the model should do differently ("use an ISO date").
+    """
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+
+class ApprovalRequired(AgentkitError):
+    """Raised by a tool to have its call wait for a human's approval.
+
+    The call becomes a pending approval exactly like a tool registered with
+    ``requires_approval=True``; once approved, the tool is invoked again from the start
+    with ``ctx.tool_call_approved`` True. Raise it before any side effect: whatever the
+    tool did before raising is done again on the second invocation.
+
+    Args:
+        reason: Why approval is needed (shown to the human, not to the model).
+    """
+
+    def __init__(self, reason: str = "") -> None:
+        self.reason = reason
+        super().__init__(reason or "this tool call needs approval")

@@ -1,9 +1,13 @@
 """Public test doubles: drive an agent deterministically, without a network or an API key.
 
 ``ScriptedModel`` replays a script, one item per call; ``FunctionModel`` computes each answer
-from the conversation. Both implement ``ChatModel`` exactly like the real providers, including
+from the conversation; ``TestModel`` calls every tool once with schema-valid arguments, then
+answers. All implement ``ChatModel`` exactly like the real providers, including
 streaming of cumulative chunks (with partial tool-call arguments), so an agent under test
 takes the same code paths as in production.
+
+``block_model_requests()`` makes every real model (an adapter that reaches a network)
+refuse to answer, so a test suite cannot call a paid API by accident.
 
 Example:
     >>> from agentkit.testing import ScriptedModel, tool_use
@@ -12,17 +16,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
-from agentkit.exceptions import ScriptExhaustedError
+from agentkit.exceptions import ScriptExhaustedError, UsageError
 from agentkit.messages import (
     ContentBlock,
     Msg,
@@ -31,7 +36,15 @@ from agentkit.messages import (
     ToolUseBlock,
     validate_block,
 )
-from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
+from agentkit.models.base import (
+    BLOCKED,
+    ChatModel,
+    ChatResponse,
+    ChatUsage,
+    ModelOutput,
+    ToolChoice,
+    ToolDefinition,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -39,8 +52,11 @@ if TYPE_CHECKING:
 __all__ = [
     "FunctionModel",
     "ModelRequest",
+    "RequestInfo",
     "ScriptItem",
     "ScriptedModel",
+    "TestModel",
+    "block_model_requests",
     "text",
     "thinking",
     "tool_use",
@@ -97,7 +113,7 @@ def _to_response(item: ScriptItem, call_index: int) -> ChatResponse:
         blocks = [validate_block(b, f"script[{call_index}][{i}]") for i, b in enumerate(item)]
         response = ChatResponse(content=blocks)
     else:
-        raise TypeError(f"script item {call_index} has unsupported type {type(item).__name__}")
+        raise UsageError(f"script item {call_index} has unsupported type {type(item).__name__}")
     if response.usage is None:
         out = sum(len(json.dumps(b)) for b in response.content) // 4
         response.usage = ChatUsage(input_tokens=0, output_tokens=out)
@@ -142,6 +158,7 @@ class _ScriptedBase(ChatModel):
     """Shared machinery: request recording, delays, streaming of cumulative chunks."""
 
     provider = "scripted"
+    offline = True
 
     def __init__(
         self,
@@ -207,6 +224,8 @@ class ScriptedModel(_ScriptedBase):
         delay: Seconds to wait before answering (cancellable), to test interrupts.
         chunk_delay: Seconds between streamed chunks (cancellable).
         chunks_per_block: How many pieces each text/thinking/tool-argument block streams in.
+        strict: Used as a context manager (``with ScriptedModel([...], strict=True) as
+            model:``), check on exit that every response was used.
 
     Attributes:
         requests: One ``ModelRequest`` per call, in order.
@@ -221,15 +240,46 @@ class ScriptedModel(_ScriptedBase):
         delay: float = 0.0,
         chunk_delay: float = 0.0,
         chunks_per_block: int = 4,
+        strict: bool = False,
     ) -> None:
         super().__init__(model_name, stream, delay, chunk_delay, chunks_per_block)
         self.responses: list[ScriptItem] = list(responses)
         self.calls = 0
+        self.strict = strict
 
     @property
     def remaining(self) -> int:
         """Scripted responses not yet used."""
         return len(self.responses) - self.calls
+
+    def assert_complete(self) -> None:
+        """Fail unless every scripted response was used.
+
+        Raises:
+            AssertionError: naming the unused responses (a test that stopped early, or a
+                script longer than the conversation it meant to drive).
+        """
+        if self.remaining > 0:
+            unused = [_describe(item) for item in self.responses[self.calls :]]
+            raise AssertionError(
+                f"ScriptedModel {self.model_name!r} used {self.calls} of "
+                f"{len(self.responses)} responses; unused: {', '.join(unused)}"
+            )
+
+    def __enter__(self) -> ScriptedModel:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        """With ``strict=True``, check :meth:`assert_complete` (unless the block failed)."""
+        if self.strict and exc_type is None:
+            self.assert_complete()
+
+    async def __aenter__(self) -> ScriptedModel:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        """Like ``__exit__``; the model has no connection to close."""
+        self.__exit__(exc_type)
 
     async def _next(self, request: ModelRequest) -> ChatResponse:
         index = self.calls
@@ -243,16 +293,40 @@ class ScriptedModel(_ScriptedBase):
         return _to_response(self.responses[index], index)
 
 
-ModelFunction: TypeAlias = Callable[
-    [list[Msg], list[dict[str, Any]] | None], ScriptItem | Awaitable[ScriptItem]
-]
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What a ``FunctionModel`` function learns about a request besides the messages.
+
+    Attributes:
+        tools: The tools offered.
+        tool_choice: How the model may use them (None: provider default).
+        settings: The other generation settings (``parallel_tool_calls``...).
+    """
+
+    tools: list[ToolDefinition]
+    tool_choice: ToolChoice | None
+    settings: dict[str, Any]
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the tools offered."""
+        return [t.name for t in self.tools]
+
+
+ModelFunction: TypeAlias = Callable[[list[Msg], RequestInfo], ScriptItem | Awaitable[ScriptItem]]
+"""``fn(messages, info)``; the round-1 form ``fn(messages, tools)`` (OpenAI tool dicts) is
+still accepted: a second parameter named ``info`` (or annotated ``RequestInfo``) selects the
+new form."""
 
 
 class FunctionModel(_ScriptedBase):
-    """A model whose every answer is computed by ``fn(messages, tools)``.
+    """A model whose every answer is computed by ``fn(messages, info)``.
 
     Args:
-        fn: Sync or async callable returning any ``ScriptItem`` form.
+        fn: Sync or async callable returning any ``ScriptItem`` form; ``info`` is a
+            ``RequestInfo`` (tools, tool_choice, settings). A function whose second
+            parameter is not named ``info`` gets the offered tools as OpenAI dicts (the
+            round-1 form).
         stream: Return cumulative chunks like a streaming provider.
         model_name: Reported model name.
         delay: Seconds to wait before answering (cancellable).
@@ -262,7 +336,7 @@ class FunctionModel(_ScriptedBase):
 
     def __init__(
         self,
-        fn: ModelFunction,
+        fn: ModelFunction | Callable[..., ScriptItem | Awaitable[ScriptItem]],
         stream: bool = False,
         *,
         model_name: str = "function",
@@ -272,9 +346,169 @@ class FunctionModel(_ScriptedBase):
     ) -> None:
         super().__init__(model_name, stream, delay, chunk_delay, chunks_per_block)
         self.fn = fn
+        self._wants_info = _wants_info(fn)
 
     async def _next(self, request: ModelRequest) -> ChatResponse:
-        item = self.fn(request.messages, request.tools)
+        second: Any = request.tools
+        if self._wants_info:
+            tools = [ToolDefinition.from_openai(t) for t in request.tools or []]
+            second = RequestInfo(tools, request.tool_choice, dict(request.kwargs))
+        item = self.fn(request.messages, second)
         if inspect.isawaitable(item):
             item = await item
         return _to_response(item, len(self.requests) - 1)
+
+
+class TestModel(_ScriptedBase):
+    """A model that calls every offered tool once, with schema-valid arguments, then answers.
+
+    The first request calls all the tools in one turn (parallel calls); the next one
+    answers: through ``generate_response`` with schema-valid arguments when structured
+    output is asked for, else with ``text`` (default: the tool results as JSON). Good for
+    smoke-testing a toolkit end to end without writing a script.
+
+    Args:
+        text: The final answer (None: a JSON object of the tool results by call id).
+        call_tools: Names of the tools to call (None: all of them).
+        stream: Return cumulative chunks like a streaming provider.
+        model_name: Reported model name.
+    """
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    def __init__(
+        self,
+        text: str | None = None,
+        *,
+        call_tools: Sequence[str] | None = None,
+        stream: bool = False,
+        model_name: str = "test",
+    ) -> None:
+        super().__init__(model_name, stream, 0.0, 0.0, 4)
+        self.text = text
+        self.call_tools = None if call_tools is None else set(call_tools)
+        self.called = False
+
+    async def _next(self, request: ModelRequest) -> ChatResponse:
+        tools = [ToolDefinition.from_openai(t) for t in request.tools or []]
+        response = next((t for t in tools if t.name == "generate_response"), None)
+        wanted = [
+            t
+            for t in tools
+            if t is not response and (self.call_tools is None or t.name in self.call_tools)
+        ]
+        index = len(self.requests)
+        if wanted and not self.called and request.tool_choice != "none":
+            self.called = True
+            return _to_response([_call(t, f"test_{index}_{i}") for i, t in enumerate(wanted)], 0)
+        if response is not None:
+            return _to_response([_call(response, f"test_{index}_r")], 0)
+        return _to_response(self.text if self.text is not None else _results(request), 0)
+
+
+def _call(tool: ToolDefinition, call_id: str) -> ToolUseBlock:
+    arguments = example_value(tool.parameters, tool.parameters)
+    return ToolUseBlock(type="tool_use", id=call_id, name=tool.name, input=arguments)
+
+
+def _results(request: ModelRequest) -> str:
+    found: dict[str, Any] = {}
+    for msg in request.messages:
+        for block in msg.get_blocks("tool_result"):
+            found[block["id"]] = block["output"]
+    return json.dumps(found, ensure_ascii=False, default=str)
+
+
+_FORMATS = {
+    "date": "2026-01-31",
+    "date-time": "2026-01-31T12:00:00Z",
+    "time": "12:00:00",
+    "email": "user@example.com",
+    "uri": "https://example.com/",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+}
+
+
+def example_value(schema: Any, root: Any, depth: int = 0) -> Any:
+    """A value valid for the JSON ``schema`` (``root`` resolves ``$ref``); simple cases."""
+    if not isinstance(schema, dict) or depth > 20:
+        return None
+    if "$ref" in schema:
+        target: Any = root
+        for part in str(schema["$ref"]).lstrip("#/").split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        return example_value(target, root, depth + 1)
+    for key in ("const", "default"):
+        if key in schema:
+            return schema[key]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = [o for o in schema.get(key, []) if o.get("type") != "null"]
+        if options:
+            return example_value(options[0], root, depth + 1)
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    return _scalar_or_container(kind, schema, root, depth)
+
+
+def _scalar_or_container(kind: str, schema: dict[str, Any], root: Any, depth: int) -> Any:
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {
+            k: example_value(props.get(k, {}), root, depth + 1) for k in schema.get("required", [])
+        }
+    if kind == "array":
+        item = example_value(schema.get("items", {}), root, depth + 1)
+        return [item] * int(schema.get("minItems", 0))
+    if kind == "string":
+        value = _FORMATS.get(schema.get("format", ""), "a")
+        return value.ljust(int(schema.get("minLength", 0)), "a")
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        low = low + 1 if "exclusiveMinimum" in schema and "minimum" not in schema else low
+        value = max(low, 0) if "maximum" not in schema else min(max(low, 0), schema["maximum"])
+        return int(value) if kind == "integer" else float(value)
+    if kind == "boolean":
+        return False
+    return None
+
+
+def _wants_info(fn: Callable[..., Any]) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin or C callable: assume the new form
+        return True
+    if len(params) < 2:
+        return True
+    second = params[1]
+    return second.name == "info" or second.annotation in (RequestInfo, "RequestInfo")
+
+
+def _describe(item: ScriptItem) -> str:
+    text_ = repr(item)
+    return text_ if len(text_) <= 80 else text_[:77] + "..."
+
+
+@contextlib.contextmanager
+def block_model_requests(reason: str = "a test suite") -> Iterator[None]:
+    """Make every real model refuse to answer inside the block.
+
+    Adapters that reach a network (``OpenAIChatModel``, ``AnthropicChatModel``, any
+    ``ChatModel`` subclass without ``offline = True``) raise ``ModelRequestsBlocked``;
+    the test doubles of this module still answer. Use it in a ``conftest.py``::
+
+        @pytest.fixture(autouse=True)
+        def _no_real_models():
+            with block_model_requests():
+                yield
+
+    Args:
+        reason: Named in the error message.
+    """
+    BLOCKED.append(reason)
+    try:
+        yield
+    finally:
+        BLOCKED.remove(reason)

@@ -20,9 +20,10 @@ import time
 
 import anyio
 
-from agentkit.agent import ReActAgent, ToolCallStarted, ToolProgress, ToolResult
+from agentkit.agent import ReActAgent
 from agentkit.agent.user import UserAgent
 from agentkit.cli.demo_model import demo_model, describe_model, model_from_env
+from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
 from agentkit.tools import ToolContext, Toolkit
 
 

@@ -15,8 +15,9 @@ import time
 
 import anyio
 
-from agentkit.agent import ReActAgent, ToolCallStarted, ToolResult
+from agentkit.agent import ReActAgent
 from agentkit.cli.demo_model import demo_model, describe_model, model_from_env
+from agentkit.events import ToolCallStarted, ToolResult
 from agentkit.tools import Toolkit
 
 CITIES = "Paris, Tokyo, Lima, Cairo and Oslo"

@@ -72,14 +72,14 @@ async def main() -> None:
         toolkit,
         print_hint=False,
     )
-    reply = await agent("Plan 3 days in Tokyo.", structured_model=TripPlan)
-    plan = TripPlan.model_validate((reply.metadata or {})["structured_output"])
+    result = await agent.run("Plan 3 days in Tokyo.", output_type=TripPlan)
+    plan: TripPlan = result.output  # validated; no re-validation by hand
     print(f"plan: {plan!r}")
-    for msg in await agent.memory.get_memory():
+    for msg in result.new_messages:
         for block in msg.get_blocks("tool_result"):
             status = "error" if block.get("is_error") else "ok"
             print(f"  {block['name']} [{status}]: {str(block['output']).splitlines()[0][:80]}")
-    print(f"iterations: {(reply.metadata or {})['iterations']}")
+    print(f"requests: {result.usage.requests}, stop: {result.stop_reason}")
 
 
 if __name__ == "__main__":

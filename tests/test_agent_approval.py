@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agentkit.agent import ApprovalRequired
+from agentkit.events import ApprovalRequested
 from agentkit.exceptions import StateError
 from agentkit.memory import InMemoryMemory
 from agentkit.messages import Msg
@@ -115,7 +115,7 @@ async def test_approval_required_event_and_agent_call_without_message():
     async with agent.stream("go") as stream:
         async for event in stream:
             events.append(event)
-    assert isinstance(events[-2], ApprovalRequired)
+    assert isinstance(events[-2], ApprovalRequested)
     assert [c["id"] for c in events[-2].calls] == ["g1", "g2"]
     reply = await agent()  # continuing without deciding reports the pending calls again
     assert [c["id"] for c in reply.metadata["pending_tool_calls"]] == ["g1", "g2"]
@@ -198,7 +198,8 @@ async def test_state_dict_from_hooks():
 
 
 async def test_denied_calls_emit_tool_result_events():
-    from agentkit.agent import EventStream, ToolResult
+    from agentkit.agent import EventStream
+    from agentkit.events import ToolResult
 
     rec = Recorder()
     model = ScriptedModel([_turn(), "All done."])

@@ -7,7 +7,7 @@ from collections import Counter
 import anyio
 import pytest
 
-from agentkit.agent import (
+from agentkit.events import (
     ReplyFinished,
     ReplyStarted,
     TextDelta,

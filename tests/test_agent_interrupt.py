@@ -9,8 +9,9 @@ import threading
 import time
 
 import anyio
+import pytest
 
-from agentkit.agent import Interrupted, ReplyFinished, TextDelta
+from agentkit.events import Interrupted, ReplyFinished, TextDelta
 from agentkit.messages import Msg
 from agentkit.testing import ScriptedModel, text, tool_use
 from agentkit.tools import INTERRUPTED_TEXT
@@ -162,22 +163,28 @@ async def test_interrupt_message_is_added_after_repairs_and_resume_sees_it():
 
 
 async def test_interrupt_latency_with_a_long_tool_is_milliseconds():
-    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]))
+    # The latency itself is measured in benchmarks/scenarios/interrupts.py; here: the reply
+    # returns on the interrupt, while the 10 s tool is still sleeping, never after it.
+    rec = Recorder()
+    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]), rec)
     started = anyio.Event()
     agent.register_hook("pre_acting", "signal", lambda a, kw: started.set())
-    done_at: list[float] = []
+    events: list[str] = []
 
     async def run() -> None:
-        await agent("go")
-        done_at.append(time.perf_counter())
+        reply = await agent("go")
+        events.append("returned")
+        assert reply.metadata is not None and reply.metadata["interrupted"]
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        await started.wait()
-        await anyio.sleep(0.01)
-        asked = time.perf_counter()
-        await agent.interrupt()
-    assert done_at[0] - asked < 0.1
+    with anyio.fail_after(5):  # a hang guard, not a measurement
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await started.wait()
+            await anyio.sleep(0.01)
+            events.append("interrupt")
+            await agent.interrupt()
+    assert events == ["interrupt", "returned"]
+    assert results_of(await checked_memory(agent))["s"][1] is True  # answered as interrupted
 
 
 async def test_interrupt_threadsafe_from_another_thread():
@@ -273,10 +280,10 @@ async def test_interrupted_reply_emits_interrupted_then_finished():
     assert seen[-1].reply.metadata["interrupted"] is True
 
 
+@pytest.mark.timeout(180)  # 300 full runs: ~20 s alone, slower on a loaded CI machine
 async def test_fuzz_interrupt_at_random_points_then_resume():
     """300 runs: interrupt at a random delay, resume to completion, check everything."""
     rng = random.Random(1234)
-    started = time.perf_counter()
     baseline = set(asyncio.all_tasks())
     outcomes = {"interrupted": 0, "completed": 0}
     for run in range(300):
@@ -319,7 +326,6 @@ async def test_fuzz_interrupt_at_random_points_then_resume():
         assert all(count == 1 for count in rec.calls.values()), rec.calls
         assert set(asyncio.all_tasks()) == baseline
     assert outcomes["interrupted"] > 100  # the delays really cut runs at many points
-    assert time.perf_counter() - started < 30
 
 
 async def test_interrupt_threadsafe_on_the_loop_thread_does_not_deadlock():

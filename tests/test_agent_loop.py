@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import anyio
 import pytest
@@ -128,9 +127,10 @@ async def test_eight_tools_of_200ms_run_concurrently():
     rec = Recorder()
     calls = [tool_use("sleep", f"c{i}", label=f"t{i}", seconds=0.2) for i in range(8)]
     agent = agent_for(ScriptedModel([calls, "ok"]), rec)
-    started = time.perf_counter()
     await agent("go")
-    assert time.perf_counter() - started < 0.3
+    # Ordering, not wall time (the ratio to a raw loop is in benchmarks/scenarios/parallel.py):
+    # every call started before any of them ended.
+    assert max(rec.started.values()) < min(rec.ended.values())
     assert rec.max_in_flight == 8
     await checked_memory(agent)
 
@@ -276,12 +276,17 @@ async def test_print_hint_writes_the_reply(capsys):
 
 
 def test_construction_is_cheap():
+    # What makes construction cheap, checked structurally; its time is measured in
+    # benchmarks/scenarios/startup.py ("ReActAgent(...) time"), not asserted here.
+    import sys
+
     model = ScriptedModel([])
-    started = time.perf_counter()
-    for _ in range(1000):
-        ReActAgent("bot", "sys", model, print_hint=False)
-    per_agent = (time.perf_counter() - started) / 1000
-    assert per_agent < 200e-6  # target 20 µs; generous for a shared CI machine
+    before = set(sys.modules)
+    agents = [ReActAgent("bot", "sys", model) for _ in range(100)]
+    assert set(sys.modules) == before  # nothing imported lazily on construction
+    assert model.calls == 0 and all(not a.is_replying for a in agents)
+    assert all(a.conversation.pending == [] and a.conversation.deferred == [] for a in agents)
+    assert not hasattr(agents[0], "__dict__")  # __slots__: no per-instance dict
 
 
 async def test_call_ids_reused_across_turns_stay_valid():

@@ -393,10 +393,27 @@ async def test_tools_list_changed_invalidates_cache(protocol: str) -> None:
 
 
 async def test_cancelled_connect_leaves_no_child() -> None:
+    before = children()
+    spawned: set[int] = set()
     c = MCPClient("py", py_stdio())
-    with anyio.move_on_after(0.2):
-        await c.connect()
+    with anyio.CancelScope() as scope:
+
+        async def cut_once_spawned() -> None:
+            # Cut the connect only once the server process exists, so that the cut
+            # really leaves a child for close() to stop (a fixed delay may cut too early).
+            while not spawned:
+                spawned.update(children() - before)
+                await anyio.sleep(0.005)
+            scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cut_once_spawned)
+            await c.connect()
+            tg.cancel_scope.cancel()  # connected before the cut: still a valid run
+    assert spawned, "the server process never started"
     await c.close()
+    assert not c.is_connected
+    assert wait_no_new_children(before) == set(), "close() left the server process running"
 
 
 async def test_close_is_bounded_for_a_server_ignoring_sigterm() -> None:

@@ -8,8 +8,9 @@ from typing import Any
 import anyio
 import pytest
 
-from agentkit.agent import ReActAgent, ReplyFinished, ToolProgress
+from agentkit.agent import ReActAgent
 from agentkit.agent.user import UserAgent
+from agentkit.events import ReplyFinished, ToolProgress
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool, MsgHub, agent_as_tool

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import datetime
+from typing import Literal
+
 import pytest
+from pydantic import BaseModel, Field
 
 from agentkit import Msg
 from agentkit.exceptions import ModelAPIError, ScriptExhaustedError
@@ -8,6 +12,18 @@ from agentkit.models import ChatModel, ChatResponse
 from agentkit.testing import FunctionModel, ScriptedModel, thinking, tool_use
 
 USER = [Msg("user", "hi", "user")]
+
+
+class Address(BaseModel):
+    city: str = Field(min_length=3)
+    zip: int = Field(ge=1000)
+
+
+class Plan(BaseModel):
+    days: int = Field(gt=0)
+    where: Address
+
+
 TOOLS = [{"type": "function", "function": {"name": "add", "description": "", "parameters": {}}}]
 
 
@@ -84,3 +100,109 @@ async def test_invalid_script_item_is_a_clear_error() -> None:
     model = ScriptedModel([[{"type": "tool_use", "name": "x", "input": {}}]])
     with pytest.raises(ValueError, match=r"script\[0\]\[0\]\.id"):
         await model(USER)
+
+
+# -- round 2: strict scripts, FunctionModel info, TestModel, blocking real models ---------
+async def test_assert_complete_and_strict_mode() -> None:
+    model = ScriptedModel(["one", "two"])
+    await model(USER)
+    with pytest.raises(AssertionError, match="used 1 of 2 responses; unused: 'two'"):
+        model.assert_complete()
+    with (
+        pytest.raises(AssertionError, match="unused"),
+        ScriptedModel(["a", "b"], strict=True) as strict,
+    ):
+        await strict(USER)
+    async with ScriptedModel(["a"], strict=True) as done:
+        await done(USER)
+    done.assert_complete()
+    with ScriptedModel(["a"]) as lax:  # not strict: no check on exit
+        pass
+    assert lax.remaining == 1
+
+
+async def test_function_model_gets_request_info_or_the_old_tools_argument() -> None:
+    from agentkit.testing import RequestInfo
+
+    seen: list[RequestInfo] = []
+
+    def answer(messages: list[Msg], info: RequestInfo) -> str:
+        seen.append(info)
+        return f"{len(messages)} messages, tools {info.tool_names}"
+
+    model = FunctionModel(answer)
+    out = await model(USER, tools=TOOLS, tool_choice="required", parallel_tool_calls=False)
+    assert isinstance(out, ChatResponse) and out.get_text() == "1 messages, tools ['add']"
+    (info,) = seen
+    assert info.tool_choice == "required" and info.settings == {"parallel_tool_calls": False}
+    assert info.tools[0].name == "add"
+    old = FunctionModel(lambda messages, tools: f"{len(tools or [])} tools")
+    out = await old(USER, tools=TOOLS)
+    assert isinstance(out, ChatResponse) and out.get_text() == "1 tools"
+
+
+async def test_test_model_calls_every_tool_with_valid_arguments() -> None:
+    import jsonschema
+
+    from agentkit import ReActAgent, Toolkit
+
+    toolkit = Toolkit()
+    calls: list[str] = []
+
+    def book(when: datetime.date, seats: int, kind: Literal["bus", "train"], to: Address) -> str:
+        """Book a trip.
+
+        Args:
+            when: The day.
+            seats: How many seats.
+            kind: Bus or train.
+            to: Where.
+        """
+        calls.append(f"{when}:{seats}:{kind}:{to.city}")
+        return "booked"
+
+    def tags(names: list[str], note: str | None = None) -> str:
+        """Tag things.
+
+        Args:
+            names: The tags.
+            note: A note.
+        """
+        calls.append(f"tags:{names}")
+        return "tagged"
+
+    toolkit.register_tool_function(book)
+    toolkit.register_tool_function(tags)
+    from agentkit.testing import TestModel
+
+    model = TestModel()
+    agent = ReActAgent("bot", "sys", model, toolkit)
+    result = await agent.run("go")
+    assert calls == ["2026-01-31:0:bus:aaa", "tags:[]"]
+    for request_tool in model.requests[0].tools or []:
+        function = request_tool["function"]
+        call = next(
+            b
+            for b in result.new_messages[1].get_blocks("tool_use")
+            if b["name"] == function["name"]
+        )
+        jsonschema.validate(call["input"], function["parameters"])
+    assert '"booked"' in result.output and '"tagged"' in result.output
+    structured = await ReActAgent("bot", "sys", TestModel(), toolkit).run("go", output_type=Plan)
+    assert structured.output.days == 1 and structured.output.where.zip == 1000
+
+
+async def test_block_model_requests_stops_real_models_only() -> None:
+    from agentkit.exceptions import ModelRequestsBlocked
+    from agentkit.models import OpenAIChatModel
+    from agentkit.testing import block_model_requests
+
+    real = OpenAIChatModel("gpt-4o-mini", api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    with block_model_requests("test_block"):
+        with pytest.raises(ModelRequestsBlocked, match="test_block"):
+            await real(USER)
+        with pytest.raises(ModelRequestsBlocked):
+            await real.request(USER)
+        out = await ScriptedModel(["fine"])(USER)  # test doubles still answer
+        assert isinstance(out, ChatResponse)
+    await real.aclose()

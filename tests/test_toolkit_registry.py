@@ -322,10 +322,19 @@ async def test_mcp_methods_delegate_to_the_bridge(monkeypatch: pytest.MonkeyPatc
     bridge.remove_mcp_clients = remove_mcp_clients  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "agentkit.mcp.bridge", bridge)
     tk = Toolkit()
-    assert await tk.register_mcp_client("client", group_name="basic", prefix="p") == ["t"]
+    client: Any = "client"
+    assert await tk.register_mcp_client(client, group_name="basic", prefix="p") == ["t"]
     await tk.remove_mcp_clients(["client"])
+    expected = {
+        "group_name": "basic",
+        "enable_funcs": None,
+        "disable_funcs": None,
+        "prefix": "p",
+        "execution_timeout": None,
+        "namesake": "raise",
+    }
     assert calls == [
-        ("register", (tk, "client", {"group_name": "basic", "prefix": "p"})),
+        ("register", (tk, "client", expected)),
         ("remove", (tk, ["client"])),
     ]
 

@@ -1,32 +1,31 @@
-"""The ReAct agent: loop, events, hooks, interrupt/resume, approval, state."""
+"""The ReAct agent: loop, hooks, interrupt/resume, approval, state, typed runs.
 
-from agentkit.agent.events import (
-    AgentEvent,
-    ApprovalRequired,
-    Interrupted,
-    ReplyFinished,
-    ReplyStarted,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallStarted,
-    ToolProgress,
-    ToolResult,
-)
+The event classes live in ``agentkit.events``; importing them from here still works, with a
+``DeprecationWarning``.
+"""
+
+from typing import Any
+
+from agentkit.agent.hooks import AgentHooks
+from agentkit.agent.limits import UsageLimits
 from agentkit.agent.react import ApprovalPolicy, ReActAgent
+from agentkit.agent.result import PendingCall, RunResult, RunUsage, StopReason
 from agentkit.agent.stream import EventStream
 
 __all__ = [
-    "AgentEvent",
+    "AgentHooks",
     "ApprovalPolicy",
-    "ApprovalRequired",
     "EventStream",
-    "Interrupted",
+    "PendingCall",
     "ReActAgent",
-    "ReplyFinished",
-    "ReplyStarted",
-    "TextDelta",
-    "ThinkingDelta",
-    "ToolCallStarted",
-    "ToolProgress",
-    "ToolResult",
+    "RunResult",
+    "RunUsage",
+    "StopReason",
+    "UsageLimits",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    from agentkit.agent.events import deprecated_event
+
+    return deprecated_event(__name__, name)

@@ -11,31 +11,35 @@ cancellation propagates.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from agentkit.agent.events import ToolCallStarted, ToolProgress, ToolResult
+from agentkit.agent.limits import LIMIT_TEXT
 from agentkit.agent.state import PENDING, new_msg, store
 from agentkit.agent.structured import RESPONSE_TOOL, validate_response
-from agentkit.messages import ToolResultBlock, ToolUseBlock
+from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
+from agentkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from agentkit.observability import seams as _obs
 from agentkit.tools import INTERRUPTED_TEXT, interrupted_response
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
-    from agentkit.agent.react import ReActAgent
+    from agentkit.agent.conversation import Conversation
+    from agentkit.agent.setup import RunSetup
     from agentkit.agent.state import Run
 
 __all__ = [
     "INTERRUPTED_TEXT",
-    "act",
     "commit_results",
     "denied_response",
     "execute",
+    "refuse",
     "result_block",
+    "settle",
+    "triage",
 ]
 
 NEW_MESSAGE_TEXT = "The user denied this tool call: the user sent a new message instead."
@@ -70,7 +74,7 @@ def result_block(call: ToolUseBlock, response: ToolResponse) -> ToolResultBlock:
     content = response.content
     output: Any
     if all(b["type"] == "text" for b in content):
-        output = "".join(b["text"] for b in content)  # type: ignore[typeddict-item]
+        output = "".join(cast(TextBlock, b)["text"] for b in content)
     else:
         output = list(content)
     block = ToolResultBlock(type="tool_result", id=call["id"], name=call["name"], output=output)
@@ -79,20 +83,25 @@ def result_block(call: ToolUseBlock, response: ToolResponse) -> ToolResultBlock:
     return block
 
 
-async def _invoke(agent: ReActAgent, run: Run, call: ToolUseBlock) -> ToolResponse:
-    hooks = agent._hooks
+async def _invoke(setup: RunSetup, run: Run, call: ToolUseBlock) -> ToolResponse:
+    hooks = setup.hooks
     kwargs: dict[str, Any] = {"tool_call": call}
     if hooks is not None and hooks.has("pre_acting"):
-        kwargs = await hooks.run_pre("pre_acting", agent, kwargs)
+        kwargs = await hooks.run_pre("pre_acting", setup.owner, kwargs)
     emit = run.emit
     if emit is not None:
         emit(ToolCallStarted(kwargs["tool_call"]))
     final: ToolResponse | None = None
-    toolkit = agent._toolkit
+    toolkit = setup.toolkit
     if toolkit is None:
         final = ToolResponse.error(f"Tool {call['name']!r} does not exist (no tools).")
     else:
-        calling = toolkit.call_tool_function(kwargs["tool_call"], context=agent)
+        calling = toolkit.call_tool_function(
+            kwargs["tool_call"],
+            context=setup.owner,
+            deps=setup.deps,
+            approved=call["id"] in run.approved,
+        )
         async with aclosing(calling) as chunks:
             async for chunk in chunks:
                 if chunk.is_last:
@@ -102,41 +111,64 @@ async def _invoke(agent: ReActAgent, run: Run, call: ToolUseBlock) -> ToolRespon
     if final is None:
         final = ToolResponse.error("The tool ended without a final result.")
     if hooks is not None and hooks.has("post_acting"):
-        final = await hooks.run_post("post_acting", agent, kwargs, final)
+        final = await hooks.run_post("post_acting", setup.owner, kwargs, final)
     return final
 
 
-async def _run_call(agent: ReActAgent, run: Run, index: int) -> None:
+async def _run_call(setup: RunSetup, run: Run, index: int) -> None:
     """Run one call into its slot. Never raises, except cancellation."""
-    with _obs.tool_span(agent, run, index, agent._toolkit):  # observability seam: tool span
-        await _run_call_into_slot(agent, run, index)
+    # observability seam: tool span
+    with _obs.tool_span(setup.owner, run, index, setup.toolkit):
+        await _run_call_into_slot(setup, run, index)
 
 
-async def _run_call_into_slot(agent: ReActAgent, run: Run, index: int) -> None:
-    call = run.batch[index]  # type: ignore[index]
+async def _run_call_into_slot(setup: RunSetup, run: Run, index: int) -> None:
+    batch = run.batch
+    assert batch is not None
+    call = batch[index]
+    run.counts.tool_calls += 1
     try:
-        limiter = agent._limiter
+        limiter = setup.limiter
         if limiter is None:
-            final = await _invoke(agent, run, call)
+            final = await _invoke(setup, run, call)
         else:
             async with limiter:
-                final = await _invoke(agent, run, call)
+                final = await _invoke(setup, run, call)
     except Exception as exc:  # a hook or toolkit bug must not cancel the sibling calls
         final = ToolResponse.error(f"The tool call failed: {type(exc).__name__}: {exc}")
+    kind = (final.metadata or {}).get("error")
+    if kind == "approval_required" and call["id"] not in run.approved:
+        run.results[index] = PENDING  # the tool asked for a human: invoked again once approved
+        return
+    if kind == "retry":
+        final = _bounded_retry(setup.max_tool_retries, run, call, final)
     settle(run, index, final)
+
+
+def _bounded_retry(allowed: int, run: Run, call: ToolUseBlock, final: ToolResponse) -> ToolResponse:
+    """A ``ToolRetry`` answer, or a plain failure once the tool used up its retries."""
+    name = call["name"]
+    count = run.retries[name] = run.retries.get(name, 0) + 1
+    if count <= allowed:
+        return final
+    text = "".join(b.get("text", "") for b in final.content if b["type"] == "text")
+    return ToolResponse.error(
+        f"The tool {name!r} failed: {text} (it asked for a retry {count} times, more than "
+        f"the {allowed} allowed; do not call it again for this task)."
+    )
 
 
 def settle(run: Run, index: int, final: ToolResponse) -> None:
     """Put a call's final response in its slot and emit its ``ToolResult`` event."""
     run.results[index] = final
-    if run.emit is not None:
-        call = run.batch[index]  # type: ignore[index]
+    if run.emit is not None and run.batch is not None:
+        call = run.batch[index]
         run.emit(ToolResult(call["id"], result_block(call, final)))
 
 
-async def _run_parallel(agent: ReActAgent, run: Run, indexes: list[int]) -> None:
+async def _run_parallel(setup: RunSetup, run: Run, indexes: list[int]) -> None:
     if len(indexes) == 1:
-        await _run_call(agent, run, indexes[0])
+        await _run_call(setup, run, indexes[0])
         return
     fatal: list[BaseException] = []
 
@@ -145,7 +177,7 @@ async def _run_parallel(agent: ReActAgent, run: Run, indexes: list[int]) -> None
         # task, asyncio would re-raise it out of the event loop itself; catch it here, stop
         # the siblings, and raise it bare in the reply's own task (after the group).
         try:
-            await _run_call(agent, run, index)
+            await _run_call(setup, run, index)
         except anyio.get_cancelled_exc_class():
             raise
         except BaseException as exc:
@@ -159,47 +191,66 @@ async def _run_parallel(agent: ReActAgent, run: Run, indexes: list[int]) -> None
         raise fatal[0]
 
 
-def _is_sequential(agent: ReActAgent, call: ToolUseBlock) -> bool:
-    toolkit = agent._toolkit
+def _is_sequential(setup: RunSetup, call: ToolUseBlock) -> bool:
+    toolkit = setup.toolkit
     tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
     return bool(tool is not None and tool.sequential)
 
 
-async def execute(agent: ReActAgent, run: Run, indexes: list[int]) -> None:
+async def execute(setup: RunSetup, run: Run, indexes: Sequence[int]) -> None:
     """Run the calls ``run.batch[i]`` for ``i`` in ``indexes``, honouring barriers."""
-    if not agent.parallel_tool_calls:
+    if not setup.parallel_tool_calls:
         for i in indexes:
-            await _run_call(agent, run, i)
+            await _run_call(setup, run, i)
         return
+    batch = run.batch
+    assert batch is not None
     segment: list[int] = []
     for i in indexes:
-        if _is_sequential(agent, run.batch[i]):  # type: ignore[index]
+        if _is_sequential(setup, batch[i]):
             if segment:
-                await _run_parallel(agent, run, segment)
+                await _run_parallel(setup, run, segment)
                 segment = []
-            await _run_call(agent, run, i)
+            await _run_call(setup, run, i)
         else:
             segment.append(i)
     if segment:
-        await _run_parallel(agent, run, segment)
+        await _run_parallel(setup, run, segment)
 
 
-async def _needs_approval(agent: ReActAgent, call: ToolUseBlock) -> bool:
-    toolkit = agent._toolkit
+async def _needs_approval(setup: RunSetup, run: Run, call: ToolUseBlock) -> bool:
+    toolkit = setup.toolkit
     tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
     if tool is None or not tool.requires_approval:
         return False
-    policy = agent.approval_policy
+    policy = setup.approval_policy
     if policy is None:
         return True
     approved = policy(call)
     if not isinstance(approved, bool):
         approved = await approved
+    if approved:
+        run.approved.add(call["id"])
     return not approved
 
 
-async def act(agent: ReActAgent, run: Run) -> None:
-    """Answer every call of ``run.batch``: run, validate, or set aside for approval."""
+def refuse(run: Run, limit: str) -> None:
+    """Answer every open call of the batch without running it: the run reached ``limit``.
+
+    Calls set aside for approval are answered too: the run ends here.
+    """
+    run.usage_limit = limit
+    for i, result in enumerate(run.results):
+        if result is None or result is PENDING:
+            settle(run, i, ToolResponse.error(LIMIT_TEXT.format(limit=limit)))
+
+
+async def triage(setup: RunSetup, run: Run) -> list[int]:
+    """Answer what needs no tool run; return the indexes of the calls to run.
+
+    Calls with invalid JSON and structured answers are answered at once; calls that need
+    approval get a ``PENDING`` slot.
+    """
     calls = run.batch
     assert calls is not None
     runnable: list[int] = []
@@ -207,25 +258,28 @@ async def act(agent: ReActAgent, run: Run) -> None:
         if "raw_input" in call:
             settle(run, i, _invalid_json(call, run.finish_reason))
         elif run.structured is not None and call["name"] == RESPONSE_TOOL:
-            response, output = validate_response(run.structured, call)
-            if output is None:
+            response, value = validate_response(run.structured, call)
+            if value is None:
                 run.structured_failures += 1
             else:
-                run.structured_output = output
+                run.structured_value = value
+                run.structured_output = value.model_dump(mode="json")
             settle(run, i, response)
-        elif await _needs_approval(agent, call):
+        elif await _needs_approval(setup, run, call):
             run.results[i] = PENDING
         else:
             runnable.append(i)
-    await execute(agent, run, runnable)
-    await commit_results(agent, run)
+    return runnable
 
 
-async def commit_results(agent: ReActAgent, run: Run, missing: str = INTERRUPTED_TEXT) -> None:
+async def commit_results(
+    setup: RunSetup, conv: Conversation, run: Run, missing: str = INTERRUPTED_TEXT
+) -> None:
     """Store the batch's results as one message in call order; end the batch.
 
     Calls without a result get an interrupted error result (``missing``); calls set aside
-    for approval join ``agent``'s pending calls. Safe to run shielded during finalization.
+    for approval join the conversation's pending calls. Safe to run shielded during
+    finalization.
     """
     calls, results = run.batch, run.results
     if calls is None:
@@ -242,12 +296,7 @@ async def commit_results(agent: ReActAgent, run: Run, missing: str = INTERRUPTED
             settle(run, i, result)
         blocks.append(result_block(call, result))
     if blocks:
-        await store(agent.memory, new_msg(agent.name, blocks, "user"))
-    agent._pending.extend(pending)
+        await store(conv.memory, new_msg(setup.name, blocks, "user"), run)
+    conv.pending.extend(pending)
     run.batch = None
     run.results = []
-
-
-def describe_call(call: ToolUseBlock) -> dict[str, Any]:
-    """The ``{"id", "name", "input"}`` form of a call shown to users (JSON-safe)."""
-    return {"id": call["id"], "name": call["name"], "input": json.loads(json.dumps(call["input"]))}

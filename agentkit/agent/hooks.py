@@ -7,15 +7,26 @@ the value. Hooks may be sync or async and run in registration order. ``pre_actin
 concurrently, one pair per call, with no shared re-entrancy flag).
 
 The registry is created on first registration, so an agent without hooks pays nothing.
+
+The typed way is a subclass of ``AgentHooks`` that overrides the methods it needs, added
+with ``agent.add_hooks(MyHooks())``; each method gets typed arguments (the messages, the
+``tool_use`` block, the ``ToolResponse``...) and may return a replacement or None. It is
+adapted onto the string registry above (AgentScope's form, which stays).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
-__all__ = ["HookKind", "HookRegistry", "PostHook", "PreHook"]
+from agentkit.exceptions import UsageError
+
+if TYPE_CHECKING:
+    from agentkit.messages import Msg, ToolUseBlock
+    from agentkit.tools.response import ToolResponse
+
+__all__ = ["AgentHooks", "HookKind", "HookRegistry", "PostHook", "PreHook"]
 
 HookKind: TypeAlias = Literal[
     "pre_reply", "post_reply", "pre_reasoning", "post_reasoning", "pre_acting", "post_acting"
@@ -44,9 +55,9 @@ class HookRegistry:
             TypeError: when ``fn`` is not callable.
         """
         if kind not in HOOK_KINDS:
-            raise ValueError(f"unknown hook kind {kind!r}; expected one of {sorted(HOOK_KINDS)}")
+            raise UsageError(f"unknown hook kind {kind!r}; expected one of {sorted(HOOK_KINDS)}")
         if not callable(fn):
-            raise TypeError(f"hook {name!r} must be callable")
+            raise UsageError(f"hook {name!r} must be callable")
         self._hooks.setdefault(kind, {})[name] = fn
 
     def remove(self, kind: str, name: str) -> None:
@@ -89,7 +100,7 @@ class HookRegistry:
                 result = await result
             if result is not None:
                 if not isinstance(result, dict):
-                    raise TypeError(f"{kind} hook {name!r} must return a dict or None")
+                    raise UsageError(f"{kind} hook {name!r} must return a dict or None")
                 kwargs = result
         return kwargs
 
@@ -102,6 +113,80 @@ class HookRegistry:
             if result is not None:
                 output = result
         return output
+
+
+class AgentHooks:
+    """Typed hooks: override what you need; every default does nothing.
+
+    ``agent`` is the agent running the hook. A method returning None keeps the value;
+    returning a value replaces it (``before_tool``: another ``tool_use`` block, e.g. with
+    sanitized arguments; ``after_tool``: another result; ``after_model``: another
+    assistant message; ``after_run``: another reply).
+    """
+
+    async def before_run(self, agent: Any, messages: list[Msg]) -> None:
+        """A reply starts with ``messages`` (empty when resuming or continuing)."""
+
+    async def after_run(self, agent: Any, reply: Msg) -> Msg | None:
+        """A reply ended with ``reply``."""
+        return None
+
+    async def before_model(self, agent: Any, messages: list[Msg]) -> None:
+        """A model request is about to be sent with ``messages`` (system message first)."""
+
+    async def after_model(self, agent: Any, message: Msg) -> Msg | None:
+        """The model answered ``message`` (not stored yet)."""
+        return None
+
+    async def before_tool(self, agent: Any, call: ToolUseBlock) -> ToolUseBlock | None:
+        """A tool call is about to run."""
+        return None
+
+    async def after_tool(
+        self, agent: Any, call: ToolUseBlock, result: ToolResponse
+    ) -> ToolResponse | None:
+        """A tool call finished with ``result``."""
+        return None
+
+
+def _adapt(hooks: AgentHooks) -> dict[str, Callable[..., Any]]:
+    """String-registry hooks that call the typed methods ``hooks`` overrides."""
+
+    async def pre_reply(agent: Any, kwargs: dict[str, Any]) -> None:
+        msg = kwargs.get("msg")
+        await hooks.before_run(agent, list(msg) if isinstance(msg, list) else [])
+
+    async def post_reply(agent: Any, kwargs: dict[str, Any], reply: Msg) -> Msg | None:
+        return await hooks.after_run(agent, reply)
+
+    async def pre_reasoning(agent: Any, kwargs: dict[str, Any]) -> None:
+        await hooks.before_model(agent, kwargs["messages"])
+
+    async def post_reasoning(agent: Any, kwargs: dict[str, Any], msg: Msg) -> Msg | None:
+        return await hooks.after_model(agent, msg)
+
+    async def pre_acting(agent: Any, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        call = await hooks.before_tool(agent, kwargs["tool_call"])
+        return None if call is None else {**kwargs, "tool_call": call}
+
+    async def post_acting(
+        agent: Any, kwargs: dict[str, Any], result: ToolResponse
+    ) -> ToolResponse | None:
+        return await hooks.after_tool(agent, kwargs["tool_call"], result)
+
+    pairs: dict[str, tuple[str, Callable[..., Any]]] = {
+        "before_run": ("pre_reply", pre_reply),
+        "after_run": ("post_reply", post_reply),
+        "before_model": ("pre_reasoning", pre_reasoning),
+        "after_model": ("post_reasoning", post_reasoning),
+        "before_tool": ("pre_acting", pre_acting),
+        "after_tool": ("post_acting", post_acting),
+    }
+    return {
+        kind: fn
+        for method, (kind, fn) in pairs.items()
+        if getattr(type(hooks), method) is not getattr(AgentHooks, method)
+    }
 
 
 class HookHost:
@@ -125,6 +210,18 @@ class HookHost:
         if self._hooks is None:
             raise KeyError(f"no {kind} hook named {name!r}")
         self._hooks.remove(kind, name)
+
+    def add_hooks(self, hooks: AgentHooks, name: str | None = None) -> None:
+        """Register the typed hooks of ``hooks`` (only the methods it overrides).
+
+        Args:
+            hooks: An ``AgentHooks`` subclass instance.
+            name: The registry name of its hooks (default: the class name); pass the same
+                name to ``remove_hook(kind, name)``.
+        """
+        label = name or type(hooks).__name__
+        for kind, fn in _adapt(hooks).items():
+            self.register_hook(kind, label, fn)
 
     def clear_hooks(self, kind: str | None = None) -> None:
         """Remove the hooks of one kind, or all of them."""

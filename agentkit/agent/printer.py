@@ -6,9 +6,9 @@ import json
 import sys
 from typing import TextIO
 
-from agentkit.agent.events import (
+from agentkit.events import (
     AgentEvent,
-    ApprovalRequired,
+    ApprovalRequested,
     Interrupted,
     ReplyFinished,
     ReplyStarted,
@@ -76,7 +76,7 @@ class ConsolePrinter:
             shown = output if isinstance(output, str) else f"<{len(output)} blocks>"
             mark = "error" if block.get("is_error") else "ok"
             self._line(f"<- {block['name']} [{mark}]: {_short(shown)}")
-        elif isinstance(event, ApprovalRequired):
+        elif isinstance(event, ApprovalRequested):
             names = ", ".join(f"{c['name']} ({c['id']})" for c in event.calls)
             self._line(f"[approval required] {names}")
         elif isinstance(event, Interrupted):

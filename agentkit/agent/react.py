@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import logging
+import copy as _copy
 import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -13,66 +13,37 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from agentkit.agent import loop
-from agentkit.agent.acting import describe_call
-from agentkit.agent.events import AgentEvent, ReplyFinished, ReplyStarted
+from agentkit.agent.construct import (
+    MsgInput,
+    as_input,
+    as_messages,
+    legacy_positional,
+    resolve_model,
+)
+from agentkit.agent.conversation import Conversation
 from agentkit.agent.hooks import HookHost, HookRegistry
-from agentkit.agent.state import SCHEMA_VERSION, Run, parse_agent_state
-from agentkit.agent.stream import EventStream
-from agentkit.exceptions import AgentBusyError, StateError
-from agentkit.memory import InMemoryMemory, Memory, MemoryInvariantError, check_memory_invariant
-from agentkit.messages import Msg, ToolUseBlock
+from agentkit.agent.runs import TypedRuns
+from agentkit.agent.setup import ApprovalPolicy, RunSetup
+from agentkit.agent.state import Run, migrate_state, parse_agent_state, store
+from agentkit.agent.stream import EventStream, fan_out
+from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
+from agentkit.exceptions import AgentBusyError, UsageError
+from agentkit.memory import InMemoryMemory, Memory
+from agentkit.messages import Msg
 from agentkit.observability import seams as _obs
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentkit.agent.limits import UsageLimits
     from agentkit.agent.printer import ConsolePrinter
     from agentkit.models.base import ChatModel
     from agentkit.tools import Tool, Toolkit
 
 __all__ = ["ApprovalPolicy", "ReActAgent"]
 
-logger = logging.getLogger("agentkit.agent")
 
-ApprovalPolicy = Callable[[ToolUseBlock], "bool | Awaitable[bool]"]
-MsgInput = Msg | Sequence[Msg] | str | None
-
-
-def _as_messages(msg: MsgInput) -> list[Msg]:
-    if msg is None:
-        return []
-    if isinstance(msg, Msg):
-        return [msg]
-    if isinstance(msg, str):
-        return [Msg("user", msg, "user")]
-    items = list(msg)
-    for item in items:
-        if not isinstance(item, Msg):
-            raise TypeError(f"expected Msg, list of Msg, str or None; got {type(item).__name__}")
-    return items
-
-
-def _as_input(msg: MsgInput) -> list[Msg]:
-    """Messages given to the agent, checked: they may not leave a tool call unanswered.
-
-    Memory at rest has every call answered, so input that is balanced on its own keeps it
-    valid; anything else would be refused by every provider on the next request, and the
-    saved state could not be loaded back.
-    """
-    msgs = _as_messages(msg)
-    if any(not isinstance(m.content, str) for m in msgs):
-        try:
-            check_memory_invariant(msgs)
-        except MemoryInvariantError as exc:
-            raise MemoryInvariantError(
-                exc.call_id,
-                f"{exc.problem} in the messages given to the agent (give tool calls and "
-                "their results together, or edit agent.memory directly)",
-            ) from None
-    return msgs
-
-
-class ReActAgent(HookHost):
+class ReActAgent(TypedRuns, HookHost):
     """A tool-using agent: reason (model call) -> act (tool calls) until it answers.
 
     Args:
@@ -83,80 +54,116 @@ class ReActAgent(HookHost):
         memory: Conversation memory (an ``InMemoryMemory`` by default).
         max_iters: Model calls per reply before the agent asks for a final summary.
         parallel_tool_calls: Run the tool calls of one turn concurrently.
-        print_hint: Print the reply to the console as it streams.
+        print_hint: Print the reply to the console as it streams (default False: a
+            library does not print; the CLI turns it on).
         max_concurrency: At most this many tool calls in flight (None: no limit).
         approval_policy: For tools registered with ``requires_approval=True``: called with
             the ``tool_use`` block (sync or async); True approves the call automatically,
             False leaves it to a human (``resume``). Without a policy every such call waits.
+        usage_limits: Bounds on every run (``agent.run(usage_limits=...)`` replaces them
+            for one run).
+        max_tool_retries: How many times one tool may raise ``ToolRetry`` in one run before
+            its call is answered as a plain failure.
 
-    Attributes:
-        memory: The conversation memory.
-        model: The chat model.
+    Everything after ``toolkit`` is keyword-only; the round-1 positional form
+    (``memory, max_iters, parallel_tool_calls, print_hint``) still works with a
+    ``DeprecationWarning``. ``model`` may be a ``"provider:model"`` string, resolved by
+    ``agentkit.models.from_string``.
+
     """
 
     __slots__ = (
         "__weakref__",
-        "_deferred",
-        "_iteration",
+        "_conv",
         "_limiter",
         "_listeners",
-        "_pending",
         "_printer",
         "_run",
-        "_suspended",
-        "_suspended_name",
         "_sys_msg",
         "_toolkit",
         "approval_policy",
         "max_iters",
-        "memory",
+        "max_tool_retries",
         "model",
         "name",
         "parallel_tool_calls",
         "print_hint",
         "sys_prompt",
+        "usage_limits",
     )
 
     def __init__(
         self,
         name: str,
         sys_prompt: str,
-        model: ChatModel,
+        model: ChatModel | str,
         toolkit: Toolkit | None = None,
+        *args: Any,
         memory: Memory | None = None,
         max_iters: int = 10,
         parallel_tool_calls: bool = True,
-        print_hint: bool = True,
-        *,
+        print_hint: bool = False,
         max_concurrency: int | None = None,
         approval_policy: ApprovalPolicy | None = None,
+        usage_limits: UsageLimits | None = None,
+        max_tool_retries: int = 2,
     ) -> None:
+        if args:  # the round-1 positional form: memory, max_iters, parallel, print_hint
+            memory, max_iters, parallel_tool_calls, print_hint = legacy_positional(
+                args, memory, max_iters, parallel_tool_calls, print_hint
+            )
         if max_iters < 1:
-            raise ValueError("max_iters must be at least 1")
+            raise UsageError("max_iters must be at least 1")
+        if max_tool_retries < 0:
+            raise UsageError("max_tool_retries must be >= 0")
         self.name = name
         self.sys_prompt = sys_prompt
-        self.model = model
+        self.model = resolve_model(model)
         self._toolkit: Toolkit | None = toolkit
-        self.memory: Memory = memory if memory is not None else InMemoryMemory()
+        self._conv = Conversation(memory if memory is not None else InMemoryMemory())
         self.max_iters = max_iters
         self.parallel_tool_calls = parallel_tool_calls
         self.print_hint = print_hint
         self.approval_policy = approval_policy
+        self.usage_limits = usage_limits
+        self.max_tool_retries = max_tool_retries
         self._limiter = anyio.CapacityLimiter(max_concurrency) if max_concurrency else None
         self._hooks: HookRegistry | None = None
         self._listeners: list[Callable[[AgentEvent], None]] = []
         self._printer: ConsolePrinter | None = None
         self._run: Run | None = None
-        self._pending: list[ToolUseBlock] = []
-        self._deferred: list[Msg] = []
-        self._suspended: type[BaseModel] | None = None
-        # Qualified name of a paused structured reply's model, kept across save/load (the
-        # class itself is never imported from a saved state).
-        self._suspended_name: str | None = None
         self._sys_msg: Msg | None = None
-        self._iteration = 0  # iterations of a reply paused for approval
+
+    def copy(self, *, memory: Memory | None = None) -> ReActAgent:
+        """A new agent with this one's configuration and a conversation of its own.
+
+        The copy shares the model, toolkit, hooks, approval policy, limits and concurrency
+        limiter (configuration); it gets a fresh conversation (``memory`` or an empty
+        ``InMemoryMemory``), no pending calls and no listeners. Cheap: use it to serve one
+        template agent to many conversations (the template may be replying meanwhile).
+        """
+        clone = _copy.copy(self)
+        clone._conv = Conversation(memory if memory is not None else InMemoryMemory())
+        clone._listeners = []
+        clone._printer = None
+        clone._run = None
+        return clone
 
     # -- configuration -----------------------------------------------------------------
+    @property
+    def memory(self) -> Memory:
+        """The conversation memory."""
+        return self._conv.memory
+
+    @memory.setter
+    def memory(self, value: Memory) -> None:
+        self._conv.memory = value
+
+    @property
+    def conversation(self) -> Conversation:
+        """Memory plus what outlives a run (pending calls, deferred messages): the state."""
+        return self._conv
+
     @property
     def toolkit(self) -> Toolkit:
         """The agent's ``Toolkit`` (an empty one is created on first access if none)."""
@@ -184,7 +191,7 @@ class ReActAgent(HookHost):
     @property
     def pending_tool_calls(self) -> list[dict[str, Any]]:
         """Calls waiting for approval, as ``{"id", "name", "input"}`` dicts."""
-        return [describe_call(c) for c in self._pending]
+        return self._conv.pending_calls()
 
     def system_msg(self) -> Msg:
         """The system message (rebuilt only when ``sys_prompt`` changes)."""
@@ -195,14 +202,24 @@ class ReActAgent(HookHost):
 
     # -- replying ----------------------------------------------------------------------
     async def __call__(
-        self, msg: MsgInput = None, structured_model: type[BaseModel] | None = None
+        self,
+        msg: MsgInput = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
+        deps: Any = None,
     ) -> Msg:
         """Reply to ``msg`` (None: continue from memory).
+
+        The AgentScope-compatible form; :meth:`run` returns the same reply in a typed
+        ``RunResult``.
 
         Args:
             msg: A Msg, a list of Msg, a string (a user message) or None.
             structured_model: A pydantic model the final answer must match; the validated
                 value (JSON form) is put in ``reply.metadata["structured_output"]``.
+            output_type: The same as ``structured_model`` (the name :meth:`run` uses).
+            deps: Dependencies for this reply's tools (``ToolContext.deps``).
 
         Returns:
             The reply. ``metadata`` holds ``usage``, ``iterations`` and ``time``, and
@@ -213,15 +230,17 @@ class ReActAgent(HookHost):
             MemoryInvariantError: when ``msg`` holds a tool call without its result (or a
                 result without its call); nothing is stored then.
         """
-        msgs = _as_input(msg)
-        run = self._start(structured_model)
-        run.inbox = msgs
-        return await self._drive(run, self._reply_body, msgs, structured_model)
+        output = _one_output_type(structured_model, output_type)
+        run, reply = await self._reply(as_input(msg), output, deps, self.usage_limits)
+        self._check_limit(run, None)
+        return reply
 
     async def resume(
         self,
         approvals: dict[str, bool | str] | None = None,
         structured_model: type[BaseModel] | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
     ) -> Msg:
         """Settle calls waiting for approval and continue the reply.
 
@@ -230,38 +249,73 @@ class ReActAgent(HookHost):
                 a reason denies it (the model is told). Calls not listed stay pending.
             structured_model: For a structured reply that paused; defaults to the model of
                 the paused reply.
+            output_type: The same as ``structured_model``.
 
         Raises:
             AgentBusyError: when a reply is in progress.
-            ValueError: for an id that is not pending or a verdict of the wrong type.
+            UsageError: for an id that is not pending or a verdict of the wrong type.
             StateError: when no call is waiting for approval at all.
         """
+        output = _one_output_type(structured_model, output_type)
+        run, reply = await self._resume(approvals or {}, output, None, self.usage_limits)
+        self._check_limit(run, None)
+        return reply
+
+    async def _reply(
+        self,
+        msgs: list[Msg],
+        structured: type[BaseModel] | None,
+        deps: Any,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
+        run, setup = self._start(structured, deps, limits)
+        run.inbox = msgs
+        conv = self._conv
+
+        async def body(kwargs: dict[str, Any]) -> Msg:
+            step = await loop.first_step(setup, conv, run, as_messages(kwargs["msg"]))
+            return await loop.drive(setup, conv, run, step)
+
+        kwargs: dict[str, Any] = {"msg": msgs, "structured_model": structured}
+        return run, await self._drive(run, setup, kwargs, body)
+
+    async def _resume(
+        self,
+        approvals: dict[str, bool | str],
+        structured_model: type[BaseModel] | None,
+        deps: Any,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
-        approvals = dict(approvals or {})
-        pending_ids = {c["id"] for c in self._pending}
-        for call_id, verdict in approvals.items():
-            if call_id not in pending_ids:
-                raise ValueError(f"tool call {call_id!r} is not waiting for approval")
-            if not isinstance(verdict, bool | str):
-                raise ValueError(f"approval for {call_id!r} must be True, False or a reason")
-        if not pending_ids:  # a silent empty "reply" would hide the caller's mistake
-            raise StateError(f"agent {self.name!r} has no tool calls waiting for approval")
-        if structured_model is None and self._suspended is None and self._suspended_name:
-            raise StateError(
-                f"this state paused a structured reply for {self._suspended_name}; pass "
-                "structured_model= to resume() (model classes are not stored in a state)"
-            )
-        run = self._start(structured_model or self._suspended)
-        run.iteration = self._iteration
-        body = self._resume_body
-        return await self._drive(run, body, approvals, structured_model or self._suspended)
+        conv = self._conv
+        conv.check_approvals(self.name, approvals, structured_model)
+        structured = structured_model or conv.paused_output
+        run, setup = self._start(structured, deps, limits)
+        run.iteration = conv.iteration
+
+        async def body(kwargs: dict[str, Any]) -> Msg:
+            step = loop.Settle(tuple(kwargs["approvals"].items()))
+            return await loop.drive(setup, conv, run, step)
+
+        kwargs: dict[str, Any] = {
+            "msg": [],
+            "approvals": approvals,
+            "structured_model": structured,
+        }
+        return run, await self._drive(run, setup, kwargs, body)
 
     def stream(
-        self, msg: MsgInput = None, structured_model: type[BaseModel] | None = None
+        self,
+        msg: MsgInput = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
+        deps: Any = None,
     ) -> EventStream:
         """Reply to ``msg`` and iterate over the events (see ``agentkit.agent.stream``)."""
-        return EventStream(self, lambda: self(msg, structured_model=structured_model))
+        output = _one_output_type(structured_model, output_type)
+        return EventStream(self, lambda: self(msg, output_type=output, deps=deps))
 
     async def observe(self, msg: Msg | Sequence[Msg] | None) -> None:
         """Add messages to memory without replying (deferred while busy or pending).
@@ -270,9 +324,9 @@ class ReActAgent(HookHost):
             MemoryInvariantError: when they hold a tool call without its result (or a
                 result without its call); nothing is added then.
         """
-        msgs = _as_input(msg)
-        if self._run is not None or self._pending:
-            self._deferred.extend(msgs)
+        msgs = as_input(msg)
+        if self._run is not None or self._conv.pending:
+            self._conv.deferred.extend(msgs)
         else:
             await self.memory.add(msgs)
 
@@ -311,22 +365,40 @@ class ReActAgent(HookHost):
         run = self._run
         if run is None or run.scope is None:
             return False
-        run.interrupt_msgs.extend(_as_input(msg))
+        run.interrupt_msgs.extend(as_input(msg))
         run.interrupted = True
         run.scope.cancel()
         return True
 
     # -- run driving -------------------------------------------------------------------
-    def _start(self, structured_model: type[BaseModel] | None) -> Run:
+    def _start(
+        self, structured_model: type[BaseModel] | None, deps: Any, limits: UsageLimits | None
+    ) -> tuple[Run, RunSetup]:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
         emit = None
         if self.print_hint or self._listeners:
             emit = self._make_emit()
         run = self._run = Run(emit, structured_model)
+        run.limits = limits
         run.token = anyio.lowlevel.current_token()
         run.thread = threading.get_ident()
-        return run
+        setup = RunSetup(
+            name=self.name,
+            model=self.model,
+            system=self.system_msg,
+            toolkit=self._toolkit,
+            owner=self,
+            hooks=self._hooks,
+            limiter=self._limiter,
+            limits=limits,
+            deps=deps,
+            max_iters=self.max_iters,
+            parallel_tool_calls=self.parallel_tool_calls,
+            approval_policy=self.approval_policy,
+            max_tool_retries=self.max_tool_retries,
+        )
+        return run, setup
 
     def _make_emit(self) -> Callable[[AgentEvent], None]:
         sinks = list(self._listeners)
@@ -336,100 +408,85 @@ class ReActAgent(HookHost):
 
                 self._printer = ConsolePrinter(self.name)
             sinks.append(self._printer)
+        return fan_out(sinks)
 
-        def emit(event: AgentEvent) -> None:
-            # Events are for display: a failing sink (a console printer on a closed or
-            # broken stdout...) must not abort the reply's work. It is logged and dropped.
-            for sink in list(sinks):
-                try:
-                    sink(event)
-                except Exception:
-                    logger.warning(
-                        "event sink %r failed; it gets no more events of this reply",
-                        sink,
-                        exc_info=True,
-                    )
-                    sinks.remove(sink)
+    def add_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Send the events of the next replies to ``sink`` too (``agent.stream`` uses it)."""
+        self._listeners.append(sink)
 
-        return emit
+    def remove_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Stop sending events to ``sink`` (from the next reply on)."""
+        self._listeners.remove(sink)
 
-    async def _reply_body(
-        self, run: Run, msgs: list[Msg], structured: type[BaseModel] | None
+    async def _drive(
+        self,
+        run: Run,
+        setup: RunSetup,
+        kwargs: dict[str, Any],
+        body: Callable[[dict[str, Any]], Awaitable[Msg]],
     ) -> Msg:
-        return await self._with_reply_hooks(
-            run, {"msg": msgs, "structured_model": structured}, loop.reply
-        )
-
-    async def _resume_body(
-        self, run: Run, approvals: dict[str, bool | str], structured: type[BaseModel] | None
-    ) -> Msg:
-        kwargs: dict[str, Any] = {
-            "msg": [],
-            "approvals": approvals,
-            "structured_model": structured,
-        }
-        return await self._with_reply_hooks(run, kwargs, loop.resume)
-
-    async def _with_reply_hooks(
-        self, run: Run, kwargs: dict[str, Any], body: Callable[..., Awaitable[Msg]]
-    ) -> Msg:
-        hooks = self._hooks
-        if hooks is not None and hooks.has("pre_reply"):
-            kwargs = await hooks.run_pre("pre_reply", self, kwargs)
-            run.structured = kwargs.get("structured_model")
-        if "approvals" in kwargs:
-            reply = await body(self, run, kwargs["approvals"])
-        else:
-            reply = await body(self, run, _as_messages(kwargs["msg"]))
-        if hooks is not None and hooks.has("post_reply"):
-            reply = await hooks.run_post("post_reply", self, kwargs, reply)
-        return reply
-
-    async def _drive(self, run: Run, body: Callable[..., Awaitable[Msg]], *args: Any) -> Msg:
+        """Run ``body`` between the reply hooks, interruptible, inside the run's span."""
         with _obs.run_span(self, run):  # observability seam: the invoke_agent span
-            return await self._drive_reply(run, body, *args)
+            return await self._drive_reply(run, setup, kwargs, body)
 
-    async def _drive_reply(self, run: Run, body: Callable[..., Awaitable[Msg]], *args: Any) -> Msg:
+    async def _drive_reply(
+        self,
+        run: Run,
+        setup: RunSetup,
+        kwargs: dict[str, Any],
+        body: Callable[[dict[str, Any]], Awaitable[Msg]],
+    ) -> Msg:
+        """Run ``body`` between the reply hooks, interruptible; repair memory after a cut."""
+        conv = self._conv
         if run.emit is not None:
             run.emit(ReplyStarted(self.name))
         try:
             try:
                 with anyio.CancelScope() as scope:
                     run.scope = scope
-                    reply = await body(run, *args)
+                    reply = await self._with_reply_hooks(run, kwargs, body)
             except BaseException as exc:
                 # An error, or a cancellation from outside (not our interrupt): repair
                 # memory, then let it propagate.
                 run.scope = None  # from here on, interrupt() is a no-op
                 with anyio.CancelScope(shield=True):
-                    await loop.finalize(self, run, exc)
-                    await self._flush_deferred()
+                    await loop.finalize(setup, conv, run, exc)
+                    await conv.flush_deferred(run)
                 raise
             run.scope = None
             with anyio.CancelScope(shield=True):
                 if scope.cancelled_caught:
-                    reply = await loop.finalize(self, run, None)
+                    reply = await loop.finalize(setup, conv, run, None)
                 elif run.interrupt_msgs:  # interrupted too late to cut anything
-                    await self.memory.add(run.interrupt_msgs)
-                await self._flush_deferred()
+                    await store(conv.memory, run.interrupt_msgs, run)
+                await conv.flush_deferred(run)
             if run.emit is not None:
                 run.emit(ReplyFinished(reply))
             return reply
         finally:
             # A reply paused for approval resumes with its structured model and iterations.
-            self._suspended = run.structured if self._pending else None
-            self._suspended_name = None
-            self._iteration = run.iteration if self._pending else 0
+            conv.pause(run.structured, run.iteration)
+            run.counts.duration = time.perf_counter() - run.started
             self._run = None
 
-    async def _flush_deferred(self) -> None:
-        if self._deferred and not self._pending:
-            msgs, self._deferred = self._deferred, []
-            await self.memory.add(msgs)
+    async def _with_reply_hooks(
+        self, run: Run, kwargs: dict[str, Any], body: Callable[[dict[str, Any]], Awaitable[Msg]]
+    ) -> Msg:
+        hooks = self._hooks
+        if hooks is not None and hooks.has("pre_reply"):
+            kwargs = await hooks.run_pre("pre_reply", self, kwargs)
+            run.structured = kwargs.get("structured_model")
+        reply = await body(kwargs)
+        if hooks is not None and hooks.has("post_reply"):
+            reply = await hooks.run_post("post_reply", self, kwargs, reply)
+        return reply
 
     # -- state -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """A JSON-safe snapshot: memory, pending calls, iteration, toolkit state.
+
+        Deps, hooks and the model are not part of it (they are configuration, or live
+        objects that a state file cannot hold).
 
         Raises:
             AgentBusyError: while a model call or tool calls are in flight (memory is
@@ -440,15 +497,7 @@ class ReActAgent(HookHost):
             run.calling_model or run.batch is not None or run.partial is not None
         ):
             raise AgentBusyError(f"agent {self.name!r} is mid-step; snapshot after the reply")
-        state: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "name": self.name,
-            "memory": self.memory.state_dict(),
-            "pending_tool_calls": [json.loads(json.dumps(c)) for c in self._pending],
-            "deferred_messages": [m.to_dict() for m in self._deferred],
-            "iteration": run.iteration if run is not None else self._iteration,
-            "structured_model": _qualname(self._suspended) or self._suspended_name,
-        }
+        state = self._conv.state_dict(self.name, run.iteration if run is not None else None)
         toolkit_state = getattr(self._toolkit, "state_dict", None)
         if toolkit_state is not None:
             state["toolkit"] = toolkit_state()
@@ -457,13 +506,17 @@ class ReActAgent(HookHost):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a snapshot from :meth:`state_dict` (validated before anything changes).
 
+        States written by older agentkit versions are migrated first
+        (``agentkit.agent.state.migrate_state``).
+
         Raises:
-            StateError: on a wrong ``schema_version`` or inconsistent content.
+            StateError: on an unknown ``schema_version`` or inconsistent content.
             AgentBusyError: while a reply is in progress.
         """
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is replying; cannot load state now")
-        pending, deferred, iteration = parse_agent_state(state)
+        state = migrate_state(state)
+        parse_agent_state(state)  # refuse a corrupt state before anything changes
         # The toolkit first (it may still refuse its part), then memory; if memory refuses,
         # the toolkit gets its old state back: a failed load changes nothing.
         toolkit, restore = self._toolkit, None
@@ -471,22 +524,20 @@ class ReActAgent(HookHost):
             restore = toolkit.state_dict()
             toolkit.load_state_dict(state["toolkit"])
         try:
-            self.memory.load_state_dict(state["memory"])
+            self._conv.load_state_dict(state)
         except BaseException:
             if restore is not None:
                 assert toolkit is not None
                 toolkit.load_state_dict(restore)
             raise
-        self._pending = pending
-        self._deferred = deferred
-        self._iteration = iteration
-        self._suspended = None
-        name = state.get("structured_model")
-        self._suspended_name = name if isinstance(name, str) and pending else None
 
     def __repr__(self) -> str:
         return f"ReActAgent(name={self.name!r}, model={self.model!r})"
 
 
-def _qualname(cls: type | None) -> str | None:
-    return None if cls is None else f"{cls.__module__}.{cls.__qualname__}"
+def _one_output_type(
+    structured_model: type[BaseModel] | None, output_type: type[BaseModel] | None
+) -> type[BaseModel] | None:
+    if structured_model is not None and output_type is not None:
+        raise UsageError("pass output_type= or structured_model= (its alias), not both")
+    return output_type or structured_model

@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentkit.agent import compaction as _compaction
-from agentkit.agent.events import TextDelta, ThinkingDelta
 from agentkit.agent.state import new_msg, store
+from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
-from agentkit.models.base import ChatResponse
+from agentkit.models.base import ChatResponse, ModelSettings, ToolDefinition
 from agentkit.observability import seams as _obs
 
 if TYPE_CHECKING:
-    from agentkit.agent.react import ReActAgent
+    from agentkit.agent.conversation import Conversation
+    from agentkit.agent.setup import RunSetup
     from agentkit.agent.state import Emit, Run
 
 __all__ = ["reason", "unique_call_ids"]
@@ -33,11 +34,10 @@ _CLOSE_TIMEOUT = 2.0
 def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> None:
     """Emit the text/thinking that ``content`` adds over the lengths seen so far."""
     for i, block in enumerate(content):
-        kind = block["type"]
-        if kind == "text":
-            value: str = block["text"]  # type: ignore[typeddict-item]
-        elif kind == "thinking":
-            value = block["thinking"]  # type: ignore[typeddict-item]
+        if block["type"] == "text":
+            kind, value = "text", block["text"]
+        elif block["type"] == "thinking":
+            kind, value = "thinking", block["thinking"]
         else:
             continue
         while len(lengths) <= i:
@@ -90,30 +90,33 @@ def unique_call_ids(content: list[ContentBlock]) -> list[ContentBlock]:
 
 
 async def _call_model(
-    agent: ReActAgent,
+    setup: RunSetup,
     run: Run,
     prompt: list[Msg],
     tools: list[dict[str, Any]] | None,
     tool_choice: str | None,
 ) -> None:
     """One model call, its answer left in ``run.partial``."""
-    if tools and not agent.parallel_tool_calls:
+    settings: ModelSettings = {}
+    if tool_choice is not None:
+        settings["tool_choice"] = tool_choice
+    if tools and not setup.parallel_tool_calls:
         # Ask the provider for one call per turn too: running them one by one is then free.
-        output = await agent.model(
-            prompt, tools=tools, tool_choice=tool_choice, parallel_tool_calls=False
-        )
-    else:
-        output = await agent.model(prompt, tools=tools or None, tool_choice=tool_choice)
-    if isinstance(output, ChatResponse):
-        run.partial = output
-        if run.emit is not None:
-            _diff([], output.content, run.emit)
-    else:
-        await _consume(run, output)
+        settings["parallel_tool_calls"] = False
+    definitions = [ToolDefinition.from_openai(t) for t in tools] if tools else None
+    model = setup.model
+    if model.stream:
+        await _consume(run, model.request_stream(prompt, definitions, settings))
+        return
+    output = await model.request(prompt, definitions, settings)
+    run.partial = output
+    if run.emit is not None:
+        _diff([], output.content, run.emit)
 
 
 async def reason(
-    agent: ReActAgent,
+    setup: RunSetup,
+    conv: Conversation,
     run: Run,
     tools: list[dict[str, Any]] | None,
     tool_choice: str | None,
@@ -124,7 +127,8 @@ async def reason(
     """Call the model once and store its answer in memory.
 
     Args:
-        agent: The agent.
+        setup: The run's frozen dependencies (model, hooks...).
+        conv: The conversation (memory).
         run: The reply's run state (``partial`` and ``batch`` are updated).
         tools: Function schemas offered to the model (None: no tools).
         tool_choice: ``"auto"``/``"none"``/``"required"``/a tool name, or None.
@@ -134,20 +138,22 @@ async def reason(
     Returns:
         The stored assistant message. Its tool calls (if any) are in ``run.batch``.
     """
-    prompt = [agent.system_msg(), *(await agent.memory.get_memory())]
+    prompt = [setup.system(), *(await conv.memory.get_memory())]
     if extra is not None:
         prompt.append(extra)
-    prompt = await _compaction.request_view(agent, prompt)  # compaction seam: the request view
-    hooks = agent._hooks
+    # compaction seam: the request view
+    prompt = await _compaction.request_view(setup.owner, prompt)
+    hooks = setup.hooks
     kwargs: dict[str, Any] | None = None
     if hooks is not None and hooks.has("pre_reasoning"):
         kwargs = {"messages": prompt, "tools": tools, "tool_choice": tool_choice}
-        kwargs = await hooks.run_pre("pre_reasoning", agent, kwargs)
+        kwargs = await hooks.run_pre("pre_reasoning", setup.owner, kwargs)
         prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
     run.calling_model = True  # state_dict() refuses until the answer is stored
+    run.counts.requests += 1
     try:
-        with _obs.model_span(agent, run, prompt, tools):  # observability seam: chat span
-            await _call_model(agent, run, prompt, tools, tool_choice)
+        with _obs.model_span(setup.owner, run, prompt, tools):  # observability seam: chat span
+            await _call_model(setup, run, prompt, tools, tool_choice)
     finally:
         run.calling_model = False
     response = run.partial or ChatResponse(content=[])
@@ -157,15 +163,14 @@ async def reason(
     if not allow_calls:
         content = [b for b in content if b["type"] != "tool_use"]
     content = unique_call_ids(content)
-    msg = new_msg(agent.name, list(content), "assistant")
+    msg = new_msg(setup.name, list(content), "assistant")
     if hooks is not None and hooks.has("post_reasoning"):
-        msg = await hooks.run_post("post_reasoning", agent, kwargs or {}, msg)
-    _compaction.record(agent, msg, response)  # compaction seam: the decision, on the answer
-    await store(agent.memory, msg)
+        msg = await hooks.run_post("post_reasoning", setup.owner, kwargs or {}, msg)
+    _compaction.record(setup.owner, msg, response)  # compaction seam: the decision, on the answer
+    await store(conv.memory, msg, run)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.partial = None
-    if response.usage is not None:  # counted here, or by finalize if the step is cut
-        run.usage = run.usage + response.usage
+    run.count_response(response.usage)  # counted here, or by finalize if the step is cut
     run.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
     calls = msg.get_blocks("tool_use")
     if calls:

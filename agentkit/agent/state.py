@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit.agent.result import RunUsage
 from agentkit.exceptions import StateError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
 from agentkit.messages import Msg, Role, ToolUseBlock, validate_block
@@ -22,13 +23,49 @@ from agentkit.models.base import ChatResponse, ChatUsage
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from agentkit.agent.events import AgentEvent
+    from agentkit.agent.limits import UsageLimits
+    from agentkit.events import AgentEvent
     from agentkit.memory import Memory
     from agentkit.tools.response import ToolResponse
 
-__all__ = ["PENDING", "SCHEMA_VERSION", "Run", "new_msg", "parse_agent_state", "store"]
+__all__ = [
+    "MIGRATIONS",
+    "PENDING",
+    "SCHEMA_VERSION",
+    "Run",
+    "migrate_state",
+    "new_msg",
+    "parse_agent_state",
+    "store",
+]
 
 SCHEMA_VERSION = 1
+"""The version of the agent state layout this agentkit writes.
+
+Every bump ships a migration in ``MIGRATIONS`` (from the previous version) and fixture
+states written by the previous release under ``tests/fixtures/state_v<N>/``.
+"""
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+"""``{n: fn}``: ``fn`` turns a version-``n`` state into a version-``n + 1`` state."""
+
+
+def migrate_state(state: Any) -> dict[str, Any]:
+    """Bring a saved agent state to ``SCHEMA_VERSION``, one migration at a time.
+
+    The input is never modified (each migration returns a new dict).
+
+    Raises:
+        StateError: for something that is not a state dict, or a version this agentkit
+            cannot read (newer than ``SCHEMA_VERSION``, or older than any migration).
+    """
+    if not isinstance(state, dict):
+        raise StateError(f"agent state must be a dict, got {type(state).__name__}")
+    version = state.get("schema_version")
+    while isinstance(version, int) and version < SCHEMA_VERSION and version in MIGRATIONS:
+        state = MIGRATIONS[version](state)
+        version = state.get("schema_version")
+    return _check_version(state)
 
 
 class _Pending:
@@ -69,11 +106,21 @@ class Run:
         structured_failures: Invalid or missing structured answers so far.
         force_tool: Name of a tool the next model call must use.
         last_text: Text blocks of the latest assistant turn (reply content).
+        limits: The run's ``UsageLimits`` (None: unbounded).
+        counts: Requests, tokens, tool calls and cost of this run (``RunUsage``).
+        usage_limit: The name of the limit that stopped the run, if any.
+        added: Messages this run stored in memory, in order (``RunResult.new_messages``).
+        structured_value: The validated pydantic instance once accepted.
+        retries: ``ToolRetry`` answers per tool name in this run.
+        approved: Ids of calls a human approved in this run (``tool_call_approved``).
     """
 
     __slots__ = (
+        "added",
+        "approved",
         "batch",
         "calling_model",
+        "counts",
         "emit",
         "finish_reason",
         "force_tool",
@@ -82,16 +129,20 @@ class Run:
         "interrupted",
         "iteration",
         "last_text",
+        "limits",
         "partial",
         "results",
+        "retries",
         "scope",
         "started",
         "structured",
         "structured_failures",
         "structured_output",
+        "structured_value",
         "thread",
         "token",
         "usage",
+        "usage_limit",
     )
 
     def __init__(self, emit: Emit | None, structured: type[BaseModel] | None) -> None:
@@ -115,6 +166,19 @@ class Run:
         self.structured_failures = 0
         self.force_tool: str | None = None
         self.last_text: list[Any] = []
+        self.limits: UsageLimits | None = None
+        self.counts = RunUsage()
+        self.usage_limit: str | None = None
+        self.added: list[Msg] = []
+        self.structured_value: BaseModel | None = None
+        self.retries: dict[str, int] = {}
+        self.approved: set[str] = set()
+
+    def count_response(self, usage: ChatUsage | None) -> None:
+        """Add one model response's usage to the reply's totals."""
+        if usage is not None:
+            self.usage = self.usage + usage
+        self.counts.add_response(usage)
 
     def begin_batch(self, calls: list[ToolUseBlock]) -> None:
         """Record the calls of a turn that must be answered (call right after storing them)."""
@@ -130,13 +194,18 @@ class Run:
         }
 
 
-async def store(memory: Memory, msgs: Msg | list[Msg]) -> None:
-    """Add to memory so that a cancellation cannot cut the write halfway."""
+async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -> None:
+    """Add to memory so that a cancellation cannot cut the write halfway.
+
+    With ``run``, the messages are also recorded as the run's new messages.
+    """
     if memory.atomic_add:
         await memory.add(msgs)
     else:
         with anyio.CancelScope(shield=True):
             await memory.add(msgs)
+    if run is not None:
+        run.added.extend([msgs] if isinstance(msgs, Msg) else msgs)
 
 
 def new_msg(name: str, content: Any, role: Role, metadata: dict[str, Any] | None = None) -> Msg:

@@ -20,6 +20,7 @@ collected (immediately, in CPython, once nothing refers to it).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import threading
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit.agent.events import AgentEvent
+from agentkit.events import AgentEvent
 
 if TYPE_CHECKING:
     import asyncio
@@ -38,7 +39,32 @@ if TYPE_CHECKING:
     from agentkit.agent.react import ReActAgent
     from agentkit.messages import Msg
 
-__all__ = ["EventStream"]
+__all__ = ["EventStream", "fan_out"]
+
+logger = logging.getLogger("agentkit.agent")
+
+
+def fan_out(sinks: list[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent], None]:
+    """One event sink that feeds ``sinks`` in order.
+
+    Events are for display: a failing sink (a console printer on a closed or broken
+    stdout...) must not abort the reply's work. It is logged and dropped.
+    """
+
+    def emit(event: AgentEvent) -> None:
+        for sink in list(sinks):
+            try:
+                sink(event)
+            except Exception:
+                logger.warning(
+                    "event sink %r failed; it gets no more events of this reply",
+                    sink,
+                    exc_info=True,
+                )
+                sinks.remove(sink)
+
+    return emit
+
 
 # Detached replies of plain iteration, referenced until done (asyncio keeps only weak refs).
 _DETACHED: set[asyncio.Task[Any]] = set()
@@ -71,8 +97,7 @@ class _Feed:
         with self.send:
             if self.closing:
                 return
-            listeners = self.agent._listeners
-            listeners.append(self.sink)
+            self.agent.add_event_listener(self.sink)
             self.running = True
             try:
                 self.reply = await start()
@@ -81,13 +106,13 @@ class _Feed:
             finally:
                 self.running = False
                 self.done = True
-                listeners.remove(self.sink)
+                self.agent.remove_event_listener(self.sink)
 
     def stop(self) -> None:
         """Interrupt the reply if it still runs, and stop delivering events."""
         self.closing = True
         if self.running and not self.done:
-            self.agent._interrupt(None)
+            self.agent.interrupt_threadsafe(None)  # on the loop's thread: a direct call
         self.recv.close()
 
     def take_error(self) -> Exception | None:

@@ -17,8 +17,15 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from agentkit.messages import ToolUseBlock
+    from agentkit.models.base import ToolDefinition
 
-__all__ = ["MAX_STRUCTURED_RETRIES", "RESPONSE_TOOL", "response_schema", "validate_response"]
+__all__ = [
+    "MAX_STRUCTURED_RETRIES",
+    "RESPONSE_TOOL",
+    "response_definition",
+    "response_schema",
+    "validate_response",
+]
 
 RESPONSE_TOOL = "generate_response"
 MAX_STRUCTURED_RETRIES = 3
@@ -26,35 +33,36 @@ MAX_STRUCTURED_RETRIES = 3
 _SCHEMAS: WeakKeyDictionary[type[BaseModel], dict[str, Any]] = WeakKeyDictionary()
 
 
+def response_definition(model: type[BaseModel]) -> ToolDefinition:
+    """The provider-neutral definition of the ``generate_response`` tool for ``model``."""
+    from agentkit.models.base import ToolDefinition
+
+    parameters = model.model_json_schema()
+    parameters.pop("title", None)
+    description = (model.__doc__ or "").strip() or f"The final answer as {model.__name__}."
+    return ToolDefinition(
+        RESPONSE_TOOL,
+        "Give your final answer by calling this function with arguments matching its "
+        f"schema. {description}",
+        parameters,
+    )
+
+
 def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The OpenAI-style function schema of the ``generate_response`` tool (cached per model)."""
     schema = _SCHEMAS.get(model)
     if schema is None:
-        parameters = model.model_json_schema()
-        parameters.pop("title", None)
-        description = (model.__doc__ or "").strip() or f"The final answer as {model.__name__}."
-        schema = {
-            "type": "function",
-            "function": {
-                "name": RESPONSE_TOOL,
-                "description": (
-                    "Give your final answer by calling this function with arguments matching "
-                    f"its schema. {description}"
-                ),
-                "parameters": parameters,
-            },
-        }
-        _SCHEMAS[model] = schema
+        schema = _SCHEMAS[model] = response_definition(model).to_openai()
     return schema
 
 
 def validate_response(
     model: type[BaseModel], call: ToolUseBlock
-) -> tuple[ToolResponse, dict[str, Any] | None]:
+) -> tuple[ToolResponse, BaseModel | None]:
     """Validate a ``generate_response`` call.
 
     Returns:
-        The tool result to store, and the JSON-safe output (None when invalid).
+        The tool result to store, and the validated instance (None when invalid).
     """
     from pydantic import ValidationError
 
@@ -68,4 +76,4 @@ def validate_response(
             ),
             None,
         )
-    return ToolResponse.text("The structured response was accepted."), value.model_dump(mode="json")
+    return ToolResponse.text("The structured response was accepted."), value

@@ -21,7 +21,7 @@ import anyio
 import anyio.to_thread
 
 from agentkit.agent.hooks import HookHost, HookRegistry
-from agentkit.exceptions import AgentBusyError
+from agentkit.exceptions import AgentBusyError, UsageError
 from agentkit.messages import Msg
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class UserAgent(HookHost):
         max_attempts: int = 3,
     ) -> None:
         if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+            raise UsageError("max_attempts must be at least 1")
         self.name = name
         self.input_fn: InputFn = input_fn or input
         self.output_fn: OutputFn = output_fn or print
@@ -180,7 +180,7 @@ class UserAgent(HookHost):
         if inspect.isawaitable(result):
             result = await result
         if not isinstance(result, str):
-            raise TypeError(f"input_fn must return a str, got {type(result).__name__}")
+            raise UsageError(f"input_fn must return a str, got {type(result).__name__}")
         return result
 
     async def _read_structured(self, model: type[BaseModel]) -> Msg:

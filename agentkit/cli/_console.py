@@ -17,9 +17,9 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from agentkit.agent.events import (
+from agentkit.events import (
     AgentEvent,
-    ApprovalRequired,
+    ApprovalRequested,
     Interrupted,
     ReplyFinished,
     TextDelta,
@@ -200,7 +200,7 @@ class EventRenderer:
                 self.line(f"     {name}: {short(shown, 160)}")
         elif isinstance(event, ToolResult):
             self._result(event)
-        elif isinstance(event, ApprovalRequired):
+        elif isinstance(event, ApprovalRequested):
             names = ", ".join(c["name"] for c in event.calls)
             self.line(f"  [approval needed] {names}")
         elif isinstance(event, Interrupted):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextvars
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from agentkit.messages import Msg, ToolUseBlock
@@ -192,23 +193,33 @@ class DurableToolkit(Toolkit):
             self.register_tool(tool)
 
     def call_tool_function(
-        self, block: ToolUseBlock, *, context: Any = None
+        self,
+        block: ToolUseBlock,
+        *,
+        context: Any = None,
+        deps: Any = None,
+        approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call as a step at its reserved id (or replay its recorded result)."""
         if not in_workflow():
-            return super().call_tool_function(block, context=context)
-        return self._durable_call(block, context)
+            return super().call_tool_function(block, context=context, deps=deps, approved=approved)
+        return self._durable_call(block, context, deps, approved)
 
     async def _durable_call(
-        self, block: ToolUseBlock, context: Any
+        self, block: ToolUseBlock, context: Any, deps: Any, approved: bool
     ) -> AsyncGenerator[ToolResponse, None]:
         dbos = _dbos()
         key = f"{dbos.workflow_id}/{block['id']}"
+        base = super().call_tool_function
 
         async def call() -> dict[str, Any]:
             token = _CURRENT_CALL.set(key)
+            final = ToolResponse.error("The tool produced no result.")
             try:
-                final = await Toolkit.execute(self, block, context=context)
+                chunks = base(block, context=context, deps=deps, approved=approved)
+                async with aclosing(chunks):
+                    async for chunk in chunks:
+                        final = chunk
             finally:
                 _CURRENT_CALL.reset(token)
             return _tool_response_to_json(final)

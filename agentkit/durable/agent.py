@@ -30,14 +30,12 @@ ends with ``interrupted=True``.
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
 from agentkit.exceptions import SessionConflictError
-from agentkit.memory import InMemoryMemory
 from agentkit.messages import Msg
 from agentkit.session.control import hold_session
 
@@ -236,13 +234,10 @@ class DBOSAgent:
     # -- the workflow --------------------------------------------------------------------
     def fresh_copy(self, steps: RunSteps) -> ReActAgent:
         """A copy of the template with its own memory and durable model/toolkit."""
-        agent = copy.copy(self.template)
-        agent.memory = InMemoryMemory()
+        agent = self.template.copy()  # a conversation of its own, nothing shared
         agent.model = DurableModel(self.template.model, steps)
         agent.toolkit = DurableToolkit(self.template.toolkit, steps)
         agent.print_hint = False
-        # Rebinds every per-conversation container, so nothing is shared with the template.
-        agent.load_state_dict(agent.state_dict())
         return agent
 
     async def _run_workflow(self, request: dict[str, Any]) -> dict[str, Any]:

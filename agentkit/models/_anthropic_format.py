@@ -11,10 +11,10 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from agentkit.messages import ContentBlock, Msg, ToolResultBlock
+from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock
 from agentkit.models._common import split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
@@ -43,8 +43,8 @@ def _wire_id(call_id: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_-]', '_', call_id)[:40]}_{digest}"
 
 
-def _source(block: ContentBlock) -> dict[str, Any]:
-    source: dict[str, Any] = block["source"]  # type: ignore[typeddict-item,assignment]
+def _source(block: ImageBlock) -> dict[str, Any]:
+    source = block["source"]
     if source["type"] == "url":
         return {"type": "url", "url": source["url"]}
     return {"type": "base64", "media_type": source["media_type"], "data": source["data"]}
@@ -82,30 +82,29 @@ def _result(result: ToolResultBlock) -> dict[str, Any]:
 
 
 def _block(block: ContentBlock, role: str) -> dict[str, Any] | None:
-    kind = block["type"]
-    if kind == "text":
-        text = block["text"]  # type: ignore[typeddict-item]
+    if block["type"] == "text":
+        text = block["text"]
         return _with_cache({"type": "text", "text": text}, block) if text else None
-    if kind == "thinking":
+    if block["type"] == "thinking":
         if role != "assistant":
             return None
-        extra: dict[str, Any] = block  # type: ignore[assignment]
+        extra: Mapping[str, Any] = block
         if "redacted_data" in extra:
             return {"type": "redacted_thinking", "data": extra["redacted_data"]}
         signature = block.get("signature")
         if not signature:
             return None  # thinking from another provider cannot be verified: drop it
-        return {"type": "thinking", "thinking": block["thinking"], "signature": signature}  # type: ignore[typeddict-item]
-    if kind == "tool_use":
+        return {"type": "thinking", "thinking": block["thinking"], "signature": signature}
+    if block["type"] == "tool_use":
         # Malformed arguments (raw_input) go as {}, keeping the call paired with its error
         # result; the model sees the error and retries.
-        arguments = {} if "raw_input" in block else block["input"]  # type: ignore[typeddict-item]
-        call_id = _wire_id(block["id"])  # type: ignore[typeddict-item]
-        out = {"type": "tool_use", "id": call_id, "name": block["name"], "input": arguments}  # type: ignore[typeddict-item]
+        arguments = {} if "raw_input" in block else block["input"]
+        call_id = _wire_id(block["id"])
+        out = {"type": "tool_use", "id": call_id, "name": block["name"], "input": arguments}
         return _with_cache(out, block)
-    if kind == "image":
+    if block["type"] == "image":
         return _with_cache({"type": "image", "source": _source(block)}, block)
-    if kind == "audio":
+    if block["type"] == "audio":
         return {"type": "text", "text": _AUDIO_NOTE}
     return None
 
@@ -221,7 +220,7 @@ def _content_block(block: dict[str, Any]) -> ContentBlock | None:
         out: dict[str, Any] = {"type": "thinking", "thinking": block.get("thinking") or ""}
         if block.get("signature"):
             out["signature"] = block["signature"]
-        return out  # type: ignore[return-value]
+        return cast(ContentBlock, out)
     if kind == "redacted_thinking":
         redacted: Any = {"type": "thinking", "thinking": "", "redacted_data": block.get("data", "")}
         return cast(ContentBlock, redacted)

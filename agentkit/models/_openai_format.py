@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from agentkit.messages import ContentBlock, Msg, ToolResultBlock
+from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock
 from agentkit.models._common import result_text, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
@@ -21,8 +21,8 @@ _encode = json.JSONEncoder(ensure_ascii=False).encode
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
-def _image_part(block: ContentBlock) -> dict[str, Any]:
-    source: dict[str, Any] = block["source"]  # type: ignore[typeddict-item,assignment]
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    source = block["source"]
     if source["type"] == "url":
         url = source["url"]
     else:
@@ -31,13 +31,12 @@ def _image_part(block: ContentBlock) -> dict[str, Any]:
 
 
 def _user_part(block: ContentBlock) -> dict[str, Any] | None:
-    kind = block["type"]
-    if kind == "text":
-        return {"type": "text", "text": block["text"]}  # type: ignore[typeddict-item]
-    if kind == "image":
+    if block["type"] == "text":
+        return {"type": "text", "text": block["text"]}
+    if block["type"] == "image":
         return _image_part(block)
-    if kind == "audio":
-        source: dict[str, Any] = block["source"]  # type: ignore[typeddict-item,assignment]
+    if block["type"] == "audio":
+        source = block["source"]
         if source["type"] == "base64":
             fmt = _AUDIO_FORMATS.get(source["media_type"], source["media_type"].split("/")[-1])
             return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}

@@ -14,19 +14,85 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 from agentkit.messages import ContentBlock, Msg
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["ChatModel", "ChatResponse", "ChatUsage", "ModelOutput", "ToolChoice"]
+__all__ = [
+    "ChatModel",
+    "ChatResponse",
+    "ChatUsage",
+    "ModelOutput",
+    "ModelSettings",
+    "ToolChoice",
+    "ToolDefinition",
+]
 
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
 """``"auto"``, ``"none"``, ``"required"``, or the name of one tool to force."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A tool as offered to a model, in no provider's shape.
+
+    ``Tool.definition`` builds one; adapters turn it into their provider's format
+    (:meth:`to_openai` for OpenAI-compatible APIs).
+
+    Attributes:
+        name: The tool's name.
+        description: What it does (the model reads it).
+        parameters: The JSON schema of its arguments (an object schema).
+        strict: Ask the provider to enforce the schema exactly (None: provider default).
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    strict: bool | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI function-tool form ``{"type": "function", "function": {...}}``."""
+        parameters = self.parameters  # shared, not copied: a tool's schema is built once
+        function: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": parameters if isinstance(parameters, dict) else dict(parameters),
+        }
+        if self.strict is not None:
+            function["strict"] = self.strict
+        return {"type": "function", "function": function}
+
+    @classmethod
+    def from_openai(cls, schema: Mapping[str, Any]) -> ToolDefinition:
+        """Read an OpenAI function-tool dict (with or without the ``function`` wrapper)."""
+        function = schema.get("function", schema)
+        return cls(
+            name=function["name"],
+            description=function.get("description", ""),
+            parameters=function.get("parameters", {"type": "object", "properties": {}}),
+            strict=function.get("strict"),
+        )
+
+
+class ModelSettings(TypedDict, total=False):
+    """Generation settings for one request; every key is optional.
+
+    Keys an adapter does not know are sent to the provider as body fields.
+    """
+
+    tool_choice: ToolChoice
+    parallel_tool_calls: bool
+    temperature: float
+    top_p: float
+    max_tokens: int
+    stop: list[str]
+    seed: int
 
 
 @dataclass(slots=True)
@@ -130,13 +196,23 @@ class ChatModel(ABC):
     """
 
     provider: str = "unknown"
+    offline: bool = False
+    """True for models that never reach a network (test doubles): not blocked by
+    ``agentkit.testing.block_model_requests``."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        call = cls.__dict__.get("__call__")
+        if call is not None and not cls.offline:
+            name = "__call__"  # replaced on the class, like a decorator would
+            setattr(cls, name, _guarded(call))
 
     def __init__(self, model_name: str, stream: bool = False) -> None:
         self.model_name = model_name
         self.stream = stream
 
     @abstractmethod
-    async def __call__(
+    async def __call__(  # the adapters' hook; request()/request_stream() are the typed API
         self,
         messages: Sequence[Msg],
         tools: list[dict[str, Any]] | None = None,
@@ -161,8 +237,92 @@ class ChatModel(ABC):
             ModelError: a subclass describing the failure.
         """
 
+    async def request(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ChatResponse:
+        """Ask for the next assistant turn and wait for the whole answer.
+
+        Args:
+            messages: The conversation, system message first if any.
+            tools: The tools the model may call.
+            settings: Generation settings (``tool_choice``, ``temperature``...).
+
+        Returns:
+            The complete answer (a streaming model's last chunk).
+
+        Raises:
+            ModelError: a subclass describing the failure.
+        """
+        output = await self(messages, **_call_args(tools, settings))
+        if isinstance(output, ChatResponse):
+            return output
+        last = ChatResponse(content=[])
+        async for chunk in output:
+            last = chunk
+        return last
+
+    async def request_stream(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """Ask for the next assistant turn as cumulative chunks (the last one is complete).
+
+        A model built with ``stream=False`` yields its one answer as a single chunk. Same
+        arguments and errors as :meth:`request`.
+        """
+        output = await self(messages, **_call_args(tools, settings))
+        if isinstance(output, ChatResponse):
+            yield output
+            return
+        try:
+            async for chunk in output:
+                yield chunk
+        finally:
+            aclose = getattr(output, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, deliberately not abstract
         """Release network resources (HTTP clients). Safe to call more than once."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_name={self.model_name!r}, stream={self.stream})"
+
+
+def _call_args(
+    tools: Sequence[ToolDefinition] | None, settings: ModelSettings | None
+) -> dict[str, Any]:
+    """``__call__`` keyword arguments for typed tools and settings."""
+    args: dict[str, Any] = dict(settings or {})
+    if tools:
+        args["tools"] = [t.to_openai() for t in tools]
+    return args
+
+
+BLOCKED: list[str] = []
+"""Reasons real model requests are blocked now (``agentkit.testing.block_model_requests``)."""
+
+
+def _guarded(call: Any) -> Any:
+    """Wrap an adapter's ``__call__`` so it refuses while model requests are blocked."""
+    import functools
+
+    @functools.wraps(call)
+    async def guarded(self: ChatModel, *args: Any, **kwargs: Any) -> Any:
+        if BLOCKED:
+            from agentkit.exceptions import ModelRequestsBlocked
+
+            raise ModelRequestsBlocked(
+                f"{type(self).__name__}({self.model_name!r}) was asked for an answer while "
+                f"model requests are blocked ({BLOCKED[-1]}); use a test double from "
+                "agentkit.testing (ScriptedModel, FunctionModel, TestModel)",
+                provider=self.provider,
+            )
+        return await call(self, *args, **kwargs)
+
+    return guarded

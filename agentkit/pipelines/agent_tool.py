@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import anyio
 
-from agentkit.agent.events import (
-    ApprovalRequired,
+from agentkit.events import (
+    ApprovalRequested,
     ReplyFinished,
     TextDelta,
     ToolCallStarted,
@@ -136,6 +136,7 @@ class AgentTool(Tool):
             arguments["task"],
             caller=caller if isinstance(caller, str) else "user",
             on_progress=forward,
+            deps=context.deps,
         )
         yield self._final(reply)
 
@@ -145,6 +146,7 @@ class AgentTool(Tool):
         *,
         caller: str = "user",
         on_progress: Callable[[ToolResponse], object] | None = None,
+        deps: Any = None,
     ) -> Msg:
         """Run the inner agent on ``task`` and return its reply.
 
@@ -152,22 +154,26 @@ class AgentTool(Tool):
             task: The task text (a user message named ``caller``).
             caller: Name on the task message (the calling agent's name, when known).
             on_progress: Receives a progress chunk per forwarded inner event.
+            deps: The outer run's dependencies, handed to the inner agent's tools when it
+                takes ``deps=`` (a ``ReActAgent`` does).
         """
         msg = Msg(caller, task, "user")
         agent = self.agent
+        extra = {"deps": deps} if deps is not None and _takes_deps(agent) else {}
         async with self._lock:
             if not _can_stream(agent):
-                return await self._interruptible(lambda: agent(msg))
-            return await self._interruptible(lambda: self._consume(agent, msg, on_progress))
+                return await self._interruptible(lambda: agent(msg, **extra))
+            return await self._interruptible(lambda: self._consume(agent, msg, on_progress, extra))
 
     async def _consume(
         self,
         agent: StreamingAgent,
         msg: Msg,
         on_progress: Callable[[ToolResponse], object] | None,
+        extra: dict[str, Any],
     ) -> Msg:
         reply: Msg | None = None
-        async with agent.stream(msg) as events:
+        async with agent.stream(msg, **extra) as events:
             async for event in events:
                 if isinstance(event, ReplyFinished):
                     reply = event.reply
@@ -240,7 +246,7 @@ class AgentTool(Tool):
             return ToolResponse.text(
                 f"[{event.result['name']} {status}]\n", metadata=meta, is_last=False
             )
-        if isinstance(event, ApprovalRequired):
+        if isinstance(event, ApprovalRequested):
             names = ", ".join(str(c.get("name")) for c in event.calls)
             return ToolResponse.text(
                 f"[waiting for approval: {names}]\n", metadata=meta, is_last=False
@@ -291,3 +297,15 @@ def agent_as_tool(
         >>> toolkit.register_tool(agent_as_tool(researcher, description="Finds sources."))
     """
     return AgentTool(agent, name, description, **kwargs)
+
+
+def _takes_deps(agent: object) -> bool:
+    """Whether ``agent``'s reply accepts ``deps=`` (so the outer run's deps travel on)."""
+    import inspect
+
+    if not callable(agent):
+        return False
+    try:
+        return "deps" in inspect.signature(agent).parameters
+    except (TypeError, ValueError):
+        return False

@@ -61,7 +61,7 @@ class InterruptibleAgent(AgentLike, Protocol):
 
 
 class StreamingAgent(InterruptibleAgent, Protocol):
-    """An agent that streams events (``agentkit.agent.events``) while it replies."""
+    """An agent that streams events (``agentkit.events``) while it replies."""
 
     def stream(self, msg: Any = None) -> EventStreamLike:
         """Reply to ``msg``; an async context manager iterating events (``ReplyFinished`` last)."""

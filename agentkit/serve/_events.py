@@ -44,9 +44,9 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from agentkit.agent.events import (
+from agentkit.events import (
     AgentEvent,
-    ApprovalRequired,
+    ApprovalRequested,
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
@@ -146,7 +146,7 @@ class Translator:
             return [self._progress(event)]
         if isinstance(event, ToolResult):
             return self._on_result(event.result)
-        if isinstance(event, ApprovalRequired):
+        if isinstance(event, ApprovalRequested):
             self.pending = list(event.calls)
             out: list[BaseEvent] = []
             for call in event.calls:

@@ -29,7 +29,7 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from agentkit.agent import EventStream, ReActAgent
-from agentkit.agent.events import Interrupted, ReplyStarted
+from agentkit.events import Interrupted, ReplyStarted
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
 from agentkit.serve._convert import to_agui_messages
@@ -66,18 +66,19 @@ def current_deps() -> Any:
 def _start_call(
     agent: ReActAgent, msgs: list[Msg], approvals: dict[str, bool | str] | None, deps: Any
 ) -> Callable[[], Awaitable[Msg]]:
-    """THE seam between the server and the agent's run API: the only place a run starts.
+    """The seam between the server and the agent's run API: the only place a run starts.
 
-    ``deps`` travels in a context variable (read with :func:`current_deps`); contexts are
-    copied into the tasks the agent spawns, so its tools see it.
-    TODO(round-2 integration): once ``ReActAgent.run(input, *, deps=...)`` exists, return
-    ``lambda: agent.run(msgs, deps=deps)`` (and its resume form) here instead, and let
-    ``current_deps`` read ``ToolContext.deps``; nothing else in this package changes.
+    The run gets ``deps`` as its typed dependencies (``ToolContext[D].deps`` in tools); they
+    also travel in a context variable, for code that reads :func:`current_deps`.
     """
     _DEPS.set(deps)
-    if approvals is not None:
-        return lambda: agent.resume(approvals=approvals)
-    return lambda: agent(msgs)
+
+    async def start() -> Msg:
+        if approvals is not None:
+            return (await agent.run(deps=deps, approvals=approvals)).reply
+        return (await agent.run(msgs, deps=deps)).reply
+
+    return start
 
 
 def interrupt_for(call: dict[str, Any]) -> Interrupt:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit.exceptions import ApprovalRequired, ToolRetry
 from agentkit.messages import ToolUseBlock
 from agentkit.tools import _errors
 from agentkit.tools._convert import merge_content, to_content, truncate
@@ -41,18 +42,26 @@ _CLOSE_TIMEOUT = 5.0
 
 
 def call_tool(
-    toolkit: Toolkit, block: ToolUseBlock, data: Any = None
+    toolkit: Toolkit,
+    block: ToolUseBlock,
+    data: Any = None,
+    *,
+    deps: Any = None,
+    approved: bool = False,
 ) -> AsyncGenerator[ToolResponse, None]:
     """Run the call ``block`` asks for; yield progress chunks, then one final chunk.
 
     The checks run now (they are synchronous); the returned generator runs the tool.
+    ``deps`` and ``approved`` are handed to the tool's ``ToolContext``.
     """
     name = block.get("name", "")
     tool, error = _check(toolkit, block, name)
     if error is not None:
         return _single(error)
     assert tool is not None
-    ctx = ToolContext(block.get("id", ""), name, toolkit, data)
+    ctx: ToolContext[Any] = ToolContext(
+        block.get("id", ""), name, toolkit, data, deps=deps, tool_call_approved=approved
+    )
     timeout = tool.timeout if tool.timeout is not None else toolkit.default_timeout
     run = _run_live if tool.reports_progress else _run
     return run(tool, block["input"], ctx, timeout, toolkit.max_output_chars)
@@ -175,6 +184,10 @@ async def _next(
         return None, None
     except _errors.ArgumentsError as exc:
         return None, _errors.unconvertible_arguments(tool.name, str(exc), tool.parameters)
+    except ToolRetry as exc:  # the tool steers the model: not a failure worth a traceback
+        return None, _errors.retry(tool.name, exc.message)
+    except ApprovalRequired as exc:
+        return None, _errors.approval_required(tool.name, exc.reason)
     except Exception as exc:
         _log_failure(tool.name, exc)
         return None, _errors.tool_failed(tool.name, exc, merge_content(chunks))

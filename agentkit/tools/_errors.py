@@ -3,7 +3,9 @@
 Every error response built here has ``is_error=True``, ``is_last=True`` and
 ``metadata["error"]`` set to a stable kind (for UIs, logs and tests):
 ``unknown_tool``, ``inactive_group``, ``invalid_json``, ``invalid_arguments``,
-``tool_error``, ``timeout``, ``interrupted``.
+``tool_error``, ``timeout``, ``interrupted``, ``retry`` (the tool raised ``ToolRetry``),
+``approval_required`` (the tool raised ``ApprovalRequired``; an agent turns the call into
+a pending approval).
 """
 
 from __future__ import annotations
@@ -249,3 +251,20 @@ def bad_tool_schema(name: str, detail: str) -> ToolResponse:
         f"({detail}). This is a problem with the tool, not your call; use another tool."
     )
     return _error("tool_error", text)
+
+
+def retry(name: str, message: str) -> ToolResponse:
+    """The tool raised ``ToolRetry(message)``: the model should call it again, differently."""
+    response = _error("retry", message or f"Call {name!r} again with different arguments.")
+    assert response.metadata is not None
+    response.metadata["tool"] = name
+    return response
+
+
+def approval_required(name: str, reason: str) -> ToolResponse:
+    """The tool raised ``ApprovalRequired``: the call must wait for a human's approval."""
+    text = f"The tool {name!r} needs a human's approval before it can run."
+    response = _error("approval_required", text + (f" ({reason})" if reason else ""))
+    assert response.metadata is not None
+    response.metadata["reason"] = reason
+    return response

@@ -258,11 +258,11 @@ def _rebuild_typeddict(tp: Any) -> Any:
 
 
 def _is_context(annotation: Any) -> bool:
-    if annotation is ToolContext:
-        return True
+    if annotation is ToolContext or get_origin(annotation) is ToolContext:
+        return True  # ToolContext, or ToolContext[Deps]
     if get_origin(annotation) in (Union, types.UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
-        return len(args) == 1 and args[0] is ToolContext
+        return len(args) == 1 and (args[0] is ToolContext or get_origin(args[0]) is ToolContext)
     return False
 
 

@@ -17,6 +17,7 @@ from agentkit.tools.response import ToolResponse
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
+    from agentkit.models.base import ToolDefinition
     from agentkit.tools.context import ToolContext
 
 __all__ = ["Tool"]
@@ -63,17 +64,17 @@ class Tool(ABC):
         self._quick: QuickCheck | None = None
 
     @property
+    def tool_definition(self) -> ToolDefinition:
+        """The provider-neutral definition offered to models."""
+        from agentkit.models.base import ToolDefinition
+
+        return ToolDefinition(self.name, self.description, self.parameters)
+
+    @property
     def json_schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema, built once and cached."""
         if self._schema is None:
-            self._schema = {
-                "type": "function",
-                "function": {
-                    "name": self.name,
-                    "description": self.description,
-                    "parameters": self.parameters,
-                },
-            }
+            self._schema = self.tool_definition.to_openai()
         return self._schema
 
     def invalidate_schema(self) -> None:

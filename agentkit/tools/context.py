@@ -10,6 +10,13 @@ the parameter never appears in the tool's JSON schema::
         return "done"
 
 Progress chunks are for display (``is_last=False``); they are not part of the final result.
+
+``ToolContext[D]`` is generic in the run's dependencies: ``agent.run(..., deps=D(...))``
+hands ``deps`` to every tool of that run as ``ctx.deps`` (typed ``D``)::
+
+    @toolkit.tool
+    async def lookup(ctx: ToolContext[Deps], q: str) -> str:
+        return f"{ctx.deps.user_id}:{q}"
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
 
 from agentkit.messages import TextBlock
 from agentkit.tools.response import ToolResponse, ToolResultContent
@@ -25,10 +34,13 @@ from agentkit.tools.response import ToolResponse, ToolResultContent
 if TYPE_CHECKING:
     from agentkit.tools.toolkit import Toolkit
 
-__all__ = ["ToolContext"]
+__all__ = ["DepsT", "ToolContext"]
+
+DepsT = TypeVar("DepsT", default=Any)
+"""The type of a run's dependencies (``agent.run(..., deps=...)``)."""
 
 
-class ToolContext:
+class ToolContext(Generic[DepsT]):
     """The context of one tool call.
 
     Attributes:
@@ -37,9 +49,23 @@ class ToolContext:
         toolkit: The Toolkit running the call.
         data: Whatever the caller passed as ``call_tool_function(..., context=)`` (the agent
             passes itself), or None.
+        deps: The run's dependencies (``agent.run(..., deps=...)``; None when the run has
+            none). Never serialized into the agent's state.
+        tool_call_approved: True when a human approved this call (after the tool raised
+            ``ApprovalRequired``, or for a tool registered with ``requires_approval``).
     """
 
-    __slots__ = ("_emit", "_loop_thread", "_pending", "call_id", "data", "tool_name", "toolkit")
+    __slots__ = (
+        "_emit",
+        "_loop_thread",
+        "_pending",
+        "call_id",
+        "data",
+        "deps",
+        "tool_call_approved",
+        "tool_name",
+        "toolkit",
+    )
 
     def __init__(
         self,
@@ -47,11 +73,16 @@ class ToolContext:
         tool_name: str,
         toolkit: Toolkit | None = None,
         data: Any = None,
+        *,
+        deps: Any = None,
+        tool_call_approved: bool = False,
     ) -> None:
         self.call_id = call_id
         self.tool_name = tool_name
         self.toolkit = toolkit
         self.data = data
+        self.deps: DepsT = deps
+        self.tool_call_approved = tool_call_approved
         # Set by the Toolkit while the call runs in a task of its own (live streaming);
         # otherwise progress is buffered and yielded at the tool's next step.
         self._emit: Callable[[ToolResponse], None] | None = None
@@ -104,6 +135,11 @@ class ToolContext:
                 anyio.from_thread.run_sync(self._deliver, chunk)
             return
         self._deliver(chunk)
+
+    @property
+    def agent(self) -> Any:
+        """The agent running the call (None when the call runs outside an agent)."""
+        return self.data
 
     def _deliver(self, chunk: ToolResponse) -> None:
         if self._emit is not None:

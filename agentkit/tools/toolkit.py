@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
-from agentkit.exceptions import StateError, ToolGroupError, ToolRegistrationError
+from agentkit.exceptions import StateError, ToolGroupError, ToolRegistrationError, UsageError
 from agentkit.messages import ToolUseBlock
 from agentkit.tools.base import Tool
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
+    from agentkit.mcp.client import MCPClient
+    from agentkit.models.base import ToolDefinition
     from agentkit.tools.function import PostProcess
 
 __all__ = ["Namesake", "ToolGroup", "Toolkit"]
@@ -76,7 +78,7 @@ class Toolkit:
         self, *, max_output_chars: int | None = 100_000, default_timeout: float | None = None
     ) -> None:
         if max_output_chars is not None and max_output_chars < 1:
-            raise ValueError(f"max_output_chars must be positive or None, not {max_output_chars}")
+            raise UsageError(f"max_output_chars must be positive or None, not {max_output_chars}")
         self.max_output_chars = max_output_chars
         self.default_timeout = default_timeout
         self._tools: dict[str, Tool] = {}
@@ -255,6 +257,10 @@ class Toolkit:
             self._active = [t for t in self._tools.values() if self.is_active(t)]
         return list(self._active)
 
+    def get_tool_definitions(self) -> list[ToolDefinition]:
+        """The provider-neutral definitions of the active tools (``ChatModel.request``)."""
+        return [t.tool_definition for t in self.active_tools()]
+
     def get_json_schemas(self) -> list[dict[str, Any]]:
         """OpenAI-style function schemas of the active tools.
 
@@ -268,7 +274,12 @@ class Toolkit:
     # ----------------------------------------------------------------- calling
 
     def call_tool_function(
-        self, block: ToolUseBlock, *, context: Any = None
+        self,
+        block: ToolUseBlock,
+        *,
+        context: Any = None,
+        deps: Any = None,
+        approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call ``block`` asks for.
 
@@ -283,10 +294,12 @@ class Toolkit:
         Args:
             block: The ``tool_use`` block.
             context: Passed to the tool as ``ToolContext.data`` (the agent passes itself).
+            deps: The run's dependencies, passed to the tool as ``ToolContext.deps``.
+            approved: A human approved this call (``ToolContext.tool_call_approved``).
         """
         from agentkit.tools._call import call_tool
 
-        return call_tool(self, block, context)
+        return call_tool(self, block, context, deps=deps, approved=approved)
 
     async def execute(
         self,
@@ -434,14 +447,43 @@ class Toolkit:
 
     # ----------------------------------------------------------------- MCP
 
-    async def register_mcp_client(self, client: Any, **kwargs: Any) -> Any:
-        """Register the tools of an MCP client (delegates to ``agentkit.mcp.bridge``).
+    async def register_mcp_client(
+        self,
+        client: MCPClient,
+        *,
+        group_name: str = "basic",
+        enable_funcs: Iterable[str] | None = None,
+        disable_funcs: Iterable[str] | None = None,
+        prefix: str | None = None,
+        execution_timeout: float | None = None,
+        namesake: Namesake = "raise",
+    ) -> list[Tool]:
+        """Register the tools of an MCP client (connecting it if needed).
 
-        Keyword arguments (``group_name``, ``enable_funcs``, ``disable_funcs``, ``prefix``,
-        ``execution_timeout``, ``namesake``) are passed to the bridge; returns what it returns.
+        Args:
+            client: The MCP client.
+            group_name: Tool group of the registered tools.
+            enable_funcs: Only these server tools (server-side names).
+            disable_funcs: All but these server tools.
+            prefix: Registered names become ``{prefix}_{name}``.
+            execution_timeout: Per-call timeout (seconds) enforced by the Toolkit.
+            namesake: What to do on a name clash; ``"raise"`` registers nothing then.
+
+        Returns:
+            The registered tools (see ``agentkit.mcp.register_mcp_client``).
         """
         bridge = importlib.import_module("agentkit.mcp.bridge")  # MCP SDK only on demand
-        return await bridge.register_mcp_client(self, client, **kwargs)
+        tools: list[Tool] = await bridge.register_mcp_client(
+            self,
+            client,
+            group_name=group_name,
+            enable_funcs=enable_funcs,
+            disable_funcs=disable_funcs,
+            prefix=prefix,
+            execution_timeout=execution_timeout,
+            namesake=namesake,
+        )
+        return tools
 
     async def remove_mcp_clients(self, clients: Iterable[Any]) -> None:
         """Remove the tools of MCP clients, given as clients or by name (delegates)."""

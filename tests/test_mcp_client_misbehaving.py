@@ -26,7 +26,7 @@ from agentkit.tools import Toolkit
 from tests._mcp_helpers import children, py_stdio, wait_no_new_children
 from tests._toolkits_helpers import call
 
-ODD = str(Path(__file__).with_name("_qa_mcp_odd_server.py"))
+ODD = str(Path(__file__).with_name("_mcp_odd_server.py"))
 PY = sys.executable
 
 

@@ -2,7 +2,7 @@
 
 Written without the SDK so it can send what SDK servers refuse to: tool names that providers
 reject (dots, spaces, over 64 characters, names that collide once sanitised) and input
-schemas that are empty, untyped or use ``$ref``. ``python _qa_mcp_odd_server.py [N_EXTRA] [--colliding] [--untyped]``
+schemas that are empty, untyped or use ``$ref``. ``python _mcp_odd_server.py [N_EXTRA] [--colliding] [--untyped]``
 adds N_EXTRA plain tools (a huge tool list). Every tool echoes its name and arguments as JSON.
 """
 

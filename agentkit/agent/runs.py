@@ -1,0 +1,176 @@
+"""``agent.run()`` and ``agent.run_sync()``: the typed entry points, as a mixin.
+
+``ReActAgent`` provides ``_reply``/``_resume`` (the same machinery as ``await agent(...)``
+and ``agent.resume(...)``); this module turns their outcome into a ``RunResult[T]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import anyio
+
+from agentkit.agent.construct import MsgInput, as_input, no_running_loop
+from agentkit.agent.result import RunResult, make_result
+from agentkit.exceptions import UsageError, UsageLimitExceeded
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from agentkit.agent.conversation import Conversation
+    from agentkit.agent.limits import UsageLimits
+    from agentkit.agent.state import Run
+    from agentkit.messages import Msg
+
+__all__ = ["TypedRuns"]
+
+ModelT = TypeVar("ModelT", bound="BaseModel")
+
+
+class TypedRuns:
+    """``run`` / ``run_sync`` for an agent that implements ``_reply`` and ``_resume``."""
+
+    __slots__ = ()
+    usage_limits: UsageLimits | None
+
+    @property
+    def conversation(self) -> Conversation:
+        """The agent's conversation (memory and pending calls)."""
+        raise NotImplementedError
+
+    async def _reply(
+        self,
+        msgs: list[Msg],
+        structured: type[BaseModel] | None,
+        deps: Any,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
+        raise NotImplementedError
+
+    async def _resume(
+        self,
+        approvals: dict[str, bool | str],
+        structured_model: type[BaseModel] | None,
+        deps: Any,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
+        raise NotImplementedError
+
+    @overload
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[str]: ...
+
+    @overload
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[ModelT]: ...
+
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[Any]:
+        """Run the agent on ``input`` and return a typed ``RunResult``.
+
+        Args:
+            input: A Msg, a list of Msg, a string (a user message) or None (continue).
+            deps: Dependencies for this run's tools (``ToolContext[D].deps``); never stored.
+            output_type: A pydantic model the answer must match; ``result.output`` is then
+                the validated instance (else the final text).
+            usage_limits: Bounds for this run (replacing the agent's ``usage_limits``).
+            approvals: Resume a run paused for approval instead of starting one:
+                ``{call_id: True | False | "reason"}`` (``input`` must then be None).
+
+        Returns:
+            The result: ``output``, ``reply``, ``new_messages``, ``usage``, ``stop_reason``,
+            ``pending``.
+
+        Raises:
+            UsageLimitExceeded: when a limit is reached and ``raise_on_limit`` is set.
+            AgentBusyError: when a reply is already in progress on this agent.
+            UsageError: for ``input`` and ``approvals`` together, or a bad approval.
+        """
+        limits = usage_limits if usage_limits is not None else self.usage_limits
+        if approvals is not None:
+            if input is not None:
+                raise UsageError("pass input= to start a run or approvals= to resume one")
+            run, reply = await self._resume(dict(approvals), output_type, deps, limits)
+        else:
+            run, reply = await self._reply(as_input(input), output_type, deps, limits)
+        result: RunResult[Any] = make_result(run, reply, self.conversation.pending)
+        self._check_limit(run, result)
+        return result
+
+    @overload
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[str]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[ModelT]: ...
+
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[Any]:
+        """:meth:`run` for code without a running event loop (scripts, notebooks' cells).
+
+        Raises:
+            UsageError: when called from inside a running event loop (use ``await run``).
+        """
+        no_running_loop()
+
+        async def main() -> RunResult[Any]:
+            return await self.run(
+                input,
+                deps=deps,
+                output_type=output_type,
+                usage_limits=usage_limits,
+                approvals=approvals,
+            )
+
+        return anyio.run(main)
+
+    @staticmethod
+    def _check_limit(run: Run, result: RunResult[Any] | None) -> None:
+        """Raise ``UsageLimitExceeded`` for a run stopped by a limit set to raise."""
+        limits = run.limits
+        if run.usage_limit is not None and limits is not None and limits.raise_on_limit:
+            raise UsageLimitExceeded(run.usage_limit, limits.describe(run.usage_limit), result)

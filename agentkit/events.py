@@ -1,0 +1,127 @@
+"""Events an agent emits while it replies, for UIs, logs and the console printer.
+
+(Round 1 had these classes in ``agentkit.agent`` and at the top level; ``ApprovalRequested``
+was called ``ApprovalRequired``, a name that now belongs to the exception a tool raises to
+ask for approval, ``agentkit.ApprovalRequired``. The old paths still work, with a
+``DeprecationWarning``.)
+
+Every event is a small frozen dataclass with a ``type`` literal, so consumers can
+``match event:`` on the class or dispatch on ``event.type``. The order within one reply is::
+
+    ReplyStarted
+    (TextDelta | ThinkingDelta)*                  per model call, as chunks arrive
+    (ToolCallStarted ToolProgress* ToolResult)*   per tool call (interleaved when parallel)
+    ... more model calls and tool calls ...
+    ApprovalRequested?                            calls wait for a human
+    Interrupted?                                  the reply was interrupted
+    ReplyFinished                                 always last
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from agentkit.messages import Msg, ToolResultBlock, ToolUseBlock
+    from agentkit.tools.response import ToolResponse
+
+__all__ = [
+    "AgentEvent",
+    "ApprovalRequested",
+    "Interrupted",
+    "ReplyFinished",
+    "ReplyStarted",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallStarted",
+    "ToolProgress",
+    "ToolResult",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyStarted:
+    """A reply began."""
+
+    agent: str
+    type: Literal["reply_started"] = "reply_started"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """New answer text from the model (``delta`` is only the new part)."""
+
+    delta: str
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """New reasoning text from the model."""
+
+    delta: str
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A tool call starts running (after its ``pre_acting`` hooks)."""
+
+    tool_call: ToolUseBlock
+    type: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A non-final chunk streamed by a running tool."""
+
+    tool_call_id: str
+    chunk: ToolResponse
+    type: Literal["tool_progress"] = "tool_progress"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool call finished (or was answered without running: denied, invalid JSON)."""
+
+    tool_call_id: str
+    result: ToolResultBlock
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """The reply stops because these calls (``{"id", "name", "input"}``) need approval."""
+
+    calls: tuple[dict[str, Any], ...]
+    type: Literal["approval_required"] = "approval_required"
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupted:
+    """The reply was interrupted; ``reply`` is what it returns."""
+
+    reply: Msg
+    type: Literal["interrupted"] = "interrupted"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyFinished:
+    """The reply ended (normally, waiting for approval, or interrupted)."""
+
+    reply: Msg
+    type: Literal["reply_finished"] = "reply_finished"
+
+
+AgentEvent: TypeAlias = (
+    ReplyStarted
+    | TextDelta
+    | ThinkingDelta
+    | ToolCallStarted
+    | ToolProgress
+    | ToolResult
+    | ApprovalRequested
+    | Interrupted
+    | ReplyFinished
+)
