@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
+from agentkit._text import StreamText, clean_json
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
 from agentkit.models._common import split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
@@ -231,6 +232,7 @@ def _content_block(block: dict[str, Any]) -> ContentBlock | None:
 
 def parse_message(data: dict[str, Any], elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a non-streaming ``message`` body."""
+    data = clean_json(data)  # JSON escapes may carry lone surrogates: valid text from here
     content = [b for b in map(_content_block, data.get("content") or []) if b is not None]
     return ChatResponse(
         content=content,
@@ -243,13 +245,15 @@ def parse_message(data: dict[str, Any], elapsed: float) -> ChatResponse:
 class AnthropicStreamState:
     """Accumulates Messages stream events into cumulative snapshots."""
 
-    __slots__ = ("blocks", "finish_reason", "id", "stopped", "usage_data")
+    __slots__ = ("blocks", "finish_reason", "id", "stopped", "texts", "usage_data")
 
     def __init__(self) -> None:
         self.id = uuid.uuid4().hex
         # index -> mutable Anthropic-style block; tool_use blocks accumulate "raw"
         self.blocks: dict[int, dict[str, Any]] = {}
         self.stopped: set[int] = set()
+        # (index, "text" | "thinking") -> the streamed text, joined as valid Unicode
+        self.texts: dict[tuple[int, str], StreamText] = {}
         self.finish_reason: str | None = None
         self.usage_data: dict[str, Any] = {}
 
@@ -259,7 +263,7 @@ class AnthropicStreamState:
         if kind == "content_block_delta":
             return self._delta(event.get("index", 0), event.get("delta") or {})
         if kind == "content_block_start":
-            block = dict(event.get("content_block") or {})
+            block = clean_json(dict(event.get("content_block") or {}))
             start_input = block.get("input")
             # The API starts tool input at {} and streams it; a proxy may send it whole here.
             block["raw"] = (
@@ -285,10 +289,13 @@ class AnthropicStreamState:
         if block is None:
             return False
         kind = delta.get("type")
-        if kind == "text_delta":
-            block["text"] = block.get("text", "") + delta.get("text", "")
-        elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+        if kind in ("text_delta", "thinking_delta"):
+            key = "text" if kind == "text_delta" else "thinking"
+            stream = self.texts.get((index, key))
+            if stream is None:
+                stream = self.texts[(index, key)] = StreamText()
+                stream.add(block.get(key) or "")
+            stream.add(delta.get(key) or "")
         elif kind == "signature_delta":
             block["signature"] = delta.get("signature", "")
             return False
@@ -301,6 +308,8 @@ class AnthropicStreamState:
     def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
         """The cumulative response so far (``final`` adds usage and finish reason)."""
         content: list[ContentBlock] = []
+        for (index, key), stream in self.texts.items():
+            self.blocks[index][key] = stream.value(final=final)
         for index in sorted(self.blocks):
             block = self.blocks[index]
             if block.get("type") == "tool_use":

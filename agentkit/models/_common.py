@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from agentkit._text import clean_json, clean_text, is_clean
 from agentkit.messages import ContentBlock, ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
@@ -38,6 +40,18 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+# A JSON escape of a surrogate (``\\ud83d``): json.loads may turn it into a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _clean_arguments(raw: str, parsed: dict[str, Any]) -> dict[str, Any]:
+    """``parsed`` with valid Unicode strings (checked only when ``raw`` could carry a surrogate)."""
+    if is_clean(raw) and _SURROGATE_ESCAPE.search(raw) is None:
+        return parsed
+    cleaned: dict[str, Any] = clean_json(parsed)
+    return cleaned
+
+
 def tool_use_block(
     call_id: str | None, name: str, raw: str, *, final: bool, empty_is_object: bool = True
 ) -> ToolUseBlock:
@@ -54,14 +68,13 @@ def tool_use_block(
     Returns:
         The block; with ``raw_input`` when the text is not (yet) a JSON object.
     """
-    block = ToolUseBlock(
-        type="tool_use", id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name, input={}
-    )
+    call_id = clean_text(call_id) if call_id else f"call_{uuid.uuid4().hex[:24]}"
+    block = ToolUseBlock(type="tool_use", id=call_id, name=clean_text(name), input={})
     parsed = parse_arguments(raw) if (raw.strip() or (final and empty_is_object)) else None
     if parsed is None:
-        block["raw_input"] = raw
+        block["raw_input"] = clean_text(raw)
     else:
-        block["input"] = parsed
+        block["input"] = _clean_arguments(raw, parsed)
     return block
 
 

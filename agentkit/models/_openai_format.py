@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from agentkit._text import StreamText, clean_json
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
 from agentkit.models._common import result_text, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
@@ -173,6 +174,7 @@ def _reasoning_of(message: dict[str, Any]) -> str | None:
 
 def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a non-streaming ``chat.completion`` body."""
+    data = clean_json(data)  # JSON escapes may carry lone surrogates: valid text from here
     choices = data.get("choices") or [{}]
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = choice.get("message") or {}
@@ -208,8 +210,9 @@ class OpenAIStreamState:
 
     def __init__(self) -> None:
         self.id: str | None = None
-        self.text = ""
-        self.reasoning = ""
+        # Joined as valid Unicode: an emoji split across chunks as two JSON escapes is rejoined.
+        self.text = StreamText()
+        self.reasoning = StreamText()
         # index -> [id, name, argument text]; dicts keep first-seen order
         self.calls: dict[int, list[Any]] = {}
         self.finish_reason: str | None = None
@@ -235,11 +238,11 @@ class OpenAIStreamState:
         changed = False
         piece = delta.get("content")
         if isinstance(piece, str) and piece:
-            self.text += piece
+            self.text.add(piece)
             changed = True
         thought = _reasoning_of(delta)
         if thought:
-            self.reasoning += thought
+            self.reasoning.add(thought)
             changed = True
         for call in delta.get("tool_calls") or ():
             entry = self.calls.setdefault(self._index_of(call), [None, "", ""])
@@ -267,10 +270,11 @@ class OpenAIStreamState:
     def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
         """The cumulative response so far (``final`` adds usage and finish reason)."""
         content: list[ContentBlock] = []
-        if self.reasoning:
-            content.append({"type": "thinking", "thinking": self.reasoning})
-        if self.text:
-            content.append({"type": "text", "text": self.text})
+        reasoning, text = self.reasoning.value(final=final), self.text.value(final=final)
+        if reasoning:
+            content.append({"type": "thinking", "thinking": reasoning})
+        if text:
+            content.append({"type": "text", "text": text})
         for entry in self.calls.values():
             if entry[0] is None:  # keep the generated id stable across snapshots
                 entry[0] = tool_use_block(None, "", "", final=True)["id"]

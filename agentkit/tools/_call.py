@@ -230,6 +230,7 @@ async def _aclose(tool: Tool, aclose: Callable[[], Awaitable[object]]) -> None:
 
 def _finish(final: ToolResponse, limit: int | None) -> ToolResponse:
     final.is_last = True
+    final.clean()  # the content may have been replaced since it was built
     if limit is not None:
         final.content = truncate(final.content, limit)
     return final

@@ -1,0 +1,115 @@
+r"""Valid Unicode at the boundaries: text from outside never poisons a conversation.
+
+Python strings can hold *lone surrogates* (code points U+D800..U+DFFF outside a pair), which
+no UTF-8 encoder accepts: an OS file name with an undecodable byte (``os.fsdecode`` escapes
+byte ``0xE9`` as ``"\udce9"``), a JSON ``"\ud83d"`` escape without its partner (an emoji
+split across two stream chunks), a tool returning ``"\ud800"``. Stored in memory, such a
+string makes every later model request and session save raise ``UnicodeEncodeError``.
+
+Every text that enters memory from outside goes through :func:`clean_text` (or
+:func:`clean_json` for nested data) where it arrives, and :class:`StreamText` joins streamed
+pieces, so serializers never discover the problem. Replacements are visible: an escaped
+byte becomes the four characters ``\xNN``, any other lone surrogate becomes U+FFFD.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["StreamText", "clean_json", "clean_text", "is_clean"]
+
+_LONE = re.compile("[\ud800-\udfff]")
+_HIGH_FIRST, _HIGH_LAST = "\ud800", "\udbff"
+
+
+def _replace(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte escaped by ``surrogateescape``: show the byte
+        return f"\\x{code - 0xDC00:02x}"
+    return "\ufffd"
+
+
+def is_clean(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 (holds no lone surrogate)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def clean_text(text: str) -> str:
+    r"""Return ``text`` as valid Unicode (the same object when it already is).
+
+    A surrogate pair stored as two code points is joined into its character; a byte escaped
+    by ``surrogateescape`` becomes the visible text ``\xNN``; any other lone surrogate
+    becomes U+FFFD.
+    """
+    if is_clean(text):
+        return text
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _LONE.sub(_replace, joined)
+
+
+def clean_json(value: Any) -> Any:
+    """Return ``value`` (JSON-like data) with every string cleaned by :func:`clean_text`.
+
+    Dicts and lists are rebuilt only when something inside them changed, so clean data
+    comes back as the very same object.
+    """
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        changed = False
+        items = []
+        for key, item in value.items():
+            new_key = clean_text(key) if isinstance(key, str) else key
+            new_item = clean_json(item)
+            changed = changed or new_key is not key or new_item is not item
+            items.append((new_key, new_item))
+        return dict(items) if changed else value
+    if isinstance(value, list):
+        cleaned = [clean_json(item) for item in value]
+        return cleaned if any(a is not b for a, b in zip(cleaned, value, strict=True)) else value
+    return value
+
+
+class StreamText:
+    """Streamed text pieces joined into valid Unicode.
+
+    A high surrogate that ends a piece is held back until the next piece (its partner may
+    arrive there), so a snapshot never shows half a pair; :meth:`value` with ``final=True``
+    turns a partner that never came into U+FFFD.
+    """
+
+    __slots__ = ("_held", "text")
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._held = ""
+
+    def add(self, piece: str) -> None:
+        """Append one streamed piece."""
+        if not piece:
+            return
+        if self._held:
+            piece, self._held = self._held + piece, ""
+        if piece.isascii():
+            self.text += piece
+            return
+        if _HIGH_FIRST <= piece[-1] <= _HIGH_LAST:
+            piece, self._held = piece[:-1], piece[-1]
+        self.text += clean_text(piece)
+
+    def value(self, *, final: bool = False) -> str:
+        """The text so far; with ``final``, a held half pair is resolved (to U+FFFD)."""
+        if final and self._held:
+            self.text += clean_text(self._held)
+            self._held = ""
+        return self.text
+
+    def __bool__(self) -> bool:
+        return bool(self.text or self._held)
