@@ -134,8 +134,10 @@ def format_messages(
     """Convert a conversation to Anthropic's ``(system, messages)``.
 
     Leading system messages become the ``system`` parameter; a system message later in the
-    conversation becomes user text at its place. Tool results go into user turns whatever
-    the role of the message holding them, and consecutive same-role turns are merged.
+    conversation becomes user text at its place. Blocks are converted by type wherever they
+    are stored, whatever the role of the message holding them: tool calls go into assistant
+    turns, tool results and images into user turns (a ``role="system"`` message holding
+    results, as AgentScope stores them, included); consecutive same-role turns are merged.
     """
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
@@ -143,18 +145,38 @@ def format_messages(
         blocks = msg.get_content_blocks()
         if msg.role == "system" and not turns:
             system += [b for b in (_block(x, "user") for x in blocks) if b and b["type"] == "text"]
-            continue
-        role = "assistant" if msg.role == "assistant" else "user"
-        others, results = split_tool_results(blocks)
-        converted = [b for b in (_block(x, role) for x in others) if b is not None]
-        if role == "assistant":
-            _append(turns, "assistant", converted)
-            _append(turns, "user", [_result(r) for r in results])
-        else:
-            _append(turns, "user", [_result(r) for r in results] + converted)
+            blocks = [b for b in blocks if b["type"] not in ("text", "thinking")]
+        _add_message(turns, "assistant" if msg.role == "assistant" else "user", blocks)
     if turns and turns[-1]["role"] == "assistant":
         _trim_prefill(turns)
     return system, turns
+
+
+def _add_message(turns: list[dict[str, Any]], role: str, blocks: list[ContentBlock]) -> None:
+    """One stored message as turns, in an order that keeps every call answered.
+
+    Results of earlier calls come first; then the message's own content (its calls in an
+    assistant turn); then the results of its own calls; images of an assistant message
+    follow in a user turn, since assistant turns cannot carry them.
+    """
+    others, results = split_tool_results(blocks)
+    own_ids = {b["id"] for b in others if b["type"] == "tool_use"}
+    _append(turns, "user", [_result(r) for r in results if r["id"] not in own_ids])
+    calls = [b for b in others if b["type"] == "tool_use"]
+    if role == "assistant":
+        media = [b for b in others if b["type"] in ("image", "audio")]
+        kept = [b for b in others if b["type"] not in ("image", "audio")]
+        _append(turns, "assistant", _blocks(kept, "assistant"))
+    else:
+        media = []
+        _append(turns, "user", _blocks([b for b in others if b["type"] != "tool_use"], "user"))
+        _append(turns, "assistant", _blocks(calls, "assistant"))
+    _append(turns, "user", [_result(r) for r in results if r["id"] in own_ids])
+    _append(turns, "user", _blocks(media, "user"))
+
+
+def _blocks(blocks: list[ContentBlock], role: str) -> list[dict[str, Any]]:
+    return [b for b in (_block(x, role) for x in blocks) if b is not None]
 
 
 def _trim_prefill(turns: list[dict[str, Any]]) -> None:

@@ -115,8 +115,10 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
             servers); otherwise thinking is dropped, as OpenAI does not accept it.
 
     Returns:
-        The ``messages`` array. Tool results become ``role=tool`` messages wherever they
-        are stored (converted by block type, not by the message's role).
+        The ``messages`` array. Blocks are converted by type wherever they are stored,
+        whatever the role of the message holding them: tool calls become an assistant
+        message's ``tool_calls``, tool results ``role=tool`` messages (a ``role="system"``
+        message holding results, as AgentScope stores them, included), images user content.
     """
     out: list[dict[str, Any]] = []
     for msg in messages:
@@ -124,21 +126,39 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
             if msg.content or msg.role != "assistant":
                 out.append({"role": msg.role, "content": msg.content})
             continue
-        if msg.role == "system":
-            out.append({"role": "system", "content": msg.get_text()})
-            continue
-        others, results = split_tool_results(msg.content)
-        if msg.role == "assistant":
-            message = _assistant_message(others, reasoning)
-            if message is not None:
-                out.append(message)
-            out += _tool_messages(results)
-        else:
-            out += _tool_messages(results)
-            message = _user_message(others)
-            if message is not None:
-                out.append(message)
+        out += _convert(msg.role, msg.content, reasoning)
     return out
+
+
+def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dict[str, Any]]:
+    """One stored message as wire messages, in an order that keeps every call answered.
+
+    Results of earlier calls come first; then the message's own text (and its calls, in
+    one assistant message); then the results of its own calls; images that the role cannot
+    carry follow in a user message.
+    """
+    others, results = split_tool_results(blocks)
+    own_ids = {b["id"] for b in others if b["type"] == "tool_use"}
+    out = _tool_messages([r for r in results if r["id"] not in own_ids])
+    own_results = _tool_messages([r for r in results if r["id"] in own_ids])
+    calls = [b for b in others if b["type"] == "tool_use"]
+    media = [b for b in others if b["type"] in ("image", "audio")]
+    texts = [b for b in others if b["type"] in ("text", "thinking")]
+    if role == "user":
+        message = _user_message([b for b in others if b["type"] != "tool_use"])
+        out += [message] if message is not None else []
+        media = []
+    elif role == "system":
+        text = "\n".join(b["text"] for b in texts if b["type"] == "text")
+        out += [{"role": "system", "content": text}] if text else []
+    if role == "assistant":
+        message = _assistant_message(texts + calls, reasoning)
+    else:
+        message = _assistant_message(calls, reasoning=False)
+    out += [message] if message is not None else []
+    out += own_results
+    extra = _user_message(media)
+    return out + ([extra] if extra is not None else [])
 
 
 def format_tool_choice(choice: str) -> str | dict[str, Any]:
