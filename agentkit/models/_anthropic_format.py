@@ -175,7 +175,7 @@ def _add_message(turns: list[dict[str, Any]], role: str, blocks: list[ContentBlo
     _append(turns, "user", _blocks(media, "user"))
 
 
-def _blocks(blocks: list[ContentBlock], role: str) -> list[dict[str, Any]]:
+def _blocks(blocks: Sequence[ContentBlock], role: str) -> list[dict[str, Any]]:
     return [b for b in (_block(x, role) for x in blocks) if b is not None]
 
 

@@ -46,7 +46,7 @@ def _user_part(block: ContentBlock) -> dict[str, Any] | None:
     return None  # thinking/tool_use in a user turn have no OpenAI form
 
 
-def _user_message(blocks: list[ContentBlock]) -> dict[str, Any] | None:
+def _user_message(blocks: Sequence[ContentBlock]) -> dict[str, Any] | None:
     parts = [p for p in (_user_part(b) for b in blocks) if p is not None]
     if not parts:
         return None
@@ -56,7 +56,7 @@ def _user_message(blocks: list[ContentBlock]) -> dict[str, Any] | None:
     return {"role": "user", "content": parts}
 
 
-def _assistant_message(blocks: list[ContentBlock], reasoning: bool) -> dict[str, Any] | None:
+def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[str, Any] | None:
     texts: list[str] = []
     thoughts: list[str] = []
     calls: list[dict[str, Any]] = []
