@@ -152,7 +152,7 @@ def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dic
         text = "\n".join(b["text"] for b in texts if b["type"] == "text")
         out += [{"role": "system", "content": text}] if text else []
     if role == "assistant":
-        message = _assistant_message(texts + calls, reasoning)
+        message = _assistant_message([*texts, *calls], reasoning)
     else:
         message = _assistant_message(calls, reasoning=False)
     out += [message] if message is not None else []
