@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["StreamText", "clean_json", "clean_text", "is_clean"]
+__all__ = ["StreamText", "clean_json", "clean_text", "is_clean", "terminal_safe"]
 
 _LONE = re.compile("[\ud800-\udfff]")
 _HIGH_FIRST, _HIGH_LAST = "\ud800", "\udbff"
@@ -113,3 +113,30 @@ class StreamText:
 
     def __bool__(self) -> bool:
         return bool(self.text or self._held)
+
+
+# What a terminal would act on instead of showing: C0 controls but newline and tab (ESC
+# starts CSI/OSC sequences: colours, cursor moves, OSC 52 clipboard writes, window titles;
+# a lone CR overwrites the line), DEL, the C1 controls (U+009B is an 8-bit CSI), and the
+# bidirectional overrides and isolates that reorder what is shown.
+_CONTROL = re.compile("\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    r"""``text`` with every control sequence neutralized, for printing to a terminal.
+
+    Text from outside (model answers, tool output, MCP servers, file names) may carry
+    escape sequences that recolour the terminal, move the cursor over what was printed,
+    set the clipboard (OSC 52) or the window title. Control characters other than newline
+    and tab are shown as ``\xNN`` (``\x1b`` for ESC, ``\r`` for a carriage return that is
+    not part of CRLF), bidirectional overrides as ``\uNNNN``; the text stays readable and
+    nothing is executed by the terminal. Lone surrogates are made valid too.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return _CONTROL.sub(_visible, clean_text(text))

@@ -64,6 +64,7 @@ def test_call_shows_progress_and_structured_content() -> None:
     out = agentkit("mcp", "call", "trigger-long-running-operation", args, "--stdio", STDIO)
     assert out.returncode == 0, out.stderr
     assert "progress 1/2" in out.stderr and "progress 2/2" in out.stderr
+    assert out.stderr.count("1/2") == 1  # each progress line printed once (issue 13, item 26)
     out = agentkit(
         "mcp",
         "call",

@@ -17,6 +17,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from agentkit._text import terminal_safe
 from agentkit.agent.events import (
     AgentEvent,
     ApprovalRequired,
@@ -174,7 +175,7 @@ class EventRenderer:
         self._started: dict[str, tuple[str, float]] = {}
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
+        self.out.write(terminal_safe(text))  # model and tool text may carry escape sequences
         if text:
             self._line_start = text.endswith("\n")
         self.out.flush()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
+from agentkit._text import terminal_safe
 from agentkit.cli._console import (
     EventRenderer,
     LineReader,
@@ -93,7 +94,7 @@ async def _main(args: argparse.Namespace) -> int:
     try:
         model, notice = resolve_model(args.model, demo=args.demo)
     except (AgentkitError, ValueError) as exc:  # a bad --model / AGENTKIT_MODEL spec
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     if notice:
         print(notice, file=out)
@@ -104,7 +105,7 @@ async def _main(args: argparse.Namespace) -> int:
                 stack, args.tools, args.mcp, args.mcp_http, demo_tools=demo_tools
             )
         except (AgentkitError, ImportError, AttributeError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
             return 1
         agent = ReActAgent(
             args.name, args.sys_prompt, model, toolkit, max_iters=args.max_iters, print_hint=False
@@ -112,7 +113,10 @@ async def _main(args: argparse.Namespace) -> int:
         try:
             session = await _open_session(args, agent, out)
         except AgentkitError as exc:  # refuse to overwrite a session we cannot read
-            print(f"error: session {args.session!r} cannot be loaded: {exc}", file=sys.stderr)
+            print(
+                f"error: session {args.session!r} cannot be loaded: {terminal_safe(str(exc))}",
+                file=sys.stderr,
+            )
             return 1
         print(f"agentkit chat | model: {describe_model(model)} | tools: {len(toolkit.tools)}")
         print(HELP, file=out)
