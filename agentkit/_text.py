@@ -17,7 +17,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["StreamText", "clean_json", "clean_text", "is_clean", "terminal_safe"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "StreamText",
+    "clean_json",
+    "clean_text",
+    "is_clean",
+    "terminal_safe",
+    "too_deep",
+]
+
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of JSON data accepted from outside (tool arguments, block data).
+
+Deeper data is refused where it arrives: every later walk of it (copying, validating,
+encoding a request, saving a session) would otherwise raise ``RecursionError``."""
 
 _LONE = re.compile("[\ud800-\udfff]")
 _HIGH_FIRST, _HIGH_LAST = "\ud800", "\udbff"
@@ -59,22 +73,46 @@ def clean_json(value: Any) -> Any:
 
     Dicts and lists are rebuilt only when something inside them changed, so clean data
     comes back as the very same object.
+
+    Raises:
+        ValueError: when ``value`` is nested deeper than :data:`MAX_JSON_DEPTH`.
     """
+    return _clean(value, 0)
+
+
+def _clean(value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return clean_text(value)
-    if isinstance(value, dict):
-        changed = False
-        items = []
-        for key, item in value.items():
-            new_key = clean_text(key) if isinstance(key, str) else key
-            new_item = clean_json(item)
-            changed = changed or new_key is not key or new_item is not item
-            items.append((new_key, new_item))
-        return dict(items) if changed else value
+    if not isinstance(value, dict | list):
+        return value
+    if depth >= MAX_JSON_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     if isinstance(value, list):
-        cleaned = [clean_json(item) for item in value]
+        cleaned = [_clean(item, depth + 1) for item in value]
         return cleaned if any(a is not b for a, b in zip(cleaned, value, strict=True)) else value
-    return value
+    changed = False
+    items = []
+    for key, item in value.items():
+        new_key = clean_text(key) if isinstance(key, str) else key
+        new_item = _clean(item, depth + 1)
+        changed = changed or new_key is not key or new_item is not item
+        items.append((new_key, new_item))
+    return dict(items) if changed else value
+
+
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether JSON-like ``value`` nests more than ``limit`` dicts/lists (no recursion)."""
+    level: list[Any] = [value] if isinstance(value, dict | list) else []
+    for _ in range(limit):
+        if not level:
+            return False
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+    return bool(level)
 
 
 class StreamText:

@@ -21,6 +21,7 @@ Every exception agentkit raises on purpose derives from one root, so callers can
     │   ├── MCPConnectionError                      cannot start / reach / keep the server
     │   └── MCPProtocolError                        the server broke the protocol
     ├── StateError                                  a state dict cannot be loaded
+    │   └── SessionError                            a session store cannot read/write its storage
     ├── MemoryInvariantError (also ValueError)      a tool call without exactly one result
     ├── StructuredOutputError                       no valid structured answer after retries
     └── AgentBusyError                              a second reply started on a busy agent
@@ -51,6 +52,7 @@ __all__ = [
     "ModelResponseError",
     "RateLimitError",
     "ScriptExhaustedError",
+    "SessionError",
     "StateError",
     "StructuredOutputError",
     "ToolError",
@@ -150,6 +152,14 @@ class MCPProtocolError(MCPError):
 
 class StateError(AgentkitError):
     """A state dict cannot be loaded (wrong schema version, corrupt content)."""
+
+
+class SessionError(StateError):
+    """A session store cannot read or write its storage.
+
+    A corrupt SQLite database, a session path that is a folder, a permission problem, an
+    unreachable server: the backend's own exception is kept as ``__cause__``.
+    """
 
 
 class MemoryInvariantError(AgentkitError, ValueError):

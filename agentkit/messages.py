@@ -132,7 +132,7 @@ _TEXT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _clean_block(block: dict[str, Any], kind: str) -> None:
+def _clean_block(block: dict[str, Any], kind: str, path: str) -> None:
     """Replace lone surrogates in the block's text, in place (see ``agentkit._text``).
 
     Text reaches blocks from outside (tools, models, files, users); one lone surrogate
@@ -143,7 +143,10 @@ def _clean_block(block: dict[str, Any], kind: str) -> None:
         if isinstance(value, str) and not is_clean(value):
             block[key] = clean_text(value)
     if kind == "tool_use":
-        block["input"] = clean_json(block["input"])  # the same object when already clean
+        try:
+            block["input"] = clean_json(block["input"])  # the same object when already clean
+        except ValueError as exc:  # nested too deeply to ever be encoded or saved
+            raise MessageValidationError(f"{path}.input", str(exc)) from None
 
 
 def _check_source(source: dict[str, Any], path: str) -> None:
@@ -182,7 +185,7 @@ def validate_block(block: object, path: str = "block") -> ContentBlock:
         value = block.get(key)
         if not isinstance(value, expected) or (key == "id" and not value):
             raise MessageValidationError(f"{path}.{key}", f"a {kind} block needs {key!r}")
-    _clean_block(block, kind)
+    _clean_block(block, kind, path)
     if kind in ("image", "audio"):
         _check_source(block["source"], f"{path}.source")
     elif kind == "tool_result" and isinstance(block["output"], list):
@@ -263,7 +266,10 @@ class Msg:
         if metadata is not None and not isinstance(metadata, dict):
             raise MessageValidationError("metadata", "must be a dict or None")
         if metadata:
-            metadata = clean_json(metadata)
+            try:
+                metadata = clean_json(metadata)
+            except ValueError as exc:
+                raise MessageValidationError("metadata", str(exc)) from None
         # 32 random hex digits like uuid4().hex, without building a UUID object (5x cheaper).
         self.id: str = id or os.urandom(16).hex()
         self.name: str = clean_text(name)
@@ -339,11 +345,15 @@ class Msg:
         for key in ("id", "timestamp"):
             if not isinstance(data[key], str) or not data[key]:
                 raise MessageValidationError(key, "must be a non-empty string")
+        try:
+            content, metadata = _copy_json(data["content"]), _copy_json(data.get("metadata"))
+        except RecursionError:
+            raise MessageValidationError("content", "nested too deeply") from None
         return cls(
             name=data["name"],
-            content=_copy_json(data["content"]),
+            content=content,
             role=data["role"],
-            metadata=_copy_json(data.get("metadata")),
+            metadata=metadata,
             id=data["id"],
             timestamp=data["timestamp"],
         )

@@ -14,9 +14,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
-from agentkit._text import StreamText, clean_json
+from agentkit._text import StreamText
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
-from agentkit.models._common import split_tool_results, tool_use_block
+from agentkit.models._common import clean_body, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = [
@@ -254,7 +254,7 @@ def _content_block(block: dict[str, Any]) -> ContentBlock | None:
 
 def parse_message(data: dict[str, Any], elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a non-streaming ``message`` body."""
-    data = clean_json(data)  # JSON escapes may carry lone surrogates: valid text from here
+    data = clean_body(data)
     content = [b for b in map(_content_block, data.get("content") or []) if b is not None]
     return ChatResponse(
         content=content,
@@ -285,7 +285,7 @@ class AnthropicStreamState:
         if kind == "content_block_delta":
             return self._delta(event.get("index", 0), event.get("delta") or {})
         if kind == "content_block_start":
-            block = clean_json(dict(event.get("content_block") or {}))
+            block = clean_body(dict(event.get("content_block") or {}))
             start_input = block.get("input")
             # The API starts tool input at {} and streams it; a proxy may send it whole here.
             block["raw"] = (

@@ -7,7 +7,8 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from agentkit._text import clean_json, clean_text, is_clean
+from agentkit._text import MAX_JSON_DEPTH, clean_json, clean_text, is_clean, too_deep
+from agentkit.exceptions import ModelResponseError
 from agentkit.messages import ContentBlock, ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
     """The arguments as a JSON object, or None while/when they are not one.
 
     Empty arguments mean "no arguments" (servers send ``""`` for parameterless tools).
+    Arguments nested deeper than ``MAX_JSON_DEPTH`` levels count as malformed.
     """
     text = raw.strip()
     if not text:
@@ -37,7 +39,13 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
         value = json.loads(text)
     except ValueError:  # ...except when a string value ends with "}" mid-stream
         return None
-    return value if isinstance(value, dict) else None
+    except RecursionError:  # nested too deeply: refused like malformed JSON
+        return None
+    if not isinstance(value, dict):
+        return None
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and too_deep(value):
+        return None  # every later walk (validation, saving) would overflow the stack
+    return value
 
 
 # A JSON escape of a surrogate (``\\ud83d``): json.loads may turn it into a lone surrogate.
@@ -50,6 +58,20 @@ def _clean_arguments(raw: str, parsed: dict[str, Any]) -> dict[str, Any]:
         return parsed
     cleaned: dict[str, Any] = clean_json(parsed)
     return cleaned
+
+
+def clean_body(data: Any) -> Any:
+    """A provider's decoded answer, with valid Unicode text, or refused when too deep.
+
+    JSON escapes may carry lone surrogates; see ``agentkit._text``.
+
+    Raises:
+        ModelResponseError: when the answer nests deeper than ``MAX_JSON_DEPTH`` levels.
+    """
+    try:
+        return clean_json(data)
+    except ValueError as exc:
+        raise ModelResponseError(f"the model's answer is malformed: {exc}") from None
 
 
 def tool_use_block(

@@ -10,9 +10,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from agentkit._text import StreamText, clean_json
+from agentkit._text import StreamText
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
-from agentkit.models._common import result_text, split_tool_results, tool_use_block
+from agentkit.models._common import clean_body, result_text, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = ["OpenAIStreamState", "format_messages", "format_tool_choice", "parse_completion"]
@@ -194,7 +194,7 @@ def _reasoning_of(message: dict[str, Any]) -> str | None:
 
 def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a non-streaming ``chat.completion`` body."""
-    data = clean_json(data)  # JSON escapes may carry lone surrogates: valid text from here
+    data = clean_body(data)
     choices = data.get("choices") or [{}]
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = choice.get("message") or {}

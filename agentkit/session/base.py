@@ -12,13 +12,14 @@ raises :class:`~agentkit.exceptions.StateError` naming the session and the backe
 
 from __future__ import annotations
 
+import contextlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from agentkit.exceptions import StateError
+from agentkit.exceptions import AgentkitError, SessionError, StateError
 
 __all__ = ["Session", "StateGroup", "Stateful", "check_session_id"]
 
@@ -128,6 +129,8 @@ def _encode(state: dict[str, Any], indent: int | None) -> str:
         )
     except (TypeError, ValueError) as exc:
         raise StateError(f"the state is not JSON-safe: {exc}") from exc
+    except RecursionError as exc:
+        raise StateError("the state is not JSON-safe: it is nested too deeply") from exc
 
 
 class Session(ABC):
@@ -149,6 +152,7 @@ class Session(ABC):
 
         Raises:
             StateError: if the state is not JSON-safe.
+            SessionError: if the store cannot write it (the backend's error is the cause).
         """
         await self.save_state(session_id, agent.state_dict())
 
@@ -161,6 +165,7 @@ class Session(ABC):
 
         Raises:
             StateError: if the stored state is corrupt, or the agent rejects it.
+            SessionError: if the store cannot be read (the backend's error is the cause).
         """
         state = await self.load_state(session_id)
         if state is None:
@@ -170,20 +175,26 @@ class Session(ABC):
 
     async def save_state(self, session_id: str, state: dict[str, Any]) -> None:
         """Save a raw state dict (what ``save`` does after calling ``state_dict()``)."""
-        await self._write(check_session_id(session_id), _encode(state, self.indent))
+        key = check_session_id(session_id)
+        text = _encode(state, self.indent)
+        with self._storage("save", key):
+            await self._write(key, text)
 
     async def load_state(self, session_id: str) -> dict[str, Any] | None:
         """Return the raw state dict saved under ``session_id``, or None if there is none.
 
         Raises:
             StateError: if the stored text is not a JSON object.
+            SessionError: if the store cannot be read (the backend's error is the cause).
         """
-        text = await self._read(check_session_id(session_id))
+        key = check_session_id(session_id)
+        with self._storage("read", key):
+            text = await self._read(key)
         if text is None:
             return None
         try:
             state = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # corrupt, or nested too deeply
             raise StateError(
                 f"{self.backend} session {session_id!r} holds corrupt JSON: {exc}"
             ) from exc
@@ -193,15 +204,20 @@ class Session(ABC):
 
     async def delete(self, session_id: str) -> bool:
         """Delete a session; return whether it existed."""
-        return await self._delete(check_session_id(session_id))
+        key = check_session_id(session_id)
+        with self._storage("delete", key):
+            return await self._delete(key)
 
     async def exists(self, session_id: str) -> bool:
         """Whether a state is saved under ``session_id``."""
-        return await self._exists(check_session_id(session_id))
+        key = check_session_id(session_id)
+        with self._storage("check", key):
+            return await self._exists(key)
 
     async def list_ids(self) -> list[str]:
         """Return every saved session id, sorted."""
-        return sorted(await self._list_ids())
+        with self._storage("list", None):
+            return sorted(await self._list_ids())
 
     async def close(self) -> None:
         """Release the backend's resources (a no-op for file-based sessions)."""
@@ -217,6 +233,22 @@ class Session(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    @contextlib.contextmanager
+    def _storage(self, action: str, session_id: str | None) -> Iterator[None]:
+        """Turn a backend failure (``OSError``, ``sqlite3.Error``...) into ``SessionError``.
+
+        The documented errors pass through; cancellation is never caught.
+        """
+        try:
+            yield
+        except AgentkitError:
+            raise
+        except Exception as exc:
+            where = f" session {session_id!r}" if session_id is not None else ""
+            raise SessionError(
+                f"{self.backend}{where}: cannot {action} ({self!r}): {type(exc).__name__}: {exc}"
+            ) from exc
 
     # -- backend primitives ------------------------------------------------------------
     @abstractmethod

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit.messages import ToolUseBlock
+from agentkit._text import MAX_JSON_DEPTH, too_deep
+from agentkit.exceptions import MessageValidationError
+from agentkit.messages import ToolUseBlock, validate_block
 from agentkit.tools import _errors
 from agentkit.tools._convert import ChunkCollector, truncate
 from agentkit.tools.base import Tool
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["call_tool"]
 
 logger = logging.getLogger("agentkit.tools")
+_RESULT_TYPES = frozenset(("text", "image", "audio"))
 # Bound on a tool's cleanup when its call is cut short (consumer stopped or cancelled).
 _CLOSE_TIMEOUT = 5.0
 
@@ -99,8 +102,12 @@ def _json_problem(raw: str | None, arguments: object) -> str | None:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return str(exc)
+    except RecursionError:
+        return "the JSON is nested too deeply"
     if not isinstance(value, dict):
         return f"got a JSON {type(value).__name__} instead of an object"
+    if too_deep(value):
+        return f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels"
     return None
 
 
@@ -130,7 +137,8 @@ async def _run(
             for pending in ctx._take_pending():
                 yield pending
             if chunk is None:
-                yield _finish(failed if failed is not None else collected.result(), limit)
+                final = failed if failed is not None else collected.result()
+                yield _finish(final, limit, tool.name)
                 return
             for progress in collected.add(chunk):
                 yield progress
@@ -212,9 +220,17 @@ async def _aclose(tool: Tool, aclose: Callable[[], Awaitable[object]]) -> None:
         logger.warning("tool %r failed while cleaning up", tool.name, exc_info=exc)
 
 
-def _finish(final: ToolResponse, limit: int | None) -> ToolResponse:
+def _finish(final: ToolResponse, limit: int | None, name: str) -> ToolResponse:
     final.is_last = True
     final.clean()  # the content may have been replaced since it was built
+    try:  # a malformed block would fail deep inside the agent, when stored in memory
+        for i, block in enumerate(final.content):
+            validate_block(block, f"content[{i}]")
+            if block["type"] not in _RESULT_TYPES:
+                raise MessageValidationError(f"content[{i}].type", "not a tool result block")
+    except MessageValidationError as exc:
+        logger.warning("tool %r returned malformed content: %s", name, exc)
+        return _errors.tool_failed(name, exc)
     if limit is not None:
         final.content = truncate(final.content, limit)
     return final
