@@ -284,3 +284,47 @@ def test_bad_tools_spec_is_a_clean_error() -> None:
     assert out.returncode == 1
     assert "error: No module named 'no_such_module'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+async def test_approval_shows_the_full_arguments_however_long() -> None:
+    """Issue 13, item 11: a padded ``ls`` hid its ``; touch ...`` tail past 300 characters."""
+    import io
+    import json
+
+    from agentkit.agent import ReActAgent
+    from agentkit.cli._console import LineReader
+    from agentkit.cli.chat import ChatLoop
+    from agentkit.testing import ScriptedModel
+    from agentkit.tools import Toolkit
+
+    ran: list[str] = []
+    toolkit = Toolkit()
+
+    def run_command(command: str) -> str:
+        """Run a command.
+
+        Args:
+            command: The command line.
+        """
+        ran.append(command)
+        return "ran"
+
+    toolkit.register_tool_function(run_command, requires_approval=True)
+    hidden = "ls " + "a" * 300 + " " * 300 + "; touch /tmp/pwned"
+    call = {"type": "tool_use", "id": "c1", "name": "run_command", "input": {"command": hidden}}
+    agent = ReActAgent("bot", "s", ScriptedModel([[call], "done"]), toolkit, print_hint=False)
+    lines = iter(["list files", "n"])
+
+    def read(prompt: str) -> str:
+        try:
+            return next(lines)
+        except StopIteration:
+            raise EOFError from None
+
+    out = io.StringIO()
+    assert await ChatLoop(agent, reader=LineReader(read), out=out).run() == 0
+    text = out.getvalue()
+    assert " " * 300 + "; touch /tmp/pwned" in text  # shown whole and verbatim
+    size = len(json.dumps({"command": hidden}, indent=2))
+    assert f"({size} characters)" in text  # with its size, so padding is noticed
+    assert ran == []

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
@@ -135,6 +135,16 @@ async def _open_session(args: argparse.Namespace, agent: ReActAgent, out: TextIO
         count = len(await agent.memory.get_memory())
         print(f"Resumed session {args.session!r} ({count} messages) from {db}", file=out)
     return session
+
+
+def describe_arguments(name: str, arguments: dict[str, Any]) -> str:
+    """What a human approves: the *whole* arguments, verbatim, with their size.
+
+    Never shortened or whitespace-collapsed: a padded ``ls`` hiding ``; touch ...`` past
+    a cut would be approved unseen. (Control sequences are neutralized when printed.)
+    """
+    text = json.dumps(arguments, ensure_ascii=False, indent=2)
+    return f"{name} wants to run with these arguments ({len(text)} characters):\n{text}"
 
 
 class ChatLoop:
@@ -279,8 +289,7 @@ class ChatLoop:
         while self.agent.pending_tool_calls:
             approvals: dict[str, bool | str] = {}
             for call in self.agent.pending_tool_calls:
-                args = short(json.dumps(call["input"], ensure_ascii=False), 300)
-                self.render.line(f"{call['name']} wants to run with {args}")
+                self.render.line(describe_arguments(call["name"], call["input"]))
                 answer = await self._prompt(f"Allow {call['name']}? [y/N] ")
                 approvals[call["id"]] = (answer or "").strip().lower() in ("y", "yes")
             reply = await self._reply(functools.partial(self.agent.resume, approvals))
