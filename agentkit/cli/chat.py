@@ -28,7 +28,7 @@ from agentkit.cli._console import (
     sigint_handler,
     terminal_restored,
 )
-from agentkit.cli._setup import build_toolkit, resolve_model
+from agentkit.cli._setup import build_toolkit, mcp_server, resolve_model, sse_hint
 from agentkit.cli.demo_model import describe_model
 from agentkit.exceptions import AgentkitError
 
@@ -106,6 +106,10 @@ async def _main(args: argparse.Namespace) -> int:
             )
         except (AgentkitError, ImportError, AttributeError, ValueError) as exc:
             print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
+            for url in args.mcp_http:
+                hint = sse_hint(mcp_server(http=url))
+                if hint is not None:
+                    print(f"hint: {url}: {hint}", file=sys.stderr)
             return 1
         agent = ReActAgent(
             args.name, args.sys_prompt, model, toolkit, max_iters=args.max_iters, print_hint=False

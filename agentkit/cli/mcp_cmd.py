@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 
 from agentkit._text import terminal_safe
-from agentkit.cli._setup import mcp_server, open_mcp
+from agentkit.cli._setup import mcp_server, open_mcp, server_name, sse_hint
 from agentkit.exceptions import AgentkitError
 
 if TYPE_CHECKING:
@@ -87,12 +87,15 @@ def run(args: argparse.Namespace) -> int:
         return anyio.run(_main, args, config, arguments, backend="asyncio")
     except AgentkitError as exc:
         _print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        hint = sse_hint(config)
+        if hint is not None:
+            _print(f"hint: {hint}", file=sys.stderr)
         return 1
 
 
 async def _main(args: argparse.Namespace, config: Any, arguments: dict[str, Any]) -> int:
     async with AsyncExitStack() as stack:
-        client = await open_mcp(stack, "cli", config)
+        client = await open_mcp(stack, server_name(config), config)
         client.timeout = args.timeout
         if args.mcp_command == "list":
             return await _list(client, args.json)
