@@ -147,11 +147,25 @@ def test_no_interrupt_note_after_a_finished_resume() -> None:
     messages = [
         Msg("user", "research tea", "user"),
         Msg("a", [call], "assistant"),  # type: ignore[list-item]
-        Msg("t", [{"type": "tool_result", "id": "r1", "name": "research", "output": cut,
-                   "is_error": True}], "user"),  # type: ignore[list-item]  # fmt: skip
+        Msg(
+            "t",
+            [
+                {
+                    "type": "tool_result",
+                    "id": "r1",
+                    "name": "research",
+                    "output": cut,
+                    "is_error": True,
+                }
+            ],
+            "user",
+        ),
         Msg("a", [{"type": "text", "text": "Resuming"}, again], "assistant"),  # type: ignore[list-item]
-        Msg("t", [{"type": "tool_result", "id": "r2", "name": "research", "output": "notes"}],
-            "user"),  # type: ignore[list-item]  # fmt: skip
+        Msg(
+            "t",
+            [{"type": "tool_result", "id": "r2", "name": "research", "output": "notes"}],
+            "user",
+        ),
         Msg("a", "Here are the results for 'research tea': notes", "assistant"),
         Msg("user", "weather in Paris", "user"),
     ]
