@@ -18,6 +18,7 @@ from agentkit.agent import (
     ToolResult,
 )
 from agentkit.agent.user import UserAgent
+from agentkit.console import interrupt_on_sigint
 from agentkit.exceptions import AgentkitError
 from agentkit.memory import InMemoryMemory, check_memory_invariant
 from agentkit.messages import (
@@ -75,5 +76,6 @@ __all__ = [
     "agent_as_tool",
     "check_memory_invariant",
     "fanout_pipeline",
+    "interrupt_on_sigint",
     "sequential_pipeline",
 ]
