@@ -19,11 +19,12 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX p
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.pop("AGENTKIT_MODEL", None)
-    env.update(TERM="dumb", PYTHONUNBUFFERED="1", **extra)
+    env.update(TERM="dumb", PYTHONUNBUFFERED="1")
+    env.update(extra)
     return env
 
 
-def spawn(*args: str, **env: str) -> pexpect.spawn:
+def spawn(*args: str, prompt: str = PROMPT, **env: str) -> pexpect.spawn:
     command, argv = (
         (str(SCRIPT), ["chat", *args])
         if SCRIPT.exists()
@@ -32,7 +33,7 @@ def spawn(*args: str, **env: str) -> pexpect.spawn:
     child = pexpect.spawn(
         command, argv, cwd=str(ROOT), env=_env(**env), encoding="utf-8", timeout=30
     )
-    child.expect(PROMPT)
+    child.expect(prompt)
     return child
 
 

@@ -22,10 +22,13 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 
 
-def _run_script(tmp_path: pathlib.Path, source: str) -> pexpect.spawn:
+TERMS = ["dumb", "xterm"]  # plain line reading / the prompt_toolkit prompt
+
+
+def _run_script(tmp_path: pathlib.Path, source: str, term: str = "dumb") -> pexpect.spawn:
     script = tmp_path / "app.py"
     script.write_text(textwrap.dedent(source))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "TERM": "dumb"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "TERM": term}
     return pexpect.spawn(
         sys.executable, [str(script)], cwd=str(tmp_path), env=env, encoding="utf-8", timeout=20
     )
@@ -36,28 +39,44 @@ USER_APP = """
     from agentkit import UserAgent
 
     async def main() -> None:
-        msg = await UserAgent("me")()
+        try:
+            msg = await UserAgent("me")()
+        except EOFError:
+            print("END OF INPUT")
+            return
         print("GOT", repr(msg.get_text()))
 
     anyio.run(main)
 """
 
 
-def test_user_agent_reads_a_line(tmp_path: pathlib.Path) -> None:
-    child = _run_script(tmp_path, USER_APP)
+@pytest.mark.parametrize("term", TERMS)
+def test_user_agent_reads_a_line_and_end_of_input(tmp_path: pathlib.Path, term: str) -> None:
+    child = _run_script(tmp_path, USER_APP, term)
     try:
-        child.expect("me: ")
+        child.expect("me:")
         child.sendline("hello there")
         child.expect("GOT 'hello there'")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
-
-
-def test_ctrl_c_at_the_user_agent_prompt_exits_without_enter(tmp_path: pathlib.Path) -> None:
-    child = _run_script(tmp_path, USER_APP)
+    child = _run_script(tmp_path, USER_APP, term)
     try:
-        child.expect("me: ")
+        child.expect("me:")
+        child.sendeof()
+        child.expect("END OF INPUT")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
+@pytest.mark.parametrize("term", TERMS)
+def test_ctrl_c_at_the_user_agent_prompt_exits_without_enter(
+    tmp_path: pathlib.Path, term: str
+) -> None:
+    child = _run_script(tmp_path, USER_APP, term)
+    try:
+        child.expect("me:")
         child.sendintr()
         # No Enter is ever sent: the process must end on its own.
         child.expect(pexpect.EOF, timeout=10)
@@ -110,6 +129,24 @@ def test_chat_reads_what_was_typed_while_the_answer_printed() -> None:
         child.sendline("weather in Lima")
         child.sendeof()  # a Ctrl-D typed ahead, while that answer prints
         child.expect("Lima: ")
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+
+
+def test_chat_on_the_prompt_toolkit_prompt() -> None:
+    """The same chat keys with ``TERM=xterm``, where input goes through prompt_toolkit."""
+    child = spawn("--demo", prompt="you>", TERM="xterm")
+    try:
+        child.sendline("research the history of tea")
+        child.expect("research: reading source 2/10")
+        child.sendintr()  # while the reply runs: interrupts the agent
+        child.expect(r"\[interrupted\]")
+        child.expect("you>")
+        child.sendline("weather in Paris")
+        child.expect("Paris: sunny")
+        child.expect("you>")
+        child.sendeof()  # at the prompt: exits
         assert finish(child) == 0
     finally:
         child.close(force=True)
