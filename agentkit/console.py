@@ -103,6 +103,8 @@ async def _thread_input(prompt: str) -> str:
     threading.Thread(target=work, name="agentkit-console-input", daemon=True).start()
     await done.wait()
     if isinstance(result[0], BaseException):
+        if isinstance(result[0], EOFError) and prompt:
+            print(flush=True)  # Ctrl-D shows nothing: end the prompt's line
         raise result[0]
     return str(result[0])
 

@@ -329,3 +329,19 @@ async def test_approval_shows_the_full_arguments_however_long() -> None:
     size = len(json.dumps({"command": hidden}, indent=2))
     assert f"({size} characters)" in text  # with its size, so padding is noticed
     assert ran == []
+
+
+def test_ctrl_d_at_an_approval_question_ends_the_line() -> None:
+    """Issue 13, item 26: Ctrl-D left the next output on the question's line."""
+    child = spawn("--demo")
+    try:
+        child.sendline("email bob@example.com about lunch")
+        child.expect(r"Allow send_email\? \[y/N\] ")
+        child.sendeof()
+        child.expect(r"(.*)send_email \(denied\)")
+        assert child.match.group(1).startswith("\r\n"), repr(child.match.group(1))
+        child.expect(PROMPT)
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)

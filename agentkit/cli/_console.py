@@ -109,6 +109,10 @@ class LineReader:
         self._pending = None
         if job.error is not None:
             raise job.error
+        if job.line is None and prompt:  # Ctrl-D: the terminal shows nothing, end the line
+            out = self._out or sys.stdout
+            out.write("\n")
+            out.flush()
         return job.line
 
 

@@ -209,8 +209,6 @@ class ChatLoop:
         with sigint_handler(self._on_sigint), terminal_restored() as restore:
             self._restore_terminal = restore
             await self._loop()
-        self.out.write("\n")
-        self.out.flush()
         return 0
 
     async def _loop(self) -> None:
@@ -256,6 +254,9 @@ class ChatLoop:
                 tg.start_soon(quit_on_sigint)
         finally:
             self._prompting = False
+        if not result:  # Ctrl-C at the prompt: the cursor is still after the prompt
+            self.out.write("\n")
+            self.out.flush()
         return result[0] if result else None
 
     async def _reply(self, start: Callable[[], Awaitable[Msg]]) -> Msg | None:
