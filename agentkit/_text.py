@@ -77,7 +77,33 @@ def clean_json(value: Any) -> Any:
     Raises:
         ValueError: when ``value`` is nested deeper than :data:`MAX_JSON_DEPTH`.
     """
+    if _all_clean(value, 0):  # the common case: one cheap walk, nothing rebuilt
+        return value
     return _clean(value, 0)
+
+
+_SCALARS = frozenset((int, float, bool, type(None)))
+
+
+def _all_clean(value: Any, depth: int) -> bool:
+    """Whether ``value`` holds no lone surrogate (exact JSON types only; else False)."""
+    kind = type(value)
+    if kind is str:
+        return value.isascii() or is_clean(value)
+    if kind in _SCALARS:
+        return True
+    if kind is not dict and kind is not list:
+        return not isinstance(value, str | dict | list)  # a subclass: let _clean decide
+    if depth >= MAX_JSON_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is str and not (key.isascii() or is_clean(key)):
+                return False
+            if type(item) not in _SCALARS and not _all_clean(item, depth + 1):
+                return False
+        return True
+    return all(type(item) in _SCALARS or _all_clean(item, depth + 1) for item in value)
 
 
 def _clean(value: Any, depth: int) -> Any:
