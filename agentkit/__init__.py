@@ -24,6 +24,7 @@ from agentkit.agent import (
     UsageLimits,
 )
 from agentkit.agent.user import UserAgent
+from agentkit.console import interrupt_on_sigint
 from agentkit.exceptions import (
     AgentkitError,
     ApprovalRequired,
@@ -99,6 +100,7 @@ __all__ = [
     "check_memory_invariant",
     "fanout_pipeline",
     "from_string",
+    "interrupt_on_sigint",
     "register_mcp_client",
     "sequential_pipeline",
 ]

@@ -22,7 +22,8 @@ Every exception agentkit raises on purpose derives from one root, so callers can
     │   ├── MCPConnectionError                      cannot start / reach / keep the server
     │   └── MCPProtocolError                        the server broke the protocol
     ├── StateError                                  a state dict cannot be loaded
-    │   └── SessionConflictError                    a session save based on a stale version
+    │   ├── SessionConflictError                    a session save based on a stale version
+    │   └── SessionError                            a session store cannot read/write its storage
     ├── MemoryInvariantError (also ValueError)      a tool call without exactly one result
     ├── StructuredOutputError                       no valid structured answer after retries
     ├── AgentBusyError                              a second reply started on a busy agent
@@ -60,6 +61,7 @@ __all__ = [
     "RateLimitError",
     "ScriptExhaustedError",
     "SessionConflictError",
+    "SessionError",
     "StateError",
     "StructuredOutputError",
     "ToolError",
@@ -189,6 +191,14 @@ class SessionConflictError(StateError):
             f"{where} {session_id!r} changed since it was loaded (loaded version {expected}, "
             f"stored version {actual}): load it again and redo the change"
         )
+
+
+class SessionError(StateError):
+    """A session store cannot read or write its storage.
+
+    A corrupt SQLite database, a session path that is a folder, a permission problem, an
+    unreachable server: the backend's own exception is kept as ``__cause__``.
+    """
 
 
 class MemoryInvariantError(AgentkitError, ValueError):

@@ -198,17 +198,23 @@ class InMemoryMemory(Memory):
         """Replace the contents with a snapshot from :meth:`state_dict`.
 
         Raises:
-            StateError: when the snapshot is malformed (naming the message).
+            StateError: when the snapshot is malformed (naming the message), or two messages
+                share an id.
         """
         raw = state.get("messages") if isinstance(state, dict) else None
         if not isinstance(raw, list):
             raise StateError("memory state needs a 'messages' list")
         messages = []
+        ids: set[str] = set()
         for i, item in enumerate(raw):
             try:
-                messages.append(Msg.from_dict(item))
+                msg = Msg.from_dict(item)
             except ValueError as exc:
                 raise StateError(f"memory message {i} is invalid: {exc}") from exc
+            if msg.id in ids:  # ``add`` would skip it silently, breaking tool-call pairs
+                raise StateError(f"memory message {i} repeats the message id {msg.id!r}")
+            ids.add(msg.id)
+            messages.append(msg)
         self._messages, self._ids = [], set()
         self._extend(messages)
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast, overload
 
+from agentkit._text import clean_json, clean_text, is_clean
 from agentkit.exceptions import MessageValidationError
 
 __all__ = [
@@ -122,6 +123,30 @@ _REQUIRED: dict[str, tuple[tuple[str, type | tuple[type, ...]], ...]] = {
     "audio": (("source", dict),),
 }
 _SOURCE_KEYS: dict[str, tuple[str, ...]] = {"base64": ("media_type", "data"), "url": ("url",)}
+# String fields checked for valid Unicode per block type.
+_TEXT_KEYS: dict[str, tuple[str, ...]] = {
+    "text": ("text",),
+    "thinking": ("thinking",),
+    "tool_use": ("id", "name", "raw_input"),
+    "tool_result": ("id", "name", "output"),
+}
+
+
+def _clean_block(block: dict[str, Any], kind: str, path: str) -> None:
+    """Replace lone surrogates in the block's text, in place (see ``agentkit._text``).
+
+    Text reaches blocks from outside (tools, models, files, users); one lone surrogate
+    would make every later request and session save fail, so it is fixed here, visibly.
+    """
+    for key in _TEXT_KEYS.get(kind, ()):
+        value = block.get(key)
+        if isinstance(value, str) and not is_clean(value):
+            block[key] = clean_text(value)
+    if kind == "tool_use":
+        try:
+            block["input"] = clean_json(block["input"])  # the same object when already clean
+        except ValueError as exc:  # nested too deeply to ever be encoded or saved
+            raise MessageValidationError(f"{path}.input", str(exc)) from None
 
 
 def _check_source(source: dict[str, Any], path: str) -> None:
@@ -160,6 +185,7 @@ def validate_block(block: object, path: str = "block") -> ContentBlock:
         value = block.get(key)
         if not isinstance(value, expected) or (key == "id" and not value):
             raise MessageValidationError(f"{path}.{key}", f"a {kind} block needs {key!r}")
+    _clean_block(block, kind, path)
     if kind in ("image", "audio"):
         _check_source(block["source"], f"{path}.source")
     elif kind == "tool_result" and isinstance(block["output"], list):
@@ -206,6 +232,10 @@ class Msg:
         id: Stable identifier; generated when omitted.
         timestamp: ISO-8601 creation time (UTC); generated when omitted.
 
+    Text holding lone surrogates (undecodable bytes escaped by the OS, half an emoji) is
+    made valid Unicode on construction (see ``agentkit._text``: an escaped byte becomes
+    visible hex, any other lone surrogate U+FFFD), so a message always serializes.
+
     Raises:
         MessageValidationError: on an unknown role or a malformed block.
     """
@@ -231,11 +261,18 @@ class Msg:
                 validate_block(block, f"content[{i}]")
         elif not isinstance(content, str):
             raise MessageValidationError("content", "must be a string or a list of blocks")
+        else:
+            content = clean_text(content)
         if metadata is not None and not isinstance(metadata, dict):
             raise MessageValidationError("metadata", "must be a dict or None")
+        if metadata:
+            try:
+                metadata = clean_json(metadata)
+            except ValueError as exc:
+                raise MessageValidationError("metadata", str(exc)) from None
         # 32 random hex digits like uuid4().hex, without building a UUID object (5x cheaper).
         self.id: str = id or os.urandom(16).hex()
-        self.name: str = name
+        self.name: str = clean_text(name)
         self.role: Role = role
         self.content: str | list[ContentBlock] = content
         self.metadata: dict[str, Any] | None = metadata
@@ -308,11 +345,15 @@ class Msg:
         for key in ("id", "timestamp"):
             if not isinstance(data[key], str) or not data[key]:
                 raise MessageValidationError(key, "must be a non-empty string")
+        try:
+            content, metadata = _copy_json(data["content"]), _copy_json(data.get("metadata"))
+        except RecursionError:
+            raise MessageValidationError("content", "nested too deeply") from None
         return cls(
             name=data["name"],
-            content=_copy_json(data["content"]),
+            content=content,
             role=data["role"],
-            metadata=_copy_json(data.get("metadata")),
+            metadata=metadata,
             id=data["id"],
             timestamp=data["timestamp"],
         )

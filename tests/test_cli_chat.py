@@ -19,11 +19,12 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX p
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.pop("AGENTKIT_MODEL", None)
-    env.update(TERM="dumb", PYTHONUNBUFFERED="1", **extra)
+    env.update(TERM="dumb", PYTHONUNBUFFERED="1")
+    env.update(extra)
     return env
 
 
-def spawn(*args: str, **env: str) -> pexpect.spawn:
+def spawn(*args: str, prompt: str = PROMPT, **env: str) -> pexpect.spawn:
     command, argv = (
         (str(SCRIPT), ["chat", *args])
         if SCRIPT.exists()
@@ -32,7 +33,7 @@ def spawn(*args: str, **env: str) -> pexpect.spawn:
     child = pexpect.spawn(
         command, argv, cwd=str(ROOT), env=_env(**env), encoding="utf-8", timeout=30
     )
-    child.expect(PROMPT)
+    child.expect(prompt)
     return child
 
 
@@ -284,3 +285,63 @@ def test_bad_tools_spec_is_a_clean_error() -> None:
     assert out.returncode == 1
     assert "error: No module named 'no_such_module'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+async def test_approval_shows_the_full_arguments_however_long() -> None:
+    """Issue 13, item 11: a padded ``ls`` hid its ``; touch ...`` tail past 300 characters."""
+    import io
+    import json
+
+    from agentkit.agent import ReActAgent
+    from agentkit.cli._console import LineReader
+    from agentkit.cli.chat import ChatLoop
+    from agentkit.testing import ScriptedModel
+    from agentkit.tools import Toolkit
+
+    ran: list[str] = []
+    toolkit = Toolkit()
+
+    def run_command(command: str) -> str:
+        """Run a command.
+
+        Args:
+            command: The command line.
+        """
+        ran.append(command)
+        return "ran"
+
+    toolkit.register_tool_function(run_command, requires_approval=True)
+    hidden = "ls " + "a" * 300 + " " * 300 + "; touch /tmp/pwned"
+    call = {"type": "tool_use", "id": "c1", "name": "run_command", "input": {"command": hidden}}
+    agent = ReActAgent("bot", "s", ScriptedModel([[call], "done"]), toolkit, print_hint=False)
+    lines = iter(["list files", "n"])
+
+    def read(prompt: str) -> str:
+        try:
+            return next(lines)
+        except StopIteration:
+            raise EOFError from None
+
+    out = io.StringIO()
+    assert await ChatLoop(agent, reader=LineReader(read), out=out).run() == 0
+    text = out.getvalue()
+    assert " " * 300 + "; touch /tmp/pwned" in text  # shown whole and verbatim
+    size = len(json.dumps({"command": hidden}, indent=2))
+    assert f"({size} characters)" in text  # with its size, so padding is noticed
+    assert ran == []
+
+
+def test_ctrl_d_at_an_approval_question_ends_the_line() -> None:
+    """Issue 13, item 26: Ctrl-D left the next output on the question's line."""
+    child = spawn("--demo")
+    try:
+        child.sendline("email bob@example.com about lunch")
+        child.expect(r"Allow send_email\? \[y/N\] ")
+        child.sendeof()
+        child.expect(r"(.*)send_email \(denied\)")
+        assert child.match.group(1).startswith("\r\n"), repr(child.match.group(1))
+        child.expect(PROMPT)
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)

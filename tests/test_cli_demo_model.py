@@ -137,3 +137,39 @@ def test_main_returns_the_status() -> None:
     with pytest.raises(SystemExit) as info:
         main(["--help"])
     assert info.value.code == 0
+
+
+def test_no_interrupt_note_after_a_finished_resume() -> None:
+    """Issue 13, item 26: a turn after a resumed-and-finished task is not 'interrupted'."""
+    call = {"type": "tool_use", "id": "r1", "name": "research", "input": {"topic": "tea"}}
+    again = {**call, "id": "r2"}
+    cut = "Tool call interrupted by the user before it finished."
+    messages = [
+        Msg("user", "research tea", "user"),
+        Msg("a", [call], "assistant"),  # type: ignore[list-item]
+        Msg(
+            "t",
+            [
+                {
+                    "type": "tool_result",
+                    "id": "r1",
+                    "name": "research",
+                    "output": cut,
+                    "is_error": True,
+                }
+            ],
+            "user",
+        ),
+        Msg("a", [{"type": "text", "text": "Resuming"}, again], "assistant"),  # type: ignore[list-item]
+        Msg(
+            "t",
+            [{"type": "tool_result", "id": "r2", "name": "research", "output": "notes"}],
+            "user",
+        ),
+        Msg("a", "Here are the results for 'research tea': notes", "assistant"),
+        Msg("user", "weather in Paris", "user"),
+    ]
+    item = decide(messages, _tools())
+    assert isinstance(item, list)
+    assert "interrupted" not in str(item).lower()
+    assert [b["input"]["city"] for b in item if b["type"] == "tool_use"] == ["Paris"]

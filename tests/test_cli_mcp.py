@@ -64,6 +64,7 @@ def test_call_shows_progress_and_structured_content() -> None:
     out = agentkit("mcp", "call", "trigger-long-running-operation", args, "--stdio", STDIO)
     assert out.returncode == 0, out.stderr
     assert "progress 1/2" in out.stderr and "progress 2/2" in out.stderr
+    assert out.stderr.count("1/2") == 1  # each progress line printed once (issue 13, item 26)
     out = agentkit(
         "mcp",
         "call",
@@ -173,3 +174,47 @@ def test_call_marks_images_and_passes_env() -> None:
     out = agentkit("mcp", "call", "get-env", "--env", "AGENTKIT_TEST=yes-1", "--stdio", STDIO)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["AGENTKIT_TEST"] == "yes-1"
+
+
+# -- issue 13, item 26: CLI polish --------------------------------------------------------
+def test_help_is_plain_text_not_rest() -> None:
+    for command in (["mcp", "--help"], ["chat", "--help"]):
+        out = agentkit(*command)
+        assert out.returncode == 0, out.stderr
+        assert "``" not in out.stdout and "::" not in out.stdout
+
+
+def test_errors_name_the_server_by_its_command() -> None:
+    out = agentkit("mcp", "tools", "--stdio", "definitely-not-a-command-xyz --flag")
+    assert out.returncode == 1
+    assert "definitely-not-a-command-xyz --flag" in out.stderr
+    assert "'cli'" not in out.stderr
+
+
+def test_sse_url_without_the_flag_gets_a_hint() -> None:
+    port = _free_port()
+    server = ROOT / "tests/mcp_servers/py_server.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(server), "sse", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/sse"
+        out = agentkit("mcp", "tools", "--http", url)
+        assert out.returncode == 1
+        assert "this looks like an SSE endpoint: add --sse" in out.stderr
+        assert url in out.stderr  # the error names the server by its URL
+        out = agentkit("mcp", "tools", "--http", url, "--sse")
+        assert out.returncode == 0, out.stderr
+        assert "echo: " in out.stdout
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)

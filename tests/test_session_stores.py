@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentkit.exceptions import StateError
+from agentkit.exceptions import SessionError, StateError
 from agentkit.session import (
     JSONSession,
     PostgresSession,
@@ -268,8 +268,9 @@ async def test_json_failed_write_keeps_old_state(
         raise OSError("disk on fire")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk on fire"):
+    with pytest.raises(SessionError, match="disk on fire") as caught:
         await store.save("s", Box("new"))
+    assert isinstance(caught.value.__cause__, OSError)
     monkeypatch.undo()
     box = Box()
     await store.load("s", box)

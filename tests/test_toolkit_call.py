@@ -262,7 +262,7 @@ async def test_generator_may_yield_its_own_final_response() -> None:
     assert [(c.get_text(), c.is_last) for c in chunks] == [("working", False), ("summary", True)]
     assert chunks[0].metadata == {"pct": 50}
     assert chunks[1].metadata == {"rows": 3}
-    assert after == ["closed"]
+    assert after == ["resumed", "closed"]  # run to its end: nothing after a final is lost
 
 
 async def test_empty_generator_says_done() -> None:

@@ -6,6 +6,7 @@ import json
 import sys
 from typing import TextIO
 
+from agentkit._text import terminal_safe
 from agentkit.events import (
     AgentEvent,
     ApprovalRequested,
@@ -45,7 +46,7 @@ class ConsolePrinter:
 
     def _write(self, text: str) -> None:
         out = self.out or sys.stdout
-        out.write(text)
+        out.write(terminal_safe(text))  # model and tool text may carry escape sequences
         if text:
             self._at_line_start = text.endswith("\n")
         out.flush()

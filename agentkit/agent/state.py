@@ -268,9 +268,14 @@ def _parse_messages(raw: Any, where: str) -> list[Msg]:
     if not isinstance(raw, list):
         raise StateError(f"{where!r} must be a list")
     out = []
+    ids: set[str] = set()
     for i, item in enumerate(raw):
         try:
-            out.append(Msg.from_dict(item))
+            msg = Msg.from_dict(item)
         except ValueError as exc:
             raise StateError(f"{where}[{i}] is invalid: {exc}") from exc
+        if msg.id in ids:  # memory would keep one of them: the tool-call pairing breaks
+            raise StateError(f"{where}[{i}] repeats the message id {msg.id!r}")
+        ids.add(msg.id)
+        out.append(msg)
     return out

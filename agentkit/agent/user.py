@@ -2,9 +2,9 @@
 
 ``await user(msg)`` shows ``msg`` and returns what the human typed as a user ``Msg``, so a
 human can take a turn in a pipeline or a ``MsgHub`` like any agent. Input comes from the
-console by default (``input()`` in a worker thread, so the event loop keeps running while
-the human thinks) or from any sync or async ``input_fn(prompt) -> str`` (a web form, a chat
-widget, a test script).
+console by default (a ``prompt_toolkit`` prompt on the event loop, cancellable, so the
+loop keeps running while the human thinks) or from any sync or async
+``input_fn(prompt) -> str`` (a web form, a chat widget, a test script).
 
 Structured input: with ``structured_model`` (a pydantic model), the human answers with one
 JSON object (an empty line means ``{}``, accepting the defaults); an invalid answer is
@@ -21,6 +21,7 @@ import anyio
 import anyio.to_thread
 
 from agentkit.agent.hooks import HookHost, HookRegistry
+from agentkit.console import console_input
 from agentkit.exceptions import AgentBusyError, UsageError
 from agentkit.messages import Msg
 
@@ -64,14 +65,17 @@ class UserAgent(HookHost):
     Args:
         name: The human's name, used as the ``Msg`` name.
         input_fn: Reads one answer given a prompt; sync (run in a worker thread, so it may
-            block) or async. Default: the console's ``input()``.
+            block) or async. Default: :func:`agentkit.console.console_input` (a cancellable
+            ``prompt_toolkit`` prompt at a terminal, plain lines from a pipe).
         output_fn: Shows text to the human. Default: ``print``.
         prompt: The input prompt. Default: ``"{name}: "``.
         max_attempts: How many times a structured answer is asked for before giving up.
 
     Interrupting (``await user.interrupt()``) abandons the pending read: the call returns an
-    empty message with ``metadata["interrupted"] = True``. A console ``input()`` cannot be
-    cancelled, so its thread finishes (and its line is dropped) when the human presses Enter.
+    empty message with ``metadata["interrupted"] = True``. The default console prompt is
+    cancelled at once, and Ctrl-C at it raises ``KeyboardInterrupt`` immediately (the
+    process does not wait for Enter); a custom blocking ``input_fn`` runs in a worker
+    thread that finishes (its line dropped) when it returns.
 
     Hooks (``register_hook``): only ``pre_reply`` and ``post_reply`` fire, which is what a
     ``MsgHub`` needs to broadcast the human's turns.
@@ -89,7 +93,7 @@ class UserAgent(HookHost):
         if max_attempts < 1:
             raise UsageError("max_attempts must be at least 1")
         self.name = name
-        self.input_fn: InputFn = input_fn or input
+        self.input_fn: InputFn = input_fn or console_input
         self.output_fn: OutputFn = output_fn or print
         self.prompt = prompt if prompt is not None else f"{name}: "
         self.max_attempts = max_attempts

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Sequence
 
 __all__ = ["build_parser", "main"]
+
+
+def _plain(doc: str | None) -> str:
+    """A module docstring as ``--help`` text: reST literals and ``::`` markers removed."""
+    text = re.sub(r"``([^`]+)``", r"\1", doc or "")
+    return re.sub(r"::\n", ":\n", text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(
             "chat",
             help="chat in the terminal (Ctrl-C interrupts the agent)",
-            description=chat.__doc__,
+            description=_plain(chat.__doc__),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
@@ -45,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(
             "mcp",
             help="inspect an MCP server: list | tools | call",
-            description=mcp_cmd.__doc__,
+            description=_plain(mcp_cmd.__doc__),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )

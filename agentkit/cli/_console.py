@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -17,6 +15,8 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from agentkit._text import terminal_safe
+from agentkit.console import console_input, prompt_toolkit_usable, sigint_handler
 from agentkit.events import (
     AgentEvent,
     ApprovalRequested,
@@ -67,6 +67,10 @@ class LineReader:
 
     def __init__(self, input_fn: InputFn | None = None, out: TextIO | None = None) -> None:
         self._input: InputFn = input_fn or input
+        # At a terminal, without a custom reader: prompt_toolkit's async prompt (no thread:
+        # cancellable, history, multi-line paste; keys typed while a reply prints wait in
+        # the terminal and are read by the next prompt).
+        self._console = input_fn is None
         self._out = out
         self._pending: _Read | None = None
 
@@ -88,7 +92,12 @@ class LineReader:
         return job
 
     async def read(self, prompt: str) -> str | None:
-        """Read one line; None at end of input (Ctrl-D)."""
+        """Read one line; None at end of input (Ctrl-D) or on Ctrl-C at a terminal prompt."""
+        if self._console and self._pending is None and prompt_toolkit_usable():
+            try:
+                return await console_input(prompt)
+            except (EOFError, KeyboardInterrupt):
+                return None
         job = self._pending
         if job is None:
             job = self._pending = self._start(prompt)
@@ -100,36 +109,11 @@ class LineReader:
         self._pending = None
         if job.error is not None:
             raise job.error
+        if job.line is None and prompt:  # Ctrl-D: the terminal shows nothing, end the line
+            out = self._out or sys.stdout
+            out.write("\n")
+            out.flush()
         return job.line
-
-
-@contextlib.contextmanager
-def sigint_handler(callback: Callable[[], None]) -> Iterator[None]:
-    """Route SIGINT (Ctrl-C) to ``callback`` in the event loop while the block runs.
-
-    Uses ``loop.add_signal_handler`` (the handler runs in the loop, between tasks, so it may
-    touch loop state); where that is unavailable it falls back to ``signal.signal`` with a
-    thread-safe hand-off. The previous handling is restored on exit.
-    """
-    loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, callback)
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
-        previous = signal.getsignal(signal.SIGINT)
-        try:
-            signal.signal(signal.SIGINT, lambda *_: loop.call_soon_threadsafe(callback))
-        except ValueError:  # not the main thread: Ctrl-C cannot be routed at all
-            yield
-            return
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
 
 
 @contextlib.contextmanager
@@ -174,7 +158,7 @@ class EventRenderer:
         self._started: dict[str, tuple[str, float]] = {}
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
+        self.out.write(terminal_safe(text))  # model and tool text may carry escape sequences
         if text:
             self._line_start = text.endswith("\n")
         self.out.flush()

@@ -75,11 +75,36 @@ def mcp_server(
     )
 
 
-def server_name(config: ServerConfig, index: int) -> str:
-    """A short name for the ``index``-th server: ``stdio-1``, ``http-2``..."""
+def server_name(config: ServerConfig, index: int = 1) -> str:
+    """How errors name a server: its command line (stdio) or its URL (HTTP).
+
+    ``index`` is kept for callers that number servers; the name no longer uses it, since
+    ``stdio-1`` told the human nothing about which server failed.
+    """
     from agentkit.mcp import StdioServer
 
-    return f"{'stdio' if isinstance(config, StdioServer) else 'http'}-{index}"
+    if isinstance(config, StdioServer):
+        return shlex.join([config.command, *config.args])
+    return str(config.url)
+
+
+def sse_hint(config: ServerConfig) -> str | None:
+    """A hint when a streamable-HTTP URL failed but answers like a legacy SSE endpoint."""
+    from agentkit.mcp import HttpServer
+
+    if not isinstance(config, HttpServer) or config.transport != "streamable_http":
+        return None
+    import httpx2
+
+    headers = {**(config.headers or {}), "Accept": "text/event-stream"}
+    try:
+        with httpx2.stream("GET", config.url, headers=headers, timeout=3.0) as response:
+            kind = response.headers.get("content-type", "")
+    except httpx2.HTTPError:
+        return None
+    if response.status_code == 200 and kind.startswith("text/event-stream"):
+        return "this looks like an SSE endpoint: add --sse"
+    return None
 
 
 async def open_mcp(stack: AsyncExitStack, name: str, config: ServerConfig) -> MCPClient:

@@ -16,10 +16,11 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
+from agentkit._text import terminal_safe
 from agentkit.cli._console import (
     EventRenderer,
     LineReader,
@@ -27,7 +28,7 @@ from agentkit.cli._console import (
     sigint_handler,
     terminal_restored,
 )
-from agentkit.cli._setup import build_toolkit, resolve_model
+from agentkit.cli._setup import build_toolkit, mcp_server, resolve_model, sse_hint
 from agentkit.cli.demo_model import describe_model
 from agentkit.exceptions import AgentkitError
 
@@ -93,7 +94,7 @@ async def _main(args: argparse.Namespace) -> int:
     try:
         model, notice = resolve_model(args.model, demo=args.demo)
     except (AgentkitError, ValueError) as exc:  # a bad --model / AGENTKIT_MODEL spec
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     if notice:
         print(notice, file=out)
@@ -104,7 +105,11 @@ async def _main(args: argparse.Namespace) -> int:
                 stack, args.tools, args.mcp, args.mcp_http, demo_tools=demo_tools
             )
         except (AgentkitError, ImportError, AttributeError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
+            for url in args.mcp_http:
+                hint = sse_hint(mcp_server(http=url))
+                if hint is not None:
+                    print(f"hint: {url}: {hint}", file=sys.stderr)
             return 1
         agent = ReActAgent(
             args.name, args.sys_prompt, model, toolkit, max_iters=args.max_iters, print_hint=False
@@ -112,7 +117,10 @@ async def _main(args: argparse.Namespace) -> int:
         try:
             session = await _open_session(args, agent, out)
         except AgentkitError as exc:  # refuse to overwrite a session we cannot read
-            print(f"error: session {args.session!r} cannot be loaded: {exc}", file=sys.stderr)
+            print(
+                f"error: session {args.session!r} cannot be loaded: {terminal_safe(str(exc))}",
+                file=sys.stderr,
+            )
             return 1
         print(f"agentkit chat | model: {describe_model(model)} | tools: {len(toolkit.tools)}")
         print(HELP, file=out)
@@ -131,6 +139,16 @@ async def _open_session(args: argparse.Namespace, agent: ReActAgent, out: TextIO
         count = len(await agent.memory.get_memory())
         print(f"Resumed session {args.session!r} ({count} messages) from {db}", file=out)
     return session
+
+
+def describe_arguments(name: str, arguments: dict[str, Any]) -> str:
+    """What a human approves: the *whole* arguments, verbatim, with their size.
+
+    Never shortened or whitespace-collapsed: a padded ``ls`` hiding ``; touch ...`` past
+    a cut would be approved unseen. (Control sequences are neutralized when printed.)
+    """
+    text = json.dumps(arguments, ensure_ascii=False, indent=2)
+    return f"{name} wants to run with these arguments ({len(text)} characters):\n{text}"
 
 
 class ChatLoop:
@@ -191,8 +209,6 @@ class ChatLoop:
         with sigint_handler(self._on_sigint), terminal_restored() as restore:
             self._restore_terminal = restore
             await self._loop()
-        self.out.write("\n")
-        self.out.flush()
         return 0
 
     async def _loop(self) -> None:
@@ -238,6 +254,9 @@ class ChatLoop:
                 tg.start_soon(quit_on_sigint)
         finally:
             self._prompting = False
+        if not result:  # Ctrl-C at the prompt: the cursor is still after the prompt
+            self.out.write("\n")
+            self.out.flush()
         return result[0] if result else None
 
     async def _reply(self, start: Callable[[], Awaitable[Msg]]) -> Msg | None:
@@ -275,8 +294,7 @@ class ChatLoop:
         while self.agent.pending_tool_calls:
             approvals: dict[str, bool | str] = {}
             for call in self.agent.pending_tool_calls:
-                args = short(json.dumps(call["input"], ensure_ascii=False), 300)
-                self.render.line(f"{call['name']} wants to run with {args}")
+                self.render.line(describe_arguments(call["name"], call["input"]))
                 answer = await self._prompt(f"Allow {call['name']}? [y/N] ")
                 approvals[call["id"]] = (answer or "").strip().lower() in ("y", "yes")
             reply = await self._reply(functools.partial(self.agent.resume, approvals))

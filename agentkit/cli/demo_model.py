@@ -186,10 +186,13 @@ def _was_interrupted(messages: Sequence[Msg], before: int) -> list[str]:
     for msg in messages[start + 1 : before]:
         if msg.metadata and msg.metadata.get("interrupted"):
             cut.append("the answer")
+            continue
         for block in msg.get_blocks("tool_result"):
             output = block["output"]
             if block.get("is_error") and _is_interrupted(output):
                 cut.append(block["name"])
+        if msg.role == "assistant" and msg.get_text() and not msg.has_blocks("tool_use"):
+            cut = []  # a finished answer came after the cut: the work was resumed and done
     return cut
 
 

@@ -13,11 +13,12 @@ import argparse
 import json
 import sys
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from agentkit.cli._setup import mcp_server, open_mcp
+from agentkit._text import terminal_safe
+from agentkit.cli._setup import mcp_server, open_mcp, server_name, sse_hint
 from agentkit.exceptions import AgentkitError
 
 if TYPE_CHECKING:
@@ -80,18 +81,21 @@ def run(args: argparse.Namespace) -> int:
             if not isinstance(arguments, dict):
                 raise ValueError("the arguments must be a JSON object")
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         return anyio.run(_main, args, config, arguments, backend="asyncio")
     except AgentkitError as exc:
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        hint = sse_hint(config)
+        if hint is not None:
+            _print(f"hint: {hint}", file=sys.stderr)
         return 1
 
 
 async def _main(args: argparse.Namespace, config: Any, arguments: dict[str, Any]) -> int:
     async with AsyncExitStack() as stack:
-        client = await open_mcp(stack, "cli", config)
+        client = await open_mcp(stack, server_name(config), config)
         client.timeout = args.timeout
         if args.mcp_command == "list":
             return await _list(client, args.json)
@@ -141,42 +145,42 @@ async def _list(client: MCPClient, as_json: bool) -> int:
     details["resource_templates"] = [_dump(t) for t in templates]
     details["prompts"] = [_dump(p) for p in prompts]
     if as_json:
-        print(json.dumps(details, indent=2, ensure_ascii=False))
+        _print_json(details)
         return 0
     server = details["server"] or {}
-    print(f"server: {server.get('name', '?')} {server.get('version', '')}".rstrip())
-    print(f"protocol: {details['protocol_version']}")
-    print(f"capabilities: {', '.join(sorted(caps)) or 'none'}")
+    _print(f"server: {server.get('name', '?')} {server.get('version', '')}".rstrip())
+    _print(f"protocol: {details['protocol_version']}")
+    _print(f"capabilities: {', '.join(sorted(caps)) or 'none'}")
     if details["instructions"]:
         text = " ".join(details["instructions"].split())
-        print(f"instructions: {text[:300]}{'…' if len(text) > 300 else ''}")
-    print(f"tools ({len(details['tools'])}): {', '.join(details['tools'])}")
-    print(f"resources ({len(resources)}):")
+        _print(f"instructions: {text[:300]}{'…' if len(text) > 300 else ''}")
+    _print(f"tools ({len(details['tools'])}): {', '.join(details['tools'])}")
+    _print(f"resources ({len(resources)}):")
     for r in details["resources"]:
-        print(f"  {r['uri']}  {r.get('name', '')}")
-    print(f"resource templates ({len(templates)}):")
+        _print(f"  {r['uri']}  {r.get('name', '')}")
+    _print(f"resource templates ({len(templates)}):")
     for t in details["resource_templates"]:
-        print(f"  {t['uriTemplate']}  {t.get('name', '')}")
-    print(f"prompts ({len(prompts)}):")
+        _print(f"  {t['uriTemplate']}  {t.get('name', '')}")
+    _print(f"prompts ({len(prompts)}):")
     for p in details["prompts"]:
         names = ", ".join(
             a["name"] + ("" if a.get("required") else "?") for a in p.get("arguments", [])
         )
-        print(f"  {p['name']}({names})  {p.get('description', '')}")
+        _print(f"  {p['name']}({names})  {p.get('description', '')}")
     return 0
 
 
 async def _tools(client: MCPClient, as_json: bool) -> int:
     tools = [_dump(t) for t in await client.list_tools()]
     if as_json:
-        print(json.dumps(tools, indent=2, ensure_ascii=False))
+        _print_json(tools)
         return 0
     for tool in tools:
-        print(f"{tool['name']}: {' '.join((tool.get('description') or '').split())}")
+        _print(f"{tool['name']}: {' '.join((tool.get('description') or '').split())}")
         schema = json.dumps(tool.get("inputSchema", {}), indent=2, ensure_ascii=False)
-        print("  input schema: " + schema.replace("\n", "\n  "))
-        print()
-    print(f"{len(tools)} tools")
+        _print("  input schema: " + schema.replace("\n", "\n  "))
+        _print()
+    _print(f"{len(tools)} tools")
     return 0
 
 
@@ -184,29 +188,39 @@ async def _call(client: MCPClient, tool: str, arguments: dict[str, Any], as_json
     final = None
     async for chunk in client.call_tool_stream(tool, arguments):
         if not chunk.is_last:
-            print(
-                f"progress {_counter(chunk.metadata)} {chunk.get_text()}".rstrip(), file=sys.stderr
-            )
+            # The chunk's text already says "progress 1/2" (or the server's message with it).
+            shown = chunk.get_text() or f"progress {_counter(chunk.metadata)}".rstrip()
+            _print(shown, file=sys.stderr)
         else:
             final = chunk
     if final is None:
-        print("error: no result", file=sys.stderr)
+        _print("error: no result", file=sys.stderr)
         return 1
     if as_json:
         payload = {"content": final.content, "metadata": final.metadata, "is_error": final.is_error}
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        _print_json(payload)
     else:
         for block in final.content:
             if block["type"] == "text":
-                print(block["text"])
+                _print(block["text"])
             else:
                 source = block["source"]
                 kind = source.get("media_type") or source.get("url", "")
-                print(f"[{block['type']} {kind}]")
+                _print(f"[{block['type']} {kind}]")
         structured = (final.metadata or {}).get("structured_content")
         if structured is not None and not final.get_text().startswith("{"):
-            print("structured content: " + json.dumps(structured, ensure_ascii=False))
+            _print("structured content: " + json.dumps(structured, ensure_ascii=False))
     return 1 if final.is_error else 0
+
+
+def _print(text: str = "", *, file: TextIO | None = None) -> None:
+    """Print text that came from a server, with its control sequences neutralized."""
+    print(terminal_safe(text), file=file or sys.stdout)
+
+
+def _print_json(value: Any) -> None:
+    """Print JSON with every non-ASCII character escaped: no control sequence gets through."""
+    print(json.dumps(value, indent=2, ensure_ascii=True))
 
 
 def _counter(metadata: dict[str, Any] | None) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agentkit._text import clean_text
 from agentkit.messages import AudioBlock, ImageBlock, Msg, TextBlock
 from agentkit.tools.response import ToolResponse, ToolResultContent
 
@@ -22,7 +23,8 @@ __all__ = ["content_to_blocks", "result_to_response", "sampling_messages_to_msgs
 
 
 def _text(text: str) -> TextBlock:
-    return TextBlock(type="text", text=text)
+    # A server's text may hold lone surrogates (JSON escapes): valid Unicode from here on.
+    return TextBlock(type="text", text=clean_text(text))
 
 
 def _media(kind: str, mime: str, data: str) -> ImageBlock | AudioBlock:

@@ -14,8 +14,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from agentkit._text import StreamText
 from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock
-from agentkit.models._common import split_tool_results, tool_use_block
+from agentkit.models._common import clean_body, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = [
@@ -132,8 +133,10 @@ def format_messages(
     """Convert a conversation to Anthropic's ``(system, messages)``.
 
     Leading system messages become the ``system`` parameter; a system message later in the
-    conversation becomes user text at its place. Tool results go into user turns whatever
-    the role of the message holding them, and consecutive same-role turns are merged.
+    conversation becomes user text at its place. Blocks are converted by type wherever they
+    are stored, whatever the role of the message holding them: tool calls go into assistant
+    turns, tool results and images into user turns (a ``role="system"`` message holding
+    results, as AgentScope stores them, included); consecutive same-role turns are merged.
     """
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
@@ -141,18 +144,38 @@ def format_messages(
         blocks = msg.get_content_blocks()
         if msg.role == "system" and not turns:
             system += [b for b in (_block(x, "user") for x in blocks) if b and b["type"] == "text"]
-            continue
-        role = "assistant" if msg.role == "assistant" else "user"
-        others, results = split_tool_results(blocks)
-        converted = [b for b in (_block(x, role) for x in others) if b is not None]
-        if role == "assistant":
-            _append(turns, "assistant", converted)
-            _append(turns, "user", [_result(r) for r in results])
-        else:
-            _append(turns, "user", [_result(r) for r in results] + converted)
+            blocks = [b for b in blocks if b["type"] not in ("text", "thinking")]
+        _add_message(turns, "assistant" if msg.role == "assistant" else "user", blocks)
     if turns and turns[-1]["role"] == "assistant":
         _trim_prefill(turns)
     return system, turns
+
+
+def _add_message(turns: list[dict[str, Any]], role: str, blocks: list[ContentBlock]) -> None:
+    """One stored message as turns, in an order that keeps every call answered.
+
+    Results of earlier calls come first; then the message's own content (its calls in an
+    assistant turn); then the results of its own calls; images of an assistant message
+    follow in a user turn, since assistant turns cannot carry them.
+    """
+    others, results = split_tool_results(blocks)
+    own_ids = {b["id"] for b in others if b["type"] == "tool_use"}
+    _append(turns, "user", [_result(r) for r in results if r["id"] not in own_ids])
+    calls = [b for b in others if b["type"] == "tool_use"]
+    if role == "assistant":
+        media = [b for b in others if b["type"] in ("image", "audio")]
+        kept = [b for b in others if b["type"] not in ("image", "audio")]
+        _append(turns, "assistant", _blocks(kept, "assistant"))
+    else:
+        media = []
+        _append(turns, "user", _blocks([b for b in others if b["type"] != "tool_use"], "user"))
+        _append(turns, "assistant", _blocks(calls, "assistant"))
+    _append(turns, "user", [_result(r) for r in results if r["id"] in own_ids])
+    _append(turns, "user", _blocks(media, "user"))
+
+
+def _blocks(blocks: Sequence[ContentBlock], role: str) -> list[dict[str, Any]]:
+    return [b for b in (_block(x, role) for x in blocks) if b is not None]
 
 
 def _trim_prefill(turns: list[dict[str, Any]]) -> None:
@@ -236,6 +259,7 @@ def _content_block(block: dict[str, Any]) -> ContentBlock | None:
 
 def parse_message(data: dict[str, Any], elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a non-streaming ``message`` body."""
+    data = clean_body(data)
     content = [b for b in map(_content_block, data.get("content") or []) if b is not None]
     return ChatResponse(
         content=content,
@@ -248,13 +272,15 @@ def parse_message(data: dict[str, Any], elapsed: float) -> ChatResponse:
 class AnthropicStreamState:
     """Accumulates Messages stream events into cumulative snapshots."""
 
-    __slots__ = ("blocks", "finish_reason", "id", "stopped", "usage_data")
+    __slots__ = ("blocks", "finish_reason", "id", "stopped", "texts", "usage_data")
 
     def __init__(self) -> None:
         self.id = uuid.uuid4().hex
         # index -> mutable Anthropic-style block; tool_use blocks accumulate "raw"
         self.blocks: dict[int, dict[str, Any]] = {}
         self.stopped: set[int] = set()
+        # (index, "text" | "thinking") -> the streamed text, joined as valid Unicode
+        self.texts: dict[tuple[int, str], StreamText] = {}
         self.finish_reason: str | None = None
         self.usage_data: dict[str, Any] = {}
 
@@ -264,7 +290,7 @@ class AnthropicStreamState:
         if kind == "content_block_delta":
             return self._delta(event.get("index", 0), event.get("delta") or {})
         if kind == "content_block_start":
-            block = dict(event.get("content_block") or {})
+            block = clean_body(dict(event.get("content_block") or {}))
             start_input = block.get("input")
             # The API starts tool input at {} and streams it; a proxy may send it whole here.
             block["raw"] = (
@@ -290,10 +316,13 @@ class AnthropicStreamState:
         if block is None:
             return False
         kind = delta.get("type")
-        if kind == "text_delta":
-            block["text"] = block.get("text", "") + delta.get("text", "")
-        elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+        if kind in ("text_delta", "thinking_delta"):
+            key = "text" if kind == "text_delta" else "thinking"
+            stream = self.texts.get((index, key))
+            if stream is None:
+                stream = self.texts[(index, key)] = StreamText()
+                stream.add(block.get(key) or "")
+            stream.add(delta.get(key) or "")
         elif kind == "signature_delta":
             block["signature"] = delta.get("signature", "")
             return False
@@ -306,6 +335,8 @@ class AnthropicStreamState:
     def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
         """The cumulative response so far (``final`` adds usage and finish reason)."""
         content: list[ContentBlock] = []
+        for (index, key), stream in self.texts.items():
+            self.blocks[index][key] = stream.value(final=final)
         for index in sorted(self.blocks):
             block = self.blocks[index]
             if block.get("type") == "tool_use":

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from agentkit._text import MAX_JSON_DEPTH, clean_json, clean_text, is_clean, too_deep
+from agentkit.exceptions import ModelResponseError
 from agentkit.messages import ContentBlock, ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
@@ -25,6 +28,7 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
     """The arguments as a JSON object, or None while/when they are not one.
 
     Empty arguments mean "no arguments" (servers send ``""`` for parameterless tools).
+    Arguments nested deeper than ``MAX_JSON_DEPTH`` levels count as malformed.
     """
     text = raw.strip()
     if not text:
@@ -35,7 +39,39 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
         value = json.loads(text)
     except ValueError:  # ...except when a string value ends with "}" mid-stream
         return None
-    return value if isinstance(value, dict) else None
+    except RecursionError:  # nested too deeply: refused like malformed JSON
+        return None
+    if not isinstance(value, dict):
+        return None
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and too_deep(value):
+        return None  # every later walk (validation, saving) would overflow the stack
+    return value
+
+
+# A JSON escape of a surrogate (``\\ud83d``): json.loads may turn it into a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _clean_arguments(raw: str, parsed: dict[str, Any]) -> dict[str, Any]:
+    """``parsed`` with valid Unicode strings (checked only when ``raw`` could carry a surrogate)."""
+    if is_clean(raw) and _SURROGATE_ESCAPE.search(raw) is None:
+        return parsed
+    cleaned: dict[str, Any] = clean_json(parsed)
+    return cleaned
+
+
+def clean_body(data: Any) -> Any:
+    """A provider's decoded answer, with valid Unicode text, or refused when too deep.
+
+    JSON escapes may carry lone surrogates; see ``agentkit._text``.
+
+    Raises:
+        ModelResponseError: when the answer nests deeper than ``MAX_JSON_DEPTH`` levels.
+    """
+    try:
+        return clean_json(data)
+    except ValueError as exc:
+        raise ModelResponseError(f"the model's answer is malformed: {exc}") from None
 
 
 def tool_use_block(
@@ -54,14 +90,13 @@ def tool_use_block(
     Returns:
         The block; with ``raw_input`` when the text is not (yet) a JSON object.
     """
-    block = ToolUseBlock(
-        type="tool_use", id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name, input={}
-    )
+    call_id = clean_text(call_id) if call_id else f"call_{uuid.uuid4().hex[:24]}"
+    block = ToolUseBlock(type="tool_use", id=call_id, name=clean_text(name), input={})
     parsed = parse_arguments(raw) if (raw.strip() or (final and empty_is_object)) else None
     if parsed is None:
-        block["raw_input"] = raw
+        block["raw_input"] = clean_text(raw)
     else:
-        block["input"] = parsed
+        block["input"] = _clean_arguments(raw, parsed)
     return block
 
 

@@ -248,7 +248,7 @@ def loads_body(provider: str, data: bytes) -> Any:
     """Decode a JSON response body, raising ``ModelResponseError`` when it is not JSON."""
     try:
         return json.loads(data)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:  # not JSON, or nested too deeply
         snippet = data[:200].decode("utf-8", "replace")
         raise ModelResponseError(
             f"{provider}: the response is not valid JSON: {snippet!r}", provider=provider

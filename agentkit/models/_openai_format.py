@@ -10,8 +10,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from agentkit._text import StreamText
 from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock
-from agentkit.models._common import result_text, split_tool_results, tool_use_block
+from agentkit.models._common import clean_body, result_text, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = ["OpenAIStreamState", "format_messages", "format_tool_choice", "parse_completion"]
@@ -44,7 +45,7 @@ def _user_part(block: ContentBlock) -> dict[str, Any] | None:
     return None  # thinking/tool_use in a user turn have no OpenAI form
 
 
-def _user_message(blocks: list[ContentBlock]) -> dict[str, Any] | None:
+def _user_message(blocks: Sequence[ContentBlock]) -> dict[str, Any] | None:
     parts = [p for p in (_user_part(b) for b in blocks) if p is not None]
     if not parts:
         return None
@@ -54,7 +55,7 @@ def _user_message(blocks: list[ContentBlock]) -> dict[str, Any] | None:
     return {"role": "user", "content": parts}
 
 
-def _assistant_message(blocks: list[ContentBlock], reasoning: bool) -> dict[str, Any] | None:
+def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[str, Any] | None:
     texts: list[str] = []
     thoughts: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -113,8 +114,10 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
             servers); otherwise thinking is dropped, as OpenAI does not accept it.
 
     Returns:
-        The ``messages`` array. Tool results become ``role=tool`` messages wherever they
-        are stored (converted by block type, not by the message's role).
+        The ``messages`` array. Blocks are converted by type wherever they are stored,
+        whatever the role of the message holding them: tool calls become an assistant
+        message's ``tool_calls``, tool results ``role=tool`` messages (a ``role="system"``
+        message holding results, as AgentScope stores them, included), images user content.
     """
     out: list[dict[str, Any]] = []
     for msg in messages:
@@ -122,21 +125,39 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
             if msg.content or msg.role != "assistant":
                 out.append({"role": msg.role, "content": msg.content})
             continue
-        if msg.role == "system":
-            out.append({"role": "system", "content": msg.get_text()})
-            continue
-        others, results = split_tool_results(msg.content)
-        if msg.role == "assistant":
-            message = _assistant_message(others, reasoning)
-            if message is not None:
-                out.append(message)
-            out += _tool_messages(results)
-        else:
-            out += _tool_messages(results)
-            message = _user_message(others)
-            if message is not None:
-                out.append(message)
+        out += _convert(msg.role, msg.content, reasoning)
     return out
+
+
+def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dict[str, Any]]:
+    """One stored message as wire messages, in an order that keeps every call answered.
+
+    Results of earlier calls come first; then the message's own text (and its calls, in
+    one assistant message); then the results of its own calls; images that the role cannot
+    carry follow in a user message.
+    """
+    others, results = split_tool_results(blocks)
+    own_ids = {b["id"] for b in others if b["type"] == "tool_use"}
+    out = _tool_messages([r for r in results if r["id"] not in own_ids])
+    own_results = _tool_messages([r for r in results if r["id"] in own_ids])
+    calls = [b for b in others if b["type"] == "tool_use"]
+    media = [b for b in others if b["type"] in ("image", "audio")]
+    texts = [b for b in others if b["type"] in ("text", "thinking")]
+    if role == "user":
+        message = _user_message([b for b in others if b["type"] != "tool_use"])
+        out += [message] if message is not None else []
+        media = []
+    elif role == "system":
+        text = "\n".join(b["text"] for b in texts if b["type"] == "text")
+        out += [{"role": "system", "content": text}] if text else []
+    if role == "assistant":
+        message = _assistant_message([*texts, *calls], reasoning)
+    else:
+        message = _assistant_message(calls, reasoning=False)
+    out += [message] if message is not None else []
+    out += own_results
+    extra = _user_message(media)
+    return out + ([extra] if extra is not None else [])
 
 
 def format_tool_choice(choice: str) -> str | dict[str, Any]:
@@ -175,6 +196,7 @@ def _reasoning_of(message: dict[str, Any]) -> str | None:
 
 def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a non-streaming ``chat.completion`` body."""
+    data = clean_body(data)
     choices = data.get("choices") or [{}]
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = choice.get("message") or {}
@@ -210,8 +232,9 @@ class OpenAIStreamState:
 
     def __init__(self) -> None:
         self.id: str | None = None
-        self.text = ""
-        self.reasoning = ""
+        # Joined as valid Unicode: an emoji split across chunks as two JSON escapes is rejoined.
+        self.text = StreamText()
+        self.reasoning = StreamText()
         # index -> [id, name, argument text]; dicts keep first-seen order
         self.calls: dict[int, list[Any]] = {}
         self.finish_reason: str | None = None
@@ -237,11 +260,11 @@ class OpenAIStreamState:
         changed = False
         piece = delta.get("content")
         if isinstance(piece, str) and piece:
-            self.text += piece
+            self.text.add(piece)
             changed = True
         thought = _reasoning_of(delta)
         if thought:
-            self.reasoning += thought
+            self.reasoning.add(thought)
             changed = True
         for call in delta.get("tool_calls") or ():
             entry = self.calls.setdefault(self._index_of(call), [None, "", ""])
@@ -269,10 +292,11 @@ class OpenAIStreamState:
     def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
         """The cumulative response so far (``final`` adds usage and finish reason)."""
         content: list[ContentBlock] = []
-        if self.reasoning:
-            content.append({"type": "thinking", "thinking": self.reasoning})
-        if self.text:
-            content.append({"type": "text", "text": self.text})
+        reasoning, text = self.reasoning.value(final=final), self.text.value(final=final)
+        if reasoning:
+            content.append({"type": "thinking", "thinking": reasoning})
+        if text:
+            content.append({"type": "text", "text": text})
         for entry in self.calls.values():
             if entry[0] is None:  # keep the generated id stable across snapshots
                 entry[0] = tool_use_block(None, "", "", final=True)["id"]

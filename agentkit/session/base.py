@@ -24,14 +24,15 @@ store under this id) is a plain overwrite, as is ``save(..., force=True)``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from agentkit.exceptions import SessionConflictError, StateError
+from agentkit.exceptions import AgentkitError, SessionConflictError, SessionError, StateError
 
 __all__ = ["Session", "SessionConflictError", "StateGroup", "Stateful", "check_session_id"]
 
@@ -146,6 +147,8 @@ def _encode(state: dict[str, Any], indent: int | None) -> str:
         )
     except (TypeError, ValueError) as exc:
         raise StateError(f"the state is not JSON-safe: {exc}") from exc
+    except RecursionError as exc:
+        raise StateError("the state is not JSON-safe: it is nested too deeply") from exc
 
 
 class Session(ABC):
@@ -230,7 +233,9 @@ class Session(ABC):
         if expected_version is not None and expected_version < 0:
             raise ValueError(f"expected_version must be >= 0 or None, not {expected_version}")
         text = _encode(state, self.indent)
-        return await self._write(check_session_id(session_id), text, expected_version)
+        key = check_session_id(session_id)
+        with self._storage("save", key):
+            return await self._write(key, text, expected_version)
 
     async def load_state(self, session_id: str) -> dict[str, Any] | None:
         """Return the raw state dict saved under ``session_id``, or None if there is none.
@@ -247,7 +252,9 @@ class Session(ABC):
         Raises:
             StateError: if the stored text is not a JSON object.
         """
-        found = await self._read(check_session_id(session_id))
+        key = check_session_id(session_id)
+        with self._storage("read", key):
+            found = await self._read(key)
         if found is None:
             return None
         text, version = found
@@ -255,7 +262,7 @@ class Session(ABC):
             return text, version
         try:
             state = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # corrupt, or nested too deeply
             raise StateError(
                 f"{self.backend} session {session_id!r} holds corrupt JSON: {exc}"
             ) from exc
@@ -265,7 +272,9 @@ class Session(ABC):
 
     async def version(self, session_id: str) -> int:
         """The stored version of ``session_id`` (0 if it does not exist)."""
-        found = await self._read(check_session_id(session_id))
+        key = check_session_id(session_id)
+        with self._storage("read", key):
+            found = await self._read(key)
         return 0 if found is None else found[1]
 
     async def delete(self, session_id: str) -> bool:
@@ -274,15 +283,20 @@ class Session(ABC):
         A later ``save`` of an agent loaded before the delete raises
         ``SessionConflictError`` (the session it was based on is gone).
         """
-        return await self._delete(check_session_id(session_id))
+        key = check_session_id(session_id)
+        with self._storage("delete", key):
+            return await self._delete(key)
 
     async def exists(self, session_id: str) -> bool:
         """Whether a state is saved under ``session_id``."""
-        return await self._exists(check_session_id(session_id))
+        key = check_session_id(session_id)
+        with self._storage("check", key):
+            return await self._exists(key)
 
     async def list_ids(self) -> list[str]:
         """Return every saved session id, sorted."""
-        return sorted(await self._list_ids())
+        with self._storage("list", None):
+            return sorted(await self._list_ids())
 
     async def close(self) -> None:
         """Release the backend's resources (a no-op for file-based sessions)."""
@@ -313,6 +327,22 @@ class Session(ABC):
             _TRACKED.setdefault(agent, {})[key] = version
         except TypeError:
             return
+
+    @contextlib.contextmanager
+    def _storage(self, action: str, session_id: str | None) -> Iterator[None]:
+        """Turn a backend failure (``OSError``, ``sqlite3.Error``...) into ``SessionError``.
+
+        The documented errors pass through; cancellation is never caught.
+        """
+        try:
+            yield
+        except AgentkitError:
+            raise
+        except Exception as exc:
+            where = f" session {session_id!r}" if session_id is not None else ""
+            raise SessionError(
+                f"{self.backend}{where}: cannot {action} ({self!r}): {type(exc).__name__}: {exc}"
+            ) from exc
 
     # -- backend primitives ------------------------------------------------------------
     @abstractmethod

@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit.exceptions import ApprovalRequired, ToolRetry
-from agentkit.messages import ToolUseBlock
+from agentkit._text import MAX_JSON_DEPTH, too_deep
+from agentkit.exceptions import ApprovalRequired, MessageValidationError, ToolRetry
+from agentkit.messages import ToolUseBlock, validate_block
 from agentkit.tools import _errors
-from agentkit.tools._convert import merge_content, to_content, truncate
+from agentkit.tools._convert import ChunkCollector, truncate
 from agentkit.tools.base import Tool
 from agentkit.tools.context import ToolContext
-from agentkit.tools.response import ToolResponse, ToolResultContent
+from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
     from agentkit.tools.toolkit import Toolkit
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["call_tool"]
 
 logger = logging.getLogger("agentkit.tools")
+_RESULT_TYPES = frozenset(("text", "image", "audio"))
 # Bound on a tool's cleanup when its call is cut short (consumer stopped or cancelled).
 _CLOSE_TIMEOUT = 5.0
 
@@ -108,8 +110,12 @@ def _json_problem(raw: str | None, arguments: object) -> str | None:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return str(exc)
+    except RecursionError:
+        return "the JSON is nested too deeply"
     if not isinstance(value, dict):
         return f"got a JSON {type(value).__name__} instead of an object"
+    if too_deep(value):
+        return f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels"
     return None
 
 
@@ -124,59 +130,54 @@ async def _run(
     timeout_s: float | None,
     limit: int | None,
 ) -> AsyncGenerator[ToolResponse, None]:
-    """Drive ``tool`` step by step, each step under the call's deadline."""
+    """Drive ``tool`` to its end, each step under the call's deadline.
+
+    Nothing the tool yields is lost: the chunks add up by ``ChunkCollector``'s rule.
+    """
     it = tool.invoke_with_context(arguments, ctx)
-    chunks: list[list[ToolResultContent]] = []
+    collected = ChunkCollector()
     deadline = anyio.current_time() + timeout_s if timeout_s is not None else math.inf
     finished = False
     try:
         while True:
-            chunk, final = await _step(tool, it, chunks, deadline, timeout_s)
-            if final is not None:
-                finished = True  # the tool ended by raising or being timed out
+            chunk, failed = await _step(tool, it, collected, deadline, timeout_s)
+            finished = chunk is None  # ended, raised or timed out
             for pending in ctx._take_pending():
                 yield pending
-            if final is None and (chunk is None or chunk.is_last):
-                finished = True
-                if chunk is None:  # ended without a final chunk: concatenate the progress
-                    chunk = ToolResponse(content=merge_content(chunks) or to_content(None))
-                else:
-                    await _close(tool, it, bounded=timeout_s is not None)
-                final = chunk
-            if final is not None:
-                yield _finish(final, limit)
+            if chunk is None:
+                final = failed if failed is not None else collected.result()
+                yield _finish(final, limit, tool.name)
                 return
-            assert chunk is not None
-            chunks.append(chunk.content)
-            yield chunk
+            for progress in collected.add(chunk):
+                yield progress
     finally:
         if not finished:  # cut short (closed or cancelled): let the tool clean up, bounded
-            await _close(tool, it, shield=True)
+            await _close(tool, it)
 
 
 async def _step(
     tool: Tool,
     it: AsyncIterator[ToolResponse],
-    chunks: list[list[ToolResultContent]],
+    collected: ChunkCollector,
     deadline: float,
     timeout_s: float | None,
 ) -> tuple[ToolResponse | None, ToolResponse | None]:
     """Await the tool's next chunk. Returns ``(chunk, None)`` or ``(None, error_final)``.
 
-    ``(None, None)`` means the tool ended without a final chunk.
+    ``(None, None)`` means the tool ended.
     """
     if timeout_s is None:  # no cancel scope needed: keep the common path lean
-        return await _next(tool, it, chunks)
+        return await _next(tool, it, collected)
     with anyio.CancelScope(deadline=deadline) as scope:
-        return await _next(tool, it, chunks)
+        return await _next(tool, it, collected)
     # Only our own deadline lands here: an outer cancellation propagates through the scope.
     assert scope.cancelled_caught
     logger.info("tool %r timed out after %s s", tool.name, timeout_s)
-    return None, _errors.timed_out(tool.name, timeout_s, merge_content(chunks))
+    return None, _errors.timed_out(tool.name, timeout_s, collected.partial())
 
 
 async def _next(
-    tool: Tool, it: AsyncIterator[ToolResponse], chunks: list[list[ToolResultContent]]
+    tool: Tool, it: AsyncIterator[ToolResponse], collected: ChunkCollector
 ) -> tuple[ToolResponse | None, ToolResponse | None]:
     try:
         return await it.__anext__(), None
@@ -190,7 +191,7 @@ async def _next(
         return None, _errors.approval_required(tool.name, exc.reason)
     except Exception as exc:
         _log_failure(tool.name, exc)
-        return None, _errors.tool_failed(tool.name, exc, merge_content(chunks))
+        return None, _errors.tool_failed(tool.name, exc, collected.partial())
     except BaseException as exc:
         if not isinstance(exc, SystemExit) and not _stray_cancel(exc):
             raise  # a real cancellation, KeyboardInterrupt...
@@ -199,7 +200,7 @@ async def _next(
         # tool raised itself (awaiting a future someone else cancelled) while nobody
         # cancelled this task: it must not read as an interrupt and kill the sibling calls.
         _log_failure(tool.name, exc)
-        return None, _errors.tool_failed(tool.name, exc, merge_content(chunks))
+        return None, _errors.tool_failed(tool.name, exc, collected.partial())
 
 
 def _log_failure(name: str, exc: BaseException) -> None:
@@ -229,22 +230,12 @@ def _stray_cancel(exc: BaseException) -> bool:
     return task is not None and task.cancelling() == 0
 
 
-async def _close(
-    tool: Tool, it: AsyncIterator[ToolResponse], *, shield: bool = False, bounded: bool = True
-) -> None:
-    """Close the tool's iterator (a failing cleanup is only logged), bounded in time.
-
-    ``bounded=False`` is for the end of a call without a timeout, after its final chunk: the
-    cleanup then runs like the rest of the tool, unbounded but cancellable from outside, and
-    the common path pays for no cancel scope.
-    """
+async def _close(tool: Tool, it: AsyncIterator[ToolResponse]) -> None:
+    """Close the tool's iterator (a failing cleanup is only logged), shielded and bounded."""
     aclose = getattr(it, "aclose", None)
     if aclose is None:
         return
-    if not bounded and not shield:
-        await _aclose(tool, aclose)
-        return
-    with anyio.move_on_after(_CLOSE_TIMEOUT, shield=shield):
+    with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
         await _aclose(tool, aclose)
 
 
@@ -255,8 +246,17 @@ async def _aclose(tool: Tool, aclose: Callable[[], Awaitable[object]]) -> None:
         logger.warning("tool %r failed while cleaning up", tool.name, exc_info=exc)
 
 
-def _finish(final: ToolResponse, limit: int | None) -> ToolResponse:
+def _finish(final: ToolResponse, limit: int | None, name: str) -> ToolResponse:
     final.is_last = True
+    final.clean()  # the content may have been replaced since it was built
+    try:  # a malformed block would fail deep inside the agent, when stored in memory
+        for i, block in enumerate(final.content):
+            validate_block(block, f"content[{i}]")
+            if block["type"] not in _RESULT_TYPES:
+                raise MessageValidationError(f"content[{i}].type", "not a tool result block")
+    except MessageValidationError as exc:
+        logger.warning("tool %r returned malformed content: %s", name, exc)
+        return _errors.tool_failed(name, exc)
     if limit is not None:
         final.content = truncate(final.content, limit)
     return final

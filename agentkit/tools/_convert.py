@@ -26,7 +26,7 @@ from typing import Any
 from agentkit.messages import ImageBlock, TextBlock
 from agentkit.tools.response import ToolResponse, ToolResultContent
 
-__all__ = ["DONE_TEXT", "merge_content", "to_content", "truncate"]
+__all__ = ["DONE_TEXT", "ChunkCollector", "merge_content", "to_content", "truncate"]
 
 DONE_TEXT = "Done."
 _BLOCK_TYPES = frozenset(("text", "image", "audio"))
@@ -149,3 +149,54 @@ def truncate(content: list[ToolResultContent], limit: int) -> list[ToolResultCon
     )
     out.append(TextBlock(type="text", text=note))
     return merge_content([out])
+
+
+class ChunkCollector:
+    """What a stream of chunks adds up to: nothing a tool yields is lost.
+
+    The rule (one place, used by generator tools and by the Toolkit for every ``Tool``):
+    the stream is consumed to its end; a chunk marked final (``is_last=True``, the
+    ``ToolResponse`` default) is held back until the next one arrives, so every chunk but
+    the last streams as progress; the result is the last chunk when it is the only one
+    marked final (a generator ending with its own final response), otherwise the
+    concatenation of everything yielded (adjacent text joined), with the metadata merged
+    and ``is_error`` set if any final-marked chunk had it.
+    """
+
+    __slots__ = ("_error", "_finals", "_held", "_metadata", "chunks")
+
+    def __init__(self) -> None:
+        self.chunks: list[list[ToolResultContent]] = []
+        self._held: ToolResponse | None = None
+        self._finals = 0
+        self._error = False
+        self._metadata: dict[str, Any] | None = None
+
+    def add(self, chunk: ToolResponse) -> list[ToolResponse]:
+        """Take the next chunk; return the progress chunks to stream now."""
+        out: list[ToolResponse] = []
+        held = self._held
+        if held is not None:  # not the last after all: it streams as progress
+            out.append(ToolResponse(content=held.content, metadata=held.metadata, is_last=False))
+            self._held = None
+        self.chunks.append(chunk.content)
+        if chunk.metadata:
+            self._metadata = {**(self._metadata or {}), **chunk.metadata}
+        if chunk.is_last:
+            self._finals += 1
+            self._error = self._error or chunk.is_error
+            self._held = chunk
+        else:
+            out.append(chunk)
+        return out
+
+    def partial(self) -> list[ToolResultContent]:
+        """Everything yielded so far, concatenated (for a call cut short by an error)."""
+        return merge_content(self.chunks)
+
+    def result(self) -> ToolResponse:
+        """The final response, once the stream has ended."""
+        if self._held is not None and self._finals == 1:
+            return self._held
+        content = merge_content(self.chunks) or to_content(None)
+        return ToolResponse(content=content, metadata=self._metadata, is_error=self._error)

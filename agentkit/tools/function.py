@@ -7,7 +7,8 @@ a call only binds the arguments and runs the function:
   (``anyio.to_thread.run_sync(abandon_on_cancel=True)``: an interrupt abandons the thread at
   once and its late result is discarded), never on the event loop;
 - async generators stream each item as a progress chunk; sync generators are advanced one
-  item at a time in a worker thread; the final chunk concatenates what they yielded.
+  item at a time in a worker thread; they run to their end and the final chunk follows
+  :class:`~agentkit.tools._convert.ChunkCollector`'s rule (nothing yielded is lost).
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ import anyio
 import anyio.to_thread
 
 from agentkit.messages import ToolUseBlock
-from agentkit.tools._convert import merge_content, to_content
+from agentkit.tools._convert import ChunkCollector, to_content
 from agentkit.tools._errors import ArgumentsError
 from agentkit.tools._schema import FunctionSpec, build_function_spec
 from agentkit.tools.base import Tool
 from agentkit.tools.context import ToolContext
-from agentkit.tools.response import ToolResponse, ToolResultContent
+from agentkit.tools.response import ToolResponse
 
 __all__ = ["FunctionTool", "PostProcess"]
 
@@ -125,21 +126,15 @@ class FunctionTool(Tool):
                 result = await result
             final = _as_final(result)
         else:
-            chunks: list[list[ToolResultContent]] = []
+            collected = ChunkCollector()
             stream = self._iterate(kind, args, kwargs)
             async with aclosing(stream):
                 async for item in stream:
-                    if isinstance(item, ToolResponse) and item.is_last:
-                        final = item
-                        break
-                    content = (
-                        to_content(item) if not isinstance(item, ToolResponse) else item.content
-                    )
-                    chunks.append(content)
-                    metadata = item.metadata if isinstance(item, ToolResponse) else None
-                    yield ToolResponse(content=content, metadata=metadata, is_last=False)
-            if final is None:
-                final = ToolResponse(content=merge_content(chunks) if chunks else to_content(None))
+                    if not isinstance(item, ToolResponse):
+                        item = ToolResponse(content=to_content(item), is_last=False)
+                    for progress in collected.add(item):
+                        yield progress
+            final = collected.result()
         if self.postprocess is not None:
             final = await self._postprocess(arguments, context, final)
         yield final

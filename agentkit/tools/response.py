@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from agentkit._text import clean_json, clean_text, is_clean
 from agentkit.messages import AudioBlock, ImageBlock, TextBlock
 
 __all__ = ["ToolResponse", "ToolResultContent"]
@@ -39,6 +40,19 @@ class ToolResponse:
     is_interrupted: bool = False
     id: str = field(default_factory=lambda: os.urandom(16).hex())
 
+    def __post_init__(self) -> None:
+        self.clean()
+
+    def clean(self) -> None:
+        """Make the content's text and the metadata valid Unicode (lone surrogates replaced).
+
+        Tool output comes from outside (files, processes, servers); see ``agentkit._text``.
+        The Toolkit calls it again on every final chunk, in case the content was replaced.
+        """
+        self.content = [_clean_block(b) for b in self.content]
+        if self.metadata:
+            self.metadata = clean_json(self.metadata)
+
     @classmethod
     def text(cls, text: str, **kwargs: Any) -> ToolResponse:
         """Build a response holding one text block."""
@@ -52,3 +66,11 @@ class ToolResponse:
     def get_text(self) -> str:
         """Join the text blocks."""
         return "".join(b["text"] for b in self.content if b["type"] == "text")
+
+
+def _clean_block(block: ToolResultContent) -> ToolResultContent:
+    if isinstance(block, dict) and block.get("type") == "text":
+        text = block.get("text")
+        if isinstance(text, str) and not is_clean(text):
+            return cast(ToolResultContent, {**block, "text": clean_text(text)})
+    return block
