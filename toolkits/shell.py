@@ -183,16 +183,17 @@ def toolkit(
 
 def main(argv: list[str] | None = None) -> None:
     """Serve ``run_command`` over MCP: ``python -m toolkits.shell --root DIR``."""
-    from toolkits._cli import base_parser, serve_from_args
+    from toolkits._cli import add_root_arguments, base_parser, root_from_args, serve_from_args
 
     parser = base_parser("toolkits.shell", "Serve agentkit's run_command tool over MCP.")
-    parser.add_argument("--root", required=True, help="commands run in this directory")
+    add_root_arguments(parser, "commands run in this directory")
     parser.add_argument(
         "--allow", action="append", metavar="EXE", help="allowed executable (repeatable)"
     )
     parser.add_argument("--allow-shell", action="store_true", help="run strings via /bin/sh -c")
     parser.add_argument("--timeout", type=float, default=60.0, help="default timeout (s)")
     args = parser.parse_args(argv)
+    args.root = root_from_args(parser, args)
     # Over MCP the client's host is the one that asks a human, so no approval flag here.
     serve_from_args(
         parser,
