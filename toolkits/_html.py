@@ -13,6 +13,7 @@ their (absolute) target as ``text (url)`` so the model can follow them.
 from __future__ import annotations
 
 import re
+from html import unescape
 from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -114,6 +115,63 @@ def _walk(root: LexborNode, builder: _TextBuilder) -> None:
             stack.extend((c, False) for c in reversed(_children(node)))
 
 
+# HTML5 tree building checks "is X in scope" against the stack of open elements, so a
+# document nested thousands deep costs quadratic time in any conforming parser (lexbor:
+# 0.2 s at 4,000 levels, minutes at 50,000). Browsers cap the depth; so do we: a document
+# deeper than this is reduced to its words by a linear tag stripper instead.
+_MAX_DEPTH = 512
+# A complete tag only ("<a <a <a" opens nothing); "[^<>]*" keeps the scan linear.
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)[^<>]*>")
+# Elements that never nest by themselves (void) or are closed implicitly by a sibling.
+_FLAT = frozenset(
+    {
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+        "source", "track", "wbr", "p", "li", "dt", "dd", "tr", "td", "th", "option",
+        "optgroup", "thead", "tbody", "tfoot", "colgroup", "rb", "rt", "rp",
+    }
+)  # fmt: skip
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _too_deep(html: str) -> bool:
+    """Whether the start tags nest deeper than ``_MAX_DEPTH`` (a linear over-estimate)."""
+    depth = 0
+    for match in _TAG.finditer(html):
+        if match.group(2).lower() in _FLAT:
+            continue
+        if match.group(1):
+            depth = max(0, depth - 1)
+        else:
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return True
+    return False
+
+
+def _strip_tags(html: str) -> str:
+    """The words of a document, in linear time: hidden blocks dropped, tags removed."""
+    lower = html.lower()
+    kept: list[str] = []
+    pos = 0
+    while (start := _next_hidden(lower, pos)) != -1:
+        kept.append(html[pos:start])
+        tag = "script" if lower.startswith("<script", start) else "style"
+        end = lower.find(f"</{tag}", start)
+        if end == -1:
+            pos = len(html)
+            break
+        pos = end + len(tag) + 2
+    kept.append(html[pos:])
+    # "[^<>]*" cannot run past the next "<": every character is looked at once.
+    text = unescape(re.sub(r"<[^<>]*>", " ", "".join(kept)))
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _next_hidden(lower: str, pos: int) -> int:
+    found = [i for i in (lower.find("<script", pos), lower.find("<style", pos)) if i != -1]
+    return min(found) if found else -1
+
+
 def _title_text(raw: str) -> str:
     """A title's text is not parsed as markup; what looks like tags in it is dropped."""
     if "<" not in raw:
@@ -136,7 +194,9 @@ def html_to_text(html: str, base_url: str = "") -> str:
         The text; the page title (if any) first, as a ``# Title`` line.
     """
     # Lone surrogates cannot be handed to the C parser: they cannot be encoded as UTF-8.
-    html = html.encode("utf-8", errors="replace").decode("utf-8")
+    html = _SURROGATE.sub("\ufffd", html)
+    if _too_deep(html):
+        return _strip_tags(html)
     tree = LexborHTMLParser(html)
     builder = _TextBuilder(base_url)
     if tree.root is not None:
