@@ -170,6 +170,13 @@ def resolve_at(
     """
     if "\x00" in path:
         raise ValueError("invalid path: it contains a NUL byte")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"invalid path {escape_name(path)!r}: character {exc.start} is a lone surrogate, "
+            "which no file name can contain"
+        ) from None
     shown = repr(escape_name(path))
     if path.startswith("/"):
         absolute = Path(os.path.normpath(path))
