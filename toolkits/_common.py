@@ -10,7 +10,6 @@ from agentkit.tools import Toolkit
 
 __all__ = [
     "decode_text",
-    "display_path",
     "escape_name",
     "looks_binary",
     "resolve_inside",
@@ -47,12 +46,6 @@ def resolve_inside(root: Path, path: str) -> Path:
             f"access denied: {path!r} resolves outside the allowed root directory"
         )
     return resolved
-
-
-def display_path(root: Path, path: Path) -> str:
-    """``path`` relative to ``root`` in POSIX form (``.`` for the root itself)."""
-    rel = path.relative_to(root).as_posix()
-    return rel or "."
 
 
 # Bidirectional controls reorder what a reader sees ("evil\u202etxt.exe"); listed because
