@@ -75,6 +75,7 @@ async def test_interrupt_fuzz_leaves_no_process_behind(root: Path) -> None:
         "if os.fork(): sys.exit(0)\n"
         "print(os.getpid(), flush=True); os.close(1); os.close(2); time.sleep(300)'",
     ],
+    ids=["set-m", "setsid", "double-fork-daemon"],
 )
 async def test_jobs_that_leave_the_group_do_not_outlive_the_call(root: Path, command: str) -> None:
     tag, env = _tagged_env()
