@@ -87,10 +87,16 @@ async def _until_terminated(run: Callable[[], Awaitable[None]]) -> None:
     still running; the default SIGTERM action would end this process at once and leave the
     command running with nobody to enforce its timeout.
     """
+    failures: list[BaseException] = []
     async with anyio.create_task_group() as tg:
 
         async def serve_then_stop() -> None:
-            await run()
+            try:
+                await run()
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:  # re-raised below, outside the task group
+                failures.append(exc)
             tg.cancel_scope.cancel()
 
         tg.start_soon(serve_then_stop)
@@ -99,6 +105,15 @@ async def _until_terminated(run: Callable[[], Awaitable[None]]) -> None:
                 _exit_later(_STOP_GRACE_S, 128 + signal.SIGTERM)
                 tg.cancel_scope.cancel()
                 break
+    if failures:
+        # One failure (a port in use...) is reported as itself, not as a task group's.
+        raise _innermost(failures[0])
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _exit_later(delay_s: float, status: int) -> None:
