@@ -11,11 +11,19 @@ Globs are translated to RE2 too, so ``*a*a*a*a*a*a*b`` against a long name is li
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import re2
 
-__all__ = ["PatternError", "UserPattern", "compile_glob", "compile_regex", "glob_name_matcher"]
+__all__ = [
+    "LinePattern",
+    "PatternError",
+    "UserPattern",
+    "compile_glob",
+    "compile_line_regex",
+    "compile_regex",
+    "glob_name_matcher",
+]
 
 # A pattern is a short thing; a megabyte one is a mistake or an attack on memory.
 MAX_PATTERN_CHARS = 4096
@@ -37,6 +45,13 @@ class UserPattern(Protocol):
         """A match of the whole ``text``, or None."""
 
 
+class LinePattern(Protocol):
+    """A pattern searched over a whole UTF-8 buffer, never across a line break."""
+
+    def search(self, data: bytes, pos: int) -> Any:
+        """The first match at or after ``pos``, or None."""
+
+
 def _options(ignore_case: bool = False, dot_nl: bool = False) -> re2.Options:
     options = re2.Options()
     options.log_errors = False  # the error is raised to the caller; no stderr noise
@@ -46,7 +61,7 @@ def _options(ignore_case: bool = False, dot_nl: bool = False) -> re2.Options:
     return options
 
 
-def _compile(pattern: str, options: re2.Options, what: str) -> UserPattern:
+def _compile(pattern: str, options: re2.Options, what: str) -> Any:
     if len(pattern) > MAX_PATTERN_CHARS:
         raise PatternError(
             f"the {what} is {len(pattern)} characters; the limit is {MAX_PATTERN_CHARS}"
@@ -56,7 +71,7 @@ def _compile(pattern: str, options: re2.Options, what: str) -> UserPattern:
     except UnicodeEncodeError:
         raise PatternError(f"the {what} contains a lone surrogate (not valid Unicode)") from None
     try:
-        compiled: UserPattern = re2.compile(pattern, options)
+        compiled = re2.compile(pattern, options)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         if isinstance(reason, bytes):
@@ -83,6 +98,23 @@ def compile_regex(pattern: str, *, ignore_case: bool = False) -> UserPattern:
         PatternError: The pattern is too long, not valid Unicode, or uses syntax RE2 lacks.
     """
     return _compile(pattern, _options(ignore_case), "regular expression")
+
+
+def compile_line_regex(pattern: str, *, ignore_case: bool = False) -> LinePattern:
+    """Compile a regular expression to search a whole file, line by line in effect.
+
+    Calling a pattern once per line costs more in the wrapper than the match itself; one
+    search over the whole UTF-8 buffer is tens of times faster. ``never_nl`` keeps a match
+    inside one line (as a per-line search would) and ``(?m)`` anchors ``^``/``$`` at lines.
+
+    Raises:
+        PatternError: The pattern is too long, not valid Unicode, or uses syntax RE2 lacks.
+    """
+    _compile(pattern, _options(ignore_case), "regular expression")  # the errors, in words
+    options = _options(ignore_case)
+    options.never_nl = True
+    compiled: LinePattern = re2.compile(b"(?m)" + pattern.encode("utf-8"), options)
+    return compiled
 
 
 def compile_glob(pattern: str) -> UserPattern:

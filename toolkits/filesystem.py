@@ -40,7 +40,12 @@ from toolkits._fsops import (
     open_regular,
     walk_files,
 )
-from toolkits._patterns import UserPattern, compile_glob, compile_regex, glob_name_matcher
+from toolkits._patterns import (
+    LinePattern,
+    compile_glob,
+    compile_line_regex,
+    glob_name_matcher,
+)
 from toolkits._safepath import Resolved, RootEscapeError, is_regular, resolve_at
 
 __all__ = ["FileSystem", "main", "toolkit"]
@@ -383,7 +388,7 @@ class FileSystem:
         ignore_case: bool,
         max_matches: int | None,
     ) -> str:
-        regex = compile_regex(pattern, ignore_case=ignore_case)
+        regex = compile_line_regex(pattern, ignore_case=ignore_case)
         name_glob = glob_name_matcher(include) if include else None
         limit = max(1, min(max_matches or self.max_matches, self.max_matches))
         matches: list[str] = []
@@ -407,25 +412,36 @@ class FileSystem:
         yield from self._walk(path)
 
     def _grep_file(
-        self, shown: str, dir_fd: int, name: str, regex: UserPattern, out: list[str], limit: int
+        self, shown: str, dir_fd: int, name: str, regex: LinePattern, out: list[str], limit: int
     ) -> bool:
         """Append matches of one file to ``out``; True once ``limit`` is reached."""
         try:
             with open_regular(dir_fd, name, shown) as fh:
                 if os.fstat(fh.fileno()).st_size > self.max_grep_file_bytes:
                     return False
-                if looks_binary(fh.read(_SNIFF_BYTES)):
-                    return False
-                fh.seek(0)
-                lines = iter_lines(fh, 4096, self.max_grep_file_bytes)
-                for lineno, (raw, _cut) in enumerate(lines, start=1):
-                    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                    if regex.search(line):
-                        out.append(f"{shown}:{lineno}: {line[:300]}")
-                        if len(out) >= limit:
-                            return True
-        except (OSError, ScanLimitError):  # unreadable, vanished, or swapped: skip it
+                data = fh.read(self.max_grep_file_bytes)
+        except OSError:  # unreadable, vanished, or swapped: skip it
             return False
+        if looks_binary(data[:_SNIFF_BYTES]):
+            return False
+        pos = counted = 0
+        lineno = 1
+        # One search per matching line over the whole buffer: linear in the file's size.
+        while (match := regex.search(data, pos)) is not None:
+            start = match.start()
+            if start == len(data) and (not data or data.endswith(b"\n")):
+                break  # the empty "line" after the final newline is not a line
+            lineno += data.count(b"\n", counted, start)
+            counted = start
+            end = data.find(b"\n", start)
+            end = len(data) if end == -1 else end
+            line = data[data.rfind(b"\n", 0, start) + 1 : end].decode("utf-8", errors="replace")
+            out.append(f"{shown}:{lineno}: {line.rstrip(chr(13))[:300]}")
+            if len(out) >= limit:
+                return True
+            pos = end + 1
+            if pos > len(data):
+                break
         return False
 
 
