@@ -7,8 +7,9 @@ import sys
 USAGE = """\
 Serve a ready-made agentkit toolkit over MCP (stdio by default):
 
-  python -m toolkits.filesystem --root DIR [--read-only]
-  python -m toolkits.shell --root DIR [--allow EXE ...] [--allow-shell] [--timeout S]
+  python -m toolkits.filesystem DIR [--read-only]          (or --root DIR)
+  python -m toolkits.shell DIR [--allow EXE ...] [--allow-shell] [--timeout S]
+                               [--sandbox bwrap] [--allow-launchers]
   python -m toolkits.python [--timeout S] [--python PATH]
   python -m toolkits.web [--allow-private] [--timeout S]
 

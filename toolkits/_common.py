@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 
 from agentkit.tools import Toolkit
 
 __all__ = [
     "decode_text",
-    "display_path",
+    "escape_name",
     "looks_binary",
     "resolve_inside",
     "target_toolkit",
@@ -47,10 +48,34 @@ def resolve_inside(root: Path, path: str) -> Path:
     return resolved
 
 
-def display_path(root: Path, path: Path) -> str:
-    """``path`` relative to ``root`` in POSIX form (``.`` for the root itself)."""
-    rel = path.relative_to(root).as_posix()
-    return rel or "."
+# Bidirectional controls reorder what a reader sees ("evil\u202etxt.exe"); listed because
+# most are "format" characters (category Cf) that str.isprintable() does not single out.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_name(name: str) -> str:
+    r"""A file name (or path) made safe to show: valid Unicode, one line, no reordering.
+
+    A byte that is not UTF-8 reaches Python as a lone surrogate (``surrogateescape``), which
+    no JSON encoder or model API accepts: it is shown as ``\xNN``. Control characters,
+    line separators and bidirectional overrides are shown as ``\n``, ``\x1b``,
+    ``\u202e``... so a listing cannot be forged or reordered by a name.
+    """
+    if name.isprintable() and _BIDI.isdisjoint(name):
+        return name
+    return "".join(_escape_char(c) for c in name)
+
+
+def _escape_char(c: str) -> str:
+    if c in _SHORT:
+        return _SHORT[c]
+    code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte, surrogate-escaped by the OS layer
+        return f"\\x{code - 0xDC00:02x}"
+    if c in _BIDI or unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp"):
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return c
 
 
 def looks_binary(sample: bytes) -> bool:

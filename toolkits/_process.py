@@ -1,20 +1,31 @@
 """Run a child process with a timeout and an output cap, and leave nothing running behind.
 
-The child starts in a new session (its own process group), so a timeout, a cancellation
-(an agent interrupt) or a normal exit can kill the whole group: shells, pipelines and
-background jobs the command started included. Its stdin is ``/dev/null``: when a toolkit is
-served over MCP stdio, our stdin is the protocol stream and must never reach a child.
+The command runs under a small supervisor process (:mod:`toolkits._supervisor`) started in a
+new session (its own process group). On Linux the supervisor is a child subreaper: the
+descendants that leave the group (``set -m`` jobs, ``setsid``, daemons) are adopted by it, not
+by init, and it kills them all when the command exits, when it is told to stop (timeout,
+cancellation by an agent interrupt) or when this process dies (``PR_SET_PDEATHSIG``). The
+process group is killed as well, as a last resort. The start itself is shielded from
+cancellation: an interrupt that arrives while the process is being created lands only once
+this function holds it, so its cleanup always runs.
+
+The child's stdin is ``/dev/null``: when a toolkit is served over MCP stdio, our stdin is the
+protocol stream and must never reach a child.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import os
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -26,6 +37,9 @@ __all__ = ["ProcessResult", "run_capped"]
 # After the command itself exits, how long to wait for output still buffered in the pipe
 # (or held open by a background job) before the group is killed.
 _DRAIN_GRACE_S = 0.5
+# How long the supervisor gets to kill the command's descendants before its group is killed.
+_STOP_GRACE_S = 3.0
+_SUPERVISOR = str(Path(__file__).with_name("_supervisor.py"))
 
 
 @dataclass(slots=True)
@@ -121,25 +135,27 @@ async def run_capped(
     Raises:
         OSError: The program could not be started (not found, not executable).
     """
+    program = resolve_program(argv[0], cwd, env)
     buffer = _CappedBuffer(max_output_bytes)
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
+    # Shielded: a cancellation between the fork and the assignment would orphan the process.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()), program, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
     try:
         with anyio.move_on_after(timeout_s) as scope:
             await _collect(process, buffer, _Streamer(on_output, max_output_bytes))
     finally:
         # Runs on timeout, on cancellation (interrupt) and on normal exit alike; shielded so
-        # an interrupt cannot leave the group running.
+        # an interrupt cannot leave anything running.
         with anyio.CancelScope(shield=True):
-            _kill_group(process.pid)
-            await process.aclose()
+            await _stop(process)
     return ProcessResult(
         output=buffer.text(),
         returncode=process.returncode,
@@ -183,6 +199,38 @@ async def _collect(process: anyio.abc.Process, buffer: _CappedBuffer, streamer: 
         with anyio.move_on_after(_DRAIN_GRACE_S):
             await drained.wait()
         tg.cancel_scope.cancel()
+
+
+def resolve_program(name: str, cwd: str, env: Mapping[str, str] | None) -> str:
+    """The executable ``name`` means (as ``execvp`` would find it), or a clear OSError.
+
+    Raises:
+        FileNotFoundError: No such program.
+        PermissionError: It exists but is not an executable file.
+    """
+    if "/" in name:
+        path = os.path.join(cwd, name)
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, "no such file", name)
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, "not an executable file", name)
+        return path
+    search = (env if env is not None else os.environ).get("PATH", os.defpath)
+    found = shutil.which(name, path=search)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "command not found", name)
+    return found
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """Ask the supervisor to kill the command's descendants, then make sure of it."""
+    if process.returncode is None:
+        with suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        with anyio.move_on_after(_STOP_GRACE_S):
+            await process.wait()
+    _kill_group(process.pid)
+    await process.aclose()
 
 
 def _kill_group(pgid: int) -> None:

@@ -1,10 +1,15 @@
-"""File tools confined to one root directory: read, write, edit, list, glob, grep.
+r"""File tools confined to one root directory: read, write, edit, list, glob, grep.
 
-Every path is resolved to its canonical form (symlinks included) and refused if it lands
-outside the root, so ``../``, absolute paths and symlinks pointing elsewhere are all refused
-by the same check. Relative paths are relative to the root; absolute paths are accepted only
-inside it. Binary files are refused with a message; text that is not valid UTF-8 is shown with
-replacement characters (and refused by ``edit_file``, which must not corrupt it).
+Every path is walked one component at a time from an open descriptor of the root
+(``openat`` with ``O_NOFOLLOW``; symlinks are followed by reading them and walking their target
+the same way), so ``../``, absolute paths and symlinks pointing elsewhere are refused, and
+swapping a directory for a symlink while a call runs cannot lead outside the root either.
+Relative paths are relative to the root; absolute paths are accepted only inside it. Binary
+files are refused with a message; text that is not valid UTF-8 is shown with replacement
+characters (and refused by ``edit_file``, which must not corrupt it). File names are shown
+escaped (``\xff`` for an undecodable byte, ``\n``, ``\u202e``...): output is always valid
+Unicode on one line per entry. ``write_file``/``edit_file`` on one file serialize (a per-file
+lock), and both are registered ``sequential`` so calls in one turn apply in order. POSIX only.
 
 Use it locally::
 
@@ -17,12 +22,8 @@ or serve it over MCP: ``python -m toolkits.filesystem --root /path/to/project``.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import functools
 import os
-import re
-import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -30,7 +31,22 @@ from typing import Any, BinaryIO, TypeVar
 import anyio.to_thread
 
 from agentkit.tools import Toolkit
-from toolkits._common import display_path, looks_binary, resolve_inside, target_toolkit
+from toolkits._common import escape_name, looks_binary, target_toolkit
+from toolkits._fsops import (
+    PathLocks,
+    ScanLimitError,
+    atomic_write,
+    iter_lines,
+    open_regular,
+    walk_files,
+)
+from toolkits._patterns import (
+    LinePattern,
+    compile_glob,
+    compile_line_regex,
+    glob_name_matcher,
+)
+from toolkits._safepath import Resolved, RootEscapeError, is_regular, resolve_at
 
 __all__ = ["FileSystem", "main", "toolkit"]
 
@@ -53,6 +69,8 @@ class FileSystem:
         max_matches: Default and upper bound of ``grep`` matches.
         max_files_scanned: ``glob``/``grep`` stop after looking at this many files.
         max_grep_file_bytes: ``grep`` skips files larger than this.
+        max_scan_bytes: Most bytes ``read_file`` reads from one file in one call (to reach
+            ``offset``, or through a huge line); it reports where it stopped.
         ignored_dirs: Directory names ``glob`` and ``grep`` do not descend into.
     """
 
@@ -68,6 +86,7 @@ class FileSystem:
         max_files_scanned: int = 50_000,
         max_grep_file_bytes: int = 10 * 1024 * 1024,
         ignored_dirs: frozenset[str] = DEFAULT_IGNORED_DIRS,
+        max_scan_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         resolved = Path(os.path.realpath(root))
         if not resolved.is_dir():
@@ -81,6 +100,8 @@ class FileSystem:
         self.max_files_scanned = max_files_scanned
         self.max_grep_file_bytes = max_grep_file_bytes
         self.ignored_dirs = ignored_dirs
+        self.max_scan_bytes = max_scan_bytes
+        self._locks = PathLocks()
 
     # -- tools (async: the blocking work runs in a worker thread) ----------------------------
 
@@ -159,40 +180,80 @@ class FileSystem:
 
     # -- implementations (blocking) -----------------------------------------------------------
 
-    def _resolve(self, path: str) -> Path:
-        return resolve_inside(self.root, path if path else ".")
+    @contextlib.contextmanager
+    def _resolve(
+        self, path: str, *, final_dir: bool = False, create_dirs: bool = False
+    ) -> Iterator[Resolved]:
+        """Resolve ``path`` race-free under the root (see :mod:`toolkits._safepath`)."""
+        path = path or "."
+        if create_dirs and os.path.normpath(path).split("/")[0] == "..":
+            # Refused before anything is created on the way.
+            raise RootEscapeError(
+                f"access denied: {escape_name(path)!r} resolves outside the allowed root directory"
+            )
+        root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            resolved = resolve_at(
+                self.root, root_fd, path, final_dir=final_dir, create_dirs=create_dirs
+            )
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{escape_name(path)} does not exist") from None
+        except NotADirectoryError as exc:
+            raise NotADirectoryError(
+                f"{escape_name(path)} is not a directory (or does not exist): {exc}"
+            ) from None
+        finally:
+            os.close(root_fd)
+        with resolved:
+            yield resolved
 
-    def _show(self, path: Path) -> str:
-        return display_path(self.root, path)
+    @contextlib.contextmanager
+    def _root_fd(self) -> Iterator[int]:
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
     def _read_file(self, path: str, offset: int, limit: int) -> str:
         if offset < 1:
             raise ValueError("offset must be >= 1 (line numbers start at 1)")
         if limit < 1:
             raise ValueError("limit must be >= 1")
-        target = self._resolve(path)
-        with _open_regular(target, self._show(target)) as fh:
-            if looks_binary(fh.read(_SNIFF_BYTES)):
-                size = os.fstat(fh.fileno()).st_size
-                raise ValueError(f"{self._show(target)} is a binary file ({size} bytes)")
-            fh.seek(0)
-            return self._read_lines(fh, self._show(target), offset, limit)
+        with self._resolve(path) as target:
+            shown = target.shown()
+            if target.name is None:
+                raise IsADirectoryError(f"{shown} is a directory; use list_directory")
+            with open_regular(target.dir_fd, target.name, shown) as fh:
+                if looks_binary(fh.read(_SNIFF_BYTES)):
+                    size = os.fstat(fh.fileno()).st_size
+                    raise ValueError(f"{shown} is a binary file ({size} bytes)")
+                fh.seek(0)
+                try:
+                    return self._read_lines(fh, shown, offset, limit)
+                except ScanLimitError:
+                    return (
+                        f"[stopped after reading {self.max_scan_bytes} bytes of {shown} without "
+                        f"reaching line {offset}; use grep to find what you need]"
+                    )
 
     def _read_lines(self, fh: BinaryIO, shown: str, offset: int, limit: int) -> str:
         lines: list[str] = []
         used = 0
         lineno = 0
-        for lineno, (raw, cut) in enumerate(_iter_lines(fh, self.max_line_chars * 4), start=1):
+        lines_iter = iter_lines(fh, self.max_line_chars * 4, self.max_scan_bytes)
+        for lineno, (raw, cut) in enumerate(lines_iter, start=1):
             if lineno < offset:
                 continue
             # At least one line always comes back, or the model would be told to retry the
             # very offset it asked for.
-            if len(lines) >= limit or (lines and used + len(raw) > self.max_read_bytes):
-                return "".join(lines) + (
-                    f"[... more lines follow; call read_file with offset={lineno} to continue]"
-                )
+            if lines and used + len(raw) > self.max_read_bytes:
+                return "".join(lines) + _more(lineno)
             lines.append(self._decode_line(raw, cut))
             used += len(raw)
+            # Stop before reading the next line: it may be gigabytes long.
+            if len(lines) >= limit:
+                return "".join(lines) + (_more(lineno + 1) if fh.read(1) else "")
         if not lines and offset > 1:
             return f"[{shown} has {lineno} lines; offset {offset} is past the end]"
         return "".join(lines) if lines else f"[{shown} is empty]"
@@ -205,29 +266,42 @@ class FileSystem:
         return line
 
     def _write_file(self, path: str, content: str) -> str:
-        data = content.encode("utf-8")
+        data = _encode(content, "content")
         if len(data) > self.max_write_bytes:
             raise ValueError(
                 f"content is {len(data)} bytes; the limit is {self.max_write_bytes} bytes"
             )
-        target = self._resolve(path)
-        if target == self.root or target.is_dir():
-            raise IsADirectoryError(f"{self._show(target)} is a directory")
-        existed = target.exists()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, data)
+        with self._resolve(path, create_dirs=True) as target:
+            shown = target.shown()
+            if target.name is None:
+                raise IsADirectoryError(f"{shown} is a directory")
+            with self._locks.hold(target.dir_fd, target.name):
+                existed = atomic_write(target.dir_fd, target.name, data, shown)
         verb = "Overwrote" if existed else "Created"
-        return f"{verb} {self._show(target)} ({len(data)} bytes)"
+        return f"{verb} {shown} ({len(data)} bytes)"
 
     def _edit_file(self, path: str, old: str, new: str, replace_all: bool) -> str:
         if not old:
             raise ValueError("old_string is empty; use write_file to create or replace a file")
         if old == new:
             raise ValueError("old_string and new_string are identical; nothing to change")
-        target = self._resolve(path)
-        shown = self._show(target)
-        with _open_regular(target, shown) as fh:
-            data = fh.read(self.max_write_bytes + 1)
+        _encode(old, "old_string")
+        _encode(new, "new_string")
+        with self._resolve(path) as target:
+            shown = target.shown()
+            if target.name is None:
+                raise IsADirectoryError(f"{shown} is a directory")
+            # Read, change and write under the file's lock: a parallel edit waits its turn.
+            with self._locks.hold(target.dir_fd, target.name):
+                with open_regular(target.dir_fd, target.name, shown) as fh:
+                    data = fh.read(self.max_write_bytes + 1)
+                out, count = self._apply_edit(data, shown, old, new, replace_all)
+                atomic_write(target.dir_fd, target.name, out, shown)
+        return f"Replaced {count if replace_all else 1} occurrence(s) in {shown}"
+
+    def _apply_edit(
+        self, data: bytes, shown: str, old: str, new: str, replace_all: bool
+    ) -> tuple[bytes, int]:
         if len(data) > self.max_write_bytes:
             raise ValueError(f"{shown} is larger than {self.max_write_bytes} bytes")
         try:
@@ -250,39 +324,61 @@ class FileSystem:
         out = updated.encode("utf-8")
         if len(out) > self.max_write_bytes:
             raise ValueError(f"the edited file would exceed {self.max_write_bytes} bytes")
-        _atomic_write(target, out)
-        return f"Replaced {count if replace_all else 1} occurrence(s) in {shown}"
+        return out, count
 
     def _list_directory(self, path: str) -> str:
-        target = self._resolve(path)
-        if not target.is_dir():
-            raise NotADirectoryError(f"{self._show(target)} is not a directory (or does not exist)")
-        with os.scandir(target) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        lines = [_describe_entry(entry) for entry in entries[: self.max_entries]]
+        with self._resolve(path, final_dir=True) as target:
+            with os.scandir(target.dir_fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            with self._root_fd() as root_fd:
+                lines = [
+                    self._describe(root_fd, target.parts, entry)
+                    for entry in entries[: self.max_entries]
+                ]
+            shown = target.shown()
         if len(entries) > self.max_entries:
             lines.append(f"[... {len(entries) - self.max_entries} more entries not shown]")
-        header = f"{self._show(target)}/ ({len(entries)} entries)"
+        header = f"{shown}/ ({len(entries)} entries)"
         return "\n".join([header, *lines])
+
+    def _describe(self, root_fd: int, parts: list[str], entry: os.DirEntry[str]) -> str:
+        name = escape_name(entry.name)
+        try:
+            if entry.is_symlink():
+                # Show where it leads only when that is inside the root: the target of a
+                # link that leaves it is none of the model's business.
+                try:
+                    with resolve_at(self.root, root_fd, "/".join([*parts, entry.name])) as link:
+                        return f"{name} -> {link.shown()}"
+                except OSError:
+                    return f"{name} -> (outside the root, or broken)"
+            if entry.is_dir(follow_symlinks=False):
+                return f"{name}/"
+            return f"{name}  ({entry.stat(follow_symlinks=False).st_size} bytes)"
+        except OSError:
+            return f"{name}  (unreadable)"
 
     def _glob(self, pattern: str, path: str) -> str:
         if not pattern or "\x00" in pattern:
             raise ValueError("pattern must be a non-empty glob such as '**/*.py'")
-        if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+        if pattern.startswith("/") or ".." in pattern.split("/"):
             raise PermissionError("the glob pattern must be relative and may not contain '..'")
-        base = self._resolve(path)
-        regex = _glob_regex(pattern)
+        regex = compile_glob(pattern)
         found: list[str] = []
-        for scanned, (file, _real) in enumerate(self._walk_files(base), start=1):
+        for scanned, (rel, shown, _fd, _name) in enumerate(self._walk(path), start=1):
             if scanned > self.max_files_scanned:
                 found.append(f"[stopped after scanning {self.max_files_scanned} files]")
                 break
-            if regex.fullmatch(file.relative_to(base).as_posix()):
-                found.append(self._show(file))
+            if regex.fullmatch(rel):
+                found.append(shown)
                 if len(found) >= self.max_entries:
                     found.append(f"[stopped at {self.max_entries} results]")
                     break
         return "\n".join(found) if found else f"No files match {pattern!r}"
+
+    def _walk(self, path: str) -> Iterator[tuple[str, str, int, str]]:
+        with self._resolve(path, final_dir=True) as base, self._root_fd() as root_fd:
+            yield from walk_files(self.root, root_fd, base.dir_fd, base.parts, self.ignored_dirs)
 
     def _grep(
         self,
@@ -292,176 +388,74 @@ class FileSystem:
         ignore_case: bool,
         max_matches: int | None,
     ) -> str:
-        try:
-            regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-        except re.error as exc:
-            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        regex = compile_line_regex(pattern, ignore_case=ignore_case)
+        name_glob = glob_name_matcher(include) if include else None
         limit = max(1, min(max_matches or self.max_matches, self.max_matches))
-        base = self._resolve(path)
-        files = iter([(base, base)]) if base.is_file() else self._walk_files(base)
         matches: list[str] = []
-        for scanned, (file, real) in enumerate(files, start=1):
+        for scanned, (rel, shown, dir_fd, name) in enumerate(self._grep_files(path), start=1):
             if scanned > self.max_files_scanned:
                 matches.append(f"[stopped after scanning {self.max_files_scanned} files]")
                 break
-            if include and not fnmatch.fnmatch(file.name, include):
+            if name_glob and not name_glob.fullmatch(rel.rsplit("/", 1)[-1]):
                 continue
-            if self._grep_file(self._show(file), real, regex, matches, limit):
+            if self._grep_file(shown, dir_fd, name, regex, matches, limit):
                 matches.append(f"[stopped at {limit} matches]")
                 break
         return "\n".join(matches) if matches else f"No matches for {pattern!r}"
 
+    def _grep_files(self, path: str) -> Iterator[tuple[str, str, int, str]]:
+        with self._resolve(path) as target:
+            if target.name is not None and is_regular(target.dir_fd, target.name):
+                shown = target.shown()
+                yield shown, shown, target.dir_fd, target.name
+                return
+        yield from self._walk(path)
+
     def _grep_file(
-        self, shown: str, real: Path, regex: re.Pattern[str], out: list[str], limit: int
+        self, shown: str, dir_fd: int, name: str, regex: LinePattern, out: list[str], limit: int
     ) -> bool:
         """Append matches of one file to ``out``; True once ``limit`` is reached."""
         try:
-            with _open_regular(real, shown) as fh:
+            with open_regular(dir_fd, name, shown) as fh:
                 if os.fstat(fh.fileno()).st_size > self.max_grep_file_bytes:
                     return False
-                if looks_binary(fh.read(_SNIFF_BYTES)):
-                    return False
-                fh.seek(0)
-                for lineno, (raw, _cut) in enumerate(_iter_lines(fh, 4096), start=1):
-                    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                    if regex.search(line):
-                        out.append(f"{shown}:{lineno}: {line[:300]}")
-                        if len(out) >= limit:
-                            return True
-        except OSError:  # unreadable, vanished, or a symlink swapped in meanwhile: skip it
+                data = fh.read(self.max_grep_file_bytes)
+        except OSError:  # unreadable, vanished, or swapped: skip it
             return False
+        if looks_binary(data[:_SNIFF_BYTES]):
+            return False
+        pos = counted = 0
+        lineno = 1
+        # One search per matching line over the whole buffer: linear in the file's size.
+        while (match := regex.search(data, pos)) is not None:
+            start = match.start()
+            if start == len(data) and (not data or data.endswith(b"\n")):
+                break  # the empty "line" after the final newline is not a line
+            lineno += data.count(b"\n", counted, start)
+            counted = start
+            end = data.find(b"\n", start)
+            end = len(data) if end == -1 else end
+            line = data[data.rfind(b"\n", 0, start) + 1 : end].decode("utf-8", errors="replace")
+            out.append(f"{shown}:{lineno}: {line.rstrip(chr(13))[:300]}")
+            if len(out) >= limit:
+                return True
+            pos = end + 1
+            if pos > len(data):
+                break
         return False
 
-    def _walk_files(self, base: Path) -> Iterator[tuple[Path, Path]]:
-        """``(path, canonical path)`` of regular files under ``base``, confined to the root.
 
-        Sorted; symlinked directories are not descended into; a symlinked file counts only
-        if its target is inside the root.
-        """
-        if not base.is_dir():
-            raise NotADirectoryError(f"{self._show(base)} is not a directory (or does not exist)")
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if d not in self.ignored_dirs)
-            for name in sorted(filenames):
-                file = Path(dirpath, name)
-                real = Path(os.path.realpath(file))
-                if real.is_relative_to(self.root) and real.is_file():
-                    yield file, real
+def _more(lineno: int) -> str:
+    return f"[... more lines follow; call read_file with offset={lineno} to continue]"
 
 
-def _iter_lines(fh: BinaryIO, max_bytes: int) -> Iterator[tuple[bytes, bool]]:
-    """Yield each line (at most ``max_bytes`` of it) and whether it was cut.
-
-    Reading is bounded: a gigabyte without a newline is skipped through in blocks, never
-    held in memory.
-    """
-    while True:
-        raw = fh.readline(max_bytes)
-        if not raw:
-            return
-        if raw.endswith(b"\n") or len(raw) < max_bytes:
-            yield raw, False
-            continue
-        while (rest := fh.readline(64 * 1024)) and not rest.endswith(b"\n"):
-            pass
-        yield raw, True
-
-
-def _describe_entry(entry: os.DirEntry[str]) -> str:
+def _encode(text: str, what: str) -> bytes:
     try:
-        if entry.is_symlink():
-            return f"{entry.name} -> {os.readlink(entry.path)}"
-        if entry.is_dir():
-            return f"{entry.name}/"
-        return f"{entry.name}  ({entry.stat().st_size} bytes)"
-    except OSError:
-        return f"{entry.name}  (unreadable)"
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a glob to a regex over POSIX relative paths.
-
-    ``**`` as a whole segment matches any number of directories; ``*``, ``?`` and ``[...]``
-    match within one name (as in shells, unlike ``fnmatch`` where ``*`` crosses ``/``).
-    """
-    out: list[str] = []
-    segments = pattern.split("/")
-    for i, segment in enumerate(segments):
-        last = i == len(segments) - 1
-        if segment == "**":
-            out.append(".*" if last else "(?:[^/]+/)*")
-            continue
-        out.append(_segment_regex(segment))
-        if not last:
-            out.append("/")
-    return re.compile("".join(out), re.DOTALL)
-
-
-def _segment_regex(segment: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(segment):
-        c = segment[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and (end := segment.find("]", i + 2)) != -1:
-            body = segment[i + 1 : end]
-            negate = body.startswith("!")
-            body = re.escape(body[1:] if negate else body).replace("\\-", "-")
-            out.append(f"[{'^' if negate else ''}{body}]")
-            i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
-@contextlib.contextmanager
-def _open_regular(path: Path, shown: str) -> Iterator[BinaryIO]:
-    """Open a regular file for binary reading without following a final symlink.
-
-    ``resolve_inside`` already canonicalised the path; ``O_NOFOLLOW`` closes the window in
-    which the last component could be swapped for a symlink between the check and the open.
-    ``O_NONBLOCK`` keeps a FIFO from blocking the open forever (it is then refused as not a
-    regular file); it changes nothing for regular files.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{shown} does not exist") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"{shown} is a directory; use list_directory") from None
-    except OSError as exc:
-        raise OSError(f"cannot open {shown}: {exc.strerror}") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(f"{shown} is a directory; use list_directory")
-        raise ValueError(f"{shown} is not a regular file (a device, FIFO or socket)")
-    with os.fdopen(fd, "rb") as fh:
-        yield fh
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    """Write via a temporary file and ``os.replace``: readers never see a half-written file."""
-    mode = None
-    if target.exists():
-        mode = stat.S_IMODE(target.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{what} is not valid Unicode (a lone surrogate at character {exc.start})"
+        ) from None
 
 
 async def _in_thread(fn: Callable[..., _T], *args: Any, abandon: bool = True) -> _T:
@@ -504,22 +498,24 @@ def toolkit(
     if not read_only:
         writers: list[Callable[..., Any]] = [fs.write_file, fs.edit_file]
         for writer in writers:
+            # sequential: edits to one file in one turn apply in the order the model gave.
             tk.register_tool_function(
-                writer, group_name=group_name, requires_approval=approve_writes
+                writer, group_name=group_name, requires_approval=approve_writes, sequential=True
             )
     return tk
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve the file tools over MCP: ``python -m toolkits.filesystem --root DIR``."""
-    from toolkits._cli import base_parser, serve_from_args
+    """Serve the file tools over MCP: ``python -m toolkits.filesystem DIR`` (or ``--root DIR``)."""
+    from toolkits._cli import add_root_arguments, base_parser, root_from_args, serve_from_args
 
     parser = base_parser(
         "toolkits.filesystem", "Serve agentkit's file tools (confined to --root) over MCP."
     )
-    parser.add_argument("--root", required=True, help="directory the tools may access")
+    add_root_arguments(parser, "directory the tools may access")
     parser.add_argument("--read-only", action="store_true", help="no write_file/edit_file")
     args = parser.parse_args(argv)
+    args.root = root_from_args(parser, args)
     serve_from_args(
         parser,
         args,

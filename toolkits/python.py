@@ -21,16 +21,24 @@ or serve it over MCP: ``python -m toolkits.python``.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+
+import anyio
+import anyio.to_thread
 
 from agentkit.tools import ToolContext, Toolkit
 from toolkits._common import target_toolkit
 from toolkits._process import run_capped
 
 __all__ = ["PythonRunner", "main", "toolkit"]
+
+# How long a call waits for its temporary folder to be deleted (a snippet may have left
+# hundreds of thousands of files) before it returns and leaves the rest to a worker thread.
+_CLEANUP_WAIT_S = 5.0
 
 
 class PythonRunner:
@@ -84,7 +92,8 @@ class PythonRunner:
         if limit <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         limit = min(limit, self.max_timeout)
-        with tempfile.TemporaryDirectory(prefix="agentkit-python-") as workdir:
+        workdir = tempfile.mkdtemp(prefix="agentkit-python-")
+        try:
             script = Path(workdir, "snippet.py")
             script.write_bytes(source)  # noqa: ASYNC240  (a small local file, just created)
             result = await run_capped(
@@ -95,6 +104,9 @@ class PythonRunner:
                 max_output_bytes=self.max_output_bytes,
                 on_output=ctx.emit_progress if ctx is not None else None,
             )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _remove_tree(workdir)
         return result.describe(limit)
 
     def _child_env(self, workdir: str) -> dict[str, str]:
@@ -107,6 +119,20 @@ class PythonRunner:
             "PYTHONIOENCODING": "utf-8",
             "PYTHONUNBUFFERED": "1",
         }
+
+
+async def _remove_tree(path: str) -> None:
+    """Delete the snippet's folder in a worker thread, waiting a bounded time for it.
+
+    Deleting is I/O bound and may take seconds; on the event loop it would freeze every
+    other task. Past the wait, the thread finishes the job on its own.
+    """
+
+    def remove() -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    with anyio.move_on_after(_CLEANUP_WAIT_S):
+        await anyio.to_thread.run_sync(remove, abandon_on_cancel=True)
 
 
 def toolkit(

@@ -8,7 +8,8 @@ address that was checked (the hostname still drives ``Host`` and TLS verificatio
 DNS answer that changes between the check and the connection cannot redirect the request
 to an internal service.
 
-The body is streamed and cut at ``max_bytes``; the whole fetch has one deadline.
+The body is streamed and cut at ``max_bytes``; the whole fetch has one deadline, which also
+bounds the HTML-to-text conversion (linear time, in a worker thread).
 
 Use it locally::
 
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.to_thread
 
 from agentkit.tools import Toolkit
 from toolkits._common import decode_text, looks_binary, target_toolkit
@@ -132,9 +134,13 @@ class WebFetcher:
         try:
             with anyio.fail_after(self.timeout):
                 fetched = await self._fetch(url)
+                # Converting is CPU work: in a worker thread (the event loop stays free) and
+                # under the same deadline (an interrupt or the timeout returns at once).
+                return await anyio.to_thread.run_sync(
+                    self._render, fetched, start, abandon_on_cancel=True
+                )
         except TimeoutError:
             raise FetchError(f"fetching {url} took longer than {self.timeout:g} s") from None
-        return self._render(fetched, start)
 
     async def _fetch(self, url: str) -> _Fetched:
         import httpx2
