@@ -10,7 +10,8 @@ Every exception agentkit raises on purpose derives from one root, so callers can
     │   │   ├── RateLimitError                      429 / overloaded, after retries
     │   │   ├── AuthenticationError                 401 / 403
     │   │   ├── BadRequestError                     400 / 404 / 422 (request rejected)
-    │   │   └── ContextWindowError                  prompt longer than the context window
+    │   │   ├── ContextWindowError                  prompt longer than the context window
+    │   │   └── UnsupportedContentError             a block type this provider cannot take
     │   ├── ModelConnectionError                    network failure / timeout, after retries
     │   ├── ModelResponseError                      the provider's answer could not be parsed
     │   └── ScriptExhaustedError                    a test double ran out of scripted replies
@@ -56,6 +57,7 @@ __all__ = [
     "ToolError",
     "ToolGroupError",
     "ToolRegistrationError",
+    "UnsupportedContentError",
 ]
 
 
@@ -110,6 +112,14 @@ class BadRequestError(ModelAPIError):
 
 class ContextWindowError(BadRequestError):
     """The prompt does not fit in the model's context window."""
+
+
+class UnsupportedContentError(BadRequestError):
+    """The conversation holds a content block the provider does not accept where it sits.
+
+    Raised before anything is sent (an audio clip to a provider without audio input, a PDF
+    in a Chat Completions tool result...): a block is never dropped silently.
+    """
 
 
 class ModelConnectionError(ModelError):

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from agentkit.models._http import RetryPolicy
     from agentkit.models.anthropic import AnthropicChatModel
     from agentkit.models.openai import OpenAIChatModel
+    from agentkit.models.openai_responses import OpenAIResponsesModel
     from agentkit.models.registry import from_string
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "ChatUsage",
     "ModelOutput",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "RetryPolicy",
     "ToolChoice",
     "from_string",
@@ -32,6 +34,7 @@ __all__ = [
 _LAZY = {
     "OpenAIChatModel": "agentkit.models.openai",
     "AnthropicChatModel": "agentkit.models.anthropic",
+    "OpenAIResponsesModel": "agentkit.models.openai_responses",
     "RetryPolicy": "agentkit.models._http",
     "from_string": "agentkit.models.registry",
 }

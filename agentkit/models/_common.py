@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "apply_structured_output",
+    "json_schema_spec",
     "parse_arguments",
     "split_tool_results",
     "tool_use_block",
@@ -115,6 +117,20 @@ def apply_structured_output(
         metadata["structured_output_error"] = str(err)
         return
     metadata["structured_output"] = value.model_dump(mode="json")
+
+
+def json_schema_spec(model: type[BaseModel]) -> dict[str, Any]:
+    """An OpenAI ``json_schema`` spec (``name``, ``schema``, ``strict``) of a pydantic model.
+
+    Strict when the schema allows it (see ``strict_schema``).
+    """
+    schema = model.model_json_schema()
+    strict = strict_schema(schema)
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", model.__name__)[:64]
+    spec: dict[str, Any] = {"name": name, "schema": strict or schema, "strict": strict is not None}
+    if isinstance(schema.get("description"), str):
+        spec["description"] = schema["description"]
+    return spec
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:

@@ -29,6 +29,9 @@ ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
 """``"auto"``, ``"none"``, ``"required"``, or the name of one tool to force."""
 
 
+_USAGE_DETAILS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
 @dataclass(slots=True)
 class ChatUsage:
     """Token usage and wall time of one model call.
@@ -37,26 +40,40 @@ class ChatUsage:
         input_tokens: Prompt tokens billed.
         output_tokens: Completion tokens billed.
         time: Seconds from sending the request to the last byte.
+        cache_read_tokens: Of ``input_tokens``, those read from the provider's prompt cache.
+        cache_write_tokens: Of ``input_tokens``, those written to the prompt cache.
+        reasoning_tokens: Of ``output_tokens``, those spent on hidden reasoning.
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     time: float = 0.0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: ChatUsage) -> ChatUsage:
         return ChatUsage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.time + other.time,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe dict."""
-        return {
+        """Return a JSON-safe dict (the token details only when non-zero)."""
+        out: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "time": self.time,
         }
+        for key in _USAGE_DETAILS:
+            value = getattr(self, key)
+            if value:
+                out[key] = value
+        return out
 
 
 @dataclass(slots=True)
