@@ -14,12 +14,15 @@ from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput
 if TYPE_CHECKING:
     from agentkit.models._http import RetryPolicy
     from agentkit.models.anthropic import AnthropicChatModel
+    from agentkit.models.azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
     from agentkit.models.openai import OpenAIChatModel
     from agentkit.models.openai_responses import OpenAIResponsesModel
     from agentkit.models.registry import from_string
 
 __all__ = [
     "AnthropicChatModel",
+    "AzureOpenAIChatModel",
+    "AzureOpenAIResponsesModel",
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
@@ -35,6 +38,8 @@ _LAZY = {
     "OpenAIChatModel": "agentkit.models.openai",
     "AnthropicChatModel": "agentkit.models.anthropic",
     "OpenAIResponsesModel": "agentkit.models.openai_responses",
+    "AzureOpenAIChatModel": "agentkit.models.azure",
+    "AzureOpenAIResponsesModel": "agentkit.models.azure",
     "RetryPolicy": "agentkit.models._http",
     "from_string": "agentkit.models.registry",
 }

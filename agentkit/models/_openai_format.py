@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from agentkit.messages import ContentBlock, Msg, ToolResultBlock
+from agentkit.messages import ContentBlock, Msg, ToolResultBlock, ToolUseBlock
 from agentkit.models._common import result_text, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
@@ -67,13 +67,15 @@ def _assistant_message(blocks: list[ContentBlock], reasoning: bool) -> dict[str,
         elif block["type"] == "tool_use":
             raw = block.get("raw_input")
             arguments = raw if raw is not None else _encode(block["input"])
-            calls.append(
-                {
-                    "id": block["id"],
-                    "type": "function",
-                    "function": {"name": block["name"], "arguments": arguments},
-                }
-            )
+            call = {
+                "id": block["id"],
+                "type": "function",
+                "function": {"name": block["name"], "arguments": arguments},
+            }
+            extra: dict[str, Any] = block  # type: ignore[assignment]
+            if "extra_content" in extra:  # Gemini's thought signature, sent back as it came
+                call["extra_content"] = extra["extra_content"]
+            calls.append(call)
     if not texts and not calls:
         return None
     message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
@@ -171,6 +173,13 @@ def _reasoning_of(message: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _with_extra(block: ToolUseBlock, extra_content: Any) -> ToolUseBlock:
+    """Keep a call's ``extra_content`` (Gemini puts its thought signature there)."""
+    if isinstance(extra_content, dict):
+        block["extra_content"] = extra_content  # type: ignore[typeddict-unknown-key]
+    return block
+
+
 def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a non-streaming ``chat.completion`` body."""
     choices = data.get("choices") or [{}]
@@ -189,7 +198,8 @@ def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         raw = _arguments_text(function.get("arguments"))
-        content.append(tool_use_block(call.get("id"), function.get("name") or "", raw, final=True))
+        block = tool_use_block(call.get("id"), function.get("name") or "", raw, final=True)
+        content.append(_with_extra(block, call.get("extra_content")))
     metadata: dict[str, Any] = {"finish_reason": choice.get("finish_reason")}
     if isinstance(refusal, str) and refusal:
         metadata["refusal"] = refusal
@@ -210,7 +220,7 @@ class OpenAIStreamState:
         self.id: str | None = None
         self.text = ""
         self.reasoning = ""
-        # index -> [id, name, argument text]; dicts keep first-seen order
+        # index -> [id, name, argument text, extra_content]; dicts keep first-seen order
         self.calls: dict[int, list[Any]] = {}
         self.finish_reason: str | None = None
         self.usage_data: dict[str, Any] | None = None
@@ -242,7 +252,9 @@ class OpenAIStreamState:
             self.reasoning += thought
             changed = True
         for call in delta.get("tool_calls") or ():
-            entry = self.calls.setdefault(self._index_of(call), [None, "", ""])
+            entry = self.calls.setdefault(self._index_of(call), [None, "", "", None])
+            if isinstance(call.get("extra_content"), dict):
+                entry[3] = call["extra_content"]
             if call.get("id") and entry[0] is None:
                 entry[0] = call["id"]
             function = call.get("function") or {}
@@ -274,7 +286,8 @@ class OpenAIStreamState:
         for entry in self.calls.values():
             if entry[0] is None:  # keep the generated id stable across snapshots
                 entry[0] = tool_use_block(None, "", "", final=True)["id"]
-            content.append(tool_use_block(entry[0], entry[1], entry[2], final=final))
+            block = tool_use_block(entry[0], entry[1], entry[2], final=final)
+            content.append(_with_extra(block, entry[3]))
         if self.id is None:
             self.id = uuid.uuid4().hex
         response = ChatResponse(content=content, id=self.id)
