@@ -23,6 +23,7 @@ from agentkit.memory import InMemoryMemory, check_memory_invariant
 from agentkit.messages import (
     AudioBlock,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     Msg,
     TextBlock,
@@ -48,6 +49,7 @@ __all__ = [
     "ApprovalRequired",
     "AudioBlock",
     "ContentBlock",
+    "DocumentBlock",
     "ImageBlock",
     "InMemoryMemory",
     "Interrupted",

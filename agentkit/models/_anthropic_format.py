@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
+from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
 from agentkit.models._common import split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
@@ -26,7 +27,6 @@ __all__ = [
     "parse_message",
 ]
 
-_AUDIO_NOTE = "[audio omitted: not supported by this provider]"
 _VALID_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -50,6 +50,23 @@ def _source(block: ContentBlock) -> dict[str, Any]:
     return {"type": "base64", "media_type": source["media_type"], "data": source["data"]}
 
 
+def _no_audio(where: str) -> UnsupportedContentError:
+    return UnsupportedContentError(
+        f"Anthropic does not accept audio blocks ({where}); transcribe the audio first",
+        provider="anthropic",
+    )
+
+
+def _media(block: ContentBlock) -> dict[str, Any]:
+    """An image or document block (a document keeps its title)."""
+    extra: dict[str, Any] = block  # type: ignore[assignment]
+    out: dict[str, Any] = {"type": extra["type"], "source": _source(block)}
+    if extra["type"] == "document":
+        # Document options: a title, extra context, citations on.
+        out.update({k: extra[k] for k in ("title", "context", "citations") if k in extra})
+    return _with_cache(out, block)
+
+
 def _with_cache(out: dict[str, Any], block: Any) -> dict[str, Any]:
     if "cache_control" in block:  # a prompt-caching hint stored on the block
         out["cache_control"] = block["cache_control"]
@@ -67,10 +84,10 @@ def _result(result: ToolResultBlock) -> dict[str, Any]:
             if block["type"] == "text":
                 if block["text"]:
                     content.append({"type": "text", "text": block["text"]})
-            elif block["type"] == "image":
-                content.append({"type": "image", "source": _source(block)})
+            elif block["type"] in ("image", "document"):
+                content.append(_media(block))
             else:
-                content.append({"type": "text", "text": _AUDIO_NOTE})
+                raise _no_audio("in a tool result")
     out: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": _wire_id(result["id"]),
@@ -103,10 +120,10 @@ def _block(block: ContentBlock, role: str) -> dict[str, Any] | None:
         call_id = _wire_id(block["id"])  # type: ignore[typeddict-item]
         out = {"type": "tool_use", "id": call_id, "name": block["name"], "input": arguments}  # type: ignore[typeddict-item]
         return _with_cache(out, block)
-    if kind == "image":
-        return _with_cache({"type": "image", "source": _source(block)}, block)
+    if kind in ("image", "document"):
+        return _media(block)
     if kind == "audio":
-        return {"type": "text", "text": _AUDIO_NOTE}
+        raise _no_audio(f"in a {role} message")
     return None
 
 

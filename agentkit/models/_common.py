@@ -82,17 +82,11 @@ def split_tool_results(
 
 
 def result_text(result: ToolResultBlock) -> str:
-    """The textual part of a tool result (non-text parts noted by a placeholder)."""
+    """The textual part of a tool result (the other parts travel separately)."""
     output = result["output"]
     if isinstance(output, str):
         return output
-    parts: list[str] = []
-    for block in output:
-        if block["type"] == "text":
-            parts.append(block["text"])
-        elif block["type"] == "audio":
-            parts.append("[audio omitted: not supported by this provider]")
-    return "\n".join(parts)
+    return "\n".join(block["text"] for block in output if block["type"] == "text")
 
 
 def apply_structured_output(

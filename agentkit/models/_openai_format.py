@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock, ToolUseBlock
 from agentkit.models._common import result_text, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
@@ -30,18 +31,37 @@ def _image_part(block: ContentBlock) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
+def _unsupported(what: str) -> UnsupportedContentError:
+    return UnsupportedContentError(
+        f"OpenAI Chat Completions does not accept {what}; send it inline (base64)",
+        provider="openai",
+    )
+
+
+def _file_part(block: ContentBlock) -> dict[str, Any]:
+    extra: dict[str, Any] = block  # type: ignore[assignment]
+    source = extra["source"]
+    if source["type"] != "base64":
+        raise _unsupported("documents by URL")
+    name = extra.get("filename") or extra.get("title") or "document.pdf"
+    data = f"data:{source['media_type']};base64,{source['data']}"
+    return {"type": "file", "file": {"filename": name, "file_data": data}}
+
+
 def _user_part(block: ContentBlock) -> dict[str, Any] | None:
     kind = block["type"]
     if kind == "text":
         return {"type": "text", "text": block["text"]}  # type: ignore[typeddict-item]
     if kind == "image":
         return _image_part(block)
+    if kind == "document":
+        return _file_part(block)
     if kind == "audio":
         source: dict[str, Any] = block["source"]  # type: ignore[typeddict-item,assignment]
-        if source["type"] == "base64":
-            fmt = _AUDIO_FORMATS.get(source["media_type"], source["media_type"].split("/")[-1])
-            return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}
-        return {"type": "text", "text": f"[audio: {source['url']}]"}
+        if source["type"] != "base64":
+            raise _unsupported("audio by URL")
+        fmt = _AUDIO_FORMATS.get(source["media_type"], source["media_type"].split("/")[-1])
+        return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}
     return None  # thinking/tool_use in a user turn have no OpenAI form
 
 
@@ -89,7 +109,8 @@ def _assistant_message(blocks: list[ContentBlock], reasoning: bool) -> dict[str,
 def _tool_messages(results: list[ToolResultBlock]) -> list[dict[str, Any]]:
     """One ``role=tool`` message per result.
 
-    Images follow in one user message, since OpenAI tool messages carry text only.
+    Images, audio and documents follow in one user message, since OpenAI tool messages
+    carry text only.
     """
     messages: list[dict[str, Any]] = []
     images: list[dict[str, Any]] = []
@@ -98,9 +119,11 @@ def _tool_messages(results: list[ToolResultBlock]) -> list[dict[str, Any]]:
             {"role": "tool", "tool_call_id": result["id"], "content": result_text(result)}
         )
         if isinstance(result["output"], list):
-            found = [_image_part(b) for b in result["output"] if b["type"] == "image"]
+            media = [b for b in result["output"] if b["type"] != "text"]
+            found = [p for p in map(_user_part, media) if p is not None]
             if found:
-                note = f"Images returned by tool {result['name']!r} (call {result['id']}):"
+                what = "Images" if all(b["type"] == "image" for b in media) else "Attachments"
+                note = f"{what} returned by tool {result['name']!r} (call {result['id']}):"
                 images += [{"type": "text", "text": note}, *found]
     if images:
         messages.append({"role": "user", "content": images})

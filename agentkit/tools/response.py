@@ -12,11 +12,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentkit.messages import AudioBlock, ImageBlock, TextBlock
+from agentkit.messages import AudioBlock, DocumentBlock, ImageBlock, TextBlock
 
 __all__ = ["ToolResponse", "ToolResultContent"]
 
-ToolResultContent = TextBlock | ImageBlock | AudioBlock
+ToolResultContent = TextBlock | ImageBlock | AudioBlock | DocumentBlock
 
 
 @dataclass(slots=True)
