@@ -29,6 +29,7 @@ __all__ = [
     "DocumentBlock",
     "ImageBlock",
     "Msg",
+    "ProviderItemBlock",
     "Role",
     "TextBlock",
     "ThinkingBlock",
@@ -119,6 +120,20 @@ class DocumentBlock(TypedDict):
     filename: NotRequired[str]
 
 
+class ProviderItemBlock(TypedDict):
+    """A provider's own output item, kept verbatim so it can be sent back to that provider.
+
+    Server-side tool calls and their results (Anthropic ``server_tool_use`` /
+    ``web_search_tool_result``, OpenAI Responses ``web_search_call``...) have no
+    provider-neutral form: they are replayed as they came to the provider named here and
+    left out of requests to any other.
+    """
+
+    type: Literal["provider_item"]
+    provider: str
+    item: dict[str, Any]
+
+
 class ToolResultBlock(TypedDict):
     """The result of one tool call, paired with its ``tool_use`` by ``id``."""
 
@@ -137,6 +152,7 @@ ContentBlock: TypeAlias = (
     | ImageBlock
     | AudioBlock
     | DocumentBlock
+    | ProviderItemBlock
 )
 
 # Required keys and their types per block type; extra keys are allowed and kept.
@@ -148,6 +164,7 @@ _REQUIRED: dict[str, tuple[tuple[str, type | tuple[type, ...]], ...]] = {
     "image": (("source", dict),),
     "audio": (("source", dict),),
     "document": (("source", dict),),
+    "provider_item": (("provider", str), ("item", dict)),
 }
 _MEDIA = frozenset(("image", "audio", "document"))
 _SOURCE_KEYS: dict[str, tuple[str, ...]] = {"base64": ("media_type", "data"), "url": ("url",)}
@@ -291,6 +308,8 @@ class Msg:
     def get_blocks(self, block_type: Literal["audio"]) -> list[AudioBlock]: ...
     @overload
     def get_blocks(self, block_type: Literal["document"]) -> list[DocumentBlock]: ...
+    @overload
+    def get_blocks(self, block_type: Literal["provider_item"]) -> list[ProviderItemBlock]: ...
     @overload
     def get_blocks(self, block_type: None = None) -> list[ContentBlock]: ...
     def get_blocks(self, block_type: str | None = None) -> list[Any]:

@@ -205,6 +205,11 @@ def test_anthropic_non_streaming_parse() -> None:
     assert response.content == [
         {"type": "thinking", "thinking": "t", "signature": "s"},
         {"type": "thinking", "thinking": "", "redacted_data": "r"},
+        {
+            "type": "provider_item",
+            "provider": "anthropic",
+            "item": {"type": "server_tool_use", "id": "x", "name": "web_search", "input": {}},
+        },
         {"type": "text", "text": "answer"},
         {"type": "tool_use", "id": "tu", "name": "f", "input": {"k": 1}},
     ]

@@ -7,6 +7,7 @@ sent back verbatim.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -18,6 +19,9 @@ from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
 from agentkit.models._common import split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
+
+PROVIDER_ITEMS = "anthropic"
+"""The ``provider`` of the ``provider_item`` blocks this format keeps and replays."""
 
 __all__ = [
     "AnthropicStreamState",
@@ -102,7 +106,17 @@ def _block(block: ContentBlock, role: str) -> dict[str, Any] | None:
     kind = block["type"]
     if kind == "text":
         text = block["text"]  # type: ignore[typeddict-item]
-        return _with_cache({"type": "text", "text": text}, block) if text else None
+        if not text:
+            return None
+        out_text: dict[str, Any] = {"type": "text", "text": text}
+        if block.get("citations") and role == "assistant":  # replayed as the model cited
+            out_text["citations"] = block["citations"]  # type: ignore[typeddict-item]
+        return _with_cache(out_text, block)
+    if kind == "provider_item":
+        extra_item: dict[str, Any] = block  # type: ignore[assignment]
+        if extra_item["provider"] != PROVIDER_ITEMS or role != "assistant":
+            return None  # another provider's server-side tool: meaningless here
+        return dict(extra_item["item"])
     if kind == "thinking":
         if role != "assistant":
             return None
@@ -191,9 +205,15 @@ def _trim_prefill(turns: list[dict[str, Any]]) -> None:
 
 
 def format_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI-style function schemas -> Anthropic tool definitions."""
+    """OpenAI-style function schemas -> Anthropic tool definitions.
+
+    Server tool specs (a ``type`` other than ``function``) pass through unchanged.
+    """
     out: list[dict[str, Any]] = []
     for tool in tools:
+        if tool.get("type") not in (None, "function", "custom"):
+            out.append(dict(tool))  # a server tool (web_search_20250305...), sent as given
+            continue
         function = tool.get("function", tool)
         schema = function.get("parameters") or {"type": "object", "properties": {}}
         converted: dict[str, Any] = {"name": function["name"], "input_schema": schema}
@@ -217,17 +237,25 @@ def format_tool_choice(choice: str | None, parallel: bool | None) -> dict[str, A
 
 
 def _usage(data: dict[str, Any], elapsed: float) -> ChatUsage:
-    prompt = sum(
-        int(data.get(k) or 0)
-        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    written = int(data.get("cache_creation_input_tokens") or 0)
+    read = int(data.get("cache_read_input_tokens") or 0)
+    prompt = int(data.get("input_tokens") or 0) + written + read
+    return ChatUsage(
+        prompt,
+        int(data.get("output_tokens") or 0),
+        elapsed,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
     )
-    return ChatUsage(prompt, int(data.get("output_tokens") or 0), elapsed)
 
 
 def _content_block(block: dict[str, Any]) -> ContentBlock | None:
     kind = block.get("type")
     if kind == "text":
-        return {"type": "text", "text": block.get("text") or ""}
+        text: dict[str, Any] = {"type": "text", "text": block.get("text") or ""}
+        if block.get("citations"):
+            text["citations"] = block["citations"]
+        return cast(ContentBlock, text)
     if kind == "thinking":
         out: dict[str, Any] = {"type": "thinking", "thinking": block.get("thinking") or ""}
         if block.get("signature"):
@@ -243,7 +271,17 @@ def _content_block(block: dict[str, Any]) -> ContentBlock | None:
         if isinstance(value, dict):
             result["input"] = value
         return result
-    return None  # server tool blocks and future types have no agentkit form
+    if isinstance(kind, str) and kind not in _TRANSIENT:
+        # Server tools (web search, code execution, MCP connector...) and future types:
+        # kept verbatim and replayed, so the model sees what its own tools did.
+        item = {k: v for k, v in block.items() if k != "raw"}
+        return cast(
+            ContentBlock, {"type": "provider_item", "provider": PROVIDER_ITEMS, "item": item}
+        )
+    return None
+
+
+_TRANSIENT = frozenset(("ping",))
 
 
 def parse_message(data: dict[str, Any], elapsed: float) -> ChatResponse:
@@ -311,6 +349,10 @@ class AnthropicStreamState:
             return False
         elif kind == "input_json_delta":
             block["raw"] += delta.get("partial_json", "")
+            if block.get("type") != "tool_use":  # a server tool's input: shown when complete
+                return False
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta.get("citation"))
         else:
             return False
         return True
@@ -328,6 +370,9 @@ class AnthropicStreamState:
                     )
                 )
             else:
+                if block.get("raw") and "input" in block:  # a server tool's streamed input
+                    with contextlib.suppress(ValueError):
+                        block["input"] = json.loads(block["raw"])
                 converted = _content_block(block)
                 if converted is not None:
                     content.append(converted)

@@ -143,6 +143,9 @@ def _assistant_items(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
         if kind == "thinking":
             if extra.get("reasoning_id"):  # other providers' thinking cannot be sent back
                 items.append(_reasoning_item(extra))
+        elif kind == "provider_item":
+            if extra["provider"] == PROVIDER:  # a built-in tool call: replayed as it came
+                items.append(dict(extra["item"]))
         elif kind == "tool_use":
             raw = extra.get("raw_input")
             arguments = raw if raw is not None else _encode(extra["input"])
@@ -290,6 +293,10 @@ def output_blocks(
             raw = str(item.get("arguments") or "")
             call_id = item.get("call_id") or item.get("id")
             content.append(tool_use_block(call_id, item.get("name") or "", raw, final=final))
+        elif isinstance(kind, str) and (done is None or index in done):
+            # Built-in tools (web_search_call, file_search_call...): kept verbatim, replayed.
+            block: Any = {"type": "provider_item", "provider": PROVIDER, "item": item}
+            content.append(block)
     return content
 
 
@@ -312,9 +319,6 @@ def parse_response(data: dict[str, Any], elapsed: float) -> ChatResponse:
     metadata: dict[str, Any] = {"finish_reason": finish_reason(data, content)}
     if refusals:
         metadata["refusal"] = "".join(refusals)
-    others = [i for i in items if i.get("type") not in ("reasoning", "message", "function_call")]
-    if others:  # built-in tool calls (web search...): reported, not replayed
-        metadata["output_items"] = others
     return ChatResponse(
         content=content,
         usage=response_usage(data.get("usage"), elapsed),
