@@ -407,3 +407,24 @@ async def test_tool_pdf_reaches_each_provider() -> None:
             "title": "Spec",
         },
     ]
+
+
+def test_image_in_a_user_message_per_provider() -> None:
+    url_image = {"type": "image", "source": {"type": "url", "url": "https://x.test/i.png"}}
+    inline = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": PNG64},
+    }
+    msgs = [Msg("u", [{"type": "text", "text": "What is this?"}, url_image, inline], "user")]  # type: ignore[list-item]
+    assert oai.format_messages(msgs)[0]["content"][1:] == [
+        {"type": "image_url", "image_url": {"url": "https://x.test/i.png"}},
+        {"type": "image_url", "image_url": {"url": IMAGE_DATA_URL}},
+    ]
+    assert rsp.format_input(msgs)[0]["content"][1:] == [
+        {"type": "input_image", "image_url": "https://x.test/i.png", "detail": "auto"},
+        {"type": "input_image", "image_url": IMAGE_DATA_URL, "detail": "auto"},
+    ]
+    assert anth.format_messages(msgs)[1][0]["content"][1:] == [
+        {"type": "image", "source": {"type": "url", "url": "https://x.test/i.png"}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG64}},
+    ]

@@ -215,3 +215,17 @@ async def test_responses_built_in_tool_items_are_kept_and_replayed() -> None:
     assert server.requests[0].json["tools"] == [{"type": "web_search"}]
     replay = rsp.format_input([*USER, Msg("bot", response.content, "assistant")])
     assert replay[1:] == [web_call, {"role": "assistant", "content": "Found it."}]
+
+
+def test_responses_text_annotations_are_kept() -> None:
+    citation = {
+        "type": "url_citation",
+        "url": "https://x",
+        "title": "X",
+        "start_index": 0,
+        "end_index": 1,
+    }
+    message = responses_message("Cited.")
+    message["content"][0]["annotations"] = [citation]
+    response = rsp.parse_response(responses_body([message]), 0.0)
+    assert response.content == [{"type": "text", "text": "Cited.", "annotations": [citation]}]

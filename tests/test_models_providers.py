@@ -267,3 +267,27 @@ def test_from_string_adapters(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(from_string("azure-responses:dep"), AzureOpenAIResponsesModel)
     with pytest.raises(ValueError, match="unknown provider 'bedrok'"):
         from_string("bedrok:claude")
+
+
+def test_provider_matrix_names_only_existing_tests() -> None:
+    """Every cell of the docs' provider matrix names a test that exists."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "docs" / "models.md").read_text()
+    matrix = text[text.index("### Provider matrix") :]
+    named = 0
+    for line in matrix.splitlines():
+        if not line.startswith("| ") or line.startswith(("| Feature", "| ---")):
+            continue
+        module = None
+        for match in re.finditer(r"`(?:(test_\w+)::)?:?(test_\w+)`|`::(test_\w+)`", line):
+            file, test, tail = match.groups()
+            module = file or module
+            name = test or tail
+            assert module is not None, line
+            source = (root / "tests" / f"{module}.py").read_text()
+            assert re.search(rf"def {name}\(", source), f"{module}::{name} named in the matrix"
+            named += 1
+    assert named >= 30
