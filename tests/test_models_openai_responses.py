@@ -416,3 +416,26 @@ async def test_wire_fixtures_parse_with_the_sdks_typed_path(server: WireServer) 
     assert kinds[-1] == "response.completed"
     assert "response.reasoning_summary_text.delta" in kinds
     await client.close()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_benchmark_mock_server_speaks_responses(stream: bool) -> None:
+    """The benchmark's mock ``/v1/responses`` serves both the raw SDK loop and the adapter."""
+    from benchmarks import kit
+    from benchmarks.baselines import tool_schema
+    from benchmarks.mock_server import MockLLMServer
+    from benchmarks.scenarios.responses_turns import responses_sdk_run
+
+    async with MockLLMServer() as mock:
+        client = openai.AsyncOpenAI(api_key="k", base_url=mock.base_url, max_retries=0)
+        tools = [tool_schema("step")]
+        answer = await responses_sdk_run(client, "steps-3", tools, kit.raw_step, stream=stream)
+        kit.check_answer(answer, 3)
+        await client.close()
+        model = OpenAIResponsesModel("steps-3", api_key="k", base_url=mock.base_url, stream=stream)
+        agent = kit.make_agent(model, kit.toolkit_with(kit.step))
+        kit.check_answer(await kit.ask(agent), 3)
+        memory = await agent.memory.get_memory()
+        await model.aclose()
+    reasoning = [b for m in memory for b in m.get_content_blocks() if b["type"] == "thinking"]
+    assert [b["reasoning_id"] for b in reasoning] == ["rs_0", "rs_1", "rs_2", "rs_3"]  # type: ignore[typeddict-item]
