@@ -18,9 +18,11 @@ if TYPE_CHECKING:
     from agentkit.models.openai import OpenAIChatModel
     from agentkit.models.openai_responses import OpenAIResponsesModel
     from agentkit.models.registry import from_string
+    from agentkit.models.vertex import AnthropicVertexModel
 
 __all__ = [
     "AnthropicChatModel",
+    "AnthropicVertexModel",
     "AzureOpenAIChatModel",
     "AzureOpenAIResponsesModel",
     "ChatModel",
@@ -39,6 +41,7 @@ _LAZY = {
     "AnthropicChatModel": "agentkit.models.anthropic",
     "OpenAIResponsesModel": "agentkit.models.openai_responses",
     "AzureOpenAIChatModel": "agentkit.models.azure",
+    "AnthropicVertexModel": "agentkit.models.vertex",
     "AzureOpenAIResponsesModel": "agentkit.models.azure",
     "RetryPolicy": "agentkit.models._http",
     "from_string": "agentkit.models.registry",

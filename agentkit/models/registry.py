@@ -40,7 +40,7 @@ _OPENAI_COMPATIBLE: dict[str, _Compatible] = {
     "groq": _Compatible("https://api.groq.com/openai/v1", ("GROQ_API_KEY",), None, "GROQ_BASE_URL"),
     "mistral": _Compatible("https://api.mistral.ai/v1", ("MISTRAL_API_KEY",)),
 }
-_OTHERS = ("openai-responses", "azure", "azure-responses", "anthropic")
+_OTHERS = ("openai-responses", "azure", "azure-responses", "anthropic", "vertex")
 
 PROVIDERS = (*_OTHERS, *_OPENAI_COMPATIBLE)
 """The provider prefixes ``from_string`` knows."""
@@ -84,6 +84,10 @@ def _other(provider: str, name: str, kwargs: dict[str, Any]) -> ChatModel:
         from agentkit.models.anthropic import AnthropicChatModel
 
         return AnthropicChatModel(name, **kwargs)
+    if provider == "vertex":
+        from agentkit.models.vertex import AnthropicVertexModel
+
+        return AnthropicVertexModel(name, **kwargs)
     if provider == "openai-responses":
         from agentkit.models.openai_responses import OpenAIResponsesModel
 
@@ -105,7 +109,9 @@ def from_string(spec: str, **kwargs: Any) -> ChatModel:
     - ``azure`` / ``azure-responses``: the model name is the deployment
       (``AZURE_OPENAI_ENDPOINT``, ``OPENAI_API_VERSION``, ``AZURE_OPENAI_API_KEY`` or
       ``AZURE_OPENAI_AD_TOKEN``).
-    - ``anthropic`` (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``).
+    - ``anthropic`` (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``); ``vertex``: Claude on
+      Vertex AI (``CLOUD_ML_REGION``, ``ANTHROPIC_VERTEX_PROJECT_ID``, Google Application
+      Default Credentials through ``google-auth``, the ``agentkit[vertex]`` extra).
     - OpenAI-compatible endpoints: ``gemini`` (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``),
       ``ollama`` (``OLLAMA_HOST``, default ``localhost:11434``), ``vllm``
       (``http://localhost:8000/v1``, ``VLLM_API_KEY`` or ``"EMPTY"``), ``deepseek``
