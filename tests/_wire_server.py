@@ -44,6 +44,8 @@ __all__ = [
     "anthropic_error",
     "anthropic_message",
     "anthropic_stream",
+    "aws_event_frame",
+    "bedrock_stream",
     "openai_chunks",
     "openai_completion",
     "openai_error",
@@ -677,3 +679,40 @@ def responses_stream(
     if complete:
         events.append({"type": f"response.{final}", "response": body})
     return [sse({**event, "sequence_number": n}, event["type"]) for n, event in enumerate(events)]
+
+
+# -- AWS Bedrock (InvokeModelWithResponseStream) ------------------------------------------
+def _aws_header(name: str, value: str) -> bytes:
+    raw_name, raw_value = name.encode(), value.encode()
+    return (
+        bytes([len(raw_name)]) + raw_name + b"\x07" + len(raw_value).to_bytes(2, "big") + raw_value
+    )
+
+
+def aws_event_frame(payload: bytes, headers: dict[str, str]) -> bytes:
+    """One AWS event-stream message (the binary framing of Bedrock streams)."""
+    import zlib
+
+    head = b"".join(_aws_header(k, v) for k, v in headers.items())
+    total = 12 + len(head) + len(payload) + 4
+    prelude = total.to_bytes(4, "big") + len(head).to_bytes(4, "big")
+    prelude += zlib.crc32(prelude).to_bytes(4, "big")
+    message = prelude + head + payload
+    return message + zlib.crc32(message).to_bytes(4, "big")
+
+
+def bedrock_stream(events: Sequence[bytes]) -> list[bytes]:
+    """Anthropic SSE events (as :func:`anthropic_stream` makes them) as Bedrock chunk frames."""
+    import base64
+
+    frames = []
+    for event in events:
+        data = event.split(b"data: ", 1)[1].strip()
+        payload = json.dumps({"bytes": base64.b64encode(data).decode(), "p": "abcd"}).encode()
+        headers = {
+            ":event-type": "chunk",
+            ":content-type": "application/json",
+            ":message-type": "event",
+        }
+        frames.append(aws_event_frame(payload, headers))
+    return frames

@@ -104,3 +104,12 @@ async def test_missing_settings_name_their_variable(monkeypatch: pytest.MonkeyPa
     assert isinstance(model, AnthropicVertexModel)
     assert (model.region, model.project_id) == ("europe-west1", "envproj")
     assert str(model.client.base_url) == "https://europe-west1-aiplatform.googleapis.com/v1/"
+
+
+def test_missing_google_auth_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "google.auth", None)  # as if google-auth were absent
+    with pytest.raises(ImportError, match=r"agentkit\[vertex\]"):
+        AnthropicVertexModel(MODEL, region="us-east5", project_id="p")
+    AnthropicVertexModel(MODEL, region="us-east5", project_id="p", access_token="t")  # no need

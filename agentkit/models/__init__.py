@@ -15,12 +15,14 @@ if TYPE_CHECKING:
     from agentkit.models._http import RetryPolicy
     from agentkit.models.anthropic import AnthropicChatModel
     from agentkit.models.azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
+    from agentkit.models.bedrock import AnthropicBedrockModel
     from agentkit.models.openai import OpenAIChatModel
     from agentkit.models.openai_responses import OpenAIResponsesModel
     from agentkit.models.registry import from_string
     from agentkit.models.vertex import AnthropicVertexModel
 
 __all__ = [
+    "AnthropicBedrockModel",
     "AnthropicChatModel",
     "AnthropicVertexModel",
     "AzureOpenAIChatModel",
@@ -42,6 +44,7 @@ _LAZY = {
     "OpenAIResponsesModel": "agentkit.models.openai_responses",
     "AzureOpenAIChatModel": "agentkit.models.azure",
     "AnthropicVertexModel": "agentkit.models.vertex",
+    "AnthropicBedrockModel": "agentkit.models.bedrock",
     "AzureOpenAIResponsesModel": "agentkit.models.azure",
     "RetryPolicy": "agentkit.models._http",
     "from_string": "agentkit.models.registry",

@@ -18,6 +18,7 @@ __all__ = [
     "apply_structured_output",
     "json_schema_spec",
     "parse_arguments",
+    "require_extra",
     "split_tool_results",
     "tool_use_block",
 ]
@@ -111,6 +112,24 @@ def apply_structured_output(
         metadata["structured_output_error"] = str(err)
         return
     metadata["structured_output"] = value.model_dump(mode="json")
+
+
+def require_extra(module: str, extra: str, purpose: str) -> None:
+    """Raise an ``ImportError`` naming the agentkit extra when ``module`` cannot be imported.
+
+    Args:
+        module: The module the SDK will import (``botocore``, ``google.auth``).
+        extra: The agentkit extra that installs it (``bedrock``, ``vertex``).
+        purpose: What needs it, for the message.
+    """
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(
+            f"{purpose} needs {module!r}: pip install 'agentkit[{extra}]'", name=module
+        ) from err
 
 
 def json_schema_spec(model: type[BaseModel]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ _OPENAI_COMPATIBLE: dict[str, _Compatible] = {
     "groq": _Compatible("https://api.groq.com/openai/v1", ("GROQ_API_KEY",), None, "GROQ_BASE_URL"),
     "mistral": _Compatible("https://api.mistral.ai/v1", ("MISTRAL_API_KEY",)),
 }
-_OTHERS = ("openai-responses", "azure", "azure-responses", "anthropic", "vertex")
+_OTHERS = ("openai-responses", "azure", "azure-responses", "anthropic", "bedrock", "vertex")
 
 PROVIDERS = (*_OTHERS, *_OPENAI_COMPATIBLE)
 """The provider prefixes ``from_string`` knows."""
@@ -84,6 +84,10 @@ def _other(provider: str, name: str, kwargs: dict[str, Any]) -> ChatModel:
         from agentkit.models.anthropic import AnthropicChatModel
 
         return AnthropicChatModel(name, **kwargs)
+    if provider == "bedrock":
+        from agentkit.models.bedrock import AnthropicBedrockModel
+
+        return AnthropicBedrockModel(name, **kwargs)
     if provider == "vertex":
         from agentkit.models.vertex import AnthropicVertexModel
 
@@ -111,7 +115,9 @@ def from_string(spec: str, **kwargs: Any) -> ChatModel:
       ``AZURE_OPENAI_AD_TOKEN``).
     - ``anthropic`` (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``); ``vertex``: Claude on
       Vertex AI (``CLOUD_ML_REGION``, ``ANTHROPIC_VERTEX_PROJECT_ID``, Google Application
-      Default Credentials through ``google-auth``, the ``agentkit[vertex]`` extra).
+      Default Credentials through ``google-auth``, the ``agentkit[vertex]`` extra);
+      ``bedrock``: Claude on Amazon Bedrock (``AWS_REGION``, AWS credentials through
+      ``botocore``, the ``agentkit[bedrock]`` extra, or ``AWS_BEARER_TOKEN_BEDROCK``).
     - OpenAI-compatible endpoints: ``gemini`` (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``),
       ``ollama`` (``OLLAMA_HOST``, default ``localhost:11434``), ``vllm``
       (``http://localhost:8000/v1``, ``VLLM_API_KEY`` or ``"EMPTY"``), ``deepseek``

@@ -21,6 +21,7 @@ import httpx2
 
 from agentkit.exceptions import AuthenticationError
 from agentkit.messages import Msg
+from agentkit.models._common import require_extra
 from agentkit.models._http import send_with_retries
 from agentkit.models.anthropic import AnthropicChatModel
 from agentkit.models.base import ToolChoice
@@ -46,6 +47,10 @@ class AnthropicVertexModel(AnthropicChatModel):
         credentials: google-auth credentials.
         **kwargs: ``AnthropicChatModel`` arguments (``stream``, ``max_tokens``, ``thinking``,
             ``base_url``, ``retry``, ``cache_prompt``...).
+
+    Raises:
+        ImportError: default credentials without ``google-auth`` (the message names the
+            extra).
     """
 
     provider = "vertex"
@@ -84,6 +89,8 @@ class AnthropicVertexModel(AnthropicChatModel):
             kwargs["access_token"] = self.access_token
         if self.credentials is not None:
             kwargs["credentials"] = self.credentials
+        if self.access_token is None and self.credentials is None:
+            require_extra("google.auth", "vertex", "Vertex AI with Google default credentials")
         try:
             return anthropic.AsyncAnthropicVertex(**kwargs)
         except (anthropic.AnthropicError, ValueError) as err:
