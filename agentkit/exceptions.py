@@ -5,6 +5,7 @@ Every exception agentkit raises on purpose derives from one root, so callers can
 
     AgentkitError
     ├── MessageValidationError (also ValueError)   malformed Msg / block input
+    ├── MissingDependencyError (also ImportError)  an optional extra is not installed
     ├── ModelError                                  a model call failed
     │   ├── ModelAPIError                           provider answered with an error (5xx, 4xx...)
     │   │   ├── RateLimitError                      429 / overloaded, after retries
@@ -46,6 +47,7 @@ __all__ = [
     "MCPProtocolError",
     "MemoryInvariantError",
     "MessageValidationError",
+    "MissingDependencyError",
     "ModelAPIError",
     "ModelConnectionError",
     "ModelError",
@@ -76,6 +78,10 @@ class MessageValidationError(AgentkitError, ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"invalid message field {field!r}: {problem}")
+
+
+class MissingDependencyError(AgentkitError, ImportError):
+    """A feature needs a package that is not installed; the message names the extra."""
 
 
 class ModelError(AgentkitError):

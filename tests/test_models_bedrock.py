@@ -13,7 +13,7 @@ from _wire_server import (
     bedrock_stream,
 )
 
-from agentkit.exceptions import AuthenticationError
+from agentkit.exceptions import AuthenticationError, MissingDependencyError
 from agentkit.messages import Msg
 from agentkit.models import AnthropicBedrockModel, ChatResponse, RetryPolicy, from_string
 
@@ -121,6 +121,6 @@ def test_sigv4_without_botocore_names_the_extra(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
     monkeypatch.setitem(sys.modules, "botocore", None)  # as if botocore were absent
-    with pytest.raises(ImportError, match=r"agentkit\[bedrock\]"):
+    with pytest.raises(MissingDependencyError, match=r"agentkit\[bedrock\]"):
         AnthropicBedrockModel(MODEL, aws_region="us-east-1")
     AnthropicBedrockModel(MODEL, aws_region="us-east-1", api_key="k")  # a Bedrock API key: fine

@@ -6,7 +6,7 @@ import anthropic
 import pytest
 from _wire_server import Reply, Stream, WireServer, anthropic_message, anthropic_stream
 
-from agentkit.exceptions import AuthenticationError, RateLimitError
+from agentkit.exceptions import AuthenticationError, MissingDependencyError, RateLimitError
 from agentkit.messages import Msg
 from agentkit.models import AnthropicVertexModel, ChatResponse, RetryPolicy, from_string
 
@@ -110,6 +110,6 @@ def test_missing_google_auth_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
     import sys
 
     monkeypatch.setitem(sys.modules, "google.auth", None)  # as if google-auth were absent
-    with pytest.raises(ImportError, match=r"agentkit\[vertex\]"):
+    with pytest.raises(MissingDependencyError, match=r"agentkit\[vertex\]"):
         AnthropicVertexModel(MODEL, region="us-east5", project_id="p")
     AnthropicVertexModel(MODEL, region="us-east5", project_id="p", access_token="t")  # no need

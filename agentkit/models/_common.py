@@ -115,7 +115,7 @@ def apply_structured_output(
 
 
 def require_extra(module: str, extra: str, purpose: str) -> None:
-    """Raise an ``ImportError`` naming the agentkit extra when ``module`` cannot be imported.
+    """Raise ``MissingDependencyError`` naming the extra when ``module`` cannot be imported.
 
     Args:
         module: The module the SDK will import (``botocore``, ``google.auth``).
@@ -124,10 +124,12 @@ def require_extra(module: str, extra: str, purpose: str) -> None:
     """
     import importlib
 
+    from agentkit.exceptions import MissingDependencyError
+
     try:
         importlib.import_module(module)
     except ImportError as err:
-        raise ImportError(
+        raise MissingDependencyError(
             f"{purpose} needs {module!r}: pip install 'agentkit[{extra}]'", name=module
         ) from err
 

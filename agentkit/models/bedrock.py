@@ -55,7 +55,7 @@ class AnthropicBedrockModel(AnthropicChatModel):
             ``base_url``, ``retry``, ``cache_prompt``...).
 
     Raises:
-        ImportError: SigV4 signing without ``botocore`` (the message names the extra).
+        MissingDependencyError: SigV4 signing without ``botocore`` (names the extra).
     """
 
     provider = "bedrock"

@@ -137,6 +137,8 @@ def from_string(spec: str, **kwargs: Any) -> ChatModel:
         AuthenticationError: a hosted OpenAI-compatible provider without its API key (the
             message names the variable); the other adapters report missing credentials
             on their first call.
+        MissingDependencyError: ``bedrock:`` / ``vertex:`` without the package their
+            default credentials need (the message names the extra).
     """
     provider, sep, name = spec.partition(":")
     if not sep:

@@ -49,7 +49,7 @@ class AnthropicVertexModel(AnthropicChatModel):
             ``base_url``, ``retry``, ``cache_prompt``...).
 
     Raises:
-        ImportError: default credentials without ``google-auth`` (the message names the
+        MissingDependencyError: default credentials without ``google-auth`` (the message names the
             extra).
     """
 
