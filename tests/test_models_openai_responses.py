@@ -439,3 +439,30 @@ async def test_benchmark_mock_server_speaks_responses(stream: bool) -> None:
         await model.aclose()
     reasoning = [b for m in memory for b in m.get_content_blocks() if b["type"] == "thinking"]
     assert [b["reasoning_id"] for b in reasoning] == ["rs_0", "rs_1", "rs_2", "rs_3"]  # type: ignore[typeddict-item]
+
+
+async def test_cancelled_stream_releases_the_connection(
+    model: OpenAIResponsesModel, server: WireServer
+) -> None:
+    import anyio
+
+    model.stream = True
+    hanging = Stream(
+        responses_stream([responses_message("a long answer")], complete=False), then="hang"
+    )
+    server.script(hanging)
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for chunk in await model(USER):  # type: ignore[union-attr]
+            seen.append(chunk.get_text())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consume)
+        with anyio.fail_after(5):
+            while hanging.sent < len(hanging.events):
+                await anyio.sleep(0.005)
+        tg.cancel_scope.cancel()
+    with anyio.fail_after(2):
+        await hanging.closed.wait()
+    assert seen and seen[-1] == "a long answer"
