@@ -291,3 +291,25 @@ def test_provider_matrix_names_only_existing_tests() -> None:
             assert re.search(rf"def {name}\(", source), f"{module}::{name} named in the matrix"
             named += 1
     assert named >= 30
+
+
+async def test_chat_usage_details_cached_and_reasoning_tokens(server: WireServer) -> None:
+    body = openai_completion(text="ok", usage=(100, 40))
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": 64}
+    body["usage"]["completion_tokens_details"] = {"reasoning_tokens": 32}
+    server.script(Reply(json=body), Reply(json=openai_completion(text="plain")))
+    model = OpenAIChatModel("m", api_key="k", base_url=server.openai_url, stream=False)
+    first = await model(USER)
+    second = await model(USER)
+    await model.aclose()
+    assert isinstance(first, ChatResponse) and first.usage is not None
+    assert (first.usage.cache_read_tokens, first.usage.reasoning_tokens) == (64, 32)
+    assert first.usage.to_dict() == {
+        "input_tokens": 100,
+        "output_tokens": 40,
+        "time": first.usage.time,
+        "cache_read_tokens": 64,
+        "reasoning_tokens": 32,
+    }
+    assert isinstance(second, ChatResponse) and second.usage is not None
+    assert set(second.usage.to_dict()) == {"input_tokens", "output_tokens", "time"}

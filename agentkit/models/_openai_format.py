@@ -175,10 +175,18 @@ def format_tool_choice(choice: str) -> str | dict[str, Any]:
 def _usage(data: Any, elapsed: float) -> ChatUsage | None:
     if not isinstance(data, dict):
         return None
+    prompt_details = data.get("prompt_tokens_details")
+    completion_details = data.get("completion_tokens_details")
+    cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else 0
+    reasoning = (
+        completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else 0
+    )
     return ChatUsage(
         input_tokens=int(data.get("prompt_tokens") or 0),
         output_tokens=int(data.get("completion_tokens") or 0),
         time=elapsed,
+        cache_read_tokens=int(cached or 0),
+        reasoning_tokens=int(reasoning or 0),
     )
 
 
