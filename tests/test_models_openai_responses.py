@@ -459,10 +459,37 @@ async def test_cancelled_stream_releases_the_connection(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(consume)
-        with anyio.fail_after(5):
-            while hanging.sent < len(hanging.events):
+        with anyio.fail_after(5):  # every event reached the consumer; the body still hangs
+            while not (seen and seen[-1] == "a long answer"):
                 await anyio.sleep(0.005)
         tg.cancel_scope.cancel()
     with anyio.fail_after(2):
         await hanging.closed.wait()
-    assert seen and seen[-1] == "a long answer"
+    assert hanging.sent == len(hanging.events)
+
+
+def test_reasoning_still_streaming_is_not_replayable() -> None:
+    """A snapshot cut mid-reasoning (an interrupt) keeps the text, not a half item to send."""
+    from agentkit.models._responses_format import ResponsesStreamState, format_input
+
+    state = ResponsesStreamState()
+    item = {"id": "rs_9", "type": "reasoning", "summary": [], "encrypted_content": "PARTIAL"}
+    state.feed({"type": "response.output_item.added", "output_index": 0, "item": item})
+    state.feed(
+        {
+            "type": "response.reasoning_summary_text.delta",
+            "output_index": 0,
+            "summary_index": 0,
+            "delta": "Thinking...",
+        }
+    )
+    partial = state.snapshot(final=False)
+    assert partial.content == [
+        {"type": "thinking", "thinking": "Thinking...", "summary": ["Thinking..."]}
+    ]
+    assert format_input([*USER, Msg("bot", partial.content, "assistant")]) == [
+        {"role": "user", "content": "hello"}
+    ]
+    done = {**item, "summary": [{"type": "summary_text", "text": "Thinking..."}]}
+    state.feed({"type": "response.output_item.done", "output_index": 0, "item": done})
+    assert state.snapshot(final=False).content[0]["reasoning_id"] == "rs_9"  # type: ignore[typeddict-item]

@@ -285,7 +285,14 @@ def output_blocks(
     for index, item in enumerate(items):
         kind = item.get("type")
         if kind == "reasoning":
-            content.append(_thinking(item))
+            block = _thinking(item)
+            if done is not None and index not in done:
+                # Still streaming: not replayable yet (a stream cut here, by an interrupt,
+                # keeps the text but must not send an incomplete item back).
+                extra: Any = block
+                extra.pop("reasoning_id", None)
+                extra.pop("encrypted_content", None)
+            content.append(block)
         elif kind == "message":
             content += _message_blocks(item, refusals)
         elif kind == "function_call":
@@ -295,8 +302,8 @@ def output_blocks(
             content.append(tool_use_block(call_id, item.get("name") or "", raw, final=final))
         elif isinstance(kind, str) and (done is None or index in done):
             # Built-in tools (web_search_call, file_search_call...): kept verbatim, replayed.
-            block: Any = {"type": "provider_item", "provider": PROVIDER, "item": item}
-            content.append(block)
+            provider_item: Any = {"type": "provider_item", "provider": PROVIDER, "item": item}
+            content.append(provider_item)
     return content
 
 
