@@ -253,7 +253,8 @@ async def run(cfg: Config) -> list[Row]:
     rows += await _http_rows(cfg, stream=True)
     rows += await _anthropic_rows(cfg, stream=False)
     rows += await _anthropic_rows(cfg, stream=True)
-    rows += await responses_rows(cfg, stream=False)
+    if not cfg.quick:  # --quick proves the Responses rows run; one mode is enough for that
+        rows += await responses_rows(cfg, stream=False)
     rows += await responses_rows(cfg, stream=True)
     rows += await _inprocess_rows(cfg)
     return rows
