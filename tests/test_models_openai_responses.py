@@ -493,3 +493,15 @@ def test_reasoning_still_streaming_is_not_replayable() -> None:
     done = {**item, "summary": [{"type": "summary_text", "text": "Thinking..."}]}
     state.feed({"type": "response.output_item.done", "output_index": 0, "item": done})
     assert state.snapshot(final=False).content[0]["reasoning_id"] == "rs_9"  # type: ignore[typeddict-item]
+
+
+async def test_cost_is_priced_like_openai(model: OpenAIResponsesModel, server: WireServer) -> None:
+    from agentkit.models.prices import ModelPrice, set_price
+
+    set_price("gpt-test", ModelPrice(input_per_mtok=1.0, output_per_mtok=2.0), provider="openai")
+    try:
+        server.script(Reply(json=responses_body([responses_message("ok")], usage=(1000, 500))))
+        response = await model(USER)
+    finally:
+        set_price("gpt-test", None, provider="openai")
+    assert response.usage is not None and response.usage.cost == pytest.approx(0.002)

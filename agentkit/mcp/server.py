@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from agentkit.messages import ToolUseBlock
+from agentkit.observability import seams as _obs
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
@@ -109,14 +110,16 @@ async def _run_tool(
     block = ToolUseBlock(type="tool_use", id=f"mcp-{uuid.uuid4().hex}", name=name, input=arguments)
     final: ToolResponse | None = None
     step = 0.0
-    async with aclosing(toolkit.call_tool_function(block)) as chunks:
-        async for chunk in chunks:
-            if chunk.is_last:
-                final = chunk
-                continue
-            step, total = _progress(chunk, step)
-            # A no-op unless the client sent a progress token with this call.
-            await ctx.session.report_progress(step, total, chunk.get_text() or None)
+    # observability seam: continue the caller's trace (traceparent in the request's _meta)
+    with _obs.server_tool_span(name, block["id"], ctx.meta):
+        async with aclosing(toolkit.call_tool_function(block)) as chunks:
+            async for chunk in chunks:
+                if chunk.is_last:
+                    final = chunk
+                    continue
+                step, total = _progress(chunk, step)
+                # A no-op unless the client sent a progress token with this call.
+                await ctx.session.report_progress(step, total, chunk.get_text() or None)
     # The Toolkit contract promises a final chunk; never answer nothing.
     return final or ToolResponse.error(f"tool {name!r} produced no result")
 

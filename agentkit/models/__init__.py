@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from agentkit.models.anthropic import AnthropicChatModel
     from agentkit.models.azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
     from agentkit.models.bedrock import AnthropicBedrockModel
+    from agentkit.models.fallback import FallbackModel
     from agentkit.models.openai import OpenAIChatModel
     from agentkit.models.openai_responses import OpenAIResponsesModel
     from agentkit.models.registry import from_string
@@ -30,6 +31,7 @@ __all__ = [
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
+    "FallbackModel",
     "ModelOutput",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
@@ -46,6 +48,7 @@ _LAZY = {
     "AnthropicVertexModel": "agentkit.models.vertex",
     "AnthropicBedrockModel": "agentkit.models.bedrock",
     "AzureOpenAIResponsesModel": "agentkit.models.azure",
+    "FallbackModel": "agentkit.models.fallback",
     "RetryPolicy": "agentkit.models._http",
     "from_string": "agentkit.models.registry",
 }

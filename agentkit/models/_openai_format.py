@@ -185,7 +185,7 @@ def _usage(data: Any, elapsed: float) -> ChatUsage | None:
         input_tokens=int(data.get("prompt_tokens") or 0),
         output_tokens=int(data.get("completion_tokens") or 0),
         time=elapsed,
-        cache_read_tokens=int(cached or 0),
+        cache_read_tokens=int(cached or 0),  # included in prompt_tokens, priced lower
         reasoning_tokens=int(reasoning or 0),
     )
 

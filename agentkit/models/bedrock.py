@@ -26,6 +26,7 @@ from agentkit.models._common import require_extra
 from agentkit.models._http import map_status_error, send_with_retries
 from agentkit.models.anthropic import AnthropicChatModel
 from agentkit.models.base import ChatResponse, ModelOutput, ToolChoice
+from agentkit.models.prices import fill_cost
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -187,6 +188,7 @@ class AnthropicBedrockModel(AnthropicChatModel):
                 provider=self.provider,
             )
         final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        fill_cost(final, self.model_name, self.provider, self.base_url)  # USD, when priced
         yield self._finish_stream(final, structured)
 
     async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:

@@ -64,7 +64,7 @@ class OpenAIResponsesModel(HTTPChatModel):
         >>> # response = await model([Msg("user", "Hello", "user")])
     """
 
-    provider = "openai-responses"
+    provider = "openai"  # the same provider as Chat Completions (prices, telemetry)
     _path = "/responses"
 
     def __init__(
@@ -80,7 +80,7 @@ class OpenAIResponsesModel(HTTPChatModel):
         *,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
-        provider: str = "openai-responses",
+        provider: str = "openai",
     ) -> None:
         super().__init__(
             model_name,
