@@ -105,8 +105,35 @@ results = st.fixed_dictionaries(
 )
 
 
+json_leaf = st.none() | st.booleans() | st.integers() | st.text()
+json_values = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=6,
+)
+provider_items = st.fixed_dictionaries(
+    {
+        "type": st.just("provider_item"),
+        "provider": st.sampled_from(["anthropic", "openai-responses"]),
+        "item": st.dictionaries(st.text(), json_values, max_size=4),
+    }
+)
+thinking_items = st.fixed_dictionaries(
+    {"type": st.just("thinking"), "thinking": st.text()},
+    optional={
+        "reasoning_id": st.text(min_size=1),
+        "encrypted_content": st.text(),
+        "summary": st.lists(st.text(), max_size=3),
+        "signature": st.text(),
+    },
+)
+
+
 @settings(max_examples=150, deadline=None)
-@given(st.lists(media | results, min_size=1, max_size=4), st.sampled_from(["user", "assistant"]))
+@given(
+    st.lists(media | results | provider_items | thinking_items, min_size=1, max_size=4),
+    st.sampled_from(["user", "assistant"]),
+)
 def test_media_blocks_round_trip_through_json(content: list[Any], role: Any) -> None:
     msg = Msg("n", content, role)
     back = Msg.from_dict(json.loads(json.dumps(msg.to_dict())))
