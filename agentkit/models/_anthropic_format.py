@@ -237,15 +237,16 @@ def format_tool_choice(choice: str | None, parallel: bool | None) -> dict[str, A
 
 
 def _usage(data: dict[str, Any], elapsed: float) -> ChatUsage:
-    written = int(data.get("cache_creation_input_tokens") or 0)
-    read = int(data.get("cache_read_input_tokens") or 0)
-    prompt = int(data.get("input_tokens") or 0) + written + read
+    prompt = sum(
+        int(data.get(k) or 0)
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
     return ChatUsage(
         prompt,
         int(data.get("output_tokens") or 0),
         elapsed,
-        cache_read_tokens=read,
-        cache_write_tokens=written,
+        cache_read_tokens=int(data.get("cache_read_input_tokens") or 0),
+        cache_write_tokens=int(data.get("cache_creation_input_tokens") or 0),
     )
 
 
