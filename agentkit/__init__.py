@@ -36,6 +36,7 @@ from agentkit.memory import InMemoryMemory, check_memory_invariant
 from agentkit.messages import (
     AudioBlock,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     Msg,
     TextBlock,
@@ -69,6 +70,7 @@ __all__ = [
     "ApprovalRequired",
     "AudioBlock",
     "ContentBlock",
+    "DocumentBlock",
     "HttpServer",
     "ImageBlock",
     "InMemoryMemory",

@@ -5,12 +5,14 @@ Every exception agentkit raises on purpose derives from one root, so callers can
 
     AgentkitError
     ├── MessageValidationError (also ValueError)   malformed Msg / block input
+    ├── MissingDependencyError (also ImportError)  an optional extra is not installed
     ├── ModelError                                  a model call failed
     │   ├── ModelAPIError                           provider answered with an error (5xx, 4xx...)
     │   │   ├── RateLimitError                      429 / overloaded, after retries
     │   │   ├── AuthenticationError                 401 / 403
     │   │   ├── BadRequestError                     400 / 404 / 422 (request rejected)
-    │   │   └── ContextWindowError                  prompt longer than the context window
+    │   │   ├── ContextWindowError                  prompt longer than the context window
+    │   │   └── UnsupportedContentError             a block type this provider cannot take
     │   ├── ModelConnectionError                    network failure / timeout, after retries
     │   ├── ModelResponseError                      the provider's answer could not be parsed
     │   ├── ScriptExhaustedError                    a test double ran out of scripted replies
@@ -53,6 +55,7 @@ __all__ = [
     "MCPProtocolError",
     "MemoryInvariantError",
     "MessageValidationError",
+    "MissingDependencyError",
     "ModelAPIError",
     "ModelConnectionError",
     "ModelError",
@@ -68,6 +71,7 @@ __all__ = [
     "ToolGroupError",
     "ToolRegistrationError",
     "ToolRetry",
+    "UnsupportedContentError",
     "UsageError",
     "UsageLimitExceeded",
 ]
@@ -88,6 +92,10 @@ class MessageValidationError(AgentkitError, ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"invalid message field {field!r}: {problem}")
+
+
+class MissingDependencyError(AgentkitError, ImportError):
+    """A feature needs a package that is not installed; the message names the extra."""
 
 
 class ModelError(AgentkitError):
@@ -124,6 +132,14 @@ class BadRequestError(ModelAPIError):
 
 class ContextWindowError(BadRequestError):
     """The prompt does not fit in the model's context window."""
+
+
+class UnsupportedContentError(BadRequestError):
+    """The conversation holds a content block the provider does not accept where it sits.
+
+    Raised before anything is sent (an audio clip to a provider without audio input, a PDF
+    in a Chat Completions tool result...): a block is never dropped silently.
+    """
 
 
 class ModelConnectionError(ModelError):

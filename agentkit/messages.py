@@ -11,7 +11,10 @@ through serialization, so a conversation can be continued with the provider that
 
 from __future__ import annotations
 
+import base64
+import mimetypes
 import os
+import pathlib
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -24,14 +27,20 @@ __all__ = [
     "AudioBlock",
     "Base64Source",
     "ContentBlock",
+    "DocumentBlock",
     "ImageBlock",
     "Msg",
+    "ProviderItemBlock",
     "Role",
     "TextBlock",
     "ThinkingBlock",
     "ToolResultBlock",
     "ToolUseBlock",
     "URLSource",
+    "audio_block",
+    "document_block",
+    "file_block",
+    "image_block",
     "validate_block",
 ]
 
@@ -99,18 +108,52 @@ class AudioBlock(TypedDict):
     source: Base64Source | URLSource
 
 
+class DocumentBlock(TypedDict):
+    """A document (a PDF...), inline (base64) or by URL.
+
+    ``title`` and ``filename`` are optional hints some providers show the model (Anthropic
+    document titles, OpenAI file names).
+    """
+
+    type: Literal["document"]
+    source: Base64Source | URLSource
+    title: NotRequired[str]
+    filename: NotRequired[str]
+
+
+class ProviderItemBlock(TypedDict):
+    """A provider's own output item, kept verbatim so it can be sent back to that provider.
+
+    Server-side tool calls and their results (Anthropic ``server_tool_use`` /
+    ``web_search_tool_result``, OpenAI Responses ``web_search_call``...) have no
+    provider-neutral form: they are replayed as they came to the provider named here and
+    left out of requests to any other.
+    """
+
+    type: Literal["provider_item"]
+    provider: str
+    item: dict[str, Any]
+
+
 class ToolResultBlock(TypedDict):
     """The result of one tool call, paired with its ``tool_use`` by ``id``."""
 
     type: Literal["tool_result"]
     id: str
     name: str
-    output: str | list[TextBlock | ImageBlock | AudioBlock]
+    output: str | list[TextBlock | ImageBlock | AudioBlock | DocumentBlock]
     is_error: NotRequired[bool]
 
 
 ContentBlock: TypeAlias = (
-    TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | ImageBlock | AudioBlock
+    TextBlock
+    | ThinkingBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ImageBlock
+    | AudioBlock
+    | DocumentBlock
+    | ProviderItemBlock
 )
 
 # Required keys and their types per block type; extra keys are allowed and kept.
@@ -121,7 +164,10 @@ _REQUIRED: dict[str, tuple[tuple[str, type | tuple[type, ...]], ...]] = {
     "tool_result": (("id", str), ("name", str), ("output", (str, list))),
     "image": (("source", dict),),
     "audio": (("source", dict),),
+    "document": (("source", dict),),
+    "provider_item": (("provider", str), ("item", dict)),
 }
+_MEDIA = frozenset(("image", "audio", "document"))
 _SOURCE_KEYS: dict[str, tuple[str, ...]] = {"base64": ("media_type", "data"), "url": ("url",)}
 # String fields checked for valid Unicode per block type.
 _TEXT_KEYS: dict[str, tuple[str, ...]] = {
@@ -186,7 +232,7 @@ def validate_block(block: object, path: str = "block") -> ContentBlock:
         if not isinstance(value, expected) or (key == "id" and not value):
             raise MessageValidationError(f"{path}.{key}", f"a {kind} block needs {key!r}")
     _clean_block(block, kind, path)
-    if kind in ("image", "audio"):
+    if kind in _MEDIA:
         _check_source(block["source"], f"{path}.source")
     elif kind == "tool_result" and isinstance(block["output"], list):
         for i, inner in enumerate(block["output"]):
@@ -298,6 +344,10 @@ class Msg:
     @overload
     def get_blocks(self, block_type: Literal["audio"]) -> list[AudioBlock]: ...
     @overload
+    def get_blocks(self, block_type: Literal["document"]) -> list[DocumentBlock]: ...
+    @overload
+    def get_blocks(self, block_type: Literal["provider_item"]) -> list[ProviderItemBlock]: ...
+    @overload
     def get_blocks(self, block_type: None = None) -> list[ContentBlock]: ...
     def get_blocks(self, block_type: str | None = None) -> list[Any]:
         """Return the blocks of one type (all blocks when ``block_type`` is None)."""
@@ -373,6 +423,81 @@ class Msg:
     def __repr__(self) -> str:
         content = self.content if isinstance(self.content, str) else f"<{len(self.content)} blocks>"
         return f"Msg(name={self.name!r}, role={self.role!r}, content={content!r}, id={self.id!r})"
+
+
+def _source(source: str | os.PathLike[str] | bytes, media_type: str | None, kind: str) -> Any:
+    """A base64 source from a file path or bytes, or a URL source from an http(s) URL."""
+    if isinstance(source, str) and source.startswith(("http://", "https://")):
+        return {"type": "url", "url": source}
+    if isinstance(source, bytes):
+        data = source
+        if media_type is None:
+            raise MessageValidationError("media_type", f"needed for a {kind} given as bytes")
+    else:
+        path = pathlib.Path(source)
+        data = path.read_bytes()
+        media_type = media_type or mimetypes.guess_type(path.name)[0]
+        if media_type is None:
+            raise MessageValidationError("media_type", f"cannot guess the type of {path.name!r}")
+    encoded = base64.b64encode(data).decode("ascii")
+    return {"type": "base64", "media_type": media_type, "data": encoded}
+
+
+def image_block(
+    source: str | os.PathLike[str] | bytes, media_type: str | None = None
+) -> ImageBlock:
+    """An image block from a file path, raw bytes or an ``http(s)`` URL.
+
+    Args:
+        source: A path (read and base64-encoded now), bytes, or a URL (sent as a URL).
+        media_type: The MIME type; guessed from a path's extension when None.
+
+    Raises:
+        MessageValidationError: when the type cannot be known.
+        OSError: when the file cannot be read.
+    """
+    return ImageBlock(type="image", source=_source(source, media_type, "image"))
+
+
+def audio_block(
+    source: str | os.PathLike[str] | bytes, media_type: str | None = None
+) -> AudioBlock:
+    """An audio block from a file path, raw bytes or a URL (see ``image_block``)."""
+    return AudioBlock(type="audio", source=_source(source, media_type, "audio"))
+
+
+def document_block(
+    source: str | os.PathLike[str] | bytes,
+    media_type: str | None = None,
+    *,
+    title: str | None = None,
+) -> DocumentBlock:
+    """A document block (PDF...) from a file path, raw bytes or a URL.
+
+    The file name of a path is kept as ``filename`` (OpenAI wants one for file inputs).
+    """
+    block = DocumentBlock(type="document", source=_source(source, media_type, "document"))
+    if not isinstance(source, bytes) and not str(source).startswith(("http://", "https://")):
+        block["filename"] = pathlib.Path(source).name
+    if title is not None:
+        block["title"] = title
+    return block
+
+
+def file_block(path: str | os.PathLike[str]) -> ImageBlock | AudioBlock | DocumentBlock:
+    """An image, audio or document block from a file, chosen by its MIME type.
+
+    Raises:
+        MessageValidationError: when the type cannot be guessed from the extension.
+    """
+    media_type = mimetypes.guess_type(pathlib.Path(path).name)[0]
+    if media_type is None:
+        raise MessageValidationError("path", f"cannot guess the type of {os.fspath(path)!r}")
+    if media_type.startswith("image/"):
+        return image_block(path, media_type)
+    if media_type.startswith("audio/"):
+        return audio_block(path, media_type)
+    return document_block(path, media_type)
 
 
 def iter_tool_uses(messages: Iterable[Msg]) -> Iterable[ToolUseBlock]:

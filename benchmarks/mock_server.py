@@ -24,7 +24,8 @@ anything else
 
 Tool calls name the first tool offered in the request (``"step"`` when none is) and carry the
 arguments ``{"i": <int>}``. Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``),
-``POST /v1/messages`` (also ``/messages``), ``GET /health``, ``GET /stats`` (requests and TCP
+``POST /v1/messages`` (also ``/messages``), ``POST /v1/responses`` (the OpenAI Responses API,
+see ``mock_responses``), ``GET /health``, ``GET /stats`` (requests and TCP
 connections served so far: a client that drops its keep-alive connections shows up there).
 
 Run it standalone::
@@ -48,6 +49,13 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from benchmarks.mock_responses import (
+    responses_first_tool,
+    responses_object,
+    responses_stream,
+    responses_tool_results,
+)
 
 __all__ = ["MockLLMServer", "MockServerProcess", "Plan", "plan_turn"]
 
@@ -332,6 +340,9 @@ class _Connection(asyncio.Protocol):
             stats = {"requests": self.server.requests, "connections": self.server.connections}
             self._send(200, json.dumps(stats).encode())
             return
+        if method == b"POST" and path.endswith(b"/responses"):
+            self._handle_responses(raw)
+            return
         if method != b"POST" or not path.endswith((b"/chat/completions", b"/messages")):
             self._send(404, b'{"error":{"message":"not found","type":"not_found"}}')
             return
@@ -359,6 +370,21 @@ class _Connection(asyncio.Protocol):
         else:
             payload = anthropic_stream(body, plan) if stream else anthropic_message(body, plan)
         self._send(200, payload, b"text/event-stream" if stream else b"application/json")
+
+    def _handle_responses(self, raw: bytes) -> None:
+        """``POST /v1/responses``: the OpenAI Responses API (see ``mock_responses``)."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._send(400, b'{"error":{"message":"invalid JSON","type":"invalid_request"}}')
+            return
+        plan = plan_turn(
+            str(body.get("model", "")), responses_tool_results(body), responses_first_tool(body)
+        )
+        if body.get("stream"):
+            self._send(200, responses_stream(body, plan), b"text/event-stream")
+        else:
+            self._send(200, responses_object(body, plan))
 
     async def _stream_forever(self, provider: str, body: dict[str, Any]) -> None:
         model = body.get("model", "")

@@ -1,4 +1,5 @@
-"""A local HTTP/1.1 server speaking the OpenAI Chat Completions and Anthropic Messages wire formats.
+"""A local HTTP/1.1 server speaking the OpenAI Chat Completions, OpenAI Responses and Anthropic
+Messages wire formats.
 
 Real SDK clients are pointed at it through ``base_url``; each test scripts the answers, in
 order, and inspects the requests the server received. Built on plain ``asyncio`` streams so a
@@ -43,9 +44,16 @@ __all__ = [
     "anthropic_error",
     "anthropic_message",
     "anthropic_stream",
+    "aws_event_frame",
+    "bedrock_stream",
     "openai_chunks",
     "openai_completion",
     "openai_error",
+    "responses_body",
+    "responses_call",
+    "responses_message",
+    "responses_reasoning",
+    "responses_stream",
     "sse",
 ]
 
@@ -485,3 +493,226 @@ def anthropic_error(
     """An Anthropic-style error response."""
     body = {"type": "error", "error": {"type": kind, "message": message}}
     return Reply(status, json=body, headers={k.replace("_", "-"): v for k, v in headers.items()})
+
+
+# -- OpenAI Responses (POST /v1/responses) -------------------------------------------------
+def responses_message(text: str, *, id: str = "msg_1", phase: str | None = None) -> dict[str, Any]:
+    """An assistant ``message`` output item with one ``output_text`` part."""
+    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    item: dict[str, Any] = {
+        "id": id,
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [part],
+    }
+    if phase is not None:
+        item["phase"] = phase
+    return item
+
+
+def responses_call(
+    call_id: str, name: str, arguments: str, *, id: str | None = None
+) -> dict[str, Any]:
+    """A ``function_call`` output item."""
+    return {
+        "id": id or f"fc_{call_id}",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+    }
+
+
+def responses_reasoning(
+    id: str, summary: Sequence[str] = (), encrypted: str | None = None
+) -> dict[str, Any]:
+    """A ``reasoning`` output item (``encrypted``: its ``encrypted_content``)."""
+    item: dict[str, Any] = {
+        "id": id,
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": s} for s in summary],
+    }
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return item
+
+
+def responses_body(
+    output: Sequence[dict[str, Any]],
+    *,
+    usage: tuple[int, int] = (10, 5),
+    cached: int = 0,
+    reasoning_tokens: int = 0,
+    id: str = "resp_1",
+    status: str = "completed",
+    incomplete: str | None = None,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``response`` object as ``POST /v1/responses`` returns it (non-streaming)."""
+    return {
+        "id": id,
+        "object": "response",
+        "created_at": 1,
+        "status": status,
+        "error": error,
+        "incomplete_details": {"reason": incomplete} if incomplete else None,
+        "model": "m",
+        "output": list(output),
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": usage[0],
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": usage[1],
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "total_tokens": sum(usage),
+        },
+    }
+
+
+def _responses_item_events(index: int, item: dict[str, Any], parts: int) -> list[dict[str, Any]]:
+    kind = item["type"]
+    events: list[dict[str, Any]] = []
+    base = {"item_id": item["id"], "output_index": index}
+    if kind == "message":
+        start = {**item, "status": "in_progress", "content": []}
+        events.append({"type": "response.output_item.added", "output_index": index, "item": start})
+        for n, part in enumerate(item["content"]):
+            empty = {**part, "text": ""}
+            events.append(
+                {"type": "response.content_part.added", **base, "content_index": n, "part": empty}
+            )
+            events += [
+                {"type": "response.output_text.delta", **base, "content_index": n, "delta": p}
+                for p in _pieces(part["text"], parts)
+                if p
+            ]
+            events.append(
+                {
+                    "type": "response.output_text.done",
+                    **base,
+                    "content_index": n,
+                    "text": part["text"],
+                }
+            )
+    elif kind == "function_call":
+        start = {**item, "status": "in_progress", "arguments": ""}
+        events.append({"type": "response.output_item.added", "output_index": index, "item": start})
+        events += [
+            {"type": "response.function_call_arguments.delta", **base, "delta": p}
+            for p in _pieces(item["arguments"], parts)
+            if p
+        ]
+        events.append(
+            {
+                "type": "response.function_call_arguments.done",
+                **base,
+                "arguments": item["arguments"],
+            }
+        )
+    elif kind == "reasoning":
+        # As OpenAI streams it: the added item has no (complete) encrypted content yet.
+        start = {"id": item["id"], "type": "reasoning", "summary": []}
+        events.append({"type": "response.output_item.added", "output_index": index, "item": start})
+        for n, part in enumerate(item["summary"]):
+            empty = {"type": "summary_text", "text": ""}
+            events.append(
+                {
+                    "type": "response.reasoning_summary_part.added",
+                    **base,
+                    "summary_index": n,
+                    "part": empty,
+                }
+            )
+            events += [
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    **base,
+                    "summary_index": n,
+                    "delta": p,
+                }
+                for p in _pieces(part["text"], parts)
+                if p
+            ]
+    else:
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+    events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    return events
+
+
+def responses_stream(
+    output: Sequence[dict[str, Any]],
+    *,
+    parts: int = 3,
+    usage: tuple[int, int] = (10, 5),
+    cached: int = 0,
+    reasoning_tokens: int = 0,
+    id: str = "resp_1",
+    complete: bool = True,
+    final: Literal["completed", "incomplete", "failed"] = "completed",
+    error: dict[str, Any] | None = None,
+) -> list[bytes]:
+    """SSE events of a streamed response, every value split into ``parts`` deltas.
+
+    ``complete=False`` leaves out the final ``response.completed`` event (a stream cut short).
+    """
+    body = responses_body(
+        output,
+        usage=usage,
+        cached=cached,
+        reasoning_tokens=reasoning_tokens,
+        id=id,
+        status=final,
+        error=error,
+        incomplete="max_output_tokens" if final == "incomplete" else None,
+    )
+    created = {**body, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": created},
+        {"type": "response.in_progress", "response": created},
+    ]
+    for index, item in enumerate(output):
+        events += _responses_item_events(index, item, parts)
+    if complete:
+        events.append({"type": f"response.{final}", "response": body})
+    return [sse({**event, "sequence_number": n}, event["type"]) for n, event in enumerate(events)]
+
+
+# -- AWS Bedrock (InvokeModelWithResponseStream) ------------------------------------------
+def _aws_header(name: str, value: str) -> bytes:
+    raw_name, raw_value = name.encode(), value.encode()
+    return (
+        bytes([len(raw_name)]) + raw_name + b"\x07" + len(raw_value).to_bytes(2, "big") + raw_value
+    )
+
+
+def aws_event_frame(payload: bytes, headers: dict[str, str]) -> bytes:
+    """One AWS event-stream message (the binary framing of Bedrock streams)."""
+    import zlib
+
+    head = b"".join(_aws_header(k, v) for k, v in headers.items())
+    total = 12 + len(head) + len(payload) + 4
+    prelude = total.to_bytes(4, "big") + len(head).to_bytes(4, "big")
+    prelude += zlib.crc32(prelude).to_bytes(4, "big")
+    message = prelude + head + payload
+    return message + zlib.crc32(message).to_bytes(4, "big")
+
+
+def bedrock_stream(events: Sequence[bytes]) -> list[bytes]:
+    """Anthropic SSE events (as :func:`anthropic_stream` makes them) as Bedrock chunk frames."""
+    import base64
+
+    frames = []
+    for event in events:
+        data = event.split(b"data: ", 1)[1].strip()
+        payload = json.dumps({"bytes": base64.b64encode(data).decode(), "p": "abcd"}).encode()
+        headers = {
+            ":event-type": "chunk",
+            ":content-type": "application/json",
+            ":message-type": "event",
+        }
+        frames.append(aws_event_frame(payload, headers))
+    return frames

@@ -31,7 +31,7 @@ def test_openai_skips_empty_assistant_turns_and_keeps_string_content() -> None:
     ]
 
 
-def test_openai_tool_result_audio_placeholder_and_tool_choice() -> None:
+def test_openai_tool_result_audio_follows_as_user_content_and_tool_choice() -> None:
     result = {
         "type": "tool_result",
         "id": "c",
@@ -39,11 +39,14 @@ def test_openai_tool_result_audio_placeholder_and_tool_choice() -> None:
         "output": [{"type": "text", "text": "ok"}, WAV],
     }
     assert oai.format_messages([Msg("t", [result], "user")]) == [
+        {"role": "tool", "tool_call_id": "c", "content": "ok"},
         {
-            "role": "tool",
-            "tool_call_id": "c",
-            "content": "ok\n[audio omitted: not supported by this provider]",
-        }
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Attachments returned by tool 'rec' (call c):"},
+                {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}},
+            ],
+        },
     ]
     assert oai.format_tool_choice("required") == "required"
     assert oai.format_tool_choice("none") == "none"
@@ -107,7 +110,7 @@ def test_anthropic_system_positions_merging_and_cache_hints() -> None:
         Msg("s", "more rules", "system"),
         Msg("u", [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}], "user"),
         Msg("s", "late reminder", "system"),
-        Msg("u", [{"type": "text", "text": ""}, IMG, WAV], "user"),
+        Msg("u", [{"type": "text", "text": ""}, IMG], "user"),
         Msg("a", [{"type": "text", "text": "x"}], "assistant"),
         Msg("a", [{"type": "text", "text": "y"}], "assistant"),
     ]
@@ -123,7 +126,6 @@ def test_anthropic_system_positions_merging_and_cache_hints() -> None:
                     "type": "image",
                     "source": {"type": "base64", "media_type": "image/jpeg", "data": "QQ=="},
                 },
-                {"type": "text", "text": "[audio omitted: not supported by this provider]"},
             ],
         },
         {
@@ -203,6 +205,11 @@ def test_anthropic_non_streaming_parse() -> None:
     assert response.content == [
         {"type": "thinking", "thinking": "t", "signature": "s"},
         {"type": "thinking", "thinking": "", "redacted_data": "r"},
+        {
+            "type": "provider_item",
+            "provider": "anthropic",
+            "item": {"type": "server_tool_use", "id": "x", "name": "web_search", "input": {}},
+        },
         {"type": "text", "text": "answer"},
         {"type": "tool_use", "id": "tu", "name": "f", "input": {"k": 1}},
     ]

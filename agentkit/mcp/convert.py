@@ -1,10 +1,10 @@
 """Conversions between MCP wire types and agentkit blocks (no ``mcp`` import at load time).
 
 Tool results: text, image and audio content become blocks; an embedded text resource becomes a
-text block naming its URI; an embedded blob becomes an image/audio block when its MIME type
-says so, else a text note; a resource link becomes a text line. ``structuredContent`` is kept
-as JSON text (when the server sent no text) and in ``metadata["structured_content"]``;
-``isError`` gives an error response.
+text block naming its URI; an embedded blob becomes an image/audio/document (PDF) block when
+its MIME type says so, else a text note; a resource link becomes a text line.
+``structuredContent`` is kept as JSON text (when the server sent no text) and in
+``metadata["structured_content"]``; ``isError`` gives an error response.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agentkit._text import clean_text
-from agentkit.messages import AudioBlock, ImageBlock, Msg, TextBlock
+from agentkit.messages import AudioBlock, DocumentBlock, ImageBlock, Msg, TextBlock
 from agentkit.tools.response import ToolResponse, ToolResultContent
 
 if TYPE_CHECKING:
@@ -45,6 +45,9 @@ def _resource_to_block(resource: Any) -> ToolResultContent:
     for kind in ("image", "audio"):
         if mime.startswith(f"{kind}/"):
             return _media(kind, mime, blob)
+    if mime == "application/pdf":  # the document type every document-taking provider reads
+        source: Any = {"type": "base64", "media_type": mime, "data": blob}
+        return DocumentBlock(type="document", source=source, filename=uri.rsplit("/", 1)[-1])
     size = len(blob) * 3 // 4
     return _text(f"[binary resource {uri} ({mime or 'unknown type'}, about {size} bytes)]")
 

@@ -14,18 +14,27 @@ from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput
 if TYPE_CHECKING:
     from agentkit.models._http import RetryPolicy
     from agentkit.models.anthropic import AnthropicChatModel
+    from agentkit.models.azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
+    from agentkit.models.bedrock import AnthropicBedrockModel
     from agentkit.models.fallback import FallbackModel
     from agentkit.models.openai import OpenAIChatModel
+    from agentkit.models.openai_responses import OpenAIResponsesModel
     from agentkit.models.registry import from_string
+    from agentkit.models.vertex import AnthropicVertexModel
 
 __all__ = [
+    "AnthropicBedrockModel",
     "AnthropicChatModel",
+    "AnthropicVertexModel",
+    "AzureOpenAIChatModel",
+    "AzureOpenAIResponsesModel",
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
     "FallbackModel",
     "ModelOutput",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "RetryPolicy",
     "ToolChoice",
     "from_string",
@@ -34,6 +43,11 @@ __all__ = [
 _LAZY = {
     "OpenAIChatModel": "agentkit.models.openai",
     "AnthropicChatModel": "agentkit.models.anthropic",
+    "OpenAIResponsesModel": "agentkit.models.openai_responses",
+    "AzureOpenAIChatModel": "agentkit.models.azure",
+    "AnthropicVertexModel": "agentkit.models.vertex",
+    "AnthropicBedrockModel": "agentkit.models.bedrock",
+    "AzureOpenAIResponsesModel": "agentkit.models.azure",
     "FallbackModel": "agentkit.models.fallback",
     "RetryPolicy": "agentkit.models._http",
     "from_string": "agentkit.models.registry",

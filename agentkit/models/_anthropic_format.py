@@ -7,6 +7,7 @@ sent back verbatim.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -15,9 +16,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from agentkit._text import StreamText
-from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock
+from agentkit.exceptions import UnsupportedContentError
+from agentkit.messages import ContentBlock, Msg, ToolResultBlock
 from agentkit.models._common import clean_body, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
+
+PROVIDER_ITEMS = "anthropic"
+"""The ``provider`` of the ``provider_item`` blocks this format keeps and replays."""
 
 __all__ = [
     "AnthropicStreamState",
@@ -27,7 +32,6 @@ __all__ = [
     "parse_message",
 ]
 
-_AUDIO_NOTE = "[audio omitted: not supported by this provider]"
 _VALID_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -44,11 +48,28 @@ def _wire_id(call_id: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_-]', '_', call_id)[:40]}_{digest}"
 
 
-def _source(block: ImageBlock) -> dict[str, Any]:
+def _source(block: Mapping[str, Any]) -> dict[str, Any]:
     source = block["source"]
     if source["type"] == "url":
         return {"type": "url", "url": source["url"]}
     return {"type": "base64", "media_type": source["media_type"], "data": source["data"]}
+
+
+def _no_audio(where: str) -> UnsupportedContentError:
+    return UnsupportedContentError(
+        f"Anthropic does not accept audio blocks ({where}); transcribe the audio first",
+        provider="anthropic",
+    )
+
+
+def _media(block: ContentBlock) -> dict[str, Any]:
+    """An image or document block (a document keeps its title)."""
+    extra: dict[str, Any] = block  # type: ignore[assignment]
+    out: dict[str, Any] = {"type": extra["type"], "source": _source(extra)}
+    if extra["type"] == "document":
+        # Document options: a title, extra context, citations on.
+        out.update({k: extra[k] for k in ("title", "context", "citations") if k in extra})
+    return _with_cache(out, block)
 
 
 def _with_cache(out: dict[str, Any], block: Any) -> dict[str, Any]:
@@ -68,10 +89,10 @@ def _result(result: ToolResultBlock) -> dict[str, Any]:
             if block["type"] == "text":
                 if block["text"]:
                     content.append({"type": "text", "text": block["text"]})
-            elif block["type"] == "image":
-                content.append({"type": "image", "source": _source(block)})
+            elif block["type"] in ("image", "document"):
+                content.append(_media(block))
             else:
-                content.append({"type": "text", "text": _AUDIO_NOTE})
+                raise _no_audio("in a tool result")
     out: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": _wire_id(result["id"]),
@@ -83,9 +104,20 @@ def _result(result: ToolResultBlock) -> dict[str, Any]:
 
 
 def _block(block: ContentBlock, role: str) -> dict[str, Any] | None:
-    if block["type"] == "text":
-        text = block["text"]
-        return _with_cache({"type": "text", "text": text}, block) if text else None
+    kind = block["type"]
+    if kind == "text":
+        text = block["text"]  # type: ignore[typeddict-item]
+        if not text:
+            return None
+        out_text: dict[str, Any] = {"type": "text", "text": text}
+        if block.get("citations") and role == "assistant":  # replayed as the model cited
+            out_text["citations"] = block["citations"]  # type: ignore[typeddict-item]
+        return _with_cache(out_text, block)
+    if kind == "provider_item":
+        extra_item: dict[str, Any] = block  # type: ignore[assignment]
+        if extra_item["provider"] != PROVIDER_ITEMS or role != "assistant":
+            return None  # another provider's server-side tool: meaningless here
+        return dict(extra_item["item"])
     if block["type"] == "thinking":
         if role != "assistant":
             return None
@@ -103,10 +135,10 @@ def _block(block: ContentBlock, role: str) -> dict[str, Any] | None:
         call_id = _wire_id(block["id"])
         out = {"type": "tool_use", "id": call_id, "name": block["name"], "input": arguments}
         return _with_cache(out, block)
-    if block["type"] == "image":
-        return _with_cache({"type": "image", "source": _source(block)}, block)
+    if block["type"] in ("image", "document"):
+        return _media(block)
     if block["type"] == "audio":
-        return {"type": "text", "text": _AUDIO_NOTE}
+        raise _no_audio(f"in a {role} message")
     return None
 
 
@@ -196,9 +228,15 @@ def _trim_prefill(turns: list[dict[str, Any]]) -> None:
 
 
 def format_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI-style function schemas -> Anthropic tool definitions."""
+    """OpenAI-style function schemas -> Anthropic tool definitions.
+
+    Server tool specs (a ``type`` other than ``function``) pass through unchanged.
+    """
     out: list[dict[str, Any]] = []
     for tool in tools:
+        if tool.get("type") not in (None, "function", "custom"):
+            out.append(dict(tool))  # a server tool (web_search_20250305...), sent as given
+            continue
         function = tool.get("function", tool)
         schema = function.get("parameters") or {"type": "object", "properties": {}}
         converted: dict[str, Any] = {"name": function["name"], "input_schema": schema}
@@ -238,7 +276,10 @@ def _usage(data: dict[str, Any], elapsed: float) -> ChatUsage:
 def _content_block(block: dict[str, Any]) -> ContentBlock | None:
     kind = block.get("type")
     if kind == "text":
-        return {"type": "text", "text": block.get("text") or ""}
+        text: dict[str, Any] = {"type": "text", "text": block.get("text") or ""}
+        if block.get("citations"):
+            text["citations"] = block["citations"]
+        return cast(ContentBlock, text)
     if kind == "thinking":
         out: dict[str, Any] = {"type": "thinking", "thinking": block.get("thinking") or ""}
         if block.get("signature"):
@@ -254,7 +295,17 @@ def _content_block(block: dict[str, Any]) -> ContentBlock | None:
         if isinstance(value, dict):
             result["input"] = value
         return result
-    return None  # server tool blocks and future types have no agentkit form
+    if isinstance(kind, str) and kind not in _TRANSIENT:
+        # Server tools (web search, code execution, MCP connector...) and future types:
+        # kept verbatim and replayed, so the model sees what its own tools did.
+        item = {k: v for k, v in block.items() if k != "raw"}
+        return cast(
+            ContentBlock, {"type": "provider_item", "provider": PROVIDER_ITEMS, "item": item}
+        )
+    return None
+
+
+_TRANSIENT = frozenset(("ping",))
 
 
 def parse_message(data: dict[str, Any], elapsed: float) -> ChatResponse:
@@ -328,6 +379,10 @@ class AnthropicStreamState:
             return False
         elif kind == "input_json_delta":
             block["raw"] += delta.get("partial_json", "")
+            if block.get("type") != "tool_use":  # a server tool's input: shown when complete
+                return False
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta.get("citation"))
         else:
             return False
         return True
@@ -347,6 +402,9 @@ class AnthropicStreamState:
                     )
                 )
             else:
+                if block.get("raw") and "input" in block:  # a server tool's streamed input
+                    with contextlib.suppress(ValueError):
+                        block["input"] = json.loads(block["raw"])
                 converted = _content_block(block)
                 if converted is not None:
                     content.append(converted)

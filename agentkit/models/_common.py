@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "apply_structured_output",
+    "json_schema_spec",
     "parse_arguments",
+    "require_extra",
     "split_tool_results",
     "tool_use_block",
 ]
@@ -115,17 +117,11 @@ def split_tool_results(
 
 
 def result_text(result: ToolResultBlock) -> str:
-    """The textual part of a tool result (non-text parts noted by a placeholder)."""
+    """The textual part of a tool result (the other parts travel separately)."""
     output = result["output"]
     if isinstance(output, str):
         return output
-    parts: list[str] = []
-    for block in output:
-        if block["type"] == "text":
-            parts.append(block["text"])
-        elif block["type"] == "audio":
-            parts.append("[audio omitted: not supported by this provider]")
-    return "\n".join(parts)
+    return "\n".join(block["text"] for block in output if block["type"] == "text")
 
 
 def apply_structured_output(
@@ -150,6 +146,40 @@ def apply_structured_output(
         metadata["structured_output_error"] = str(err)
         return
     metadata["structured_output"] = value.model_dump(mode="json")
+
+
+def require_extra(module: str, extra: str, purpose: str) -> None:
+    """Raise ``MissingDependencyError`` naming the extra when ``module`` cannot be imported.
+
+    Args:
+        module: The module the SDK will import (``botocore``, ``google.auth``).
+        extra: The agentkit extra that installs it (``bedrock``, ``vertex``).
+        purpose: What needs it, for the message.
+    """
+    import importlib
+
+    from agentkit.exceptions import MissingDependencyError
+
+    try:
+        importlib.import_module(module)
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"{purpose} needs {module!r}: pip install 'agentkit[{extra}]'", name=module
+        ) from err
+
+
+def json_schema_spec(model: type[BaseModel]) -> dict[str, Any]:
+    """An OpenAI ``json_schema`` spec (``name``, ``schema``, ``strict``) of a pydantic model.
+
+    Strict when the schema allows it (see ``strict_schema``).
+    """
+    schema = model.model_json_schema()
+    strict = strict_schema(schema)
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", model.__name__)[:64]
+    spec: dict[str, Any] = {"name": name, "schema": strict or schema, "strict": strict is not None}
+    if isinstance(schema.get("description"), str):
+        spec["description"] = schema["description"]
+    return spec
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:

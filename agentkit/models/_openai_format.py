@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentkit._text import StreamText
-from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock
+from agentkit.exceptions import UnsupportedContentError
+from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock, ToolUseBlock
 from agentkit.models._common import clean_body, result_text, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
@@ -31,17 +32,36 @@ def _image_part(block: ImageBlock) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
+def _unsupported(what: str) -> UnsupportedContentError:
+    return UnsupportedContentError(
+        f"OpenAI Chat Completions does not accept {what}; send it inline (base64)",
+        provider="openai",
+    )
+
+
+def _file_part(block: ContentBlock) -> dict[str, Any]:
+    extra: dict[str, Any] = block  # type: ignore[assignment]
+    source = extra["source"]
+    if source["type"] != "base64":
+        raise _unsupported("documents by URL")
+    name = extra.get("filename") or extra.get("title") or "document.pdf"
+    data = f"data:{source['media_type']};base64,{source['data']}"
+    return {"type": "file", "file": {"filename": name, "file_data": data}}
+
+
 def _user_part(block: ContentBlock) -> dict[str, Any] | None:
     if block["type"] == "text":
         return {"type": "text", "text": block["text"]}
     if block["type"] == "image":
         return _image_part(block)
+    if block["type"] == "document":
+        return _file_part(block)
     if block["type"] == "audio":
         source = block["source"]
-        if source["type"] == "base64":
-            fmt = _AUDIO_FORMATS.get(source["media_type"], source["media_type"].split("/")[-1])
-            return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}
-        return {"type": "text", "text": f"[audio: {source['url']}]"}
+        if source["type"] != "base64":
+            raise _unsupported("audio by URL")
+        fmt = _AUDIO_FORMATS.get(source["media_type"], source["media_type"].split("/")[-1])
+        return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}
     return None  # thinking/tool_use in a user turn have no OpenAI form
 
 
@@ -67,13 +87,15 @@ def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[
         elif block["type"] == "tool_use":
             raw = block.get("raw_input")
             arguments = raw if raw is not None else _encode(block["input"])
-            calls.append(
-                {
-                    "id": block["id"],
-                    "type": "function",
-                    "function": {"name": block["name"], "arguments": arguments},
-                }
-            )
+            call = {
+                "id": block["id"],
+                "type": "function",
+                "function": {"name": block["name"], "arguments": arguments},
+            }
+            extra: dict[str, Any] = block  # type: ignore[assignment]
+            if "extra_content" in extra:  # Gemini's thought signature, sent back as it came
+                call["extra_content"] = extra["extra_content"]
+            calls.append(call)
     if not texts and not calls:
         return None
     message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
@@ -87,7 +109,8 @@ def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[
 def _tool_messages(results: list[ToolResultBlock]) -> list[dict[str, Any]]:
     """One ``role=tool`` message per result.
 
-    Images follow in one user message, since OpenAI tool messages carry text only.
+    Images, audio and documents follow in one user message, since OpenAI tool messages
+    carry text only.
     """
     messages: list[dict[str, Any]] = []
     images: list[dict[str, Any]] = []
@@ -96,9 +119,11 @@ def _tool_messages(results: list[ToolResultBlock]) -> list[dict[str, Any]]:
             {"role": "tool", "tool_call_id": result["id"], "content": result_text(result)}
         )
         if isinstance(result["output"], list):
-            found = [_image_part(b) for b in result["output"] if b["type"] == "image"]
+            media = [b for b in result["output"] if b["type"] != "text"]
+            found = [p for p in map(_user_part, media) if p is not None]
             if found:
-                note = f"Images returned by tool {result['name']!r} (call {result['id']}):"
+                what = "Images" if all(b["type"] == "image" for b in media) else "Attachments"
+                note = f"{what} returned by tool {result['name']!r} (call {result['id']}):"
                 images += [{"type": "text", "text": note}, *found]
     if images:
         messages.append({"role": "user", "content": images})
@@ -170,13 +195,18 @@ def format_tool_choice(choice: str) -> str | dict[str, Any]:
 def _usage(data: Any, elapsed: float) -> ChatUsage | None:
     if not isinstance(data, dict):
         return None
-    details = data.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    prompt_details = data.get("prompt_tokens_details")
+    completion_details = data.get("completion_tokens_details")
+    cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else 0
+    reasoning = (
+        completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else 0
+    )
     return ChatUsage(
         input_tokens=int(data.get("prompt_tokens") or 0),
         output_tokens=int(data.get("completion_tokens") or 0),
         time=elapsed,
         cache_read_tokens=int(cached or 0),  # included in prompt_tokens, priced lower
+        reasoning_tokens=int(reasoning or 0),
     )
 
 
@@ -192,6 +222,13 @@ def _reasoning_of(message: dict[str, Any]) -> str | None:
     if value is None:
         value = message.get("reasoning")  # OpenRouter / Ollama spelling
     return value if isinstance(value, str) else None
+
+
+def _with_extra(block: ToolUseBlock, extra_content: Any) -> ToolUseBlock:
+    """Keep a call's ``extra_content`` (Gemini puts its thought signature there)."""
+    if isinstance(extra_content, dict):
+        block["extra_content"] = extra_content  # type: ignore[typeddict-unknown-key]
+    return block
 
 
 def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
@@ -213,7 +250,8 @@ def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         raw = _arguments_text(function.get("arguments"))
-        content.append(tool_use_block(call.get("id"), function.get("name") or "", raw, final=True))
+        block = tool_use_block(call.get("id"), function.get("name") or "", raw, final=True)
+        content.append(_with_extra(block, call.get("extra_content")))
     metadata: dict[str, Any] = {"finish_reason": choice.get("finish_reason")}
     if isinstance(refusal, str) and refusal:
         metadata["refusal"] = refusal
@@ -235,7 +273,7 @@ class OpenAIStreamState:
         # Joined as valid Unicode: an emoji split across chunks as two JSON escapes is rejoined.
         self.text = StreamText()
         self.reasoning = StreamText()
-        # index -> [id, name, argument text]; dicts keep first-seen order
+        # index -> [id, name, argument text, extra_content]; dicts keep first-seen order
         self.calls: dict[int, list[Any]] = {}
         self.finish_reason: str | None = None
         self.usage_data: dict[str, Any] | None = None
@@ -267,7 +305,9 @@ class OpenAIStreamState:
             self.reasoning.add(thought)
             changed = True
         for call in delta.get("tool_calls") or ():
-            entry = self.calls.setdefault(self._index_of(call), [None, "", ""])
+            entry = self.calls.setdefault(self._index_of(call), [None, "", "", None])
+            if isinstance(call.get("extra_content"), dict):
+                entry[3] = call["extra_content"]
             if call.get("id") and entry[0] is None:
                 entry[0] = call["id"]
             function = call.get("function") or {}
@@ -300,7 +340,8 @@ class OpenAIStreamState:
         for entry in self.calls.values():
             if entry[0] is None:  # keep the generated id stable across snapshots
                 entry[0] = tool_use_block(None, "", "", final=True)["id"]
-            content.append(tool_use_block(entry[0], entry[1], entry[2], final=final))
+            block = tool_use_block(entry[0], entry[1], entry[2], final=final)
+            content.append(_with_extra(block, entry[3]))
         if self.id is None:
             self.id = uuid.uuid4().hex
         response = ChatResponse(content=content, id=self.id)

@@ -52,6 +52,11 @@ class AnthropicChatModel(HTTPChatModel):
             ``top_k``, ``metadata``...). Per-call keyword arguments override them.
         retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
         max_retries: Shortcut overriding ``retry.max_retries``.
+        cache_prompt: Prompt caching: mark the system prompt and the tool definitions with
+            ``cache_control`` so later calls read them from Anthropic's cache (reported in
+            ``ChatUsage.cache_read_tokens`` / ``cache_write_tokens``). Off by default, as
+            cache writes cost more than plain input.
+        cache_ttl: The cache lifetime, ``"5m"`` (the API's default) or ``"1h"``.
 
     Example:
         >>> model = AnthropicChatModel("claude-sonnet-4-5", max_tokens=1024)
@@ -73,6 +78,8 @@ class AnthropicChatModel(HTTPChatModel):
         *,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
+        cache_prompt: bool = False,
+        cache_ttl: str | None = None,
     ) -> None:
         super().__init__(
             model_name,
@@ -86,6 +93,8 @@ class AnthropicChatModel(HTTPChatModel):
         )
         self.max_tokens = max_tokens
         self.thinking = thinking
+        self.cache_prompt = cache_prompt
+        self.cache_ttl = cache_ttl
         self._prepare_client()
 
     def _make_client(self) -> Any:
@@ -157,6 +166,8 @@ class AnthropicChatModel(HTTPChatModel):
             specs.append(_structured_tool(structured_model))
             forced = self.thinking is None or self.thinking.get("type") == "disabled"
             tool_choice = STRUCTURED_TOOL if forced else "auto"
+        if self.cache_prompt:
+            self._mark_cache(system, specs)
         if specs:
             body["tools"] = specs
             choice = format_tool_choice(tool_choice, parallel)
@@ -167,6 +178,20 @@ class AnthropicChatModel(HTTPChatModel):
         else:
             body.pop("stream", None)
         return body
+
+    def _mark_cache(self, system: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
+        """Put a cache breakpoint after the system prompt and after the tools.
+
+        The API caches the prefix up to a breakpoint: tools, then system, so these two cover
+        what stays the same across the calls of a conversation. A breakpoint the caller
+        placed on a block is kept.
+        """
+        control: dict[str, Any] = {"type": "ephemeral"}
+        if self.cache_ttl is not None:
+            control["ttl"] = self.cache_ttl
+        for blocks in (system, tools):
+            if blocks and "cache_control" not in blocks[-1]:
+                blocks[-1] = {**blocks[-1], "cache_control": control}
 
     def _parse(
         self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None

@@ -107,6 +107,7 @@ class ChatUsage:
         cache_write_tokens: Of ``input_tokens``, those written to the prompt cache.
         cost: USD, from the price table (``agentkit.models.prices``); None when the price
             is unknown. A sum is None as soon as one of its non-empty parts is.
+        reasoning_tokens: Of ``output_tokens``, those spent on hidden reasoning.
     """
 
     input_tokens: int = 0
@@ -115,22 +116,24 @@ class ChatUsage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost: float | None = None
+    reasoning_tokens: int = 0
 
     def __add__(self, other: ChatUsage) -> ChatUsage:
         return ChatUsage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.time + other.time,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-            _sum_cost(self, other),
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost=_sum_cost(self, other),
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
     def _is_empty(self) -> bool:
         return not (self.input_tokens or self.output_tokens)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe dict (cache counts and cost only when there are some)."""
+        """Return a JSON-safe dict (token details and cost only when there are some)."""
         out: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -140,6 +143,8 @@ class ChatUsage:
             out["cache_read_tokens"] = self.cache_read_tokens
         if self.cache_write_tokens:
             out["cache_write_tokens"] = self.cache_write_tokens
+        if self.reasoning_tokens:
+            out["reasoning_tokens"] = self.reasoning_tokens
         if self.cost is not None:
             out["cost"] = self.cost
         return out

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["call_tool"]
 
 logger = logging.getLogger("agentkit.tools")
-_RESULT_TYPES = frozenset(("text", "image", "audio"))
+_RESULT_TYPES = frozenset(("text", "image", "audio", "document"))
 # Bound on a tool's cleanup when its call is cut short (consumer stopped or cancelled).
 _CLOSE_TIMEOUT = 5.0
 

@@ -4,7 +4,9 @@
 - ``str``: one text block.
 - ``bytes``: an image block when the bytes are a PNG, JPEG, GIF or WEBP image; otherwise a
   short text note (raw binary means nothing to a model).
-- a content block (``{"type": "text" | "image" | "audio", ...}``) or a list of them: as is.
+- ``bytes`` of a PDF: a document block.
+- a content block (``{"type": "text" | "image" | "audio" | "document", ...}``) or a list of
+  them: as is.
 - ``None``: the text ``"Done."`` (an empty result confuses models and some providers
   reject it).
 - dict, list, tuple, set, pydantic models, dataclasses, numbers, bools: JSON text.
@@ -23,13 +25,13 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from agentkit.messages import ImageBlock, TextBlock
+from agentkit.messages import DocumentBlock, ImageBlock, TextBlock
 from agentkit.tools.response import ToolResponse, ToolResultContent
 
 __all__ = ["DONE_TEXT", "ChunkCollector", "merge_content", "to_content", "truncate"]
 
 DONE_TEXT = "Done."
-_BLOCK_TYPES = frozenset(("text", "image", "audio"))
+_BLOCK_TYPES = frozenset(("text", "image", "audio", "document"))
 
 
 def to_content(value: Any) -> list[ToolResultContent]:
@@ -105,6 +107,10 @@ def _image_type(data: bytes) -> str | None:
 
 def _bytes_block(data: bytes) -> ToolResultContent:
     media_type = _image_type(data)
+    if media_type is None and data.startswith(b"%PDF-"):
+        pdf = base64.b64encode(data).decode("ascii")
+        source: Any = {"type": "base64", "media_type": "application/pdf", "data": pdf}
+        return DocumentBlock(type="document", source=source)
     if media_type is None:
         return TextBlock(
             type="text",

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from agentkit._text import clean_json, clean_text, is_clean
-from agentkit.messages import AudioBlock, ImageBlock, TextBlock
+from agentkit.messages import AudioBlock, DocumentBlock, ImageBlock, TextBlock
 
 __all__ = ["ToolResponse", "ToolResultContent"]
 
-ToolResultContent = TextBlock | ImageBlock | AudioBlock
+ToolResultContent = TextBlock | ImageBlock | AudioBlock | DocumentBlock
 
 
 @dataclass(slots=True)

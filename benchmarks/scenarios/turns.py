@@ -19,6 +19,7 @@ from benchmarks.baselines import (
     tool_schema,
 )
 from benchmarks.common import Config, NotAvailable, Row, median, paired, require, timed
+from benchmarks.scenarios.responses_turns import responses_rows
 
 Variant = Callable[[], Awaitable[Any]]
 
@@ -247,10 +248,13 @@ async def _anthropic_rows(cfg: Config, stream: bool) -> list[Row]:
 
 
 async def run(cfg: Config) -> list[Row]:
-    """Per-turn rows: OpenAI HTTP non-streaming and streaming, Anthropic, in-process."""
+    """Per-turn rows: OpenAI HTTP non-streaming and streaming, Anthropic, Responses, in-process."""
     rows = await _http_rows(cfg, stream=False)
     rows += await _http_rows(cfg, stream=True)
     rows += await _anthropic_rows(cfg, stream=False)
     rows += await _anthropic_rows(cfg, stream=True)
+    if not cfg.quick:  # --quick proves the Responses rows run; one mode is enough for that
+        rows += await responses_rows(cfg, stream=False)
+    rows += await responses_rows(cfg, stream=True)
     rows += await _inprocess_rows(cfg)
     return rows

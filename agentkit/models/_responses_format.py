@@ -1,0 +1,430 @@
+"""Conversion between agentkit messages and the OpenAI Responses API wire format.
+
+Pure functions on dicts: no SDK import. A reasoning item becomes a ``thinking`` block that
+keeps what is needed to send it back (``reasoning_id``, ``encrypted_content``, ``summary``),
+so a reasoning model keeps its chain of thought across tool calls while the conversation
+state stays in agentkit's memory (``store=False``). Thinking from other providers has no
+Responses form and is not sent.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any, cast
+
+from agentkit.exceptions import UnsupportedContentError
+from agentkit.messages import ContentBlock, Msg, ToolResultBlock
+from agentkit.models._common import split_tool_results, tool_use_block
+from agentkit.models.base import ChatResponse, ChatUsage
+
+__all__ = [
+    "ResponsesStreamState",
+    "format_input",
+    "format_tool_choice",
+    "format_tools",
+    "parse_response",
+    "response_usage",
+]
+
+PROVIDER = "openai-responses"
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+
+def _unsupported(kind: str, where: str) -> UnsupportedContentError:
+    return UnsupportedContentError(
+        f"the OpenAI Responses API does not accept {kind} blocks {where}", provider=PROVIDER
+    )
+
+
+def _data_url(source: dict[str, Any]) -> str:
+    if source["type"] == "url":
+        return str(source["url"])
+    return f"data:{source['media_type']};base64,{source['data']}"
+
+
+def _file_part(block: dict[str, Any]) -> dict[str, Any]:
+    source = block["source"]
+    if source["type"] == "url":
+        return {"type": "input_file", "file_url": source["url"]}
+    if source["type"] == "text":
+        raise _unsupported("plain-text document", "(send the text as a text block)")
+    name = block.get("filename") or block.get("title") or "document.pdf"
+    return {"type": "input_file", "filename": name, "file_data": _data_url(source)}
+
+
+def _input_part(block: ContentBlock, where: str) -> dict[str, Any]:
+    """One user-side content part (in a user message or a tool result)."""
+    extra: dict[str, Any] = cast(dict[str, Any], block)
+    kind = extra["type"]
+    if kind == "text":
+        return {"type": "input_text", "text": extra["text"]}
+    if kind == "image":
+        url = _data_url(extra["source"])
+        return {"type": "input_image", "image_url": url, "detail": extra.get("detail", "auto")}
+    if kind == "document":
+        return _file_part(extra)
+    if kind == "audio" and where == "in a user message" and extra["source"]["type"] == "base64":
+        source = extra["source"]
+        fmt = _AUDIO_FORMATS.get(source["media_type"], source["media_type"].split("/")[-1])
+        return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}
+    detail = " by URL" if kind == "audio" and where == "in a user message" else ""
+    raise _unsupported(f"{kind}{detail}", where)
+
+
+def _user_item(role: str, blocks: list[ContentBlock]) -> dict[str, Any] | None:
+    parts = [
+        _input_part(b, "in a user message")
+        for b in blocks
+        if b["type"] not in ("thinking", "tool_use")  # no user-side form, as in Chat
+    ]
+    if not parts:
+        return None
+    if all(p["type"] == "input_text" for p in parts):
+        return {"role": role, "content": "\n".join(p["text"] for p in parts)}
+    return {"role": role, "content": parts}
+
+
+def _result_item(result: ToolResultBlock) -> dict[str, Any]:
+    output = result["output"]
+    value: str | list[dict[str, Any]]
+    if isinstance(output, str):
+        value = output
+    else:
+        parts = [_input_part(b, "in a tool result") for b in output]
+        if all(p["type"] == "input_text" for p in parts):
+            value = "\n".join(p["text"] for p in parts)
+        else:
+            value = parts
+    return {"type": "function_call_output", "call_id": result["id"], "output": value}
+
+
+def _reasoning_item(block: dict[str, Any]) -> dict[str, Any]:
+    summary = block.get("summary")
+    if not isinstance(summary, list):
+        summary = [block["thinking"]] if block["thinking"] else []
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "id": block["reasoning_id"],
+        "summary": [{"type": "summary_text", "text": s} for s in summary],
+    }
+    if block.get("encrypted_content"):
+        item["encrypted_content"] = block["encrypted_content"]
+    return item
+
+
+def _assistant_items(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
+    """Assistant blocks as output items, in the order the model produced them."""
+    items: list[dict[str, Any]] = []
+    texts: list[str] = []
+    phase: str | None = None
+
+    def flush() -> None:
+        if texts:
+            message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts)}
+            if phase is not None:
+                message["phase"] = phase
+            items.append(message)
+            texts.clear()
+
+    for block in blocks:
+        extra: dict[str, Any] = cast(dict[str, Any], block)
+        kind = extra["type"]
+        if kind == "text":
+            if extra.get("phase") != phase:
+                flush()
+                phase = extra.get("phase")
+            if extra["text"]:
+                texts.append(extra["text"])
+            continue
+        flush()
+        if kind == "thinking":
+            if extra.get("reasoning_id"):  # other providers' thinking cannot be sent back
+                items.append(_reasoning_item(extra))
+        elif kind == "provider_item":
+            if extra["provider"] == PROVIDER:  # a built-in tool call: replayed as it came
+                items.append(dict(extra["item"]))
+        elif kind == "tool_use":
+            raw = extra.get("raw_input")
+            arguments = raw if raw is not None else _encode(extra["input"])
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": extra["id"],
+                    "name": extra["name"],
+                    "arguments": arguments,
+                }
+            )
+        else:
+            raise _unsupported(kind, "in an assistant message")
+    flush()
+    return items
+
+
+def format_input(messages: Sequence[Msg]) -> list[dict[str, Any]]:
+    """Convert a conversation to the Responses ``input`` items.
+
+    System messages stay in place as ``role=system`` messages. Tool results become
+    ``function_call_output`` items wherever they are stored.
+
+    Raises:
+        UnsupportedContentError: for a block the Responses API cannot take where it sits
+            (audio in a tool result, an image in an assistant turn...).
+    """
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        if isinstance(msg.content, str):
+            if msg.content or msg.role != "assistant":
+                out.append({"role": msg.role, "content": msg.content})
+            continue
+        others, results = split_tool_results(msg.content)
+        if msg.role == "assistant":
+            out += _assistant_items(others)
+            out += [_result_item(r) for r in results]
+            continue
+        out += [_result_item(r) for r in results]
+        if msg.role == "system":
+            texts = [b["text"] for b in others if b["type"] == "text"]
+            if texts or not results:
+                out.append({"role": "system", "content": "\n".join(texts)})
+            continue
+        item = _user_item("user", others)
+        if item is not None:
+            out.append(item)
+    return out
+
+
+def format_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI Chat-style function schemas -> Responses function tools.
+
+    ``strict`` is sent explicitly (the Responses API defaults to strict schemas, which
+    would reject ordinary optional parameters); a schema may opt in with ``strict: True``.
+    """
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        if tool.get("type") not in (None, "function"):
+            out.append(tool)  # a built-in tool (web_search...), passed through as is
+            continue
+        function = tool.get("function", tool)
+        spec: dict[str, Any] = {
+            "type": "function",
+            "name": function["name"],
+            "parameters": function.get("parameters") or {"type": "object", "properties": {}},
+            "strict": bool(function.get("strict", False)),
+        }
+        if function.get("description"):
+            spec["description"] = function["description"]
+        out.append(spec)
+    return out
+
+
+def format_tool_choice(choice: str) -> str | dict[str, Any]:
+    """``"auto"``/``"none"``/``"required"`` or a tool name, in the Responses format."""
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "name": choice}
+
+
+def response_usage(data: Any, elapsed: float) -> ChatUsage | None:
+    """``ChatUsage`` from a Responses ``usage`` object (cached and reasoning tokens too)."""
+    if not isinstance(data, dict):
+        return None
+    cached = (data.get("input_tokens_details") or {}).get("cached_tokens")
+    reasoning = (data.get("output_tokens_details") or {}).get("reasoning_tokens")
+    return ChatUsage(
+        input_tokens=int(data.get("input_tokens") or 0),
+        output_tokens=int(data.get("output_tokens") or 0),
+        time=elapsed,
+        cache_read_tokens=int(cached or 0),
+        reasoning_tokens=int(reasoning or 0),
+    )
+
+
+def _thinking(item: dict[str, Any]) -> ContentBlock:
+    summary = [str(p.get("text") or "") for p in item.get("summary") or () if isinstance(p, dict)]
+    text = "\n\n".join(s for s in summary if s)
+    if not text:  # open-weight models (gpt-oss) return the raw reasoning text instead
+        parts = item.get("content") or ()
+        text = "".join(str(p.get("text") or "") for p in parts if isinstance(p, dict))
+    block: dict[str, Any] = {"type": "thinking", "thinking": text, "summary": summary}
+    if item.get("id"):
+        block["reasoning_id"] = item["id"]
+    if item.get("encrypted_content"):
+        block["encrypted_content"] = item["encrypted_content"]
+    return cast(ContentBlock, block)
+
+
+def _message_blocks(item: dict[str, Any], refusals: list[str]) -> list[ContentBlock]:
+    texts: list[str] = []
+    annotations: list[Any] = []
+    for part in item.get("content") or ():
+        if part.get("type") == "refusal":
+            refusals.append(str(part.get("refusal") or ""))
+            texts.append(str(part.get("refusal") or ""))
+        elif part.get("type") == "output_text":
+            texts.append(str(part.get("text") or ""))
+            annotations += part.get("annotations") or ()
+    text = "".join(texts)
+    if not text:
+        return []
+    block: dict[str, Any] = {"type": "text", "text": text}
+    if annotations:
+        block["annotations"] = annotations
+    if item.get("phase"):
+        block["phase"] = item["phase"]
+    return [cast(ContentBlock, block)]
+
+
+def output_blocks(
+    items: Sequence[dict[str, Any]], refusals: list[str], *, done: set[int] | None = None
+) -> list[ContentBlock]:
+    """Content blocks of output items (``done``: indices whose arguments are complete)."""
+    content: list[ContentBlock] = []
+    for index, item in enumerate(items):
+        kind = item.get("type")
+        if kind == "reasoning":
+            block = _thinking(item)
+            if done is not None and index not in done:
+                # Still streaming: not replayable yet (a stream cut here, by an interrupt,
+                # keeps the text but must not send an incomplete item back).
+                extra: Any = block
+                extra.pop("reasoning_id", None)
+                extra.pop("encrypted_content", None)
+            content.append(block)
+        elif kind == "message":
+            content += _message_blocks(item, refusals)
+        elif kind == "function_call":
+            final = done is None or index in done
+            raw = str(item.get("arguments") or "")
+            call_id = item.get("call_id") or item.get("id")
+            content.append(tool_use_block(call_id, item.get("name") or "", raw, final=final))
+        elif isinstance(kind, str) and (done is None or index in done):
+            # Built-in tools (web_search_call, file_search_call...): kept verbatim, replayed.
+            provider_item: Any = {"type": "provider_item", "provider": PROVIDER, "item": item}
+            content.append(provider_item)
+    return content
+
+
+def finish_reason(data: dict[str, Any], content: Sequence[ContentBlock]) -> str | None:
+    """A Chat Completions-style finish reason for a response body."""
+    status = data.get("status")
+    if status == "incomplete":
+        reason = (data.get("incomplete_details") or {}).get("reason")
+        return "length" if reason in (None, "max_output_tokens") else str(reason)
+    if any(b["type"] == "tool_use" for b in content):
+        return "tool_calls"
+    return "stop" if status in (None, "completed") else str(status)
+
+
+def parse_response(data: dict[str, Any], elapsed: float) -> ChatResponse:
+    """Build a ``ChatResponse`` from a ``response`` object."""
+    refusals: list[str] = []
+    items = [i for i in data.get("output") or () if isinstance(i, dict)]
+    content = output_blocks(items, refusals)
+    metadata: dict[str, Any] = {"finish_reason": finish_reason(data, content)}
+    if refusals:
+        metadata["refusal"] = "".join(refusals)
+    return ChatResponse(
+        content=content,
+        usage=response_usage(data.get("usage"), elapsed),
+        id=str(data.get("id") or uuid.uuid4().hex),
+        metadata=metadata,
+    )
+
+
+class ResponsesStreamState:
+    """Accumulates Responses stream events into cumulative snapshots."""
+
+    __slots__ = ("done", "final", "finish_reason", "id", "items")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.items: dict[int, dict[str, Any]] = {}  # output_index -> item being built
+        self.done: set[int] = set()
+        self.final: dict[str, Any] | None = None  # the response.completed response
+        self.finish_reason: str | None = None
+
+    def feed(self, event: dict[str, Any]) -> bool:
+        """Apply one event; return whether the visible content changed."""
+        kind = event.get("type")
+        index = event.get("output_index", 0)
+        item = self.items.get(index)
+        delta = event.get("delta")
+        if kind == "response.output_text.delta" and item is not None:
+            item["_text"] = item.get("_text", "") + str(delta or "")
+        elif kind == "response.refusal.delta" and item is not None:
+            item["_refusal"] = item.get("_refusal", "") + str(delta or "")
+        elif kind == "response.function_call_arguments.delta" and item is not None:
+            item["arguments"] = str(item.get("arguments") or "") + str(delta or "")
+        elif kind == "response.reasoning_summary_text.delta" and item is not None:
+            summary = item.setdefault("summary", [])
+            position = int(event.get("summary_index", 0))
+            while len(summary) <= position:
+                summary.append({"type": "summary_text", "text": ""})
+            summary[position]["text"] += str(delta or "")
+        elif kind == "response.reasoning_text.delta" and item is not None:
+            content = item.get("content") or []
+            item["content"] = content
+            if not content:
+                content.append({"type": "reasoning_text", "text": ""})
+            content[-1]["text"] += str(delta or "")
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            return self._item(kind, index, event.get("item"))
+        elif kind in ("response.created", "response.completed", "response.incomplete"):
+            return self._response(kind, event.get("response") or {})
+        else:
+            return False
+        return True
+
+    def _item(self, kind: str, index: int, item: Any) -> bool:
+        if not isinstance(item, dict):
+            return False
+        self.items[index] = dict(item)
+        if kind.endswith(".done"):
+            self.done.add(index)
+        return True
+
+    def _response(self, kind: str, response: dict[str, Any]) -> bool:
+        self.id = self.id or response.get("id")
+        if kind == "response.created":
+            return False
+        self.final = response
+        output = response.get("output")
+        if isinstance(output, list) and output:  # the complete items: authoritative
+            self.items = {i: dict(item) for i, item in enumerate(output)}
+            self.done = set(self.items)
+        self.finish_reason = "completed"
+        return True
+
+    def _visible_items(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for index in sorted(self.items):
+            item = self.items[index]
+            if item.get("type") == "message" and index not in self.done:
+                # Parts still streaming: build them from the accumulated deltas.
+                parts = [{"type": "output_text", "text": item.get("_text", "")}]
+                if item.get("_refusal"):
+                    parts.append({"type": "refusal", "refusal": item["_refusal"]})
+                item = {**item, "content": parts}
+            out.append(item)
+        return out
+
+    def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
+        """The cumulative response so far (``final`` adds usage and finish reason)."""
+        items = self._visible_items()
+        positions = sorted(self.items)
+        done = {n for n, index in enumerate(positions) if final or index in self.done}
+        refusals: list[str] = []
+        content = output_blocks(items, refusals, done=done)
+        if self.id is None:
+            self.id = uuid.uuid4().hex
+        response = ChatResponse(content=content, id=self.id)
+        if final:
+            data = self.final or {}
+            response.usage = response_usage(data.get("usage"), elapsed) or ChatUsage(time=elapsed)
+            response.metadata = {"finish_reason": finish_reason(data, content)}
+            if refusals:
+                response.metadata["refusal"] = "".join(refusals)
+        return response

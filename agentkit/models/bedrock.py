@@ -1,0 +1,212 @@
+"""``AnthropicBedrockModel``: Claude on Amazon Bedrock.
+
+Built on the ``anthropic`` SDK's own ``AsyncAnthropicBedrock`` client (its regional endpoint,
+AWS SigV4 signing through ``botocore``, or a Bedrock API key). A plain request takes the lean
+path of ``AnthropicChatModel`` (``POST /model/{model}/invoke``, the Messages body without
+``model``). Streams are AWS event-stream frames, not SSE, so a streamed request takes the SDK's
+typed path (``client.messages.create(stream=True)``, decoded by the SDK) and its events feed
+the same accumulator as every Anthropic stream.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+import httpx2
+
+from agentkit.exceptions import AuthenticationError, ModelConnectionError
+from agentkit.messages import Msg
+from agentkit.models._anthropic_format import AnthropicStreamState
+from agentkit.models._common import require_extra
+from agentkit.models._http import map_status_error, send_with_retries
+from agentkit.models.anthropic import AnthropicChatModel
+from agentkit.models.base import ChatResponse, ModelOutput, ToolChoice
+from agentkit.models.prices import fill_cost
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["BEDROCK_ANTHROPIC_VERSION", "AnthropicBedrockModel"]
+
+BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
+"""The ``anthropic_version`` Bedrock documents for the Messages body."""
+
+_CREATE_ARGS = ("model", "max_tokens", "messages")
+
+
+class AnthropicBedrockModel(AnthropicChatModel):
+    """Claude served by Amazon Bedrock.
+
+    Args:
+        model_name: The Bedrock model or inference profile id, e.g.
+            ``"us.anthropic.claude-sonnet-4-5-20250929-v1:0"``.
+        aws_region: ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` / the profile's when None.
+        aws_access_key: With ``aws_secret_key`` (and ``aws_session_token``): explicit
+            credentials; otherwise botocore's chain (environment, profile, instance role).
+        aws_secret_key: See ``aws_access_key``.
+        aws_session_token: See ``aws_access_key``.
+        aws_profile: A named AWS profile.
+        api_key: A Bedrock API key (``AWS_BEARER_TOKEN_BEDROCK``), instead of SigV4.
+        **kwargs: ``AnthropicChatModel`` arguments (``stream``, ``max_tokens``, ``thinking``,
+            ``base_url``, ``retry``, ``cache_prompt``...).
+
+    Raises:
+        MissingDependencyError: SigV4 signing without ``botocore`` (names the extra).
+    """
+
+    provider = "bedrock"
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        aws_region: str | None = None,
+        aws_access_key: str | None = None,
+        aws_secret_key: str | None = None,
+        aws_session_token: str | None = None,
+        aws_profile: str | None = None,
+        api_key: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.aws = {
+            "aws_region": aws_region,
+            "aws_access_key": aws_access_key,
+            "aws_secret_key": aws_secret_key,
+            "aws_session_token": aws_session_token,
+            "aws_profile": aws_profile,
+        }
+        super().__init__(model_name, api_key=api_key, **kwargs)
+
+    def _make_client(self) -> Any:
+        import anthropic
+
+        kwargs = self._client_kwargs()
+        kwargs.update({k: v for k, v in self.aws.items() if v is not None})
+        if "api_key" not in kwargs and not os.environ.get("AWS_BEARER_TOKEN_BEDROCK"):
+            require_extra("botocore", "bedrock", "Bedrock with AWS credentials (SigV4)")
+        try:
+            return anthropic.AsyncAnthropicBedrock(**kwargs)
+        except (anthropic.AnthropicError, ValueError) as err:
+            raise AuthenticationError(
+                f"bedrock: {err} (AWS_REGION, AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
+                provider=self.provider,
+            ) from err
+
+    def format_request(
+        self,
+        messages: Sequence[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        stream: bool | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The Messages body as Bedrock takes it (``model`` and ``stream`` go in the URL)."""
+        body = super().format_request(
+            messages, tools, tool_choice, structured_model, stream=stream, **kwargs
+        )
+        body.pop("model", None)
+        body.pop("stream", None)
+        body.setdefault("anthropic_version", BEDROCK_ANTHROPIC_VERSION)
+        return body
+
+    async def __call__(
+        self,
+        messages: Sequence[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        **kwargs: Any,
+    ) -> ModelOutput:
+        """Ask the model for the next assistant turn (see ``AnthropicChatModel``)."""
+        if not kwargs.get("stream", self.stream):
+            kwargs["stream"] = False
+            return await super().__call__(messages, tools, tool_choice, structured_model, **kwargs)
+        kwargs.pop("stream", None)
+        started = time.perf_counter()
+        options = {k: kwargs.pop(k) for k in ("extra_headers", "timeout") if k in kwargs}
+        body = self.format_request(
+            messages, tools, tool_choice, structured_model, stream=False, **kwargs
+        )
+        body.pop("anthropic_version", None)  # the SDK adds its own
+        args = {key: body.pop(key) for key in _CREATE_ARGS[1:]}
+        client = self.client
+        status_error, connection_error, base_error = self._sdk_errors()
+
+        async def attempt() -> Any:
+            return await client.messages.create(
+                model=self.model_name, **args, stream=True, extra_body=body, **options
+            )
+
+        events = await send_with_retries(
+            attempt,
+            self.retry,
+            provider=self.provider,
+            status_error=status_error,
+            connection_error=connection_error,
+            base_error=base_error,
+        )
+        return self._typed_stream(events, started, structured_model)
+
+    async def _typed_stream(
+        self, events: Any, started: float, structured: type[BaseModel] | None
+    ) -> AsyncIterator[ChatResponse]:
+        """Cumulative snapshots from the SDK's decoded events.
+
+        The stream is closed however this ends (shielded from cancellation).
+        """
+        import anthropic
+
+        state = AnthropicStreamState()
+        done = False
+        try:
+            async for event in events:
+                payload = event.model_dump(mode="json", exclude_none=True)
+                if payload.get("type") == "message_stop":
+                    done = True
+                    break
+                if state.feed(payload):
+                    yield state.snapshot(final=False)
+        except anthropic.APIStatusError as err:
+            raise map_status_error(self.provider, err.status_code, err.body, str(err)) from err
+        except (anthropic.APIError, httpx2.TransportError) as err:
+            raise ModelConnectionError(
+                f"{self.provider}: the stream broke off: {err!r}", provider=self.provider
+            ) from err
+        finally:
+            with anyio.CancelScope(shield=True):
+                await events.close()
+        if not done and state.finish_reason is None:
+            raise ModelConnectionError(
+                f"{self.provider}: the stream ended before the answer was complete",
+                provider=self.provider,
+            )
+        final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        fill_cost(final, self.model_name, self.provider, self.base_url)  # USD, when priced
+        yield self._finish_stream(final, structured)
+
+    async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:
+        client = self.client
+        path = f"/model/{urllib.parse.quote(self.model_name, safe=':')}/invoke"
+        status_error, connection_error, base_error = self._sdk_errors()
+
+        async def attempt() -> httpx2.Response:
+            result = await client.post(
+                path, cast_to=httpx2.Response, content=body, options=options, stream=False
+            )
+            return cast(httpx2.Response, result)
+
+        return await send_with_retries(
+            attempt,
+            self.retry,
+            provider=self.provider,
+            status_error=status_error,
+            connection_error=connection_error,
+            base_error=base_error,
+        )
