@@ -149,7 +149,7 @@ async def test_typical_function_tools_take_the_fast_path() -> None:
     tool = tk.get_tool("search")
     assert tool is not None
     tool.get_validator()
-    check = tool._quick
+    check = tool.checks.quick
     assert check is not None, tool.parameters
     assert check({"query": "x"})
     assert check({"query": "x", "limit": 3, "tags": ["a"], "mode": "exact", "ratio": 1})
@@ -182,8 +182,8 @@ def test_a_changed_schema_is_recompiled() -> None:
     tool = tk.get_tool("echo")
     assert tool is not None
     tool.get_validator()
-    assert tool._quick is not None and tool._quick({"text": "x"})
+    assert tool.checks.quick is not None and tool.checks.quick({"text": "x"})
     tool.parameters = {"type": "object", "properties": {"text": {"type": "integer"}}}
     tool.invalidate_schema()
     tool.get_validator()
-    assert tool._quick is not None and not tool._quick({"text": "x"})
+    assert tool.checks.quick is not None and not tool.checks.quick({"text": "x"})

@@ -86,13 +86,13 @@ def _check(
     if "raw_input" in block or not isinstance(arguments, dict):
         raw = block.get("raw_input")
         return None, _errors.invalid_json(name, raw, _json_problem(raw, arguments))
+    checks = tool.checks
     try:
-        validator = tool.get_validator()
+        validator = checks.get_validator()
     except Exception as exc:  # jsonschema SchemaError: the tool's own schema is broken
         logger.error("tool %r has an invalid parameters schema", name, exc_info=exc)
         return None, _errors.bad_tool_schema(name, _first_line(exc))
-    quick = getattr(tool, "_quick", None)
-    if quick is not None and quick(arguments):
+    if checks.certainly_valid(arguments):
         return tool, None  # certainly valid: jsonschema would find no error
     errors = list(validator.iter_errors(arguments))
     if errors:

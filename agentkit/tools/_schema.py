@@ -19,7 +19,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypeAlias, Union, get_args, get_origin
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
@@ -27,11 +27,14 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import PydanticJsonSchemaWarning
 
 from agentkit.exceptions import ToolRegistrationError
+from agentkit.tools.base import ArgumentChecks
 from agentkit.tools.context import ToolContext
 
-__all__ = ["FunctionSpec", "build_function_spec"]
+__all__ = ["CallKind", "FunctionSpec", "build_function_spec", "call_kind"]
 
 _P = inspect.Parameter
+CallKind: TypeAlias = Literal["async", "sync", "async_gen", "sync_gen"]
+"""How a function is called: awaited, in a thread, or iterated."""
 _NATIVE_SCALARS: frozenset[object] = frozenset((str, int, float, bool, type(None), Any, object))
 
 
@@ -50,6 +53,8 @@ class FunctionSpec:
             visible parameter is JSON-native (the fast path passes arguments as they are).
         aliases: Model field name -> parameter name (fields are renamed to avoid clashes
             with pydantic's own attribute names).
+        kind: How the function is called (awaited, in a thread, iterated).
+        checks: The compiled argument checks of ``parameters``, shared by its tools.
     """
 
     description: str
@@ -60,6 +65,21 @@ class FunctionSpec:
     var_keyword: bool
     model: type[BaseModel] | None
     aliases: Mapping[str, str]
+    kind: CallKind = "sync"
+    checks: ArgumentChecks = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Compiled lazily, once per spec: every tool built from this spec shares it.
+        object.__setattr__(self, "checks", ArgumentChecks(self.parameters))
+
+
+# Specs are shared by every Toolkit that registers the same function object: a server that
+# builds a Toolkit per conversation pays for signature and docstring parsing, the pydantic
+# model and the schema once per function, not once per conversation. Only what the spec
+# depends on is in the key (preset values are not: only their names hide parameters).
+_SPECS: weakref.WeakKeyDictionary[Any, dict[tuple[object, ...], FunctionSpec]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def build_function_spec(
@@ -69,7 +89,40 @@ def build_function_spec(
     description: str | None = None,
     preset_kwargs: Mapping[str, Any] | None = None,
 ) -> FunctionSpec:
-    """Describe ``fn`` as a tool.
+    """Describe ``fn`` as a tool (cached per function object; see ``_SPECS``).
+
+    Args:
+        fn: The function (sync or async, plain or generator, bound method, callable object).
+        name: The tool name, for error messages.
+        description: Overrides the docstring's description.
+        preset_kwargs: Arguments fixed at registration, hidden from the model.
+
+    Returns:
+        The function's spec (the same object for the same function and options).
+
+    Raises:
+        ToolRegistrationError: the signature cannot be described.
+    """
+    key = (name, description, tuple(sorted(preset_kwargs or ())))
+    cacheable = inspect.isfunction(fn)  # hashable and weak-referenceable, unlike partials
+    if cacheable:
+        cached = _SPECS.get(fn)
+        if cached is not None and key in cached:
+            return cached[key]
+    spec = _build_function_spec(fn, name=name, description=description, preset_kwargs=preset_kwargs)
+    if cacheable:
+        _SPECS.setdefault(fn, {})[key] = spec
+    return spec
+
+
+def _build_function_spec(
+    fn: Callable[..., Any],
+    *,
+    name: str,
+    description: str | None = None,
+    preset_kwargs: Mapping[str, Any] | None = None,
+) -> FunctionSpec:
+    """Describe ``fn`` as a tool, uncached.
 
     Args:
         fn: The function (sync or async, plain or generator, bound method, callable object).
@@ -116,7 +169,22 @@ def build_function_spec(
         var_keyword=params.var_keyword,
         model=model if needs_conversion else None,
         aliases=params.aliases,
+        kind=call_kind(fn),
     )
+
+
+def call_kind(fn: Callable[..., Any]) -> CallKind:
+    """How ``fn`` is called (a callable object by its ``__call__``)."""
+    target: Any = fn
+    if not (inspect.isroutine(fn) or isinstance(fn, functools.partial)):
+        target = type(fn).__call__  # a callable object
+    if inspect.isasyncgenfunction(target):
+        return "async_gen"
+    if inspect.iscoroutinefunction(target):
+        return "async"
+    if inspect.isgeneratorfunction(target):
+        return "sync_gen"
+    return "sync"
 
 
 @dataclass(slots=True)

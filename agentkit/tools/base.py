@@ -20,7 +20,45 @@ if TYPE_CHECKING:
     from agentkit.models.base import ToolDefinition
     from agentkit.tools.context import ToolContext
 
-__all__ = ["Tool"]
+__all__ = ["ArgumentChecks", "Tool"]
+
+
+class ArgumentChecks:
+    """The compiled argument checks of one ``parameters`` schema, built on first use.
+
+    Shared by every tool built from the same function spec, so a Toolkit created per
+    conversation does not compile its validators again.
+    """
+
+    __slots__ = ("parameters", "quick", "validator")
+
+    def __init__(self, parameters: dict[str, Any]) -> None:
+        self.parameters = parameters
+        self.validator: Validator | None = None
+        self.quick: QuickCheck | None = None
+
+    def get_validator(self) -> Validator:
+        """The Draft 2020-12 validator (with the fast path compiled alongside).
+
+        Raises:
+            jsonschema.exceptions.SchemaError: ``parameters`` is not a valid JSON schema.
+        """
+        validator = self.validator
+        if validator is None:
+            # Imported here: jsonschema costs ~35 ms and ``import agentkit`` must stay cheap.
+            from jsonschema import Draft202012Validator
+
+            Draft202012Validator.check_schema(self.parameters)
+            validator = Draft202012Validator(self.parameters)
+            # The fast path of argument checking (see ``_quickcheck``), built alongside.
+            self.quick = compile_check(self.parameters)
+            self.validator = validator
+        return validator
+
+    def certainly_valid(self, arguments: Any) -> bool:
+        """True when the fast path proves ``arguments`` valid (False: ask the validator)."""
+        quick = self.quick
+        return quick is not None and quick(arguments)
 
 
 class Tool(ABC):
@@ -60,8 +98,7 @@ class Tool(ABC):
         self.sequential = sequential
         self.timeout = timeout
         self._schema: dict[str, Any] | None = None
-        self._validator: Validator | None = None
-        self._quick: QuickCheck | None = None
+        self._checks: ArgumentChecks | None = None
 
     @property
     def tool_definition(self) -> ToolDefinition:
@@ -80,8 +117,15 @@ class Tool(ABC):
     def invalidate_schema(self) -> None:
         """Drop the cached schema after ``name``/``description``/``parameters`` changed."""
         self._schema = None
-        self._validator = None
-        self._quick = None
+        self._checks = None
+
+    @property
+    def checks(self) -> ArgumentChecks:
+        """The compiled argument checks of ``parameters`` (built on first call, cached)."""
+        checks = self._checks
+        if checks is None or checks.parameters is not self.parameters:
+            checks = self._checks = ArgumentChecks(self.parameters)
+        return checks
 
     def get_validator(self) -> Validator:
         """The Draft 2020-12 validator of ``parameters``, built on first use and cached.
@@ -89,17 +133,7 @@ class Tool(ABC):
         Raises:
             jsonschema.exceptions.SchemaError: ``parameters`` is not a valid JSON schema.
         """
-        validator = getattr(self, "_validator", None)
-        if validator is None:
-            # Imported here: jsonschema costs ~35 ms and ``import agentkit`` must stay cheap.
-            from jsonschema import Draft202012Validator
-
-            Draft202012Validator.check_schema(self.parameters)
-            validator = Draft202012Validator(self.parameters)
-            self._validator = validator
-            # The fast path of argument checking (see ``_quickcheck``), built alongside.
-            self._quick = compile_check(self.parameters)
-        return validator
+        return self.checks.get_validator()
 
     @abstractmethod
     def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:

@@ -17,7 +17,7 @@ import functools
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping
 from contextlib import aclosing
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
 import anyio
 import anyio.to_thread
@@ -25,7 +25,7 @@ import anyio.to_thread
 from agentkit.messages import ToolUseBlock
 from agentkit.tools._convert import ChunkCollector, to_content
 from agentkit.tools._errors import ArgumentsError
-from agentkit.tools._schema import FunctionSpec, build_function_spec
+from agentkit.tools._schema import CallKind, FunctionSpec, build_function_spec
 from agentkit.tools.base import Tool
 from agentkit.tools.context import ToolContext
 from agentkit.tools.response import ToolResponse
@@ -37,23 +37,9 @@ PostProcess: TypeAlias = Callable[
 ]
 """``postprocess(block, final_response)``: may return a replacement final response."""
 
-_Kind: TypeAlias = Literal["async", "sync", "async_gen", "sync_gen"]
 _END = object()
 # Bound on a sync generator's cleanup (its ``finally``) when a call is cut short.
 _CLOSE_TIMEOUT = 5.0
-
-
-def _kind_of(fn: Callable[..., Any]) -> _Kind:
-    target: Any = fn
-    if not (inspect.isroutine(fn) or isinstance(fn, functools.partial)):
-        target = type(fn).__call__  # a callable object
-    if inspect.isasyncgenfunction(target):
-        return "async_gen"
-    if inspect.iscoroutinefunction(target):
-        return "async"
-    if inspect.isgeneratorfunction(target):
-        return "sync_gen"
-    return "sync"
 
 
 def _default_name(fn: Callable[..., Any]) -> str:
@@ -101,10 +87,11 @@ class FunctionTool(Tool):
         )
         self.fn = fn
         self.spec: FunctionSpec = spec
+        self._checks = spec.checks  # compiled once per spec, shared by its tools
         self.preset_kwargs: dict[str, Any] = dict(preset_kwargs or {})
         self.postprocess = postprocess
         self.reports_progress = spec.context_param is not None
-        self._kind: _Kind = _kind_of(fn)
+        self._kind: CallKind = spec.kind
 
     def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
         """Run without a call context (a context parameter receives a detached one)."""
@@ -178,7 +165,7 @@ class FunctionTool(Tool):
         return values
 
     async def _iterate(
-        self, kind: _Kind, args: list[Any], kwargs: dict[str, Any]
+        self, kind: CallKind, args: list[Any], kwargs: dict[str, Any]
     ) -> AsyncGenerator[Any, None]:
         if kind == "async_gen":
             agen = self.fn(*args, **kwargs)
