@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from agentkit._text import terminal_safe
-from agentkit.agent.events import (
+from agentkit.events import (
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
