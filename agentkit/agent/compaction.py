@@ -257,7 +257,7 @@ _attached: weakref.WeakKeyDictionary[Any, _Attachment] = weakref.WeakKeyDictiona
 
 def compactor_of(agent: Any) -> Compactor | None:
     """The compactor attached to ``agent``, if any."""
-    attachment = _attached.get(agent)
+    attachment = None if agent is None else _attached.get(agent)
     return None if attachment is None else attachment.compactor
 
 
@@ -360,7 +360,7 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
 
     Without an attached :class:`Compactor` this returns ``prompt`` itself.
     """
-    attachment = _attached.get(agent)
+    attachment = None if agent is None else _attached.get(agent)
     if attachment is None or not prompt:
         return prompt
     c = attachment.compactor
@@ -396,7 +396,7 @@ def _estimate(c: Compactor, view: list[Msg]) -> int:
 
 def record(agent: Any, msg: Msg, response: ChatResponse | None) -> None:
     """Record the request's compaction decision (and token counts) on its answer ``msg``."""
-    attachment = _attached.get(agent)
+    attachment = None if agent is None else _attached.get(agent)
     if attachment is None or attachment.pending is None:
         return
     view, attachment.pending = attachment.pending, None
