@@ -10,6 +10,7 @@ from collections.abc import Callable
 import anyio
 
 from agentkit.mcp import serve
+from agentkit.mcp.http_auth import check_bind, resolve_token
 from agentkit.tools import Toolkit
 
 __all__ = ["base_parser", "serve_from_args"]
@@ -27,6 +28,19 @@ def base_parser(module: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
     parser.add_argument("--port", type=int, default=8000, help="HTTP port")
     parser.add_argument("--path", default="/mcp", help="HTTP path of the MCP endpoint")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help="bearer token HTTP clients must send (default: $AGENTKIT_MCP_TOKEN); "
+        "required for any non-loopback --host",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="extra Host header value to accept (repeatable)",
+    )
     return parser
 
 
@@ -40,6 +54,8 @@ def serve_from_args(
     """Build the toolkit (bad options exit with a usage error) and serve it until done."""
     try:
         toolkit = build()
+        if args.transport == "streamable_http":
+            check_bind(args.host, resolve_token(args.token))
     except (OSError, ValueError) as exc:  # a missing --root, an unknown --allow program...
         parser.error(str(exc))
     run = functools.partial(
@@ -50,6 +66,8 @@ def serve_from_args(
         port=args.port,
         path=args.path,
         name=name,
+        token=args.token,
+        allowed_hosts=args.allow_host,
     )
     # Ctrl-C on an HTTP server is the normal way to stop it: no traceback.
     with contextlib.suppress(KeyboardInterrupt):

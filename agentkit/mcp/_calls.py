@@ -67,9 +67,10 @@ def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -
     )
     if lost:
         conn.broken = True
+        why = conn.broken_reason or str(exc)
         return ToolResponse.error(
             f"MCP server {client.name!r} connection was lost during the call to {name!r} "
-            f"({exc}); it will be reconnected on the next call",
+            f"({why}); it will be reconnected on the next call",
             metadata=meta,
         )
     return ToolResponse.error(f"MCP tool {name!r} failed: {exc}", metadata=meta)
@@ -152,8 +153,9 @@ async def call_stream(
                 await done.wait()
     if final is None:  # the connection went away under the call
         conn.broken = True
+        why = f" ({conn.broken_reason})" if conn.broken_reason else ""
         final = ToolResponse.error(
-            f"MCP server {client.name!r} closed the connection during the call to {name!r}; "
-            "it will be reconnected on the next call"
+            f"MCP server {client.name!r} closed the connection during the call to {name!r}"
+            f"{why}; it will be reconnected on the next call"
         )
     yield final

@@ -71,6 +71,8 @@ class MCPClient:
         max_reconnects: Attempts to re-establish a lost connection before a request fails.
         protocol: ``"auto"`` (2026-07-28 if the server speaks it, else the handshake era) or
             ``"legacy"`` (force the ``initialize`` handshake).
+        max_result_bytes: Longest message read from a stdio server (default 16 MiB); a
+            longer tool result is cut while it is read and ends with a note saying so.
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class MCPClient:
         log_level: str | None = None,
         max_reconnects: int = 3,
         protocol: Literal["auto", "legacy"] = "auto",
+        max_result_bytes: int | None = None,
     ) -> None:
         self.name = name
         self.server = server
@@ -99,6 +102,7 @@ class MCPClient:
         self.log_level = log_level
         self.max_reconnects = max_reconnects
         self.protocol = protocol
+        self.max_result_bytes = max_result_bytes
         self.logger = logging.getLogger(f"agentkit.mcp.{name}")
         self._conn: Connection | None = None
         self._lock = anyio.Lock()
@@ -181,13 +185,15 @@ class MCPClient:
         from mcp import Client
         from mcp_types import Implementation
 
+        from agentkit import __version__
+
         kwargs: dict[str, Any] = {
             "mode": self.protocol,
             # No session-wide read timeout: it would also bound the handshake, which
             # connect_timeout governs. Each request gets ``timeout`` instead (see _guard).
             "message_handler": functools.partial(self._on_message, conn),
             "logging_callback": make_logging_callback(self.logger),
-            "client_info": Implementation(name="agentkit", version="0.1.0"),
+            "client_info": Implementation(name="agentkit", version=__version__),
             "cache": None,  # we cache the tool list ourselves and refresh on change events
         }
         if self.log_level is not None:
@@ -204,6 +210,7 @@ class MCPClient:
 
     async def _open(self) -> None:
         conn = Connection(self.name, self.server, self._build_client, self._ready, self.logger)
+        conn.max_message_bytes = self.max_result_bytes
         await conn.start(self.connect_timeout)
         if not self._wanted:  # close() ran while we were (re)connecting
             await conn.stop()

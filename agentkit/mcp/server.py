@@ -12,12 +12,23 @@ The mcp SDK is imported inside the functions, so importing this module stays che
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
 import uuid
+from collections.abc import Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from agentkit.mcp.http_auth import (
+    BearerTokenMiddleware,
+    check_bind,
+    resolve_token,
+    security_settings,
+    startup_message,
+)
 from agentkit.messages import ToolUseBlock
 from agentkit.tools.response import ToolResponse
 
@@ -30,7 +41,7 @@ if TYPE_CHECKING:
 
     from agentkit.tools import Toolkit
 
-__all__ = ["build_http_app", "build_server", "serve"]
+__all__ = ["build_http_app", "build_server", "serve", "serve_stdio"]
 
 Transport = Literal["stdio", "streamable_http"]
 # What a served tool registered with ``requires_approval`` does: "refuse" hides it and refuses
@@ -131,31 +142,43 @@ def build_http_app(
     name: str = "agentkit",
     instructions: str | None = None,
     approval: Approval = "refuse",
+    token: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """Build a Starlette (ASGI) app serving ``toolkit`` over streamable HTTP at ``path``.
+
+    ``Host`` and ``Origin`` headers are checked on every bind (DNS-rebinding protection):
+    loopback names, ``host`` itself (this machine's names for ``0.0.0.0``) and
+    ``allowed_hosts`` are accepted.
 
     Args:
         toolkit: The tools to serve.
         path: URL path of the MCP endpoint.
-        host: Host the app will be served on; for loopback hosts the SDK turns on DNS
-            rebinding protection (only loopback ``Host``/``Origin`` headers are accepted).
+        host: Host the app will be served on (see above).
         json_response: Answer with plain JSON instead of SSE streams.
         stateless: No MCP session ids (every request stands alone).
         name: Server name reported to clients.
         instructions: Optional instructions for the client's model.
         approval: Tools registered with ``requires_approval``: see :func:`build_server`.
+        token: Require ``Authorization: Bearer <token>`` on every request (401 otherwise).
+        allowed_hosts: Extra ``Host`` values to accept (``name`` or ``name:port``), e.g. the
+            name a reverse proxy forwards.
 
     Returns:
         The app; run it with uvicorn or mount it in your own ASGI application (its lifespan
         must run).
     """
     server = build_server(toolkit, name=name, instructions=instructions, approval=approval)
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=path,
         json_response=json_response,
         stateless_http=stateless,
         host=host,
+        transport_security=security_settings(host, allowed_hosts),
     )
+    if token:
+        app.add_middleware(BearerTokenMiddleware, token=token)
+    return app
 
 
 async def serve(
@@ -169,8 +192,13 @@ async def serve(
     instructions: str | None = None,
     log_level: str = "warning",
     approval: Approval = "refuse",
+    token: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> None:
     """Serve ``toolkit`` over MCP until the client disconnects (stdio) or cancellation.
+
+    Over HTTP, a bind to anything but loopback is refused without a bearer token, and the
+    URL and auth mode are printed to stderr at startup.
 
     Args:
         toolkit: The tools to serve.
@@ -183,22 +211,32 @@ async def serve(
         log_level: uvicorn log level (streamable HTTP only; logs go to stderr).
         approval: Tools registered with ``requires_approval``: ``"refuse"`` (default: not
             listed, calls refused) or ``"client"`` (served; the MCP client asks its user).
+        token: Bearer token required from HTTP clients (default: the
+            ``AGENTKIT_MCP_TOKEN`` environment variable; none on loopback if unset).
+        allowed_hosts: Extra ``Host`` header values to accept (HTTP only).
 
     Raises:
-        ValueError: Unknown transport.
+        ValueError: Unknown transport, or a non-loopback ``host`` without a token.
     """
     if transport == "stdio":
-        from mcp.server.stdio import stdio_server
-
         server = build_server(toolkit, name=name, instructions=instructions, approval=approval)
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        await serve_stdio(server)
     elif transport == "streamable_http":
         import uvicorn
 
+        token = resolve_token(token)
+        check_bind(host, token)
         app = build_http_app(
-            toolkit, path=path, host=host, name=name, instructions=instructions, approval=approval
+            toolkit,
+            path=path,
+            host=host,
+            name=name,
+            instructions=instructions,
+            approval=approval,
+            token=token,
+            allowed_hosts=allowed_hosts,
         )
+        print(startup_message(host, port, path, token), file=sys.stderr, flush=True)
         config = uvicorn.Config(
             app,
             host=host,
@@ -210,6 +248,32 @@ async def serve(
         await _run_uvicorn(uvicorn.Server(config))
     else:
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'streamable_http'")
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Run ``server`` over this process's stdin/stdout until EOF, SIGINT or SIGTERM.
+
+    The signals stop it at once (running tools are cancelled, their child processes
+    killed), even while the client keeps stdin open.
+    """
+    if sys.platform == "win32":  # pragma: no cover - the SDK transport there
+        from mcp.server.stdio import stdio_server
+    else:
+        from agentkit.mcp._stdio_server import stdio_server
+
+    async with anyio.create_task_group() as tg:
+        if threading.current_thread() is threading.main_thread():
+            tg.start_soon(_stop_on_signals, tg.cancel_scope)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signals(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
 
 
 async def _run_uvicorn(server: uvicorn.Server) -> None:
