@@ -15,9 +15,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-import uuid
 from collections.abc import Sequence
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -29,16 +27,13 @@ from agentkit.mcp.http_auth import (
     security_settings,
     startup_message,
 )
-from agentkit.messages import ToolUseBlock
-from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
     import uvicorn
-    from mcp import types
-    from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
     from starlette.applications import Starlette
 
+    from agentkit.mcp.app import MCPApp
     from agentkit.tools import Toolkit
 
 __all__ = ["build_http_app", "build_server", "serve", "serve_stdio"]
@@ -75,65 +70,14 @@ def build_server(
         An ``mcp.server.lowlevel.Server``; run it with ``server.run(read, write, ...)``, or use
         :func:`serve` / :func:`build_http_app`.
     """
-    from mcp import types
-    from mcp.server.lowlevel import Server
+    from agentkit.mcp.app import MCPApp
 
-    from agentkit import __version__
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        schemas = toolkit.get_json_schemas()
-        return types.ListToolsResult(
-            tools=[_mcp_tool(s) for s in schemas if not refused(s["function"]["name"])]
-        )
-
-    def refused(tool_name: str) -> bool:
-        tool = toolkit.get_tool(tool_name)
-        return approval != "client" and tool is not None and tool.requires_approval
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        if refused(params.name):
-            text = (
-                f"Error: the tool {params.name!r} needs a human's approval before each call, "
-                "which this MCP server cannot ask for; it is not served."
-            )
-            return types.CallToolResult(content=[_text(text)], is_error=True)
-        final = await _run_tool(toolkit, ctx, params.name, dict(params.arguments or {}))
-        return types.CallToolResult(content=_mcp_content(final), is_error=final.is_error)
-
-    return Server(
-        name,
-        version=version or __version__,
-        instructions=instructions,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
-
-
-async def _run_tool(
-    toolkit: Toolkit, ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
-) -> ToolResponse:
-    """Run one call through the Toolkit, relaying its progress chunks to the client."""
-    block = ToolUseBlock(type="tool_use", id=f"mcp-{uuid.uuid4().hex}", name=name, input=arguments)
-    final: ToolResponse | None = None
-    step = 0.0
-    async with aclosing(toolkit.call_tool_function(block)) as chunks:
-        async for chunk in chunks:
-            if chunk.is_last:
-                final = chunk
-                continue
-            step, total = _progress(chunk, step)
-            # A no-op unless the client sent a progress token with this call.
-            await ctx.session.report_progress(step, total, chunk.get_text() or None)
-    # The Toolkit contract promises a final chunk; never answer nothing.
-    return final or ToolResponse.error(f"tool {name!r} produced no result")
+    app = MCPApp(toolkit, name=name, version=version, instructions=instructions, approval=approval)
+    return app.build_server()
 
 
 def build_http_app(
-    toolkit: Toolkit,
+    toolkit: Toolkit | MCPApp,
     *,
     path: str = "/mcp",
     host: str = "127.0.0.1",
@@ -144,6 +88,8 @@ def build_http_app(
     approval: Approval = "refuse",
     token: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    resumable: bool = True,
+    retry_interval_ms: int | None = None,
 ) -> Starlette:
     """Build a Starlette (ASGI) app serving ``toolkit`` over streamable HTTP at ``path``.
 
@@ -163,26 +109,41 @@ def build_http_app(
         token: Require ``Authorization: Bearer <token>`` on every request (401 otherwise).
         allowed_hosts: Extra ``Host`` values to accept (``name`` or ``name:port``), e.g. the
             name a reverse proxy forwards.
+        resumable: Keep recent SSE events in memory so a client that lost a stream resumes
+            it with ``Last-Event-ID`` (SEP-1699).
+        retry_interval_ms: The ``retry:`` reconnection delay sent to SSE clients.
 
     Returns:
         The app; run it with uvicorn or mount it in your own ASGI application (its lifespan
         must run).
     """
-    server = build_server(toolkit, name=name, instructions=instructions, approval=approval)
+    from agentkit.mcp._event_store import memory_event_store
+
+    server = _server_for(toolkit, name=name, instructions=instructions, approval=approval)
     app = server.streamable_http_app(
         streamable_http_path=path,
         json_response=json_response,
         stateless_http=stateless,
         host=host,
         transport_security=security_settings(host, allowed_hosts),
+        event_store=memory_event_store() if resumable and not stateless else None,
+        retry_interval=retry_interval_ms,
     )
     if token:
         app.add_middleware(BearerTokenMiddleware, token=token)
     return app
 
 
+def _server_for(toolkit: Toolkit | MCPApp, **options: Any) -> Server[Any]:
+    from agentkit.mcp.app import MCPApp
+
+    if isinstance(toolkit, MCPApp):
+        return toolkit.build_server()
+    return build_server(toolkit, **options)
+
+
 async def serve(
-    toolkit: Toolkit,
+    toolkit: Toolkit | MCPApp,
     transport: Transport = "stdio",
     *,
     host: str = "127.0.0.1",
@@ -194,6 +155,7 @@ async def serve(
     approval: Approval = "refuse",
     token: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    retry_interval_ms: int | None = None,
 ) -> None:
     """Serve ``toolkit`` over MCP until the client disconnects (stdio) or cancellation.
 
@@ -201,7 +163,8 @@ async def serve(
     URL and auth mode are printed to stderr at startup.
 
     Args:
-        toolkit: The tools to serve.
+        toolkit: The tools to serve, or an :class:`~agentkit.mcp.app.MCPApp` (then ``name``,
+            ``instructions`` and ``approval`` come from the app).
         transport: ``"stdio"`` (this process's stdin/stdout) or ``"streamable_http"``.
         host: HTTP bind address (streamable HTTP only); loopback by default.
         port: HTTP port (streamable HTTP only).
@@ -214,12 +177,13 @@ async def serve(
         token: Bearer token required from HTTP clients (default: the
             ``AGENTKIT_MCP_TOKEN`` environment variable; none on loopback if unset).
         allowed_hosts: Extra ``Host`` header values to accept (HTTP only).
+        retry_interval_ms: SSE ``retry:`` delay sent to clients (HTTP only).
 
     Raises:
         ValueError: Unknown transport, or a non-loopback ``host`` without a token.
     """
     if transport == "stdio":
-        server = build_server(toolkit, name=name, instructions=instructions, approval=approval)
+        server = _server_for(toolkit, name=name, instructions=instructions, approval=approval)
         await serve_stdio(server)
     elif transport == "streamable_http":
         import uvicorn
@@ -235,6 +199,7 @@ async def serve(
             approval=approval,
             token=token,
             allowed_hosts=allowed_hosts,
+            retry_interval_ms=retry_interval_ms,
         )
         print(startup_message(host, port, path, token), file=sys.stderr, flush=True)
         config = uvicorn.Config(
@@ -303,51 +268,3 @@ async def _run_uvicorn(server: uvicorn.Server) -> None:
                     await stopped.wait()
                 server.force_exit = True  # still running: stop waiting for anything
                 await stopped.wait()
-
-
-def _progress(chunk: ToolResponse, previous: float) -> tuple[float, float | None]:
-    """The chunk's own progress counter if it has one, else one more than the last.
-
-    MCP requires the progress value to increase with every notification.
-    """
-    meta = chunk.metadata or {}
-    value, total = meta.get("progress"), meta.get("total")
-    step = float(value) if isinstance(value, int | float) and value > previous else previous + 1
-    return step, float(total) if isinstance(total, int | float) else None
-
-
-def _mcp_tool(schema: dict[str, Any]) -> types.Tool:
-    from mcp import types
-
-    fn = schema["function"]
-    return types.Tool(
-        name=fn["name"],
-        description=fn.get("description") or None,
-        input_schema=fn.get("parameters") or {"type": "object", "properties": {}},
-    )
-
-
-def _text(text: str) -> types.TextContent:
-    from mcp import types
-
-    return types.TextContent(type="text", text=text)
-
-
-def _mcp_content(response: ToolResponse) -> list[types.ContentBlock]:
-    from mcp import types
-
-    out: list[types.ContentBlock] = []
-    for block in response.content:
-        if block["type"] == "text":
-            out.append(types.TextContent(type="text", text=block["text"]))
-            continue
-        source = block["source"]
-        if source["type"] == "url":  # MCP carries media inline only: pass the link as text
-            out.append(types.TextContent(type="text", text=f"[{block['type']}: {source['url']}]"))
-        elif block["type"] == "image":
-            data, mime = source["data"], source["media_type"]
-            out.append(types.ImageContent(type="image", data=data, mime_type=mime))
-        else:
-            data, mime = source["data"], source["media_type"]
-            out.append(types.AudioContent(type="audio", data=data, mime_type=mime))
-    return out
