@@ -220,3 +220,25 @@ async def test_log_level_filters_tool_logs() -> None:
             await client.session.set_logging_level("warning")
         await client.call_tool("chatty", {})
     assert logs == [("warning", "careful")]
+
+
+async def test_every_served_toolkit_tool_is_annotated(tmp_path: Any) -> None:
+    from toolkits import filesystem, python, shell, web
+
+    tk = filesystem.toolkit(tmp_path)
+    python.toolkit(into=tk, group_name="py")
+    shell.toolkit(tmp_path, into=tk, group_name="sh")
+    web.toolkit(into=tk, group_name="web")
+    tk.update_tool_groups(["py", "sh", "web"], active=True)
+    app = MCPApp(tk, approval="client")
+    async with Client(app.build_server(), mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert len(tools) == 9
+    for tool in tools.values():
+        assert tool.title and tool.annotations is not None, tool.name
+    for name in ("write_file", "edit_file", "run_command", "run_python"):
+        assert tools[name].annotations.destructive_hint is True  # type: ignore[union-attr]
+        assert tools[name].annotations.read_only_hint is False  # type: ignore[union-attr]
+    for name in ("read_file", "list_directory", "glob", "grep", "fetch_url"):
+        assert tools[name].annotations.read_only_hint is True  # type: ignore[union-attr]
+    assert tools["fetch_url"].annotations.open_world_hint is True  # type: ignore[union-attr]
