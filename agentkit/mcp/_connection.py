@@ -49,6 +49,7 @@ async def _transport(
             errlog,
             max_message_bytes=conn.max_message_bytes,
             on_broken=conn.mark_broken,
+            on_session_lost=conn.mark_session_lost,
         )
 
 
@@ -129,6 +130,7 @@ class Connection:
         self.stdout_garbage: list[str] = []  # first non-JSON-RPC stdout lines, for errors
         self.broken = False
         self.broken_reason: str | None = None  # what broke the stream, for error messages
+        self.session_lost = False  # the server answered 404 for our session id
         self.max_message_bytes: int | None = None  # stdio message cap (None: the default)
         self._ready = anyio.Event()
         self._stop = anyio.Event()
@@ -217,6 +219,11 @@ class Connection:
         """The transport can no longer be trusted: fail fast, reconnect on the next call."""
         self.broken = True
         self.broken_reason = reason
+
+    def mark_session_lost(self, reason: str) -> None:
+        """The HTTP server forgot our session (404): the request was never run."""
+        self.session_lost = True
+        self.mark_broken(reason)
 
     async def stop(self, grace: float = 5.0) -> None:
         """Ask the runner to unwind, wait (bounded), then cancel it. Never raises, never hangs."""

@@ -354,6 +354,7 @@ class MCPClient:
         arguments: dict[str, Any] | None = None,
         *,
         timeout: float | None = None,  # noqa: ASYNC109 - the MCP request timeout (wire level)
+        meta: dict[str, Any] | None = None,
     ) -> ToolResponse:
         """Call a tool and return its final response (errors become ``is_error`` responses).
 
@@ -361,18 +362,24 @@ class MCPClient:
             name: The server-side tool name.
             arguments: The tool's arguments.
             timeout: Seconds for this call (default: the client's ``timeout``).
+            meta: Sent as the request's ``_meta`` as is (trace context, app keys).
         """
-        return await call_once(self, name, arguments or {}, timeout)
+        return await call_once(self, name, arguments or {}, timeout, meta)
 
     def call_tool_stream(
-        self, name: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> AsyncIterator[ToolResponse]:
         """Call a tool, yielding progress chunks (``is_last=False``) then the final response.
 
         Cancelling the iteration cancels the call: the server receives
-        ``notifications/cancelled``.
+        ``notifications/cancelled``. ``meta`` is sent as the request's ``_meta``.
         """
-        return call_stream(self, name, arguments or {}, timeout)
+        return call_stream(self, name, arguments or {}, timeout, meta)
 
     async def get_callable_function(self, name: str) -> MCPToolFunction:
         """A local async callable for one server tool, with its schema.
@@ -411,6 +418,11 @@ class MCPClient:
                 f"MCP server {self.name!r} did not answer {what} within {self.timeout}s"
             ) from None
         except SDKError as exc:
+            if self._conn is not None and self._conn.session_lost:
+                raise MCPConnectionError(
+                    f"MCP server {self.name!r} lost our session during {what} "
+                    "(HTTP 404: it restarted); a new session is started on the next request"
+                ) from exc
             if exc.code == CONNECTION_CLOSED:
                 if self._conn is not None:
                     self._conn.broken = True
@@ -420,16 +432,32 @@ class MCPClient:
             raise MCPError(f"MCP server {self.name!r} refused {what}: {exc.message}") from exc
 
     async def _all_pages(self, method: str, attr: str) -> list[Any]:
+        try:
+            return await self._pages_once(method, attr)
+        except MCPConnectionError:
+            if self._conn is None or not self._conn.session_lost:
+                raise
+            return await self._pages_once(method, attr)  # on a new session (spec: 404)
+
+    async def _pages_once(self, method: str, attr: str) -> list[Any]:
         client = await self._session()
         items: list[Any] = []
         cursor: str | None = None
-        with self._guard(_WIRE_METHODS.get(method, method)):
+        seen: set[str] = set()
+        wire = _WIRE_METHODS.get(method, method)
+        with self._guard(wire):
             for _ in range(1000):  # a paginator that never ends must not hang us
                 page = await getattr(client, method)(cursor=cursor)
                 items.extend(getattr(page, attr))
                 cursor = page.next_cursor
                 if not cursor:
                     break
+                if cursor in seen:  # the server sent us round in a circle
+                    raise MCPError(
+                        f"MCP server {self.name!r} sent the {wire} cursor {cursor!r} twice "
+                        f"(a pagination loop); stopped after {len(items)} items"
+                    )
+                seen.add(cursor)
         return items
 
     async def list_resources(self) -> list[mcp_types.Resource]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -123,6 +123,7 @@ async def open_transport(
     *,
     max_message_bytes: int | None = None,
     on_broken: Callable[[str], None] | None = None,
+    on_session_lost: Callable[[str], None] | None = None,
 ) -> TransportStreams:
     """Enter the transport for ``server`` on ``stack`` and return its stream pair.
 
@@ -132,6 +133,8 @@ async def open_transport(
         errlog: File receiving a stdio child's stderr (ignored for HTTP).
         max_message_bytes: Longest stdio message kept (longer tool results are truncated).
         on_broken: Called with a reason when a stdio stream breaks (invalid UTF-8).
+        on_session_lost: Called when a streamable-HTTP server answers 404 for our session
+            (it restarted or expired it): the spec says to start a new session.
     """
     if isinstance(server, StdioServer):
         if sys.platform == "win32":  # pragma: no cover - agentkit's transport is POSIX-only
@@ -150,7 +153,7 @@ async def open_transport(
         return await stack.enter_async_context(transport)
     if server.transport == "sse":
         return await _open_sse(stack, server)
-    return await _open_streamable_http(stack, server)
+    return await _open_streamable_http(stack, server, on_session_lost)
 
 
 async def _open_stdio(
@@ -181,10 +184,35 @@ def _http_client(server: HttpServer) -> tuple[httpx2.AsyncClient, bool]:
     return client, True
 
 
-async def _open_streamable_http(stack: AsyncExitStack, server: HttpServer) -> TransportStreams:
+def _session_watch(on_lost: Callable[[str], None]) -> Callable[[Any], Awaitable[None]]:
+    """An httpx2 response hook: a 404 to a request that carried our session id."""
+
+    async def check(response: Any) -> None:
+        if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
+            on_lost(
+                "the server answered HTTP 404 for our session: it restarted or expired it; "
+                "a new session is started"
+            )
+
+    return check
+
+
+async def _open_streamable_http(
+    stack: AsyncExitStack, server: HttpServer, on_session_lost: Callable[[str], None] | None
+) -> TransportStreams:
     from mcp.client.streamable_http import streamable_http_client
 
     client, owned = _http_client(server)
+    if on_session_lost is not None:
+        hooks = client.event_hooks.setdefault("response", [])
+        hook = _session_watch(on_session_lost)
+        hooks.append(hook)
+
+        def unhook() -> None:  # a caller-owned client outlives this connection
+            if hook in hooks:
+                hooks.remove(hook)
+
+        stack.callback(unhook)
     if owned:
         await stack.enter_async_context(client)
     elif server.headers:

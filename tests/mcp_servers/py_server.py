@@ -50,6 +50,27 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def echo_meta(ctx: Context) -> str:
+    """The request's ``_meta``, as JSON (pass-through check)."""
+    import json
+
+    return json.dumps(dict(ctx.request_context.meta or {}), default=str)
+
+
+@server.tool()
+def client_info(ctx: Context) -> str:
+    """The calling client's name and version, as JSON (either protocol era)."""
+    import json
+
+    meta = dict(ctx.request_context.meta or {})
+    info = meta.get("io.modelcontextprotocol/clientInfo")
+    params = ctx.session.client_params
+    if info is None and params is not None:
+        info = params.client_info.model_dump(mode="json", exclude_none=True)
+    return json.dumps(info)
+
+
+@server.tool()
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b

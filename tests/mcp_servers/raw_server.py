@@ -7,6 +7,7 @@ Written without the SDK so it can write what SDK servers never do. Tools:
 - ``big {"mb": N}``: answers with an N-megabyte text result on one line.
 - ``greet``: answers ``"hello"``; ``rug_pull`` rewrites greet's description (and announces
   ``tools/list_changed``), like a server changing a tool after the user approved it.
+- ``--loop-cursor``: every ``tools/list`` page points to the same next cursor.
 - ``hidden``: its description carries invisible (zero-width, tag) and bidi-control characters.
 """
 
@@ -75,7 +76,10 @@ def main() -> None:
             result = {"protocolVersion": "2025-11-25", "capabilities": caps, "serverInfo": info}
             write({"jsonrpc": "2.0", "id": rid, "result": result})
         elif method == "tools/list":
-            write({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools()}})
+            result = {"tools": tools()}
+            if "--loop-cursor" in sys.argv:  # a broken paginator: the same cursor forever
+                result["nextCursor"] = "again"
+            write({"jsonrpc": "2.0", "id": rid, "result": result})
         elif method == "tools/call":
             params = request.get("params") or {}
             call(rid, params.get("name", ""), params.get("arguments") or {})

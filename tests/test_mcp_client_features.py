@@ -1,0 +1,94 @@
+"""MCPClient features and fixes of issue 15 (client side), against real servers.
+
+Restart test: a streamable-HTTP server is restarted mid-session and the next call succeeds
+(the client starts a new session on the 404, as the spec requires), in both protocol eras.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+import agentkit
+from agentkit.exceptions import MCPError
+from agentkit.mcp import HttpServer, MCPClient, StdioServer
+from tests._mcp_helpers import PY_SERVER, ROOT, free_port
+
+RAW = str(ROOT / "tests" / "mcp_servers" / "raw_server.py")
+pytestmark = pytest.mark.anyio
+
+
+def start_http(port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, str(PY_SERVER), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return proc
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("test server did not start")
+        time.sleep(0.05)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:  # uvicorn waits for open SSE streams (a 2026 listen stream) before exiting
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_server_restart_mid_session_next_call_succeeds(protocol: Any) -> None:
+    port = free_port()
+    proc = start_http(port)
+    server = HttpServer(f"http://127.0.0.1:{port}/mcp")
+    try:
+        async with MCPClient("py", server, protocol=protocol, timeout=30) as client:
+            first = await client.call_tool("echo", {"text": "one"})
+            assert first.get_text() == "one"
+            stop(proc)
+            proc = start_http(port)  # same address, new process: our session id is unknown
+            again = await client.call_tool("echo", {"text": "two"})
+            assert not again.is_error, again.get_text()
+            assert again.get_text() == "two"
+            assert "echo" in {t.name for t in await client.list_tools(refresh=True)}
+    finally:
+        stop(proc)
+
+
+async def test_meta_pass_through_on_calls() -> None:
+    seen: dict[str, Any] = {}
+    async with MCPClient("py", StdioServer(sys.executable, [str(PY_SERVER), "stdio"])) as client:
+        tools = {t.name for t in await client.list_tools()}
+        name = "echo_meta" if "echo_meta" in tools else None
+        if name is None:
+            pytest.fail("py_server needs an echo_meta tool")
+        result = await client.call_tool(name, {}, meta={"traceparent": "00-abc-def-01"})
+        seen["text"] = result.get_text()
+    assert "00-abc-def-01" in seen["text"]
+
+
+async def test_client_info_version_is_the_package_version() -> None:
+    async with MCPClient("py", StdioServer(sys.executable, [str(PY_SERVER), "stdio"])) as client:
+        result = await client.call_tool("client_info", {})
+    assert f'"version": "{agentkit.__version__}"' in result.get_text()
+
+
+async def test_looping_pagination_cursor_is_detected() -> None:
+    server = StdioServer(sys.executable, [RAW, "--loop-cursor"])
+    async with MCPClient("raw", server) as client:
+        with pytest.raises(MCPError, match="twice"):
+            await client.list_tools()
