@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentkit.mcp.convert import result_to_response
+from agentkit.mcp.defenses import cap_result
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ async def call_once(
             if conn.session_lost and not attempt:
                 continue
             return _error_for(exc, client, conn, name)
-        return result_to_response(result, client.name, name)
+        return cap_result(result_to_response(result, client.name, name), client.max_result_chars)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -180,7 +181,9 @@ async def _stream_once(
                 try:
                     limit = read_timeout if read_timeout is not None else client.timeout
                     result = await _request(session, name, arguments, limit, progress, meta)
-                    response = result_to_response(result, client.name, name)
+                    response = cap_result(
+                        result_to_response(result, client.name, name), client.max_result_chars
+                    )
                 except Exception as exc:
                     response = _error_for(exc, client, conn, name)
                 send.send_nowait(response)

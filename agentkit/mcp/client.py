@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -31,6 +32,7 @@ from agentkit.mcp.callbacks import (
 )
 from agentkit.mcp.config import ServerConfig
 from agentkit.mcp.convert import content_to_blocks
+from agentkit.mcp.defenses import ToolChange
 from agentkit.messages import Msg
 from agentkit.tools.response import ToolResponse, ToolResultContent
 
@@ -73,6 +75,16 @@ class MCPClient:
             ``"legacy"`` (force the ``initialize`` handshake).
         max_result_bytes: Longest message read from a stdio server (default 16 MiB); a
             longer tool result is cut while it is read and ends with a note saying so.
+        max_result_chars: Longest tool-result text handed on (to the model); longer text is
+            cut with a note. None: no limit.
+        trust: ``"untrusted"`` (default): once a run took in open-world content, this
+            server's tools not marked read-only need a human's approval; ``"trusted"``
+            relaxes that (see :mod:`agentkit.mcp.defenses`).
+        pin_tools: Pin tool definitions: a tool the server changes after registration is
+            disabled (and ``on_tool_change`` called) until :meth:`accept_tool_changes`.
+        max_description_chars: Longest tool description shown to the model.
+        on_tool_change: ``(ToolChange) -> None`` (sync or async), called on a pinned
+            tool's change.
     """
 
     def __init__(
@@ -90,6 +102,11 @@ class MCPClient:
         max_reconnects: int = 3,
         protocol: Literal["auto", "legacy"] = "auto",
         max_result_bytes: int | None = None,
+        max_result_chars: int | None = 200_000,
+        trust: Literal["untrusted", "trusted"] = "untrusted",
+        pin_tools: bool = True,
+        max_description_chars: int | None = 4000,
+        on_tool_change: Callable[[ToolChange], Any] | None = None,
     ) -> None:
         self.name = name
         self.server = server
@@ -103,6 +120,15 @@ class MCPClient:
         self.max_reconnects = max_reconnects
         self.protocol = protocol
         self.max_result_bytes = max_result_bytes
+        self.max_result_chars = max_result_chars
+        self.trust = trust
+        self.pin_tools = pin_tools
+        self.max_description_chars = max_description_chars
+        self.on_tool_change = on_tool_change
+        # Definition hash per server tool name, set when first registered: save it with
+        # your session and restore it to keep pins across restarts.
+        self.pins: dict[str, str] = {}
+        self._pending_callbacks: list[Any] = []
         self.logger = logging.getLogger(f"agentkit.mcp.{name}")
         self._conn: Connection | None = None
         self._lock = anyio.Lock()
@@ -334,6 +360,49 @@ class MCPClient:
                     await callback(self)
                 except Exception as exc:
                     self.logger.warning("refreshing tools of %r failed: %s", self.name, exc)
+
+    def report_tool_change(self, change: ToolChange) -> None:
+        """Tell ``on_tool_change`` that a pinned tool changed (errors are logged)."""
+        if self.on_tool_change is None:
+            return
+        try:
+            result = self.on_tool_change(change)
+        except Exception as exc:
+            self.logger.warning("on_tool_change failed: %s", exc)
+            return
+        if inspect.isawaitable(result):
+            self._pending_callbacks.append(result)
+            if self._conn is None or not self._conn.spawn(self._drain_callbacks):
+                self._pending_callbacks.clear()
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+
+    async def _drain_callbacks(self) -> None:
+        while self._pending_callbacks:
+            try:
+                await self._pending_callbacks.pop(0)
+            except Exception as exc:
+                self.logger.warning("on_tool_change failed: %s", exc)
+
+    async def accept_tool_changes(self, names: Sequence[str] | None = None) -> None:
+        """Accept the server's current definitions of ``names`` (default: all changed ones).
+
+        Their pins are replaced and every toolkit the client is registered in refreshed: the
+        model sees the new definitions from then on.
+        """
+        for tool in await self.list_tools(refresh=True):
+            if names is None or tool.name in names:
+                self.pins.pop(tool.name, None)
+        for reg in list(self._registrations):
+            for name in list(reg.names):
+                held = reg.toolkit.get_tool(name)
+                if getattr(held, "changed", None) is not None and (
+                    names is None or getattr(held, "mcp_name", None) in names
+                ):
+                    reg.toolkit.remove_tools([name])
+        for callback in list(self._tools_changed):
+            await callback(self)
 
     # -- tools -------------------------------------------------------------------------
     async def list_tools(self, *, refresh: bool = False) -> list[mcp_types.Tool]:

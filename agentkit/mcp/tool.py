@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import re
+import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from agentkit.mcp.defenses import (
+    ToolChange,
+    clean_schema,
+    clean_text,
+    definition_hash,
+    is_tainted,
+    mark_untrusted_content,
+)
 from agentkit.tools.base import Tool
 from agentkit.tools.response import ToolResponse
 
@@ -45,14 +54,22 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def tool_hash(tool: mcp_types.Tool) -> str:
+    """The pin of a server tool's definition (as the server sent it)."""
+    return definition_hash(tool.name, tool.description, tool.input_schema)
+
+
 class MCPTool(Tool):
-    """One tool of an MCP server.
+    """One tool of an MCP server (see :mod:`agentkit.mcp.defenses` for the safeguards).
 
     Attributes:
         client: The owning client; every call goes through its live session.
         mcp_name: The tool's name on the server (``name`` may carry a prefix).
         annotations: The server's tool annotations (``readOnlyHint``...), as a dict.
         output_schema: The server's output schema, if any.
+        flags: What was cleaned out of its definition (invisible characters, a long text).
+        pin: Hash of the definition it was registered with.
+        changed: Set when the server changed the definition since: calls are refused.
     """
 
     def __init__(
@@ -63,14 +80,21 @@ class MCPTool(Tool):
         name: str | None = None,
         group: str = "basic",
         timeout: float | None = None,
+        toolkit: object = None,
     ) -> None:
-        super().__init__(
-            name or tool.name,
-            tool.description or tool.title or tool.name,
-            _object_schema(tool.input_schema),
-            group=group,
-            timeout=timeout,
+        description, flags = clean_text(
+            tool.description or tool.title or tool.name, client.max_description_chars
         )
+        parameters = clean_schema(_object_schema(tool.input_schema), flags)
+        super().__init__(name or tool.name, description, parameters, group=group, timeout=timeout)
+        self.flags = flags
+        if flags:
+            client.logger.warning(
+                "MCP server %r, tool %r: %s", client.name, tool.name, "; ".join(flags)
+            )
+        self.pin = tool_hash(tool)
+        self.changed: ToolChange | None = None
+        self._toolkit = weakref.ref(toolkit) if toolkit is not None else None
         self.client = client
         self.mcp_name = tool.name
         self.annotations: dict[str, Any] = (
@@ -81,13 +105,38 @@ class MCPTool(Tool):
         self.output_schema = tool.output_schema
         self.definition = tool
 
+    @property
+    def requires_approval(self) -> bool:
+        """Registered so, or an untrusted server's non-read-only tool after open-world input."""
+        if self._approval:
+            return True
+        if self.client.trust == "trusted" or self.annotations.get("readOnlyHint") is True:
+            return False
+        return is_tainted(self._toolkit() if self._toolkit else None)
+
+    @requires_approval.setter
+    def requires_approval(self, value: bool) -> None:
+        self._approval = value
+
     def same_definition(self, tool: mcp_types.Tool) -> bool:
         """Whether ``tool`` (a fresh listing) describes this tool unchanged."""
         return tool == self.definition
 
     async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
         """Call the server tool: progress chunks, then the final response."""
+        if self.changed is not None:
+            yield ToolResponse.error(
+                f"MCP server {self.client.name!r} changed the definition of tool "
+                f"{self.mcp_name!r} after it was registered; the tool is disabled until the "
+                f"user accepts the change (client.accept_tool_changes())",
+                metadata={"mcp_server": self.client.name, "mcp_tool_changed": True},
+            )
+            return
         async for chunk in self.client.call_tool_stream(self.mcp_name, arguments):
+            if chunk.is_last and self.annotations.get("openWorldHint") is not False:
+                toolkit = self._toolkit() if self._toolkit else None
+                if toolkit is not None:  # its output may carry instructions from anyone
+                    mark_untrusted_content(toolkit)
             yield chunk
 
     def __repr__(self) -> str:
