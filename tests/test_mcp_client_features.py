@@ -92,3 +92,32 @@ async def test_looping_pagination_cursor_is_detected() -> None:
     async with MCPClient("raw", server) as client:
         with pytest.raises(MCPError, match="twice"):
             await client.list_tools()
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_sampling_honours_max_tokens_and_temperature(protocol: Any) -> None:
+    from agentkit.testing import ScriptedModel
+
+    model = ScriptedModel(["fine"])
+    server = StdioServer(sys.executable, [str(PY_SERVER), "stdio"])
+    async with MCPClient("py", server, protocol=protocol, sampling_model=model) as client:
+        result = await client.call_tool("sample", {"prompt": "hi"})
+    assert result.get_text() == "model said: fine"
+    assert model.requests[0].kwargs == {"max_tokens": 50}
+
+
+@pytest.mark.parametrize("answer", ["cancel", "decline", None])
+async def test_elicitation_cancel_and_decline(answer: Any) -> None:
+    server = StdioServer(sys.executable, [str(PY_SERVER), "stdio"])
+    client = MCPClient("py", server, protocol="legacy", elicitation_callback=lambda m, s: answer)
+    async with client:
+        result = await client.call_tool("ask", {})
+    assert result.get_text() == f"action={answer or 'decline'}"
+
+
+async def test_set_roots_sends_roots_list_changed(tmp_path: Any) -> None:
+    client = MCPClient("raw", StdioServer(sys.executable, [RAW]), roots=[tmp_path])
+    async with client:
+        await client.set_roots([tmp_path / "other"])
+        result = await client.call_tool("notified", {})
+    assert "notifications/roots/list_changed" in result.get_text()

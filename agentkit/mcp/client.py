@@ -231,7 +231,7 @@ class MCPClient:
         if self.elicitation_callback is not None:
             kwargs["elicitation_callback"] = make_elicitation_callback(self.elicitation_callback)
         if self.roots is not None:
-            kwargs["list_roots_callback"] = make_roots_callback(self.roots)
+            kwargs["list_roots_callback"] = make_roots_callback(lambda: self.roots or [])
         return Client(transport, **kwargs)
 
     async def _open(self) -> None:
@@ -360,6 +360,27 @@ class MCPClient:
                     await callback(self)
                 except Exception as exc:
                     self.logger.warning("refreshing tools of %r failed: %s", self.name, exc)
+
+    async def set_roots(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+        """Replace the roots offered to the server and tell it (``roots/list_changed``).
+
+        Only a client created with ``roots=`` announces the roots capability. In 2026-07-28
+        there are no client notifications: the server sees the new roots when it asks.
+        """
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        if self.roots is None:
+            raise MCPError("this client was created without roots=; it offers no roots")
+        self.roots = list(roots)
+        conn = self._conn
+        if conn is None or not conn.healthy or conn.client is None:
+            return
+        if conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        from agentkit.mcp.context import handshake_era_api
+
+        with self._guard("notifications/roots/list_changed"), handshake_era_api():
+            await conn.client.session.send_roots_list_changed()
 
     def report_tool_change(self, change: ToolChange) -> None:
         """Tell ``on_tool_change`` that a pinned tool changed (errors are logged)."""

@@ -212,6 +212,19 @@ def greet(person: Annotated[Person, Resolve(_ask_person)]) -> str:
     return f"hello {person.name} ({person.age})"
 
 
+class Confirm(BaseModel):
+    """A yes/no question."""
+
+    ok: bool
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Ask the user mid-call (handshake era) and report the action they took."""
+    result = await ctx.elicit("Proceed?", Confirm)
+    return f"action={result.action}"
+
+
 def _ask_roots() -> ListRoots:
     return ListRoots()
 
