@@ -146,7 +146,7 @@ async def register_mcp_client(
         timeout=execution_timeout,
         namesake=namesake,
     )
-    listed = await client.list_tools()
+    listed = _usable(client, await client.list_tools())
     _check_selection(client, reg, listed)
     _forget(client, toolkit)  # registering the same client again replaces its tools
     tools = [reg.build(client, t) for t in reg.select(listed)]
@@ -156,6 +156,22 @@ async def register_mcp_client(
     client._registrations.append(reg)
     client.on_tools_changed(_refresh)
     return registered
+
+
+def _usable(client: MCPClient, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
+    """Tools agentkit can call: not those that require the tasks extension."""
+    out = []
+    for tool in tools:
+        if tool.execution is not None and tool.execution.task_support == "required":
+            client.logger.info(
+                "MCP tool %r of %r not registered: it requires the tasks extension "
+                "(execution.taskSupport = required), which agentkit does not implement",
+                tool.name,
+                client.name,
+            )
+            continue
+        out.append(tool)
+    return out
 
 
 def _forget(client: MCPClient, toolkit: _ToolkitLike) -> None:
@@ -197,7 +213,7 @@ async def _refresh(client: MCPClient) -> None:
     """Bring every toolkit that registered ``client`` in line with its current tool list."""
     if not client._registrations:
         return
-    listed = await client.list_tools(refresh=True)
+    listed = _usable(client, await client.list_tools(refresh=True))
     for reg in list(client._registrations):
         _apply(client, reg, listed)
 

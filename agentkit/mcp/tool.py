@@ -67,6 +67,8 @@ class MCPTool(Tool):
         mcp_name: The tool's name on the server (``name`` may carry a prefix).
         annotations: The server's tool annotations (``readOnlyHint``...), as a dict.
         output_schema: The server's output schema, if any.
+        title: The server's human-readable title, if any (for UIs).
+        icons: The server's icons (``{"src", "mimeType", "sizes"}`` dicts), for UIs.
         flags: What was cleaned out of its definition (invisible characters, a long text).
         pin: Hash of the definition it was registered with.
         changed: Set when the server changed the definition since: calls are refused.
@@ -103,6 +105,8 @@ class MCPTool(Tool):
             else {}
         )
         self.output_schema = tool.output_schema
+        self.title = tool.title or (tool.annotations.title if tool.annotations else None)
+        self.icons = [i.model_dump(mode="json", exclude_none=True) for i in tool.icons or []]
         self.definition = tool
 
     @property
