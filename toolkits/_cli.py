@@ -35,6 +35,12 @@ def base_parser(module: str, description: str) -> argparse.ArgumentParser:
         "required for any non-loopback --host",
     )
     parser.add_argument(
+        "--json-response", action="store_true", help="HTTP: plain JSON answers, no SSE"
+    )
+    parser.add_argument(
+        "--stateless", action="store_true", help="HTTP: no MCP sessions (each request alone)"
+    )
+    parser.add_argument(
         "--allow-host",
         action="append",
         default=[],
@@ -68,6 +74,8 @@ def serve_from_args(
         name=name,
         token=args.token,
         allowed_hosts=args.allow_host,
+        json_response=args.json_response,
+        stateless=args.stateless,
     )
     # Ctrl-C on an HTTP server is the normal way to stop it: no traceback.
     with contextlib.suppress(KeyboardInterrupt):

@@ -156,6 +156,8 @@ async def serve(
     token: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
     retry_interval_ms: int | None = None,
+    json_response: bool = False,
+    stateless: bool = False,
 ) -> None:
     """Serve ``toolkit`` over MCP until the client disconnects (stdio) or cancellation.
 
@@ -178,6 +180,8 @@ async def serve(
             ``AGENTKIT_MCP_TOKEN`` environment variable; none on loopback if unset).
         allowed_hosts: Extra ``Host`` header values to accept (HTTP only).
         retry_interval_ms: SSE ``retry:`` delay sent to clients (HTTP only).
+        json_response: Answer with plain JSON instead of SSE streams (HTTP only).
+        stateless: No MCP sessions: every request stands alone (HTTP only).
 
     Raises:
         ValueError: Unknown transport, or a non-loopback ``host`` without a token.
@@ -200,6 +204,8 @@ async def serve(
             token=token,
             allowed_hosts=allowed_hosts,
             retry_interval_ms=retry_interval_ms,
+            json_response=json_response,
+            stateless=stateless,
         )
         print(startup_message(host, port, path, token), file=sys.stderr, flush=True)
         config = uvicorn.Config(
