@@ -13,11 +13,13 @@ import sys
 import time
 from typing import Any
 
+import anyio
 import pytest
 
 import agentkit
 from agentkit.exceptions import MCPError
-from agentkit.mcp import HttpServer, MCPClient, StdioServer
+from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
+from agentkit.tools import Toolkit
 from tests._mcp_helpers import PY_SERVER, ROOT, free_port
 
 RAW = str(ROOT / "tests" / "mcp_servers" / "raw_server.py")
@@ -138,3 +140,85 @@ async def test_tasks_only_tools_are_skipped_with_a_reason(caplog: pytest.LogCapt
     assert "requires the tasks extension" in caplog.text
     summed = tk.get_tool("get-sum")
     assert isinstance(summed, MCPTool) and summed.title == "Get Sum Tool"
+
+
+async def test_resource_subscription_and_completion_against_server_everything() -> None:
+    from tests._mcp_helpers import everything_stdio
+
+    updated: list[str] = []
+    uri = "demo://resource/dynamic/text/1"
+    async with MCPClient("everything", everything_stdio()) as client:
+        await client.subscribe_resource(uri, updated.append)
+        await client.call_tool("toggle-subscriber-updates", {})
+        with anyio.fail_after(30):
+            while not updated:
+                await anyio.sleep(0.05)
+        assert updated[0] == uri
+        await client.unsubscribe_resource(uri)
+        values = await client.complete("prompt", "completable-prompt", "department", "E")
+    assert values == ["Engineering"]
+
+
+async def test_list_changed_callbacks_for_prompts_and_resources() -> None:
+    from agentkit.mcp.app import MCPApp
+    from tests._mcp_helpers import free_port as _port
+
+    seen: list[str] = []
+    tk = Toolkit()
+    app = MCPApp(tk)
+
+    @app.prompt()
+    def hello() -> str:
+        """Say hello."""
+        return "hello"
+
+    @app.resource("mem://x")
+    def x() -> str:
+        """A value."""
+        return "x"
+
+    @tk.tool
+    async def announce() -> str:
+        """Tell clients that prompts and resources changed."""
+        await app.notify_list_changed("prompts")
+        await app.notify_list_changed("resources")
+        return "done"
+
+    port = _port()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(app, "streamable_http", port=port))
+        url = f"http://127.0.0.1:{port}/mcp"
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    await anyio.sleep(0.05)
+        async with MCPClient("app", HttpServer(url), protocol="legacy") as client:
+            client.on_list_changed("prompts", lambda: seen.append("prompts"))
+            client.on_list_changed("resources", lambda: seen.append("resources"))
+            await client.list_tools()
+            await client.call_tool("announce", {})
+            with anyio.fail_after(30):
+                while len(seen) < 2:
+                    await anyio.sleep(0.05)
+        tg.cancel_scope.cancel()
+    assert sorted(seen) == ["prompts", "resources"]
+
+
+async def test_tool_list_cached_without_hints() -> None:
+    async with MCPClient("raw", StdioServer(sys.executable, [RAW])) as client:
+        for _ in range(3):
+            await client.list_tools()
+        assert (await client.call_tool("list_count", {})).get_text() == "1"
+
+
+async def test_cache_hint_ttl_zero_means_no_cache() -> None:
+    # mcp 2.x servers answer tools/list with ttlMs: 0 at 2026-07-28: never reuse the list.
+    server = StdioServer(sys.executable, [str(PY_SERVER), "stdio"])
+    async with MCPClient("py", server, protocol="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        await client.list_tools()
+        await client.call_tool("quiet_add_tool", {"name": "unannounced"})
+        assert "unannounced" in {t.name for t in await client.list_tools()}

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import logging
+import math
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from agentkit.exceptions import MCPConnectionError, MCPError
 from agentkit.mcp._calls import call_once, call_stream
+from agentkit.mcp._client_events import ClientEvents, ResourceCallback, ToolsChangedCallback
 from agentkit.mcp._connection import Connection
 from agentkit.mcp.callbacks import (
     ElicitationCallback,
@@ -33,6 +34,7 @@ from agentkit.mcp.callbacks import (
 from agentkit.mcp.config import ServerConfig
 from agentkit.mcp.convert import content_to_blocks
 from agentkit.mcp.defenses import ToolChange
+from agentkit.mcp.tool import MCPToolFunction
 from agentkit.messages import Msg
 from agentkit.tools.response import ToolResponse, ToolResultContent
 
@@ -44,7 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MCPClient", "MCPToolFunction"]
 
-ToolsChangedCallback = Callable[["MCPClient"], Awaitable[None]]
 # Error messages name the request as it appears on the wire (and in the server's logs).
 _WIRE_METHODS = {
     "list_tools": "tools/list",
@@ -54,7 +55,7 @@ _WIRE_METHODS = {
 }
 
 
-class MCPClient:
+class MCPClient(ClientEvents):
     """A client for one MCP server.
 
     Args:
@@ -129,12 +130,16 @@ class MCPClient:
         # your session and restore it to keep pins across restarts.
         self.pins: dict[str, str] = {}
         self._pending_callbacks: list[Any] = []
+        self._list_callbacks: dict[str, list[Callable[[], Any]]] = {}
+        self._resource_callbacks: dict[str, list[ResourceCallback]] = {}
         self.logger = logging.getLogger(f"agentkit.mcp.{name}")
         self._conn: Connection | None = None
         self._lock = anyio.Lock()
         self._wanted = False  # connect() called and close() not yet
         self._entered = 0  # depth of nested ``async with client`` blocks
         self._tools: list[mcp_types.Tool] | None = None
+        self._tools_expiry = math.inf
+        self._ttl_ms: int | None = None
         self._tools_changed: list[ToolsChangedCallback] = []
         self._dirty: anyio.Event | None = None
         self.reconnects = 0
@@ -308,59 +313,6 @@ class MCPClient:
         assert conn.client is not None
         return conn.client
 
-    # -- change notifications ----------------------------------------------------------
-    def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
-        """Call ``callback(client)`` after the server's tool list changed (debounced)."""
-        if callback not in self._tools_changed:
-            self._tools_changed.append(callback)
-
-    def remove_tools_changed_callback(self, callback: ToolsChangedCallback) -> None:
-        """Forget a callback added with :meth:`on_tools_changed`."""
-        if callback in self._tools_changed:
-            self._tools_changed.remove(callback)
-
-    def _mark_tools_changed(self) -> None:
-        self._tools = None
-        if self._dirty is not None:
-            self._dirty.set()
-
-    async def _on_message(self, conn: Connection, message: Any) -> None:
-        """Handshake-era notifications and transport faults (``message_handler``)."""
-        from mcp_types import ToolListChangedNotification
-
-        if isinstance(message, ToolListChangedNotification):
-            self._mark_tools_changed()
-        elif isinstance(message, Exception):
-            self.logger.debug("transport error: %r", message)
-            conn.note_transport_error(message)
-
-    async def _listen(self, conn: Connection) -> None:
-        """2026-07-28 change events via ``subscriptions/listen``."""
-        from mcp.client.subscriptions import ToolsListChanged
-
-        assert conn.client is not None
-        try:
-            async with conn.client.listen(tools_list_changed=True) as subscription:
-                async for event in subscription:
-                    if isinstance(event, ToolsListChanged):
-                        self._mark_tools_changed()
-        except Exception as exc:  # no listen support, or the stream dropped
-            self.logger.debug("subscriptions/listen ended: %r", exc)
-
-    async def _refresh_loop(self) -> None:
-        """Coalesce bursts of change events into one refresh of the registered tools."""
-        while True:
-            dirty = self._dirty
-            assert dirty is not None
-            await dirty.wait()
-            await anyio.sleep(0.05)  # servers often announce several changes at once
-            self._dirty = anyio.Event()
-            for callback in list(self._tools_changed):
-                try:
-                    await callback(self)
-                except Exception as exc:
-                    self.logger.warning("refreshing tools of %r failed: %s", self.name, exc)
-
     async def set_roots(self, roots: Sequence[str | os.PathLike[str]]) -> None:
         """Replace the roots offered to the server and tell it (``roots/list_changed``).
 
@@ -381,30 +333,6 @@ class MCPClient:
 
         with self._guard("notifications/roots/list_changed"), handshake_era_api():
             await conn.client.session.send_roots_list_changed()
-
-    def report_tool_change(self, change: ToolChange) -> None:
-        """Tell ``on_tool_change`` that a pinned tool changed (errors are logged)."""
-        if self.on_tool_change is None:
-            return
-        try:
-            result = self.on_tool_change(change)
-        except Exception as exc:
-            self.logger.warning("on_tool_change failed: %s", exc)
-            return
-        if inspect.isawaitable(result):
-            self._pending_callbacks.append(result)
-            if self._conn is None or not self._conn.spawn(self._drain_callbacks):
-                self._pending_callbacks.clear()
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
-
-    async def _drain_callbacks(self) -> None:
-        while self._pending_callbacks:
-            try:
-                await self._pending_callbacks.pop(0)
-            except Exception as exc:
-                self.logger.warning("on_tool_change failed: %s", exc)
 
     async def accept_tool_changes(self, names: Sequence[str] | None = None) -> None:
         """Accept the server's current definitions of ``names`` (default: all changed ones).
@@ -432,10 +360,15 @@ class MCPClient:
         Args:
             refresh: Ignore the cache.
         """
-        if self._tools is not None and not refresh:
+        if self._tools is not None and not refresh and anyio.current_time() < self._tools_expiry:
             return list(self._tools)
+        self._ttl_ms = None
         tools: list[mcp_types.Tool] = await self._all_pages("list_tools", "tools")
-        self._tools = tools
+        # 2026-07-28 cache hints: ttlMs 0 means "do not cache"; otherwise keep it that long
+        # (or, without a hint, until the server announces a change).
+        ttl = self._ttl_ms
+        self._tools = tools if ttl != 0 else None
+        self._tools_expiry = anyio.current_time() + ttl / 1000 if ttl else math.inf
         return list(tools)
 
     async def call_tool(
@@ -539,6 +472,11 @@ class MCPClient:
             for _ in range(1000):  # a paginator that never ends must not hang us
                 page = await getattr(client, method)(cursor=cursor)
                 items.extend(getattr(page, attr))
+                # ttl_ms defaults to 0 in the model: only a hint the server sent counts.
+                sent = "ttl_ms" in getattr(page, "model_fields_set", ())
+                ttl = getattr(page, "ttl_ms", None) if sent else None
+                if isinstance(ttl, int):  # the shortest hint of all pages wins
+                    self._ttl_ms = ttl if self._ttl_ms is None else min(ttl, self._ttl_ms)
                 cursor = page.next_cursor
                 if not cursor:
                     break
@@ -567,6 +505,66 @@ class MCPClient:
             result = await client.read_resource(uri)
         return content_to_blocks([EmbeddedResource(resource=c) for c in result.contents])
 
+    async def subscribe_resource(self, uri: str, callback: ResourceCallback) -> None:
+        """Call ``callback(uri)`` (sync or async) whenever the server says ``uri`` changed.
+
+        Handshake era: ``resources/subscribe``; 2026-07-28: the listen stream is reopened
+        with the subscription.
+        """
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        from agentkit.mcp.context import handshake_era_api
+
+        first = uri not in self._resource_callbacks
+        self._resource_callbacks.setdefault(uri, []).append(callback)
+        if not first:
+            return
+        conn = await self._live()
+        assert conn.client is not None
+        if conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            conn.spawn(lambda: self._listen(conn))  # a stream that includes the new URI
+            return
+        with self._guard(f"resources/subscribe {uri!r}"), handshake_era_api():
+            await conn.client.session.subscribe_resource(uri)
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """Stop the callbacks of :meth:`subscribe_resource` for ``uri``."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        from agentkit.mcp.context import handshake_era_api
+
+        if self._resource_callbacks.pop(uri, None) is None:
+            return
+        conn = await self._live()
+        assert conn.client is not None
+        if conn.client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            with self._guard(f"resources/unsubscribe {uri!r}"), handshake_era_api():
+                await conn.client.session.unsubscribe_resource(uri)
+
+    async def complete(
+        self,
+        kind: Literal["prompt", "resource"],
+        target: str,
+        argument: str,
+        value: str,
+        context: dict[str, str] | None = None,
+    ) -> list[str]:
+        """Completions for an argument of a prompt or a resource template.
+
+        ``target`` is the prompt's name or the template's URI template.
+        """
+        from mcp_types import PromptReference, ResourceTemplateReference
+
+        ref: Any = (
+            PromptReference(name=target)
+            if kind == "prompt"
+            else ResourceTemplateReference(uri=target)
+        )
+        client = await self._session()
+        with self._guard(f"completion/complete {target!r}"):
+            result = await client.complete(ref, {"name": argument, "value": value}, context)
+        return list(result.completion.values)
+
     async def list_prompts(self) -> list[mcp_types.Prompt]:
         """All prompts the server lists (every page)."""
         return await self._all_pages("list_prompts", "prompts")
@@ -584,41 +582,3 @@ class MCPClient:
             )
             for m in result.messages
         ]
-
-
-class MCPToolFunction:
-    """An async callable for one MCP tool that survives reconnects.
-
-    Attributes:
-        name: The server-side tool name.
-        description: The tool's description.
-        parameters: The tool's input JSON schema.
-        json_schema: OpenAI-style function schema.
-    """
-
-    def __init__(self, client: MCPClient, tool: mcp_types.Tool) -> None:
-        self.client = client
-        self.name = tool.name
-        self.description = tool.description or ""
-        self.parameters: dict[str, Any] = dict(tool.input_schema)
-        self.__name__ = tool.name
-        self.__doc__ = self.description
-
-    @property
-    def json_schema(self) -> dict[str, Any]:
-        """OpenAI-style function schema."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
-
-    async def __call__(self, **arguments: Any) -> ToolResponse:
-        """Call the tool on whatever session is live now."""
-        return await self.client.call_tool(self.name, arguments)
-
-    def __repr__(self) -> str:
-        return f"MCPToolFunction({self.client.name!r}, {self.name!r})"

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from agentkit.mcp.client import MCPClient
 
-__all__ = ["MCPTool", "toolkit_name"]
+__all__ = ["MCPTool", "MCPToolFunction", "tool_hash", "toolkit_name"]
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 _MAX_NAME = 64  # the longest function name OpenAI and Anthropic accept
@@ -145,3 +145,41 @@ class MCPTool(Tool):
 
     def __repr__(self) -> str:
         return f"MCPTool(name={self.name!r}, server={self.client.name!r}, group={self.group!r})"
+
+
+class MCPToolFunction:
+    """An async callable for one MCP tool that survives reconnects.
+
+    Attributes:
+        name: The server-side tool name.
+        description: The tool's description.
+        parameters: The tool's input JSON schema.
+        json_schema: OpenAI-style function schema.
+    """
+
+    def __init__(self, client: MCPClient, tool: mcp_types.Tool) -> None:
+        self.client = client
+        self.name = tool.name
+        self.description = tool.description or ""
+        self.parameters: dict[str, Any] = dict(tool.input_schema)
+        self.__name__ = tool.name
+        self.__doc__ = self.description
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """OpenAI-style function schema."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def __call__(self, **arguments: Any) -> ToolResponse:
+        """Call the tool on whatever session is live now."""
+        return await self.client.call_tool(self.name, arguments)
+
+    def __repr__(self) -> str:
+        return f"MCPToolFunction({self.client.name!r}, {self.name!r})"

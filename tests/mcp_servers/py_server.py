@@ -178,6 +178,13 @@ async def add_tool(name: str, ctx: Context) -> str:
 
 
 @server.tool()
+def quiet_add_tool(name: str) -> str:
+    """Register a new tool ``name`` without announcing it (cache-hint tests)."""
+    server.add_tool(lambda x: x, name=name, description=f"quiet tool {name}")
+    return f"added {name}"
+
+
+@server.tool()
 async def log(message: str, ctx: Context) -> str:
     """Emit a log notification."""
     await ctx.warning(message, logger_name="py-test")
