@@ -242,3 +242,20 @@ async def test_every_served_toolkit_tool_is_annotated(tmp_path: Any) -> None:
     for name in ("read_file", "list_directory", "glob", "grep", "fetch_url"):
         assert tools[name].annotations.read_only_hint is True  # type: ignore[union-attr]
     assert tools["fetch_url"].annotations.open_world_hint is True  # type: ignore[union-attr]
+
+
+async def test_tools_list_changed_on_the_2026_listen_stream() -> None:
+    from mcp.client.subscriptions import ToolsListChanged
+
+    app = build()
+    async with Client(app.build_server(), mode="auto", cache=None) as client:
+        assert client.protocol_version == "2026-07-28"
+        await client.list_tools()
+        async with client.listen(tools_list_changed=True) as events:
+            await client.call_tool("open_admin", {})
+            with anyio.fail_after(20):
+                async for event in events:
+                    assert isinstance(event, ToolsListChanged)
+                    break
+        names = {t.name for t in (await client.list_tools()).tools}
+    assert "secret_admin_tool" in names

@@ -47,11 +47,15 @@ def build(app: MCPApp) -> Server[Any]:
     """The lowlevel ``mcp`` Server for ``app``."""
     from agentkit import __version__
 
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
     handlers = _Handlers(app)
+    app.bus = InMemorySubscriptionBus()
     kwargs: dict[str, Any] = {
         "on_list_tools": handlers.list_tools,
         "on_call_tool": handlers.call_tool,
         "on_set_logging_level": handlers.set_level,
+        "on_subscriptions_listen": ListenHandler(app.bus),  # 2026-07-28 change events
     }
     if app.resources_by_uri:
         kwargs.update(
@@ -89,7 +93,7 @@ class _Handlers:
         result = await self.app.tools.call(ctx, params, level_key=key)
         if self.app.tools.changed_since_listing():  # e.g. the call switched tool groups
             self.app.tools.listed = None
-            await ctx.session.send_tool_list_changed()
+            await self.app.notify_list_changed("tools")
         return result
 
     async def set_level(

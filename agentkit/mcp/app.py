@@ -82,6 +82,7 @@ class MCPApp:
         self.prompts_by_name: dict[str, ServedPrompt] = {}
         self.completion_fn: CompletionFn | None = None
         self.connections: dict[str, Any] = {}  # connection key -> its latest ServerSession
+        self.bus: Any = None  # 2026-07-28 subscriptions/listen fan-out, made by build_server
         self.subscribers: dict[str, set[str]] = {}  # uri -> connection keys
 
     # -- registration -------------------------------------------------------------------
@@ -128,16 +129,43 @@ class MCPApp:
 
     # -- notifications ------------------------------------------------------------------
     async def notify_resource_updated(self, uri: str) -> None:
-        """Tell every connection subscribed to ``uri`` that it changed."""
+        """Tell every connection subscribed to ``uri`` that it changed (both eras)."""
+        from mcp.shared.subscriptions import ResourceUpdated
+
         for key in sorted(self.subscribers.get(uri, ())):
             session = self.connections.get(key)
-            if session is not None:
+            if session is not None and session in self._handshake_sessions():
                 await session.send_resource_updated(uri)
+        if self.bus is not None:  # 2026-07-28 listen streams
+            await self.bus.publish(ResourceUpdated(uri=uri))
 
     async def notify_list_changed(self, what: str = "tools") -> None:
-        """Send ``notifications/{what}/list_changed`` (tools, resources, prompts) to all."""
-        for session in list(self.connections.values()):
+        """Send ``notifications/{what}/list_changed`` (tools, resources, prompts) to all.
+
+        Handshake-era connections get the notification; 2026-07-28 clients get the event
+        on their ``subscriptions/listen`` stream.
+        """
+        from mcp.shared import subscriptions as events
+
+        for session in self._handshake_sessions():
             await getattr(session, f"send_{what.rstrip('s')}_list_changed")()
+        event = {
+            "tools": events.ToolsListChanged,
+            "prompts": events.PromptsListChanged,
+            "resources": events.ResourcesListChanged,
+        }[what]
+        if self.bus is not None:
+            await self.bus.publish(event())
+
+    def _handshake_sessions(self) -> list[Any]:
+        """Sessions that take unsolicited notifications (not 2026-07-28 ones)."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        return [
+            s
+            for s in self.connections.values()
+            if getattr(s, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS
+        ]
 
     def remember(self, ctx: ServerRequestContext[Any, Any]) -> str:
         """Note the connection behind ``ctx`` (for later notifications); return its key."""
