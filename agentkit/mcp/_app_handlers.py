@@ -45,9 +45,9 @@ def _server_class() -> type[Server[Any]]:
 
 def build(app: MCPApp) -> Server[Any]:
     """The lowlevel ``mcp`` Server for ``app``."""
-    from agentkit import __version__
-
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+    from agentkit import __version__
 
     handlers = _Handlers(app)
     app.bus = InMemorySubscriptionBus()
