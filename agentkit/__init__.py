@@ -4,6 +4,8 @@ The public API is re-exported here; everything else is internal. Provider SDKs, 
 jsonschema and pydantic-heavy modules are imported lazily, so ``import agentkit`` stays cheap.
 """
 
+import logging as _logging
+
 from agentkit.agent import (
     AgentEvent,
     ApprovalRequired,
@@ -40,6 +42,10 @@ from agentkit.pipelines import (
 from agentkit.tools import Tool, ToolContext, ToolGroup, Toolkit, ToolResponse
 
 __version__ = "0.1.0.dev0"
+
+# A library never prints on its own: without this, Python's last-resort handler would write
+# every agentkit WARNING to stderr of an application that did not configure logging.
+_logging.getLogger("agentkit").addHandler(_logging.NullHandler())
 
 __all__ = [
     "AgentEvent",

@@ -21,6 +21,7 @@ Every exception agentkit raises on purpose derives from one root, so callers can
     │   ├── MCPConnectionError                      cannot start / reach / keep the server
     │   └── MCPProtocolError                        the server broke the protocol
     ├── StateError                                  a state dict cannot be loaded
+    │   └── SessionConflictError                    a session save based on a stale version
     ├── MemoryInvariantError (also ValueError)      a tool call without exactly one result
     ├── StructuredOutputError                       no valid structured answer after retries
     └── AgentBusyError                              a second reply started on a busy agent
@@ -51,6 +52,7 @@ __all__ = [
     "ModelResponseError",
     "RateLimitError",
     "ScriptExhaustedError",
+    "SessionConflictError",
     "StateError",
     "StructuredOutputError",
     "ToolError",
@@ -150,6 +152,29 @@ class MCPProtocolError(MCPError):
 
 class StateError(AgentkitError):
     """A state dict cannot be loaded (wrong schema version, corrupt content)."""
+
+
+class SessionConflictError(StateError):
+    """A session save was based on a version another writer has replaced since.
+
+    Nothing was written: the newer state in the store is kept. Load the session again,
+    redo the change on the fresh state, and save again.
+
+    Attributes:
+        session_id: The session.
+        expected: The version the save was based on (0: "the session did not exist").
+        actual: The version in the store when the save was refused (0: it does not exist).
+    """
+
+    def __init__(self, session_id: str, expected: int, actual: int, backend: str = "") -> None:
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = actual
+        where = f"{backend} session" if backend else "session"
+        super().__init__(
+            f"{where} {session_id!r} changed since it was loaded (loaded version {expected}, "
+            f"stored version {actual}): load it again and redo the change"
+        )
 
 
 class MemoryInvariantError(AgentkitError, ValueError):

@@ -38,6 +38,8 @@ SCENARIOS = (
     "interrupts",
     "startup",
     "mcp_call",
+    "cross_worker_interrupts",
+    "durable",
 )
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "latest.json"
 

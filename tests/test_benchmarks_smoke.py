@@ -20,7 +20,12 @@ from benchmarks.run import SCENARIOS
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 TOOLS = [tool_schema("step")]
-HALVES = ["turns,streaming,parallel,concurrency,interrupts", "startup,mcp_call"]
+HALVES = [
+    "turns,streaming,parallel,concurrency,interrupts",
+    "startup,mcp_call",
+    "cross_worker_interrupts",
+    "durable",
+]
 
 
 @pytest.fixture
@@ -121,7 +126,7 @@ async def test_stream_forever_streams_until_the_client_leaves(server):
 
 
 # Two halves, so each stays far below the per-test timeout on a loaded machine.
-@pytest.mark.parametrize("only", HALVES, ids=["loops", "startup"])
+@pytest.mark.parametrize("only", HALVES, ids=["loops", "startup", "cross_worker", "durable"])
 def test_quick_run_covers_every_scenario(tmp_path, only):
     out = tmp_path / "bench.json"
     proc = subprocess.run(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,7 +18,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentkit.exceptions import StateError
-from agentkit.session import JSONSession, RedisSession, Session, SQLiteSession, StateGroup
+from agentkit.session import (
+    JSONSession,
+    PostgresSession,
+    RedisSession,
+    Session,
+    SQLiteSession,
+    StateGroup,
+)
 from agentkit.session.base import check_session_id
 from agentkit.session.json_session import decode_file_stem, encode_file_stem
 
@@ -63,51 +68,25 @@ HOSTILE_IDS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server binary not on PATH: RedisSession tests need a real server")
-    pytest.importorskip("redis.asyncio", reason="the optional 'redis' package is not installed")
-    port = _free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        cwd=workdir,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("redis-server did not start")
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(10)
-
-
-@pytest.fixture(params=["json", "sqlite", "redis"])
-async def session(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Session]:
-    if request.param == "json":
-        store: Session = JSONSession(tmp_path / "sessions")
-    elif request.param == "sqlite":
-        store = SQLiteSession(tmp_path / "db" / "sessions.sqlite3")
-    else:
+def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Session:
+    """A fresh, empty store of ``kind`` (the servers are shared, the namespaces are not)."""
+    if kind == "json":
+        return JSONSession(tmp_path / "sessions")
+    if kind == "sqlite":
+        return SQLiteSession(tmp_path / "db" / "sessions.sqlite3")
+    if kind == "redis":
         url = request.getfixturevalue("redis_url")
-        store = RedisSession(url, prefix=f"test:{os.urandom(4).hex()}:")
-    async with store:
+        return RedisSession(url, prefix=f"test:{os.urandom(4).hex()}:")
+    url = request.getfixturevalue("postgres_url")
+    return PostgresSession(url, table=f"t_{os.urandom(6).hex()}")
+
+
+STORES = ["json", "sqlite", "redis", "postgres"]
+
+
+@pytest.fixture(params=STORES)
+async def session(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Session]:
+    async with make_store(request.param, request, tmp_path) as store:
         yield store
 
 
@@ -254,7 +233,9 @@ async def test_json_files_stay_inside_directory(tmp_path: Path) -> None:
     for sid in HOSTILE_IDS:
         await store.save(sid, Box(sid))
         assert store.path_for(sid).parent == root
-    files = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
+    files = sorted(
+        p.name for p in tmp_path.rglob("*") if p.is_file() and p.name != ".agentkit.lock"
+    )
     assert len(files) == len(HOSTILE_IDS)
     assert all((root / f).is_file() for f in files)
     assert all(not f.startswith(".") for f in files)
@@ -265,12 +246,16 @@ async def test_json_write_is_atomic_and_private(tmp_path: Path) -> None:
     await store.save("s", Box([1, 2]))
     path = store.path_for("s")
     text = path.read_text()
-    assert json.loads(text) == {"schema_version": 1, "value": [1, 2]}
+    assert json.loads(text) == {
+        "agentkit_session": 1,
+        "version": 1,
+        "state": {"schema_version": 1, "value": [1, 2]},
+    }
     assert "\n  " in text  # indent applied
     if os.name == "posix":
         assert path.stat().st_mode & 0o777 == 0o600
-    # No temporaries are left behind.
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+    # No temporaries are left behind (the lock file is the only other file).
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, ".agentkit.lock"])
 
 
 async def test_json_failed_write_keeps_old_state(
@@ -289,7 +274,8 @@ async def test_json_failed_write_keeps_old_state(
     box = Box()
     await store.load("s", box)
     assert box.value == "old"
-    assert [p.name for p in tmp_path.iterdir()] == [store.path_for("s").name]
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted([store.path_for("s").name, ".agentkit.lock"])
 
 
 async def test_json_corrupt_file_is_a_state_error(tmp_path: Path) -> None:
@@ -333,7 +319,7 @@ async def test_sqlite_schema_wal_and_updated_at(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         cols = [r[1] for r in conn.execute("PRAGMA table_info(my_sessions)")]
-        assert cols == ["id", "state", "updated_at"]
+        assert cols == ["id", "state", "updated_at", "version"]
         row = conn.execute("SELECT state FROM my_sessions WHERE id='x'").fetchone()
         assert json.loads(row[0]) == {"schema_version": 1, "value": 1}
     conn.close()

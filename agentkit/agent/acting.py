@@ -21,6 +21,7 @@ from agentkit.agent.events import ToolCallStarted, ToolProgress, ToolResult
 from agentkit.agent.state import PENDING, new_msg, store
 from agentkit.agent.structured import RESPONSE_TOOL, validate_response
 from agentkit.messages import ToolResultBlock, ToolUseBlock
+from agentkit.observability import seams as _obs
 from agentkit.tools import INTERRUPTED_TEXT, interrupted_response
 from agentkit.tools.response import ToolResponse
 
@@ -107,6 +108,11 @@ async def _invoke(agent: ReActAgent, run: Run, call: ToolUseBlock) -> ToolRespon
 
 async def _run_call(agent: ReActAgent, run: Run, index: int) -> None:
     """Run one call into its slot. Never raises, except cancellation."""
+    with _obs.tool_span(agent, run, index, agent._toolkit):  # observability seam: tool span
+        await _run_call_into_slot(agent, run, index)
+
+
+async def _run_call_into_slot(agent: ReActAgent, run: Run, index: int) -> None:
     call = run.batch[index]  # type: ignore[index]
     try:
         limiter = agent._limiter

@@ -26,6 +26,7 @@ from agentkit.agent.state import new_msg, store
 from agentkit.agent.structured import MAX_STRUCTURED_RETRIES, RESPONSE_TOOL, response_schema
 from agentkit.exceptions import StructuredOutputError
 from agentkit.messages import Msg
+from agentkit.observability import seams as _obs
 from agentkit.tools import INTERRUPTED_TEXT
 from agentkit.tools.response import ToolResponse
 
@@ -83,6 +84,7 @@ def _json_text(value: Any) -> str:
 
 def _pending_reply(agent: ReActAgent, run: Run) -> Msg:
     calls = [describe_call(c) for c in agent._pending]
+    _obs.approval_required(calls)  # observability seam: span events
     if run.emit is not None:
         run.emit(ApprovalRequired(tuple(calls)))
     metadata = run.metadata()
@@ -149,6 +151,7 @@ async def _deny_pending(agent: ReActAgent, run: Run, text: str) -> None:
     calls, agent._pending = agent._pending, []
     run.begin_batch(calls)
     for i in range(len(calls)):
+        _obs.tool_denied(calls[i], text)  # observability seam: span event
         settle(run, i, ToolResponse.error(text))
     await commit_results(agent, run)
     with anyio.CancelScope(shield=True):
@@ -181,6 +184,7 @@ async def resume(agent: ReActAgent, run: Run, approvals: dict[str, bool | str]) 
         if verdict is True:
             runnable.append(i)
         else:
+            _obs.tool_denied(call, verdict)  # observability seam: span event
             settle(run, i, denied_response(verdict))
     await execute(agent, run, runnable)
     await commit_results(agent, run)

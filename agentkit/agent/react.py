@@ -21,6 +21,7 @@ from agentkit.agent.stream import EventStream
 from agentkit.exceptions import AgentBusyError, StateError
 from agentkit.memory import InMemoryMemory, Memory, MemoryInvariantError, check_memory_invariant
 from agentkit.messages import Msg, ToolUseBlock
+from agentkit.observability import seams as _obs
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -385,6 +386,10 @@ class ReActAgent(HookHost):
         return reply
 
     async def _drive(self, run: Run, body: Callable[..., Awaitable[Msg]], *args: Any) -> Msg:
+        with _obs.run_span(self, run):  # observability seam: the invoke_agent span
+            return await self._drive_reply(run, body, *args)
+
+    async def _drive_reply(self, run: Run, body: Callable[..., Awaitable[Msg]], *args: Any) -> Msg:
         if run.emit is not None:
             run.emit(ReplyStarted(self.name))
         try:

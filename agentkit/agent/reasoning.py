@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit.agent import compaction as _compaction
 from agentkit.agent.events import TextDelta, ThinkingDelta
 from agentkit.agent.state import new_msg, store
 from agentkit.messages import ContentBlock, Msg
 from agentkit.models.base import ChatResponse
+from agentkit.observability import seams as _obs
 
 if TYPE_CHECKING:
     from agentkit.agent.react import ReActAgent
@@ -135,6 +137,7 @@ async def reason(
     prompt = [agent.system_msg(), *(await agent.memory.get_memory())]
     if extra is not None:
         prompt.append(extra)
+    prompt = await _compaction.request_view(agent, prompt)  # compaction seam: the request view
     hooks = agent._hooks
     kwargs: dict[str, Any] | None = None
     if hooks is not None and hooks.has("pre_reasoning"):
@@ -143,7 +146,8 @@ async def reason(
         prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
     run.calling_model = True  # state_dict() refuses until the answer is stored
     try:
-        await _call_model(agent, run, prompt, tools, tool_choice)
+        with _obs.model_span(agent, run, prompt, tools):  # observability seam: chat span
+            await _call_model(agent, run, prompt, tools, tool_choice)
     finally:
         run.calling_model = False
     response = run.partial or ChatResponse(content=[])
@@ -156,6 +160,7 @@ async def reason(
     msg = new_msg(agent.name, list(content), "assistant")
     if hooks is not None and hooks.has("post_reasoning"):
         msg = await hooks.run_post("post_reasoning", agent, kwargs or {}, msg)
+    _compaction.record(agent, msg, response)  # compaction seam: the decision, on the answer
     await store(agent.memory, msg)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.partial = None

@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Chat with a tool-using agent, or inspect MCP servers.",
     )
     parser.add_argument("--version", action="version", version=f"agentkit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{chat,mcp}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{chat,mcp,durable}")
     chat.add_arguments(
         sub.add_parser(
             "chat",
@@ -38,6 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
             "mcp",
             help="inspect an MCP server: list | tools | call",
             description=mcp_cmd.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+    )
+    from agentkit.cli import durable_cmd
+
+    durable_cmd.add_arguments(
+        sub.add_parser(
+            "durable",
+            help="durable runs: recover a dead worker's runs",
+            description=durable_cmd.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
@@ -56,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agentkit.cli import chat
 
         return chat.run(args)
+    if args.command == "durable":
+        from agentkit.cli import durable_cmd
+
+        return durable_cmd.run(args)
     from agentkit.cli import mcp_cmd
 
     return mcp_cmd.run(args)

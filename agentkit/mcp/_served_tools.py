@@ -24,6 +24,7 @@ from typing_extensions import is_typeddict  # also knows typing_extensions.Typed
 
 from agentkit.mcp.context import MCPContext
 from agentkit.messages import ToolUseBlock
+from agentkit.observability import seams as _obs
 from agentkit.tools.annotations import annotations_of
 from agentkit.tools.response import ToolResponse
 
@@ -163,14 +164,16 @@ class ServedTools:
         block = ToolUseBlock(type="tool_use", id=f"mcp-{uuid.uuid4().hex}", name=name, input=args)
         final: ToolResponse | None = None
         step: float | None = None
-        async with aclosing(self.toolkit.call_tool_function(block, context=mcp)) as chunks:
-            async for chunk in chunks:
-                if chunk.is_last:
-                    final = chunk
-                    continue
-                step, total = progress_step(chunk, step)
-                # A no-op unless the client sent a progress token with this call.
-                await ctx.session.report_progress(step, total, chunk.get_text() or None)
+        # observability seam: continue the caller's trace (traceparent in the request's _meta)
+        with _obs.server_tool_span(name, block["id"], ctx.meta):
+            async with aclosing(self.toolkit.call_tool_function(block, context=mcp)) as chunks:
+                async for chunk in chunks:
+                    if chunk.is_last:
+                        final = chunk
+                        continue
+                    step, total = progress_step(chunk, step)
+                    # A no-op unless the client sent a progress token with this call.
+                    await ctx.session.report_progress(step, total, chunk.get_text() or None)
         return final or ToolResponse.error(f"tool {name!r} produced no result")
 
 

@@ -14,6 +14,7 @@ from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput
 if TYPE_CHECKING:
     from agentkit.models._http import RetryPolicy
     from agentkit.models.anthropic import AnthropicChatModel
+    from agentkit.models.fallback import FallbackModel
     from agentkit.models.openai import OpenAIChatModel
     from agentkit.models.registry import from_string
 
@@ -22,6 +23,7 @@ __all__ = [
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
+    "FallbackModel",
     "ModelOutput",
     "OpenAIChatModel",
     "RetryPolicy",
@@ -32,6 +34,7 @@ __all__ = [
 _LAZY = {
     "OpenAIChatModel": "agentkit.models.openai",
     "AnthropicChatModel": "agentkit.models.anthropic",
+    "FallbackModel": "agentkit.models.fallback",
     "RetryPolicy": "agentkit.models._http",
     "from_string": "agentkit.models.registry",
 }

@@ -20,6 +20,7 @@ from agentkit.exceptions import AuthenticationError, ModelConnectionError, Model
 from agentkit.messages import Msg
 from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
 from agentkit.models.base import ChatModel, ChatResponse, ModelOutput, ToolChoice
+from agentkit.models.prices import fill_cost
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -251,9 +252,10 @@ class HTTPChatModel(ChatModel):
         data = loads_body(self.provider, response.content)
         elapsed = time.perf_counter() - started
         try:
-            return self._parse(data, response.status_code, elapsed, structured_model)
+            parsed = self._parse(data, response.status_code, elapsed, structured_model)
         except _SHAPE_ERRORS as err:
             raise self._shape_error(data, err) from err
+        return fill_cost(parsed, self.model_name, self.provider, self.base_url)  # USD price
 
     async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:
         client = self.client
@@ -325,4 +327,5 @@ class HTTPChatModel(ChatModel):
                 provider=self.provider,
             )
         final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        fill_cost(final, self.model_name, self.provider, self.base_url)  # USD price
         yield self._finish_stream(final, structured)

@@ -204,7 +204,13 @@ def _usage(data: dict[str, Any], elapsed: float) -> ChatUsage:
         int(data.get(k) or 0)
         for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
-    return ChatUsage(prompt, int(data.get("output_tokens") or 0), elapsed)
+    return ChatUsage(
+        prompt,
+        int(data.get("output_tokens") or 0),
+        elapsed,
+        cache_read_tokens=int(data.get("cache_read_input_tokens") or 0),
+        cache_write_tokens=int(data.get("cache_creation_input_tokens") or 0),
+    )
 
 
 def _content_block(block: dict[str, Any]) -> ContentBlock | None:

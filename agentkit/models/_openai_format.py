@@ -150,10 +150,13 @@ def format_tool_choice(choice: str) -> str | dict[str, Any]:
 def _usage(data: Any, elapsed: float) -> ChatUsage | None:
     if not isinstance(data, dict):
         return None
+    details = data.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return ChatUsage(
         input_tokens=int(data.get("prompt_tokens") or 0),
         output_tokens=int(data.get("completion_tokens") or 0),
         time=elapsed,
+        cache_read_tokens=int(cached or 0),  # included in prompt_tokens, priced lower
     )
 
 

@@ -31,32 +31,65 @@ ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
 
 @dataclass(slots=True)
 class ChatUsage:
-    """Token usage and wall time of one model call.
+    """Token usage, wall time and cost of one model call (or a sum of calls).
 
     Attributes:
-        input_tokens: Prompt tokens billed.
+        input_tokens: Prompt tokens billed (cache reads and writes included).
         output_tokens: Completion tokens billed.
         time: Seconds from sending the request to the last byte.
+        cache_read_tokens: Of ``input_tokens``, those read from the provider's prompt cache.
+        cache_write_tokens: Of ``input_tokens``, those written to the prompt cache.
+        cost: USD, from the price table (``agentkit.models.prices``); None when the price
+            is unknown. A sum is None as soon as one of its non-empty parts is.
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     time: float = 0.0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float | None = None
 
     def __add__(self, other: ChatUsage) -> ChatUsage:
         return ChatUsage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.time + other.time,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            _sum_cost(self, other),
         )
 
+    def _is_empty(self) -> bool:
+        return not (self.input_tokens or self.output_tokens)
+
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe dict."""
-        return {
+        """Return a JSON-safe dict (cache counts and cost only when there are some)."""
+        out: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "time": self.time,
         }
+        if self.cache_read_tokens:
+            out["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens:
+            out["cache_write_tokens"] = self.cache_write_tokens
+        if self.cost is not None:
+            out["cost"] = self.cost
+        return out
+
+
+def _sum_cost(a: ChatUsage, b: ChatUsage) -> float | None:
+    """The cost of two usages together: unknown if a part with tokens has an unknown cost.
+
+    An empty usage (no tokens, e.g. a run's starting total) counts as free, so a sum of
+    priced calls stays priced; one unpriced call makes the total unknown, never too low.
+    """
+    if (a.cost is None and not a._is_empty()) or (b.cost is None and not b._is_empty()):
+        return None
+    if a.cost is None and b.cost is None:
+        return None
+    return (a.cost or 0.0) + (b.cost or 0.0)
 
 
 @dataclass(slots=True)

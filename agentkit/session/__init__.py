@@ -1,12 +1,30 @@
 """State persistence: save an agent under a session id, load it back (another process too).
 
 ``SQLiteSession`` is the embedded default; ``JSONSession`` writes one readable file per
-session; ``RedisSession`` needs the optional ``redis`` package (imported on first use).
+session; ``RedisSession`` needs the optional ``redis`` package and ``PostgresSession`` the
+optional ``psycopg`` package (both imported on first use). Every store versions its sessions
+and refuses a stale save with ``SessionConflictError`` (see ``agentkit.session.base``).
+``interrupt_session`` stops a session's run on whichever worker holds it
+(``hold_session``; see ``agentkit.session.control``).
 """
 
+from agentkit.exceptions import SessionConflictError
 from agentkit.session.base import Session, Stateful, StateGroup
+from agentkit.session.control import hold_session, interrupt_session
 from agentkit.session.json_session import JSONSession
+from agentkit.session.postgres_session import PostgresSession
 from agentkit.session.redis_session import RedisSession
 from agentkit.session.sqlite_session import SQLiteSession
 
-__all__ = ["JSONSession", "RedisSession", "SQLiteSession", "Session", "StateGroup", "Stateful"]
+__all__ = [
+    "JSONSession",
+    "PostgresSession",
+    "RedisSession",
+    "SQLiteSession",
+    "Session",
+    "SessionConflictError",
+    "StateGroup",
+    "Stateful",
+    "hold_session",
+    "interrupt_session",
+]

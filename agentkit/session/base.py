@@ -1,26 +1,44 @@
 """The ``Session`` ABC: save and load an agent's state under a session id.
 
 A session store only moves JSON text: the agent (or anything with ``state_dict()`` /
-``load_state_dict()``) decides what its state is. Backends implement four small primitives
+``load_state_dict()``) decides what its state is. Backends implement small primitives
 (``_write``, ``_read``, ``_delete``, ``_list_ids``) and inherit the public API, the JSON
-encoding and its error handling.
+encoding, its error handling and the version tracking below.
 
 ``load`` returns ``False`` when the session does not exist (the agent is left untouched),
 so "resume if saved, else start fresh" is one ``if``; a stored state that cannot be decoded
 raises :class:`~agentkit.exceptions.StateError` naming the session and the backend.
+
+Optimistic concurrency: every stored session has a version (1 after its first save, +1 per
+save; 0 means "does not exist"). ``load(session_id, agent)`` remembers the version it read
+for the triple (store, session id, agent object), and ``save(session_id, agent)`` writes
+only if the store still holds that version; otherwise it raises
+:class:`~agentkit.exceptions.SessionConflictError` and writes nothing, so a worker never
+silently overwrites another worker's newer state. A ``load`` that finds nothing remembers
+version 0, so two workers that both start a new session cannot both create it. "Store" means
+the physical store (the directory, database file, URL + table or prefix), not the Python
+object: two ``SQLiteSession`` objects on one file share the tracking. The tracking holds the
+agent weakly. A save with nothing tracked (the agent was never loaded or saved through this
+store under this id) is a plain overwrite, as is ``save(..., force=True)``.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from agentkit.exceptions import StateError
+from agentkit.exceptions import SessionConflictError, StateError
 
-__all__ = ["Session", "StateGroup", "Stateful", "check_session_id"]
+__all__ = ["Session", "SessionConflictError", "StateGroup", "Stateful", "check_session_id"]
+
+# agent -> {(store key, session id): version it was loaded at / last saved as}
+_TRACKED: weakref.WeakKeyDictionary[object, dict[tuple[str, str], int]] = (
+    weakref.WeakKeyDictionary()
+)
 
 MAX_SESSION_ID_LENGTH = 200
 """Longest accepted session id, in characters (keeps encoded file names under 255 bytes)."""
@@ -141,36 +159,78 @@ class Session(ABC):
     indent: int | None = None  # pretty-print stored JSON with this indent (None: compact)
 
     # -- public API --------------------------------------------------------------------
-    async def save(self, session_id: str, agent: Stateful) -> None:
-        """Save ``agent.state_dict()`` under ``session_id``, replacing any previous state.
+    @property
+    def store_key(self) -> str:
+        """Identity of the physical store (what version tracking is keyed on)."""
+        return repr(self)
+
+    async def save(self, session_id: str, agent: Stateful, *, force: bool = False) -> int:
+        """Save ``agent.state_dict()`` under ``session_id``; return the new version.
 
         Save between replies: a state taken while a reply is running reflects a half-done
         step (the agent's own ``state_dict`` decides what that means).
 
+        Args:
+            session_id: The session.
+            agent: What to save.
+            force: Overwrite whatever is stored, even a newer version.
+
         Raises:
+            SessionConflictError: the store holds a newer version than the one ``agent``
+                was loaded at (or last saved as) through this store; nothing is written.
             StateError: if the state is not JSON-safe.
         """
-        await self.save_state(session_id, agent.state_dict())
+        key = (self.store_key, check_session_id(session_id))
+        expected = None if force else self._tracked(agent).get(key)
+        version = await self.save_state(session_id, agent.state_dict(), expected_version=expected)
+        self._track(agent, key, version)
+        return version
 
     async def load(self, session_id: str, agent: Stateful) -> bool:
         """Load the state saved under ``session_id`` into ``agent``.
 
         Returns:
             True if a state was found and loaded; False if there is no such session (the
-            agent is not touched).
+            agent is not touched, and its next ``save`` must create the session).
 
         Raises:
             StateError: if the stored state is corrupt, or the agent rejects it.
         """
-        state = await self.load_state(session_id)
-        if state is None:
+        key = (self.store_key, check_session_id(session_id))
+        found = await self.load_versioned(session_id)
+        if found is None:
+            self._track(agent, key, 0)
             return False
+        state, version = found
         agent.load_state_dict(state)
+        self._track(agent, key, version)
         return True
 
-    async def save_state(self, session_id: str, state: dict[str, Any]) -> None:
-        """Save a raw state dict (what ``save`` does after calling ``state_dict()``)."""
-        await self._write(check_session_id(session_id), _encode(state, self.indent))
+    def tracked_version(self, session_id: str, agent: Stateful) -> int | None:
+        """The version ``agent`` was loaded at or saved as here (None: not tracked)."""
+        return self._tracked(agent).get((self.store_key, check_session_id(session_id)))
+
+    async def save_state(
+        self, session_id: str, state: dict[str, Any], *, expected_version: int | None = None
+    ) -> int:
+        """Save a raw state dict (what ``save`` does after calling ``state_dict()``).
+
+        Args:
+            session_id: The session.
+            state: A JSON-safe dict.
+            expected_version: Write only if the stored version is this one (0: only if the
+                session does not exist); None writes unconditionally.
+
+        Returns:
+            The new version.
+
+        Raises:
+            SessionConflictError: the stored version is not ``expected_version``.
+        """
+        if expected_version is not None and expected_version < 0:
+            raise ValueError(f"expected_version must be >= 0 or None, not {expected_version}")
+        text = _encode(state, self.indent)
+        return await self._write(check_session_id(session_id), text, expected_version)
 
     async def load_state(self, session_id: str) -> dict[str, Any] | None:
         """Return the raw state dict saved under ``session_id``, or None if there is none.
@@ -178,9 +238,21 @@ class Session(ABC):
         Raises:
             StateError: if the stored text is not a JSON object.
         """
-        text = await self._read(check_session_id(session_id))
-        if text is None:
+        found = await self.load_versioned(session_id)
+        return None if found is None else found[0]
+
+    async def load_versioned(self, session_id: str) -> tuple[dict[str, Any], int] | None:
+        """Return ``(state, version)`` for ``session_id``, or None if there is none.
+
+        Raises:
+            StateError: if the stored text is not a JSON object.
+        """
+        found = await self._read(check_session_id(session_id))
+        if found is None:
             return None
+        text, version = found
+        if isinstance(text, dict):  # the backend already parsed it (JSONSession)
+            return text, version
         try:
             state = json.loads(text)
         except ValueError as exc:
@@ -189,10 +261,19 @@ class Session(ABC):
             ) from exc
         if not isinstance(state, dict):
             raise StateError(f"{self.backend} session {session_id!r} does not hold a JSON object")
-        return state
+        return state, version
+
+    async def version(self, session_id: str) -> int:
+        """The stored version of ``session_id`` (0 if it does not exist)."""
+        found = await self._read(check_session_id(session_id))
+        return 0 if found is None else found[1]
 
     async def delete(self, session_id: str) -> bool:
-        """Delete a session; return whether it existed."""
+        """Delete a session; return whether it existed.
+
+        A later ``save`` of an agent loaded before the delete raises
+        ``SessionConflictError`` (the session it was based on is gone).
+        """
         return await self._delete(check_session_id(session_id))
 
     async def exists(self, session_id: str) -> bool:
@@ -218,14 +299,38 @@ class Session(ABC):
     ) -> None:
         await self.close()
 
+    # -- version tracking --------------------------------------------------------------
+    @staticmethod
+    def _tracked(agent: object) -> dict[tuple[str, str], int]:
+        try:
+            return _TRACKED.get(agent) or {}
+        except TypeError:  # not weakly referenceable: saves are plain overwrites
+            return {}
+
+    @staticmethod
+    def _track(agent: object, key: tuple[str, str], version: int) -> None:
+        try:
+            _TRACKED.setdefault(agent, {})[key] = version
+        except TypeError:
+            return
+
     # -- backend primitives ------------------------------------------------------------
     @abstractmethod
-    async def _write(self, session_id: str, text: str) -> None:
-        """Store ``text`` under ``session_id`` atomically (replace on conflict)."""
+    async def _write(self, session_id: str, text: str, expected: int | None) -> int:
+        """Store ``text`` atomically if the stored version is ``expected``; return the new one.
+
+        ``expected`` None: write whatever is stored; 0: only if nothing is stored.
+
+        Raises:
+            SessionConflictError: the stored version differs; nothing was written.
+        """
 
     @abstractmethod
-    async def _read(self, session_id: str) -> str | None:
-        """Return the stored text, or None if there is none."""
+    async def _read(self, session_id: str) -> tuple[str | dict[str, Any], int] | None:
+        """Return the stored ``(text, version)``, or None if there is none.
+
+        A backend that has to parse the stored text anyway may return the state dict.
+        """
 
     @abstractmethod
     async def _delete(self, session_id: str) -> bool:

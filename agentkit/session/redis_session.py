@@ -1,8 +1,10 @@
 """``RedisSession``: sessions as Redis string keys (optional; needs the ``redis`` package).
 
 ``redis.asyncio`` is imported on first use, so this module costs nothing when unused. Keys
-are ``prefix + session_id``; Redis keys are binary-safe, so ids need no encoding. A ``SET``
-is atomic, so concurrent saves of one id leave one complete state (the last one).
+are ``prefix + session_id``; Redis keys are binary-safe, so ids need no encoding. Each key is
+a hash ``{state, version}``; a save is one Lua script (check the version, write, expire), so
+it is atomic and a stale save cannot slip in between the check and the write. A plain string
+key (written before versions existed) reads as version 1.
 """
 
 from __future__ import annotations
@@ -10,9 +12,38 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from agentkit.exceptions import SessionConflictError
 from agentkit.session.base import Session
 
 __all__ = ["RedisSession"]
+
+
+# KEYS[1] = the key; ARGV = text, expected version ("" = any), ttl in ms ("" = none).
+# Returns the new version, or {-1, stored version} on a conflict.
+_WRITE = """
+local kind = redis.call('TYPE', KEYS[1]).ok
+local current = 0
+if kind == 'string' then current = 1
+elseif kind == 'hash' then current = tonumber(redis.call('HGET', KEYS[1], 'version')) or 1
+end
+if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= current then return {-1, current} end
+if kind ~= 'hash' then redis.call('DEL', KEYS[1]) end
+redis.call('HSET', KEYS[1], 'state', ARGV[1], 'version', current + 1)
+if ARGV[3] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[3])
+else redis.call('PERSIST', KEYS[1]) end
+return current + 1
+"""
+
+_READ = """
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'string' then return {redis.call('GET', KEYS[1]), '1'} end
+if kind == 'hash' then return redis.call('HMGET', KEYS[1], 'state', 'version') end
+return false
+"""
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 def _glob_escape(text: str) -> str:
@@ -70,15 +101,24 @@ class RedisSession(Session):
             )
         return self._client
 
-    async def _write(self, session_id: str, text: str) -> None:
-        ttl_ms = None if self.ttl is None else max(1, int(self.ttl * 1000))
-        await self.client.set(self.prefix + session_id, text, px=ttl_ms)
+    @property
+    def store_key(self) -> str:
+        """The URL and the key prefix."""
+        return f"redis:{self.url}#{self.prefix}"
 
-    async def _read(self, session_id: str) -> str | None:
-        value = await self.client.get(self.prefix + session_id)
-        if value is None:
+    async def _write(self, session_id: str, text: str, expected: int | None) -> int:
+        ttl_ms = "" if self.ttl is None else str(max(1, int(self.ttl * 1000)))
+        wanted = "" if expected is None else str(expected)
+        result = await self.client.eval(_WRITE, 1, self.prefix + session_id, text, wanted, ttl_ms)
+        if isinstance(result, list):
+            raise SessionConflictError(session_id, expected or 0, int(result[1]), self.backend)
+        return int(result)
+
+    async def _read(self, session_id: str) -> tuple[str | dict[str, Any], int] | None:
+        found = await self.client.eval(_READ, 1, self.prefix + session_id)
+        if not found or found[0] is None:
             return None
-        return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+        return _text(found[0]), int(found[1])
 
     async def _exists(self, session_id: str) -> bool:
         return bool(await self.client.exists(self.prefix + session_id))
@@ -90,8 +130,7 @@ class RedisSession(Session):
         ids: list[str] = []
         start = len(self.prefix)
         async for key in self.client.scan_iter(match=_glob_escape(self.prefix) + "*", count=500):
-            name = key.decode("utf-8") if isinstance(key, bytes) else str(key)
-            ids.append(name[start:])
+            ids.append(_text(key)[start:])
         return ids
 
     async def close(self) -> None:

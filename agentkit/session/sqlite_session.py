@@ -4,12 +4,16 @@ Every operation opens its own connection in a worker thread (``anyio.to_thread``
 event loop never blocks on the disk and no connection is shared between threads. The file
 is in WAL mode: readers never wait for a writer, and concurrent writers (other tasks, other
 threads, other processes) queue on SQLite's lock for up to ``timeout`` seconds. Each save is
-one atomic upsert.
+one atomic statement; a versioned save (see ``Session``) is an ``UPDATE ... WHERE version =
+?`` (or an ``INSERT`` that must not find the row), so the check and the write cannot be
+separated by another writer. The database file is created with mode 0600, like
+``JSONSession``'s files (SQLite gives its ``-wal``/``-shm`` files the same mode).
 
-Table (name configurable)::
+Table (name configurable; a table from before versions gets the column added)::
 
     CREATE TABLE agentkit_sessions (
-        id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL)
+        id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL,
+        version INTEGER NOT NULL DEFAULT 1)
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from agentkit.exceptions import SessionConflictError
 from agentkit.session.base import Session, check_session_id
 
 __all__ = ["SQLiteSession"]
@@ -65,16 +70,30 @@ class SQLiteSession(Session):
         self.timeout = timeout
         self._ready = False
 
+    @property
+    def store_key(self) -> str:
+        """The database file's resolved path and the table."""
+        return f"sqlite:{self.path.resolve()}#{self.table}"
+
     def _connect(self) -> sqlite3.Connection:
         if not self._ready:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Create the file private before SQLite does (it would use 0644 under a
+            # usual umask); an existing file keeps its mode.
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         conn = sqlite3.connect(self.path, timeout=self.timeout)
         if not self._ready:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.table} ("
-                "id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL)"
+                "id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL, "
+                "version INTEGER NOT NULL DEFAULT 1)"
             )
+            columns = {row[1] for row in conn.execute(f"PRAGMA table_info({self.table})")}
+            if "version" not in columns:  # a table written before versions existed
+                conn.execute(
+                    f"ALTER TABLE {self.table} ADD COLUMN version INTEGER NOT NULL DEFAULT 1"
+                )
             conn.commit()
             self._ready = True
         return conn
@@ -90,21 +109,38 @@ class SQLiteSession(Session):
         # the cancellation is delivered, so the file is never left mid-transaction.
         return await anyio.to_thread.run_sync(run)
 
-    async def _write(self, session_id: str, text: str) -> None:
+    async def _write(self, session_id: str, text: str, expected: int | None) -> int:
         now = datetime.now(UTC).isoformat()
-        sql = (
-            f"INSERT INTO {self.table} (id, state, updated_at) VALUES (?, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET state = excluded.state, "
-            "updated_at = excluded.updated_at"
-        )
-        await self._run(lambda conn: conn.execute(sql, (session_id, text, now)))
+        table = self.table
 
-    async def _read(self, session_id: str) -> str | None:
-        sql = f"SELECT state FROM {self.table} WHERE id = ?"
+        def write(conn: sqlite3.Connection) -> int:
+            # BEGIN IMMEDIATE: take the write lock before reading the version.
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute(f"SELECT version FROM {table} WHERE id = ?", (session_id,))
+            found = row.fetchone()
+            actual = 0 if found is None else int(found[0])
+            if expected is not None and expected != actual:
+                raise SessionConflictError(session_id, expected, actual, self.backend)
+            if found is None:
+                conn.execute(
+                    f"INSERT INTO {table} (id, state, updated_at, version) VALUES (?, ?, ?, 1)",
+                    (session_id, text, now),
+                )
+            else:
+                conn.execute(
+                    f"UPDATE {table} SET state = ?, updated_at = ?, version = ? WHERE id = ?",
+                    (text, now, actual + 1, session_id),
+                )
+            return actual + 1
 
-        def read(conn: sqlite3.Connection) -> str | None:
+        return await self._run(write)
+
+    async def _read(self, session_id: str) -> tuple[str | dict[str, Any], int] | None:
+        sql = f"SELECT state, version FROM {self.table} WHERE id = ?"
+
+        def read(conn: sqlite3.Connection) -> tuple[str | dict[str, Any], int] | None:
             row = conn.execute(sql, (session_id,)).fetchone()
-            return None if row is None else str(row[0])
+            return None if row is None else (str(row[0]), int(row[1]))
 
         return await self._run(read)
 

@@ -176,7 +176,7 @@ async def _next(
     except _errors.ArgumentsError as exc:
         return None, _errors.unconvertible_arguments(tool.name, str(exc), tool.parameters)
     except Exception as exc:
-        logger.warning("tool %r raised %s", tool.name, type(exc).__name__, exc_info=exc)
+        _log_failure(tool.name, exc)
         return None, _errors.tool_failed(tool.name, exc, merge_content(chunks))
     except BaseException as exc:
         if not isinstance(exc, SystemExit) and not _stray_cancel(exc):
@@ -185,8 +185,22 @@ async def _next(
         # failure, not a request to stop the agent's process; so is a CancelledError the
         # tool raised itself (awaiting a future someone else cancelled) while nobody
         # cancelled this task: it must not read as an interrupt and kill the sibling calls.
-        logger.warning("tool %r raised %s", tool.name, type(exc).__name__, exc_info=exc)
+        _log_failure(tool.name, exc)
         return None, _errors.tool_failed(tool.name, exc, merge_content(chunks))
+
+
+def _log_failure(name: str, exc: BaseException) -> None:
+    """Record a tool's failure for the developer; the model gets it as an error result.
+
+    A failing tool is an expected event of an agent's work, not a fault of the program: it
+    is an INFO record, with the traceback attached only when DEBUG is on, so an
+    application's default logging setup (WARNING) prints nothing.
+    """
+    if logger.isEnabledFor(logging.INFO):
+        debug = logger.isEnabledFor(logging.DEBUG)
+        logger.info(
+            "tool %r raised %s: %s", name, type(exc).__name__, exc, exc_info=exc if debug else None
+        )
 
 
 def _stray_cancel(exc: BaseException) -> bool:

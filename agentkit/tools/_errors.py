@@ -178,9 +178,52 @@ def tool_failed(
     where = " while streaming its output" if content else ""
     text = (
         f"Error: the tool {name!r} failed{where} with {type(exc).__name__}: {message}"
-        "\nCheck the arguments; if the error is not caused by them, try another approach."
+        f"\n{_failure_hint(exc)}"
     )
     return _error("tool_error", ("\n\n" if content else "") + text, content)
+
+
+_ARGUMENT_ERRORS = (ValueError, TypeError, LookupError)
+_CONNECTION_HINT = (
+    "The tool's server or connection is unavailable: this is not caused by your arguments. "
+    "Calling it again later may work; otherwise try another approach or tell the user."
+)
+
+
+def _failure_hint(exc: BaseException) -> str:
+    """What the model can do about ``exc``: only blame the arguments when they may be at fault.
+
+    A lost connection, a server that is down or a timeout inside the tool says nothing about
+    the call; telling the model to "check the arguments" then makes it retry the same call
+    with mangled arguments.
+    """
+    import anyio
+
+    from agentkit.exceptions import MCPConnectionError, ModelError
+
+    lost = (MCPConnectionError, ConnectionError, EOFError)
+    if isinstance(exc, (*lost, anyio.BrokenResourceError, anyio.ClosedResourceError)):
+        return _CONNECTION_HINT
+    if isinstance(exc, TimeoutError):
+        return (
+            "An operation inside the tool timed out: this is not caused by your arguments. "
+            "Calling it again may work; otherwise try another approach."
+        )
+    if isinstance(exc, PermissionError):
+        return "The tool was denied access; do not retry the same call, try another approach."
+    if (
+        type(exc).__module__.split(".")[0] in ("httpx", "httpx2")
+        and "Status" not in type(exc).__name__
+    ):  # transport errors (connect, read, protocol); a bad status is the call's
+        return _CONNECTION_HINT
+    if isinstance(exc, ModelError):
+        return "A model the tool uses failed: this is not caused by your arguments."
+    if isinstance(exc, _ARGUMENT_ERRORS):
+        return "Check the arguments; if the error is not caused by them, try another approach."
+    return (
+        "If the arguments caused it, fix them and call the tool again; "
+        "otherwise try another approach."
+    )
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -1,0 +1,38 @@
+"""Durable agent runs on DBOS (optional: ``pip install 'agentkit[dbos]'``).
+
+::
+
+    from dbos import DBOS, DBOSPortableJSONSerializer
+    from agentkit.durable import DBOSAgent
+
+    DBOS(config={"name": "support-bot", "system_database_url": "sqlite:////srv/bot/dbos.sqlite",
+                 "executor_id": "worker-1", "application_version": "2026.11",
+                 "serializer": DBOSPortableJSONSerializer()})
+    durable = DBOSAgent(agent, name="support", sessions=sessions)
+    DBOS.launch()
+    result = await durable.run("Refund order 42", session_id="user-7")
+
+See ``docs/scaling.md`` for recovery, approvals, interrupts and the at-least-once boundary.
+"""
+
+from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_key
+from agentkit.durable.agent import (
+    APPROVALS_TOPIC,
+    PENDING_EVENT,
+    DBOSAgent,
+    DurableRunResult,
+    RunResult,
+)
+from agentkit.durable.recovery import recover_executor
+
+__all__ = [
+    "APPROVALS_TOPIC",
+    "PENDING_EVENT",
+    "DBOSAgent",
+    "DurableModel",
+    "DurableRunResult",
+    "DurableToolkit",
+    "RunResult",
+    "idempotency_key",
+    "recover_executor",
+]

@@ -1,0 +1,228 @@
+"""The model and the toolkit of a durable run: every request and every call is a DBOS step.
+
+``DurableModel`` wraps a ``ChatModel``: inside a DBOS workflow each request runs as a step
+whose recorded output is the answer as JSON, so on recovery a completed request is replayed
+from the step log instead of being sent again. Right after a request returns (in workflow
+code, a deterministic point), it reserves one step id per tool call of the answer, in the
+order the model listed them (``DBOS.reserve_step``).
+
+``DurableToolkit`` is a copy of a ``Toolkit`` (same tools, groups and limits) whose calls run
+as steps at those reserved ids. So the step order of a turn's tool calls is the model's
+order, whatever order parallel calls happen to start or finish in; a call without a
+reservation (an id the loop had to rename) takes the next free id when it starts.
+
+Outside a workflow both are transparent: they delegate to what they wrap.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentkit.messages import Msg, ToolUseBlock
+from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
+from agentkit.tools import Toolkit, ToolResponse
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["DurableModel", "DurableToolkit", "RunSteps", "idempotency_key"]
+
+_CURRENT_CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "agentkit_durable_call", default=None
+)
+
+
+def idempotency_key() -> str | None:
+    """The idempotency key of the tool call running now in a durable run, else None.
+
+    ``"<workflow id>/<tool call id>"``: the same on every execution of the same call (the
+    call id comes from the recorded model answer), different for every other call. A tool
+    with side effects outside agentkit passes it to the service it calls (a payment API's
+    ``Idempotency-Key`` header, a unique column...), so the one execution that may be
+    repeated after a crash (see docs/scaling.md) has no second effect.
+    """
+    return _CURRENT_CALL.get()
+
+
+def _dbos() -> Any:
+    from dbos import DBOS
+
+    return DBOS
+
+
+def in_workflow() -> bool:
+    """Whether the caller runs in DBOS workflow code (not inside a step)."""
+    dbos = _dbos()
+    return dbos.workflow_id is not None and dbos.step_id is None
+
+
+class RunSteps:
+    """Per-run bookkeeping shared by a run's model and toolkit: reserved tool-call steps."""
+
+    def __init__(self) -> None:
+        self.reserved: dict[str, Any] = {}
+        self.model_requests = 0
+        self.tool_calls = 0
+
+    def reserve(self, response: ChatResponse) -> None:
+        """Reserve one step id per tool call of ``response``, in the model's order."""
+        dbos = _dbos()
+        for block in response.content:
+            if block["type"] == "tool_use" and block["id"] not in self.reserved:
+                self.reserved[block["id"]] = dbos.reserve_step()
+
+
+def _response_to_json(response: ChatResponse) -> dict[str, Any]:
+    data = {
+        "content": list(response.content),
+        "usage": None if response.usage is None else response.usage.to_dict(),
+        "id": response.id,
+        "metadata": response.metadata,
+    }
+    # JSON only, never pickle: what cannot round-trip through JSON is refused here.
+    loaded: dict[str, Any] = json.loads(json.dumps(data, allow_nan=False))
+    return loaded
+
+
+def _response_from_json(data: dict[str, Any]) -> ChatResponse:
+    usage = data.get("usage")
+    return ChatResponse(
+        content=list(data["content"]),
+        usage=None if usage is None else ChatUsage(**usage),
+        id=str(data["id"]),
+        metadata=data.get("metadata"),
+    )
+
+
+async def _final(output: ModelOutput) -> ChatResponse:
+    """The complete answer: a response as is, or the last chunk of a stream."""
+    if isinstance(output, ChatResponse):
+        return output
+    last: ChatResponse | None = None
+    stream: AsyncIterator[ChatResponse] = output
+    try:
+        async for chunk in stream:
+            last = chunk
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    return last if last is not None else ChatResponse(content=[])
+
+
+class DurableModel(ChatModel):
+    """A ``ChatModel`` whose requests are DBOS steps inside a workflow (see module docs).
+
+    A streaming model is read to its end inside the step: a durable run gets the complete
+    answer at once (the step log records answers, not chunks).
+
+    Args:
+        inner: The model to call.
+        steps: The run's bookkeeping (tool-call reservations).
+    """
+
+    def __init__(self, inner: ChatModel, steps: RunSteps) -> None:
+        super().__init__(inner.model_name, stream=False)
+        self.inner = inner
+        self.steps = steps
+        self.provider = inner.provider
+
+    async def __call__(
+        self,
+        messages: Sequence[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        **kwargs: Any,
+    ) -> ModelOutput:
+        """Send the request as a step (or replay its recorded answer)."""
+
+        async def request() -> dict[str, Any]:
+            output = await self.inner(
+                messages, tools, tool_choice, structured_model=structured_model, **kwargs
+            )
+            return _response_to_json(await _final(output))
+
+        if not in_workflow():
+            output = await self.inner(messages, tools, tool_choice, structured_model, **kwargs)
+            return await _final(output)
+        self.steps.model_requests += 1
+        data = await _dbos().run_step_async({"name": f"model:{self.model_name}"}, request)
+        response = _response_from_json(data)
+        self.steps.reserve(response)
+        return response
+
+    async def aclose(self) -> None:
+        """Nothing to close: the wrapped model belongs to the template agent."""
+
+
+def _tool_response_to_json(response: ToolResponse) -> dict[str, Any]:
+    data = {
+        "content": list(response.content),
+        "metadata": response.metadata,
+        "is_error": response.is_error,
+        "is_interrupted": response.is_interrupted,
+    }
+    loaded: dict[str, Any] = json.loads(json.dumps(data, allow_nan=False))
+    return loaded
+
+
+class DurableToolkit(Toolkit):
+    """A copy of ``toolkit`` whose calls are DBOS steps inside a workflow (see module docs).
+
+    The tools themselves are shared with the original (they are not copied); groups and
+    their activation are copied, so a run that switches groups does not touch the template.
+    Progress chunks of a call are not replayed: a durable call yields its final chunk only.
+    """
+
+    def __init__(self, toolkit: Toolkit, steps: RunSteps) -> None:
+        super().__init__(
+            max_output_chars=toolkit.max_output_chars, default_timeout=toolkit.default_timeout
+        )
+        self.steps = steps
+        for group in toolkit.groups.values():
+            if group.name not in self.groups:
+                self.create_tool_group(group.name, group.description, group.active, group.notes)
+            else:
+                self.groups[group.name].active = group.active
+        for tool in toolkit.tools.values():
+            self.register_tool(tool)
+
+    def call_tool_function(
+        self, block: ToolUseBlock, *, context: Any = None
+    ) -> AsyncGenerator[ToolResponse, None]:
+        """Run the call as a step at its reserved id (or replay its recorded result)."""
+        if not in_workflow():
+            return super().call_tool_function(block, context=context)
+        return self._durable_call(block, context)
+
+    async def _durable_call(
+        self, block: ToolUseBlock, context: Any
+    ) -> AsyncGenerator[ToolResponse, None]:
+        dbos = _dbos()
+        key = f"{dbos.workflow_id}/{block['id']}"
+
+        async def call() -> dict[str, Any]:
+            token = _CURRENT_CALL.set(key)
+            try:
+                final = await Toolkit.execute(self, block, context=context)
+            finally:
+                _CURRENT_CALL.reset(token)
+            return _tool_response_to_json(final)
+
+        options = {"name": f"tool:{block['name']}"}
+        self.steps.tool_calls += 1
+        reservation = self.steps.reserved.pop(block["id"], None)
+        if reservation is not None:
+            data = await reservation.run_async(options, call)
+        else:
+            data = await dbos.run_step_async(options, call)
+        yield ToolResponse(
+            content=data["content"],
+            metadata=data.get("metadata"),
+            is_error=bool(data.get("is_error")),
+            is_interrupted=bool(data.get("is_interrupted")),
+        )

@@ -1,0 +1,306 @@
+"""``DBOSAgent``: every run of an agent as a DBOS workflow that survives its process.
+
+The wrapped agent is a *template*: its model, toolkit, prompt, hooks and limits. Each run is
+one workflow on a fresh copy, restored from the workflow's input (the conversation state as
+agentkit JSON, plus the new input), so one ``DBOSAgent`` serves any number of concurrent
+conversations. Inside the workflow every model request and every tool call is a DBOS step
+(see ``agentkit.durable._steps``); if the process dies, a worker that recovers the workflow
+re-runs it from the top, and every completed step returns its recorded result instead of
+running again.
+
+Source of truth: within a run, the DBOS step log; between runs, the session store (when the
+run names a ``session_id``) or the caller (who passes ``state=`` and gets ``result.state``).
+The run loads the session before the workflow starts (the state and its version become the
+workflow's input) and saves it as the workflow's last step, based on that version: a save
+that finds another writer's newer state raises ``SessionConflictError`` rather than
+overwriting it, and a save repeated by recovery after it had committed is recognised and not
+repeated.
+
+Approvals: a run whose agent waits for approval publishes the calls as the workflow event
+``agentkit.pending`` and waits in ``DBOS.recv`` on the topic ``agentkit.approvals``; any
+process delivers ``{call_id: True | False | "reason"}`` with :meth:`DBOSAgent.approve`
+(``DBOS.send``), or ``DBOSClient.send(workflow_id, decisions, topic=APPROVALS_TOPIC)``.
+
+Interrupts: the run holds its session (or its workflow id) on the control channel of
+``control=`` (:mod:`agentkit.session.control`), so ``interrupt_session(control,
+session_id)`` from any process stops it; the workflow then records the repaired memory and
+ends with ``interrupted=True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
+from agentkit.exceptions import SessionConflictError
+from agentkit.memory import InMemoryMemory
+from agentkit.messages import Msg
+from agentkit.session.control import hold_session
+
+if TYPE_CHECKING:
+    from agentkit.agent import ReActAgent
+    from agentkit.session.base import Session
+
+__all__ = ["APPROVALS_TOPIC", "PENDING_EVENT", "DBOSAgent", "DurableRunResult"]
+
+APPROVALS_TOPIC = "agentkit.approvals"
+PENDING_EVENT = "agentkit.pending"
+
+
+@dataclass
+class DurableRunResult:
+    """What a durable run returns (until ``agentkit.RunResult`` lands: see ``RunResult``).
+
+    Attributes:
+        reply: The final reply.
+        output: The reply's text.
+        state: The conversation state after the run (agentkit JSON).
+        interrupted: The run was interrupted.
+        pending: Calls still waiting for approval when the run ended.
+        stop_reason: ``"final"``, ``"interrupted"`` or ``"pending_approval"``.
+        workflow_id: The DBOS workflow id.
+        session_version: The session's version after the save (None without a session).
+    """
+
+    reply: Msg
+    output: str
+    state: dict[str, Any]
+    interrupted: bool = False
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = "final"
+    workflow_id: str = ""
+    session_version: int | None = None
+
+
+# SEAM (integrator): point this at agentkit's RunResult once agent.run() exists.
+RunResult = DurableRunResult
+
+
+def _as_input(msg: Msg | Sequence[Msg] | str | None) -> list[dict[str, Any]]:
+    if msg is None:
+        return []
+    if isinstance(msg, str):
+        msg = Msg("user", msg, "user")
+    items = [msg] if isinstance(msg, Msg) else list(msg)
+    return [m.to_dict() for m in items]
+
+
+class DBOSAgent:
+    """Durable runs of ``agent`` on DBOS (see the module docs).
+
+    Create it before ``DBOS.launch()``: it registers its workflow under
+    ``workflow_name`` (``"agentkit.<name>"``), the name recovery and queues find it by.
+
+    Args:
+        agent: The template agent (not run itself; never modified).
+        name: A name unique in the application, stable across deploys.
+        sessions: Store of the conversations (runs that pass ``session_id``).
+        control: Store whose control channel delivers interrupts (default: ``sessions``).
+        approval_timeout: Seconds a run waits for approval decisions before it ends with
+            the calls still pending.
+    """
+
+    def __init__(
+        self,
+        agent: ReActAgent,
+        *,
+        name: str,
+        sessions: Session | None = None,
+        control: Session | None = None,
+        approval_timeout: float = 7 * 24 * 3600,
+    ) -> None:
+        from dbos import DBOS, WorkflowSerializationFormat
+
+        self.template = agent
+        self.name = name
+        self.sessions = sessions
+        self.control = control if control is not None else sessions
+        self.approval_timeout = approval_timeout
+        self.workflow_name = f"agentkit.{name}"
+
+        async def run_workflow(request: dict[str, Any]) -> dict[str, Any]:
+            return await self._run_workflow(request)
+
+        run_workflow.__qualname__ = f"DBOSAgent[{name}]"
+        self.workflow = DBOS.workflow(
+            name=self.workflow_name, serialization_type=WorkflowSerializationFormat.PORTABLE
+        )(run_workflow)
+
+    # -- building requests ---------------------------------------------------------------
+    async def request(
+        self,
+        msg: Msg | Sequence[Msg] | str | None,
+        *,
+        session_id: str | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The workflow input for a run (JSON): what ``DBOSClient.enqueue`` needs too.
+
+        With ``session_id`` (and ``sessions``), the session's state and version are read now.
+        """
+        version = None
+        if session_id is not None and self.sessions is not None and state is None:
+            found = await self.sessions.load_versioned(session_id)
+            state, version = (None, 0) if found is None else found
+        return {
+            "input": _as_input(msg),
+            "state": state,
+            "session_id": session_id,
+            "session_version": version,
+        }
+
+    async def run(
+        self,
+        msg: Msg | Sequence[Msg] | str | None,
+        *,
+        session_id: str | None = None,
+        state: dict[str, Any] | None = None,
+        workflow_id: str | None = None,
+    ) -> RunResult:
+        """Run durably and wait for the result.
+
+        Args:
+            msg: The new input (a string is a user message).
+            session_id: Load and save the conversation in ``sessions``.
+            state: The conversation state to start from (without a session store).
+            workflow_id: The workflow id (idempotency: a second run with the same id
+                returns the first one's result). Default: generated.
+
+        Raises:
+            SessionConflictError: the session changed while the run was going on.
+        """
+        from dbos import DBOS, SetWorkflowID
+
+        request = await self.request(msg, session_id=session_id, state=state)
+        scope = SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext()
+        with scope:
+            handle = await DBOS.start_workflow_async(self.workflow, request)
+        return self.result(await handle.get_result(), handle.get_workflow_id())
+
+    async def enqueue(
+        self,
+        msg: Msg | Sequence[Msg] | str | None,
+        queue_name: str,
+        *,
+        session_id: str | None = None,
+        state: dict[str, Any] | None = None,
+        workflow_id: str | None = None,
+    ) -> Any:
+        """Enqueue a run on a DBOS queue; return the DBOS handle.
+
+        ``DBOSAgent.result(await handle.get_result())`` is the run's result. The queue
+        (registered by the workers with ``DBOS.register_queue_async``) bounds how many
+        runs execute at once, per worker and in total.
+        """
+        from dbos import DBOS, SetWorkflowID
+
+        request = await self.request(msg, session_id=session_id, state=state)
+        scope = SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext()
+        with scope:
+            return await DBOS.enqueue_workflow_async(queue_name, self.workflow, request)
+
+    @staticmethod
+    def result(output: dict[str, Any], workflow_id: str = "") -> RunResult:
+        """Turn a workflow's JSON output into a result (raises its session conflict)."""
+        conflict = output.get("session_conflict")
+        if conflict is not None:
+            raise SessionConflictError(
+                conflict["session_id"], conflict["expected"], conflict["actual"]
+            )
+        reply = Msg.from_dict(output["reply"])
+        pending = list(output.get("pending") or [])
+        interrupted = bool(output.get("interrupted"))
+        stop = "interrupted" if interrupted else "pending_approval" if pending else "final"
+        return RunResult(
+            reply=reply,
+            output=reply.get_text(),
+            state=output["state"],
+            interrupted=interrupted,
+            pending=pending,
+            stop_reason=stop,
+            workflow_id=workflow_id,
+            session_version=output.get("session_version"),
+        )
+
+    @staticmethod
+    async def approve(workflow_id: str, decisions: dict[str, bool | str]) -> None:
+        """Deliver approval decisions to a run waiting for them (from any process)."""
+        from dbos import DBOS
+
+        await DBOS.send_async(workflow_id, decisions, topic=APPROVALS_TOPIC)
+
+    # -- the workflow --------------------------------------------------------------------
+    def fresh_copy(self, steps: RunSteps) -> ReActAgent:
+        """A copy of the template with its own memory and durable model/toolkit."""
+        agent = copy.copy(self.template)
+        agent.memory = InMemoryMemory()
+        agent.model = DurableModel(self.template.model, steps)
+        agent.toolkit = DurableToolkit(self.template.toolkit, steps)
+        agent.print_hint = False
+        # Rebinds every per-conversation container, so nothing is shared with the template.
+        agent.load_state_dict(agent.state_dict())
+        return agent
+
+    async def _run_workflow(self, request: dict[str, Any]) -> dict[str, Any]:
+        from dbos import DBOS
+
+        steps = RunSteps()
+        agent = self.fresh_copy(steps)
+        if request.get("state") is not None:
+            agent.load_state_dict(request["state"])
+        key = str(request.get("session_id") or DBOS.workflow_id)
+        msgs = [Msg.from_dict(m) for m in request.get("input") or []]
+        interrupted = False
+        if self.control is not None:
+            async with hold_session(self.control, key, agent):
+                reply = await agent(msgs)
+        else:
+            reply = await agent(msgs)
+        interrupted = bool((reply.metadata or {}).get("interrupted"))
+        while agent.pending_tool_calls and not interrupted:
+            await DBOS.set_event_async(PENDING_EVENT, agent.pending_tool_calls)
+            decisions = await DBOS.recv_async(APPROVALS_TOPIC, self.approval_timeout)
+            if not isinstance(decisions, dict):
+                break  # timed out: the run ends with the calls pending (state keeps them)
+            pending_ids = {c["id"] for c in agent.pending_tool_calls}
+            reply = await agent.resume(
+                approvals={k: v for k, v in decisions.items() if k in pending_ids}
+            )
+            interrupted = bool((reply.metadata or {}).get("interrupted"))
+        state = agent.state_dict()
+        output: dict[str, Any] = {
+            "reply": reply.to_dict(),
+            "state": state,
+            "interrupted": interrupted,
+            "pending": agent.pending_tool_calls,
+            "session_version": None,
+        }
+        if request.get("session_id") is not None and self.sessions is not None:
+            saved = await DBOS.run_step_async(
+                {"name": "agentkit.save_session"}, self._save_session, request, state
+            )
+            output.update(saved)
+        return output
+
+    async def _save_session(self, request: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+        assert self.sessions is not None
+        sid, expected = request["session_id"], request.get("session_version")
+        try:
+            version = await self.sessions.save_state(sid, state, expected_version=expected)
+        except SessionConflictError as exc:
+            # Saved already by this step before a crash (recovery runs it again)?
+            found = await self.sessions.load_versioned(sid)
+            if expected is not None and found == (state, expected + 1):
+                return {"session_version": expected + 1}
+            return {
+                "session_conflict": {
+                    "session_id": sid,
+                    "expected": exc.expected,
+                    "actual": exc.actual,
+                }
+            }
+        return {"session_version": version}

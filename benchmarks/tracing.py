@@ -1,0 +1,183 @@
+"""Trace overhead: agentkit with ``instrument()`` (SDK + a no-op exporter) vs untraced.
+
+Run: ``.venv/bin/python -m benchmarks.tracing [--rounds 7] [--steps 20]``
+
+Two figures, each a ratio against a baseline measured interleaved in the same run:
+
+- per turn over HTTP (mock OpenAI server, ``steps-N``): traced / untraced, target < 1.05;
+- per span in-process (ScriptedModel): (traced - untraced) / spans per run, target < 30 us.
+
+The exporter drops every span (``SimpleSpanProcessor`` over an exporter that returns
+SUCCESS), so the figure is the cost of creating, filling and ending spans and recording
+the metrics: what an application pays before its exporter's own cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+from agentkit.observability import instrument, seams, uninstrument
+from benchmarks import kit
+from benchmarks.common import median, timed
+from benchmarks.mock_server import MockServerProcess
+from benchmarks.scenarios.turns import _script
+
+
+class NoOpExporter(SpanExporter):
+    """Accepts and drops every span (counts them, to report spans per run)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.count += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+async def _interleaved(
+    untraced: Callable[[], Awaitable[Any]],
+    traced: Callable[[], Awaitable[Any]],
+    rounds: int,
+    reps: int,
+    per: float,
+) -> tuple[list[float], list[float]]:
+    """Per-round seconds (divided by ``per``) of both variants.
+
+    The order alternates from round to round (ABBA...): on a busy machine whichever variant
+    runs second in a round is measurably slower, which would bias a fixed order.
+    """
+    a: list[float] = []
+    b: list[float] = []
+    await untraced()
+    await traced()
+    for i in range(rounds):
+        if i % 2 == 0:
+            a.append(await timed(untraced, reps) / per)
+            b.append(await timed(traced, reps) / per)
+        else:
+            b.append(await timed(traced, reps) / per)
+            a.append(await timed(untraced, reps) / per)
+    return a, b
+
+
+def _tracing(exporter: NoOpExporter) -> Callable[[Callable[[], Awaitable[Any]]], Any]:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(tracer_provider=provider, meter_provider=MeterProvider())
+    active = seams.installed()  # built once, like an application's start-up
+    uninstrument()
+
+    def wrap(fn: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+        async def traced() -> Any:
+            seams.install(active)
+            try:
+                return await fn()
+            finally:
+                seams.install(None)
+
+        return traced
+
+    return wrap
+
+
+async def http_overhead(base_url: str, steps: int, rounds: int, reps: int) -> dict[str, Any]:
+    """Traced vs untraced per-turn time over HTTP against the mock server."""
+    model = kit.openai_model(f"steps-{steps}", base_url, stream=False)
+    toolkit = kit.toolkit_with(kit.step)
+
+    async def run() -> None:
+        kit.check_answer(await kit.ask(kit.make_agent(model, toolkit)), steps)
+
+    exporter = NoOpExporter()
+    try:
+        plain, traced = await _interleaved(run, _tracing(exporter)(run), rounds, reps, steps + 1)
+    finally:
+        await model.aclose()
+    ratios = [t / p for p, t in zip(plain, traced, strict=True)]
+    return {
+        "untraced_per_turn_s": median(plain),
+        "traced_per_turn_s": median(traced),
+        "ratio": median(ratios),
+        "target": "< 1.05",
+        "ok": median(ratios) < 1.05,
+    }
+
+
+async def span_cost(steps: int, rounds: int, reps: int) -> dict[str, Any]:
+    """Extra in-process time per span (ScriptedModel, so the framework is all there is)."""
+    from agentkit.testing import ScriptedModel
+
+    toolkit = kit.toolkit_with(kit.step)
+    n = (rounds + 1) * reps * 2 + 4
+    models = iter([ScriptedModel(_script(steps)) for _ in range(n)])
+
+    async def run() -> None:
+        kit.check_answer(await kit.ask(kit.make_agent(next(models), toolkit)), steps)
+
+    exporter = NoOpExporter()
+    traced_fn = _tracing(exporter)(run)
+    await traced_fn()
+    spans_per_run = exporter.count
+    raw = _raw_sdk_spans(spans_per_run)
+    plain, traced = await _interleaved(run, traced_fn, rounds, reps, 1)
+    raw_span: list[float] = []
+    for _ in range(rounds):
+        raw_span.append(await timed(raw, reps) / spans_per_run)
+    extra = [(t - p) / spans_per_run for p, t in zip(plain, traced, strict=True)]
+    per_span = median(extra)
+    return {
+        "spans_per_run": spans_per_run,
+        "untraced_run_s": median(plain),
+        "traced_run_s": median(traced),
+        "per_span_s": per_span,
+        "raw_sdk_span_s": median(raw_span),
+        "ratio_to_raw_sdk_span": per_span / median(raw_span),
+        "target": "< 30 us",
+        "ok": per_span < 30e-6,
+    }
+
+
+def _raw_sdk_spans(n: int) -> Callable[[], Awaitable[None]]:
+    """The baseline: ``n`` bare SDK spans with as many attributes as agentkit sets."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(NoOpExporter()))
+    tracer = provider.get_tracer("baseline")
+    start = {f"gen_ai.attr{i}": "value" for i in range(5)}
+    end = {f"gen_ai.end{i}": 1 for i in range(5)}
+
+    async def spans() -> None:
+        for _ in range(n):
+            span = tracer.start_span("chat model", attributes=start)
+            span.set_attributes(end)
+            span.end()
+
+    return spans
+
+
+async def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args(argv)
+    with MockServerProcess(interval=0.005) as server:
+        http = await http_overhead(server.base_url, args.steps, args.rounds, args.reps)
+    spans = await span_cost(args.steps, args.rounds, args.reps * 10)
+    result = {"per_turn_over_http": http, "per_span_in_process": spans}
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,261 @@
+"""Context compaction: every request under budget over a long conversation with tool calls,
+memory whole, and the same request views after an interrupt and a state round trip."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import anyio
+import pytest
+
+from agentkit import Msg, ReActAgent, Toolkit, check_memory_invariant
+from agentkit.agent.compaction import (
+    SUMMARY_HEADER,
+    Compactor,
+    DropOldest,
+    Summarize,
+    compactor_of,
+    context_window,
+)
+from agentkit.models import FallbackModel, OpenAIChatModel
+from agentkit.models.base import ChatResponse, ChatUsage
+from agentkit.testing import FunctionModel, ScriptedModel, text, tool_use
+
+WINDOW, RESERVE = 3000, 500
+BUDGET = WINDOW - RESERVE
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def true_tokens(messages: list[Msg]) -> int:
+    """The test's 'provider tokenizer': words and punctuation, not 4 characters a token."""
+    total = 0
+    for m in messages:
+        body = m.content if isinstance(m.content, str) else json.dumps(m.content)
+        total += 4 + len(_TOKEN.findall(body))
+    return total
+
+
+def view_of(messages: list[Msg]) -> list[tuple[str, str]]:
+    return [
+        (m.role, m.content if isinstance(m.content, str) else json.dumps(m.content))
+        for m in messages
+    ]
+
+
+class Conversation:
+    """A scripted user/model pair: each turn asks for one lookup, then answers."""
+
+    def __init__(self, block_at: int | None = None) -> None:
+        self.views: list[list[tuple[str, str]]] = []
+        self.tokens: list[int] = []
+        self.block_at = block_at
+        self.blocked = anyio.Event()
+
+    async def answer(self, messages: list[Msg], tools: Any) -> ChatResponse:
+        assert messages[0].role == "system"
+        check_memory_invariant(messages[1:])  # pairs whole in every request
+        self.views.append(view_of(messages))
+        self.tokens.append(true_tokens(messages))
+        if self.block_at is not None and len(self.views) == self.block_at:
+            self.blocked.set()
+            await anyio.sleep_forever()
+        last = messages[-1]
+        usage = ChatUsage(true_tokens(messages), 12)
+        if isinstance(last.content, str):
+            k = int(last.content.split()[1].rstrip(":"))
+            calls = [tool_use("lookup", f"c{k}", key=f"item{k}")]
+            if k % 3 == 0:  # every third turn: two calls in parallel
+                calls.append(tool_use("lookup", f"d{k}", key=f"extra{k}"))
+            return ChatResponse(calls, usage)
+        result = last.get_blocks("tool_result")[0]
+        return ChatResponse([text(f"Found it: {str(result['output'])[:40]}")], usage)
+
+
+def make_toolkit() -> Toolkit:
+    tk = Toolkit()
+
+    @tk.tool
+    def lookup(key: str) -> str:
+        """Look an item up.
+
+        Args:
+            key: The item.
+        """
+        return f"{key}: " + " ".join(f"fact{i} about {key} is value{i}" for i in range(12))
+
+    return tk
+
+
+def summarizer() -> tuple[FunctionModel, list[int]]:
+    calls: list[int] = []
+
+    def summarize(messages: list[Msg], tools: Any) -> ChatResponse:
+        calls.append(1)
+        body = messages[-1].content
+        assert isinstance(body, str)
+        turns = re.findall(r"turn (\d+):", body)
+        prior = re.findall(r"Earlier summary: (.{0,60})", body)
+        summary = f"turns {turns[0]}-{turns[-1]} looked up" if turns else "tool results"
+        return ChatResponse([text(summary + (f"; before: {prior[0]}" if prior else ""))])
+
+    return FunctionModel(summarize, model_name="cheap"), calls
+
+
+def make_agent(conv: Conversation, strategy: Any) -> ReActAgent:
+    model = FunctionModel(conv.answer, model_name="big")
+    agent = ReActAgent("helper", "You look things up.", model, make_toolkit(), print_hint=False)
+    Compactor(WINDOW, strategy=strategy, reserve_output=RESERVE).attach(agent)
+    return agent
+
+
+async def _turns(agent: ReActAgent, first: int, last: int) -> None:
+    for k in range(first, last + 1):
+        await agent(f"turn {k}: please look up item{k}")
+        memory = await agent.memory.get_memory()
+        check_memory_invariant(memory)
+        assert len(memory) == 4 * k  # the full history stays in memory
+
+
+async def test_500_turns_with_tool_calls_stay_under_budget() -> None:
+    conv = Conversation()
+    agent = make_agent(conv, DropOldest())
+    await _turns(agent, 1, 500)
+    assert len(conv.tokens) == 1000
+    assert max(conv.tokens) <= BUDGET
+    assert sum(conv.tokens) / len(conv.tokens) > BUDGET * 0.3  # the budget is really used
+    memory = await agent.memory.get_memory()
+    records = [
+        m.metadata["compaction"] for m in memory if m.metadata and "compaction" in m.metadata
+    ]
+    assert len(records) == 1000
+    compactions = [r for r in records if "summary" in r]
+    assert 10 < len(compactions) < 200  # compacts now and then, not at every request
+    json.dumps(agent.state_dict())  # records are JSON-safe
+
+
+async def test_summaries_join_the_system_prompt_and_stay_under_budget() -> None:
+    conv = Conversation()
+    model, calls = summarizer()
+    agent = make_agent(conv, Summarize(model, summary_tokens=150))
+    await _turns(agent, 1, 150)
+    assert max(conv.tokens) <= BUDGET
+    assert calls
+    last_view = conv.views[-1]
+    assert last_view[0][0] == "system" and SUMMARY_HEADER in last_view[0][1]
+    assert "looked up" in last_view[0][1]
+
+
+@pytest.mark.parametrize("strategy", ["drop", "summarize"])
+async def test_interrupted_then_resumed_run_sends_the_same_views(strategy: str) -> None:
+    def make_strategy() -> Any:
+        return DropOldest() if strategy == "drop" else Summarize(summarizer()[0], 150)
+
+    turns, block_at = 90, 117  # request 117: turn 59's first request
+    reference = Conversation()
+    await _turns(make_agent(reference, make_strategy()), 1, turns)
+
+    first = Conversation(block_at=block_at)
+    agent = make_agent(first, make_strategy())
+    await _turns(agent, 1, 58)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(agent, "turn 59: please look up item59")
+        await first.blocked.wait()
+        assert await agent.interrupt()
+    state = json.loads(json.dumps(agent.state_dict()))  # a saved session
+
+    resumed = Conversation()
+    agent2 = make_agent(resumed, make_strategy())  # a new process: new compactor, no caches
+    agent2.load_state_dict(state)
+    await agent2()  # continue turn 59 from memory
+    for k in range(60, turns + 1):
+        await agent2(f"turn {k}: please look up item{k}")
+    assert first.views == reference.views[:block_at]
+    assert resumed.views == reference.views[block_at - 1 :]
+    check_memory_invariant(await agent2.memory.get_memory())
+
+
+async def test_recorded_summary_is_reused_after_a_state_round_trip() -> None:
+    conv = Conversation()
+    model, calls = summarizer()
+    agent = make_agent(conv, Summarize(model, summary_tokens=150))
+    states: dict[int, dict[str, Any]] = {}
+    turn = 0
+    while True:  # find a turn, after some compactions, that needs no new one
+        turn += 1
+        states[turn] = agent.state_dict()
+        await agent(f"turn {turn}: please look up item{turn}")
+        answers = (await agent.memory.get_memory())[-3::2]
+        compacted = any("summary" in m.metadata["compaction"] for m in answers)  # type: ignore[index]
+        if turn > 20 and calls and not compacted:
+            break
+    assert SUMMARY_HEADER in conv.views[-1][0][1]
+    model2, calls2 = summarizer()
+    conv2 = Conversation()
+    agent2 = make_agent(conv2, Summarize(model2, summary_tokens=150))
+    agent2.load_state_dict(states[turn])
+    await agent2(f"turn {turn}: please look up item{turn}")
+    assert conv2.views == conv.views[-2:]  # the recorded summary, in the same place
+    assert calls2 == []  # read from the saved state: the summarizer is not asked again
+
+
+async def test_without_a_compactor_the_prompt_is_untouched() -> None:
+    model = ScriptedModel(["hi"])
+    agent = ReActAgent("a", "s", model, print_hint=False)
+    assert compactor_of(agent) is None
+    await agent("hello")
+    assert [m.role for m in model.requests[0].messages] == ["system", "user"]
+    assert "compaction" not in ((await agent.memory.get_memory())[-1].metadata or {})
+
+
+def test_context_window_lookup_and_errors() -> None:
+    gpt = OpenAIChatModel("gpt-4o-2024-08-06", api_key="k")
+    assert context_window(gpt) == 128_000
+    assert context_window(OpenAIChatModel("my-llama", api_key="k")) is None
+    both = FallbackModel([gpt, OpenAIChatModel("gpt-4.1", api_key="k")])
+    assert context_window(both) == 128_000
+    with pytest.raises(ValueError, match="context window"):
+        Compactor().budget(OpenAIChatModel("my-llama", api_key="k"))
+    assert Compactor().budget(gpt) == 128_000 - 4096
+    with pytest.raises(ValueError):
+        Compactor(100, reserve_output=200)
+
+
+async def test_compaction_is_an_event_on_the_reply_span() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentkit.observability import instrument, uninstrument
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    conv = Conversation()
+    agent = make_agent(conv, DropOldest())
+    instrument(tracer_provider=provider)
+    try:
+        await _turns(agent, 1, 30)
+    finally:
+        uninstrument()
+    events = [
+        e
+        for s in exporter.get_finished_spans()
+        if s.name == "invoke_agent helper"
+        for e in s.events
+    ]
+    assert events and all(e.name == "agentkit.compaction" for e in events)
+    first = events[0].attributes or {}
+    assert first["agentkit.compaction.left_out"] > 0
+    assert first["agentkit.compaction.summarized"] is False
+
+
+async def test_memory_edited_under_the_records_still_compacts() -> None:
+    conv = Conversation()
+    agent = make_agent(conv, DropOldest())
+    await _turns(agent, 1, 40)
+    await agent.memory.delete(list(range(120)))  # the recorded cut points are gone
+    await agent("turn 41: please look up item41")
+    assert max(conv.tokens) <= BUDGET
+    check_memory_invariant(await agent.memory.get_memory())

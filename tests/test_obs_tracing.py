@@ -1,0 +1,248 @@
+"""OpenTelemetry tracing: the span tree of a run with parallel tools, an MCP call, an
+interrupt and a denied approval, compared with a checked-in expected tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agentkit import ReActAgent, Toolkit
+from agentkit.mcp import MCPClient, StdioServer
+from agentkit.observability import conversation, instrument, is_instrumented, uninstrument
+from agentkit.testing import ScriptedModel, tool_use
+from tests._obs_otel import load_or_update, span_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "obs_span_tree.json"
+SERVER = ROOT / "tests" / "_obs_traced_server.py"
+UPDATE = os.environ.get("AGENTKIT_UPDATE_FIXTURES") == "1"
+
+
+class Traced:
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.reader = InMemoryMetricReader()
+        self.meters = MeterProvider(metric_readers=[self.reader])
+
+    def metrics(self) -> dict[str, list[Any]]:
+        data = self.reader.get_metrics_data()
+        out: dict[str, list[Any]] = {}
+        assert data is not None
+        for rm in data.resource_metrics:
+            for sm in rm.scope_metrics:
+                for metric in sm.metrics:
+                    out[metric.name] = list(metric.data.data_points)
+        return out
+
+
+@pytest.fixture
+def traced() -> Iterator[Traced]:
+    t = Traced()
+    instrument(tracer_provider=t.provider, meter_provider=t.meters)
+    try:
+        yield t
+    finally:
+        uninstrument()
+
+
+def _toolkit(started: anyio.Event) -> Toolkit:
+    tk = Toolkit()
+
+    @tk.tool
+    async def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: The key.
+        """
+        await anyio.sleep(0.01)
+        return f"value of {key}"
+
+    @tk.tool
+    async def wait() -> str:
+        """Wait for a long time."""
+        started.set()
+        await anyio.sleep(60)
+        return "never"
+
+    @tk.tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file.
+
+        Args:
+            path: The file.
+        """
+        return f"deleted {path}"
+
+    return tk
+
+
+async def _scenario(tk: Toolkit, started: anyio.Event) -> ReActAgent:
+    model = ScriptedModel(
+        [
+            # run 1: two tool calls in parallel
+            [tool_use("lookup", "c1", key="a"), tool_use("lookup", "c2", key="b")],
+            "a and b found",
+            # run 2: an MCP tool
+            [tool_use("add", "c3", a=2, b=3)],
+            "5",
+            # run 3: interrupted while a tool runs
+            [tool_use("wait", "c4")],
+            # run 4: a call needing approval, denied
+            [tool_use("delete", "c5", path="/tmp/x")],
+            "not deleted",
+        ],
+        model_name="scripted-1",
+    )
+    agent = ReActAgent("helper", "You help.", model, tk, print_hint=False)
+    with conversation("conv-1"):
+        await agent("find a and b")
+        await agent("add 2 and 3")
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                await agent("wait")
+
+            tg.start_soon(run)
+            await started.wait()
+            await agent.interrupt()
+        reply = await agent("delete /tmp/x")
+        assert reply.metadata["pending_tool_calls"][0]["id"] == "c5"
+        await agent.resume({"c5": "keep that file"})
+    return agent
+
+
+async def test_span_tree_of_parallel_tools_mcp_interrupt_and_denied_approval(
+    traced: Traced, tmp_path: Path
+) -> None:
+    spans_file = tmp_path / "server-spans.jsonl"
+    env = {**os.environ, "OBS_SPANS_FILE": str(spans_file), "PYTHONPATH": str(ROOT)}
+    client = MCPClient("calc", StdioServer(sys.executable, [str(SERVER)], env=env), timeout=30)
+    started = anyio.Event()
+    tk = _toolkit(started)
+    async with client:
+        await tk.register_mcp_client(client)
+        await _scenario(tk, started)
+    spans = traced.exporter.get_finished_spans()
+    tree = span_tree(spans)
+    expected = load_or_update(FIXTURE, tree, UPDATE)
+    assert json.loads(json.dumps(tree)) == expected
+
+    # The agentkit MCP server continued the trace: its execute_tool span is a child of
+    # the client's execute_tool span (traceparent sent in params._meta over stdio).
+    client_span = next(s for s in spans if s.name == "execute_tool add")
+    server_spans = [json.loads(line) for line in spans_file.read_text().splitlines()]
+    served = next(s for s in server_spans if s["name"] == "execute_tool add")
+    ctx = client_span.get_span_context()
+    assert served["trace_id"] == format(ctx.trace_id, "032x")
+    assert served["parent_id"] == format(ctx.span_id, "016x")
+    assert served["attributes"]["mcp.method.name"] == "tools/call"
+
+
+async def test_metrics_token_usage_and_duration(traced: Traced) -> None:
+    started = anyio.Event()
+    model = ScriptedModel([[tool_use("lookup", "c1", key="a")], "done"], model_name="m1")
+    agent = ReActAgent("a", "s", model, _toolkit(started), print_hint=False)
+    await agent("go")
+    metrics = traced.metrics()
+    durations = metrics["gen_ai.client.operation.duration"]
+    assert sum(p.count for p in durations) == 2
+    assert durations[0].attributes["gen_ai.operation.name"] == "chat"
+    assert durations[0].attributes["gen_ai.request.model"] == "m1"
+    tokens = metrics["gen_ai.client.token.usage"]
+    kinds = sorted(p.attributes["gen_ai.token.type"] for p in tokens)
+    assert kinds == ["input", "output"]
+    out = next(p for p in tokens if p.attributes["gen_ai.token.type"] == "output")
+    assert out.count == 2 and out.sum > 0
+
+
+async def test_content_only_with_capture_content() -> None:
+    started = anyio.Event()
+    for capture in (False, True):
+        t = Traced()
+        instrument(tracer_provider=t.provider, capture_content=capture)
+        try:
+            model = ScriptedModel([[tool_use("lookup", "c1", key="secret")], "the answer"])
+            agent = ReActAgent("a", "sys prompt", model, _toolkit(started), print_hint=False)
+            await agent("my question")
+        finally:
+            uninstrument()
+        spans = t.exporter.get_finished_spans()
+        dumped = json.dumps([dict(s.attributes or {}) for s in spans])
+        for needle in ("my question", "sys prompt", "the answer", "secret", "value of secret"):
+            assert (needle in dumped) is capture, (needle, capture)
+        if capture:
+            chat = next(s for s in spans if s.name.startswith("chat"))
+            messages = json.loads(chat.attributes["gen_ai.input.messages"])  # type: ignore[arg-type]
+            assert messages == [
+                {"role": "user", "parts": [{"type": "text", "content": "my question"}]}
+            ]
+            assert json.loads(chat.attributes["gen_ai.system_instructions"]) == [  # type: ignore[arg-type]
+                {"type": "text", "content": "sys prompt"}
+            ]
+
+
+async def test_model_error_sets_error_type_and_status(traced: Traced) -> None:
+    from agentkit.exceptions import RateLimitError
+
+    model = ScriptedModel([RateLimitError("slow down", provider="scripted")])
+    agent = ReActAgent("a", "s", model, print_hint=False)
+    with pytest.raises(RateLimitError):
+        await agent("go")
+    spans = {s.name: s for s in traced.exporter.get_finished_spans()}
+    for name in ("chat scripted", "invoke_agent a"):
+        assert spans[name].attributes["error.type"] == "RateLimitError"  # type: ignore[index]
+        assert spans[name].status.status_code.name == "ERROR"
+
+
+def test_uninstrument_restores_no_ops() -> None:
+    assert not is_instrumented()
+    instrument(tracer_provider=TracerProvider())
+    assert is_instrumented()
+    uninstrument()
+    assert not is_instrumented()
+
+
+async def test_mcp_tool_over_http_has_server_address_and_port(traced: Traced) -> None:
+    from tests._mcp_helpers import http_server
+
+    with http_server("http") as (config, _proc):
+        client = MCPClient("remote", config, timeout=30)
+        tk = Toolkit()
+        async with client:
+            await tk.register_mcp_client(client, enable_funcs=["echo"])
+            model = ScriptedModel([[tool_use("echo", "c1", text="hi")], "done"])
+            await ReActAgent("a", "s", model, tk, print_hint=False)("go")
+    span = next(s for s in traced.exporter.get_finished_spans() if s.name == "execute_tool echo")
+    attributes = dict(span.attributes or {})
+    port = int(config.url.rsplit(":", 1)[1].split("/")[0])
+    assert attributes["server.address"] == "127.0.0.1"
+    assert attributes["server.port"] == port
+    assert attributes["network.transport"] == "tcp"
+    assert attributes["mcp.method.name"] == "tools/call"
+    assert span.status.status_code.name == "UNSET"
+
+
+async def test_tracing_a_call_without_tools_changes_nothing(traced: Traced) -> None:
+    model = ScriptedModel([[tool_use("ghost", "c1")], "ok"])
+    agent = ReActAgent("a", "s", model, print_hint=False)
+    await agent("go")
+    results = [b for m in await agent.memory.get_memory() for b in m.get_blocks("tool_result")]
+    assert results[0]["output"] == "Tool 'ghost' does not exist (no tools)."
+    assert agent.pending_tool_calls == []
+    span = next(s for s in traced.exporter.get_finished_spans() if s.name == "execute_tool ghost")
+    assert span.status.status_code.name == "ERROR"
