@@ -15,7 +15,12 @@ import pytest
 
 from agentkit.exceptions import ToolRegistrationError
 from agentkit.mcp import MCPClient, StdioServer
-from agentkit.mcp.defenses import ToolChange, is_tainted, reset_untrusted_content
+from agentkit.mcp.defenses import (
+    ToolChange,
+    is_tainted,
+    mark_untrusted_content,
+    reset_untrusted_content,
+)
 from agentkit.mcp.tool import MCPTool
 from agentkit.tools import Toolkit
 from tests._mcp_helpers import ROOT
@@ -113,18 +118,25 @@ async def test_results_are_capped_before_the_model_sees_them() -> None:
 
 
 async def test_untrusted_server_tools_need_approval_after_open_world_input() -> None:
-    async with raw() as untrusted, raw(trust="trusted") as trusted:
+    a = MCPClient("a", StdioServer(sys.executable, [RAW]))
+    b = MCPClient("b", StdioServer(sys.executable, [RAW]))
+    trusted = MCPClient("t", StdioServer(sys.executable, [RAW]), trust="trusted")
+    async with a, b, trusted:
         tk = Toolkit()
-        await tk.register_mcp_client(untrusted)
+        await tk.register_mcp_client(a, prefix="a")
+        await tk.register_mcp_client(b, prefix="b")
         await tk.register_mcp_client(trusted, prefix="t")
-        ok, trusted_ok = tk.get_tool("ok"), tk.get_tool("t_ok")
-        assert ok is not None and trusted_ok is not None
-        assert not ok.requires_approval  # nothing from outside has entered the run yet
-        await call(tk, "greet")  # a result from a server tool not marked closed-world
-        assert is_tainted(tk)
-        assert ok.requires_approval and not trusted_ok.requires_approval
+        a_ok, b_ok, t_ok = (tk.get_tool(n) for n in ("a_ok", "b_ok", "t_ok"))
+        assert a_ok is not None and b_ok is not None and t_ok is not None
+        assert not a_ok.requires_approval  # nothing from outside has entered the run yet
+        await call(tk, "a_greet")  # server a's output: untrusted input for the others
+        assert is_tainted(tk, "b") and not is_tainted(tk, "a")
+        assert b_ok.requires_approval and not a_ok.requires_approval
+        assert not t_ok.requires_approval  # trusted server: relaxed
+        mark_untrusted_content(tk)  # e.g. a fetched web page: counts for every server
+        assert a_ok.requires_approval
         reset_untrusted_content(tk)
-        assert not ok.requires_approval
+        assert not a_ok.requires_approval and not b_ok.requires_approval
 
 
 EVERYTHING_WRONG = ROOT / "tests/servers/everything-wrong/.venv/bin/mcp-server-everything-wrong"
@@ -147,6 +159,3 @@ async def test_everything_wrong_server_rug_pull_is_caught() -> None:
         greet = tk.get_tool("greet")
         assert greet is not None and "french" not in greet.description
         assert (await call(tk, "greet")).is_error
-        # greet's result was open-world content: its tools that may act now need approval.
-        run_command = tk.get_tool("run_command")
-        assert run_command is not None and run_command.requires_approval

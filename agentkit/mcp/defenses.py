@@ -15,11 +15,14 @@ Threats and what answers them:
   refuses the clash (``prefix=`` keeps both) and ``namesake="override"`` is refused.
 - **Flooding**: results are capped (``max_result_chars``; stdio messages at
   ``max_result_bytes`` while they are read).
-- **Injected actions**: once a run has taken in open-world content (a result of a tool that
-  is not marked ``openWorldHint: false``), every tool of an *untrusted* server
-  (``trust="untrusted"``, the default) that is not marked ``readOnlyHint: true`` requires a
-  human's approval, so a prompt injected through a tool result cannot silently trigger a
-  destructive call. ``trust="trusted"`` relaxes this per server.
+- **Injected actions**: once a run has taken in open-world content, every tool of an
+  *untrusted* server (``trust="untrusted"``, the default) that is not marked
+  ``readOnlyHint: true`` requires a human's approval, so a prompt injected through a tool
+  result cannot silently trigger a destructive call. Open-world content is: the result of a
+  server tool marked ``openWorldHint: true`` (the web...), which counts for every server; the
+  result of a server tool without the hint, which counts for the *other* servers' tools
+  (another server's output); anything passed to :func:`mark_untrusted_content`.
+  ``trust="trusted"`` relaxes this per server.
 """
 
 from __future__ import annotations
@@ -44,7 +47,10 @@ __all__ = [
     "reset_untrusted_content",
 ]
 
-_TAINTED: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+# Per toolkit: where open-world content came from ("*": anywhere, e.g. the web; a server name:
+# that server's output, which is untrusted input for the *other* servers' tools).
+_TAINTED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+ANYWHERE = "*"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +143,16 @@ def cap_result(response: ToolResponse, max_chars: int | None) -> ToolResponse:
     return ToolResponse(content=blocks, metadata=metadata, is_error=response.is_error)
 
 
-def mark_untrusted_content(toolkit: Any) -> None:
-    """Record that a run on ``toolkit`` took in open-world content (see module docs)."""
-    _TAINTED[toolkit] = True
+def mark_untrusted_content(toolkit: Any, source: str = ANYWHERE) -> None:
+    """Record that a run on ``toolkit`` took in open-world content (see module docs).
+
+    Args:
+        toolkit: The Toolkit whose run read the content.
+        source: ``"*"`` (the default: the web, a file from anyone) makes every untrusted
+            server's non-read-only tools need approval; a server's name exempts that
+            server's own tools (its output is untrusted input for the others).
+    """
+    _TAINTED.setdefault(toolkit, set()).add(source)
 
 
 def reset_untrusted_content(toolkit: Any) -> None:
@@ -147,6 +160,9 @@ def reset_untrusted_content(toolkit: Any) -> None:
     _TAINTED.pop(toolkit, None)
 
 
-def is_tainted(toolkit: Any) -> bool:
-    """Whether open-world content has entered a run on ``toolkit``."""
-    return toolkit is not None and _TAINTED.get(toolkit, False)
+def is_tainted(toolkit: Any, for_server: str | None = None) -> bool:
+    """Whether open-world content from outside ``for_server`` entered a run on ``toolkit``."""
+    if toolkit is None:
+        return False
+    sources = _TAINTED.get(toolkit, set())
+    return ANYWHERE in sources or any(s != for_server for s in sources)

@@ -116,7 +116,7 @@ class MCPTool(Tool):
             return True
         if self.client.trust == "trusted" or self.annotations.get("readOnlyHint") is True:
             return False
-        return is_tainted(self._toolkit() if self._toolkit else None)
+        return is_tainted(self._toolkit() if self._toolkit else None, self.client.name)
 
     @requires_approval.setter
     def requires_approval(self, value: bool) -> None:
@@ -136,11 +136,13 @@ class MCPTool(Tool):
                 metadata={"mcp_server": self.client.name, "mcp_tool_changed": True},
             )
             return
+        open_world = self.annotations.get("openWorldHint")
         async for chunk in self.client.call_tool_stream(self.mcp_name, arguments):
-            if chunk.is_last and self.annotations.get("openWorldHint") is not False:
-                toolkit = self._toolkit() if self._toolkit else None
-                if toolkit is not None:  # its output may carry instructions from anyone
-                    mark_untrusted_content(toolkit)
+            toolkit = self._toolkit() if self._toolkit else None
+            if chunk.is_last and open_world is not False and toolkit is not None:
+                # Its output may carry instructions: from anyone (open world), or at least
+                # from this server (untrusted input for the other servers' tools).
+                mark_untrusted_content(toolkit, "*" if open_world else self.client.name)
             yield chunk
 
     def __repr__(self) -> str:
