@@ -136,8 +136,12 @@ def cap_result(response: ToolResponse, max_chars: int | None) -> ToolResponse:
         left -= len(block["text"])
     note = (
         f"\n[truncated by agentkit: {total:,} characters of output, over the {max_chars:,} "
-        "limit (MCPClient(max_result_chars=...))]"
+        "limit (MCPClient(max_result_chars=...))"
     )
+    cut = ((response.metadata or {}).get("mcp_meta") or {}).get("agentkit/truncated")
+    if isinstance(cut, dict):  # already cut while read: say how big the answer really was
+        note += f"; the server's answer was {cut.get('size', 0):,} bytes"
+    note += "]"
     blocks.append({"type": "text", "text": note})
     metadata = {**(response.metadata or {}), "truncated": {"chars": total, "limit": max_chars}}
     return ToolResponse(content=blocks, metadata=metadata, is_error=response.is_error)
