@@ -66,6 +66,11 @@ def _claimed_std_fds() -> Iterator[tuple[int, int]]:
         os.dup2(2, 1)
         yield wire_in, wire_out
     finally:
+        # O_NONBLOCK lives on the shared open file (a terminal, the parent's pipe): put it
+        # back, or the shell that started us would get EAGAIN on its own reads.
+        for fd in (wire_in, wire_out):
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, True)
         os.close(null)
         os.dup2(saved_in, 0)
         os.dup2(saved_out, 1)
