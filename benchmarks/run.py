@@ -40,6 +40,7 @@ SCENARIOS = (
     "mcp_call",
     "cross_worker_interrupts",
     "durable",
+    "serve",
 )
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "latest.json"
 

@@ -25,6 +25,7 @@ HALVES = [
     "startup,mcp_call",
     "cross_worker_interrupts",
     "durable",
+    "serve",
 ]
 
 
@@ -126,7 +127,9 @@ async def test_stream_forever_streams_until_the_client_leaves(server):
 
 
 # Two halves, so each stays far below the per-test timeout on a loaded machine.
-@pytest.mark.parametrize("only", HALVES, ids=["loops", "startup", "cross_worker", "durable"])
+@pytest.mark.parametrize(
+    "only", HALVES, ids=["loops", "startup", "cross_worker", "durable", "serve"]
+)
 def test_quick_run_covers_every_scenario(tmp_path, only):
     out = tmp_path / "bench.json"
     proc = subprocess.run(

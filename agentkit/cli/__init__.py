@@ -1,4 +1,4 @@
-"""The ``agentkit`` command line: ``agentkit chat`` and ``agentkit mcp list|tools|call``.
+"""The ``agentkit`` command line: ``agentkit chat``, ``agentkit serve`` and ``agentkit mcp``.
 
 Run ``agentkit --help`` (or ``python -m agentkit --help``). The sub-commands import what
 they need lazily, so ``agentkit --help`` is instant.
@@ -17,19 +17,27 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agentkit`` command."""
     from agentkit import __version__
-    from agentkit.cli import chat, mcp_cmd
+    from agentkit.cli import chat, mcp_cmd, serve_cmd
 
     parser = argparse.ArgumentParser(
         prog="agentkit",
         description="Chat with a tool-using agent, or inspect MCP servers.",
     )
     parser.add_argument("--version", action="version", version=f"agentkit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{chat,mcp,durable}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{chat,serve,mcp,durable}")
     chat.add_arguments(
         sub.add_parser(
             "chat",
             help="chat in the terminal (Ctrl-C interrupts the agent)",
             description=chat.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+    )
+    serve_cmd.add_arguments(
+        sub.add_parser(
+            "serve",
+            help="serve an agent over HTTP (AG-UI) with a web chat",
+            description=serve_cmd.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
@@ -70,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agentkit.cli import durable_cmd
 
         return durable_cmd.run(args)
+    if args.command == "serve":
+        from agentkit.cli import serve_cmd
+
+        return serve_cmd.run(args)
     from agentkit.cli import mcp_cmd
 
     return mcp_cmd.run(args)

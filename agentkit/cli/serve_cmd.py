@@ -1,0 +1,170 @@
+"""``agentkit serve MODULE:ATTR``: serve an agent over HTTP (AG-UI) with a web chat.
+
+``ATTR`` is a callable returning a fresh ``ReActAgent`` (called once per conversation turn,
+then loaded with the thread's state) or a ``ReActAgent`` to copy per conversation. Open the
+printed URL in a browser. The server binds 127.0.0.1 unless ``--host`` says otherwise; any
+other address needs ``--token`` (or ``AGENTKIT_SERVE_TOKEN``): a bearer token every API
+request must carry (the page reads it from the ``#token=...`` part of the URL).
+
+Examples:
+    agentkit serve examples.web_chat:make_agent
+    agentkit serve myapp.agents:support --sessions sqlite:///threads.db --port 9000
+    agentkit serve myapp.agents:support --host 0.0.0.0 --token "$TOKEN"
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentkit.exceptions import AgentkitError
+
+if TYPE_CHECKING:
+    from agentkit.session import Session
+
+__all__ = ["add_arguments", "load_target", "open_sessions", "run"]
+
+DEFAULT_DB = Path("~/.agentkit/serve.db")
+TOKEN_ENV = "AGENTKIT_SERVE_TOKEN"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``serve`` options to ``parser``."""
+    parser.add_argument("target", metavar="MODULE:ATTR", help="agent factory or agent to serve")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any)")
+    parser.add_argument(
+        "--sessions",
+        metavar="URL",
+        help=f"thread store: sqlite:///path.db, redis://..., postgresql://... "
+        f"(default: SQLite in {DEFAULT_DB})",
+    )
+    parser.add_argument("--token", help=f"bearer token required on every request (${TOKEN_ENV})")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="Host header value to accept (DNS-rebinding protection); repeatable",
+    )
+    parser.add_argument(
+        "--cors-origin", action="append", default=[], metavar="ORIGIN", help="allow CORS from"
+    )
+
+
+def load_target(spec: str) -> Any:
+    """Import ``MODULE:ATTR`` (the current directory is importable, as with uvicorn).
+
+    Raises:
+        ValueError: for a spec without ``:`` or an attribute that does not exist.
+        ImportError: when the module cannot be imported.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"expected MODULE:ATTR (e.g. myapp.agents:make_agent), got {spec!r}")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    target: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ValueError(f"{module_name!r} has no attribute {attr!r}") from None
+    return target
+
+
+def open_sessions(url: str | None) -> Session:
+    """The thread store for a ``--sessions`` URL.
+
+    Raises:
+        ValueError: for a scheme this build cannot serve (with what to do instead).
+    """
+    from agentkit.session import RedisSession, SQLiteSession
+
+    if not url:
+        return SQLiteSession(DEFAULT_DB.expanduser())
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "sqlite":
+        path = url[len("sqlite://") :]  # sqlite:///rel.db -> /rel.db; sqlite:////abs.db
+        if not url.startswith("sqlite:///") or len(path) < 2:
+            raise ValueError("SQLite URLs look like sqlite:///relative.db or sqlite:////abs.db")
+        return SQLiteSession(Path(path[1:]).expanduser())
+    if scheme in ("redis", "rediss", "unix"):
+        return RedisSession(url)
+    if scheme in ("postgresql", "postgres"):
+        try:
+            from agentkit.session import PostgresSession  # type: ignore[attr-defined,unused-ignore]
+        except ImportError:
+            raise ValueError(
+                "postgresql:// needs agentkit.session.PostgresSession, which this agentkit "
+                "does not have; use sqlite:///... or redis://..."
+            ) from None
+        session: Session = PostgresSession(url)
+        return session
+    raise ValueError(
+        f"unsupported --sessions URL {url!r}: use sqlite:///, redis:// or postgresql://"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; return the exit status."""
+    from agentkit.serve._http import is_loopback
+
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(args.host) and not token:
+        print(
+            f"error: refusing to serve on {args.host} without a token: anyone who can reach "
+            f"it could use the agent. Pass --token (or set {TOKEN_ENV}), or keep the default "
+            "--host 127.0.0.1.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        target = load_target(args.target)
+        sessions = open_sessions(args.sessions)
+    except (ImportError, ValueError, AgentkitError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    from agentkit.serve import create_app
+
+    hosts = args.allowed_host or None
+    app = create_app(
+        target,
+        sessions=sessions,
+        auth_token=token,
+        allowed_hosts=hosts,
+        cors_origins=args.cors_origin,
+    )
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    shown = f"[{shown}]" if ":" in shown else shown
+    fragment = "#token=<your token>" if token else ""
+    print(f"agentkit serve: open http://{shown}:{port}/{fragment}", flush=True)
+    config = uvicorn.Config(app, timeout_graceful_shutdown=3)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket (``--port 0`` lets the OS pick a free port, printed above)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -1,0 +1,31 @@
+"""Serve agents to people: an AG-UI HTTP server and a web chat (``agentkit serve``).
+
+::
+
+    from agentkit.serve import create_app
+    app = create_app(make_agent)          # an ASGI app; run it with uvicorn
+
+See docs/serving.md for the protocol mapping, the endpoints and the security model.
+"""
+
+try:  # the optional extra: a clear message instead of a bare ModuleNotFoundError
+    import ag_ui.core  # noqa: F401
+    import starlette  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        f"agentkit.serve needs the 'serve' extra ({exc.name} is missing): "
+        "pip install 'agentkit[serve]'"
+    ) from exc
+
+from agentkit.serve._events import TOOL_PROGRESS_EVENT
+from agentkit.serve._runner import APPROVAL_SCHEMA, current_deps
+from agentkit.serve.app import AgentFactory, DepsBuilder, create_app
+
+__all__ = [
+    "APPROVAL_SCHEMA",
+    "TOOL_PROGRESS_EVENT",
+    "AgentFactory",
+    "DepsBuilder",
+    "create_app",
+    "current_deps",
+]

@@ -1,0 +1,138 @@
+"""HTTP guards of the serve app: JSON errors, body size cap, Host/Origin checks, tokens.
+
+Every refusal is a JSON body ``{"error": {"code": ..., "message": ...}}`` with a 4xx status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from agentkit.serve._convert import ClientInputError
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "Guard",
+    "error_response",
+    "is_loopback",
+    "read_json",
+]
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+DEFAULT_MAX_BODY = 1024 * 1024
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address only accepts local connections."""
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    """The JSON error body every refusal uses."""
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The request body parsed as JSON, refusing bodies over ``limit`` bytes.
+
+    Raises:
+        ClientInputError: 413 for an oversized body, 400 for malformed JSON.
+    """
+    declared = request.headers.get("content-length")
+    too_big = ClientInputError(
+        413, "body_too_large", f"request bodies are limited to {limit} bytes"
+    )
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_big
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_big
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks) or b"null")
+    except ValueError as exc:
+        raise ClientInputError(
+            400, "malformed_json", f"the body is not valid JSON: {exc}"
+        ) from None
+
+
+def _host_name(host_header: str) -> str:
+    """``example.com:8000`` -> ``example.com``; ``[::1]:80`` -> ``::1``."""
+    if host_header.startswith("["):
+        return host_header[1 : host_header.find("]")]
+    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+
+
+class Guard:
+    """Authentication and anti-DNS-rebinding checks shared by every endpoint.
+
+    Args:
+        auth_token: None (no token: loopback use), one bearer token, or a mapping
+            ``{token: user name}`` (each user owns their own threads).
+        allowed_hosts: Host names the ``Host`` header may carry; None: loopback names only
+            without a token, any host with one (the token is then the protection). ``"*"``
+            accepts any.
+        allowed_origins: Extra browser origins allowed to call the API (the page's own
+            origin always is). Also the CORS allow-list.
+    """
+
+    def __init__(
+        self,
+        auth_token: str | Mapping[str, str] | None,
+        allowed_hosts: Collection[str] | None,
+        allowed_origins: Collection[str],
+    ) -> None:
+        if isinstance(auth_token, str):
+            if not auth_token:
+                raise ValueError("auth_token must not be empty")
+            tokens: dict[str, str | None] = {auth_token: None}
+        else:
+            tokens = {str(k): str(v) for k, v in (auth_token or {}).items()}
+        self.tokens = tokens
+        if allowed_hosts is None:
+            allowed_hosts = ("*",) if tokens else LOOPBACK_HOSTS
+        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
+        self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
+
+    def check_host(self, request: Request) -> None:
+        """Refuse a ``Host`` or ``Origin`` header this server does not serve (403)."""
+        host = request.headers.get("host", "")
+        if "*" not in self.allowed_hosts and _host_name(host).lower() not in self.allowed_hosts:
+            raise ClientInputError(403, "host_not_allowed", f"Host {host!r} is not served here")
+        origin = request.headers.get("origin")
+        if origin is None or origin.rstrip("/").lower() in self.allowed_origins:
+            return
+        parts = urlsplit(origin)
+        if parts.netloc.lower() != host.lower():
+            raise ClientInputError(
+                403, "origin_not_allowed", f"requests from origin {origin!r} are not allowed"
+            )
+
+    def owner(self, request: Request) -> tuple[str, str | None]:
+        """The owner namespace and user name of an authenticated request.
+
+        Raises:
+            ClientInputError: 401 without a valid bearer token (when tokens are configured).
+        """
+        if not self.tokens:
+            return "local", None
+        header = request.headers.get("authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not given:
+            raise ClientInputError(401, "missing_token", "send 'Authorization: Bearer <token>'")
+        for token, user in self.tokens.items():
+            if hmac.compare_digest(token.encode(), given.strip().encode()):
+                if user is not None:
+                    return f"user-{hashlib.sha256(user.encode()).hexdigest()[:24]}", user
+                return f"token-{hashlib.sha256(token.encode()).hexdigest()[:24]}", None
+        raise ClientInputError(401, "invalid_token", "the bearer token is not valid")

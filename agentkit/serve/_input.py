@@ -1,0 +1,134 @@
+"""What a client asks a run to do: validated ``RunAgentInput`` and approval bodies.
+
+Approvals arrive only as ``RunAgentInput.resume`` entries or through the approvals endpoint,
+never as client-written tool messages (those are refused as forged, see ``_convert``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ag_ui.core import RunAgentInput
+from pydantic import ValidationError
+
+from agentkit.agent import ReActAgent
+from agentkit.messages import Msg
+from agentkit.serve._convert import (
+    ClientInputError,
+    check_client_id,
+    new_user_messages,
+    to_agui_messages,
+)
+from agentkit.serve._threads import ThreadRecord
+
+__all__ = ["RunInput", "parse_approvals", "parse_run_input"]
+
+CANCELLED_REASON = "the user cancelled this request"
+
+
+def _pydantic_message(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)[:3]
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in errors]
+    more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+    return "invalid RunAgentInput: " + "; ".join(parts) + more
+
+
+def _verdict(value: Any, where: str) -> bool | str:
+    """An approval verdict: True, False, a denial reason, or ``{"approved", "reason"}``."""
+    if isinstance(value, dict):
+        approved = value.get("approved")
+        reason = value.get("reason")
+        if isinstance(approved, bool) and (reason is None or isinstance(reason, str)):
+            return True if approved else (reason or False)
+    elif isinstance(value, bool | str):
+        return value
+    raise ClientInputError(
+        400,
+        "invalid_approval",
+        f"{where}: an approval is true, false, a reason (denial) or "
+        '{"approved": bool, "reason": str}',
+    )
+
+
+def parse_approvals(body: Any) -> dict[str, bool | str]:
+    """The body of ``POST /threads/{id}/approvals``: ``{call_id: verdict}``.
+
+    Raises:
+        ClientInputError: 400 when it is not such an object.
+    """
+    if not isinstance(body, dict) or not body:
+        raise ClientInputError(
+            400, "invalid_approvals", 'send {"<call id>": true | false | "reason", ...}'
+        )
+    return {str(k): _verdict(v, f"approval of {k!r}") for k, v in body.items()}
+
+
+class RunInput:
+    """One run request: the thread, new messages and/or answers to pending approvals."""
+
+    def __init__(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: list[Any],
+        approvals: dict[str, bool | str] | None,
+    ) -> None:
+        self.thread_id = check_client_id(thread_id, "the thread id")
+        self.run_id = check_client_id(run_id, "the run id")
+        self.messages = messages
+        self.approvals = approvals
+
+    async def resolve(
+        self, agent: ReActAgent, record: ThreadRecord
+    ) -> tuple[list[Msg], dict[str, bool | str] | None]:
+        """The new user messages and the approvals, checked against the stored thread.
+
+        Raises:
+            ClientInputError: for forged messages, or approvals of calls not pending.
+        """
+        known = {m.id for m in to_agui_messages(await agent.memory.get_memory())}
+        known.update(record.aliases)
+        msgs = new_user_messages(self.messages, known)
+        if self.approvals is None:
+            return msgs, None
+        if msgs:
+            raise ClientInputError(
+                400,
+                "resume_with_messages",
+                "a run either answers pending approvals (resume) or adds user messages, "
+                "not both: send the new message in the next run",
+            )
+        pending = {c["id"] for c in agent.pending_tool_calls}
+        stray = sorted(set(self.approvals) - pending)
+        if stray:
+            waiting = sorted(pending) or "none"
+            raise ClientInputError(
+                409,
+                "not_pending",
+                f"tool call(s) {stray} are not waiting for approval (waiting: {waiting})",
+            )
+        return msgs, self.approvals
+
+
+def parse_run_input(body: Any) -> RunInput:
+    """Validate a ``RunAgentInput`` body (camelCase, as AG-UI clients send it).
+
+    Raises:
+        ClientInputError: 422 with pydantic's first errors when it does not validate.
+    """
+    if not isinstance(body, dict):
+        raise ClientInputError(422, "invalid_input", "the body must be a RunAgentInput object")
+    try:
+        run = RunAgentInput.model_validate(body)
+    except ValidationError as exc:
+        raise ClientInputError(422, "invalid_input", _pydantic_message(exc)) from None
+    approvals: dict[str, bool | str] | None = None
+    if run.resume:
+        approvals = {}
+        for entry in run.resume:
+            where = f"resume entry for {entry.interrupt_id!r}"
+            if entry.status == "cancelled":
+                approvals[entry.interrupt_id] = CANCELLED_REASON
+            else:
+                approvals[entry.interrupt_id] = _verdict(entry.payload, where)
+    return RunInput(run.thread_id, run.run_id, list(run.messages), approvals)

@@ -1,0 +1,204 @@
+"""Running one reply of a thread and streaming it as AG-UI events into a ``RunChannel``.
+
+A run is a task of the server's task group, not of the HTTP request: a client that
+disconnects does not stop it (Stop is explicit: ``POST /threads/{id}/interrupt``). The thread
+is saved when the run ends, whatever the outcome, with the cleanup shielded from
+cancellation, so a restart finds the history and the pending approvals.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+from ag_ui.core import (
+    BaseEvent,
+    Interrupt,
+    MessagesSnapshotEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+)
+from ag_ui.encoder import EventEncoder
+
+from agentkit.agent import EventStream, ReActAgent
+from agentkit.agent.events import Interrupted, ReplyStarted
+from agentkit.messages import Msg
+from agentkit.pipelines import AgentTool
+from agentkit.serve._convert import to_agui_messages
+from agentkit.serve._events import Translator
+from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
+
+__all__ = ["APPROVAL_SCHEMA", "RunRequest", "current_deps", "execute_run", "interrupt_for"]
+
+logger = logging.getLogger("agentkit.serve")
+_ENCODER = EventEncoder()
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean", "description": "true runs the call"},
+        "reason": {"type": "string", "description": "why it is denied (told to the model)"},
+    },
+    "required": ["approved"],
+}
+"""The ``response_schema`` of an approval interrupt (the resume ``payload``)."""
+
+_DEPS: contextvars.ContextVar[Any] = contextvars.ContextVar("agentkit_serve_deps", default=None)
+
+
+def current_deps() -> Any:
+    """The ``deps`` that ``create_app(deps=...)`` built for the request running this code.
+
+    Tools called by a served agent may read it (the authenticated user, a database handle).
+    None outside a served run, or when the app has no ``deps`` builder.
+    """
+    return _DEPS.get()
+
+
+def _start_call(
+    agent: ReActAgent, msgs: list[Msg], approvals: dict[str, bool | str] | None, deps: Any
+) -> Callable[[], Awaitable[Msg]]:
+    """THE seam between the server and the agent's run API: the only place a run starts.
+
+    ``deps`` travels in a context variable (read with :func:`current_deps`); contexts are
+    copied into the tasks the agent spawns, so its tools see it.
+    TODO(round-2 integration): once ``ReActAgent.run(input, *, deps=...)`` exists, return
+    ``lambda: agent.run(msgs, deps=deps)`` (and its resume form) here instead, and let
+    ``current_deps`` read ``ToolContext.deps``; nothing else in this package changes.
+    """
+    _DEPS.set(deps)
+    if approvals is not None:
+        return lambda: agent.resume(approvals=approvals)
+    return lambda: agent(msgs)
+
+
+def interrupt_for(call: dict[str, Any]) -> Interrupt:
+    """The AG-UI ``Interrupt`` asking for approval of one pending tool call."""
+    args = json.dumps(call.get("input", {}), ensure_ascii=False)
+    return Interrupt(
+        id=call["id"],
+        reason="tool_approval",
+        message=f"Approve the call {call['name']}({args[:500]})?",
+        tool_call_id=call["id"],
+        response_schema=APPROVAL_SCHEMA,
+    )
+
+
+class RunRequest:
+    """Everything one run needs (built by the HTTP layer after validating the input)."""
+
+    def __init__(
+        self,
+        channel: RunChannel,
+        record: ThreadRecord,
+        agent: ReActAgent,
+        msgs: Sequence[Msg],
+        approvals: dict[str, bool | str] | None,
+        deps: Any,
+    ) -> None:
+        self.channel = channel
+        self.record = record
+        self.agent = agent
+        self.msgs = list(msgs)
+        self.approvals = approvals
+        self.deps = deps
+
+
+def _emit(channel: RunChannel, events: Sequence[BaseEvent]) -> None:
+    for event in events:
+        channel.push(_ENCODER.encode(event))
+
+
+def _is_agent_tool(agent: ReActAgent) -> Callable[[str], bool]:
+    def check(name: str) -> bool:
+        return isinstance(agent.toolkit.get_tool(name), AgentTool)
+
+    return check
+
+
+async def _snapshot(agent: ReActAgent, extra: Sequence[Msg] = ()) -> MessagesSnapshotEvent:
+    messages = [*(await agent.memory.get_memory()), *extra]
+    return MessagesSnapshotEvent(messages=to_agui_messages(messages))
+
+
+async def _stream(req: RunRequest, translator: Translator) -> bool:
+    """Run the agent, pushing translated events; return whether it was interrupted."""
+    channel, agent = req.channel, req.agent
+    interrupted = False
+    start = _start_call(agent, req.msgs, req.approvals, req.deps)
+    async with EventStream(agent, start) as events:
+        async for event in events:
+            interrupted |= isinstance(event, Interrupted)
+            if isinstance(event, ReplyStarted) and channel.stop_requested:
+                await agent.interrupt()  # Stop arrived before the reply began
+            _emit(channel, translator.translate(event))
+    return interrupted
+
+
+def _finished(req: RunRequest, translator: Translator, interrupted: bool) -> RunFinishedEvent:
+    channel, agent = req.channel, req.agent
+    pending = agent.pending_tool_calls
+    outcome: Any
+    if interrupted:
+        outcome = RunFinishedCancelledOutcome()
+    elif pending:
+        outcome = RunFinishedInterruptOutcome(interrupts=[interrupt_for(c) for c in pending])
+    else:
+        outcome = RunFinishedSuccessOutcome()
+    return RunFinishedEvent(thread_id=channel.thread_id, run_id=channel.run_id, outcome=outcome)
+
+
+async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], None]) -> None:
+    """Run one reply of a thread to its end; always save the thread and close the channel.
+
+    The stream ends first (the agent has stopped, its memory is repaired), then the thread
+    is saved: a disk sync is not on the path from Stop to the end of the stream. The thread
+    stays claimed until the save is done; a next run waits for it instead of a 409.
+    """
+    channel, agent = req.channel, req.agent
+    known = {c["id"] for c in agent.pending_tool_calls}
+    translator = Translator(channel.run_id, _is_agent_tool(agent), known_calls=known)
+    final: BaseEvent | None = None
+    try:
+        _emit(channel, [RunStartedEvent(thread_id=channel.thread_id, run_id=channel.run_id)])
+        _emit(channel, [await _snapshot(agent, req.msgs)])
+        interrupted = False
+        if not channel.stop_requested:
+            interrupted = await _stream(req, translator)
+        else:  # stopped before it began: the message is kept, nothing runs
+            await agent.observe(req.msgs)
+            interrupted = True
+        _emit(channel, translator.finish())
+        final = _finished(req, translator, interrupted)
+    except Exception as exc:
+        logger.exception("run %s of thread %s failed", channel.run_id, channel.thread_id)
+        _emit(channel, translator.finish())
+        final = RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="agent_error")
+    finally:
+        with anyio.CancelScope(shield=True):
+            if final is None:  # cancelled from outside: the server is shutting down
+                _emit(channel, translator.finish())
+                message = "the server stopped during this run; the thread is saved"
+                final = RunErrorEvent(message=message, code="server_shutdown")
+            _emit(channel, [await _snapshot(agent), final])
+            channel.end_stream()
+            await _save(req, store, translator)
+            channel.close()
+            on_end()
+
+
+async def _save(req: RunRequest, store: ThreadStore, translator: Translator) -> None:
+    record = req.record
+    record.aliases.extend(translator.aliases)
+    try:
+        await store.save(record, req.agent)
+    except Exception:  # the run's outcome still reaches the client; the log says why
+        logger.exception("could not save thread %s", req.channel.thread_id)

@@ -1,0 +1,176 @@
+"""Threads: stored conversations (one session entry each) and the live run of each.
+
+A thread is saved under the session id ``serve/<owner>/<thread id>`` as::
+
+    {"serve_thread": 1, "owner": ..., "thread_id": ..., "title": ..., "created_at": ...,
+     "updated_at": ..., "aliases": [...], "agent": <agent.state_dict()>}
+
+The owner prefix namespaces client-chosen thread ids: two owners may both use ``"t1"`` and
+never see each other's thread. ``aliases`` are the provisional message ids the server
+streamed (so a client that sends them back is recognised, not refused as forging).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+
+from agentkit.agent import ReActAgent
+from agentkit.messages import Msg
+from agentkit.session import Session
+
+__all__ = ["RunChannel", "ThreadRecord", "ThreadStore"]
+
+_PREFIX = "serve"
+MAX_ALIASES = 2000  # oldest provisional ids are forgotten first
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class ThreadRecord:
+    """One stored thread (metadata plus the agent's state)."""
+
+    __slots__ = (
+        "agent_state",
+        "aliases",
+        "created_at",
+        "owner",
+        "thread_id",
+        "title",
+        "updated_at",
+    )
+
+    def __init__(self, owner: str, thread_id: str, data: dict[str, Any] | None = None) -> None:
+        data = data or {}
+        self.owner = owner
+        self.thread_id = thread_id
+        self.title: str = str(data.get("title") or "")
+        self.created_at: str = str(data.get("created_at") or _now())
+        self.updated_at: str = str(data.get("updated_at") or self.created_at)
+        self.aliases: list[str] = [str(a) for a in data.get("aliases") or []]
+        state = data.get("agent")
+        self.agent_state: dict[str, Any] | None = state if isinstance(state, dict) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form."""
+        return {
+            "serve_thread": 1,
+            "owner": self.owner,
+            "thread_id": self.thread_id,
+            "title": self.title,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "aliases": self.aliases[-MAX_ALIASES:],
+            "agent": self.agent_state,
+        }
+
+    def set_title(self, msgs: Sequence[Msg]) -> None:
+        """Title the thread after its first message with text."""
+        first = next((m.get_text() for m in msgs if m.get_text()), "")
+        self.title = " ".join(first.split())[:80]
+
+    def summary(self) -> dict[str, Any]:
+        """What the thread list shows."""
+        return {
+            "threadId": self.thread_id,
+            "title": self.title,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
+
+
+class ThreadStore:
+    """Threads in a :class:`~agentkit.session.Session`, namespaced by owner."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    @staticmethod
+    def key(owner: str, thread_id: str) -> str:
+        """The session id of a thread."""
+        return f"{_PREFIX}/{owner}/{thread_id}"
+
+    async def load(self, owner: str, thread_id: str) -> ThreadRecord | None:
+        """The stored thread, or None when this owner has no such thread."""
+        data = await self.session.load_state(self.key(owner, thread_id))
+        if data is None or data.get("owner") != owner:
+            return None
+        return ThreadRecord(owner, thread_id, data)
+
+    async def save(self, record: ThreadRecord, agent: ReActAgent | None = None) -> None:
+        """Save the record (with ``agent``'s state when given)."""
+        if agent is not None:
+            record.agent_state = agent.state_dict()
+        record.updated_at = _now()
+        await self.session.save_state(self.key(record.owner, record.thread_id), record.to_dict())
+
+    async def delete(self, owner: str, thread_id: str) -> bool:
+        """Delete a thread; return whether it existed."""
+        return await self.session.delete(self.key(owner, thread_id))
+
+    async def list(self, owner: str) -> list[ThreadRecord]:
+        """This owner's threads, most recently updated first."""
+        prefix = f"{_PREFIX}/{owner}/"
+        records = []
+        for key in await self.session.list_ids():
+            if key.startswith(prefix):
+                record = await self.load(owner, key[len(prefix) :])
+                if record is not None:
+                    records.append(record)
+        records.sort(key=lambda r: r.updated_at, reverse=True)
+        return records
+
+
+class RunChannel:
+    """One live run: its agent, and its encoded events for any number of readers.
+
+    Events are kept for the whole run, so a reader that attaches late (a reloaded page)
+    replays the run from ``RUN_STARTED``; the run never waits for a reader.
+    """
+
+    def __init__(self, owner: str, thread_id: str, run_id: str) -> None:
+        self.owner = owner
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.agent: ReActAgent | None = None
+        self.events: list[str] = []
+        self.done = anyio.Event()  # the run ended and its thread is saved
+        self.ended = False  # the last event was pushed (the save may still be running)
+        self.stop_requested = False
+        self._changed = anyio.Event()
+
+    def push(self, encoded: str) -> None:
+        """Append one encoded event and wake the readers."""
+        self.events.append(encoded)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def end_stream(self) -> None:
+        """The last event was pushed: readers get the rest and stop."""
+        self.ended = True
+        self._changed.set()
+
+    def close(self) -> None:
+        """The run is over and saved (ends the stream too, if not yet)."""
+        self.end_stream()
+        self.done.set()
+
+    async def read(self) -> AsyncIterator[str]:
+        """Yield the encoded events from the first one until the run ends."""
+        index = 0
+        while True:
+            while index < len(self.events):
+                yield self.events[index]
+                index += 1
+            if self.ended:
+                return
+            await self._changed.wait()
+
+    async def wait(self) -> None:
+        """Wait until the run has ended (and its thread is saved)."""
+        await self.done.wait()

@@ -1,0 +1,303 @@
+"""Serving load: N concurrent AG-UI SSE conversations against one ``agentkit serve`` process
+(scripted streaming model), M of them stopped mid-stream with ``POST /threads/{id}/interrupt``.
+
+Checked, not timed: every stream validates against the ag-ui-protocol models, starts once and
+finishes once (``success`` or ``cancelled`` as expected), and its streamed text equals what
+the server stored (nothing lost, nothing duplicated); every stored thread passes the memory
+invariant. Timed: p50/p99 from the interrupt request to the end of that run's SSE stream,
+next to the same figure for a bare Starlette SSE endpoint whose producer task is cancelled
+(the least any Python SSE server can do), measured in the same run.
+
+    python -m benchmarks.run --only serve
+    python -m benchmarks.scenarios.serve PORT DB     # the server process it starts
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import ROOT, Config, Row, percentile, ratio
+
+TEXT_CHUNKS = 30
+CHUNK_DELAY = 0.1  # a reply streams for about 3 s: interrupts land mid-stream
+
+
+def make_agent() -> Any:
+    """The served agent: one quick tool call, then a long streamed answer."""
+    from agentkit import ReActAgent
+    from agentkit.testing import FunctionModel, text, tool_use
+    from agentkit.tools import Toolkit
+
+    async def step(i: int) -> str:
+        """A quick step.
+
+        Args:
+            i: Step number.
+        """
+        return f"step {i} done"
+
+    def decide(messages: list[Any], tools: Any) -> Any:
+        if messages[-1].has_blocks("tool_result"):
+            words = " ".join(f"word{i}" for i in range(TEXT_CHUNKS * 3))
+            return [text(f"Answer: {words}.")]
+        return [text("Working."), tool_use("step", i=1)]
+
+    toolkit = Toolkit()
+    toolkit.register_tool_function(step)
+    model = FunctionModel(
+        decide, stream=True, chunk_delay=CHUNK_DELAY, chunks_per_block=TEXT_CHUNKS
+    )
+    return ReActAgent("bench", "You are a benchmark.", model, toolkit, print_hint=False)
+
+
+def baseline_app() -> Any:
+    """A bare Starlette SSE endpoint streaming chunks; ``POST /stop/{id}`` cancels it.
+
+    A stream that ends on its own leaves its finished task in ``tasks``; a benchmark run is
+    short, so nothing prunes them.
+    """
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.routing import Route
+
+    tasks: dict[str, asyncio.Task[None]] = {}
+
+    async def stream(request: Any) -> Any:
+        key = request.path_params["key"]
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+        async def produce() -> None:
+            try:
+                for i in range(TEXT_CHUNKS):
+                    await asyncio.sleep(CHUNK_DELAY)
+                    queue.put_nowait(f'data: {{"delta": "word{i}"}}\n\n')
+            finally:
+                queue.put_nowait(None)
+
+        tasks[key] = asyncio.get_running_loop().create_task(produce())
+
+        async def body() -> Any:
+            while (item := await queue.get()) is not None:
+                yield item
+            yield 'data: {"type": "end"}\n\n'
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    async def stop(request: Any) -> Any:
+        task = tasks.pop(request.path_params["key"])
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return JSONResponse({"stopped": True})
+
+    return Starlette(
+        routes=[
+            Route("/stream/{key}", stream, methods=["POST"]),
+            Route("/stop/{key}", stop, methods=["POST"]),
+        ]
+    )
+
+
+def _serve(port: int, db: str) -> None:
+    import uvicorn
+
+    from agentkit.serve import create_app
+    from agentkit.session import SQLiteSession
+
+    app = create_app(make_agent, sessions=SQLiteSession(db))
+    mount = baseline_app()
+    from starlette.routing import Mount
+
+    app.router.routes.append(Mount("/baseline", app=mount))
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", port))  # 0: the OS picks; printed for the benchmark process
+    print(f"port {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+        timeout_keep_alive=120,  # pooled client connections outlive slow rounds
+        backlog=4096,
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+class _Conversation:
+    def __init__(self, index: int, interrupt_after: int | None) -> None:
+        self.thread = f"load-{index}"
+        self.interrupt_after = interrupt_after  # text events before Stop (None: never)
+        self.events: list[dict[str, Any]] = []
+        self.latency: float | None = None
+
+
+async def _converse(client: Any, conv: _Conversation) -> None:
+    body = {
+        "threadId": conv.thread,
+        "runId": os.urandom(8).hex(),
+        "messages": [{"id": os.urandom(8).hex(), "role": "user", "content": "go"}],
+    }
+    stop: asyncio.Task[Any] | None = None
+    t0 = 0.0
+    async with client.stream("POST", "/agui", json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        async for line in response.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])  # validated after the round (keeps the client light)
+            conv.events.append(event)
+            texts = sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in conv.events)
+            if stop is None and conv.interrupt_after is not None and texts >= conv.interrupt_after:
+                t0 = time.perf_counter()
+                stop = asyncio.create_task(client.post(f"/threads/{conv.thread}/interrupt"))
+    if stop is not None:
+        conv.latency = time.perf_counter() - t0
+        assert (await stop).json()["interrupted"] is True
+
+
+def _check(conv: _Conversation) -> None:
+    """Valid AG-UI, one start, one finish as expected, streamed text == stored text."""
+    from tests._serve_helpers import validate
+
+    for event in conv.events:
+        validate(event)
+    kinds = [e["type"] for e in conv.events]
+    assert kinds.count("RUN_STARTED") == 1, kinds
+    assert kinds[-1] == "RUN_FINISHED", kinds[-3:]
+    expected = "cancelled" if conv.interrupt_after is not None else "success"
+    assert conv.events[-1]["outcome"]["type"] == expected, conv.events[-1]
+    streamed = "".join(e["delta"] for e in conv.events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    snapshot = conv.events[-2]["messages"]
+    stored = "".join(m.get("content") or "" for m in snapshot if m["role"] == "assistant")
+    assert streamed == stored, (
+        f"{conv.thread}: streamed {len(streamed)} chars, stored {len(stored)}"
+    )
+    calls = kinds.count("TOOL_CALL_START")
+    assert calls == kinds.count("TOOL_CALL_RESULT"), conv.thread  # every call answered
+    assert calls == 1 or conv.interrupt_after is not None
+
+
+def _stop_point(i: int, m: int) -> int | None:
+    """After how many text deltas conversation ``i`` is stopped (None: never)."""
+    return 3 + (i * 7) % (TEXT_CHUNKS // 2) if i < m else None
+
+
+async def _baseline(client: Any, n: int, m: int) -> list[float]:
+    """Interrupt-to-stream-end of the bare SSE endpoint under the same load: n streams, m
+    of them stopped at the same points as the agentkit conversations."""
+
+    async def one(i: int, after: int | None) -> float | None:
+        seen = 0
+        stop: asyncio.Task[Any] | None = None
+        t0 = 0.0
+        async with client.stream("POST", f"/baseline/stream/b{i}") as response:
+            async for line in response.aiter_lines():
+                seen += line.startswith("data: ")
+                if stop is None and after is not None and seen >= after:
+                    t0 = time.perf_counter()
+                    stop = asyncio.create_task(client.post(f"/baseline/stop/b{i}"))
+        if stop is None:
+            return None
+        await stop
+        return time.perf_counter() - t0
+
+    found = await asyncio.gather(*(one(i, _stop_point(i, m)) for i in range(n)))
+    return [x for x in found if x is not None]
+
+
+async def _check_memory(db: Path) -> int:
+    from agentkit.memory import check_memory_invariant
+    from agentkit.session import SQLiteSession
+
+    store = SQLiteSession(db)
+    ids = await store.list_ids()
+    for key in ids:
+        state = await store.load_state(key)
+        assert state is not None
+        agent = make_agent()
+        agent.load_state_dict(state["agent"])
+        check_memory_invariant(await agent.memory.get_memory())
+    return len(ids)
+
+
+async def _wait_up(client: Any) -> None:
+    for _ in range(300):
+        with contextlib.suppress(Exception):
+            if (await client.get("/healthz")).status_code == 200:
+                return
+        await asyncio.sleep(0.1)
+    raise RuntimeError("the serve benchmark server did not start")
+
+
+async def _round(client: Any, n: int, m: int) -> tuple[list[_Conversation], list[float]]:
+    # Interrupts land at different points of the stream (after 3..TEXT_CHUNKS/2 deltas).
+    convs = [_Conversation(i, _stop_point(i, m)) for i in range(n)]
+    await asyncio.gather(*(_converse(client, c) for c in convs))
+    for conv in convs:
+        _check(conv)
+    base = await _baseline(client, n, m)
+    return convs, base
+
+
+async def run(cfg: Config) -> list[Row]:
+    import httpx2
+
+    n = 20 if cfg.quick else cfg.agents
+    m = 5 if cfg.quick else n // 4
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "threads.db"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        cmd = [sys.executable, "-m", "benchmarks.scenarios.serve", "0", str(db)]
+        proc = await asyncio.create_subprocess_exec(
+            *cmd, cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE
+        )
+        assert proc.stdout is not None
+        port = int((await proc.stdout.readline()).split()[1])
+        limits = httpx2.Limits(max_connections=2 * n + 10, max_keepalive_connections=2 * n)
+        try:
+            async with httpx2.AsyncClient(
+                base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits
+            ) as client:
+                await _wait_up(client)
+                convs, base = await _round(client, n, m)
+        finally:
+            proc.terminate()
+            await asyncio.wait_for(proc.wait(), 15)
+        threads = await _check_memory(db)
+    lat = [c.latency for c in convs if c.latency is not None]
+    events = sum(len(c.events) for c in convs)
+    note = (
+        f"{n} conversations, {m} stopped mid-stream, {events} events: all valid AG-UI, none "
+        f"lost or duplicated; {threads} stored threads pass the memory invariant"
+    )
+    rows = []
+    for q, name in ((0.5, "p50"), (0.99, "p99")):
+        value, baseline = percentile(lat, q), percentile(base, q)
+        rows.append(
+            Row(
+                "serve",
+                f"interrupt -> SSE stream end, {name}",
+                value,
+                "s",
+                baseline=baseline,
+                baseline_name="bare Starlette SSE, same load, task.cancel()",
+                ratio=ratio(value, baseline),
+                target="p99 < 100 ms" if name == "p99" else "",
+                met=(value < 0.1) if name == "p99" else None,
+                note=note if name == "p50" else "",
+            )
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]), sys.argv[2])
