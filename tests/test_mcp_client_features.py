@@ -97,7 +97,7 @@ async def test_looping_pagination_cursor_is_detected() -> None:
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "auto"])
-async def test_sampling_honours_max_tokens_and_temperature(protocol: Any) -> None:
+async def test_sampling_passes_the_servers_max_tokens(protocol: Any) -> None:
     from agentkit.testing import ScriptedModel
 
     model = ScriptedModel(["fine"])
