@@ -21,6 +21,7 @@ feature                   2025-11-25 and older  2026-07-28
                                                 raises ``MCPError``
 ``elicit``                mid-call request      not available here yet: raises ``MCPError``
 ``progress``              ``notifications/progress`` when the client sent a token (both)
+change notifications      unsolicited           ``subscriptions/listen`` stream events
 ========================  ===================  ===========================================
 """
 
