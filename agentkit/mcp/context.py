@@ -12,17 +12,15 @@ A served tool reaches it through its ``ToolContext``::
 
 Per protocol era (negotiated per connection):
 
-========================  ===================  ===========================================
-feature                   2025-11-25 and older  2026-07-28
-========================  ===================  ===========================================
-``log``                   after ``logging/setLevel`` (default: all)  only if the request
-                                                carried a log level in ``_meta`` (SDK)
-``sample`` / ``roots``    mid-call request      not available (deprecated, SEP-2577):
-                                                raises ``MCPError``
-``elicit``                mid-call request      not available here yet: raises ``MCPError``
-``progress``              ``notifications/progress`` when the client sent a token (both)
-change notifications      unsolicited           ``subscriptions/listen`` stream events
-========================  ===================  ===========================================
+- ``log``: handshake era (2025-11-25 and older): filtered by the client's
+  ``logging/setLevel``; 2026-07-28: sent only if the request carried a log level in
+  ``_meta`` (the SDK filters).
+- ``sample`` / ``list_roots``: mid-call requests in the handshake era; deprecated in
+  2026-07-28 (SEP-2577): they raise ``MCPError``.
+- ``elicit``: mid-call request in the handshake era; not available here for 2026-07-28 yet
+  (input-required results): raises ``MCPError``.
+- ``progress`` (``ToolContext.report_progress``): ``notifications/progress`` in both eras
+  when the client sent a progress token.
 """
 
 from __future__ import annotations
