@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, types
+from mcp import Client, MCPError, types
 
 from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
 from agentkit.mcp.server import build_http_app, build_server
@@ -81,8 +81,9 @@ async def test_results_errors_and_images() -> None:
         invalid = await client.call_tool("add", {"a": "one"})
         assert invalid.is_error
         assert "'one' is not of type 'integer'" in invalid.content[0].text  # type: ignore[union-attr]
-        unknown = await client.call_tool("nope", {})
-        assert unknown.is_error
+        with pytest.raises(MCPError) as unknown:  # a protocol error (-32602), per the spec
+            await client.call_tool("nope", {})
+        assert unknown.value.code == -32602 and unknown.value.message == "Unknown tool: nope"
         pixel = await client.call_tool("pixel", {})
         assert pixel.content == [
             types.TextContent(type="text", text="a pixel"),

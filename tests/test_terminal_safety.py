@@ -17,6 +17,8 @@ import sys
 import pytest
 
 from agentkit._text import terminal_safe
+from agentkit.agent.printer import ConsolePrinter
+from agentkit.cli._console import EventRenderer
 from agentkit.events import (
     TextDelta,
     ThinkingDelta,
@@ -24,8 +26,6 @@ from agentkit.events import (
     ToolProgress,
     ToolResult,
 )
-from agentkit.agent.printer import ConsolePrinter
-from agentkit.cli._console import EventRenderer
 from agentkit.tools import ToolResponse
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

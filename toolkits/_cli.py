@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from agentkit.mcp import serve
+from agentkit.mcp.http_auth import check_bind, resolve_token
 from agentkit.tools import Toolkit
 
 __all__ = ["add_root_arguments", "base_parser", "root_from_args", "serve_from_args"]
@@ -35,6 +36,25 @@ def base_parser(module: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
     parser.add_argument("--port", type=int, default=8000, help="HTTP port")
     parser.add_argument("--path", default="/mcp", help="HTTP path of the MCP endpoint")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help="bearer token HTTP clients must send (default: $AGENTKIT_MCP_TOKEN); "
+        "required for any non-loopback --host",
+    )
+    parser.add_argument(
+        "--json-response", action="store_true", help="HTTP: plain JSON answers, no SSE"
+    )
+    parser.add_argument(
+        "--stateless", action="store_true", help="HTTP: no MCP sessions (each request alone)"
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="extra Host header value to accept (repeatable)",
+    )
     return parser
 
 
@@ -64,6 +84,8 @@ def serve_from_args(
     """Build the toolkit (bad options exit with a usage error) and serve it until done."""
     try:
         toolkit = build()
+        if args.transport == "streamable_http":
+            check_bind(args.host, resolve_token(args.token))
     except (OSError, ValueError) as exc:  # a missing --root, an unknown --allow program...
         parser.error(str(exc))
     run = functools.partial(
@@ -74,6 +96,10 @@ def serve_from_args(
         port=args.port,
         path=args.path,
         name=name,
+        token=args.token,
+        allowed_hosts=args.allow_host,
+        json_response=args.json_response,
+        stateless=args.stateless,
     )
     # Ctrl-C on an HTTP server is the normal way to stop it: no traceback.
     with contextlib.suppress(KeyboardInterrupt):

@@ -31,6 +31,7 @@ from typing import Any, BinaryIO, TypeVar
 import anyio.to_thread
 
 from agentkit.tools import Toolkit
+from agentkit.tools.annotations import annotate
 from toolkits._common import escape_name, looks_binary, target_toolkit
 from toolkits._fsops import (
     PathLocks,
@@ -468,6 +469,17 @@ async def _in_thread(fn: Callable[..., _T], *args: Any, abandon: bool = True) ->
     return await anyio.to_thread.run_sync(functools.partial(fn, *args), abandon_on_cancel=abandon)
 
 
+# Titles and behaviour hints served over MCP (annotations on every tool).
+_TITLES = {
+    "read_file": "Read file",
+    "list_directory": "List directory",
+    "glob": "Find files",
+    "grep": "Search file contents",
+    "write_file": "Write file",
+    "edit_file": "Edit file",
+}
+
+
 def toolkit(
     root: str | os.PathLike[str],
     *,
@@ -494,13 +506,24 @@ def toolkit(
     tk = target_toolkit(into, group_name, f"Read, write and search files under {fs.root}")
     readers: list[Callable[..., Any]] = [fs.read_file, fs.list_directory, fs.glob, fs.grep]
     for reader in readers:
-        tk.register_tool_function(reader, group_name=group_name)
+        tool = tk.register_tool_function(reader, group_name=group_name)
+        annotate(tool, title=_TITLES[tool.name], read_only=True, open_world=False)
     if not read_only:
         writers: list[Callable[..., Any]] = [fs.write_file, fs.edit_file]
         for writer in writers:
             # sequential: edits to one file in one turn apply in the order the model gave.
-            tk.register_tool_function(
+            tool = tk.register_tool_function(
                 writer, group_name=group_name, requires_approval=approve_writes, sequential=True
+            )
+            # Both overwrite content: destructive; edit_file with the same edit twice fails
+            # the second time, write_file twice leaves the same file (idempotent).
+            annotate(
+                tool,
+                title=_TITLES[tool.name],
+                read_only=False,
+                destructive=True,
+                idempotent=tool.name == "write_file",
+                open_world=False,
             )
     return tk
 

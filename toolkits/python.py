@@ -31,6 +31,7 @@ import anyio
 import anyio.to_thread
 
 from agentkit.tools import ToolContext, Toolkit
+from agentkit.tools.annotations import annotate
 from toolkits._common import target_toolkit
 from toolkits._process import run_capped
 
@@ -169,9 +170,11 @@ def toolkit(
         env=env,
     )
     tk = target_toolkit(into, group_name, "Run Python programs in a subprocess")
-    tk.register_tool_function(
+    tool = tk.register_tool_function(
         runner.run_python, group_name=group_name, requires_approval=requires_approval
     )
+    # Arbitrary code: it can write, delete and reach the network.
+    annotate(tool, title="Run Python", read_only=False, destructive=True, open_world=True)
     return tk
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.tools import ToolContext, Toolkit
+from agentkit.tools.annotations import annotate
 from toolkits._common import escape_name, resolve_inside, target_toolkit
 from toolkits._process import run_capped
 from toolkits._shellguard import (
@@ -213,9 +214,11 @@ def toolkit(
     """
     sh = Shell(root, **options)
     tk = target_toolkit(into, group_name, f"Run commands in {sh.root}")
-    tk.register_tool_function(
+    tool = tk.register_tool_function(
         sh.run_command, group_name=group_name, requires_approval=requires_approval
     )
+    # Whatever the allow-list, a command can modify or delete files and reach the network.
+    annotate(tool, title="Run command", read_only=False, destructive=True, open_world=True)
     return tk
 
 

@@ -34,6 +34,7 @@ import anyio
 import anyio.to_thread
 
 from agentkit.tools import Toolkit
+from agentkit.tools.annotations import annotate
 from toolkits._common import decode_text, looks_binary, target_toolkit
 from toolkits._html import html_to_text
 
@@ -303,7 +304,9 @@ def toolkit(*, group_name: str = "basic", into: Toolkit | None = None, **options
     """
     fetcher = WebFetcher(**options)
     tk = target_toolkit(into, group_name, "Fetch web pages as text")
-    tk.register_tool_function(fetcher.fetch_url, group_name=group_name)
+    tool = tk.register_tool_function(fetcher.fetch_url, group_name=group_name)
+    # Reads only, but what it returns comes from the open web (untrusted content).
+    annotate(tool, title="Fetch URL", read_only=True, idempotent=True, open_world=True)
     return tk
 
 

@@ -15,13 +15,13 @@
 See ``docs/scaling.md`` for recovery, approvals, interrupts and the at-least-once boundary.
 """
 
+from agentkit.agent.result import RunResult
 from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_key
 from agentkit.durable.agent import (
     APPROVALS_TOPIC,
     PENDING_EVENT,
     DBOSAgent,
     DurableRunResult,
-    RunResult,
 )
 from agentkit.durable.recovery import recover_executor
 

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentkit.agent.result import PendingCall, RunResult, RunUsage, StopReason
 from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
 from agentkit.exceptions import SessionConflictError
 from agentkit.messages import Msg
@@ -49,33 +50,32 @@ APPROVALS_TOPIC = "agentkit.approvals"
 PENDING_EVENT = "agentkit.pending"
 
 
-@dataclass
-class DurableRunResult:
-    """What a durable run returns (until ``agentkit.RunResult`` lands: see ``RunResult``).
+@dataclass(frozen=True, slots=True)
+class DurableRunResult(RunResult[str]):
+    """A durable run's ``RunResult``, with what the workflow recorded besides.
 
     Attributes:
-        reply: The final reply.
-        output: The reply's text.
         state: The conversation state after the run (agentkit JSON).
-        interrupted: The run was interrupted.
-        pending: Calls still waiting for approval when the run ended.
-        stop_reason: ``"final"``, ``"interrupted"`` or ``"pending_approval"``.
         workflow_id: The DBOS workflow id.
         session_version: The session's version after the save (None without a session).
     """
 
-    reply: Msg
-    output: str
-    state: dict[str, Any]
-    interrupted: bool = False
-    pending: list[dict[str, Any]] = field(default_factory=list)
-    stop_reason: str = "final"
+    state: dict[str, Any] = field(default_factory=dict)
     workflow_id: str = ""
     session_version: int | None = None
 
 
-# SEAM (integrator): point this at agentkit's RunResult once agent.run() exists.
-RunResult = DurableRunResult
+def _sum_usage(total: dict[str, Any], usage: RunUsage) -> dict[str, Any]:
+    """Add one ``agent.run`` usage to a JSON usage record (cost None once unknown)."""
+    cost = total.get("cost", 0.0)
+    return {
+        "requests": total.get("requests", 0) + usage.requests,
+        "input_tokens": total.get("input_tokens", 0) + usage.input_tokens,
+        "output_tokens": total.get("output_tokens", 0) + usage.output_tokens,
+        "tool_calls": total.get("tool_calls", 0) + usage.tool_calls,
+        "duration": total.get("duration", 0.0) + usage.duration,
+        "cost": None if cost is None or usage.cost is None else cost + usage.cost,
+    }
 
 
 def _as_input(msg: Msg | Sequence[Msg] | str | None) -> list[dict[str, Any]]:
@@ -158,7 +158,7 @@ class DBOSAgent:
         session_id: str | None = None,
         state: dict[str, Any] | None = None,
         workflow_id: str | None = None,
-    ) -> RunResult:
+    ) -> DurableRunResult:
         """Run durably and wait for the result.
 
         Args:
@@ -202,7 +202,7 @@ class DBOSAgent:
             return await DBOS.enqueue_workflow_async(queue_name, self.workflow, request)
 
     @staticmethod
-    def result(output: dict[str, Any], workflow_id: str = "") -> RunResult:
+    def result(output: dict[str, Any], workflow_id: str = "") -> DurableRunResult:
         """Turn a workflow's JSON output into a result (raises its session conflict)."""
         conflict = output.get("session_conflict")
         if conflict is not None:
@@ -210,16 +210,20 @@ class DBOSAgent:
                 conflict["session_id"], conflict["expected"], conflict["actual"]
             )
         reply = Msg.from_dict(output["reply"])
-        pending = list(output.get("pending") or [])
+        pending = [PendingCall(c["id"], c["name"], c["input"]) for c in output.get("pending") or []]
         interrupted = bool(output.get("interrupted"))
-        stop = "interrupted" if interrupted else "pending_approval" if pending else "final"
-        return RunResult(
+        stop: StopReason = output.get("stop_reason") or (
+            "interrupted" if interrupted else "pending_approval" if pending else "final"
+        )
+        return DurableRunResult(
             reply=reply,
-            output=reply.get_text(),
-            state=output["state"],
-            interrupted=interrupted,
-            pending=pending,
+            new_messages=[Msg.from_dict(m) for m in output.get("new_messages") or []],
+            usage=RunUsage(**output.get("usage") or {}),
             stop_reason=stop,
+            pending=pending,
+            _output=reply.get_text(),
+            _has_output=True,
+            state=output["state"],
             workflow_id=workflow_id,
             session_version=output.get("session_version"),
         )
@@ -249,23 +253,25 @@ class DBOSAgent:
             agent.load_state_dict(request["state"])
         key = str(request.get("session_id") or DBOS.workflow_id)
         msgs = [Msg.from_dict(m) for m in request.get("input") or []]
-        interrupted = False
         if self.control is not None:
             async with hold_session(self.control, key, agent):
-                reply = await agent(msgs)
+                run = await agent.run(msgs)
         else:
-            reply = await agent(msgs)
-        interrupted = bool((reply.metadata or {}).get("interrupted"))
+            run = await agent.run(msgs)
+        reply, interrupted = run.reply, run.interrupted
+        usage, new_messages = _sum_usage({}, run.usage), list(run.new_messages)
         while agent.pending_tool_calls and not interrupted:
             await DBOS.set_event_async(PENDING_EVENT, agent.pending_tool_calls)
             decisions = await DBOS.recv_async(APPROVALS_TOPIC, self.approval_timeout)
             if not isinstance(decisions, dict):
                 break  # timed out: the run ends with the calls pending (state keeps them)
             pending_ids = {c["id"] for c in agent.pending_tool_calls}
-            reply = await agent.resume(
+            run = await agent.run(
                 approvals={k: v for k, v in decisions.items() if k in pending_ids}
             )
-            interrupted = bool((reply.metadata or {}).get("interrupted"))
+            reply, interrupted = run.reply, run.interrupted
+            usage = _sum_usage(usage, run.usage)
+            new_messages += run.new_messages
         state = agent.state_dict()
         output: dict[str, Any] = {
             "reply": reply.to_dict(),
@@ -273,6 +279,9 @@ class DBOSAgent:
             "interrupted": interrupted,
             "pending": agent.pending_tool_calls,
             "session_version": None,
+            "usage": usage,
+            "stop_reason": run.stop_reason,
+            "new_messages": [m.to_dict() for m in new_messages],
         }
         if request.get("session_id") is not None and self.sessions is not None:
             saved = await DBOS.run_step_async(

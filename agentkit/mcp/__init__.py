@@ -16,9 +16,9 @@ from agentkit.mcp.config import HttpServer, StdioServer
 
 if TYPE_CHECKING:
     from agentkit.mcp.bridge import create_resource_tool, register_mcp_client, remove_mcp_clients
-    from agentkit.mcp.client import MCPClient, MCPToolFunction
+    from agentkit.mcp.client import MCPClient
     from agentkit.mcp.server import serve
-    from agentkit.mcp.tool import MCPTool
+    from agentkit.mcp.tool import MCPTool, MCPToolFunction
 
 __all__ = [
     "HttpServer",
@@ -34,7 +34,7 @@ __all__ = [
 
 _LAZY = {
     "MCPClient": "agentkit.mcp.client",
-    "MCPToolFunction": "agentkit.mcp.client",
+    "MCPToolFunction": "agentkit.mcp.tool",
     "MCPTool": "agentkit.mcp.tool",
     "create_resource_tool": "agentkit.mcp.bridge",
     "register_mcp_client": "agentkit.mcp.bridge",

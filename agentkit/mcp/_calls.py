@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentkit.mcp.convert import result_to_response
+from agentkit.mcp.defenses import cap_result
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
@@ -48,6 +49,13 @@ def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
     meta: dict[str, Any] = {"mcp_server": client.name, "mcp_tool": name}
+    if conn.session_lost:
+        meta["mcp_session_lost"] = True
+        return ToolResponse.error(
+            f"MCP server {client.name!r} lost our session ({conn.broken_reason}); "
+            "it will be reconnected on the next call",
+            metadata=meta,
+        )
     if isinstance(exc, SDKError) and exc.code == REQUEST_TIMEOUT:
         return ToolResponse.error(
             f"MCP tool {name!r} timed out (server {client.name!r} did not answer in time)",
@@ -67,9 +75,10 @@ def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -
     )
     if lost:
         conn.broken = True
+        why = conn.broken_reason or str(exc)
         return ToolResponse.error(
             f"MCP server {client.name!r} connection was lost during the call to {name!r} "
-            f"({exc}); it will be reconnected on the next call",
+            f"({why}); it will be reconnected on the next call",
             metadata=meta,
         )
     return ToolResponse.error(f"MCP tool {name!r} failed: {exc}", metadata=meta)
@@ -82,32 +91,80 @@ def _elicitation_urls(data: Any) -> list[str]:
 
 
 async def _request(
-    session: Client, name: str, arguments: dict[str, Any], read_timeout: float | None, progress: Any
+    session: Client,
+    name: str,
+    arguments: dict[str, Any],
+    read_timeout: float | None,
+    progress: Any,
+    meta: dict[str, Any] | None,
 ) -> Any:
+    # ``meta`` goes out as the request's ``_meta`` (trace context, app keys) untouched.
+    wire_meta: Any = meta  # RequestParamsMeta is a TypedDict with extra items: any JSON dict
     return await session.call_tool(
-        name, arguments, read_timeout_seconds=read_timeout, progress_callback=progress
+        name,
+        arguments,
+        read_timeout_seconds=read_timeout,
+        progress_callback=progress,
+        meta=wire_meta,
     )
 
 
 async def call_once(
-    client: MCPClient, name: str, arguments: dict[str, Any], read_timeout: float | None
+    client: MCPClient,
+    name: str,
+    arguments: dict[str, Any],
+    read_timeout: float | None,
+    meta: dict[str, Any] | None = None,
 ) -> ToolResponse:
-    """A call without progress streaming, awaited in the caller's task (no extra task)."""
-    conn = await client._live()
-    session = conn.client
-    assert session is not None
-    limit = read_timeout if read_timeout is not None else client.timeout
-    try:
-        result = await _request(session, name, arguments, limit, None)
-    except Exception as exc:
-        return _error_for(exc, client, conn, name)
-    return result_to_response(result, client.name, name)
+    """A call without progress streaming, awaited in the caller's task (no extra task).
+
+    A server that forgot our session (HTTP 404: it restarted) never ran the call, so it is
+    sent once more on a fresh session.
+    """
+    for attempt in range(2):
+        conn = await client._live()
+        session = conn.client
+        assert session is not None
+        limit = read_timeout if read_timeout is not None else client.timeout
+        try:
+            result = await _request(session, name, arguments, limit, None, meta)
+        except Exception as exc:
+            if conn.session_lost and not attempt:
+                continue
+            return _error_for(exc, client, conn, name)
+        return cap_result(result_to_response(result, client.name, name), client.max_result_chars)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def call_stream(
-    client: MCPClient, name: str, arguments: dict[str, Any], read_timeout: float | None
+    client: MCPClient,
+    name: str,
+    arguments: dict[str, Any],
+    read_timeout: float | None,
+    meta: dict[str, Any] | None = None,
 ) -> AsyncIterator[ToolResponse]:
-    """The body of :meth:`MCPClient.call_tool_stream`."""
+    """The body of :meth:`MCPClient.call_tool_stream` (one retry on a lost session)."""
+    for attempt in range(2):
+        final: ToolResponse | None = None
+        async for chunk in _stream_once(client, name, arguments, read_timeout, meta):
+            if not chunk.is_last:
+                yield chunk
+            else:
+                final = chunk
+        assert final is not None
+        if (final.metadata or {}).get("mcp_session_lost") and not attempt:
+            continue
+        yield final
+        return
+
+
+async def _stream_once(
+    client: MCPClient,
+    name: str,
+    arguments: dict[str, Any],
+    read_timeout: float | None,
+    meta: dict[str, Any] | None,
+) -> AsyncIterator[ToolResponse]:
     conn = await client._live()
     session = conn.client
     assert session is not None
@@ -123,8 +180,10 @@ async def call_stream(
             with scope:
                 try:
                     limit = read_timeout if read_timeout is not None else client.timeout
-                    result = await _request(session, name, arguments, limit, progress)
-                    response = result_to_response(result, client.name, name)
+                    result = await _request(session, name, arguments, limit, progress, meta)
+                    response = cap_result(
+                        result_to_response(result, client.name, name), client.max_result_chars
+                    )
                 except Exception as exc:
                     response = _error_for(exc, client, conn, name)
                 send.send_nowait(response)
@@ -152,8 +211,9 @@ async def call_stream(
                 await done.wait()
     if final is None:  # the connection went away under the call
         conn.broken = True
+        why = f" ({conn.broken_reason})" if conn.broken_reason else ""
         final = ToolResponse.error(
-            f"MCP server {client.name!r} closed the connection during the call to {name!r}; "
-            "it will be reconnected on the next call"
+            f"MCP server {client.name!r} closed the connection during the call to {name!r}"
+            f"{why}; it will be reconnected on the next call"
         )
     yield final

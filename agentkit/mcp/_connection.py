@@ -29,7 +29,7 @@ import anyio
 import anyio.abc
 
 from agentkit.exceptions import MCPConnectionError
-from agentkit.mcp.config import ServerConfig, StdioServer, open_transport
+from agentkit.mcp.config import ServerConfig, StdioServer, open_transport, resolve_command
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -40,10 +40,17 @@ __all__ = ["Connection"]
 
 @asynccontextmanager
 async def _transport(
-    server: ServerConfig, errlog: TextIO | None
+    server: ServerConfig, errlog: TextIO | None, conn: Connection
 ) -> AsyncIterator[TransportStreams]:
     async with AsyncExitStack() as stack:
-        yield await open_transport(stack, server, errlog)
+        yield await open_transport(
+            stack,
+            server,
+            errlog,
+            max_message_bytes=conn.max_message_bytes,
+            on_broken=conn.mark_broken,
+            on_session_lost=conn.mark_session_lost,
+        )
 
 
 async def _pump_stderr(fd: int, logger: logging.Logger, tail: deque[str]) -> None:
@@ -122,6 +129,9 @@ class Connection:
         self.stderr_tail: deque[str] = deque(maxlen=8)  # last stderr lines of a stdio child
         self.stdout_garbage: list[str] = []  # first non-JSON-RPC stdout lines, for errors
         self.broken = False
+        self.broken_reason: str | None = None  # what broke the stream, for error messages
+        self.session_lost = False  # the server answered 404 for our session id
+        self.max_message_bytes: int | None = None  # stdio message cap (None: the default)
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._done = anyio.Event()
@@ -134,8 +144,14 @@ class Connection:
         """Start the runner task and wait until the session is up.
 
         Raises:
-            MCPConnectionError: the server could not be started/reached in time.
+            MCPConnectionError: the server could not be started/reached in time, or a
+                stdio command cannot be found (one line: command, PATH searched, fix).
         """
+        if isinstance(self.server, StdioServer):
+            try:
+                resolve_command(self.server)
+            except FileNotFoundError as exc:
+                raise MCPConnectionError(str(exc)) from None
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"agentkit-mcp-{self.name}"
         )
@@ -198,6 +214,16 @@ class Connection:
             value = exc.errors()[0].get("input")  # the offending line (or its parsed JSON)
             text = value if isinstance(value, str) else json.dumps(value, default=str)
         self.stdout_garbage.append(text if len(text) <= 200 else text[:200] + "...")
+
+    def mark_broken(self, reason: str) -> None:
+        """The transport can no longer be trusted: fail fast, reconnect on the next call."""
+        self.broken = True
+        self.broken_reason = reason
+
+    def mark_session_lost(self, reason: str) -> None:
+        """The HTTP server forgot our session (404): the request was never run."""
+        self.session_lost = True
+        self.mark_broken(reason)
 
     async def stop(self, grace: float = 5.0) -> None:
         """Ask the runner to unwind, wait (bounded), then cancel it. Never raises, never hangs."""
@@ -273,7 +299,7 @@ class Connection:
             self._done.set()
 
     async def _serve(self, errlog: TextIO | None) -> None:
-        async with self._make_client(_transport(self.server, errlog), self) as client:
+        async with self._make_client(_transport(self.server, errlog, self), self) as client:
             if isinstance(self.server, StdioServer) and self.server.stderr == "log" and errlog:
                 errlog.close()  # the child holds its own copy; EOF then means it exited
             async with anyio.create_task_group() as tg:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentkit.exceptions import ToolRegistrationError
-from agentkit.mcp.tool import MCPTool, toolkit_name
+from agentkit.mcp.defenses import ToolChange
+from agentkit.mcp.tool import MCPTool, tool_hash, toolkit_name
 from agentkit.tools.base import Tool
 from agentkit.tools.response import ToolResponse
 
@@ -57,7 +58,13 @@ class _Registration:
 
     def build(self, client: MCPClient, tool: mcp_types.Tool) -> MCPTool:
         name = toolkit_name(tool.name, self.prefix)
-        return MCPTool(client, tool, name=name, group=self.group, timeout=self.timeout)
+        built = MCPTool(
+            client, tool, name=name, group=self.group, timeout=self.timeout, toolkit=self.toolkit
+        )
+        pinned = client.pins.setdefault(tool.name, built.pin) if client.pin_tools else None
+        if pinned is not None and pinned != built.pin:  # changed since first registered
+            built.changed = _change(client, tool, pinned, built.pin)
+        return built
 
 
 def _check_selection(client: MCPClient, reg: _Registration, tools: list[mcp_types.Tool]) -> None:
@@ -123,6 +130,11 @@ async def register_mcp_client(
         ToolRegistrationError: a name clash, or enable/disable lists naming unknown tools.
         MCPConnectionError: the server cannot be reached.
     """
+    if namesake == "override":
+        raise ToolRegistrationError(
+            "an MCP server's tools may not override registered tools (a server could shadow a "
+            "local tool); pass prefix=... to keep both"
+        )
     if not client.is_connected:
         await client.connect()
     reg = _Registration(
@@ -134,7 +146,7 @@ async def register_mcp_client(
         timeout=execution_timeout,
         namesake=namesake,
     )
-    listed = await client.list_tools()
+    listed = _usable(client, await client.list_tools())
     _check_selection(client, reg, listed)
     _forget(client, toolkit)  # registering the same client again replaces its tools
     tools = [reg.build(client, t) for t in reg.select(listed)]
@@ -144,6 +156,22 @@ async def register_mcp_client(
     client._registrations.append(reg)
     client.on_tools_changed(_refresh)
     return registered
+
+
+def _usable(client: MCPClient, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
+    """Tools agentkit can call: not those that require the tasks extension."""
+    out = []
+    for tool in tools:
+        if tool.execution is not None and tool.execution.task_support == "required":
+            client.logger.info(
+                "MCP tool %r of %r not registered: it requires the tasks extension "
+                "(execution.taskSupport = required), which agentkit does not implement",
+                tool.name,
+                client.name,
+            )
+            continue
+        out.append(tool)
+    return out
 
 
 def _forget(client: MCPClient, toolkit: _ToolkitLike) -> None:
@@ -185,16 +213,49 @@ async def _refresh(client: MCPClient) -> None:
     """Bring every toolkit that registered ``client`` in line with its current tool list."""
     if not client._registrations:
         return
-    listed = await client.list_tools(refresh=True)
+    listed = _usable(client, await client.list_tools(refresh=True))
     for reg in list(client._registrations):
         _apply(client, reg, listed)
+
+
+def _change(client: MCPClient, tool: mcp_types.Tool, old: str, new: str) -> ToolChange:
+    change = ToolChange(client.name, tool.name, old, new, tool.description or "")
+    client.logger.warning(
+        "MCP server %r changed tool %r after it was registered: disabled until accepted "
+        "(client.accept_tool_changes())",
+        client.name,
+        tool.name,
+    )
+    return change
+
+
+def _hold_changed(client: MCPClient, reg: _Registration, wanted: dict[str, Any]) -> list[str]:
+    """Pinned tools whose new definition differs: keep the old one, disabled. Their names."""
+    held = []
+    for name, definition in wanted.items():
+        tool = reg.toolkit.get_tool(name)
+        if not (client.pin_tools and isinstance(tool, MCPTool) and tool.client is client):
+            continue
+        new = tool_hash(definition)
+        if new == client.pins.get(definition.name, new):
+            continue
+        held.append(name)
+        if tool.changed is None or tool.changed.new_hash != new:
+            tool.changed = _change(client, definition, client.pins[definition.name], new)
+            client.report_tool_change(tool.changed)
+    return held
 
 
 def _apply(client: MCPClient, reg: _Registration, listed: list[mcp_types.Tool]) -> None:
     toolkit = reg.toolkit
     wanted = {toolkit_name(t.name, reg.prefix): t for t in reg.select(listed)}
     current = [n for n in reg.names if _owned(toolkit, n, client)]
-    stale = [n for n in current if n not in wanted or not _same(toolkit.get_tool(n), wanted[n])]
+    held = _hold_changed(client, reg, wanted)
+    stale = [
+        n
+        for n in current
+        if n not in held and (n not in wanted or not _same(toolkit.get_tool(n), wanted[n]))
+    ]
     if stale:
         toolkit.remove_tools(stale)
     names = [n for n in current if n not in stale]

@@ -12,7 +12,7 @@ import logging
 import os
 import pathlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from agentkit.mcp.convert import sampling_messages_to_msgs
 from agentkit.messages import Msg
@@ -40,10 +40,12 @@ __all__ = [
 SamplingApproval: TypeAlias = Callable[[list[Msg]], Awaitable[bool] | bool]
 """``(messages) -> bool``: return False to refuse a server's sampling request."""
 
+ElicitationAnswer: TypeAlias = dict[str, Any] | Literal["decline", "cancel"] | None
 ElicitationCallback: TypeAlias = Callable[
-    [str, dict[str, Any]], Awaitable[dict[str, Any] | None] | dict[str, Any] | None
+    [str, dict[str, Any]], Awaitable[ElicitationAnswer] | ElicitationAnswer
 ]
-"""``(message, json_schema) -> answer | None``: return the answer, or None to decline."""
+"""``(message, json_schema) -> answer``: the answer (a dict), ``None`` or ``"decline"`` to
+decline, ``"cancel"`` when the user dismissed the question without choosing."""
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -61,9 +63,29 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-async def _final_response(model: ChatModel, messages: list[Msg]) -> ChatResponse:
+def _generation_kwargs(model: ChatModel, params: Any) -> dict[str, Any]:
+    """The server's ``maxTokens`` and ``temperature``, named as the model's API names them."""
+    kwargs: dict[str, Any] = {}
+    max_tokens = getattr(params, "max_tokens", None)
+    if isinstance(max_tokens, int):
+        kind = type(model).__name__
+        if "Responses" in kind:
+            kwargs["max_output_tokens"] = max_tokens
+        elif "OpenAI" in kind:
+            kwargs["max_completion_tokens"] = max_tokens
+        else:
+            kwargs["max_tokens"] = max_tokens
+    temperature = getattr(params, "temperature", None)
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    return kwargs
+
+
+async def _final_response(
+    model: ChatModel, messages: list[Msg], kwargs: dict[str, Any]
+) -> ChatResponse:
     """Call the model once; a streaming model is consumed to its last (complete) chunk."""
-    output = await model(messages)
+    output = await model(messages, **kwargs)
     if isinstance(output, ChatResponse):
         return output
     last: ChatResponse | None = None
@@ -91,7 +113,7 @@ def make_sampling_callback(
         if approval is not None and not await _maybe_await(approval(messages)):
             return ErrorData(code=-1, message="The user declined the sampling request")
         try:
-            response = await _final_response(model, messages)
+            response = await _final_response(model, messages, _generation_kwargs(model, params))
         except Exception as exc:  # the server gets an error answer, the call goes on
             logging.getLogger(f"agentkit.mcp.{server}").warning("sampling failed: %s", exc)
             return ErrorData(code=-32603, message=f"sampling failed: {exc}")
@@ -131,8 +153,10 @@ def make_elicitation_callback(callback: ElicitationCallback) -> ElicitationFnT:
             schema = dict(params.requested_schema)
             message = params.message
         answer = await _maybe_await(callback(message, schema))
-        if answer is None:
+        if answer is None or answer == "decline":
             return ElicitResult(action="decline")
+        if answer == "cancel":
+            return ElicitResult(action="cancel")
         if schema.get("x-url"):
             return ElicitResult(action="accept")
         return ElicitResult(action="accept", content=_with_defaults(dict(answer), schema))
@@ -147,13 +171,21 @@ def _root_uri(root: str | os.PathLike[str]) -> str:
     return pathlib.Path(text).expanduser().resolve().as_uri()
 
 
-def make_roots_callback(roots: Sequence[str | os.PathLike[str]]) -> ListRootsFnT:
-    """Answer ``roots/list`` with ``roots`` (paths become ``file://`` URIs)."""
+def make_roots_callback(
+    roots: Sequence[str | os.PathLike[str]] | Callable[[], Sequence[str | os.PathLike[str]]],
+) -> ListRootsFnT:
+    """Answer ``roots/list`` with ``roots`` (paths become ``file://`` URIs).
+
+    ``roots`` may be a callable, read at every request (roots that change).
+    """
     from mcp_types import ListRootsResult, Root
 
-    listed = [Root(uri=_root_uri(r), name=pathlib.PurePath(_root_uri(r)).name) for r in roots]  # type: ignore[arg-type]
-
     async def list_roots(context: ClientRequestContext) -> Any:
+        current = roots() if callable(roots) else roots
+        listed = [
+            Root(uri=_root_uri(r), name=pathlib.PurePath(_root_uri(r)).name)  # type: ignore[arg-type]
+            for r in current
+        ]
         return ListRootsResult(roots=listed)
 
     return list_roots

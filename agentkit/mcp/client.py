@@ -12,14 +12,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from agentkit.exceptions import MCPConnectionError, MCPError
 from agentkit.mcp._calls import call_once, call_stream
+from agentkit.mcp._client_events import ClientEvents, ResourceCallback, ToolsChangedCallback
 from agentkit.mcp._connection import Connection
 from agentkit.mcp.callbacks import (
     ElicitationCallback,
@@ -31,6 +33,8 @@ from agentkit.mcp.callbacks import (
 )
 from agentkit.mcp.config import ServerConfig
 from agentkit.mcp.convert import content_to_blocks
+from agentkit.mcp.defenses import ToolChange
+from agentkit.mcp.tool import MCPToolFunction
 from agentkit.messages import Msg
 from agentkit.tools.response import ToolResponse, ToolResultContent
 
@@ -42,7 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MCPClient", "MCPToolFunction"]
 
-ToolsChangedCallback = Callable[["MCPClient"], Awaitable[None]]
 # Error messages name the request as it appears on the wire (and in the server's logs).
 _WIRE_METHODS = {
     "list_tools": "tools/list",
@@ -52,7 +55,7 @@ _WIRE_METHODS = {
 }
 
 
-class MCPClient:
+class MCPClient(ClientEvents):
     """A client for one MCP server.
 
     Args:
@@ -71,6 +74,18 @@ class MCPClient:
         max_reconnects: Attempts to re-establish a lost connection before a request fails.
         protocol: ``"auto"`` (2026-07-28 if the server speaks it, else the handshake era) or
             ``"legacy"`` (force the ``initialize`` handshake).
+        max_result_bytes: Longest message read from a stdio server (default 16 MiB); a
+            longer tool result is cut while it is read and ends with a note saying so.
+        max_result_chars: Longest tool-result text handed on (to the model); longer text is
+            cut with a note. None: no limit.
+        trust: ``"untrusted"`` (default): once a run took in open-world content, this
+            server's tools not marked read-only need a human's approval; ``"trusted"``
+            relaxes that (see :mod:`agentkit.mcp.defenses`).
+        pin_tools: Pin tool definitions: a tool the server changes after registration is
+            disabled (and ``on_tool_change`` called) until :meth:`accept_tool_changes`.
+        max_description_chars: Longest tool description shown to the model.
+        on_tool_change: ``(ToolChange) -> None`` (sync or async), called on a pinned
+            tool's change.
     """
 
     def __init__(
@@ -87,6 +102,12 @@ class MCPClient:
         log_level: str | None = None,
         max_reconnects: int = 3,
         protocol: Literal["auto", "legacy"] = "auto",
+        max_result_bytes: int | None = None,
+        max_result_chars: int | None = 200_000,
+        trust: Literal["untrusted", "trusted"] = "untrusted",
+        pin_tools: bool = True,
+        max_description_chars: int | None = 4000,
+        on_tool_change: Callable[[ToolChange], Any] | None = None,
     ) -> None:
         self.name = name
         self.server = server
@@ -99,12 +120,26 @@ class MCPClient:
         self.log_level = log_level
         self.max_reconnects = max_reconnects
         self.protocol = protocol
+        self.max_result_bytes = max_result_bytes
+        self.max_result_chars = max_result_chars
+        self.trust = trust
+        self.pin_tools = pin_tools
+        self.max_description_chars = max_description_chars
+        self.on_tool_change = on_tool_change
+        # Definition hash per server tool name, set when first registered: save it with
+        # your session and restore it to keep pins across restarts.
+        self.pins: dict[str, str] = {}
+        self._pending_callbacks: list[Any] = []
+        self._list_callbacks: dict[str, list[Callable[[], Any]]] = {}
+        self._resource_callbacks: dict[str, list[ResourceCallback]] = {}
         self.logger = logging.getLogger(f"agentkit.mcp.{name}")
         self._conn: Connection | None = None
         self._lock = anyio.Lock()
         self._wanted = False  # connect() called and close() not yet
         self._entered = 0  # depth of nested ``async with client`` blocks
         self._tools: list[mcp_types.Tool] | None = None
+        self._tools_expiry = math.inf
+        self._ttl_ms: int | None = None
         self._tools_changed: list[ToolsChangedCallback] = []
         self._dirty: anyio.Event | None = None
         self.reconnects = 0
@@ -181,13 +216,15 @@ class MCPClient:
         from mcp import Client
         from mcp_types import Implementation
 
+        from agentkit import __version__
+
         kwargs: dict[str, Any] = {
             "mode": self.protocol,
             # No session-wide read timeout: it would also bound the handshake, which
             # connect_timeout governs. Each request gets ``timeout`` instead (see _guard).
             "message_handler": functools.partial(self._on_message, conn),
             "logging_callback": make_logging_callback(self.logger),
-            "client_info": Implementation(name="agentkit", version="0.1.0"),
+            "client_info": Implementation(name="agentkit", version=__version__),
             "cache": None,  # we cache the tool list ourselves and refresh on change events
         }
         if self.log_level is not None:
@@ -199,11 +236,12 @@ class MCPClient:
         if self.elicitation_callback is not None:
             kwargs["elicitation_callback"] = make_elicitation_callback(self.elicitation_callback)
         if self.roots is not None:
-            kwargs["list_roots_callback"] = make_roots_callback(self.roots)
+            kwargs["list_roots_callback"] = make_roots_callback(lambda: self.roots or [])
         return Client(transport, **kwargs)
 
     async def _open(self) -> None:
         conn = Connection(self.name, self.server, self._build_client, self._ready, self.logger)
+        conn.max_message_bytes = self.max_result_bytes
         await conn.start(self.connect_timeout)
         if not self._wanted:  # close() ran while we were (re)connecting
             await conn.stop()
@@ -275,58 +313,45 @@ class MCPClient:
         assert conn.client is not None
         return conn.client
 
-    # -- change notifications ----------------------------------------------------------
-    def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
-        """Call ``callback(client)`` after the server's tool list changed (debounced)."""
-        if callback not in self._tools_changed:
-            self._tools_changed.append(callback)
+    async def set_roots(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+        """Replace the roots offered to the server and tell it (``roots/list_changed``).
 
-    def remove_tools_changed_callback(self, callback: ToolsChangedCallback) -> None:
-        """Forget a callback added with :meth:`on_tools_changed`."""
-        if callback in self._tools_changed:
-            self._tools_changed.remove(callback)
+        Only a client created with ``roots=`` announces the roots capability. In 2026-07-28
+        there are no client notifications: the server sees the new roots when it asks.
+        """
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    def _mark_tools_changed(self) -> None:
-        self._tools = None
-        if self._dirty is not None:
-            self._dirty.set()
+        if self.roots is None:
+            raise MCPError("this client was created without roots=; it offers no roots")
+        self.roots = list(roots)
+        conn = self._conn
+        if conn is None or not conn.healthy or conn.client is None:
+            return
+        if conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        from agentkit.mcp.context import handshake_era_api
 
-    async def _on_message(self, conn: Connection, message: Any) -> None:
-        """Handshake-era notifications and transport faults (``message_handler``)."""
-        from mcp_types import ToolListChangedNotification
+        with self._guard("notifications/roots/list_changed"), handshake_era_api():
+            await conn.client.session.send_roots_list_changed()
 
-        if isinstance(message, ToolListChangedNotification):
-            self._mark_tools_changed()
-        elif isinstance(message, Exception):
-            self.logger.debug("transport error: %r", message)
-            conn.note_transport_error(message)
+    async def accept_tool_changes(self, names: Sequence[str] | None = None) -> None:
+        """Accept the server's current definitions of ``names`` (default: all changed ones).
 
-    async def _listen(self, conn: Connection) -> None:
-        """2026-07-28 change events via ``subscriptions/listen``."""
-        from mcp.client.subscriptions import ToolsListChanged
-
-        assert conn.client is not None
-        try:
-            async with conn.client.listen(tools_list_changed=True) as subscription:
-                async for event in subscription:
-                    if isinstance(event, ToolsListChanged):
-                        self._mark_tools_changed()
-        except Exception as exc:  # no listen support, or the stream dropped
-            self.logger.debug("subscriptions/listen ended: %r", exc)
-
-    async def _refresh_loop(self) -> None:
-        """Coalesce bursts of change events into one refresh of the registered tools."""
-        while True:
-            dirty = self._dirty
-            assert dirty is not None
-            await dirty.wait()
-            await anyio.sleep(0.05)  # servers often announce several changes at once
-            self._dirty = anyio.Event()
-            for callback in list(self._tools_changed):
-                try:
-                    await callback(self)
-                except Exception as exc:
-                    self.logger.warning("refreshing tools of %r failed: %s", self.name, exc)
+        Their pins are replaced and every toolkit the client is registered in refreshed: the
+        model sees the new definitions from then on.
+        """
+        for tool in await self.list_tools(refresh=True):
+            if names is None or tool.name in names:
+                self.pins.pop(tool.name, None)
+        for reg in list(self._registrations):
+            for name in list(reg.names):
+                held = reg.toolkit.get_tool(name)
+                if getattr(held, "changed", None) is not None and (
+                    names is None or getattr(held, "mcp_name", None) in names
+                ):
+                    reg.toolkit.remove_tools([name])
+        for callback in list(self._tools_changed):
+            await callback(self)
 
     # -- tools -------------------------------------------------------------------------
     async def list_tools(self, *, refresh: bool = False) -> list[mcp_types.Tool]:
@@ -335,10 +360,15 @@ class MCPClient:
         Args:
             refresh: Ignore the cache.
         """
-        if self._tools is not None and not refresh:
+        if self._tools is not None and not refresh and anyio.current_time() < self._tools_expiry:
             return list(self._tools)
+        self._ttl_ms = None
         tools: list[mcp_types.Tool] = await self._all_pages("list_tools", "tools")
-        self._tools = tools
+        # 2026-07-28 cache hints: ttlMs 0 means "do not cache"; otherwise keep it that long
+        # (or, without a hint, until the server announces a change).
+        ttl = self._ttl_ms
+        self._tools = tools if ttl != 0 else None
+        self._tools_expiry = anyio.current_time() + ttl / 1000 if ttl else math.inf
         return list(tools)
 
     async def call_tool(
@@ -347,6 +377,7 @@ class MCPClient:
         arguments: dict[str, Any] | None = None,
         *,
         timeout: float | None = None,  # noqa: ASYNC109 - the MCP request timeout (wire level)
+        meta: dict[str, Any] | None = None,
     ) -> ToolResponse:
         """Call a tool and return its final response (errors become ``is_error`` responses).
 
@@ -354,18 +385,24 @@ class MCPClient:
             name: The server-side tool name.
             arguments: The tool's arguments.
             timeout: Seconds for this call (default: the client's ``timeout``).
+            meta: Sent as the request's ``_meta`` as is (trace context, app keys).
         """
-        return await call_once(self, name, arguments or {}, timeout)
+        return await call_once(self, name, arguments or {}, timeout, meta)
 
     def call_tool_stream(
-        self, name: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> AsyncIterator[ToolResponse]:
         """Call a tool, yielding progress chunks (``is_last=False``) then the final response.
 
         Cancelling the iteration cancels the call: the server receives
-        ``notifications/cancelled``.
+        ``notifications/cancelled``. ``meta`` is sent as the request's ``_meta``.
         """
-        return call_stream(self, name, arguments or {}, timeout)
+        return call_stream(self, name, arguments or {}, timeout, meta)
 
     async def get_callable_function(self, name: str) -> MCPToolFunction:
         """A local async callable for one server tool, with its schema.
@@ -404,6 +441,11 @@ class MCPClient:
                 f"MCP server {self.name!r} did not answer {what} within {self.timeout}s"
             ) from None
         except SDKError as exc:
+            if self._conn is not None and self._conn.session_lost:
+                raise MCPConnectionError(
+                    f"MCP server {self.name!r} lost our session during {what} "
+                    "(HTTP 404: it restarted); a new session is started on the next request"
+                ) from exc
             if exc.code == CONNECTION_CLOSED:
                 if self._conn is not None:
                     self._conn.broken = True
@@ -413,16 +455,37 @@ class MCPClient:
             raise MCPError(f"MCP server {self.name!r} refused {what}: {exc.message}") from exc
 
     async def _all_pages(self, method: str, attr: str) -> list[Any]:
+        try:
+            return await self._pages_once(method, attr)
+        except MCPConnectionError:
+            if self._conn is None or not self._conn.session_lost:
+                raise
+            return await self._pages_once(method, attr)  # on a new session (spec: 404)
+
+    async def _pages_once(self, method: str, attr: str) -> list[Any]:
         client = await self._session()
         items: list[Any] = []
         cursor: str | None = None
-        with self._guard(_WIRE_METHODS.get(method, method)):
+        seen: set[str] = set()
+        wire = _WIRE_METHODS.get(method, method)
+        with self._guard(wire):
             for _ in range(1000):  # a paginator that never ends must not hang us
                 page = await getattr(client, method)(cursor=cursor)
                 items.extend(getattr(page, attr))
+                # ttl_ms defaults to 0 in the model: only a hint the server sent counts.
+                sent = "ttl_ms" in getattr(page, "model_fields_set", ())
+                ttl = getattr(page, "ttl_ms", None) if sent else None
+                if isinstance(ttl, int):  # the shortest hint of all pages wins
+                    self._ttl_ms = ttl if self._ttl_ms is None else min(ttl, self._ttl_ms)
                 cursor = page.next_cursor
                 if not cursor:
                     break
+                if cursor in seen:  # the server sent us round in a circle
+                    raise MCPError(
+                        f"MCP server {self.name!r} sent the {wire} cursor {cursor!r} twice "
+                        f"(a pagination loop); stopped after {len(items)} items"
+                    )
+                seen.add(cursor)
         return items
 
     async def list_resources(self) -> list[mcp_types.Resource]:
@@ -442,6 +505,66 @@ class MCPClient:
             result = await client.read_resource(uri)
         return content_to_blocks([EmbeddedResource(resource=c) for c in result.contents])
 
+    async def subscribe_resource(self, uri: str, callback: ResourceCallback) -> None:
+        """Call ``callback(uri)`` (sync or async) whenever the server says ``uri`` changed.
+
+        Handshake era: ``resources/subscribe``; 2026-07-28: the listen stream is reopened
+        with the subscription.
+        """
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        from agentkit.mcp.context import handshake_era_api
+
+        first = uri not in self._resource_callbacks
+        self._resource_callbacks.setdefault(uri, []).append(callback)
+        if not first:
+            return
+        conn = await self._live()
+        assert conn.client is not None
+        if conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            conn.spawn(lambda: self._listen(conn))  # a stream that includes the new URI
+            return
+        with self._guard(f"resources/subscribe {uri!r}"), handshake_era_api():
+            await conn.client.session.subscribe_resource(uri)
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """Stop the callbacks of :meth:`subscribe_resource` for ``uri``."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        from agentkit.mcp.context import handshake_era_api
+
+        if self._resource_callbacks.pop(uri, None) is None:
+            return
+        conn = await self._live()
+        assert conn.client is not None
+        if conn.client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            with self._guard(f"resources/unsubscribe {uri!r}"), handshake_era_api():
+                await conn.client.session.unsubscribe_resource(uri)
+
+    async def complete(
+        self,
+        kind: Literal["prompt", "resource"],
+        target: str,
+        argument: str,
+        value: str,
+        context: dict[str, str] | None = None,
+    ) -> list[str]:
+        """Completions for an argument of a prompt or a resource template.
+
+        ``target`` is the prompt's name or the template's URI template.
+        """
+        from mcp_types import PromptReference, ResourceTemplateReference
+
+        ref: Any = (
+            PromptReference(name=target)
+            if kind == "prompt"
+            else ResourceTemplateReference(uri=target)
+        )
+        client = await self._session()
+        with self._guard(f"completion/complete {target!r}"):
+            result = await client.complete(ref, {"name": argument, "value": value}, context)
+        return list(result.completion.values)
+
     async def list_prompts(self) -> list[mcp_types.Prompt]:
         """All prompts the server lists (every page)."""
         return await self._all_pages("list_prompts", "prompts")
@@ -459,41 +582,3 @@ class MCPClient:
             )
             for m in result.messages
         ]
-
-
-class MCPToolFunction:
-    """An async callable for one MCP tool that survives reconnects.
-
-    Attributes:
-        name: The server-side tool name.
-        description: The tool's description.
-        parameters: The tool's input JSON schema.
-        json_schema: OpenAI-style function schema.
-    """
-
-    def __init__(self, client: MCPClient, tool: mcp_types.Tool) -> None:
-        self.client = client
-        self.name = tool.name
-        self.description = tool.description or ""
-        self.parameters: dict[str, Any] = dict(tool.input_schema)
-        self.__name__ = tool.name
-        self.__doc__ = self.description
-
-    @property
-    def json_schema(self) -> dict[str, Any]:
-        """OpenAI-style function schema."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
-
-    async def __call__(self, **arguments: Any) -> ToolResponse:
-        """Call the tool on whatever session is live now."""
-        return await self.client.call_tool(self.name, arguments)
-
-    def __repr__(self) -> str:
-        return f"MCPToolFunction({self.client.name!r}, {self.name!r})"

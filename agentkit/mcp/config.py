@@ -9,7 +9,9 @@ explicit: it is never guessed from the URL. Building the SDK transport happens i
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import shutil
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -18,7 +20,11 @@ if TYPE_CHECKING:
     import httpx2
     from mcp.client._transport import TransportStreams
 
-__all__ = ["HttpServer", "ServerConfig", "StdioServer"]
+__all__ = ["HttpServer", "ServerConfig", "StdioServer", "resolve_command"]
+
+# Names that mean "a Python interpreter": they run the interpreter running agentkit, so
+# ``StdioServer("python", ["-m", "my_server"])`` uses the same virtual environment.
+_PYTHON_NAMES = frozenset({"python", "python3", f"python3.{sys.version_info[1]}"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +34,12 @@ class StdioServer:
     The child gets a minimal environment (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``,
     ``TERM``, ``USER``) plus ``env``: API keys and other secrets of the parent process are
     not leaked to it unless passed explicitly.
+
+    The command is resolved before it is started: a bare name is looked up on ``PATH`` (the
+    one in ``env`` if given), then next to the running Python interpreter (a virtual
+    environment's ``bin`` folder, even when it is not activated); ``"python"`` and
+    ``"python3"`` mean the running interpreter (``sys.executable``). A command that cannot be
+    found fails with one line naming it, the ``PATH`` searched and the fix.
 
     Args:
         command: Executable to run (``"node"``, ``"uvx"``, a path...).
@@ -77,21 +89,71 @@ class HttpServer:
 ServerConfig = StdioServer | HttpServer
 
 
+def resolve_command(server: StdioServer) -> str:
+    """The executable ``server.command`` names, as a path.
+
+    Raises:
+        FileNotFoundError: one line naming the command, the PATH searched and the fix.
+    """
+    command = server.command
+    if command in _PYTHON_NAMES:
+        return sys.executable
+    if os.sep in command or (os.altsep and os.altsep in command):
+        if os.path.isfile(command) and os.access(command, os.X_OK):
+            return command
+        raise FileNotFoundError(
+            f"MCP server command {command!r} does not exist or is not executable"
+        )
+    path = (server.env or {}).get("PATH") or os.environ.get("PATH", os.defpath)
+    here = os.path.dirname(sys.executable)
+    found = shutil.which(command, path=path) or shutil.which(command, path=here)
+    if found:
+        return found
+    raise FileNotFoundError(
+        f"MCP server command {command!r} not found on PATH ({path}) nor next to the Python "
+        f"interpreter ({here}); install it (e.g. pip install {command}), activate its virtual "
+        f"environment, or pass its full path to StdioServer"
+    )
+
+
 async def open_transport(
-    stack: AsyncExitStack, server: ServerConfig, errlog: TextIO | None
+    stack: AsyncExitStack,
+    server: ServerConfig,
+    errlog: TextIO | None,
+    *,
+    max_message_bytes: int | None = None,
+    on_broken: Callable[[str], None] | None = None,
+    on_session_lost: Callable[[str], None] | None = None,
 ) -> TransportStreams:
-    """Enter the SDK transport for ``server`` on ``stack`` and return its stream pair.
+    """Enter the transport for ``server`` on ``stack`` and return its stream pair.
 
     Args:
         stack: Exit stack that owns the transport (closed by the connection's runner task).
         server: The configuration.
         errlog: File receiving a stdio child's stderr (ignored for HTTP).
+        max_message_bytes: Longest stdio message kept (longer tool results are truncated).
+        on_broken: Called with a reason when a stdio stream breaks (invalid UTF-8).
+        on_session_lost: Called when a streamable-HTTP server answers 404 for our session
+            (it restarted or expired it): the spec says to start a new session.
     """
     if isinstance(server, StdioServer):
-        return await _open_stdio(stack, server, errlog)
+        if sys.platform == "win32":  # pragma: no cover - agentkit's transport is POSIX-only
+            return await _open_stdio(stack, server, errlog)
+        from agentkit.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES, stdio_transport
+
+        assert errlog is not None  # the connection always provides one for stdio
+        transport = stdio_transport(
+            [resolve_command(server), *server.args],
+            env=server.env,
+            cwd=os.fspath(server.cwd) if server.cwd is not None else None,
+            errlog=errlog,
+            max_message_bytes=max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES,
+            on_broken=on_broken or (lambda reason: None),
+        )
+        return await stack.enter_async_context(transport)
     if server.transport == "sse":
         return await _open_sse(stack, server)
-    return await _open_streamable_http(stack, server)
+    return await _open_streamable_http(stack, server, on_session_lost)
 
 
 async def _open_stdio(
@@ -100,7 +162,7 @@ async def _open_stdio(
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=server.command,
+        command=resolve_command(server),
         args=list(server.args),
         env=dict(server.env) if server.env is not None else None,
         cwd=os.fspath(server.cwd) if server.cwd is not None else None,
@@ -122,10 +184,35 @@ def _http_client(server: HttpServer) -> tuple[httpx2.AsyncClient, bool]:
     return client, True
 
 
-async def _open_streamable_http(stack: AsyncExitStack, server: HttpServer) -> TransportStreams:
+def _session_watch(on_lost: Callable[[str], None]) -> Callable[[Any], Awaitable[None]]:
+    """An httpx2 response hook: a 404 to a request that carried our session id."""
+
+    async def check(response: Any) -> None:
+        if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
+            on_lost(
+                "the server answered HTTP 404 for our session: it restarted or expired it; "
+                "a new session is started"
+            )
+
+    return check
+
+
+async def _open_streamable_http(
+    stack: AsyncExitStack, server: HttpServer, on_session_lost: Callable[[str], None] | None
+) -> TransportStreams:
     from mcp.client.streamable_http import streamable_http_client
 
     client, owned = _http_client(server)
+    if on_session_lost is not None:
+        hooks = client.event_hooks.setdefault("response", [])
+        hook = _session_watch(on_session_lost)
+        hooks.append(hook)
+
+        def unhook() -> None:  # a caller-owned client outlives this connection
+            if hook in hooks:
+                hooks.remove(hook)
+
+        stack.callback(unhook)
     if owned:
         await stack.enter_async_context(client)
     elif server.headers:

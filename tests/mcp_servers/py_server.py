@@ -50,6 +50,27 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def echo_meta(ctx: Context) -> str:
+    """The request's ``_meta``, as JSON (pass-through check)."""
+    import json
+
+    return json.dumps(dict(ctx.request_context.meta or {}), default=str)
+
+
+@server.tool()
+def client_info(ctx: Context) -> str:
+    """The calling client's name and version, as JSON (either protocol era)."""
+    import json
+
+    meta = dict(ctx.request_context.meta or {})
+    info = meta.get("io.modelcontextprotocol/clientInfo")
+    params = ctx.session.client_params
+    if info is None and params is not None:
+        info = params.client_info.model_dump(mode="json", exclude_none=True)
+    return json.dumps(info)
+
+
+@server.tool()
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
@@ -157,6 +178,13 @@ async def add_tool(name: str, ctx: Context) -> str:
 
 
 @server.tool()
+def quiet_add_tool(name: str) -> str:
+    """Register a new tool ``name`` without announcing it (cache-hint tests)."""
+    server.add_tool(lambda x: x, name=name, description=f"quiet tool {name}")
+    return f"added {name}"
+
+
+@server.tool()
 async def log(message: str, ctx: Context) -> str:
     """Emit a log notification."""
     await ctx.warning(message, logger_name="py-test")
@@ -189,6 +217,19 @@ def _ask_person() -> Elicit[Person]:
 def greet(person: Annotated[Person, Resolve(_ask_person)]) -> str:
     """Elicit a person from the user and greet them."""
     return f"hello {person.name} ({person.age})"
+
+
+class Confirm(BaseModel):
+    """A yes/no question."""
+
+    ok: bool
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Ask the user mid-call (handshake era) and report the action they took."""
+    result = await ctx.elicit("Proceed?", Confirm)
+    return f"action={result.action}"
 
 
 def _ask_roots() -> ListRoots:

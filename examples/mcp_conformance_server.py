@@ -1,0 +1,350 @@
+"""The MCP conformance fixtures, served by agentkit's public API over streamable HTTP.
+
+Run ``python examples/mcp_conformance_server.py --port 3001`` and point the official runner at
+it: ``npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp --suite all``
+(without ``--port`` it serves on a free port, calls itself once with agentkit's client, and
+exits).
+
+Every tool, resource and prompt the runner's server scenarios call is here: text, image,
+audio and embedded-resource results, log messages and progress from a tool, a tool that asks
+the client for sampling or elicitation in the middle of its call, a JSON Schema 2020-12 input
+schema, static and templated resources with subscriptions, prompts with arguments, embedded
+resources and images, completions, and a tool whose SSE stream is cut and resumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+
+from agentkit.mcp import serve
+from agentkit.mcp.app import EmbeddedResource, MCPApp, tool_result
+from agentkit.mcp.context import MCPContext
+from agentkit.messages import AudioBlock, ImageBlock, Msg
+from agentkit.tools import Tool, ToolContext, Toolkit, ToolResponse
+
+PNG = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8"
+    "DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+IMAGE = ImageBlock(type="image", source={"type": "base64", "media_type": "image/png", "data": PNG})
+AUDIO = AudioBlock(type="audio", source={"type": "base64", "media_type": "audio/wav", "data": WAV})
+
+toolkit = Toolkit()
+app = MCPApp(toolkit, name="agentkit-conformance-server")
+
+
+def mcp_of(ctx: ToolContext) -> MCPContext:
+    """The MCP request behind this call (these tools only make sense over MCP)."""
+    mcp = MCPContext.of(ctx)
+    if mcp is None:
+        raise RuntimeError("this tool must be called over MCP")
+    return mcp
+
+
+# -- tools ---------------------------------------------------------------------------------
+@toolkit.tool
+def test_simple_text() -> str:
+    """Tests simple text content response."""
+    return "This is a simple text response for testing."
+
+
+@toolkit.tool
+def test_image_content() -> ImageBlock:
+    """Tests image content response."""
+    return IMAGE
+
+
+@toolkit.tool
+def test_audio_content() -> AudioBlock:
+    """Tests audio content response."""
+    return AUDIO
+
+
+@toolkit.tool
+def test_embedded_resource() -> ToolResponse:
+    """Tests embedded resource content response."""
+    return tool_result(
+        EmbeddedResource(
+            "test://embedded-resource",
+            text="This is an embedded resource content.",
+            mime_type="text/plain",
+        )
+    )
+
+
+@toolkit.tool
+def test_multiple_content_types() -> ToolResponse:
+    """Tests response with multiple content types (text, image, resource)."""
+    data = '{"test": "data", "value": 123}'
+    resource = EmbeddedResource(
+        "test://mixed-content-resource", text=data, mime_type="application/json"
+    )
+    return tool_result("Multiple content types test:", IMAGE, resource)
+
+
+@toolkit.tool
+async def test_tool_with_logging(ctx: ToolContext) -> str:
+    """Tests tool that emits log messages during execution."""
+    mcp = mcp_of(ctx)
+    for text in ("Tool execution started", "Tool processing data", "Tool execution completed"):
+        await mcp.log("info", text)
+        await anyio.sleep(0.05)
+    return "Tool with logging executed successfully"
+
+
+@toolkit.tool
+async def test_tool_with_progress(ctx: ToolContext) -> str:
+    """Tests tool that reports progress notifications."""
+    for step in (0, 50, 100):
+        await ctx.report_progress(f"Completed step {step} of 100", progress=step, total=100)
+        await anyio.sleep(0.05)
+    return str(mcp_of(ctx).progress_token)
+
+
+@toolkit.tool
+async def test_sampling(ctx: ToolContext, prompt: str) -> str:
+    """Tests server-initiated sampling (LLM completion request).
+
+    Args:
+        prompt: The prompt to send to the client's model.
+    """
+    return f"LLM response: {await mcp_of(ctx).sample(prompt, max_tokens=100)}"
+
+
+@toolkit.tool
+async def test_elicitation(ctx: ToolContext, message: str) -> str:
+    """Tests server-initiated elicitation (user input request).
+
+    Args:
+        message: The message to show the user.
+    """
+    schema = {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    }
+    answer = await mcp_of(ctx).elicit(message, schema)
+    return f"User response: action={answer['action']}, content={answer['content'] or {}}"
+
+
+DEFAULTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe", "description": "User name"},
+        "age": {"type": "integer", "default": 30, "description": "User age"},
+        "score": {"type": "number", "default": 95.5, "description": "User score"},
+        "status": {
+            "type": "string",
+            "enum": ["active", "inactive", "pending"],
+            "default": "active",
+            "description": "User status",
+        },
+        "verified": {"type": "boolean", "default": True, "description": "Verification status"},
+    },
+}
+
+
+@toolkit.tool
+async def test_elicitation_sep1034_defaults(ctx: ToolContext) -> str:
+    """Tests elicitation with default values for all primitive types (SEP-1034)."""
+    answer = await mcp_of(ctx).elicit("Please provide user information", DEFAULTS_SCHEMA)
+    return f"Elicitation completed: action={answer['action']}, content={answer['content'] or {}}"
+
+
+def _titled(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"const": const, "title": title} for const, title in pairs]
+
+
+ENUMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["active", "inactive", "pending"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": _titled(
+                ("low", "Low Priority"), ("medium", "Medium Priority"), ("high", "High Priority")
+            ),
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["read", "write", "execute"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": _titled(
+                    ("feature", "New Feature"), ("bug", "Bug Fix"), ("docs", "Documentation")
+                )
+            },
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["small", "medium", "large"],
+            "enumNames": ["Small Size", "Medium Size", "Large Size"],
+        },
+    },
+    "required": ["untitledSingle", "titledSingle", "untitledMulti", "titledMulti", "legacyEnum"],
+}
+
+
+@toolkit.tool
+async def test_elicitation_sep1330_enums(ctx: ToolContext) -> str:
+    """Tests elicitation with enum schema variations per SEP-1330."""
+    message = "Please select values using different enum schema types"
+    answer = await mcp_of(ctx).elicit(message, ENUMS_SCHEMA)
+    return f"Elicitation completed: action={answer['action']}, content={answer['content'] or {}}"
+
+
+@toolkit.tool
+def test_error_handling() -> str:
+    """Tests error response handling."""
+    raise RuntimeError("This tool intentionally returns an error for testing")
+
+
+@toolkit.tool
+async def test_reconnection(ctx: ToolContext) -> str:
+    """Tests SSE polling by closing the stream mid-call (SEP-1699)."""
+    mcp = mcp_of(ctx)
+    await mcp.log("info", "Before disconnect")
+    await mcp.close_sse_stream()
+    await anyio.sleep(0.2)  # the client reconnects with Last-Event-ID meanwhile
+    await mcp.log("info", "After reconnect")
+    return "Reconnection test completed"
+
+
+class JsonSchema202012Tool(Tool):
+    """A tool whose input schema uses JSON Schema 2020-12 keywords (SEP-1613)."""
+
+    def __init__(self) -> None:
+        schema = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+                }
+            },
+            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "additionalProperties": False,
+        }
+        super().__init__(
+            "json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", schema
+        )
+
+    async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+        """Echo the arguments."""
+        yield ToolResponse.text(f"received {sorted(arguments)}")
+
+
+toolkit.register_tool(JsonSchema202012Tool())
+
+
+# -- resources -----------------------------------------------------------------------------
+@app.resource("test://static-text", mime_type="text/plain")
+def static_text() -> str:
+    """A static text resource for testing."""
+    return "This is the content of the static text resource."
+
+
+@app.resource("test://static-binary", mime_type="image/png")
+def static_binary() -> bytes:
+    """A static binary resource (image) for testing."""
+    return base64.b64decode(PNG)
+
+
+@app.resource("test://template/{id}/data", mime_type="application/json")
+def template_data(id: str) -> str:
+    """A resource template with parameter substitution."""
+    return f'{{"id": "{id}", "templateTest": true, "data": "Data for ID: {id}"}}'
+
+
+@app.resource("test://watched-resource", mime_type="text/plain")
+def watched() -> str:
+    """A resource that can be subscribed to for updates."""
+    return "Watched resource content"
+
+
+# -- prompts and completions ---------------------------------------------------------------
+@app.prompt()
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@app.prompt()
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with required arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@app.prompt()
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
+    """A prompt that includes an embedded resource."""
+    text = "Embedded resource content for testing."
+    resource = EmbeddedResource(resourceUri, text=text, mime_type="text/plain")
+    return [resource, "Please process the embedded resource above."]
+
+
+@app.prompt()
+def test_prompt_with_image() -> list[Any]:
+    """A prompt that includes image content."""
+    return [Msg("user", [IMAGE], role="user"), "Please analyze the image above."]
+
+
+@app.completion()
+def complete(
+    kind: str, target: str, argument: str, value: str, context: dict[str, str]
+) -> list[str]:
+    """No suggestions (the runner checks the shape of the answer)."""
+    return []
+
+
+async def self_check() -> None:
+    """Without ``--port``: serve on a free port, list and call through agentkit's client."""
+    import socket
+
+    from agentkit.mcp import HttpServer, MCPClient
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve(app, "streamable_http", port=port))
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(200):  # until uvicorn listens
+            try:
+                await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                break
+            except OSError:
+                await anyio.sleep(0.05)
+        async with MCPClient("conformance", HttpServer(url)) as client:
+            tools = await client.list_tools()
+            reply = await client.call_tool("test_simple_text")
+            resources = await client.list_resources()
+            print(f"{len(tools)} tools, {len(resources)} resources; {reply.get_text()}")
+        tg.cancel_scope.cancel()
+
+
+def main() -> None:
+    """Serve on 127.0.0.1 until interrupted (``--port``), or run a quick self-check."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=None, help="serve on this port")
+    args = parser.parse_args()
+    if args.port is None:
+        anyio.run(self_check)
+        return
+    anyio.run(lambda: serve(app, "streamable_http", port=args.port, retry_interval_ms=100))
+
+
+if __name__ == "__main__":
+    main()
