@@ -82,6 +82,23 @@ async def _prompt_toolkit(prompt: str) -> str:
     return text
 
 
+def _read_line(prompt: str) -> str:
+    """One line from stdin, like ``input()`` but never through GNU readline.
+
+    readline switches a terminal out of canonical mode while it reads and back after; a
+    Ctrl-D typed ahead while the terminal was canonical (the answer still printing) is lost
+    in that switch. Plain reads keep the terminal canonical, so typed-ahead lines and
+    end-of-input arrive in order.
+    """
+    if prompt:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line[:-1] if line.endswith("\n") else line
+
+
 async def _thread_input(prompt: str) -> str:
     """``input()`` in a daemon thread: an abandoned read never blocks the process's exit."""
     import anyio
@@ -94,7 +111,7 @@ async def _thread_input(prompt: str) -> str:
 
     def work() -> None:
         try:
-            result.append(input(prompt))
+            result.append(_read_line(prompt))
         except BaseException as exc:  # EOFError, KeyboardInterrupt: re-raised in the loop
             result.append(exc)
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
