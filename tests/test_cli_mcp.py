@@ -187,7 +187,7 @@ def test_help_is_plain_text_not_rest() -> None:
 def test_errors_name_the_server_by_its_command() -> None:
     out = agentkit("mcp", "tools", "--stdio", "definitely-not-a-command-xyz --flag")
     assert out.returncode == 1
-    assert "definitely-not-a-command-xyz --flag" in out.stderr
+    assert "definitely-not-a-command-xyz" in out.stderr  # named by its command
     assert "'cli'" not in out.stderr
 
 
