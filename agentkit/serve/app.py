@@ -173,9 +173,10 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
         agent = await state.agent_for(record)
         msgs, approvals = await run.resolve(agent, record)
         deps = await state.build_deps(request)
-        if not record.title:
+        titled = not record.title and bool(msgs)
+        if titled:
             record.set_title(msgs)
-        if stored is None:  # listed and readable while its first run is going
+        if stored is None or titled:  # listed (with its title) while its first run is going
             await state.store.save(record, agent)
     except BaseException:
         state.active.pop(key, None)
