@@ -133,13 +133,25 @@ def _construction_rows(cfg: Config) -> list[Row]:
         label, t_target, m_target = _CONSTRUCTION_LABELS[key]
         t, m = median([p[0] for p in pairs]), median([p[1] for p in pairs])
         rows.append(
-            Row(scenario, f"{label}: time", t, "s",
+            Row(
+                scenario,
+                f"{label}: time",
+                t,
+                "s",
                 target="" if t_target is None else f"<= {t_target * 1e6:.0f} us",
-                met=None if t_target is None else t <= t_target)
+                met=None if t_target is None else t <= t_target,
+            )
         )
         rows.append(
-            Row(scenario, f"{label}: memory", m, "B", target=f"<= {m_target} B",
-                met=m <= m_target, note="tracemalloc, per object kept alive")
+            Row(
+                scenario,
+                f"{label}: memory",
+                m,
+                "B",
+                target=f"<= {m_target} B",
+                met=m <= m_target,
+                note="tracemalloc, per object kept alive",
+            )
         )
     return rows  # fmt: skip
 
