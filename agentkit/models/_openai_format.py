@@ -16,7 +16,13 @@ from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock, To
 from agentkit.models._common import clean_body, result_text, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
-__all__ = ["OpenAIStreamState", "format_messages", "format_tool_choice", "parse_completion"]
+__all__ = [
+    "OpenAIStreamState",
+    "format_messages",
+    "format_messages_uncached",
+    "format_tool_choice",
+    "parse_completion",
+]
 
 # One encoder reused: json.dumps with non-default options builds a new encoder per call.
 _encode = json.JSONEncoder(ensure_ascii=False).encode
@@ -143,15 +149,94 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
         whatever the role of the message holding them: tool calls become an assistant
         message's ``tool_calls``, tool results ``role=tool`` messages (a ``role="system"``
         message holding results, as AgentScope stores them, included), images user content.
+
+    Each message's wire form is cached (see ``_WireCache``): a long conversation sends its
+    whole history with every request, and only its new or changed messages are converted.
     """
     out: list[dict[str, Any]] = []
+    cache = _CACHE
     for msg in messages:
-        if isinstance(msg.content, str):
-            if msg.content or msg.role != "assistant":
-                out.append({"role": msg.role, "content": msg.content})
-            continue
-        out += _convert(msg.role, msg.content, reasoning)
+        wire = cache.get(msg, reasoning)
+        if wire is None:
+            wire = cache.put(msg, reasoning, _format_one(msg, reasoning))
+        # Shallow copies: a caller changing a message dict of the body must not change
+        # the cached form (nested values are shared, as the messages' own blocks are).
+        out += [dict(m) for m in wire]
     return out
+
+
+def format_messages_uncached(
+    messages: Sequence[Msg], *, reasoning: bool = False
+) -> list[dict[str, Any]]:
+    """:func:`format_messages` without the cache (the reference the cache must equal)."""
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        out += _format_one(msg, reasoning)
+    return out
+
+
+def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, Any]]:
+    if isinstance(msg.content, str):
+        if msg.content or msg.role != "assistant":
+            return [{"role": msg.role, "content": msg.content}]
+        return []
+    return _convert(msg.role, msg.content, reasoning)
+
+
+def _fingerprint(content: str | list[ContentBlock]) -> tuple[Any, ...]:
+    """What a message's wire form depends on, compared cheaply (identity first).
+
+    The blocks and each block's top-level values: a block replaced, added or removed, or
+    a block's value (its text, input, output...) replaced, changes it. A value changed
+    in place deep inside (``block["input"]["x"] = ...``) does not: replace it instead.
+    """
+    if isinstance(content, str):
+        return ()
+    return tuple([tuple(block.values()) for block in content])
+
+
+class _WireCache:
+    """Wire forms of recently sent messages, by message id, bounded (oldest out first).
+
+    An entry holds the message itself, so a message id can only hit for the very object
+    that was encoded, checked against its role, content and :func:`_fingerprint`. The
+    bound caps what the cache keeps alive, whatever the number of conversations.
+    """
+
+    __slots__ = ("entries", "max_entries")
+
+    def __init__(self, max_entries: int = 8192) -> None:
+        self.max_entries = max_entries
+        self.entries: dict[str, tuple[Any, ...]] = {}
+
+    def get(self, msg: Msg, reasoning: bool) -> list[dict[str, Any]] | None:
+        entry = self.entries.get(msg.id)
+        if (
+            entry is None
+            or entry[0] is not msg
+            or entry[1] != reasoning
+            or entry[2] != msg.role
+            or entry[3] is not msg.content
+            or entry[4] != _fingerprint(msg.content)
+        ):
+            return None
+        wire: list[dict[str, Any]] = entry[5]
+        return wire
+
+    def put(self, msg: Msg, reasoning: bool, wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        entries = self.entries
+        entries.pop(msg.id, None)
+        if len(entries) >= self.max_entries:
+            del entries[next(iter(entries))]
+        content = msg.content
+        entries[msg.id] = (msg, reasoning, msg.role, content, _fingerprint(content), wire)
+        return wire
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+_CACHE = _WireCache()
 
 
 def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dict[str, Any]]:
