@@ -95,5 +95,55 @@ def test_the_cache_is_bounded() -> None:
         cache.put(m, False, [{"role": "user", "content": m.content}])
     assert len(cache.entries) == 3
     assert cache.get(msgs[0], False) is None
-    assert cache.get(msgs[4], False) == [{"role": "user", "content": "4"}]
+    entry = cache.get(msgs[4], False)
+    assert entry is not None and entry[5] == [{"role": "user", "content": "4"}]
     assert cache.get(msgs[4], True) is None  # another reasoning setting
+
+
+def request_body(messages: list[Msg]) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "messages": oai.format_messages(messages),
+        "tools": [{"type": "function", "function": {"name": "step", "parameters": {}}}],
+        "temperature": 0.5,
+    }
+
+
+def test_encoded_bodies_are_byte_identical_to_dumps() -> None:
+    msgs = conversation()
+    msgs.append(Msg("user", "text with the placeholder \x00agentkit:messages\x00 in it", "user"))
+    for turn in range(3):  # fragments are built on the first encoding, reused after
+        body = request_body(msgs)
+        assert oai.encode_body(body) == dumps(body)
+        msgs.append(Msg("user", f"turn {turn} ü", "user"))
+    assert oai.encode_body({"model": "m", "messages": oai.format_messages([])}) == dumps(
+        {"model": "m", "messages": []}
+    )
+
+
+def test_a_changed_body_is_encoded_as_it_is() -> None:
+    msgs = conversation()
+    oai.encode_body(request_body(msgs))  # fill the fragments
+    changes = [
+        lambda m: m.__setitem__(1, {"role": "user", "content": "replaced"}),
+        lambda m: m.append({"role": "user", "content": "added"}),
+        lambda m: m.pop(),
+        lambda m: m[2].__setitem__("content", "edited"),
+        lambda m: m[1].__setitem__("name", "alice"),
+    ]
+    for change in changes:
+        body = request_body(msgs)
+        change(body["messages"])
+        assert oai.encode_body(body) == dumps(body)
+    body = request_body(msgs)
+    body["messages"] = list(body["messages"])  # a plain list: encoded in full
+    assert oai.encode_body(body) == dumps(body)
+
+
+async def test_the_model_sends_the_encoded_body() -> None:
+    from agentkit.models.openai import OpenAIChatModel
+
+    model = OpenAIChatModel("m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    body = model.format_request(conversation(), None)
+    assert model.encode_body(body) == dumps(body)
+    await model.aclose()

@@ -18,6 +18,8 @@ from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = [
     "OpenAIStreamState",
+    "WireMessages",
+    "encode_body",
     "format_messages",
     "format_messages_uncached",
     "format_tool_choice",
@@ -153,16 +155,70 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
     Each message's wire form is cached (see ``_WireCache``): a long conversation sends its
     whole history with every request, and only its new or changed messages are converted.
     """
-    out: list[dict[str, Any]] = []
+    out = WireMessages()
+    sources = out.sources
     cache = _CACHE
     for msg in messages:
-        wire = cache.get(msg, reasoning)
-        if wire is None:
-            wire = cache.put(msg, reasoning, _format_one(msg, reasoning))
+        entry = cache.get(msg, reasoning)
+        if entry is None:
+            entry = cache.put(msg, reasoning, _format_one(msg, reasoning))
         # Shallow copies: a caller changing a message dict of the body must not change
         # the cached form (nested values are shared, as the messages' own blocks are).
-        out += [dict(m) for m in wire]
+        for wire in entry[5]:
+            out.append(dict(wire))
+            sources.append(wire)
+        out.entries.append(entry)
     return out
+
+
+class WireMessages(list[dict[str, Any]]):
+    """What :func:`format_messages` returns: a plain list of message dicts.
+
+    It remembers the cached forms it was copied from, so that :func:`encode_body` can reuse
+    their JSON.
+    """
+
+    __slots__ = ("entries", "sources")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: list[dict[str, Any]] = []  # the cached dict behind each item
+        self.entries: list[list[Any]] = []  # the cache entries, in order
+
+    def json_text(self) -> str | None:
+        """The compact JSON of the list from cached fragments, or None if it was changed."""
+        if list.__ne__(self, self.sources):  # an item replaced, added, removed or edited
+            return None
+        parts = []
+        for entry in self.entries:
+            fragment = entry[6]
+            if fragment is None:
+                fragment = entry[6] = ",".join([_compact(m) for m in entry[5]])
+            if fragment:
+                parts.append(fragment)
+        return "[" + ",".join(parts) + "]"
+
+
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# Stands for the messages while the rest of the body is encoded (NULs never occur in a
+# model name or setting, and only the first occurrence, the "messages" value, is replaced).
+_HOLE = "\x00agentkit:messages\x00"
+_HOLE_JSON = _compact(_HOLE)
+
+
+def encode_body(body: dict[str, Any]) -> bytes:
+    """``dumps(body)``, reusing the cached JSON of the history's messages.
+
+    Byte for byte what ``agentkit.models._http.dumps`` gives; the messages' JSON is
+    reused only while ``body["messages"]`` is the unchanged :func:`format_messages` result.
+    """
+    messages = body.get("messages")
+    if type(messages) is WireMessages:
+        text = messages.json_text()
+        if text is not None:
+            encoded = _compact({**body, "messages": _HOLE})
+            return encoded.replace(_HOLE_JSON, text, 1).encode()
+    return _compact(body).encode()
 
 
 def format_messages_uncached(
@@ -207,9 +263,10 @@ class _WireCache:
 
     def __init__(self, max_entries: int = 8192) -> None:
         self.max_entries = max_entries
-        self.entries: dict[str, tuple[Any, ...]] = {}
+        self.entries: dict[str, list[Any]] = {}
 
-    def get(self, msg: Msg, reasoning: bool) -> list[dict[str, Any]] | None:
+    def get(self, msg: Msg, reasoning: bool) -> list[Any] | None:
+        """The entry of ``msg``: [msg, reasoning, role, content, fingerprint, wire, json]."""
         entry = self.entries.get(msg.id)
         if (
             entry is None
@@ -220,17 +277,17 @@ class _WireCache:
             or entry[4] != _fingerprint(msg.content)
         ):
             return None
-        wire: list[dict[str, Any]] = entry[5]
-        return wire
+        return entry
 
-    def put(self, msg: Msg, reasoning: bool, wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def put(self, msg: Msg, reasoning: bool, wire: list[dict[str, Any]]) -> list[Any]:
         entries = self.entries
         entries.pop(msg.id, None)
         if len(entries) >= self.max_entries:
             del entries[next(iter(entries))]
         content = msg.content
-        entries[msg.id] = (msg, reasoning, msg.role, content, _fingerprint(content), wire)
-        return wire
+        entry = [msg, reasoning, msg.role, content, _fingerprint(content), wire, None]
+        entries[msg.id] = entry
+        return entry
 
     def clear(self) -> None:
         self.entries.clear()

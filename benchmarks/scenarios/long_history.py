@@ -47,22 +47,19 @@ def history(n: int) -> list[Any]:
     return out[:n]
 
 
-async def run(cfg: Config) -> list[Row]:
-    """Per-turn time with a long history: agentkit vs the bare httpx2 loop (same bodies)."""
-    scenario = f"long conversation ({cfg.history} messages of history, non-stream)"
-    try:
-        (memory_cls,) = require("agentkit.memory", "InMemoryMemory")
-        msgs = history(cfg.history)
-        model = kit.openai_model("answer", cfg.base_url, stream=False)
-        template = kit.make_agent(model, kit.toolkit_with(kit.step))
-    except NotAvailable as exc:
-        return [Row(scenario, "agentkit per turn", None, "s", note=f"n/a ({exc})")]
+SHORT = 4  # messages of history in the reference variants (the fixed per-turn cost)
+
+
+def _variants(cfg: Config, model: Any, template: Any, raw: Any, n: int) -> dict[str, Any]:
+    """The floor and agentkit, each one conversation of ``cfg.reps`` turns after ``n``
+    messages of history."""
+    (memory_cls,) = require("agentkit.memory", "InMemoryMemory")
+    (msg_cls,) = require("agentkit.messages", "Msg")
+    msgs = history(n)
     tools = [tool_schema("step")]
-    system = require("agentkit.messages", "Msg")[0]("system", SYSTEM, "system")
+    system = msg_cls("system", SYSTEM, "system")
     wire = model.format_request([system, *msgs], tools, stream=False)["messages"]
-    sdk, raw = http_clients(cfg)
     url = cfg.base_url + "/chat/completions"
-    body_sizes: list[int] = []
 
     async def httpx_variant() -> None:
         messages = list(wire)
@@ -71,38 +68,59 @@ async def run(cfg: Config) -> list[Row]:
             payload = {"model": "answer", "messages": messages, "tools": tools}
             response = await raw.post(url, content=_dumps(payload), headers=_JSON)
             response.raise_for_status()
-            body_sizes.append(len(response.request.content))
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": response.json()["choices"][0]["message"]["content"],
-                }
-            )
+            answer = response.json()["choices"][0]["message"]["content"]
+            messages.append({"role": "assistant", "content": answer})
 
     async def agentkit_variant() -> None:
         agent = template.copy(memory=memory_cls(msgs))
         for _ in range(cfg.reps):
             await kit.ask(agent)
 
-    variants = {"httpx": httpx_variant, "agentkit": agentkit_variant}
+    return {"httpx": httpx_variant, "agentkit": agentkit_variant}
+
+
+async def run(cfg: Config) -> list[Row]:
+    """Per-turn time with a long history: agentkit vs the bare httpx2 loop (same bodies)."""
+    scenario = f"long conversation ({cfg.history} messages of history, non-stream)"
     try:
+        model = kit.openai_model("answer", cfg.base_url, stream=False)
+        template = kit.make_agent(model, kit.toolkit_with(kit.step))
+    except NotAvailable as exc:
+        return [Row(scenario, "agentkit per turn", None, "s", note=f"n/a ({exc})")]
+    sdk, raw = http_clients(cfg)
+    try:
+        variants = _variants(cfg, model, template, raw, cfg.history)
+        short = _variants(cfg, model, template, raw, SHORT)
+        variants |= {f"{k}_short": v for k, v in short.items()}
         samples = await measure(variants, cfg, cfg.reps)
         cpu = await _cpu_per_turn(variants, cfg)
     finally:
         await sdk.close()
         await raw.aclose()
         await model.aclose()
+    return _rows(scenario, samples, cpu)
+
+
+def _rows(scenario: str, samples: dict[str, list[float]], cpu: dict[str, list[float]]) -> list[Row]:
     r, rc = paired(samples, "agentkit", "httpx"), paired(cpu, "agentkit", "httpx")
-    note = f"request body ~{median([float(s) for s in body_sizes]) / 1024:.0f} KiB"
+    floor = "bare httpx2 loop, same bodies (floor)"
+    grow_ak = median(cpu["agentkit"]) - median(cpu["agentkit_short"])
+    grow_floor = median(cpu["httpx"]) - median(cpu["httpx_short"])
+    growth = grow_ak / grow_floor if grow_floor > 0 else None
+    short_ratio = paired(cpu, "agentkit_short", "httpx_short")
     return [
         Row(scenario, "agentkit per turn", median(samples["agentkit"]), "s",
-            median(samples["httpx"]), "bare httpx2 loop, same bodies (floor)", r,
-            "<= 1.2x floor", None if r is None else r <= 1.2, note, {"samples": samples}),
+            median(samples["httpx"]), floor, r, "<= 1.2x floor",
+            None if r is None else r <= 1.2, "", {"samples": samples}),
         Row(scenario, "agentkit client CPU per turn", median(cpu["agentkit"]), "s",
-            median(cpu["httpx"]), "bare httpx2 loop, same bodies (floor)", rc,
-            "<= 1.2x floor", None if rc is None else rc <= 1.2,
-            "process CPU time of the client (the mock server runs in another process)",
+            median(cpu["httpx"]), floor, rc, "<= 1.2x floor", None if rc is None else rc <= 1.2,
+            f"process CPU of the client; with {SHORT} messages: {short_ratio or 0:.2f}x",
             {"samples": cpu}),
+        Row(scenario, f"client CPU added per turn by the history ({SHORT} -> N messages)",
+            grow_ak if grow_ak > 0 else None, "s", grow_floor if grow_floor > 0 else None,
+            "the floor's (same bodies)", growth, "grows no faster than the body (<= 1.2x)",
+            None if growth is None else growth <= 1.2,
+            "(agentkit CPU at N - at 4) / (floor CPU at N - at 4)"),
     ]  # fmt: skip
 
 
