@@ -156,18 +156,17 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
     whole history with every request, and only its new or changed messages are converted.
     """
     out = WireMessages()
-    sources = out.sources
+    sources, used = out.sources, out.entries
     cache = _CACHE
     for msg in messages:
         entry = cache.get(msg, reasoning)
         if entry is None:
             entry = cache.put(msg, reasoning, _format_one(msg, reasoning))
-        # Shallow copies: a caller changing a message dict of the body must not change
-        # the cached form (nested values are shared, as the messages' own blocks are).
-        for wire in entry[5]:
-            out.append(dict(wire))
-            sources.append(wire)
-        out.entries.append(entry)
+        sources += entry[5]
+        used.append(entry)
+    # Shallow copies: a caller changing a message dict of the body must not change the
+    # cached form (nested values are shared, as the messages' own blocks are).
+    out.extend(map(dict, sources))
     return out
 
 
@@ -239,23 +238,24 @@ def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, Any]]:
     return _convert(msg.role, msg.content, reasoning)
 
 
-def _fingerprint(content: str | list[ContentBlock]) -> tuple[Any, ...]:
-    """What a message's wire form depends on, compared cheaply (identity first).
+def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, Any]]:
+    """What a message's wire form depends on, compared to the live content in C.
 
-    The blocks and each block's top-level values: a block replaced, added or removed, or
-    a block's value (its text, input, output...) replaced, changes it. A value changed
-    in place deep inside (``block["input"]["x"] = ...``) does not: replace it instead.
+    Shallow copies of the blocks: a block replaced, added or removed, or a block's value
+    (its text, input, output...) replaced, makes the content differ (values compare by
+    identity first, so the check is cheap). A value changed in place deep inside
+    (``block["input"]["x"] = ...``) does not: replace it instead.
     """
     if isinstance(content, str):
-        return ()
-    return tuple([tuple(block.values()) for block in content])
+        return content
+    return [dict(block) for block in content]
 
 
 class _WireCache:
     """Wire forms of recently sent messages, by message id, bounded (oldest out first).
 
     An entry holds the message itself, so a message id can only hit for the very object
-    that was encoded, checked against its role, content and :func:`_fingerprint`. The
+    that was encoded, checked against its role, content and :func:`_snapshot`. The
     bound caps what the cache keeps alive, whatever the number of conversations.
     """
 
@@ -266,7 +266,7 @@ class _WireCache:
         self.entries: dict[str, list[Any]] = {}
 
     def get(self, msg: Msg, reasoning: bool) -> list[Any] | None:
-        """The entry of ``msg``: [msg, reasoning, role, content, fingerprint, wire, json]."""
+        """The entry of ``msg``: [msg, reasoning, role, content, snapshot, wire, json]."""
         entry = self.entries.get(msg.id)
         if (
             entry is None
@@ -274,7 +274,7 @@ class _WireCache:
             or entry[1] != reasoning
             or entry[2] != msg.role
             or entry[3] is not msg.content
-            or entry[4] != _fingerprint(msg.content)
+            or entry[4] != msg.content
         ):
             return None
         return entry
@@ -285,7 +285,7 @@ class _WireCache:
         if len(entries) >= self.max_entries:
             del entries[next(iter(entries))]
         content = msg.content
-        entry = [msg, reasoning, msg.role, content, _fingerprint(content), wire, None]
+        entry = [msg, reasoning, msg.role, content, _snapshot(content), wire, None]
         entries[msg.id] = entry
         return entry
 
