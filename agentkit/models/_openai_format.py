@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -263,7 +264,9 @@ class _WireCache:
 
     def __init__(self, max_entries: int = 8192) -> None:
         self.max_entries = max_entries
-        self.entries: dict[str, list[Any]] = {}
+        # Ordered: evicting the oldest is O(1) (a plain dict's first key is found by
+        # scanning past the slots of the keys deleted before it).
+        self.entries: OrderedDict[str, list[Any]] = OrderedDict()
 
     def get(self, msg: Msg, reasoning: bool) -> list[Any] | None:
         """The entry of ``msg``: [msg, reasoning, role, content, snapshot, wire, json]."""
@@ -283,7 +286,7 @@ class _WireCache:
         entries = self.entries
         entries.pop(msg.id, None)
         if len(entries) >= self.max_entries:
-            del entries[next(iter(entries))]
+            entries.popitem(last=False)
         content = msg.content
         entry = [msg, reasoning, msg.role, content, _snapshot(content), wire, None]
         entries[msg.id] = entry
