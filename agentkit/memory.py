@@ -118,6 +118,9 @@ class Memory(ABC):
         """
 
 
+_SCAN_LIMIT = 32
+
+
 class InMemoryMemory(Memory):
     """Messages in a Python list: the default memory.
 
@@ -131,16 +134,27 @@ class InMemoryMemory(Memory):
 
     def __init__(self, messages: Iterable[Msg] | None = None) -> None:
         self._messages: list[Msg] = []
-        self._ids: set[str] = set()
+        # Ids of the messages, built once there are more than _SCAN_LIMIT of them; a short
+        # conversation is checked by a scan instead (a set costs more than its messages'
+        # metadata, and a chat service keeps thousands of idle conversations).
+        self._ids: set[str] | None = None
         self._extend(messages or ())
 
     def _extend(self, items: Iterable[Msg]) -> None:
         # A message already held (same id) is skipped: in a MsgHub a reply reaches an agent
         # both by broadcast and as the next pipeline input, and must be stored once.
+        messages = self._messages
         for item in items:
-            if item.id not in self._ids:
-                self._ids.add(item.id)
-                self._messages.append(item)
+            ids = self._ids
+            if ids is None and len(messages) >= _SCAN_LIMIT:
+                ids = self._ids = {m.id for m in messages}
+            if ids is None:
+                key = item.id
+                if all(m.id != key for m in messages):
+                    messages.append(item)
+            elif item.id not in ids:
+                ids.add(item.id)
+                messages.append(item)
 
     @property
     def messages(self) -> list[Msg]:
@@ -179,12 +193,12 @@ class InMemoryMemory(Memory):
                 raise IndexError(f"memory index {i} out of range (size {size})")
             normalized.add(i % size)
         self._messages = [m for i, m in enumerate(self._messages) if i not in normalized]
-        self._ids = {m.id for m in self._messages}
+        self._ids = None  # rebuilt when needed
 
     async def clear(self) -> None:
         """Remove every message."""
         self._messages = []
-        self._ids = set()
+        self._ids = None
 
     async def size(self) -> int:
         """Return the number of messages."""
@@ -215,7 +229,7 @@ class InMemoryMemory(Memory):
                 raise StateError(f"memory message {i} repeats the message id {msg.id!r}")
             ids.add(msg.id)
             messages.append(msg)
-        self._messages, self._ids = [], set()
+        self._messages, self._ids = [], None
         self._extend(messages)
 
     def __len__(self) -> int:

@@ -63,6 +63,9 @@ class Config:
     mcp_calls: int = 200
     imports: int = 5
     stream_chunks: int = 2000
+    history: int = 200
+    conversations: int = 10_000
+    active: int = 500
 
     @classmethod
     def quick_config(cls, rounds: int = 1) -> Config:
@@ -81,6 +84,9 @@ class Config:
             mcp_calls=5,
             imports=1,
             stream_chunks=40,
+            history=200,
+            conversations=300,
+            active=50,
         )
 
 

@@ -41,6 +41,8 @@ SCENARIOS = (
     "cross_worker_interrupts",
     "durable",
     "serve",
+    "long_history",
+    "scale",
 )
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "latest.json"
 

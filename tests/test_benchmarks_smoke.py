@@ -23,7 +23,7 @@ TOOLS = [tool_schema("step")]
 HALVES = [
     "turns,streaming,parallel,concurrency,interrupts",
     "startup,mcp_call",
-    "cross_worker_interrupts",
+    "cross_worker_interrupts,long_history,scale",
     "durable",
     "serve",
 ]

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from agentkit.exceptions import UsageError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
 from agentkit.messages import Msg
+from agentkit.models.base import ChatModel
 
 if TYPE_CHECKING:
     from agentkit.memory import Memory
-    from agentkit.models.base import ChatModel
 
 __all__ = [
     "MsgInput",
@@ -82,8 +82,6 @@ def legacy_positional(
 
 def resolve_model(model: object) -> ChatModel:
     """A ``ChatModel``, or a ``"provider:model"`` string resolved by ``from_string``."""
-    from agentkit.models.base import ChatModel
-
     if isinstance(model, str):
         from agentkit.models.registry import from_string
 

@@ -44,25 +44,54 @@ class Conversation:
     """
 
     __slots__ = (
-        "deferred",
+        "_deferred",
+        "_pending",
         "iteration",
         "memory",
         "paused_output",
         "paused_output_name",
-        "pending",
     )
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
-        self.pending: list[ToolUseBlock] = []
-        self.deferred: list[Msg] = []
+        # The lists exist only while they hold something: an idle conversation (the
+        # common case, thousands per process in a chat service) pays for neither.
+        self._pending: list[ToolUseBlock] | None = None
+        self._deferred: list[Msg] | None = None
         self.paused_output: type[BaseModel] | None = None
         self.paused_output_name: str | None = None
         self.iteration = 0
 
+    @property
+    def pending(self) -> list[ToolUseBlock]:
+        """Tool calls stored in memory and waiting for a human's approval (a live list)."""
+        if self._pending is None:
+            self._pending = []
+        return self._pending
+
+    @pending.setter
+    def pending(self, value: list[ToolUseBlock]) -> None:
+        self._pending = value or None
+
+    @property
+    def deferred(self) -> list[Msg]:
+        """Messages observed while a run was in progress or calls were pending (live)."""
+        if self._deferred is None:
+            self._deferred = []
+        return self._deferred
+
+    @deferred.setter
+    def deferred(self, value: list[Msg]) -> None:
+        self._deferred = value or None
+
+    @property
+    def has_pending(self) -> bool:
+        """Whether tool calls wait for approval (without creating the list)."""
+        return bool(self._pending)
+
     def pending_calls(self) -> list[dict[str, Any]]:
         """The pending calls as ``{"id", "name", "input"}`` dicts."""
-        return [describe_call(c) for c in self.pending]
+        return [describe_call(c) for c in self._pending or ()]
 
     def check_approvals(
         self,
@@ -77,7 +106,7 @@ class Conversation:
             StateError: when nothing is pending, or a paused structured reply loaded
                 from a state needs its ``output_type`` again.
         """
-        pending_ids = {c["id"] for c in self.pending}
+        pending_ids = {c["id"] for c in self._pending or ()}
         for call_id, verdict in approvals.items():
             if call_id not in pending_ids:
                 raise UsageError(f"tool call {call_id!r} is not waiting for approval")
@@ -94,13 +123,17 @@ class Conversation:
 
     async def flush_deferred(self, run: Run | None = None) -> None:
         """Store the deferred messages, unless calls still wait for approval."""
-        if self.deferred and not self.pending:
-            msgs, self.deferred = self.deferred, []
+        if self._deferred and not self._pending:
+            msgs, self._deferred = self._deferred, None
             await store(self.memory, msgs, run)
 
     def pause(self, output_type: type[BaseModel] | None, iteration: int) -> None:
         """Record how a run ended: paused for approval (calls pending) or not."""
-        paused = bool(self.pending)
+        paused = bool(self._pending)
+        if not paused:
+            self._pending = None  # emptied in place by the run: drop the list
+        if not self._deferred:
+            self._deferred = None
         self.paused_output = output_type if paused else None
         self.paused_output_name = None
         self.iteration = iteration if paused else 0
@@ -111,8 +144,8 @@ class Conversation:
             "schema_version": SCHEMA_VERSION,
             "name": name,
             "memory": self.memory.state_dict(),
-            "pending_tool_calls": [json.loads(json.dumps(c)) for c in self.pending],
-            "deferred_messages": [m.to_dict() for m in self.deferred],
+            "pending_tool_calls": [json.loads(json.dumps(c)) for c in self._pending or ()],
+            "deferred_messages": [m.to_dict() for m in self._deferred or ()],
             "iteration": self.iteration if iteration is None else iteration,
             "structured_model": _qualname(self.paused_output) or self.paused_output_name,
         }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy as _copy
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -129,24 +128,28 @@ class ReActAgent(TypedRuns, HookHost):
         self.max_tool_retries = max_tool_retries
         self._limiter = anyio.CapacityLimiter(max_concurrency) if max_concurrency else None
         self._hooks: HookRegistry | None = None
-        self._listeners: list[Callable[[AgentEvent], None]] = []
+        self._listeners: tuple[Callable[[AgentEvent], None], ...] = ()  # replaced, never mutated
         self._printer: ConsolePrinter | None = None
         self._run: Run | None = None
         self._sys_msg: Msg | None = None
 
-    def copy(self, *, memory: Memory | None = None) -> ReActAgent:
+    def copy(self, *, memory: Memory | None = None, toolkit: Toolkit | None = None) -> ReActAgent:
         """A new agent with this one's configuration and a conversation of its own.
 
         The copy shares the model, toolkit, hooks, approval policy, limits and concurrency
         limiter (configuration); it gets a fresh conversation (``memory`` or an empty
         ``InMemoryMemory``), no pending calls and no listeners. Cheap: use it to serve one
         template agent to many conversations (the template may be replying meanwhile).
+        Pass ``toolkit=agent.toolkit.copy()`` for a toolkit of its own (copy-on-write, so
+        it costs nothing until the conversation changes its tools or groups).
         """
-        clone = _copy.copy(self)
+        clone = _copy_slots(self)
         clone._conv = Conversation(memory if memory is not None else InMemoryMemory())
-        clone._listeners = []
+        clone._listeners = ()
         clone._printer = None
         clone._run = None
+        if toolkit is not None:
+            clone._toolkit = toolkit
         return clone
 
     # -- configuration -----------------------------------------------------------------
@@ -325,7 +328,7 @@ class ReActAgent(TypedRuns, HookHost):
                 result without its call); nothing is added then.
         """
         msgs = as_input(msg)
-        if self._run is not None or self._conv.pending:
+        if self._run is not None or self._conv.has_pending:
             self._conv.deferred.extend(msgs)
         else:
             await self.memory.add(msgs)
@@ -401,7 +404,7 @@ class ReActAgent(TypedRuns, HookHost):
         return run, setup
 
     def _make_emit(self) -> Callable[[AgentEvent], None]:
-        sinks = list(self._listeners)
+        sinks: list[Callable[[AgentEvent], None]] = list(self._listeners)
         if self.print_hint:
             if self._printer is None or self._printer.name != self.name:
                 from agentkit.agent.printer import ConsolePrinter
@@ -412,11 +415,13 @@ class ReActAgent(TypedRuns, HookHost):
 
     def add_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
         """Send the events of the next replies to ``sink`` too (``agent.stream`` uses it)."""
-        self._listeners.append(sink)
+        self._listeners = (*self._listeners, sink)
 
     def remove_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
         """Stop sending events to ``sink`` (from the next reply on)."""
-        self._listeners.remove(sink)
+        listeners = list(self._listeners)
+        listeners.remove(sink)  # ValueError for a sink never added, as before
+        self._listeners = tuple(listeners)
 
     async def _drive(
         self,
@@ -541,3 +546,33 @@ def _one_output_type(
     if structured_model is not None and output_type is not None:
         raise UsageError("pass output_type= or structured_model= (its alias), not both")
     return output_type or structured_model
+
+
+def _slot_names(cls: type) -> tuple[str, ...]:
+    names = {
+        name
+        for klass in cls.__mro__
+        for name in getattr(klass, "__slots__", ())
+        if name not in ("__dict__", "__weakref__")
+    }
+    return tuple(sorted(names))
+
+
+_SLOTS: dict[type, tuple[str, ...]] = {}
+_UNSET = object()
+
+
+def _copy_slots(agent: ReActAgent) -> ReActAgent:
+    """A shallow copy of ``agent`` (several times faster than ``copy.copy`` for slots)."""
+    cls = type(agent)
+    names = _SLOTS.get(cls)
+    if names is None:
+        names = _SLOTS[cls] = _slot_names(cls)
+    clone = cls.__new__(cls)
+    for name in names:
+        value = getattr(agent, name, _UNSET)
+        if value is not _UNSET:  # else a slot never set
+            setattr(clone, name, value)
+    if hasattr(agent, "__dict__"):  # a subclass's own attributes
+        clone.__dict__.update(agent.__dict__)
+    return clone

@@ -246,7 +246,7 @@ class HTTPChatModel(ChatModel):
         body = self.format_request(
             messages, tools, tool_choice, structured_model, stream=stream, **kwargs
         )
-        response = await self._send(dumps(body), stream, options)
+        response = await self._send(self.encode_body(body), stream, options)
         if stream:
             return self._stream(response, started, structured_model)
         data = loads_body(self.provider, response.content)
@@ -256,6 +256,10 @@ class HTTPChatModel(ChatModel):
         except _SHAPE_ERRORS as err:
             raise self._shape_error(data, err) from err
         return fill_cost(parsed, self.model_name, self.provider, self.base_url)  # USD price
+
+    def encode_body(self, body: dict[str, Any]) -> bytes:
+        """The request body's bytes (compact UTF-8 JSON; a provider may reuse cached parts)."""
+        return dumps(body)
 
     async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:
         client = self.client

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,15 @@ from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock, To
 from agentkit.models._common import clean_body, result_text, split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
-__all__ = ["OpenAIStreamState", "format_messages", "format_tool_choice", "parse_completion"]
+__all__ = [
+    "OpenAIStreamState",
+    "WireMessages",
+    "encode_body",
+    "format_messages",
+    "format_messages_uncached",
+    "format_tool_choice",
+    "parse_completion",
+]
 
 # One encoder reused: json.dumps with non-default options builds a new encoder per call.
 _encode = json.JSONEncoder(ensure_ascii=False).encode
@@ -143,15 +152,151 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
         whatever the role of the message holding them: tool calls become an assistant
         message's ``tool_calls``, tool results ``role=tool`` messages (a ``role="system"``
         message holding results, as AgentScope stores them, included), images user content.
+
+    Each message's wire form is cached (see ``_WireCache``): a long conversation sends its
+    whole history with every request, and only its new or changed messages are converted.
     """
+    out = WireMessages()
+    sources, used = out.sources, out.entries
+    cache = _CACHE
+    for msg in messages:
+        entry = cache.get(msg, reasoning)
+        if entry is None:
+            entry = cache.put(msg, reasoning, _format_one(msg, reasoning))
+        sources += entry[5]
+        used.append(entry)
+    # Shallow copies: a caller changing a message dict of the body must not change the
+    # cached form (nested values are shared, as the messages' own blocks are).
+    out.extend(map(dict, sources))
+    return out
+
+
+class WireMessages(list[dict[str, Any]]):
+    """What :func:`format_messages` returns: a plain list of message dicts.
+
+    It remembers the cached forms it was copied from, so that :func:`encode_body` can reuse
+    their JSON.
+    """
+
+    __slots__ = ("entries", "sources")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: list[dict[str, Any]] = []  # the cached dict behind each item
+        self.entries: list[list[Any]] = []  # the cache entries, in order
+
+    def json_text(self) -> str | None:
+        """The compact JSON of the list from cached fragments, or None if it was changed."""
+        if list.__ne__(self, self.sources):  # an item replaced, added, removed or edited
+            return None
+        parts = []
+        for entry in self.entries:
+            fragment = entry[6]
+            if fragment is None:
+                fragment = entry[6] = ",".join([_compact(m) for m in entry[5]])
+            if fragment:
+                parts.append(fragment)
+        return "[" + ",".join(parts) + "]"
+
+
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# Stands for the messages while the rest of the body is encoded (NULs never occur in a
+# model name or setting, and only the first occurrence, the "messages" value, is replaced).
+_HOLE = "\x00agentkit:messages\x00"
+_HOLE_JSON = _compact(_HOLE)
+
+
+def encode_body(body: dict[str, Any]) -> bytes:
+    """``dumps(body)``, reusing the cached JSON of the history's messages.
+
+    Byte for byte what ``agentkit.models._http.dumps`` gives; the messages' JSON is
+    reused only while ``body["messages"]`` is the unchanged :func:`format_messages` result.
+    """
+    messages = body.get("messages")
+    if type(messages) is WireMessages:
+        text = messages.json_text()
+        if text is not None:
+            encoded = _compact({**body, "messages": _HOLE})
+            return encoded.replace(_HOLE_JSON, text, 1).encode()
+    return _compact(body).encode()
+
+
+def format_messages_uncached(
+    messages: Sequence[Msg], *, reasoning: bool = False
+) -> list[dict[str, Any]]:
+    """:func:`format_messages` without the cache (the reference the cache must equal)."""
     out: list[dict[str, Any]] = []
     for msg in messages:
-        if isinstance(msg.content, str):
-            if msg.content or msg.role != "assistant":
-                out.append({"role": msg.role, "content": msg.content})
-            continue
-        out += _convert(msg.role, msg.content, reasoning)
+        out += _format_one(msg, reasoning)
     return out
+
+
+def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, Any]]:
+    if isinstance(msg.content, str):
+        if msg.content or msg.role != "assistant":
+            return [{"role": msg.role, "content": msg.content}]
+        return []
+    return _convert(msg.role, msg.content, reasoning)
+
+
+def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, Any]]:
+    """What a message's wire form depends on, compared to the live content in C.
+
+    Shallow copies of the blocks: a block replaced, added or removed, or a block's value
+    (its text, input, output...) replaced, makes the content differ (values compare by
+    identity first, so the check is cheap). A value changed in place deep inside
+    (``block["input"]["x"] = ...``) does not: replace it instead.
+    """
+    if isinstance(content, str):
+        return content
+    return [dict(block) for block in content]
+
+
+class _WireCache:
+    """Wire forms of recently sent messages, by message id, bounded (oldest out first).
+
+    An entry holds the message itself, so a message id can only hit for the very object
+    that was encoded, checked against its role, content and :func:`_snapshot`. The
+    bound caps what the cache keeps alive, whatever the number of conversations.
+    """
+
+    __slots__ = ("entries", "max_entries")
+
+    def __init__(self, max_entries: int = 8192) -> None:
+        self.max_entries = max_entries
+        # Ordered: evicting the oldest is O(1) (a plain dict's first key is found by
+        # scanning past the slots of the keys deleted before it).
+        self.entries: OrderedDict[str, list[Any]] = OrderedDict()
+
+    def get(self, msg: Msg, reasoning: bool) -> list[Any] | None:
+        """The entry of ``msg``: [msg, reasoning, role, content, snapshot, wire, json]."""
+        entry = self.entries.get(msg.id)
+        if (
+            entry is None
+            or entry[0] is not msg
+            or entry[1] != reasoning
+            or entry[2] != msg.role
+            or entry[3] is not msg.content
+            or entry[4] != msg.content
+        ):
+            return None
+        return entry
+
+    def put(self, msg: Msg, reasoning: bool, wire: list[dict[str, Any]]) -> list[Any]:
+        entries = self.entries
+        entries.pop(msg.id, None)
+        if len(entries) >= self.max_entries:
+            entries.popitem(last=False)
+        content = msg.content
+        entry = [msg, reasoning, msg.role, content, _snapshot(content), wire, None]
+        entries[msg.id] = entry
+        return entry
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+_CACHE = _WireCache()
 
 
 def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from agentkit.models._common import apply_structured_output, strict_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models._openai_format import (
     OpenAIStreamState,
+    encode_body,
     format_messages,
     format_tool_choice,
     parse_completion,
@@ -105,6 +106,10 @@ class OpenAIChatModel(HTTPChatModel):
 
     def _request_options(self) -> dict[str, Any]:
         return {"security": {"bearer_auth": True}}
+
+    def encode_body(self, body: dict[str, Any]) -> bytes:
+        """The body's bytes; the history's JSON is reused from earlier requests (same bytes)."""
+        return encode_body(body)
 
     def format_request(
         self,

@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
@@ -74,6 +74,17 @@ class Toolkit:
         'add'
     """
 
+    __slots__ = (
+        "__weakref__",
+        "_active",
+        "_groups",
+        "_meta",
+        "_shared",
+        "_tools",
+        "default_timeout",
+        "max_output_chars",
+    )
+
     def __init__(
         self, *, max_output_chars: int | None = 100_000, default_timeout: float | None = None
     ) -> None:
@@ -87,6 +98,51 @@ class Toolkit:
         }
         self._active: list[Tool] | None = None  # cache, reset on any registry change
         self._meta: Tool | None = None
+        # True while ``_tools`` and ``_groups`` may be shared with a copy: copied before
+        # the first change (copy-on-write).
+        self._shared = False
+
+    def copy(self) -> Toolkit:
+        """A toolkit with the same tools, groups and settings, copied on write.
+
+        The copy shares this toolkit's registry until either side changes it (registering
+        or removing tools, creating, removing or switching groups, loading a state): the
+        side that changes copies the registry first, so no change ever shows on the other
+        side. Cheap (no dict or group is copied until then): use it for a per-conversation
+        toolkit built from a template. The tools themselves are shared, as when one tool is
+        registered in two toolkits; a registered meta tool is rebuilt for the copy so that
+        it switches the copy's groups. Change groups through the toolkit's methods or the
+        ``groups`` view: a ``ToolGroup`` object held from before the copy may belong to the
+        other side afterwards.
+        """
+        cls = type(self)
+        clone = cls.__new__(cls)
+        if hasattr(self, "__dict__"):  # a subclass's own attributes
+            clone.__dict__.update(self.__dict__)
+        clone.max_output_chars = self.max_output_chars
+        clone.default_timeout = self.default_timeout
+        clone._tools = self._tools
+        clone._groups = self._groups
+        clone._active = self._active
+        clone._meta = None
+        clone._shared = self._shared = True
+        if self._meta is not None:  # bound to this toolkit: the copy needs its own
+            from agentkit.tools._meta import MetaTool
+
+            clone._own()
+            meta = MetaTool(clone, self._meta.name)
+            meta.group = self._meta.group
+            clone._tools[meta.name] = meta  # same position in the registration order
+            clone._meta = meta
+            clone._active = None
+        return clone
+
+    def _own(self) -> None:
+        """Copy the shared registry before a change (see :meth:`copy`)."""
+        if self._shared:
+            self._tools = dict(self._tools)
+            self._groups = {name: replace(g) for name, g in self._groups.items()}
+            self._shared = False
 
     # ----------------------------------------------------------------- registration
 
@@ -216,6 +272,7 @@ class Toolkit:
                 tool.invalidate_schema()
             elif namesake != "override":
                 raise ToolRegistrationError(f"unknown namesake strategy {namesake!r}")
+        self._own()
         self._tools[tool.name] = tool
         self._active = None
         return tool
@@ -232,6 +289,8 @@ class Toolkit:
     def remove_tools(self, names: Iterable[str]) -> None:
         """Remove tools by name; names not registered are ignored."""
         for name in [names] if isinstance(names, str) else names:
+            if name in self._tools:
+                self._own()
             if self._tools.pop(name, None) is not None:
                 self._active = None
                 if self._meta is not None and self._meta.name == name:
@@ -338,6 +397,7 @@ class Toolkit:
         if not _NAME_RE.match(name):
             raise ToolGroupError(f"invalid tool group name {name!r}")
         group = ToolGroup(name, description, active, notes)
+        self._own()
         self._groups[name] = group
         self._groups_changed()
         return group
@@ -350,6 +410,7 @@ class Toolkit:
         """
         names = [names] if isinstance(names, str) else list(names)
         self._check_groups(names, "deactivate" if not active else None)
+        self._own()
         for name in names:
             self._groups[name].active = active
         self._groups_changed()
@@ -362,6 +423,7 @@ class Toolkit:
         """
         names = [names] if isinstance(names, str) else list(names)
         self._check_groups(names, "remove")
+        self._own()
         for name in names:
             del self._groups[name]
         self.remove_tools([t.name for t in self._tools.values() if t.group in names])
@@ -378,7 +440,8 @@ class Toolkit:
 
     @property
     def groups(self) -> Mapping[str, ToolGroup]:
-        """All tool groups by name (read-only view)."""
+        """All tool groups by name (read-only view; the groups are this toolkit's own)."""
+        self._own()  # a caller may switch a group through it (``groups[n].active = ...``)
         return MappingProxyType(self._groups)
 
     def get_active_group_notes(self) -> str:
@@ -441,6 +504,7 @@ class Toolkit:
         missing = [n for n in active if n not in self._groups]
         if missing:
             logger.warning("Toolkit state names unknown tool groups %s; skipped", missing)
+        self._own()
         for group in self._groups.values():
             group.active = group.name == BASIC or group.name in active
         self._groups_changed()

@@ -1,0 +1,133 @@
+"""Scale in one process: many live conversations (agents with memory), a few active at a time.
+
+Two figures:
+
+* memory per idle conversation beyond its messages: ``N`` agents made from one template
+  (``template.copy()``), each after one in-process turn (a ``FunctionModel``, so no HTTP
+  client state is counted), measured with tracemalloc as everything the conversations hold
+  minus their messages (the messages are kept alive while the agents are dropped);
+* p99 turn latency over HTTP (mock server, one shared ``OpenAIChatModel``) with ``active``
+  turns in flight on randomly chosen idle conversations, first with ``small`` conversations
+  alive, then with ``N``: flat means the number of idle conversations costs the active
+  ones nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import sys
+import time
+import tracemalloc
+from typing import Any
+
+import anyio
+
+from benchmarks import kit
+from benchmarks.common import Config, NotAvailable, Row, percentile, require
+
+
+async def _idle_bytes(n: int) -> tuple[float, float]:
+    """(bytes beyond messages, bytes of messages) per idle conversation after one turn."""
+    (function_model,) = require("agentkit.testing", "FunctionModel")
+
+    def answer(messages: Any, info: Any) -> str:
+        return "Sure, noted."
+
+    model = function_model(answer)
+    template = kit.make_agent(model, kit.toolkit_with(kit.step))
+    await template("warm-up")
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    agents = [template.copy() for _ in range(n)]
+    for i, agent in enumerate(agents):
+        await agent(f"Please remember the number {i}.")
+    model.requests.clear()  # the test model's own log, not the conversations'
+    gc.collect()
+    total = tracemalloc.get_traced_memory()[0] - base
+    messages = [m for a in agents for m in a.memory.messages]
+    held = sys.getsizeof(messages)
+    del agents
+    gc.collect()
+    only_messages = tracemalloc.get_traced_memory()[0] - base - held
+    tracemalloc.stop()
+    del messages
+    return (total - only_messages) / n, only_messages / n
+
+
+async def _p99(agents: list[Any], turns: int, active: int) -> tuple[float, float]:
+    """(p50, p99) seconds of ``turns`` turns, ``active`` at a time, on random idle agents."""
+    busy: set[int] = set()
+    latencies: list[float] = []
+    limiter = anyio.Semaphore(active)
+    rng = random.Random(7)
+
+    async def turn() -> None:
+        async with limiter:
+            index = rng.randrange(len(agents))
+            while index in busy:
+                index = rng.randrange(len(agents))
+            busy.add(index)
+            start = time.perf_counter()
+            try:
+                await agents[index]("One more question.")
+            finally:
+                latencies.append(time.perf_counter() - start)
+                busy.discard(index)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(turns):
+            tg.start_soon(turn)
+    return percentile(latencies, 0.5), percentile(latencies, 0.99)
+
+
+async def _latency_rows(cfg: Config, scenario: str, small: int) -> list[Row]:
+    (memory_cls,) = require("agentkit.memory", "InMemoryMemory")
+    (msg_cls,) = require("agentkit.messages", "Msg")
+    model = kit.openai_model("answer", cfg.base_url, stream=False)
+    template = kit.make_agent(model, kit.toolkit_with(kit.step))
+
+    def live(i: int) -> Any:  # an idle conversation with a short history
+        history = [
+            msg_cls("user", f"Hello, I am user {i}.", "user"),
+            msg_cls("bench", "Hello! How can I help?", "assistant"),
+        ]
+        return template.copy(memory=memory_cls(history))
+
+    turns = cfg.active * 4
+    try:
+        agents = [live(i) for i in range(small)]
+        await _p99(agents, cfg.active, cfg.active)  # warm-up: connections, caches
+        p50_small, p99_small = await _p99(agents, turns, cfg.active)
+        agents += [live(i) for i in range(small, cfg.conversations)]
+        gc.collect()
+        p50_n, p99_n = await _p99(agents, turns, cfg.active)
+    finally:
+        await model.aclose()
+    ratio = p99_n / p99_small
+    note = (
+        f"{turns} turns, {cfg.active} in flight; p50 {p50_small * 1e3:.1f} ms at {small}, "
+        f"{p50_n * 1e3:.1f} ms at {cfg.conversations}"
+    )
+    return [
+        Row(scenario, f"p99 turn latency, {cfg.conversations} conversations", p99_n, "s",
+            p99_small, f"p99 with {small} conversations", ratio, "flat (<= 1.2x)",
+            ratio <= 1.2, note),
+    ]  # fmt: skip
+
+
+async def run(cfg: Config) -> list[Row]:
+    """Idle-conversation memory and p99 turn latency with many live conversations."""
+    scenario = f"{cfg.conversations} live conversations, {cfg.active} active"
+    small = min(1000, max(cfg.conversations // 3, cfg.active))
+    try:
+        overhead, text = await _idle_bytes(cfg.conversations)
+    except NotAvailable as exc:
+        return [Row(scenario, "memory per idle conversation", None, "B", note=f"n/a ({exc})")]
+    rows = [
+        Row(scenario, "memory per idle conversation beyond its messages", overhead, "B",
+            target="< 2048 B", met=overhead < 2048,
+            note=f"tracemalloc after one turn each; its 2 messages: {text:.0f} B"),
+    ]  # fmt: skip
+    return rows + await _latency_rows(cfg, scenario, small)
