@@ -22,6 +22,7 @@ import contextlib
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +70,9 @@ class SQLiteSession(Session):
         self.table = table
         self.timeout = timeout
         self._ready = False
+        # First-use set-up (WAL switch, table) runs once: concurrent first saves would race
+        # for the exclusive lock the WAL switch needs, which ignores the busy timeout.
+        self._setup_lock = threading.Lock()
 
     @property
     def store_key(self) -> str:
@@ -76,6 +80,12 @@ class SQLiteSession(Session):
         return f"sqlite:{self.path.resolve()}#{self.table}"
 
     def _connect(self) -> sqlite3.Connection:
+        if not self._ready:
+            with self._setup_lock:
+                return self._connect_first()
+        return sqlite3.connect(self.path, timeout=self.timeout)
+
+    def _connect_first(self) -> sqlite3.Connection:
         if not self._ready:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Create the file private before SQLite does (it would use 0644 under a
