@@ -39,6 +39,12 @@ _T = TypeVar("_T")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
+# First-use set-up (WAL switch, table) runs one at a time in this process, for every store
+# object: concurrent first saves, also through two objects on one file, would race for the
+# exclusive lock the WAL switch needs, which ignores the busy timeout.
+_SETUP_LOCK = threading.Lock()
+
+
 class SQLiteSession(Session):
     """Sessions stored as rows of one table in a SQLite database file.
 
@@ -70,9 +76,6 @@ class SQLiteSession(Session):
         self.table = table
         self.timeout = timeout
         self._ready = False
-        # First-use set-up (WAL switch, table) runs once: concurrent first saves would race
-        # for the exclusive lock the WAL switch needs, which ignores the busy timeout.
-        self._setup_lock = threading.Lock()
 
     @property
     def store_key(self) -> str:
@@ -81,7 +84,7 @@ class SQLiteSession(Session):
 
     def _connect(self) -> sqlite3.Connection:
         if not self._ready:
-            with self._setup_lock:
+            with _SETUP_LOCK:
                 return self._connect_first()
         return sqlite3.connect(self.path, timeout=self.timeout)
 
