@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from agentkit.exceptions import MCPConnectionError, MCPError
+from agentkit.exceptions import MCPConnectionError, MCPError, MCPProtocolError
 from agentkit.mcp._calls import call_once, call_stream
 from agentkit.mcp._client_events import ClientEvents, ResourceCallback, ToolsChangedCallback
 from agentkit.mcp._connection import Connection
@@ -433,7 +433,7 @@ class MCPClient(ClientEvents):
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5]
             )
-            raise MCPError(
+            raise MCPProtocolError(
                 f"MCP server {self.name!r} sent an invalid answer to {what}: {problems}"
             ) from None
         except TimeoutError:
@@ -481,7 +481,7 @@ class MCPClient(ClientEvents):
                 if not cursor:
                     break
                 if cursor in seen:  # the server sent us round in a circle
-                    raise MCPError(
+                    raise MCPProtocolError(
                         f"MCP server {self.name!r} sent the {wire} cursor {cursor!r} twice "
                         f"(a pagination loop); stopped after {len(items)} items"
                     )
