@@ -57,7 +57,9 @@ class AutoApproveProvider:
         self.clients[client_info.client_id] = client_info
         self.stats["register"] += 1
 
-    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+    async def authorize(
+        self, client: OAuthClientInformationFull, params: AuthorizationParams
+    ) -> str:
         code = secrets.token_urlsafe(32)
         self.codes[code] = AuthorizationCode(
             code=code,
@@ -89,7 +91,11 @@ class AutoApproveProvider:
             subject="test-user",
         )
         self.refresh[refresh] = RefreshToken(
-            token=refresh, client_id=client_id, scopes=scopes, resource=resource, subject="test-user"
+            token=refresh,
+            client_id=client_id,
+            scopes=scopes,
+            resource=resource,
+            subject="test-user",
         )
         return OAuthToken(
             access_token=access,

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider, TokenStorage
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthToken
 
-__all__ = ["OAuth", "FileTokenStorage", "build_auth", "default_token_dir"]
+__all__ = ["FileTokenStorage", "OAuth", "build_auth", "default_token_dir"]
 
 logger = logging.getLogger("agentkit.mcp.oauth")
 
@@ -282,14 +282,15 @@ class _BrowserFlow:
             raise OAuthFlowError("no authorization URL to open")
         state = parse_qs(urlparse(url).query).get("state", [""])[0]
         try:
-            result = await wait_for_redirect(
-                REDIRECT_HOST,
-                self.port,
-                REDIRECT_PATH,
-                state,
-                lambda: self._show(url),
-                self.oauth.login_timeout,
-            )
+            with anyio.fail_after(self.oauth.login_timeout):
+                result = await wait_for_redirect(
+                    REDIRECT_HOST, self.port, REDIRECT_PATH, state, lambda: self._show(url)
+                )
+        except TimeoutError:
+            raise OAuthFlowError(
+                f"OAuth login to {self.server_url} failed: no authorization arrived within "
+                f"{self.oauth.login_timeout:g}s (OAuth(login_timeout=...))"
+            ) from None
         except LoopbackError as exc:
             raise OAuthFlowError(f"OAuth login to {self.server_url} failed: {exc}") from None
         return AuthorizationCodeResult(code=result.code, state=result.state, iss=result.iss)
