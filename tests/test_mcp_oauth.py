@@ -275,3 +275,63 @@ def test_default_token_file_is_per_server_under_the_config_dir(
     assert a.path.parent == tmp_path / "agentkit" / "mcp-oauth"
     assert a.path != b.path and a.path.name.startswith("mcp.example.com-")
     assert isinstance(OAuth().storage_for("https://x/mcp"), FileTokenStorage)
+
+
+# -- the CLI ---------------------------------------------------------------------------
+
+
+def _cli(*args: str, config: Path, **kwargs: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentkit", "mcp", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(config)},
+        **kwargs,
+    )
+
+
+def test_cli_login_prints_the_url_stores_tokens_then_tools_and_logout_use_them(
+    oauth_server: str, tmp_path: Path
+) -> None:
+    before = stats(oauth_server)
+    login = _cli("login", oauth_server, "--client-name", "cli-test", config=tmp_path)
+    assert login.stderr is not None
+    printed = []
+    for line in login.stderr:  # the URL is printed, indented, after a one-line explanation
+        printed.append(line)
+        if line.startswith("  http://"):
+            break
+    url = printed[-1].strip()
+    assert "open this URL in a browser" in "".join(printed) and "/authorize?" in url
+    landed = httpx2.get(url, follow_redirects=True, timeout=30)  # the user clicks "allow"
+    assert landed.status_code == 200 and "Authorized" in landed.text
+    out, err = login.communicate(timeout=60)
+    assert login.returncode == 0, err
+    assert "logged in to " + oauth_server in out and "(oauth-demo)" in out
+    (token_file,) = (tmp_path / "agentkit" / "mcp-oauth").iterdir()
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert str(token_file) in out
+
+    tools = _cli("tools", "--http", oauth_server, "--oauth", "--json", config=tmp_path)
+    out, err = tools.communicate(timeout=60)
+    assert tools.returncode == 0, err
+    assert [t["name"] for t in json.loads(out)] == ["whoami"]
+    assert "open this URL" not in err  # the stored tokens were used: no second login
+
+    again = _cli("login", oauth_server, config=tmp_path)
+    out, _ = again.communicate(timeout=60)
+    assert again.returncode == 0 and "already logged in" in out
+    seen = stats(oauth_server, before)
+    assert (seen["register"], seen["authorize"]) == (1, 1)
+
+    logout = _cli("logout", oauth_server, config=tmp_path)
+    out, _ = logout.communicate(timeout=60)
+    assert logout.returncode == 0 and "logged out" in out and not token_file.exists()
+
+
+def test_cli_oauth_needs_an_http_server(tmp_path: Path) -> None:
+    proc = _cli("tools", "--stdio", "true", "--oauth", config=tmp_path)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "--oauth needs an --http server" in err
