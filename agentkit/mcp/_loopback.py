@@ -133,22 +133,7 @@ async def wait_for_redirect(
     outcome: list[CallbackResult | str] = []
     failure: list[Exception] = []
     async with listener, anyio.create_task_group() as tg:
-
-        async def handle(stream: anyio.abc.SocketStream) -> None:
-            async with stream:
-                status, result = _judge(await _read_head(stream), path, state)
-                if isinstance(result, CallbackResult):
-                    await _answer(stream, status, "Authorized", "You can close this tab.")
-                elif isinstance(result, str):
-                    await _answer(stream, status, "Authorization failed", result)
-                else:
-                    await _answer(stream, status, "Not found", "Nothing here.")
-                    return
-            if not outcome:
-                outcome.append(result)
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(listener.serve, handle, tg)
+        tg.start_soon(listener.serve, _handler(path, state, outcome, tg.cancel_scope), tg)
         try:
             await open_url()
         except Exception as exc:  # reported below, with the flow ended
@@ -162,3 +147,25 @@ async def wait_for_redirect(
     if isinstance(outcome[0], str):
         raise LoopbackError(f"the authorization server refused access: {outcome[0]}")
     return outcome[0]
+
+
+def _handler(
+    path: str, state: str, outcome: list[CallbackResult | str], done: anyio.CancelScope
+) -> Callable[[anyio.abc.SocketStream], Awaitable[None]]:
+    """Answer one connection; on the redirect we wait for, record it and stop listening."""
+
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            status, result = _judge(await _read_head(stream), path, state)
+            if isinstance(result, CallbackResult):
+                await _answer(stream, status, "Authorized", "You can close this tab.")
+            elif isinstance(result, str):
+                await _answer(stream, status, "Authorization failed", result)
+            else:
+                await _answer(stream, status, "Not found", "Nothing here.")
+                return
+        if not outcome:
+            outcome.append(result)
+        done.cancel()
+
+    return handle
