@@ -86,7 +86,9 @@ class AutoApproveProvider:
             token=access,
             client_id=client_id,
             scopes=scopes,
-            expires_at=int(time.time()) + self.access_ttl,
+            # One second of grace: never reject a token the client still believes valid
+            # (it computes the expiry from expires_in, to the sub-second).
+            expires_at=int(time.time()) + self.access_ttl + 1,
             resource=resource,
             subject="test-user",
         )

@@ -59,12 +59,10 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture(scope="module")
-def oauth_server() -> Iterator[str]:
-    """The URL of an OAuth-protected MCP server (shared: tests compare stats deltas)."""
+def _serve(*ttl: str) -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(SERVER), str(port)],
+        [sys.executable, str(SERVER), str(port), *ttl],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -75,6 +73,18 @@ def oauth_server() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def oauth_server() -> Iterator[str]:
+    """The URL of an OAuth-protected MCP server (shared: tests compare stats deltas)."""
+    yield from _serve()
+
+
+@pytest.fixture
+def short_lived_server() -> Iterator[str]:
+    """One whose access tokens expire after a second."""
+    yield from _serve("1")
 
 
 def stats(url: str, since: dict[str, Any] | None = None) -> dict[str, int]:
@@ -147,6 +157,18 @@ async def test_an_expired_token_is_refreshed_after_a_restart(
     renewed = json.loads(path.read_text())
     assert renewed["tokens"]["access_token"] != old_access
     assert renewed["token_expires_at"] > time.time()
+
+
+async def test_a_token_that_expires_mid_session_is_refreshed(
+    short_lived_server: str, tmp_path: Path
+) -> None:
+    oauth = OAuth(token_store=FileTokenStorage(tmp_path / "t.json"), browser=Browser())
+    async with MCPClient("secured", HttpServer(short_lived_server, oauth=oauth)) as client:
+        assert not (await client.call_tool("whoami", {})).is_error
+        await anyio.sleep(1.5)  # past the access token's lifetime (not a timing assertion)
+        assert not (await client.call_tool("whoami", {})).is_error
+    seen = stats(short_lived_server)
+    assert seen["token:refresh_token"] >= 1 and seen["authorize"] == 1
 
 
 async def test_a_revoked_token_falls_back_to_a_new_login(oauth_server: str, tmp_path: Path) -> None:
