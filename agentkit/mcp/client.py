@@ -242,7 +242,11 @@ class MCPClient(ClientEvents):
     async def _open(self) -> None:
         conn = Connection(self.name, self.server, self._build_client, self._ready, self.logger)
         conn.max_message_bytes = self.max_result_bytes
-        await conn.start(self.connect_timeout)
+        deadline = self.connect_timeout
+        oauth = getattr(self.server, "oauth", None)
+        if oauth is not None and deadline is not None:
+            deadline += oauth.login_timeout  # a first login waits for a human in a browser
+        await conn.start(deadline)
         if not self._wanted:  # close() ran while we were (re)connecting
             await conn.stop()
             raise MCPConnectionError(f"MCP client {self.name!r} was closed")
