@@ -232,3 +232,43 @@ async def test_a_streaming_model_is_recorded_as_its_complete_answer(env: Env) ->
     recorded = steps[-1]["output"]["content"]
     assert recorded == [{"type": "text", "text": "a long streamed answer"}]
     assert len(model.requests) == 2
+
+
+async def test_interrupt_while_waiting_for_approval_ends_the_run_interrupted(env: Env) -> None:
+    env.script("appr", [[tool_use("pay", "p9", amount=9), tool_use("work", "w9", name="x")]])
+    env.log.clear()
+    durable = env.agents["appr"]
+    results: list[Any] = []
+
+    async def run() -> None:
+        results.append(await durable.run("pay 9", session_id="appr-intr"))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            while not (await env.sessions.load_state("appr-intr") or results):
+                # the run saves nothing before it ends: wait for its pending event instead
+                statuses = await DBOS.list_workflows_async(name=durable.workflow_name)
+                pending = [
+                    await DBOS.get_event_async(s.workflow_id, PENDING_EVENT, 0)
+                    for s in statuses
+                    if s.status == "PENDING"
+                ]
+                if any(pending):
+                    break
+                await anyio.sleep(0.02)
+            assert await interrupt_session(env.sessions, "appr-intr", "never mind") == 1
+    (result,) = results
+    assert result.interrupted and result.stop_reason == "interrupted"
+    assert result.pending == [] and "paid 9" not in env.log
+    state = await env.sessions.load_state("appr-intr")
+    assert state == result.state and state["pending_tool_calls"] == []
+    memory = [Msg.from_dict(m) for m in state["memory"]["messages"]]
+    check_memory_invariant(memory)
+    answers = [b for m in memory for b in m.get_blocks("tool_result")]
+    assert sorted(b["id"] for b in answers) == ["p9", "w9"]  # exactly one result each
+    assert memory[-1].get_text() == "never mind"
+    # The next message continues the conversation.
+    env.script("appr", ["ok, not paying"])
+    follow = await durable.run("fine", session_id="appr-intr")
+    assert follow.output == "ok, not paying" and follow.stop_reason == "final"
