@@ -140,10 +140,7 @@ async def test_in_process_channel_for_file_stores(tmp_path: Path) -> None:
 
 
 async def test_a_dead_holders_mailbox_is_not_counted_and_is_removed(tmp_path: Path) -> None:
-    from agentkit.session.control import control_channel
-
     store = JSONSession(tmp_path / "sessions")
-    channel = control_channel(store)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     folder = tmp_path / "sessions" / ".agentkit-control" / channel_name(store, "s")

@@ -13,8 +13,8 @@
   only (labelled as information supplied by the client).
 * ``RunAgentInput.state`` is the shared state: kept with the thread (a run whose input has
   no ``state`` starts from the stored one), sent back as a ``STATE_SNAPSHOT`` right after
-  the opening ``MESSAGES_SNAPSHOT`` and again at the end when the run changed it; tools read and change it
-  through :func:`current_state`.
+  the opening ``MESSAGES_SNAPSHOT`` and again at the end when the run changed it; tools
+  read and change it through :func:`current_state`.
 """
 
 from __future__ import annotations
