@@ -105,6 +105,7 @@ async def test_parallel_calls_get_steps_in_the_models_order(env: Env) -> None:
     env.log.clear()
     result = await env.agents["par"].run("go")
     assert result.output == "all done" and result.stop_reason == "final"
+    assert result.usage.models == {"scripted": 2} and result.model_name == "scripted"
     assert env.log == ["fast", "mid", "slow"]  # they did run in parallel
     steps = await DBOS.list_workflow_steps_async(result.workflow_id)
     names = [(s["function_id"], s["function_name"]) for s in steps]

@@ -78,6 +78,10 @@ def _sum_usage(total: dict[str, Any], usage: RunUsage) -> dict[str, Any]:
         "tool_calls": total.get("tool_calls", 0) + usage.tool_calls,
         "duration": total.get("duration", 0.0) + usage.duration,
         "cost": None if cost is None or usage.cost is None else cost + usage.cost,
+        "models": {
+            name: total.get("models", {}).get(name, 0) + usage.models.get(name, 0)
+            for name in {**total.get("models", {}), **usage.models}
+        },
     }
 
 
