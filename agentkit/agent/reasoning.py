@@ -170,8 +170,7 @@ async def reason(
     await store(conv.memory, msg, run)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.partial = None
-    # counted here, or by finalize if the step is cut
-    run.count_response(response.usage, answered_by(setup.model, response))
+    run.count_response(response.usage, answered_by(setup.model, response))  # or in finalize
     run.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
     calls = msg.get_blocks("tool_use")
     if calls:
