@@ -150,3 +150,55 @@ async def test_state_is_snapshotted_shared_with_tools_and_kept(tmp_path: Path) -
         snaps = [e["snapshot"] for e in second if e["type"] == "STATE_SNAPSHOT"]
         assert snaps == [{"count": 3}]  # unchanged: no second snapshot
     await check_stored_memory(tmp_path)
+
+
+async def test_a_failed_client_tool_and_a_user_who_moves_on(tmp_path: Path) -> None:
+    setup = Setup(
+        [
+            [tool_use("get_location", "l1", precision="city")],
+            "No location then.",
+            [tool_use("get_location", "l2", precision="street")],
+            "Fine, no location.",
+        ]
+    )
+    async with running(setup.app(tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
+        first = await run_events(c, "/agui", run_input("f5", user("where?"), tools=[LOCATION_TOOL]))
+        failed = {
+            "id": "r1",
+            "role": "tool",
+            "toolCallId": "l1",
+            "content": "",
+            "error": "permission denied by the browser",
+        }
+        second = await run_events(
+            c, "/agui", run_input("f5", *snapshot_messages(first), failed, tools=[LOCATION_TOOL])
+        )
+        result = next(e for e in second if e["type"] == "TOOL_CALL_RESULT")
+        assert result["metadata"]["status"] == "error"
+        assert "permission denied" in result["content"]
+        # The model asks again; the user answers with a message instead of running the tool.
+        third = await run_events(c, "/agui", run_input("f5", user("x"), tools=[LOCATION_TOOL]))
+        assert third[-1]["outcome"] == {"type": "success"}
+        fourth = await run_events(c, "/agui", run_input("f5", user("never mind")))
+        assert fourth[-1]["outcome"] == {"type": "success"}
+        denied = next(e for e in fourth if e["type"] == "TOOL_CALL_RESULT")
+        assert denied["toolCallId"] == "l2" and denied["metadata"]["status"] == "error"
+    await check_stored_memory(tmp_path)
+
+
+async def test_an_approval_policy_does_not_run_a_client_tool(tmp_path: Path) -> None:
+    setup = Setup([[tool_use("get_location", "l1", precision="city")]])
+    base_factory = setup.factory
+
+    def approving() -> ReActAgent:
+        agent = base_factory()
+        agent.approval_policy = lambda call: True  # approves every server tool
+        return agent
+
+    app = create_app(approving, sessions=SQLiteSession(tmp_path / "t.db"))
+    async with running(app) as base, httpx2.AsyncClient(base_url=base) as c:
+        events = await run_events(c, "/agui", run_input("f6", user("go"), tools=[LOCATION_TOOL]))
+    assert "TOOL_CALL_RESULT" not in types(events)
+    assert events[-1]["outcome"] == {"type": "success"}
+    thread_state = await SQLiteSession(tmp_path / "t.db").list_ids()
+    assert len(thread_state) == 1
