@@ -239,26 +239,13 @@ async def test_interrupt_while_waiting_for_approval_ends_the_run_interrupted(env
     env.script("appr", [[tool_use("pay", "p9", amount=9), tool_use("work", "w9", name="x")]])
     env.log.clear()
     durable = env.agents["appr"]
-    results: list[Any] = []
-
-    async def run() -> None:
-        results.append(await durable.run("pay 9", session_id="appr-intr"))
-
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            while not (await env.sessions.load_state("appr-intr") or results):
-                # the run saves nothing before it ends: wait for its pending event instead
-                statuses = await DBOS.list_workflows_async(name=durable.workflow_name)
-                pending = [
-                    await DBOS.get_event_async(s.workflow_id, PENDING_EVENT, 0)
-                    for s in statuses
-                    if s.status == "PENDING"
-                ]
-                if any(pending):
-                    break
-                await anyio.sleep(0.02)
-            assert await interrupt_session(env.sessions, "appr-intr", "never mind") == 1
+    request = await durable.request("pay 9", session_id="appr-intr")
+    handle = await DBOS.start_workflow_async(durable.workflow, request)
+    workflow_id = handle.get_workflow_id()
+    with anyio.fail_after(30):  # before the fix: it waited for approval_timeout (a week)
+        assert await DBOS.get_event_async(workflow_id, PENDING_EVENT, 30)  # in DBOS.recv now
+        assert await interrupt_session(env.sessions, "appr-intr", "never mind") == 1
+        results = [DBOSAgent.result(await handle.get_result(), workflow_id)]
     (result,) = results
     assert result.interrupted and result.stop_reason == "interrupted"
     assert result.pending == [] and "paid 9" not in env.log
