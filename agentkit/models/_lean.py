@@ -1,0 +1,146 @@
+"""A lean HTTP path for the adapters: ``httpx2`` straight, without the provider SDK.
+
+The adapters only ever use the SDK's low-level ``post`` with a pre-serialized body, so for a
+plain configuration (an API key, a base URL, a timeout, extra headers) the SDK adds nothing
+but its import (about a second for ``openai``, which imports every typed model it has) and a
+per-request layer of option merging. This module sends the same bytes with the same headers
+through one ``httpx2.AsyncClient``: a process that uses only this path never imports the SDK.
+
+Errors are raised as ``LeanStatusError`` / ``LeanConnectionError``, which carry what
+``send_with_retries`` reads from the SDK's own errors (``status_code``, ``response``,
+``body``), so retries and error mapping are the same on both paths.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+from typing import Any
+
+import httpx2
+
+__all__ = ["LeanConnectionError", "LeanError", "LeanHTTP", "LeanStatusError"]
+
+# The openai SDK's defaults (``openai._constants``), so that both paths behave alike.
+DEFAULT_TIMEOUT = httpx2.Timeout(timeout=600, connect=5.0)
+_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+
+_ssl_lock = threading.Lock()
+_ssl_context: ssl.SSLContext | None = None
+
+
+def _verifying_context() -> ssl.SSLContext:
+    """One process-wide certificate-verifying context (loading the CA store takes ~40 ms)."""
+    global _ssl_context
+    with _ssl_lock:
+        if _ssl_context is None:
+            _ssl_context = httpx2.create_ssl_context()
+        return _ssl_context
+
+
+def _closed_context() -> ssl.SSLContext:
+    """A context that verifies certificates but trusts no authority, built in microseconds.
+
+    Used for an ``http://`` base URL, where no TLS handshake is expected: should one happen
+    anyway, it fails verification instead of being trusted.
+    """
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+class LeanError(Exception):
+    """Root of the lean path's failures."""
+
+
+class LeanStatusError(LeanError):
+    """An HTTP error answer (what the SDK's ``APIStatusError`` carries)."""
+
+    def __init__(self, message: str, response: httpx2.Response, body: object) -> None:
+        super().__init__(message)
+        self.response = response
+        self.status_code = response.status_code
+        self.body = body
+
+
+class LeanConnectionError(LeanError):
+    """No answer: connection failure or timeout (``__cause__`` is the transport error)."""
+
+
+class LeanHTTP:
+    """One ``httpx2.AsyncClient`` for a model, built on first use, per event loop.
+
+    Args:
+        base_url: The API root (``https://api.openai.com/v1``).
+        headers: Headers of every request (auth, content type...).
+        timeout: Seconds, an ``httpx2.Timeout``, or None for the SDK default.
+    """
+
+    __slots__ = ("_client", "_loop", "base_url", "headers", "timeout")
+
+    def __init__(self, base_url: str, headers: dict[str, str], timeout: Any = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.headers = headers
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self._client: httpx2.AsyncClient | None = None
+        self._loop: object = None
+
+    def client(self, loop: object) -> httpx2.AsyncClient:
+        """The client of ``loop`` (a new one when the last was built under another loop)."""
+        if self._client is None or self._loop is not loop:
+            secure = self.base_url.startswith("https:")
+            self._client = httpx2.AsyncClient(
+                headers=self.headers,
+                timeout=self.timeout,
+                limits=_LIMITS,
+                verify=_verifying_context() if secure else _closed_context(),
+            )
+            self._loop = loop
+        return self._client
+
+    async def post(
+        self,
+        loop: object,
+        path: str,
+        body: bytes,
+        *,
+        stream: bool,
+        headers: dict[str, str] | None = None,
+        timeout: Any = None,
+    ) -> httpx2.Response:
+        """POST ``body``; the response (unread when ``stream``), or a ``LeanError``."""
+        client = self.client(loop)
+        extra: dict[str, Any] = {}
+        if timeout is not None:
+            extra["timeout"] = timeout
+        request = client.build_request(
+            "POST", self.base_url + path, content=body, headers=headers, **extra
+        )
+        try:
+            response = await client.send(request, stream=stream)
+            if response.status_code >= 400:
+                await response.aread()
+        except httpx2.TimeoutException as err:
+            raise LeanConnectionError("Request timed out.") from err
+        except httpx2.TransportError as err:
+            raise LeanConnectionError("Connection error.") from err
+        if response.status_code >= 400:
+            await response.aclose()
+            raise _status_error(response)
+        return response
+
+    async def aclose(self, loop: object) -> None:
+        """Close the client if it belongs to ``loop`` (another loop's cannot be closed here)."""
+        client, self._client = self._client, None
+        if client is not None and self._loop is loop:
+            await client.aclose()
+
+
+def _status_error(response: httpx2.Response) -> LeanStatusError:
+    """The error of an HTTP error answer, with its decoded body (JSON, else text)."""
+    text = response.text
+    try:
+        body: object = json.loads(text)
+    except ValueError:
+        body = text or None
+    message = f"Error code: {response.status_code} - {body}"
+    return LeanStatusError(message, response, body)

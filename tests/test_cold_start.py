@@ -1,0 +1,156 @@
+"""Cold start: what ``import agentkit`` and a first OpenAI-compatible run load (issue #20).
+
+Checked by inspecting ``sys.modules`` in fresh interpreters, never by timing; the times are in
+``benchmarks/scenarios/startup.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from _wire_server import Reply, WireServer, openai_completion
+
+from agentkit.messages import Msg
+from agentkit.models import OpenAIChatModel
+from agentkit.models._lean import LeanHTTP
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# What ``import agentkit`` must leave for first use: provider SDKs, the HTTP stack, pydantic,
+# the MCP SDK, OpenTelemetry, schema validation.
+HEAVY = (
+    "openai",
+    "anthropic",
+    "httpx2",
+    "httpcore2",
+    "httpx",
+    "pydantic",
+    "pydantic_core",
+    "mcp",
+    "opentelemetry",
+    "jsonschema",
+    "docstring_parser",
+)
+
+_LOADED = "sorted({m.split('.')[0] for m in sys.modules} & set(%r))" % (HEAVY,)
+
+
+async def _python(code: str, *args: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_CUSTOM_HEADERS", "OPENAI_ADMIN_KEY"):
+        env.pop(name, None)
+    result = await anyio.run_process([sys.executable, "-c", code, *args], env=env, check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    loaded: list[str] = json.loads(result.stdout.decode().strip().splitlines()[-1])
+    return loaded
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[WireServer]:
+    async with WireServer() as srv:
+        yield srv
+
+
+async def test_import_agentkit_loads_no_heavy_module() -> None:
+    code = f"import sys, json\nimport agentkit\nprint(json.dumps({_LOADED}))"
+    assert await _python(code) == []
+
+
+async def test_public_names_still_resolve_lazily() -> None:
+    # Touching a lazy name loads its module then, and only then.
+    code = (
+        "import sys, json\nimport agentkit\nbefore = 'agentkit.mcp' in sys.modules\n"
+        "from agentkit import StdioServer, from_string\n"
+        "print(json.dumps([before, 'agentkit.mcp' in sys.modules, callable(from_string)]))"
+    )
+    assert await _python(code) == [False, True, True]
+
+
+async def test_first_openai_run_imports_no_provider_sdk(server: WireServer) -> None:
+    # Build an agent and run it to its answer: the lean path needs httpx2, not the SDKs.
+    server.script(Reply(json=openai_completion(text="hello there")))
+    code = (
+        "import sys, json, asyncio\n"
+        "from agentkit import ReActAgent, Toolkit\n"
+        "from agentkit.models import OpenAIChatModel\n"
+        "model = OpenAIChatModel('m', api_key='k', base_url=sys.argv[1], stream=False)\n"
+        "built = %s\n"
+        "agent = ReActAgent(name='a', sys_prompt='s', model=model, toolkit=Toolkit())\n"
+        "reply = asyncio.run(agent('hi'))\n"
+        "assert reply.get_text() == 'hello there', reply.get_text()\n"
+        "print(json.dumps([built, %s]))"
+    ) % (_LOADED, _LOADED)
+    built, ran = await _python(code, server.openai_url)
+    assert "openai" not in built and "anthropic" not in built
+    assert "openai" not in ran and "anthropic" not in ran and "httpx2" in ran
+    assert len(server.requests) == 1
+    assert server.requests[0].headers["authorization"] == "Bearer k"
+
+
+async def test_lean_and_sdk_paths_send_the_same_request(server: WireServer) -> None:
+    user = [Msg("user", "hi", "user")]
+    lean = OpenAIChatModel(
+        "m",
+        api_key="k",
+        base_url=server.openai_url,
+        stream=False,
+        client_kwargs={"organization": "org-1", "project": "p-1", "default_headers": {"X-A": "1"}},
+    )
+    # ``default_query`` is a setting only the SDK client reproduces: that model keeps the SDK.
+    sdk = OpenAIChatModel(
+        "m",
+        api_key="k",
+        base_url=server.openai_url,
+        stream=False,
+        client_kwargs={
+            "organization": "org-1",
+            "project": "p-1",
+            "default_headers": {"X-A": "1"},
+            "default_query": {},
+        },
+    )
+    server.script(Reply(json=openai_completion(text="a")), Reply(json=openai_completion(text="a")))
+    for model in (lean, sdk):
+        await model(user)
+        await model.aclose()
+    first, second = server.requests
+    assert first.body == second.body
+    assert first.path == second.path
+    for name in ("authorization", "content-type", "openai-organization", "openai-project", "x-a"):
+        assert first.headers[name] == second.headers[name], name
+    assert not any(h.startswith("x-stainless") for h in first.headers)  # no SDK on the lean path
+    assert any(h.startswith("x-stainless") for h in second.headers)
+
+
+async def test_sdk_only_environment_keeps_the_sdk(
+    server: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OPENAI_CUSTOM_HEADERS is interpreted by the SDK only: such a process keeps the SDK path.
+    monkeypatch.setenv("OPENAI_CUSTOM_HEADERS", "X-Env: yes")
+    server.script(Reply(json=openai_completion(text="a")))
+    model = OpenAIChatModel("m", api_key="k", base_url=server.openai_url, stream=False)
+    await model([Msg("user", "hi", "user")])
+    await model.aclose()
+    assert server.requests[0].headers["x-env"] == "yes"
+
+
+def test_lean_client_is_per_event_loop() -> None:
+    # A script calling asyncio.run() twice: the second loop gets its own connection pool.
+    lean = LeanHTTP("http://127.0.0.1:9/v1", {})
+
+    async def get() -> object:
+        loop = asyncio.get_running_loop()
+        client = lean.client(loop)
+        assert lean.client(loop) is client
+        return client
+
+    first = asyncio.run(get())
+    second = asyncio.run(get())
+    assert first is not second
