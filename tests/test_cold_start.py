@@ -39,7 +39,7 @@ HEAVY = (
     "docstring_parser",
 )
 
-_LOADED = "sorted({m.split('.')[0] for m in sys.modules} & set(%r))" % (HEAVY,)
+_LOADED = f"sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))"
 
 
 async def _python(code: str, *args: str) -> list[str]:
@@ -81,12 +81,12 @@ async def test_first_openai_run_imports_no_provider_sdk(server: WireServer) -> N
         "from agentkit import ReActAgent, Toolkit\n"
         "from agentkit.models import OpenAIChatModel\n"
         "model = OpenAIChatModel('m', api_key='k', base_url=sys.argv[1], stream=False)\n"
-        "built = %s\n"
+        f"built = {_LOADED}\n"
         "agent = ReActAgent(name='a', sys_prompt='s', model=model, toolkit=Toolkit())\n"
         "reply = asyncio.run(agent('hi'))\n"
         "assert reply.get_text() == 'hello there', reply.get_text()\n"
-        "print(json.dumps([built, %s]))"
-    ) % (_LOADED, _LOADED)
+        f"print(json.dumps([built, {_LOADED}]))"
+    )
     built, ran = await _python(code, server.openai_url)
     assert "openai" not in built and "anthropic" not in built
     assert "openai" not in ran and "anthropic" not in ran and "httpx2" in ran

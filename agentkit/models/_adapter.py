@@ -304,7 +304,9 @@ class HTTPChatModel(ChatModel):
         headers, timeout = options.get("headers"), options.get("timeout")
 
         def attempt() -> Any:
-            return lean.post(loop, self._path, body, stream=stream, headers=headers, timeout=timeout)
+            return lean.post(
+                loop, self._path, body, stream=stream, headers=headers, request_timeout=timeout
+            )
 
         return await send_with_retries(
             attempt,

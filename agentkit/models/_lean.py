@@ -13,6 +13,8 @@ Errors are raised as ``LeanStatusError`` / ``LeanConnectionError``, which carry 
 
 from __future__ import annotations
 
+import _thread
+import importlib
 import json
 import ssl
 import threading
@@ -37,6 +39,41 @@ def _verifying_context() -> ssl.SSLContext:
         if _ssl_context is None:
             _ssl_context = httpx2.create_ssl_context()
         return _ssl_context
+
+
+# What the first request imports: the connection pool and HTTP/1.1 parser (httpx2 loads them
+# when its first client is built) and anyio's asyncio backend (loaded on first use).
+_WARM_MODULES = ("httpcore2", "h11", "anyio._backends._asyncio", "anyio.streams.memory")
+_warm_lock = threading.Lock()
+_warm_started = False
+
+
+def warm_up(secure: bool) -> None:
+    """Import the HTTP stack (and load the CA store for ``secure``) in a background thread.
+
+    Called when a model is built, once per process: construction stays instant, and a first
+    request that comes later (a server waiting for its first user) does not stall on the
+    imports. A request that comes at once waits on the same import locks: no worse.
+    """
+    global _warm_started
+    with _warm_lock:
+        if _warm_started:
+            return
+        _warm_started = True
+    # ``_thread`` rather than ``threading.Thread``: ``Thread.start`` waits until the new thread
+    # runs, up to a GIL switch interval (5 ms) on a busy process. Like a daemon thread, it
+    # never delays the interpreter's exit.
+    _thread.start_new_thread(_warm, (secure,))
+
+
+def _warm(secure: bool) -> None:
+    try:
+        for module in _WARM_MODULES:
+            importlib.import_module(module)
+        if secure:
+            _verifying_context()
+    except Exception:  # a warm-up only: the request path reports real errors
+        return
 
 
 def _closed_context() -> ssl.SSLContext:
@@ -83,6 +120,7 @@ class LeanHTTP:
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self._client: httpx2.AsyncClient | None = None
         self._loop: object = None
+        warm_up(self.base_url.startswith("https:"))
 
     def client(self, loop: object) -> httpx2.AsyncClient:
         """The client of ``loop`` (a new one when the last was built under another loop)."""
@@ -105,13 +143,13 @@ class LeanHTTP:
         *,
         stream: bool,
         headers: dict[str, str] | None = None,
-        timeout: Any = None,
+        request_timeout: Any = None,
     ) -> httpx2.Response:
         """POST ``body``; the response (unread when ``stream``), or a ``LeanError``."""
         client = self.client(loop)
         extra: dict[str, Any] = {}
-        if timeout is not None:
-            extra["timeout"] = timeout
+        if request_timeout is not None:
+            extra["timeout"] = request_timeout
         request = client.build_request(
             "POST", self.base_url + path, content=body, headers=headers, **extra
         )
