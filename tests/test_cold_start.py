@@ -14,11 +14,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
-from _wire_server import Reply, WireServer, openai_completion
+from _wire_server import Reply, Stream, WireServer, openai_chunks, openai_completion, openai_error
 
+from agentkit.exceptions import BadRequestError
 from agentkit.messages import Msg
-from agentkit.models import OpenAIChatModel
+from agentkit.models import OpenAIChatModel, RetryPolicy
 from agentkit.models._lean import LeanHTTP
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,3 +156,35 @@ def test_lean_client_is_per_event_loop() -> None:
     first = asyncio.run(get())
     second = asyncio.run(get())
     assert first is not second
+
+
+async def test_lean_stream_error_answer_is_retried_on_the_same_connection(
+    server: WireServer,
+) -> None:
+    # A streamed request answered 500: the error body is read and the connection reused.
+    server.script(
+        openai_error(500, "boom"), Stream(openai_chunks(text="ok")), openai_error(400, "bad")
+    )
+    model = OpenAIChatModel(
+        "m", api_key="k", base_url=server.openai_url, retry=RetryPolicy(initial_delay=0.001)
+    )
+    chunks = [c async for c in await model([Msg("user", "hi", "user")])]  # type: ignore[union-attr]
+    assert chunks[-1].get_text() == "ok"
+    with pytest.raises(BadRequestError, match="bad"):
+        await model([Msg("user", "hi", "user")])
+    await model.aclose()
+    assert len(server.requests) == 3
+    assert server.connections == 1
+
+
+def test_lean_timeouts_are_the_sdk_clients() -> None:
+    # Explicit None is "no timeout" for the SDK too; unset is the SDK's 600 s / 5 s connect.
+    for kwargs in ({"timeout": None}, {}, {"timeout": 7.0}):
+        model = OpenAIChatModel("m", api_key="k", client_kwargs=kwargs)
+        lean = model._lean
+        assert lean is not None
+        loop = asyncio.new_event_loop()
+        try:
+            assert lean.client(loop).timeout == httpx2.Timeout(model.client.timeout), kwargs
+        finally:
+            loop.close()

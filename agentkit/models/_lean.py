@@ -20,9 +20,10 @@ import ssl
 import threading
 from typing import Any
 
+import anyio
 import httpx2
 
-__all__ = ["LeanConnectionError", "LeanError", "LeanHTTP", "LeanStatusError"]
+__all__ = ["DEFAULT_TIMEOUT", "LeanConnectionError", "LeanError", "LeanHTTP", "LeanStatusError"]
 
 # The openai SDK's defaults (``openai._constants``), so that both paths behave alike.
 DEFAULT_TIMEOUT = httpx2.Timeout(timeout=600, connect=5.0)
@@ -109,15 +110,18 @@ class LeanHTTP:
     Args:
         base_url: The API root (``https://api.openai.com/v1``).
         headers: Headers of every request (auth, content type...).
-        timeout: Seconds, an ``httpx2.Timeout``, or None for the SDK default.
+        timeout: Seconds, an ``httpx2.Timeout``, or None for none (the SDK's default when
+            not given: 600 s, 5 s to connect).
     """
 
     __slots__ = ("_client", "_loop", "base_url", "headers", "timeout")
 
-    def __init__(self, base_url: str, headers: dict[str, str], timeout: Any = None) -> None:
+    def __init__(
+        self, base_url: str, headers: dict[str, str], timeout: Any = DEFAULT_TIMEOUT
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.headers = headers
-        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self.timeout = timeout
         self._client: httpx2.AsyncClient | None = None
         self._loop: object = None
         warm_up(self.base_url.startswith("https:"))
@@ -155,15 +159,12 @@ class LeanHTTP:
         )
         try:
             response = await client.send(request, stream=stream)
-            if response.status_code >= 400:
-                await response.aread()
         except httpx2.TimeoutException as err:
             raise LeanConnectionError("Request timed out.") from err
-        except httpx2.TransportError as err:
+        except httpx2.RequestError as err:  # transport failures, undecodable bodies...
             raise LeanConnectionError("Connection error.") from err
         if response.status_code >= 400:
-            await response.aclose()
-            raise _status_error(response)
+            raise await _read_error(response)
         return response
 
     async def aclose(self, loop: object) -> None:
@@ -171,6 +172,21 @@ class LeanHTTP:
         client, self._client = self._client, None
         if client is not None and self._loop is loop:
             await client.aclose()
+
+
+async def _read_error(response: httpx2.Response) -> LeanError:
+    """The error of an HTTP error answer; the response is closed however this ends."""
+    try:
+        await response.aread()
+    except httpx2.RequestError as err:
+        failure = LeanConnectionError("Connection error.")
+        failure.__cause__ = err
+        return failure
+    finally:
+        # Shielded: a cancelled caller must still give the connection back, now.
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
+    return _status_error(response)
 
 
 def _status_error(response: httpx2.Response) -> LeanStatusError:

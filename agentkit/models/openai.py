@@ -19,7 +19,7 @@ from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
 from agentkit.models._common import apply_structured_output, strict_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
-from agentkit.models._lean import LeanHTTP
+from agentkit.models._lean import DEFAULT_TIMEOUT, LeanHTTP
 from agentkit.models._openai_format import (
     OpenAIStreamState,
     encode_body,
@@ -132,7 +132,7 @@ class OpenAIChatModel(HTTPChatModel):
         if project is not None:
             headers["OpenAI-Project"] = project
         headers.update(self.client_kwargs.get("default_headers") or {})
-        return LeanHTTP(base_url, headers, self.client_kwargs.get("timeout"))
+        return LeanHTTP(base_url, headers, self.client_kwargs.get("timeout", DEFAULT_TIMEOUT))
 
     def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
         import openai
