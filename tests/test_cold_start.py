@@ -188,3 +188,22 @@ def test_lean_timeouts_are_the_sdk_clients() -> None:
             assert lean.client(loop).timeout == httpx2.Timeout(model.client.timeout), kwargs
         finally:
             loop.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+async def test_fork_waits_for_the_warm_up() -> None:
+    # A worker forked right after the first model is built must not inherit a half-done
+    # import (its lock held by a thread that does not exist in the child).
+    code = (
+        "import os, sys, json\n"
+        "from agentkit.models import OpenAIChatModel\n"
+        "before = 'h11' in sys.modules\n"
+        "OpenAIChatModel('m', api_key='k', base_url='http://127.0.0.1:9/v1')\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    import h11, httpcore2\n"
+        "    os._exit(0 if 'anyio._backends._asyncio' in sys.modules else 3)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(json.dumps([before, os.waitstatus_to_exitcode(status)]))"
+    )
+    assert await _python(code) == [False, 0]

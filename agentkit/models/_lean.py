@@ -16,6 +16,7 @@ from __future__ import annotations
 import _thread
 import importlib
 import json
+import os
 import ssl
 import threading
 from typing import Any
@@ -47,6 +48,7 @@ def _verifying_context() -> ssl.SSLContext:
 _WARM_MODULES = ("httpcore2", "h11", "anyio._backends._asyncio", "anyio.streams.memory")
 _warm_lock = threading.Lock()
 _warm_started = False
+_warm_done = threading.Event()
 
 
 def warm_up(secure: bool) -> None:
@@ -75,6 +77,20 @@ def _warm(secure: bool) -> None:
             _verifying_context()
     except Exception:  # a warm-up only: the request path reports real errors
         return
+    finally:
+        _warm_done.set()
+
+
+def _before_fork() -> None:
+    # A child forked while the warm-up holds an import lock would inherit the lock with no
+    # thread left to release it, and hang on its first import of that module (a server that
+    # builds its models, then forks workers). Let the warm-up finish first.
+    if _warm_started:
+        _warm_done.wait(30)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork)
 
 
 def _closed_context() -> ssl.SSLContext:
