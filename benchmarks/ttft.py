@@ -74,7 +74,7 @@ def _agent_probe(model: Any) -> Probe:
 async def rows(cfg: Config) -> list[Row]:
     """The TTFT row (agentkit vs raw SDK) and the bare httpx2 floor."""
     scenario = "time to first token, stream (text-20)"
-    n = 5 if cfg.quick else 60
+    n = 3 if cfg.quick else 60
     sdk, raw = http_clients(cfg)
     probes: dict[str, Probe] = {"sdk": _sdk_probe(sdk), "httpx": _httpx_probe(raw, cfg.base_url)}
     model = None
