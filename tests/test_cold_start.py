@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -207,3 +208,20 @@ async def test_fork_waits_for_the_warm_up() -> None:
         "print(json.dumps([before, os.waitstatus_to_exitcode(status)]))"
     )
     assert await _python(code) == [False, 0]
+
+
+async def test_lean_path_reads_organization_and_project_from_the_environment(
+    server: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-env")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-env")
+    server.script(Reply(json=openai_completion(text="a")))
+    kwargs: dict[str, Any] = {"organization": None}  # None: the environment's, as the SDK does
+    model = OpenAIChatModel(
+        "m", api_key="k", base_url=server.openai_url, stream=False, client_kwargs=kwargs
+    )
+    await model([Msg("user", "hi", "user")])
+    await model.aclose()
+    headers = server.requests[0].headers
+    assert (headers["openai-organization"], headers["openai-project"]) == ("org-env", "proj-env")
+    assert not any(h.startswith("x-stainless") for h in headers)

@@ -125,8 +125,12 @@ class OpenAIChatModel(HTTPChatModel):
             "Content-Type": "application/json",
             "Accept": "application/json",
         }
-        organization = self.client_kwargs.get("organization", os.environ.get("OPENAI_ORG_ID"))
-        project = self.client_kwargs.get("project", os.environ.get("OPENAI_PROJECT_ID"))
+        organization = self.client_kwargs.get("organization")  # None: the SDK reads the env
+        if organization is None:
+            organization = os.environ.get("OPENAI_ORG_ID")
+        project = self.client_kwargs.get("project")
+        if project is None:
+            project = os.environ.get("OPENAI_PROJECT_ID")
         if organization is not None:
             headers["OpenAI-Organization"] = organization
         if project is not None:
