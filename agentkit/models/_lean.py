@@ -66,7 +66,10 @@ def warm_up(secure: bool) -> None:
     # ``_thread`` rather than ``threading.Thread``: ``Thread.start`` waits until the new thread
     # runs, up to a GIL switch interval (5 ms) on a busy process. Like a daemon thread, it
     # never delays the interpreter's exit.
-    _thread.start_new_thread(_warm, (secure,))
+    try:
+        _thread.start_new_thread(_warm, (secure,))
+    except RuntimeError:  # no thread to be had: the first request imports what it needs
+        _warm_done.set()
 
 
 def _warm(secure: bool) -> None:
