@@ -19,6 +19,7 @@ import httpx2
 from agentkit.exceptions import AuthenticationError, ModelConnectionError, ModelResponseError
 from agentkit.messages import Msg
 from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
+from agentkit.models._lean import LeanConnectionError, LeanError, LeanHTTP, LeanStatusError
 from agentkit.models.base import ChatModel, ChatResponse, ModelOutput, ToolChoice
 from agentkit.models.prices import fill_cost
 
@@ -113,6 +114,7 @@ class HTTPChatModel(ChatModel):
         self.retry = retry
         self._client: Any = None
         self._client_loop: object = None
+        self._lean: LeanHTTP | None = None
 
     def _client_kwargs(self) -> dict[str, Any]:
         """SDK client arguments: the user's ``client_kwargs``, our key and URL, SDK retries off.
@@ -130,6 +132,10 @@ class HTTPChatModel(ChatModel):
     @abstractmethod
     def _make_client(self) -> Any:
         """Construct the SDK client (SDK retries off)."""
+
+    def _lean_transport(self) -> LeanHTTP | None:
+        """The SDK-free transport for this configuration, or None to go through the SDK."""
+        return None
 
     @abstractmethod
     def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
@@ -183,7 +189,13 @@ class HTTPChatModel(ChatModel):
         Importing a provider SDK takes a few hundred milliseconds: paid here, it does not
         stall the first request. Without credentials the client is left unbuilt: the first
         call builds it again and raises ``AuthenticationError`` then, as a lazy client would.
+        A configuration the lean path covers (``_lean_transport``) imports no SDK at all: its
+        requests go through ``httpx2`` directly (``client`` still builds the SDK client, on
+        first access).
         """
+        self._lean = self._lean_transport()
+        if self._lean is not None:
+            return
         try:
             self._client = self._make_client()
         except AuthenticationError:
@@ -213,6 +225,8 @@ class HTTPChatModel(ChatModel):
 
     async def aclose(self) -> None:
         """Close the SDK client (its connection pool). Safe to call more than once."""
+        if self._lean is not None:
+            await self._lean.aclose(_running_loop())
         client, self._client = self._client, None
         # A client of another (finished) event loop cannot be closed from this one.
         owner = self._client_loop
@@ -262,6 +276,8 @@ class HTTPChatModel(ChatModel):
         return dumps(body)
 
     async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:
+        if self._lean is not None:
+            return await self._send_lean(self._lean, body, stream, options)
         client = self.client
         status_error, connection_error, base_error = self._sdk_errors()
 
@@ -279,6 +295,26 @@ class HTTPChatModel(ChatModel):
             status_error=status_error,
             connection_error=connection_error,
             base_error=base_error,
+        )
+
+    async def _send_lean(
+        self, lean: LeanHTTP, body: bytes, stream: bool, options: dict[str, Any]
+    ) -> httpx2.Response:
+        loop = _running_loop()
+        headers, timeout = options.get("headers"), options.get("timeout")
+
+        def attempt() -> Any:
+            return lean.post(
+                loop, self._path, body, stream=stream, headers=headers, request_timeout=timeout
+            )
+
+        return await send_with_retries(
+            attempt,
+            self.retry,
+            provider=self.provider,
+            status_error=LeanStatusError,
+            connection_error=LeanConnectionError,
+            base_error=LeanError,
         )
 
     def _shape_error(self, data: Any, err: Exception) -> ModelResponseError:

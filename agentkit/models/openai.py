@@ -9,6 +9,7 @@ The SDK's own retries are disabled; :class:`~agentkit.models.RetryPolicy` retrie
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
 from agentkit.models._common import apply_structured_output, strict_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._lean import DEFAULT_TIMEOUT, LeanHTTP
 from agentkit.models._openai_format import (
     OpenAIStreamState,
     encode_body,
@@ -31,6 +33,11 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 __all__ = ["OpenAIChatModel"]
+
+# ``client_kwargs`` the lean path reproduces; any other one goes through the SDK client.
+_LEAN_KWARGS = frozenset(("timeout", "default_headers", "organization", "project"))
+# Environment settings only the SDK interprets (extra headers, admin keys): they keep the SDK.
+_SDK_ONLY_ENV = ("OPENAI_CUSTOM_HEADERS", "OPENAI_ADMIN_KEY")
 
 
 class OpenAIChatModel(HTTPChatModel):
@@ -98,6 +105,38 @@ class OpenAIChatModel(HTTPChatModel):
             return openai.AsyncOpenAI(**kwargs)
         except openai.OpenAIError as err:
             raise AuthenticationError(str(err), provider=self.provider) from err
+
+    def _lean_transport(self) -> LeanHTTP | None:
+        # Only what the SDK would do with these settings, and only for this class's client.
+        if type(self)._make_client is not OpenAIChatModel._make_client:
+            return None
+        if not self.client_kwargs.keys() <= _LEAN_KWARGS:
+            return None
+        if any(name in os.environ for name in _SDK_ONLY_ENV):
+            return None
+        api_key = self.api_key if self.api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not isinstance(api_key, str) or not api_key:
+            return None  # the SDK path raises AuthenticationError on the first call
+        base_url = self.base_url if self.base_url is not None else os.environ.get("OPENAI_BASE_URL")
+        if base_url is None:
+            base_url = "https://api.openai.com/v1"
+        headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        organization = self.client_kwargs.get("organization")  # None: the SDK reads the env
+        if organization is None:
+            organization = os.environ.get("OPENAI_ORG_ID")
+        project = self.client_kwargs.get("project")
+        if project is None:
+            project = os.environ.get("OPENAI_PROJECT_ID")
+        if organization is not None:
+            headers["OpenAI-Organization"] = organization
+        if project is not None:
+            headers["OpenAI-Project"] = project
+        headers.update(self.client_kwargs.get("default_headers") or {})
+        return LeanHTTP(base_url, headers, self.client_kwargs.get("timeout", DEFAULT_TIMEOUT))
 
     def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
         import openai

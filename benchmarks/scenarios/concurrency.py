@@ -20,11 +20,12 @@ from benchmarks.scenarios.turns import connections_per_request, http_clients
 Batch = Callable[[], Awaitable[Any]]
 
 
-async def _throughput(batch: Batch, runs: int) -> float:
+async def _throughput(batch: Batch, runs: int) -> tuple[float, float]:
+    """(runs per second, client CPU seconds per run): the mock server is another process."""
     gc.collect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await batch()
-    return runs / (time.perf_counter() - start)
+    return runs / (time.perf_counter() - start), (time.process_time() - cpu) / runs
 
 
 def _churn_note(note: str, churn: dict[str, float]) -> str:
@@ -64,18 +65,31 @@ async def run(cfg: Config) -> list[Row]:
     except NotAvailable as exc:
         note = f"n/a (not available: {exc})"
     samples: dict[str, list[float]] = {name: [] for name in batches}
+    cpu: dict[str, list[float]] = {name: [] for name in batches}
     try:
         for batch in batches.values():  # warm-up: opens the pool's connections
             await batch()
         for _ in range(cfg.rounds):
             for name, batch in batches.items():
-                samples[name].append(await _throughput(batch, cfg.agents))
+                rps, cpu_per_run = await _throughput(batch, cfg.agents)
+                samples[name].append(rps)
+                cpu[name].append(cpu_per_run)
         churn = {name: await connections_per_request(cfg, b) for name, b in batches.items()}
     finally:
         await sdk.close()
         await raw.aclose()
         if model is not None:
             await model.aclose()
+    return _rows(scenario, samples, cpu, churn, note) + _cpu_rows(scenario, cpu)
+
+
+def _rows(
+    scenario: str,
+    samples: dict[str, list[float]],
+    cpu: dict[str, list[float]],
+    churn: dict[str, float],
+    note: str,
+) -> list[Row]:
     sdk_rps, httpx_rps = median(samples["sdk"]), median(samples["httpx"])
     ak = median(samples["agentkit"]) if "agentkit" in samples else None
     r_ak = paired(samples, "agentkit", "sdk")
@@ -83,7 +97,23 @@ async def run(cfg: Config) -> list[Row]:
         Row(scenario, "agentkit runs/s", ak, "runs/s", sdk_rps, "raw openai SDK loop",
             r_ak, ">= 1.5x SDK loop", None if r_ak is None else r_ak >= 1.5,
             _churn_note(note, churn),
-            {"samples": samples, "new_connections_per_request": churn}),
+            {"samples": samples, "cpu_per_run": cpu, "new_connections_per_request": churn}),
         Row(scenario, "bare httpx2 loop runs/s (ceiling)", httpx_rps, "runs/s", sdk_rps,
             "raw openai SDK loop", paired(samples, "httpx", "sdk")),
+    ]  # fmt: skip
+
+
+def _cpu_rows(scenario: str, cpu: dict[str, list[float]]) -> list[Row]:
+    """Client CPU time per run (steadier than wall time on a shared machine)."""
+    if "agentkit" not in cpu:
+        return []
+    ak = median(cpu["agentkit"])
+    r_sdk, r_httpx = paired(cpu, "agentkit", "sdk"), paired(cpu, "agentkit", "httpx")
+    return [
+        Row(scenario, "agentkit client CPU per run", ak, "s", median(cpu["sdk"]),
+            "raw openai SDK loop", r_sdk, "<= 0.6x SDK loop",
+            None if r_sdk is None else r_sdk <= 0.6, "time.process_time(), server excluded"),
+        Row(scenario, "agentkit client CPU per run vs bare httpx2 loop", ak, "s",
+            median(cpu["httpx"]), "bare httpx2 loop", r_httpx, "<= 1.2x httpx2 loop",
+            None if r_httpx is None else r_httpx <= 1.2),
     ]  # fmt: skip

@@ -1,5 +1,5 @@
 """Start-up costs: agent construction (time, tracemalloc memory), cold ``import agentkit`` in a
-fresh interpreter, and whether the first request of a fresh process stalls on lazy imports.
+fresh interpreter, and the cold start of a fresh process (``benchmarks.cold``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import kit
+from benchmarks import cold, kit
 from benchmarks.common import ROOT, Config, NotAvailable, Row, median, ratio, require
 
-HEAVY = ("openai", "anthropic", "mcp", "httpx2", "jsonschema", "pydantic", "docstring_parser")
+HEAVY = cold.HEAVY
 
 _IMPORT_PROBE = """
 import sys, time, json
@@ -26,37 +26,6 @@ dt = time.perf_counter() - t
 heavy = sorted(m for m in {heavy!r} if m in sys.modules)
 print(json.dumps({{"seconds": dt, "heavy": heavy}}))
 """
-
-# A fresh process: import, build, then time the first three requests. The first one pays for
-# everything deferred (lazy SDK imports, client creation, connection set-up).
-_FIRST_REQUEST_PROBE = """
-import asyncio, json, sys, time
-t0 = time.perf_counter()
-{setup}
-t1 = time.perf_counter()
-async def main():
-    out = []
-    for _ in range(4):
-        t = time.perf_counter()
-        await {request}
-        out.append(time.perf_counter() - t)
-    return out
-times = asyncio.run(main())
-print(json.dumps({{"setup": t1 - t0, "requests": times}}))
-"""
-
-_AGENTKIT_SETUP = """
-from benchmarks import kit
-agent = kit.make_agent(kit.openai_model("answer", sys.argv[1], stream=False),
-                       kit.toolkit_with(kit.step))
-"""
-_SDK_SETUP = """
-import openai
-client = openai.AsyncOpenAI(api_key="bench", base_url=sys.argv[1], max_retries=0)
-"""
-_SDK_REQUEST = (
-    'client.chat.completions.create(model="answer", messages=[{"role": "user", "content": "hi"}])'
-)
 
 
 def _probe(code: str, *args: str) -> dict[str, Any]:
@@ -172,35 +141,6 @@ def _import_rows(cfg: Config) -> list[Row]:
     ]  # fmt: skip
 
 
-def _first_request_rows(cfg: Config) -> list[Row]:
-    scenario = "first request in a fresh process (mock server, non-stream)"
-    sdk = _probe(_FIRST_REQUEST_PROBE.format(setup=_SDK_SETUP, request=_SDK_REQUEST), cfg.base_url)
-    sdk_first, sdk_steady = sdk["requests"][0], median(sdk["requests"][1:])
-    try:
-        require("agentkit.models.openai", "OpenAIChatModel")
-        kit.agent_class()
-        ak = _probe(
-            _FIRST_REQUEST_PROBE.format(setup=_AGENTKIT_SETUP, request='agent("hi")'),
-            cfg.base_url,
-        )
-    except (NotAvailable, RuntimeError) as exc:
-        na = f"n/a (not available: {exc})"
-        return [Row(scenario, "agentkit first-request stall", None, "s", note=na)]
-    first, steady = ak["requests"][0], median(ak["requests"][1:])
-    note = (
-        f"setup (imports + construction): agentkit {ak['setup'] * 1e3:.0f} ms, "
-        f"SDK {sdk['setup'] * 1e3:.0f} ms; steady request: agentkit {steady * 1e3:.2f} ms, "
-        f"SDK {sdk_steady * 1e3:.2f} ms"
-    )
-    stall, sdk_stall = first - steady, sdk_first - sdk_steady
-    return [
-        Row(scenario, "agentkit first-request stall (first - steady)", stall, "s", sdk_stall,
-            "raw openai SDK (same)", ratio(stall, sdk_stall), "no import stall (< 50 ms)",
-            stall < 0.05, note,
-            {"agentkit": ak, "sdk": sdk}),
-    ]  # fmt: skip
-
-
 async def run(cfg: Config) -> list[Row]:
     """Construction, import and first-request rows."""
-    return _construction_rows(cfg) + _import_rows(cfg) + _first_request_rows(cfg)
+    return _construction_rows(cfg) + _import_rows(cfg) + cold.rows(cfg)

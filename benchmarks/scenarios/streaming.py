@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks import kit
+from benchmarks import kit, ttft
 from benchmarks.baselines import httpx_run, sdk_run, tool_schema
 from benchmarks.common import Config, NotAvailable, Row, median, paired
 from benchmarks.scenarios.turns import Variant, http_clients, measure
@@ -72,5 +72,5 @@ async def _rows(cfg: Config, kind: str) -> list[Row]:
 
 
 async def run(cfg: Config) -> list[Row]:
-    """Rows for a long streamed text answer and long streamed tool arguments."""
-    return await _rows(cfg, "text") + await _rows(cfg, "bigcall")
+    """Rows for a long streamed text answer, long streamed tool arguments, and TTFT."""
+    return await _rows(cfg, "text") + await _rows(cfg, "bigcall") + await ttft.rows(cfg)

@@ -1,0 +1,219 @@
+"""A lean HTTP path for the adapters: ``httpx2`` straight, without the provider SDK.
+
+The adapters only ever use the SDK's low-level ``post`` with a pre-serialized body, so for a
+plain configuration (an API key, a base URL, a timeout, extra headers) the SDK adds nothing
+but its import (about a second for ``openai``, which imports every typed model it has) and a
+per-request layer of option merging. This module sends the same bytes with the same headers
+through one ``httpx2.AsyncClient``: a process that uses only this path never imports the SDK.
+
+Errors are raised as ``LeanStatusError`` / ``LeanConnectionError``, which carry what
+``send_with_retries`` reads from the SDK's own errors (``status_code``, ``response``,
+``body``), so retries and error mapping are the same on both paths.
+"""
+
+from __future__ import annotations
+
+import _thread
+import importlib
+import json
+import os
+import ssl
+import threading
+from typing import Any
+
+import anyio
+import httpx2
+
+__all__ = ["DEFAULT_TIMEOUT", "LeanConnectionError", "LeanError", "LeanHTTP", "LeanStatusError"]
+
+# The openai SDK's defaults (``openai._constants``), so that both paths behave alike.
+DEFAULT_TIMEOUT = httpx2.Timeout(timeout=600, connect=5.0)
+_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+
+_ssl_lock = threading.Lock()
+_ssl_context: ssl.SSLContext | None = None
+
+
+def _verifying_context() -> ssl.SSLContext:
+    """One process-wide certificate-verifying context (loading the CA store takes ~40 ms)."""
+    global _ssl_context
+    with _ssl_lock:
+        if _ssl_context is None:
+            _ssl_context = httpx2.create_ssl_context()
+        return _ssl_context
+
+
+# What the first request imports: the connection pool and HTTP/1.1 parser (httpx2 loads them
+# when its first client is built) and anyio's asyncio backend (loaded on first use).
+_WARM_MODULES = ("httpcore2", "h11", "anyio._backends._asyncio", "anyio.streams.memory")
+_warm_lock = threading.Lock()
+_warm_started = False
+_warm_done = threading.Event()
+
+
+def warm_up(secure: bool) -> None:
+    """Import the HTTP stack (and load the CA store for ``secure``) in a background thread.
+
+    Called when a model is built, once per process: construction stays instant, and a first
+    request that comes later (a server waiting for its first user) does not stall on the
+    imports. A request that comes at once waits on the same import locks: no worse.
+    """
+    global _warm_started
+    with _warm_lock:
+        if _warm_started:
+            return
+        _warm_started = True
+    # ``_thread`` rather than ``threading.Thread``: ``Thread.start`` waits until the new thread
+    # runs, up to a GIL switch interval (5 ms) on a busy process. Like a daemon thread, it
+    # never delays the interpreter's exit.
+    try:
+        _thread.start_new_thread(_warm, (secure,))
+    except RuntimeError:  # no thread to be had: the first request imports what it needs
+        _warm_done.set()
+
+
+def _warm(secure: bool) -> None:
+    try:
+        for module in _WARM_MODULES:
+            importlib.import_module(module)
+        if secure:
+            _verifying_context()
+    except Exception:  # a warm-up only: the request path reports real errors
+        return
+    finally:
+        _warm_done.set()
+
+
+def _before_fork() -> None:
+    # A child forked while the warm-up holds an import lock would inherit the lock with no
+    # thread left to release it, and hang on its first import of that module (a server that
+    # builds its models, then forks workers). Let the warm-up finish first.
+    if _warm_started:
+        _warm_done.wait(30)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork)
+
+
+def _closed_context() -> ssl.SSLContext:
+    """A context that verifies certificates but trusts no authority, built in microseconds.
+
+    Used for an ``http://`` base URL, where no TLS handshake is expected: should one happen
+    anyway, it fails verification instead of being trusted.
+    """
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+class LeanError(Exception):
+    """Root of the lean path's failures."""
+
+
+class LeanStatusError(LeanError):
+    """An HTTP error answer (what the SDK's ``APIStatusError`` carries)."""
+
+    def __init__(self, message: str, response: httpx2.Response, body: object) -> None:
+        super().__init__(message)
+        self.response = response
+        self.status_code = response.status_code
+        self.body = body
+
+
+class LeanConnectionError(LeanError):
+    """No answer: connection failure or timeout (``__cause__`` is the transport error)."""
+
+
+class LeanHTTP:
+    """One ``httpx2.AsyncClient`` for a model, built on first use, per event loop.
+
+    Args:
+        base_url: The API root (``https://api.openai.com/v1``).
+        headers: Headers of every request (auth, content type...).
+        timeout: Seconds, an ``httpx2.Timeout``, or None for none (the SDK's default when
+            not given: 600 s, 5 s to connect).
+    """
+
+    __slots__ = ("_client", "_loop", "base_url", "headers", "timeout")
+
+    def __init__(
+        self, base_url: str, headers: dict[str, str], timeout: Any = DEFAULT_TIMEOUT
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.headers = headers
+        self.timeout = timeout
+        self._client: httpx2.AsyncClient | None = None
+        self._loop: object = None
+        warm_up(self.base_url.startswith("https:"))
+
+    def client(self, loop: object) -> httpx2.AsyncClient:
+        """The client of ``loop`` (a new one when the last was built under another loop)."""
+        if self._client is None or self._loop is not loop:
+            secure = self.base_url.startswith("https:")
+            self._client = httpx2.AsyncClient(
+                headers=self.headers,
+                timeout=self.timeout,
+                limits=_LIMITS,
+                verify=_verifying_context() if secure else _closed_context(),
+            )
+            self._loop = loop
+        return self._client
+
+    async def post(
+        self,
+        loop: object,
+        path: str,
+        body: bytes,
+        *,
+        stream: bool,
+        headers: dict[str, str] | None = None,
+        request_timeout: Any = None,
+    ) -> httpx2.Response:
+        """POST ``body``; the response (unread when ``stream``), or a ``LeanError``."""
+        client = self.client(loop)
+        extra: dict[str, Any] = {}
+        if request_timeout is not None:
+            extra["timeout"] = request_timeout
+        request = client.build_request(
+            "POST", self.base_url + path, content=body, headers=headers, **extra
+        )
+        try:
+            response = await client.send(request, stream=stream)
+        except httpx2.TimeoutException as err:
+            raise LeanConnectionError("Request timed out.") from err
+        except httpx2.RequestError as err:  # transport failures, undecodable bodies...
+            raise LeanConnectionError("Connection error.") from err
+        if response.status_code >= 400:
+            raise await _read_error(response)
+        return response
+
+    async def aclose(self, loop: object) -> None:
+        """Close the client if it belongs to ``loop`` (another loop's cannot be closed here)."""
+        client, self._client = self._client, None
+        if client is not None and self._loop is loop:
+            await client.aclose()
+
+
+async def _read_error(response: httpx2.Response) -> LeanError:
+    """The error of an HTTP error answer; the response is closed however this ends."""
+    try:
+        await response.aread()
+    except httpx2.RequestError as err:
+        failure = LeanConnectionError("Connection error.")
+        failure.__cause__ = err
+        return failure
+    finally:
+        # Shielded: a cancelled caller must still give the connection back, now.
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
+    return _status_error(response)
+
+
+def _status_error(response: httpx2.Response) -> LeanStatusError:
+    """The error of an HTTP error answer, with its decoded body (JSON, else text)."""
+    text = response.text
+    try:
+        body: object = json.loads(text)
+    except ValueError:
+        body = text or None
+    message = f"Error code: {response.status_code} - {body}"
+    return LeanStatusError(message, response, body)
