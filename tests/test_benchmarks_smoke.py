@@ -126,7 +126,9 @@ async def test_stream_forever_streams_until_the_client_leaves(server):
     assert tokens == 5
 
 
-# Two halves, so each stays far below the per-test timeout on a loaded machine.
+# Split in parts, each far below its limit on an idle machine; the limit is generous because a
+# shared CI machine may run them at a fraction of a core (a smoke run, not a measurement).
+@pytest.mark.timeout(200)
 @pytest.mark.parametrize(
     "only", HALVES, ids=["loops", "startup", "cross_worker", "durable", "serve"]
 )
@@ -137,7 +139,7 @@ def test_quick_run_covers_every_scenario(tmp_path, only):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=55,
+        timeout=190,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
