@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import time
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
@@ -19,13 +19,19 @@ import httpx2
 from agentkit.exceptions import AuthenticationError, ModelConnectionError, ModelResponseError
 from agentkit.messages import Msg
 from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
-from agentkit.models.base import ChatModel, ChatResponse, ModelOutput, ToolChoice
+from agentkit.models.base import (
+    ChatModel,
+    ChatResponse,
+    ModelSettings,
+    ToolChoice,
+    ToolDefinition,
+)
 from agentkit.models.prices import fill_cost
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["EndOfStream", "HTTPChatModel", "StreamState"]
+__all__ = ["EndOfStream", "HTTPChatModel", "PreparedCall", "StreamState"]
 
 # Bounds on reading the rest of a body after its end-of-stream event (see ``_drain``).
 _DRAIN_BYTES = 16 * 1024
@@ -71,6 +77,15 @@ _UNBOUND = object()
 
 class EndOfStream(Exception):
     """Raised by ``_check_event`` at the provider's end-of-stream marker."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PreparedCall:
+    """What one request sends: its JSON body, the SDK's request options, the output type."""
+
+    body: dict[str, Any]
+    options: dict[str, object]
+    structured: type[BaseModel] | None
 
 
 class StreamState(Protocol):
@@ -219,43 +234,78 @@ class HTTPChatModel(ChatModel):
         if client is not None and (owner is _UNBOUND or owner is _running_loop()):
             await client.close()
 
-    # -- call ----------------------------------------------------------------------------
-    async def __call__(
+    # -- requests ------------------------------------------------------------------------
+    async def request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        **kwargs: Any,
-    ) -> ModelOutput:
-        """Ask the model for the next assistant turn (see ``ChatModel.__call__``).
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ChatResponse:
+        """Ask for the next assistant turn and wait for the whole answer.
 
-        Keyword arguments are request-body fields, except ``parallel_tool_calls`` (bool),
-        ``extra_headers`` (dict) and ``timeout`` (seconds), which shape the request.
+        See ``ChatModel.request``. ``settings`` keys this adapter does not know are sent as
+        request-body fields; ``extra_headers`` and ``timeout`` shape the HTTP request.
 
         Raises:
             ModelError: a subclass describing the failure, after retries.
         """
         started = time.perf_counter()
-        stream = bool(kwargs.pop("stream", self.stream))
-        options = self._request_options()
-        if "extra_headers" in kwargs:
-            options["headers"] = kwargs.pop("extra_headers")
-        if "timeout" in kwargs:
-            options["timeout"] = kwargs.pop("timeout")
-        body = self.format_request(
-            messages, tools, tool_choice, structured_model, stream=stream, **kwargs
-        )
-        response = await self._send(self.encode_body(body), stream, options)
-        if stream:
-            return self._stream(response, started, structured_model)
+        call = self._prepare(messages, tools, settings, stream=False)
+        response = await self._send(self.encode_body(call.body), False, call.options)
         data = loads_body(self.provider, response.content)
         elapsed = time.perf_counter() - started
         try:
-            parsed = self._parse(data, response.status_code, elapsed, structured_model)
+            parsed = self._parse(data, response.status_code, elapsed, call.structured)
         except _SHAPE_ERRORS as err:
             raise self._shape_error(data, err) from err
         return fill_cost(parsed, self.model_name, self.provider, self.base_url)  # USD price
+
+    async def request_stream(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """Ask for the next assistant turn as cumulative chunks (the last one complete).
+
+        The request is sent when the first chunk is asked for; the HTTP response is closed
+        however the iteration ends. Same arguments and errors as :meth:`request`.
+        """
+        started = time.perf_counter()
+        call = self._prepare(messages, tools, settings, stream=True)
+        response = await self._send(self.encode_body(call.body), True, call.options)
+        chunks = self._stream(response, started, call.structured)
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await chunks.aclose()
+
+    def _prepare(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None,
+        settings: ModelSettings | None,
+        *,
+        stream: bool,
+    ) -> PreparedCall:
+        """The body, SDK request options and structured-output model of one request."""
+        args: dict[str, object] = dict(settings or {})
+        options = self._request_options()
+        if "extra_headers" in args:
+            options["headers"] = args.pop("extra_headers")
+        if "timeout" in args:
+            options["timeout"] = args.pop("timeout")
+        tool_choice = cast("ToolChoice | None", args.pop("tool_choice", None))
+        structured = cast("type[BaseModel] | None", args.pop("output_type", None))
+        extra = args.pop("extra_body", None)
+        if isinstance(extra, dict):
+            args.update(extra)
+        schemas = [t.to_openai() for t in tools] if tools else None
+        body = self.format_request(
+            messages, schemas, tool_choice, structured, stream=stream, **args
+        )
+        return PreparedCall(body, options, structured)
 
     def encode_body(self, body: dict[str, Any]) -> bytes:
         """The request body's bytes (compact UTF-8 JSON; a provider may reuse cached parts)."""
@@ -292,7 +342,7 @@ class HTTPChatModel(ChatModel):
         response: httpx2.Response,
         started: float,
         structured: type[BaseModel] | None,
-    ) -> AsyncIterator[ChatResponse]:
+    ) -> AsyncGenerator[ChatResponse, None]:
         """Yield cumulative snapshots; the HTTP response is closed however this ends."""
         state = self._new_state()
         chunks = response.aiter_bytes()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -25,7 +25,7 @@ from agentkit.models._anthropic_format import AnthropicStreamState
 from agentkit.models._common import require_extra
 from agentkit.models._http import map_status_error, send_with_retries
 from agentkit.models.anthropic import AnthropicChatModel
-from agentkit.models.base import ChatResponse, ModelOutput, ToolChoice
+from agentkit.models.base import ChatResponse, ModelSettings, ToolChoice, ToolDefinition
 from agentkit.models.prices import fill_cost
 
 if TYPE_CHECKING:
@@ -116,26 +116,26 @@ class AnthropicBedrockModel(AnthropicChatModel):
         body.setdefault("anthropic_version", BEDROCK_ANTHROPIC_VERSION)
         return body
 
-    async def __call__(
+    async def request_stream(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        **kwargs: Any,
-    ) -> ModelOutput:
-        """Ask the model for the next assistant turn (see ``AnthropicChatModel``)."""
-        if not kwargs.get("stream", self.stream):
-            kwargs["stream"] = False
-            return await super().__call__(messages, tools, tool_choice, structured_model, **kwargs)
-        kwargs.pop("stream", None)
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """Stream the next assistant turn through the SDK's event-stream decoder.
+
+        Same arguments as ``AnthropicChatModel.request_stream``.
+        """
         started = time.perf_counter()
-        options = {k: kwargs.pop(k) for k in ("extra_headers", "timeout") if k in kwargs}
-        body = self.format_request(
-            messages, tools, tool_choice, structured_model, stream=False, **kwargs
-        )
+        call = self._prepare(messages, tools, settings, stream=False)
+        body = call.body
         body.pop("anthropic_version", None)  # the SDK adds its own
         args = {key: body.pop(key) for key in _CREATE_ARGS[1:]}
+        options: dict[str, object] = {}
+        if "headers" in call.options:
+            options["extra_headers"] = call.options["headers"]
+        if "timeout" in call.options:
+            options["timeout"] = call.options["timeout"]
         client = self.client
         status_error, connection_error, base_error = self._sdk_errors()
 
@@ -152,11 +152,16 @@ class AnthropicBedrockModel(AnthropicChatModel):
             connection_error=connection_error,
             base_error=base_error,
         )
-        return self._typed_stream(events, started, structured_model)
+        chunks = self._typed_stream(events, started, call.structured)
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await chunks.aclose()
 
     async def _typed_stream(
         self, events: Any, started: float, structured: type[BaseModel] | None
-    ) -> AsyncIterator[ChatResponse]:
+    ) -> AsyncGenerator[ChatResponse, None]:
         """Cumulative snapshots from the SDK's decoded events.
 
         The stream is closed however this ends (shielded from cancellation).
