@@ -10,14 +10,15 @@ import asyncio
 import dataclasses
 import time
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 import anyio
 import httpx2
 
 from agentkit.exceptions import AuthenticationError, ModelConnectionError, ModelResponseError
 from agentkit.messages import Msg
+from agentkit.models._clients import SDK, SDKClient, SDKErrors
 from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
 from agentkit.models.base import (
     ChatModel,
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 __all__ = ["EndOfStream", "HTTPChatModel", "PreparedCall", "StreamState"]
+
+_T = TypeVar("_T")
 
 # Bounds on reading the rest of a body after its end-of-stream event (see ``_drain``).
 _DRAIN_BYTES = 16 * 1024
@@ -101,9 +104,17 @@ class StreamState(Protocol):
 
 
 class HTTPChatModel(ChatModel):
-    """Base of the SDK-backed adapters (not public API)."""
+    """Base of the SDK-backed adapters (not public API).
+
+    A subclass names its SDK and client class; ``_client_kwargs`` may add the flavour's
+    own arguments (Azure endpoint, AWS region...).
+    """
 
     _path: str = ""
+    sdk: ClassVar[SDK]
+    client_class: ClassVar[str]
+    auth_hint: ClassVar[str] = ""
+    """Appended to a client-construction error (where the credentials come from)."""
 
     def __init__(
         self,
@@ -126,15 +137,15 @@ class HTTPChatModel(ChatModel):
         if max_retries is not None:
             retry = dataclasses.replace(retry, max_retries=max_retries)
         self.retry = retry
-        self._client: Any = None
+        self._client: SDKClient | None = None
         self._client_loop: object = None
 
-    def _client_kwargs(self) -> dict[str, Any]:
+    def _client_kwargs(self) -> dict[str, object]:
         """SDK client arguments: the user's ``client_kwargs``, our key and URL, SDK retries off.
 
         Retries are ours (``RetryPolicy``), so the SDK must never retry on its own.
         """
-        kwargs: dict[str, Any] = {**self.client_kwargs, "max_retries": 0}
+        kwargs: dict[str, object] = {**self.client_kwargs, "max_retries": 0}
         if self.api_key is not None:
             kwargs["api_key"] = self.api_key
         if self.base_url is not None:
@@ -142,17 +153,23 @@ class HTTPChatModel(ChatModel):
         return kwargs
 
     # -- provider hooks ------------------------------------------------------------------
-    @abstractmethod
-    def _make_client(self) -> Any:
-        """Construct the SDK client (SDK retries off)."""
+    def _make_client(self) -> SDKClient:
+        """Construct the SDK client (``client_class`` of ``sdk``, SDK retries off)."""
+        return self.sdk.build(
+            self.client_class, self._client_kwargs(), provider=self.provider, hint=self.auth_hint
+        )
 
-    @abstractmethod
-    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
+    def _sdk_errors(self) -> SDKErrors:
         """The SDK's (status error, connection error, root error) classes."""
+        return self.sdk.errors()
 
-    @abstractmethod
-    def _request_options(self) -> dict[str, Any]:
+    def _request_options(self) -> dict[str, object]:
         """Base SDK request options (auth scheme...)."""
+        return self.sdk.request_options()
+
+    def _request_path(self, stream: bool) -> str:
+        """The URL path of a request (after the client's base URL)."""
+        return self._path
 
     @abstractmethod
     def format_request(
@@ -207,7 +224,7 @@ class HTTPChatModel(ChatModel):
         self._client_loop = _UNBOUND if loop is None else loop
 
     @property
-    def client(self) -> Any:
+    def client(self) -> SDKClient:
         """The SDK client (built at construction; rebuilt after ``aclose`` or a new loop).
 
         Raises:
@@ -311,17 +328,22 @@ class HTTPChatModel(ChatModel):
         """The request body's bytes (compact UTF-8 JSON; a provider may reuse cached parts)."""
         return dumps(body)
 
-    async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:
+    async def _send(self, body: bytes, stream: bool, options: dict[str, object]) -> httpx2.Response:
         client = self.client
-        status_error, connection_error, base_error = self._sdk_errors()
+        path = self._request_path(stream)
 
         async def attempt() -> httpx2.Response:
             # Pre-serialized ``content``: the SDK neither walks nor re-encodes the body.
             result = await client.post(
-                self._path, cast_to=httpx2.Response, content=body, options=options, stream=stream
+                path, cast_to=httpx2.Response, content=body, options=options, stream=stream
             )
             return cast(httpx2.Response, result)
 
+        return await self._with_retries(attempt)
+
+    async def _with_retries(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``attempt`` under the retry policy, SDK errors mapped to ours."""
+        status_error, connection_error, base_error = self._sdk_errors()
         return await send_with_retries(
             attempt,
             self.retry,

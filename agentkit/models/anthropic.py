@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentkit.exceptions import AuthenticationError, ModelResponseError
 from agentkit.messages import ContentBlock, Msg
@@ -21,6 +21,7 @@ from agentkit.models._anthropic_format import (
     format_tools,
     parse_message,
 )
+from agentkit.models._clients import ANTHROPIC, SDKClient
 from agentkit.models._common import apply_structured_output
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models.base import ChatResponse, ToolChoice
@@ -64,6 +65,10 @@ class AnthropicChatModel(HTTPChatModel):
 
     provider = "anthropic"
     _path = "/v1/messages"
+    sdk = ANTHROPIC
+    client_class = "AsyncAnthropic"
+    check_api_credentials: ClassVar[bool] = True
+    """Check for an API key or token at construction (Bedrock and Vertex sign otherwise)."""
 
     def __init__(
         self,
@@ -97,15 +102,11 @@ class AnthropicChatModel(HTTPChatModel):
         self.cache_ttl = cache_ttl
         self._prepare_client()
 
-    def _make_client(self) -> Any:
-        import anthropic
-
-        kwargs = self._client_kwargs()
-        try:
-            client = anthropic.AsyncAnthropic(**kwargs)
-        except anthropic.AnthropicError as err:
-            raise AuthenticationError(str(err), provider=self.provider) from err
-        has_auth = client.api_key or client.auth_token or client.credentials
+    def _make_client(self) -> SDKClient:
+        client = super()._make_client()
+        if not self.check_api_credentials:
+            return client
+        has_auth = any(getattr(client, k, None) for k in ("api_key", "auth_token", "credentials"))
         if not has_auth and "default_headers" not in self.client_kwargs:
             # Fail now with our error type rather than with the SDK's TypeError per request.
             raise AuthenticationError(
@@ -113,14 +114,6 @@ class AnthropicChatModel(HTTPChatModel):
                 provider=self.provider,
             )
         return client
-
-    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
-        import anthropic
-
-        return anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.AnthropicError
-
-    def _request_options(self) -> dict[str, Any]:
-        return {}
 
     def format_request(
         self,

@@ -13,9 +13,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentkit.exceptions import AuthenticationError, ModelResponseError
+from agentkit.exceptions import ModelResponseError
 from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
+from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, strict_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models._openai_format import (
@@ -61,6 +62,8 @@ class OpenAIChatModel(HTTPChatModel):
 
     provider = "openai"
     _path = "/chat/completions"
+    sdk = OPENAI
+    client_class = "AsyncOpenAI"
 
     def __init__(
         self,
@@ -89,23 +92,6 @@ class OpenAIChatModel(HTTPChatModel):
         self.reasoning_content = reasoning_content
         self.provider = provider
         self._prepare_client()
-
-    def _make_client(self) -> Any:
-        import openai
-
-        kwargs = self._client_kwargs()
-        try:
-            return openai.AsyncOpenAI(**kwargs)
-        except openai.OpenAIError as err:
-            raise AuthenticationError(str(err), provider=self.provider) from err
-
-    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
-        import openai
-
-        return openai.APIStatusError, openai.APIConnectionError, openai.OpenAIError
-
-    def _request_options(self) -> dict[str, Any]:
-        return {"security": {"bearer_auth": True}}
 
     def encode_body(self, body: dict[str, Any]) -> bytes:
         """The body's bytes; the history's JSON is reused from earlier requests (same bytes)."""

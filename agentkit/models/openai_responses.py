@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentkit.exceptions import AuthenticationError, ModelResponseError
+from agentkit.exceptions import ModelResponseError
 from agentkit.messages import Msg
 from agentkit.models._adapter import HTTPChatModel, StreamState
+from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, json_schema_spec
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models._responses_format import (
@@ -66,6 +67,8 @@ class OpenAIResponsesModel(HTTPChatModel):
 
     provider = "openai"  # the same provider as Chat Completions (prices, telemetry)
     _path = "/responses"
+    sdk = OPENAI
+    client_class = "AsyncOpenAI"
 
     def __init__(
         self,
@@ -96,22 +99,6 @@ class OpenAIResponsesModel(HTTPChatModel):
         self.store = store
         self.provider = provider
         self._prepare_client()
-
-    def _make_client(self) -> Any:
-        import openai
-
-        try:
-            return openai.AsyncOpenAI(**self._client_kwargs())
-        except openai.OpenAIError as err:
-            raise AuthenticationError(str(err), provider=self.provider) from err
-
-    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
-        import openai
-
-        return openai.APIStatusError, openai.APIConnectionError, openai.OpenAIError
-
-    def _request_options(self) -> dict[str, Any]:
-        return {"security": {"bearer_auth": True}}
 
     def format_request(
         self,
