@@ -12,7 +12,7 @@ from typing import TypeAlias
 
 __all__ = ["JSONObject", "JSONValue", "arr", "obj"]
 
-JSONValue: TypeAlias = "str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]"
+JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
 """Any value ``json.loads`` can return."""
 
 JSONObject: TypeAlias = "dict[str, JSONValue]"
