@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeAlias, TypedDict, cast
 
 from agentkit.exceptions import UnsupportedContentError
-from agentkit.messages import ContentBlock, Msg, ToolResultBlock
+from agentkit.messages import (
+    Base64Source,
+    ContentBlock,
+    DocumentBlock,
+    Msg,
+    ThinkingBlock,
+    ToolResultBlock,
+    URLSource,
+)
 from agentkit.models._common import split_tool_results, tool_use_block
 from agentkit.models.base import ChatResponse, ChatUsage
 
@@ -39,14 +47,18 @@ def _unsupported(kind: str, where: str) -> UnsupportedContentError:
     )
 
 
-def _data_url(source: dict[str, Any]) -> str:
+Item: TypeAlias = dict[str, object]
+"""An ``input`` item, content part or tool as the Responses API takes it."""
+
+
+def _data_url(source: Base64Source | URLSource) -> str:
     if source["type"] == "url":
         return str(source["url"])
     return f"data:{source['media_type']};base64,{source['data']}"
 
 
-def _file_part(block: dict[str, Any]) -> dict[str, Any]:
-    source = block["source"]
+def _file_part(block: DocumentBlock) -> Item:
+    source = cast("Base64Source | URLSource | TextSource", block["source"])
     if source["type"] == "url":
         return {"type": "input_file", "file_url": source["url"]}
     if source["type"] == "text":
@@ -55,26 +67,34 @@ def _file_part(block: dict[str, Any]) -> dict[str, Any]:
     return {"type": "input_file", "filename": name, "file_data": _data_url(source)}
 
 
-def _input_part(block: ContentBlock, where: str) -> dict[str, Any]:
+class TextSource(TypedDict):
+    """A plain-text document source (not sent by this API)."""
+
+    type: Literal["text"]
+
+
+def _input_part(block: ContentBlock, where: str) -> Item:
     """One user-side content part (in a user message or a tool result)."""
-    extra: dict[str, Any] = cast(dict[str, Any], block)
-    kind = extra["type"]
-    if kind == "text":
-        return {"type": "input_text", "text": extra["text"]}
-    if kind == "image":
-        url = _data_url(extra["source"])
-        return {"type": "input_image", "image_url": url, "detail": extra.get("detail", "auto")}
-    if kind == "document":
-        return _file_part(extra)
-    if kind == "audio" and where == "in a user message" and extra["source"]["type"] == "base64":
-        source = extra["source"]
-        fmt = _AUDIO_FORMATS.get(source["media_type"], source["media_type"].split("/")[-1])
-        return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}
+    if block["type"] == "text":
+        return {"type": "input_text", "text": block["text"]}
+    if block["type"] == "image":
+        url = _data_url(block["source"])
+        detail = cast("Mapping[str, object]", block).get("detail", "auto")
+        return {"type": "input_image", "image_url": url, "detail": detail}
+    if block["type"] == "document":
+        return _file_part(block)
+    kind = block["type"]
+    if block["type"] == "audio" and where == "in a user message":
+        source = block["source"]
+        if source["type"] == "base64":
+            media = source["media_type"]
+            fmt = _AUDIO_FORMATS.get(media, media.split("/")[-1])
+            return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}
     detail = " by URL" if kind == "audio" and where == "in a user message" else ""
     raise _unsupported(f"{kind}{detail}", where)
 
 
-def _user_item(role: str, blocks: list[ContentBlock]) -> dict[str, Any] | None:
+def _user_item(role: str, blocks: list[ContentBlock]) -> Item | None:
     parts = [
         _input_part(b, "in a user message")
         for b in blocks
@@ -83,87 +103,87 @@ def _user_item(role: str, blocks: list[ContentBlock]) -> dict[str, Any] | None:
     if not parts:
         return None
     if all(p["type"] == "input_text" for p in parts):
-        return {"role": role, "content": "\n".join(p["text"] for p in parts)}
+        return {"role": role, "content": "\n".join(str(p["text"]) for p in parts)}
     return {"role": role, "content": parts}
 
 
-def _result_item(result: ToolResultBlock) -> dict[str, Any]:
+def _result_item(result: ToolResultBlock) -> Item:
     output = result["output"]
-    value: str | list[dict[str, Any]]
+    value: str | list[Item]
     if isinstance(output, str):
         value = output
     else:
         parts = [_input_part(b, "in a tool result") for b in output]
         if all(p["type"] == "input_text" for p in parts):
-            value = "\n".join(p["text"] for p in parts)
+            value = "\n".join(str(p["text"]) for p in parts)
         else:
             value = parts
     return {"type": "function_call_output", "call_id": result["id"], "output": value}
 
 
-def _reasoning_item(block: dict[str, Any]) -> dict[str, Any]:
-    summary = block.get("summary")
+def _reasoning_item(block: ThinkingBlock) -> Item:
+    extra = cast("Mapping[str, object]", block)  # reasoning_id, summary, encrypted_content
+    summary = extra.get("summary")
     if not isinstance(summary, list):
         summary = [block["thinking"]] if block["thinking"] else []
-    item: dict[str, Any] = {
+    item: Item = {
         "type": "reasoning",
-        "id": block["reasoning_id"],
+        "id": extra["reasoning_id"],
         "summary": [{"type": "summary_text", "text": s} for s in summary],
     }
-    if block.get("encrypted_content"):
-        item["encrypted_content"] = block["encrypted_content"]
+    if extra.get("encrypted_content"):
+        item["encrypted_content"] = extra["encrypted_content"]
     return item
 
 
-def _assistant_items(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
+def _assistant_items(blocks: list[ContentBlock]) -> list[Item]:
     """Assistant blocks as output items, in the order the model produced them."""
-    items: list[dict[str, Any]] = []
+    items: list[Item] = []
     texts: list[str] = []
-    phase: str | None = None
+    phase: object = None
 
     def flush() -> None:
         if texts:
-            message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts)}
+            message: Item = {"role": "assistant", "content": "\n".join(texts)}
             if phase is not None:
                 message["phase"] = phase
             items.append(message)
             texts.clear()
 
     for block in blocks:
-        extra: dict[str, Any] = cast(dict[str, Any], block)
-        kind = extra["type"]
-        if kind == "text":
+        extra = cast("Mapping[str, object]", block)  # provider keys (phase...) read by key
+        if block["type"] == "text":
             if extra.get("phase") != phase:
                 flush()
                 phase = extra.get("phase")
-            if extra["text"]:
-                texts.append(extra["text"])
+            if block["text"]:
+                texts.append(block["text"])
             continue
         flush()
-        if kind == "thinking":
+        if block["type"] == "thinking":
             if extra.get("reasoning_id"):  # other providers' thinking cannot be sent back
-                items.append(_reasoning_item(extra))
-        elif kind == "provider_item":
-            if extra["provider"] == PROVIDER:  # a built-in tool call: replayed as it came
-                items.append(dict(extra["item"]))
-        elif kind == "tool_use":
-            raw = extra.get("raw_input")
-            arguments = raw if raw is not None else _encode(extra["input"])
+                items.append(_reasoning_item(block))
+        elif block["type"] == "provider_item":
+            if block["provider"] == PROVIDER:  # a built-in tool call: replayed as it came
+                items.append(dict(block["item"]))
+        elif block["type"] == "tool_use":
+            raw = block.get("raw_input")
+            arguments = raw if raw is not None else _encode(block["input"])
             items.append(
                 {
                     "type": "function_call",
-                    "call_id": extra["id"],
-                    "name": extra["name"],
+                    "call_id": block["id"],
+                    "name": block["name"],
                     "arguments": arguments,
                 }
             )
         else:
-            raise _unsupported(kind, "in an assistant message")
+            raise _unsupported(block["type"], "in an assistant message")
     flush()
     return items
 
 
-def format_input(messages: Sequence[Msg]) -> list[dict[str, Any]]:
+def format_input(messages: Sequence[Msg]) -> list[Item]:
     """Convert a conversation to the Responses ``input`` items.
 
     System messages stay in place as ``role=system`` messages. Tool results become
@@ -173,7 +193,7 @@ def format_input(messages: Sequence[Msg]) -> list[dict[str, Any]]:
         UnsupportedContentError: for a block the Responses API cannot take where it sits
             (audio in a tool result, an image in an assistant turn...).
     """
-    out: list[dict[str, Any]] = []
+    out: list[Item] = []
     for msg in messages:
         if isinstance(msg.content, str):
             if msg.content or msg.role != "assistant":
@@ -196,19 +216,19 @@ def format_input(messages: Sequence[Msg]) -> list[dict[str, Any]]:
     return out
 
 
-def format_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def format_tools(tools: Sequence[Mapping[str, object]]) -> list[Item]:
     """OpenAI Chat-style function schemas -> Responses function tools.
 
     ``strict`` is sent explicitly (the Responses API defaults to strict schemas, which
     would reject ordinary optional parameters); a schema may opt in with ``strict: True``.
     """
-    out: list[dict[str, Any]] = []
+    out: list[Item] = []
     for tool in tools:
         if tool.get("type") not in (None, "function"):
-            out.append(tool)  # a built-in tool (web_search...), passed through as is
+            out.append(dict(tool))  # a built-in tool (web_search...), passed through as is
             continue
-        function = tool.get("function", tool)
-        spec: dict[str, Any] = {
+        function = cast("Mapping[str, object]", tool.get("function", tool))
+        spec: Item = {
             "type": "function",
             "name": function["name"],
             "parameters": function.get("parameters") or {"type": "object", "properties": {}},
@@ -220,7 +240,7 @@ def format_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def format_tool_choice(choice: str) -> str | dict[str, Any]:
+def format_tool_choice(choice: str) -> str | Item:
     """``"auto"``/``"none"``/``"required"`` or a tool name, in the Responses format."""
     if choice in ("auto", "none", "required"):
         return choice
