@@ -10,8 +10,8 @@ import asyncio
 import dataclasses
 import time
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
 
 import anyio
 import httpx2
@@ -20,6 +20,7 @@ from agentkit.exceptions import AuthenticationError, ModelConnectionError, Model
 from agentkit.messages import Msg
 from agentkit.models._clients import SDK, SDKClient, SDKErrors
 from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
+from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models.base import (
     ChatModel,
     ChatResponse,
@@ -86,7 +87,7 @@ class EndOfStream(Exception):
 class PreparedCall:
     """What one request sends: its JSON body, the SDK's request options, the output type."""
 
-    body: dict[str, Any]
+    body: dict[str, object]
     options: dict[str, object]
     structured: type[BaseModel] | None
 
@@ -96,7 +97,7 @@ class StreamState(Protocol):
 
     finish_reason: str | None
 
-    def feed(self, event: dict[str, Any]) -> bool:
+    def feed(self, event: JSONObject) -> bool:
         """Apply one event; return whether the visible content changed."""
 
     def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
@@ -123,8 +124,8 @@ class HTTPChatModel(ChatModel):
         api_key: str | None,
         base_url: str | None,
         stream: bool,
-        client_kwargs: dict[str, Any] | None,
-        generate_kwargs: dict[str, Any] | None,
+        client_kwargs: Mapping[str, object] | None,
+        generate_kwargs: Mapping[str, object] | None,
         retry: RetryPolicy | None,
         max_retries: int | None,
     ) -> None:
@@ -175,18 +176,18 @@ class HTTPChatModel(ChatModel):
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The wire-format request body."""
 
     @abstractmethod
     def _parse(
-        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+        self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
     ) -> ChatResponse:
         """Build the response of a non-streaming call."""
 
@@ -195,7 +196,7 @@ class HTTPChatModel(ChatModel):
         """A fresh stream accumulator."""
 
     @abstractmethod
-    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
         """Decode one SSE event: the payload, or None to skip it.
 
         Raises ``EndOfStream`` at the provider's end-of-stream marker and a ``ModelError``
@@ -324,7 +325,7 @@ class HTTPChatModel(ChatModel):
         )
         return PreparedCall(body, options, structured)
 
-    def encode_body(self, body: dict[str, Any]) -> bytes:
+    def encode_body(self, body: Mapping[str, object]) -> bytes:
         """The request body's bytes (compact UTF-8 JSON; a provider may reuse cached parts)."""
         return dumps(body)
 
@@ -353,7 +354,7 @@ class HTTPChatModel(ChatModel):
             base_error=base_error,
         )
 
-    def _shape_error(self, data: Any, err: Exception) -> ModelResponseError:
+    def _shape_error(self, data: object, err: Exception) -> ModelResponseError:
         return ModelResponseError(
             f"{self.provider}: unexpected answer shape ({err!r}): {str(data)[:200]}",
             provider=self.provider,

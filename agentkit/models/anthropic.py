@@ -8,7 +8,7 @@ layer skipped), SDK retries off, and events parsed straight from JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentkit.exceptions import AuthenticationError, ModelResponseError
@@ -24,6 +24,7 @@ from agentkit.models._anthropic_format import (
 from agentkit.models._clients import ANTHROPIC, SDKClient
 from agentkit.models._common import apply_structured_output
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models.base import ChatResponse, ToolChoice
 
 if TYPE_CHECKING:
@@ -78,8 +79,8 @@ class AnthropicChatModel(HTTPChatModel):
         stream: bool = True,
         max_tokens: int = 4096,
         thinking: dict[str, Any] | None = None,
-        client_kwargs: dict[str, Any] | None = None,
-        generate_kwargs: dict[str, Any] | None = None,
+        client_kwargs: Mapping[str, object] | None = None,
+        generate_kwargs: Mapping[str, object] | None = None,
         *,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
@@ -118,13 +119,13 @@ class AnthropicChatModel(HTTPChatModel):
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The Messages request body of a call (exactly what is sent).
 
         Args:
@@ -143,7 +144,7 @@ class AnthropicChatModel(HTTPChatModel):
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
         system, turns = format_messages(messages)
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "model": self.model_name,
             "max_tokens": self.max_tokens,
             "messages": turns,
@@ -163,7 +164,7 @@ class AnthropicChatModel(HTTPChatModel):
             self._mark_cache(system, specs)
         if specs:
             body["tools"] = specs
-            choice = format_tool_choice(tool_choice, parallel)
+            choice = format_tool_choice(tool_choice, None if parallel is None else bool(parallel))
             if choice is not None:
                 body["tool_choice"] = choice
         if self.stream if stream is None else stream:
@@ -187,7 +188,7 @@ class AnthropicChatModel(HTTPChatModel):
                 blocks[-1] = {**blocks[-1], "cache_control": control}
 
     def _parse(
-        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+        self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
     ) -> ChatResponse:
         if not isinstance(data, dict) or data.get("type") == "error" or "content" not in data:
             if isinstance(data, dict) and "error" in data:
@@ -201,7 +202,7 @@ class AnthropicChatModel(HTTPChatModel):
     def _new_state(self) -> StreamState:
         return AnthropicStreamState()
 
-    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
         payload = loads_body(self.provider, data)
         if not isinstance(payload, dict):
             return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 import urllib.parse
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -99,13 +99,13 @@ class AnthropicBedrockModel(AnthropicChatModel):
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The Messages body as Bedrock takes it (``model`` and ``stream`` go in the URL)."""
         body = super().format_request(
             messages, tools, tool_choice, structured_model, stream=stream, **kwargs

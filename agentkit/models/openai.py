@@ -10,7 +10,7 @@ The SDK's own retries are disabled; :class:`~agentkit.models.RetryPolicy` retrie
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentkit.exceptions import ModelResponseError
@@ -19,6 +19,7 @@ from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
 from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, strict_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._openai_format import (
     OpenAIStreamState,
     encode_body,
@@ -71,8 +72,8 @@ class OpenAIChatModel(HTTPChatModel):
         api_key: str | None = None,
         base_url: str | None = None,
         stream: bool = True,
-        client_kwargs: dict[str, Any] | None = None,
-        generate_kwargs: dict[str, Any] | None = None,
+        client_kwargs: Mapping[str, object] | None = None,
+        generate_kwargs: Mapping[str, object] | None = None,
         *,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
@@ -93,20 +94,20 @@ class OpenAIChatModel(HTTPChatModel):
         self.provider = provider
         self._prepare_client()
 
-    def encode_body(self, body: dict[str, Any]) -> bytes:
+    def encode_body(self, body: Mapping[str, object]) -> bytes:
         """The body's bytes; the history's JSON is reused from earlier requests (same bytes)."""
         return encode_body(body)
 
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The Chat Completions request body of a call (exactly what is sent).
 
         Args:
@@ -122,7 +123,7 @@ class OpenAIChatModel(HTTPChatModel):
             The JSON body.
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "model": self.model_name,
             "messages": format_messages(messages, reasoning=self.reasoning_content),
         }
@@ -146,7 +147,7 @@ class OpenAIChatModel(HTTPChatModel):
         return body
 
     def _parse(
-        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+        self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
     ) -> ChatResponse:
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
             if isinstance(data, dict) and "error" in data:
@@ -160,7 +161,7 @@ class OpenAIChatModel(HTTPChatModel):
     def _new_state(self) -> StreamState:
         return OpenAIStreamState()
 
-    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
         if data == b"[DONE]":
             raise EndOfStream
         chunk = loads_body(self.provider, data)

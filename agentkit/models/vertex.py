@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentkit.exceptions import AuthenticationError
@@ -93,13 +93,13 @@ class AnthropicVertexModel(AnthropicChatModel):
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The Messages body as Vertex takes it.
 
         No ``model`` (it is in the URL), and ``anthropic_version`` added.
