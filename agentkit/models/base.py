@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, TypeVar, cast
 
-from agentkit.messages import ContentBlock, Msg
+from agentkit.messages import ContentBlock, Msg, ToolUseBlock
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -54,11 +54,11 @@ class ToolDefinition:
 
     name: str
     description: str
-    parameters: Mapping[str, Any]
+    parameters: Mapping[str, object]
     strict: bool | None = None
-    native: Mapping[str, Any] | None = None
+    native: Mapping[str, object] | None = None
 
-    def to_openai(self) -> dict[str, Any]:
+    def to_openai(self) -> dict[str, object]:
         """The OpenAI function-tool form ``{"type": "function", "function": {...}}``.
 
         A built-in tool (``native``) is given back as it is.
@@ -66,7 +66,7 @@ class ToolDefinition:
         if self.native is not None:
             return dict(self.native)
         parameters = self.parameters  # shared, not copied: a tool's schema is built once
-        function: dict[str, Any] = {
+        function: dict[str, object] = {
             "name": self.name,
             "description": self.description,
             "parameters": parameters if isinstance(parameters, dict) else dict(parameters),
@@ -162,9 +162,9 @@ class ChatUsage:
     def _is_empty(self) -> bool:
         return not (self.input_tokens or self.output_tokens)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float]:
         """Return a JSON-safe dict (token details and cost only when there are some)."""
-        out: dict[str, Any] = {
+        out: dict[str, float] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "time": self.time,
@@ -214,7 +214,7 @@ class ChatResponse:
         return "".join(b["text"] for b in self.content if b["type"] == "text")
 
     @property
-    def tool_calls(self) -> list[Any]:
+    def tool_calls(self) -> list[ToolUseBlock]:
         """The ``tool_use`` blocks, in order."""
         return [b for b in self.content if b["type"] == "tool_use"]
 
