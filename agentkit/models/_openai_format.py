@@ -408,7 +408,8 @@ def _reasoning_of(message: JSONObject) -> str | None:
 def _with_extra(block: ToolUseBlock, extra_content: JSONValue) -> ToolUseBlock:
     """Keep a call's ``extra_content`` (Gemini puts its thought signature there)."""
     if isinstance(extra_content, dict):
-        block["extra_content"] = extra_content  # type: ignore[typeddict-unknown-key]
+        # A provider key on the block, kept so the call is sent back exactly as it came.
+        cast("dict[str, object]", block)["extra_content"] = extra_content
     return block
 
 
