@@ -375,7 +375,7 @@ class FunctionModel(_ScriptedBase):
         self._wants_info = _wants_info(fn)
 
     async def _next(self, request: ModelRequest) -> ChatResponse:
-        second: Any = request.tools
+        second: Any = request.tools  # the round-1 form gets OpenAI dicts, the new one RequestInfo
         if self._wants_info:
             second = RequestInfo(request.definitions, request.tool_choice, dict(request.kwargs))
         item = self.fn(request.messages, second)
@@ -437,7 +437,7 @@ def _call(tool: ToolDefinition, call_id: str) -> ToolUseBlock:
 
 
 def _results(request: ModelRequest) -> str:
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     for msg in request.messages:
         for block in msg.get_blocks("tool_result"):
             found[block["id"]] = block["output"]
@@ -500,7 +500,7 @@ def _scalar_or_container(kind: str, schema: dict[str, Any], root: Any, depth: in
     return None
 
 
-def _wants_info(fn: Callable[..., Any]) -> bool:
+def _wants_info(fn: Callable[..., object]) -> bool:
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):  # a builtin or C callable: assume the new form
