@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from _wire_server import (
@@ -199,3 +199,41 @@ async def test_fallback_streams_from_the_next_model_before_the_first_chunk() -> 
     assert (
         await FallbackModel([Down("a"), ScriptedModel(["ok"])], on=(ConnectionError,)).request(USER)
     ).get_text() == "ok"
+
+
+class LoggingOpenAI(OpenAIChatModel):
+    """An older-style subclass of a typed adapter: it overrides only ``__call__``."""
+
+    calls: ClassVar[list[str]] = []
+
+    async def __call__(
+        self,
+        messages: Sequence[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> ModelOutput:
+        LoggingOpenAI.calls.append(f"stream={kwargs.get('stream', self.stream)}")
+        kwargs.setdefault("temperature", 0.25)  # what such overrides do: change arguments
+        return await super().__call__(messages, tools, tool_choice, structured_model, **kwargs)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_override_of_a_typed_adapter_is_not_skipped(stream: bool) -> None:
+    LoggingOpenAI.calls = []
+    async with WireServer() as server:
+        if stream:
+            server.script(Stream(openai_chunks(text="Hi there")), Stream(openai_chunks(text="x")))
+        else:
+            server.script(Reply(json=openai_completion(text="Hi there")))
+            server.script(Reply(json=openai_completion(text="x")))
+        model = LoggingOpenAI("gpt-t", api_key="k", base_url=server.openai_url, stream=stream)
+        result = await ReActAgent("bot", "sys", model).run("hi")  # the agent asks request*()
+        direct = await model.request(USER)
+        await model.aclose()
+    assert result.output == "Hi there" and direct.get_text() == "x"
+    assert len(LoggingOpenAI.calls) == 2  # the override ran for both requests, once each
+    assert all(r.json["temperature"] == 0.25 for r in server.requests)
+    with block_model_requests(), pytest.raises(ModelRequestsBlocked):
+        await model.request(USER)

@@ -12,6 +12,7 @@ While a tool call's arguments are still streaming, its ``tool_use`` block carrie
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -244,6 +245,11 @@ class ChatModel:
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        if "__call__" in own and "request" not in own and "request_stream" not in own:
+            parent = cls.__mro__[1]
+            if issubclass(parent, ChatModel) and _implements_request(parent):
+                _route_through_call(cls, parent)
         if cls.offline:
             return
         for name in ("request", "request_stream", "__call__"):
@@ -371,6 +377,75 @@ class ChatModel:
         return f"{type(self).__name__}(model_name={self.model_name!r}, stream={self.stream})"
 
 
+def _implements_request(cls: type[ChatModel]) -> bool:
+    """Whether ``cls`` has typed request methods of its own (not the base's defaults)."""
+    return cls.request is not _BASE_REQUEST and not _implements_call(cls)
+
+
+_ROUTED: contextvars.ContextVar[object] = contextvars.ContextVar("agentkit_routed", default=None)
+
+
+def _route_through_call(cls: type[ChatModel], parent: type[ChatModel]) -> None:
+    """Make ``request``/``request_stream`` of ``cls`` go through its own ``__call__``.
+
+    For an older-style subclass of a typed adapter that overrides only ``__call__``
+    (to log, or to change arguments) and calls ``super().__call__``: the agent asks
+    ``request``, which must not skip that override. The override's ``super().__call__``
+    reaches the base shim, which asks ``request`` again: that inner call goes to the
+    parent's implementation (marked by a context variable), so nothing loops.
+    """
+
+    async def request(
+        self: ChatModel,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ChatResponse:
+        if _ROUTED.get() is self:
+            return await parent.request(self, messages, tools, settings)
+        token = _ROUTED.set(self)
+        try:
+            return await ChatModel.request(self, messages, tools, settings)
+        finally:
+            _ROUTED.reset(token)
+
+    def request_stream(
+        self: ChatModel,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        if _ROUTED.get() is self:
+            return parent.request_stream(self, messages, tools, settings)
+        return _routed_stream(self, messages, tools, settings)
+
+    for name, method in (("request", request), ("request_stream", request_stream)):
+        setattr(cls, name, method)  # set on the class as its own methods
+
+
+async def _routed_stream(
+    model: ChatModel,
+    messages: Sequence[Msg],
+    tools: Sequence[ToolDefinition] | None,
+    settings: ModelSettings | None,
+) -> AsyncGenerator[ChatResponse, None]:
+    token = _ROUTED.set(model)
+    try:
+        output = await model._legacy_call(messages, tools, settings)
+    finally:
+        _ROUTED.reset(token)
+    if isinstance(output, ChatResponse):
+        yield output
+        return
+    try:
+        async for chunk in output:
+            yield chunk
+    finally:
+        aclose = getattr(output, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
 def _implements_call(cls: type[ChatModel]) -> bool:
     """Whether ``cls`` (an older-style adapter) implements ``__call__`` itself."""
     return getattr(cls.__call__, "__wrapped__", cls.__call__) is not _BASE_CALL
@@ -404,6 +479,7 @@ async def _resumed(
 
 
 _BASE_CALL = ChatModel.__call__
+_BASE_REQUEST = ChatModel.request
 
 BLOCKED: list[str] = []
 """Reasons real model requests are blocked now (``agentkit.testing.block_model_requests``)."""
