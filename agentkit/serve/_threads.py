@@ -39,7 +39,9 @@ class ThreadRecord:
         "agent_state",
         "aliases",
         "created_at",
+        "frontend_tools",
         "owner",
+        "state",
         "thread_id",
         "title",
         "updated_at",
@@ -55,6 +57,10 @@ class ThreadRecord:
         self.aliases: list[str] = [str(a) for a in data.get("aliases") or []]
         state = data.get("agent")
         self.agent_state: dict[str, Any] | None = state if isinstance(state, dict) else None
+        # AG-UI: the client's tools of the last run that declared some, the shared state.
+        tools = data.get("frontend_tools")
+        self.frontend_tools: list[dict[str, Any]] = tools if isinstance(tools, list) else []
+        self.state: Any = data.get("state")
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form."""
@@ -67,6 +73,8 @@ class ThreadRecord:
             "updated_at": self.updated_at,
             "aliases": self.aliases[-MAX_ALIASES:],
             "agent": self.agent_state,
+            "frontend_tools": self.frontend_tools,
+            "state": self.state,
         }
 
     def set_title(self, msgs: Sequence[Msg]) -> None:
