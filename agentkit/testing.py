@@ -21,7 +21,7 @@ import inspect
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -41,7 +41,7 @@ from agentkit.models.base import (
     ChatModel,
     ChatResponse,
     ChatUsage,
-    ModelOutput,
+    ModelSettings,
     ToolChoice,
     ToolDefinition,
 )
@@ -92,6 +92,8 @@ class ModelRequest:
     tool_choice: ToolChoice | None = None
     structured_model: type[BaseModel] | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    definitions: list[ToolDefinition] = field(default_factory=list)
+    """The offered tools as typed definitions (``tools`` holds them in OpenAI's form)."""
 
     @property
     def tool_names(self) -> list[str]:
@@ -177,16 +179,42 @@ class _ScriptedBase(ChatModel):
     async def _next(self, request: ModelRequest) -> ChatResponse:
         raise NotImplementedError
 
-    async def __call__(
+    async def request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        **kwargs: Any,
-    ) -> ModelOutput:
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ChatResponse:
         """Record the request and answer with the next response (see class docs)."""
-        request = ModelRequest(list(messages), tools, tool_choice, structured_model, kwargs)
+        return await self._answer(messages, tools, settings)
+
+    async def request_stream(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """Like :meth:`request`, in cumulative chunks (one chunk when built unstreamed)."""
+        response = await self._answer(messages, tools, settings)
+        if not self.stream:
+            yield response
+            return
+        async for chunk in self._stream(response):
+            yield chunk
+
+    async def _answer(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None,
+        settings: ModelSettings | None,
+    ) -> ChatResponse:
+        args: dict[str, Any] = dict(settings or {})
+        tool_choice: ToolChoice | None = args.pop("tool_choice", None)
+        structured: type[BaseModel] | None = args.pop("output_type", None)
+        schemas = [t.to_openai() for t in tools] if tools else None
+        request = ModelRequest(
+            list(messages), schemas, tool_choice, structured, args, list(tools or ())
+        )
         self.requests.append(request)
         started = time.perf_counter()
         if self.delay:
@@ -194,9 +222,7 @@ class _ScriptedBase(ChatModel):
         response = await self._next(request)
         if response.usage is not None:
             response.usage.time = time.perf_counter() - started
-        if not self.stream:
-            return response
-        return self._stream(response)
+        return response
 
     async def _stream(self, response: ChatResponse) -> AsyncIterator[ChatResponse]:
         states = _stream_states(response.content, self.chunks_per_block)
@@ -349,10 +375,9 @@ class FunctionModel(_ScriptedBase):
         self._wants_info = _wants_info(fn)
 
     async def _next(self, request: ModelRequest) -> ChatResponse:
-        second: Any = request.tools
+        second: Any = request.tools  # the round-1 form gets OpenAI dicts, the new one RequestInfo
         if self._wants_info:
-            tools = [ToolDefinition.from_openai(t) for t in request.tools or []]
-            second = RequestInfo(tools, request.tool_choice, dict(request.kwargs))
+            second = RequestInfo(request.definitions, request.tool_choice, dict(request.kwargs))
         item = self.fn(request.messages, second)
         if inspect.isawaitable(item):
             item = await item
@@ -390,7 +415,7 @@ class TestModel(_ScriptedBase):
         self.called = False
 
     async def _next(self, request: ModelRequest) -> ChatResponse:
-        tools = [ToolDefinition.from_openai(t) for t in request.tools or []]
+        tools = request.definitions
         response = next((t for t in tools if t.name == "generate_response"), None)
         wanted = [
             t
@@ -412,7 +437,7 @@ def _call(tool: ToolDefinition, call_id: str) -> ToolUseBlock:
 
 
 def _results(request: ModelRequest) -> str:
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     for msg in request.messages:
         for block in msg.get_blocks("tool_result"):
             found[block["id"]] = block["output"]
@@ -475,7 +500,7 @@ def _scalar_or_container(kind: str, schema: dict[str, Any], root: Any, depth: in
     return None
 
 
-def _wants_info(fn: Callable[..., Any]) -> bool:
+def _wants_info(fn: Callable[..., object]) -> bool:
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):  # a builtin or C callable: assume the new form

@@ -24,7 +24,7 @@ from agentkit.agent.hooks import HookHost, HookRegistry
 from agentkit.agent.runs import TypedRuns
 from agentkit.agent.setup import ApprovalPolicy, RunSetup
 from agentkit.agent.state import Run, migrate_state, parse_agent_state, store
-from agentkit.agent.stream import EventStream, fan_out
+from agentkit.agent.stream import fan_out
 from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.exceptions import AgentBusyError, StateError, UsageError
 from agentkit.memory import InMemoryMemory, Memory
@@ -326,18 +326,6 @@ class ReActAgent(TypedRuns, HookHost):
             raise AssertionError("unreachable")  # pragma: no cover
 
         return run, await self._drive(run, setup, {"msg": [], "approvals": {}}, body)
-
-    def stream(
-        self,
-        msg: MsgInput = None,
-        structured_model: type[BaseModel] | None = None,
-        *,
-        output_type: type[BaseModel] | None = None,
-        deps: Any = None,
-    ) -> EventStream:
-        """Reply to ``msg`` and iterate over the events (see ``agentkit.agent.stream``)."""
-        output = _one_output_type(structured_model, output_type)
-        return EventStream(self, lambda: self(msg, output_type=output, deps=deps))
 
     async def observe(self, msg: Msg | Sequence[Msg] | None) -> None:
         """Add messages to memory without replying (deferred while busy or pending).

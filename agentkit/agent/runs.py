@@ -6,13 +6,14 @@ and ``agent.resume(...)``); this module turns their outcome into a ``RunResult[T
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 
 from agentkit.agent.construct import MsgInput, as_input, no_running_loop
 from agentkit.agent.result import RunResult, make_result
+from agentkit.agent.stream import EventStream
 from agentkit.exceptions import UsageError, UsageLimitExceeded
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from agentkit.agent.conversation import Conversation
     from agentkit.agent.limits import UsageLimits
     from agentkit.agent.state import Run
+    from agentkit.events import AgentEvent
     from agentkit.messages import Msg
 
 __all__ = ["TypedRuns"]
@@ -189,6 +191,78 @@ class TypedRuns:
             )
 
         return anyio.run(main)
+
+    @overload
+    def stream(
+        self,
+        msg: MsgInput = None,
+        structured_model: None = None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+    ) -> EventStream[str]: ...
+
+    @overload
+    def stream(
+        self,
+        msg: MsgInput = None,
+        structured_model: None = None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+    ) -> EventStream[ModelT]: ...
+
+    @overload
+    def stream(
+        self,
+        msg: MsgInput,
+        structured_model: type[ModelT],
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+    ) -> EventStream[ModelT]: ...
+
+    def stream(
+        self,
+        msg: MsgInput = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
+    ) -> EventStream[Any]:
+        """Reply to ``msg`` and iterate over the events (see ``agentkit.agent.stream``).
+
+        Same arguments as :meth:`run` (``structured_model`` is the AgentScope alias of
+        ``output_type``). Once the reply has ended, ``events.result`` is the
+        ``RunResult`` that :meth:`run` would have returned.
+
+        Raises:
+            UsageError: for ``output_type`` and ``structured_model`` together.
+        """
+        if structured_model is not None and output_type is not None:
+            raise UsageError("pass output_type= or structured_model= (its alias), not both")
+        output = output_type or structured_model
+
+        def start() -> Awaitable[RunResult[Any]]:
+            return self.run(msg, deps=deps, output_type=output, usage_limits=usage_limits)
+
+        return EventStream(self, start)
+
+    def add_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Send the events of the next replies to ``sink`` too (``stream`` uses it)."""
+        raise NotImplementedError
+
+    def remove_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Stop sending events to ``sink`` (from the next reply on)."""
+        raise NotImplementedError
+
+    def interrupt_threadsafe(self, msg: MsgInput = None) -> bool:
+        """Interrupt the running reply from any thread."""
+        raise NotImplementedError
 
     @staticmethod
     def _check_limit(run: Run, result: RunResult[Any] | None) -> None:

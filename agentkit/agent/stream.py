@@ -11,6 +11,14 @@ Leaving the block early (``break``, an exception) interrupts the reply and waits
 memory is repaired. Events travel through an unbounded anyio memory object stream, so the
 reply never waits for a slow consumer.
 
+Once the reply has ended, ``events.result`` is its typed ``RunResult`` (built by the same code
+as ``agent.run()``): ``output`` is the ``output_type`` instance when one was given::
+
+    async with agent.stream("Weather in Rome?", output_type=Forecast) as events:
+        async for event in events:
+            ...
+    forecast: Forecast = events.result.output
+
 Plain ``async for event in agent.stream("hi")`` works too (asyncio only): the reply then runs
 in a task owned by the iterator. Reading to the end or ``await events.aclose()`` waits for
 it; an iterator abandoned after a ``break`` interrupts the reply when it is garbage
@@ -25,21 +33,22 @@ import math
 import threading
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import anyio
 
+from agentkit.agent.result import OutputT, RunResult
 from agentkit.events import AgentEvent
+from agentkit.exceptions import UsageError
+from agentkit.messages import Msg
 
 if TYPE_CHECKING:
     import asyncio
 
     from anyio.abc import TaskGroup
 
-    from agentkit.agent.react import ReActAgent
-    from agentkit.messages import Msg
 
-__all__ = ["EventStream", "fan_out"]
+__all__ = ["EventSource", "EventStream", "StartRun", "fan_out"]
 
 logger = logging.getLogger("agentkit.agent")
 
@@ -66,23 +75,50 @@ def fan_out(sinks: list[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent],
     return emit
 
 
+class EventSource(Protocol):
+    """What an ``EventStream`` needs of the agent (``ReActAgent`` implements it)."""
+
+    def add_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Send the next replies' events to ``sink`` too."""
+
+    def remove_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Stop sending events to ``sink``."""
+
+    def interrupt_threadsafe(self, msg: None = None) -> bool:
+        """Interrupt the running reply."""
+
+
+StartRun = Callable[[], Awaitable["RunResult[OutputT] | Msg"]]
+"""Starts the reply: ``agent.run(...)`` (a ``RunResult``), or a ``Msg`` for older callers."""
+
 # Detached replies of plain iteration, referenced until done (asyncio keeps only weak refs).
 _DETACHED: set[asyncio.Task[Any]] = set()
 
 
-class _Feed:
+class _Feed(Generic[OutputT]):
     """What a running reply shares with its EventStream.
 
     It never refers to the EventStream itself, so dropping an abandoned iterator can
     interrupt the reply from ``EventStream.__del__``.
     """
 
-    __slots__ = ("agent", "closing", "done", "error", "recv", "reply", "running", "send")
+    __slots__ = (
+        "agent",
+        "closing",
+        "done",
+        "error",
+        "recv",
+        "reply",
+        "result",
+        "running",
+        "send",
+    )
 
-    def __init__(self, agent: ReActAgent) -> None:
+    def __init__(self, agent: EventSource) -> None:
         self.agent = agent
         self.send, self.recv = anyio.create_memory_object_stream[AgentEvent](math.inf)
         self.reply: Msg | None = None
+        self.result: RunResult[OutputT] | None = None
         self.error: Exception | None = None
         self.running = False
         self.done = False
@@ -93,14 +129,18 @@ class _Feed:
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self.send.send_nowait(event)
 
-    async def run(self, start: Callable[[], Awaitable[Msg]]) -> None:
+    async def run(self, start: StartRun[OutputT]) -> None:
         with self.send:
             if self.closing:
                 return
             self.agent.add_event_listener(self.sink)
             self.running = True
             try:
-                self.reply = await start()
+                outcome = await start()
+                if isinstance(outcome, Msg):
+                    self.reply = outcome
+                else:
+                    self.result, self.reply = outcome, outcome.reply
             except Exception as exc:  # re-raised in the consumer's task, unwrapped
                 self.error = exc
             finally:
@@ -120,13 +160,17 @@ class _Feed:
         return error
 
 
-class EventStream:
-    """Async iterator (and async context manager) over one reply's events."""
+class EventStream(Generic[OutputT]):
+    """Async iterator (and async context manager) over one reply's events.
 
-    def __init__(self, agent: ReActAgent, start: Callable[[], Awaitable[Msg]]) -> None:
+    ``OutputT`` is the type of ``result.output``: the ``output_type`` model given to
+    ``agent.stream``, or ``str``.
+    """
+
+    def __init__(self, agent: EventSource, start: StartRun[OutputT]) -> None:
         self._agent = agent
         self._start = start
-        self._feed: _Feed | None = None
+        self._feed: _Feed[OutputT] | None = None
         self._tg: TaskGroup | None = None
         self._task: asyncio.Task[None] | None = None
         self._thread = 0
@@ -137,13 +181,36 @@ class EventStream:
         """The reply once it finished (None before, or when it failed)."""
         return self._feed.reply if self._feed is not None else None
 
-    def _open(self) -> _Feed:
+    @property
+    def result(self) -> RunResult[OutputT]:
+        """The run's typed result, once the reply has ended (as ``agent.run()`` returns it).
+
+        Available after the events are read to the end or the ``async with`` block is left
+        (an early exit interrupts the run: ``stop_reason == "interrupted"``).
+
+        Raises:
+            UsageError: before the run ended, when it failed (its error was raised to the
+                consumer), or for a stream not started by ``agent.stream``.
+        """
+        feed = self._feed
+        if feed is not None and feed.result is not None:
+            return feed.result
+        if feed is None or not feed.done:
+            raise UsageError(
+                "the stream's result is not ready: read the events to the end (or leave the "
+                "'async with' block) first"
+            )
+        if feed.reply is not None:
+            raise UsageError("this stream was started without a RunResult (use agent.stream)")
+        raise UsageError("the run failed, so it has no result (its error was raised)")
+
+    def _open(self) -> _Feed[OutputT]:
         if self._feed is not None:
             raise RuntimeError("an EventStream can be consumed only once")
-        self._feed = _Feed(self._agent)
+        self._feed = _Feed[OutputT](self._agent)
         return self._feed
 
-    async def __aenter__(self) -> EventStream:
+    async def __aenter__(self) -> EventStream[OutputT]:
         feed = self._open()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
@@ -167,7 +234,7 @@ class EventStream:
         if exc is None and error is not None:
             raise error
 
-    def __aiter__(self) -> EventStream:
+    def __aiter__(self) -> EventStream[OutputT]:
         return self
 
     def _detach(self) -> None:

@@ -9,7 +9,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
+from agentkit.models.base import (
+    ChatModel,
+    ChatResponse,
+    ChatUsage,
+    ModelOutput,
+    ModelSettings,
+    ToolChoice,
+    ToolDefinition,
+)
 
 if TYPE_CHECKING:
     from agentkit.models._http import RetryPolicy
@@ -33,10 +41,12 @@ __all__ = [
     "ChatUsage",
     "FallbackModel",
     "ModelOutput",
+    "ModelSettings",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "RetryPolicy",
     "ToolChoice",
+    "ToolDefinition",
     "from_string",
 ]
 

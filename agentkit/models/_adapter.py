@@ -10,23 +10,33 @@ import asyncio
 import dataclasses
 import time
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
 
 import anyio
 import httpx2
 
 from agentkit.exceptions import AuthenticationError, ModelConnectionError, ModelResponseError
 from agentkit.messages import Msg
+from agentkit.models._clients import SDK, SDKClient, SDKErrors
 from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
+from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._lean import LeanConnectionError, LeanError, LeanHTTP, LeanStatusError
-from agentkit.models.base import ChatModel, ChatResponse, ModelOutput, ToolChoice
+from agentkit.models.base import (
+    ChatModel,
+    ChatResponse,
+    ModelSettings,
+    ToolChoice,
+    ToolDefinition,
+)
 from agentkit.models.prices import fill_cost
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["EndOfStream", "HTTPChatModel", "StreamState"]
+__all__ = ["EndOfStream", "HTTPChatModel", "PreparedCall", "StreamState"]
+
+_T = TypeVar("_T")
 
 # Bounds on reading the rest of a body after its end-of-stream event (see ``_drain``).
 _DRAIN_BYTES = 16 * 1024
@@ -74,12 +84,21 @@ class EndOfStream(Exception):
     """Raised by ``_check_event`` at the provider's end-of-stream marker."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PreparedCall:
+    """What one request sends: its JSON body, the SDK's request options, the output type."""
+
+    body: dict[str, object]
+    options: dict[str, object]
+    structured: type[BaseModel] | None
+
+
 class StreamState(Protocol):
     """Accumulates one provider's stream events into cumulative snapshots."""
 
     finish_reason: str | None
 
-    def feed(self, event: dict[str, Any]) -> bool:
+    def feed(self, event: JSONObject) -> bool:
         """Apply one event; return whether the visible content changed."""
 
     def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
@@ -87,9 +106,17 @@ class StreamState(Protocol):
 
 
 class HTTPChatModel(ChatModel):
-    """Base of the SDK-backed adapters (not public API)."""
+    """Base of the SDK-backed adapters (not public API).
+
+    A subclass names its SDK and client class; ``_client_kwargs`` may add the flavour's
+    own arguments (Azure endpoint, AWS region...).
+    """
 
     _path: str = ""
+    sdk: ClassVar[SDK]
+    client_class: ClassVar[str]
+    auth_hint: ClassVar[str] = ""
+    """Appended to a client-construction error (where the credentials come from)."""
 
     def __init__(
         self,
@@ -98,8 +125,8 @@ class HTTPChatModel(ChatModel):
         api_key: str | None,
         base_url: str | None,
         stream: bool,
-        client_kwargs: dict[str, Any] | None,
-        generate_kwargs: dict[str, Any] | None,
+        client_kwargs: Mapping[str, object] | None,
+        generate_kwargs: Mapping[str, object] | None,
         retry: RetryPolicy | None,
         max_retries: int | None,
     ) -> None:
@@ -112,16 +139,16 @@ class HTTPChatModel(ChatModel):
         if max_retries is not None:
             retry = dataclasses.replace(retry, max_retries=max_retries)
         self.retry = retry
-        self._client: Any = None
+        self._client: SDKClient | None = None
         self._client_loop: object = None
         self._lean: LeanHTTP | None = None
 
-    def _client_kwargs(self) -> dict[str, Any]:
+    def _client_kwargs(self) -> dict[str, object]:
         """SDK client arguments: the user's ``client_kwargs``, our key and URL, SDK retries off.
 
         Retries are ours (``RetryPolicy``), so the SDK must never retry on its own.
         """
-        kwargs: dict[str, Any] = {**self.client_kwargs, "max_retries": 0}
+        kwargs: dict[str, object] = {**self.client_kwargs, "max_retries": 0}
         if self.api_key is not None:
             kwargs["api_key"] = self.api_key
         if self.base_url is not None:
@@ -129,38 +156,44 @@ class HTTPChatModel(ChatModel):
         return kwargs
 
     # -- provider hooks ------------------------------------------------------------------
-    @abstractmethod
-    def _make_client(self) -> Any:
-        """Construct the SDK client (SDK retries off)."""
+    def _make_client(self) -> SDKClient:
+        """Construct the SDK client (``client_class`` of ``sdk``, SDK retries off)."""
+        return self.sdk.build(
+            self.client_class, self._client_kwargs(), provider=self.provider, hint=self.auth_hint
+        )
 
     def _lean_transport(self) -> LeanHTTP | None:
         """The SDK-free transport for this configuration, or None to go through the SDK."""
         return None
 
-    @abstractmethod
-    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
+    def _sdk_errors(self) -> SDKErrors:
         """The SDK's (status error, connection error, root error) classes."""
+        return self.sdk.errors()
 
-    @abstractmethod
-    def _request_options(self) -> dict[str, Any]:
+    def _request_options(self) -> dict[str, object]:
         """Base SDK request options (auth scheme...)."""
+        return self.sdk.request_options()
+
+    def _request_path(self, stream: bool) -> str:
+        """The URL path of a request (after the client's base URL)."""
+        return self._path
 
     @abstractmethod
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The wire-format request body."""
 
     @abstractmethod
     def _parse(
-        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+        self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
     ) -> ChatResponse:
         """Build the response of a non-streaming call."""
 
@@ -169,7 +202,7 @@ class HTTPChatModel(ChatModel):
         """A fresh stream accumulator."""
 
     @abstractmethod
-    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
         """Decode one SSE event: the payload, or None to skip it.
 
         Raises ``EndOfStream`` at the provider's end-of-stream marker and a ``ModelError``
@@ -204,7 +237,7 @@ class HTTPChatModel(ChatModel):
         self._client_loop = _UNBOUND if loop is None else loop
 
     @property
-    def client(self) -> Any:
+    def client(self) -> SDKClient:
         """The SDK client (built at construction; rebuilt after ``aclose`` or a new loop).
 
         Raises:
@@ -233,61 +266,101 @@ class HTTPChatModel(ChatModel):
         if client is not None and (owner is _UNBOUND or owner is _running_loop()):
             await client.close()
 
-    # -- call ----------------------------------------------------------------------------
-    async def __call__(
+    # -- requests ------------------------------------------------------------------------
+    async def request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        **kwargs: Any,
-    ) -> ModelOutput:
-        """Ask the model for the next assistant turn (see ``ChatModel.__call__``).
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ChatResponse:
+        """Ask for the next assistant turn and wait for the whole answer.
 
-        Keyword arguments are request-body fields, except ``parallel_tool_calls`` (bool),
-        ``extra_headers`` (dict) and ``timeout`` (seconds), which shape the request.
+        See ``ChatModel.request``. ``settings`` keys this adapter does not know are sent as
+        request-body fields; ``extra_headers`` and ``timeout`` shape the HTTP request.
 
         Raises:
             ModelError: a subclass describing the failure, after retries.
         """
         started = time.perf_counter()
-        stream = bool(kwargs.pop("stream", self.stream))
-        options = self._request_options()
-        if "extra_headers" in kwargs:
-            options["headers"] = kwargs.pop("extra_headers")
-        if "timeout" in kwargs:
-            options["timeout"] = kwargs.pop("timeout")
-        body = self.format_request(
-            messages, tools, tool_choice, structured_model, stream=stream, **kwargs
-        )
-        response = await self._send(self.encode_body(body), stream, options)
-        if stream:
-            return self._stream(response, started, structured_model)
+        call = self._prepare(messages, tools, settings, stream=False)
+        response = await self._send(self.encode_body(call.body), False, call.options)
         data = loads_body(self.provider, response.content)
         elapsed = time.perf_counter() - started
         try:
-            parsed = self._parse(data, response.status_code, elapsed, structured_model)
+            parsed = self._parse(data, response.status_code, elapsed, call.structured)
         except _SHAPE_ERRORS as err:
             raise self._shape_error(data, err) from err
         return fill_cost(parsed, self.model_name, self.provider, self.base_url)  # USD price
 
-    def encode_body(self, body: dict[str, Any]) -> bytes:
+    async def request_stream(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """Ask for the next assistant turn as cumulative chunks (the last one complete).
+
+        The request is sent when the first chunk is asked for; the HTTP response is closed
+        however the iteration ends. Same arguments and errors as :meth:`request`.
+        """
+        started = time.perf_counter()
+        call = self._prepare(messages, tools, settings, stream=True)
+        response = await self._send(self.encode_body(call.body), True, call.options)
+        chunks = self._stream(response, started, call.structured)
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await chunks.aclose()
+
+    def _prepare(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None,
+        settings: ModelSettings | None,
+        *,
+        stream: bool,
+    ) -> PreparedCall:
+        """The body, SDK request options and structured-output model of one request."""
+        args: dict[str, object] = dict(settings or {})
+        options = self._request_options()
+        if "extra_headers" in args:
+            options["headers"] = args.pop("extra_headers")
+        if "timeout" in args:
+            options["timeout"] = args.pop("timeout")
+        tool_choice = cast("ToolChoice | None", args.pop("tool_choice", None))
+        structured = cast("type[BaseModel] | None", args.pop("output_type", None))
+        extra = args.pop("extra_body", None)
+        if isinstance(extra, dict):
+            args.update(extra)
+        schemas = [t.to_openai() for t in tools] if tools else None
+        body = self.format_request(
+            messages, schemas, tool_choice, structured, stream=stream, **args
+        )
+        return PreparedCall(body, options, structured)
+
+    def encode_body(self, body: Mapping[str, object]) -> bytes:
         """The request body's bytes (compact UTF-8 JSON; a provider may reuse cached parts)."""
         return dumps(body)
 
-    async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:
+    async def _send(self, body: bytes, stream: bool, options: dict[str, object]) -> httpx2.Response:
         if self._lean is not None:
             return await self._send_lean(self._lean, body, stream, options)
         client = self.client
-        status_error, connection_error, base_error = self._sdk_errors()
+        path = self._request_path(stream)
 
         async def attempt() -> httpx2.Response:
             # Pre-serialized ``content``: the SDK neither walks nor re-encodes the body.
             result = await client.post(
-                self._path, cast_to=httpx2.Response, content=body, options=options, stream=stream
+                path, cast_to=httpx2.Response, content=body, options=options, stream=stream
             )
             return cast(httpx2.Response, result)
 
+        return await self._with_retries(attempt)
+
+    async def _with_retries(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``attempt`` under the retry policy, SDK errors mapped to ours."""
+        status_error, connection_error, base_error = self._sdk_errors()
         return await send_with_retries(
             attempt,
             self.retry,
@@ -298,14 +371,16 @@ class HTTPChatModel(ChatModel):
         )
 
     async def _send_lean(
-        self, lean: LeanHTTP, body: bytes, stream: bool, options: dict[str, Any]
+        self, lean: LeanHTTP, body: bytes, stream: bool, options: dict[str, object]
     ) -> httpx2.Response:
         loop = _running_loop()
-        headers, timeout = options.get("headers"), options.get("timeout")
+        path, timeout = self._request_path(stream), options.get("timeout")
+        given = options.get("headers")
+        headers = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else None
 
-        def attempt() -> Any:
+        def attempt() -> Awaitable[httpx2.Response]:
             return lean.post(
-                loop, self._path, body, stream=stream, headers=headers, request_timeout=timeout
+                loop, path, body, stream=stream, headers=headers, request_timeout=timeout
             )
 
         return await send_with_retries(
@@ -317,7 +392,7 @@ class HTTPChatModel(ChatModel):
             base_error=LeanError,
         )
 
-    def _shape_error(self, data: Any, err: Exception) -> ModelResponseError:
+    def _shape_error(self, data: object, err: Exception) -> ModelResponseError:
         return ModelResponseError(
             f"{self.provider}: unexpected answer shape ({err!r}): {str(data)[:200]}",
             provider=self.provider,
@@ -328,7 +403,7 @@ class HTTPChatModel(ChatModel):
         response: httpx2.Response,
         started: float,
         structured: type[BaseModel] | None,
-    ) -> AsyncIterator[ChatResponse]:
+    ) -> AsyncGenerator[ChatResponse, None]:
         """Yield cumulative snapshots; the HTTP response is closed however this ends."""
         state = self._new_state()
         chunks = response.aiter_bytes()

@@ -13,12 +13,13 @@ import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TypeAlias, TypedDict, cast
 
 from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
 from agentkit.models._common import clean_body, split_tool_results, tool_use_block
+from agentkit.models._json import JSONObject, JSONValue, arr, obj
 from agentkit.models.base import ChatResponse, ChatUsage
 
 PROVIDER_ITEMS = "anthropic"
@@ -31,6 +32,17 @@ __all__ = [
     "format_tools",
     "parse_message",
 ]
+
+WireBlock: TypeAlias = dict[str, object]
+"""A block (or tool, or tool choice) as the Messages API takes it; built, then serialized."""
+
+
+class Turn(TypedDict):
+    """One ``messages`` item."""
+
+    role: str
+    content: list[WireBlock]
+
 
 _VALID_ID = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -48,8 +60,8 @@ def _wire_id(call_id: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_-]', '_', call_id)[:40]}_{digest}"
 
 
-def _source(block: Mapping[str, Any]) -> dict[str, Any]:
-    source = block["source"]
+def _source(block: Mapping[str, object]) -> WireBlock:
+    source = cast("Mapping[str, str]", block["source"])
     if source["type"] == "url":
         return {"type": "url", "url": source["url"]}
     return {"type": "base64", "media_type": source["media_type"], "data": source["data"]}
@@ -62,25 +74,25 @@ def _no_audio(where: str) -> UnsupportedContentError:
     )
 
 
-def _media(block: ContentBlock) -> dict[str, Any]:
+def _media(block: ContentBlock) -> WireBlock:
     """An image or document block (a document keeps its title)."""
-    extra: dict[str, Any] = block  # type: ignore[assignment]
-    out: dict[str, Any] = {"type": extra["type"], "source": _source(extra)}
+    extra = cast("Mapping[str, object]", block)  # read by key: documents carry options
+    out: WireBlock = {"type": extra["type"], "source": _source(extra)}
     if extra["type"] == "document":
         # Document options: a title, extra context, citations on.
         out.update({k: extra[k] for k in ("title", "context", "citations") if k in extra})
     return _with_cache(out, block)
 
 
-def _with_cache(out: dict[str, Any], block: Any) -> dict[str, Any]:
+def _with_cache(out: WireBlock, block: Mapping[str, object]) -> WireBlock:
     if "cache_control" in block:  # a prompt-caching hint stored on the block
         out["cache_control"] = block["cache_control"]
     return out
 
 
-def _result(result: ToolResultBlock) -> dict[str, Any]:
+def _result(result: ToolResultBlock) -> WireBlock:
     output = result["output"]
-    content: str | list[dict[str, Any]]
+    content: str | list[WireBlock]
     if isinstance(output, str):
         content = output
     else:
@@ -93,35 +105,33 @@ def _result(result: ToolResultBlock) -> dict[str, Any]:
                 content.append(_media(block))
             else:
                 raise _no_audio("in a tool result")
-    out: dict[str, Any] = {
+    out: WireBlock = {
         "type": "tool_result",
         "tool_use_id": _wire_id(result["id"]),
         "content": content,
     }
     if result.get("is_error"):
         out["is_error"] = True
-    return _with_cache(out, result)
+    return _with_cache(out, cast("Mapping[str, object]", result))
 
 
-def _block(block: ContentBlock, role: str) -> dict[str, Any] | None:
-    kind = block["type"]
-    if kind == "text":
-        text = block["text"]  # type: ignore[typeddict-item]
+def _block(block: ContentBlock, role: str) -> WireBlock | None:
+    extra = cast("Mapping[str, object]", block)  # provider keys (citations...) read by key
+    if block["type"] == "text":
+        text = block["text"]
         if not text:
             return None
-        out_text: dict[str, Any] = {"type": "text", "text": text}
-        if block.get("citations") and role == "assistant":  # replayed as the model cited
-            out_text["citations"] = block["citations"]  # type: ignore[typeddict-item]
-        return _with_cache(out_text, block)
-    if kind == "provider_item":
-        extra_item: dict[str, Any] = block  # type: ignore[assignment]
-        if extra_item["provider"] != PROVIDER_ITEMS or role != "assistant":
+        out_text: WireBlock = {"type": "text", "text": text}
+        if extra.get("citations") and role == "assistant":  # replayed as the model cited
+            out_text["citations"] = extra["citations"]
+        return _with_cache(out_text, extra)
+    if block["type"] == "provider_item":
+        if block["provider"] != PROVIDER_ITEMS or role != "assistant":
             return None  # another provider's server-side tool: meaningless here
-        return dict(extra_item["item"])
+        return dict(block["item"])
     if block["type"] == "thinking":
         if role != "assistant":
             return None
-        extra: Mapping[str, Any] = block
         if "redacted_data" in extra:
             return {"type": "redacted_thinking", "data": extra["redacted_data"]}
         signature = block.get("signature")
@@ -133,8 +143,13 @@ def _block(block: ContentBlock, role: str) -> dict[str, Any] | None:
         # result; the model sees the error and retries.
         arguments = {} if "raw_input" in block else block["input"]
         call_id = _wire_id(block["id"])
-        out = {"type": "tool_use", "id": call_id, "name": block["name"], "input": arguments}
-        return _with_cache(out, block)
+        out: WireBlock = {
+            "type": "tool_use",
+            "id": call_id,
+            "name": block["name"],
+            "input": arguments,
+        }
+        return _with_cache(out, extra)
     if block["type"] in ("image", "document"):
         return _media(block)
     if block["type"] == "audio":
@@ -142,7 +157,7 @@ def _block(block: ContentBlock, role: str) -> dict[str, Any] | None:
     return None
 
 
-def _append(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+def _append(turns: list[Turn], role: str, blocks: list[WireBlock]) -> None:
     """Add blocks as a turn, merging with a previous turn of the same role.
 
     Tool results come first in a user turn, as the API requires.
@@ -161,7 +176,7 @@ def _append(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]
 
 def format_messages(
     messages: Sequence[Msg],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[WireBlock], list[Turn]]:
     """Convert a conversation to Anthropic's ``(system, messages)``.
 
     Leading system messages become the ``system`` parameter; a system message later in the
@@ -170,8 +185,8 @@ def format_messages(
     turns, tool results and images into user turns (a ``role="system"`` message holding
     results, as AgentScope stores them, included); consecutive same-role turns are merged.
     """
-    system: list[dict[str, Any]] = []
-    turns: list[dict[str, Any]] = []
+    system: list[WireBlock] = []
+    turns: list[Turn] = []
     for msg in messages:
         blocks = msg.get_content_blocks()
         if msg.role == "system" and not turns:
@@ -183,7 +198,7 @@ def format_messages(
     return system, turns
 
 
-def _add_message(turns: list[dict[str, Any]], role: str, blocks: list[ContentBlock]) -> None:
+def _add_message(turns: list[Turn], role: str, blocks: list[ContentBlock]) -> None:
     """One stored message as turns, in an order that keeps every call answered.
 
     Results of earlier calls come first; then the message's own content (its calls in an
@@ -206,11 +221,11 @@ def _add_message(turns: list[dict[str, Any]], role: str, blocks: list[ContentBlo
     _append(turns, "user", _blocks(media, "user"))
 
 
-def _blocks(blocks: Sequence[ContentBlock], role: str) -> list[dict[str, Any]]:
+def _blocks(blocks: Sequence[ContentBlock], role: str) -> list[WireBlock]:
     return [b for b in (_block(x, role) for x in blocks) if b is not None]
 
 
-def _trim_prefill(turns: list[dict[str, Any]]) -> None:
+def _trim_prefill(turns: list[Turn]) -> None:
     """Trim the trailing whitespace of a final assistant turn.
 
     Such a turn is a prefill the model continues (e.g. a partial answer kept by an
@@ -218,7 +233,7 @@ def _trim_prefill(turns: list[dict[str, Any]]) -> None:
     """
     blocks = turns[-1]["content"]
     if blocks and blocks[-1]["type"] == "text":
-        text = blocks[-1]["text"].rstrip()
+        text = str(blocks[-1]["text"]).rstrip()
         if text:
             blocks[-1] = {**blocks[-1], "text": text}
         else:
@@ -227,31 +242,31 @@ def _trim_prefill(turns: list[dict[str, Any]]) -> None:
         turns.pop()
 
 
-def format_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def format_tools(tools: Sequence[Mapping[str, object]]) -> list[WireBlock]:
     """OpenAI-style function schemas -> Anthropic tool definitions.
 
     Server tool specs (a ``type`` other than ``function``) pass through unchanged.
     """
-    out: list[dict[str, Any]] = []
+    out: list[WireBlock] = []
     for tool in tools:
         if tool.get("type") not in (None, "function", "custom"):
             out.append(dict(tool))  # a server tool (web_search_20250305...), sent as given
             continue
-        function = tool.get("function", tool)
+        function = cast("Mapping[str, object]", tool.get("function", tool))
         schema = function.get("parameters") or {"type": "object", "properties": {}}
-        converted: dict[str, Any] = {"name": function["name"], "input_schema": schema}
+        converted: WireBlock = {"name": function["name"], "input_schema": schema}
         if function.get("description"):
             converted["description"] = function["description"]
         out.append(_with_cache(converted, tool))
     return out
 
 
-def format_tool_choice(choice: str | None, parallel: bool | None) -> dict[str, Any] | None:
+def format_tool_choice(choice: str | None, parallel: bool | None) -> WireBlock | None:
     """Map a tool choice (and ``parallel_tool_calls=False``) to Anthropic's ``tool_choice``."""
     if choice is None and parallel is not False:
         return None
     mapping = {None: "auto", "auto": "auto", "none": "none", "required": "any"}
-    out: dict[str, Any] = (
+    out: WireBlock = (
         {"type": mapping[choice]} if choice in mapping else {"type": "tool", "name": choice}
     )
     if parallel is False and out["type"] != "none":
@@ -259,39 +274,50 @@ def format_tool_choice(choice: str | None, parallel: bool | None) -> dict[str, A
     return out
 
 
-def _usage(data: dict[str, Any], elapsed: float) -> ChatUsage:
+def _usage(data: JSONObject, elapsed: float) -> ChatUsage:
     prompt = sum(
-        int(data.get(k) or 0)
+        _int(data.get(k))
         for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
     return ChatUsage(
         prompt,
-        int(data.get("output_tokens") or 0),
+        _int(data.get("output_tokens")),
         elapsed,
-        cache_read_tokens=int(data.get("cache_read_input_tokens") or 0),
-        cache_write_tokens=int(data.get("cache_creation_input_tokens") or 0),
+        cache_read_tokens=_int(data.get("cache_read_input_tokens")),
+        cache_write_tokens=_int(data.get("cache_creation_input_tokens")),
     )
 
 
-def _content_block(block: dict[str, Any]) -> ContentBlock | None:
+def _int(value: JSONValue) -> int:
+    """A token count (a missing one is 0; a non-number is a shape error)."""
+    if not value:
+        return 0
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+def _content_block(block: JSONObject) -> ContentBlock | None:
     kind = block.get("type")
     if kind == "text":
-        text: dict[str, Any] = {"type": "text", "text": block.get("text") or ""}
+        text: dict[str, object] = {"type": "text", "text": block.get("text") or ""}
         if block.get("citations"):
             text["citations"] = block["citations"]
         return cast(ContentBlock, text)
     if kind == "thinking":
-        out: dict[str, Any] = {"type": "thinking", "thinking": block.get("thinking") or ""}
+        out: dict[str, object] = {"type": "thinking", "thinking": block.get("thinking") or ""}
         if block.get("signature"):
             out["signature"] = block["signature"]
         return cast(ContentBlock, out)
     if kind == "redacted_thinking":
-        redacted: Any = {"type": "thinking", "thinking": "", "redacted_data": block.get("data", "")}
+        redacted = {"type": "thinking", "thinking": "", "redacted_data": block.get("data", "")}
         return cast(ContentBlock, redacted)
     if kind == "tool_use":
         value = block.get("input")
         raw = json.dumps(value) if not isinstance(value, dict) else ""
-        result = tool_use_block(block.get("id"), block.get("name") or "", raw, final=True)
+        call_id = block.get("id")
+        name = str(block.get("name") or "")
+        result = tool_use_block(None if call_id is None else str(call_id), name, raw, final=True)
         if isinstance(value, dict):
             result["input"] = value
         return result
@@ -308,13 +334,14 @@ def _content_block(block: dict[str, Any]) -> ContentBlock | None:
 _TRANSIENT = frozenset(("ping",))
 
 
-def parse_message(data: dict[str, Any], elapsed: float) -> ChatResponse:
+def parse_message(data: JSONObject, elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a non-streaming ``message`` body."""
-    data = clean_body(data)
-    content = [b for b in map(_content_block, data.get("content") or []) if b is not None]
+    data = obj(clean_body(data))
+    blocks = (_content_block(obj(b)) for b in arr(data.get("content")))
+    content = [b for b in blocks if b is not None]
     return ChatResponse(
         content=content,
-        usage=_usage(data.get("usage") or {}, elapsed),
+        usage=_usage(obj(data.get("usage")), elapsed),
         id=str(data.get("id") or uuid.uuid4().hex),
         metadata={"finish_reason": data.get("stop_reason")},
     )
@@ -328,41 +355,43 @@ class AnthropicStreamState:
     def __init__(self) -> None:
         self.id = uuid.uuid4().hex
         # index -> mutable Anthropic-style block; tool_use blocks accumulate "raw"
-        self.blocks: dict[int, dict[str, Any]] = {}
+        self.blocks: dict[int, JSONObject] = {}
         self.stopped: set[int] = set()
         # (index, "text" | "thinking") -> the streamed text, joined as valid Unicode
         self.texts: dict[tuple[int, str], StreamText] = {}
         self.finish_reason: str | None = None
-        self.usage_data: dict[str, Any] = {}
+        self.usage_data: JSONObject = {}
 
-    def feed(self, event: dict[str, Any]) -> bool:
+    def feed(self, event: JSONObject) -> bool:
         """Apply one event; return whether the visible content changed."""
         kind = event.get("type")
         if kind == "content_block_delta":
-            return self._delta(event.get("index", 0), event.get("delta") or {})
+            return self._delta(_index(event.get("index", 0)), obj(event.get("delta")))
         if kind == "content_block_start":
-            block = clean_body(dict(event.get("content_block") or {}))
+            block = obj(clean_body(dict(obj(event.get("content_block")))))
             start_input = block.get("input")
             # The API starts tool input at {} and streams it; a proxy may send it whole here.
             block["raw"] = (
                 json.dumps(start_input) if isinstance(start_input, dict) and start_input else ""
             )
-            self.blocks[event.get("index", len(self.blocks))] = block
+            self.blocks[_index(event.get("index", len(self.blocks)))] = block
             return True
         if kind == "content_block_stop":
-            self.stopped.add(event.get("index", 0))
-            return self.blocks.get(event.get("index", 0), {}).get("type") == "tool_use"
+            index = _index(event.get("index", 0))
+            self.stopped.add(index)
+            return self.blocks.get(index, {}).get("type") == "tool_use"
         if kind == "message_start":
-            message = event.get("message") or {}
-            self.id = message.get("id") or self.id
-            self.usage_data.update(message.get("usage") or {})
+            message = obj(event.get("message"))
+            self.id = str(message.get("id") or self.id)
+            self.usage_data.update(obj(message.get("usage")))
         elif kind == "message_delta":
-            self.finish_reason = (event.get("delta") or {}).get("stop_reason") or self.finish_reason
-            usage = event.get("usage") or {}
+            reason = obj(event.get("delta")).get("stop_reason")
+            self.finish_reason = str(reason) if reason else self.finish_reason
+            usage = obj(event.get("usage"))
             self.usage_data.update({k: v for k, v in usage.items() if v is not None})
         return False
 
-    def _delta(self, index: int, delta: dict[str, Any]) -> bool:
+    def _delta(self, index: int, delta: JSONObject) -> bool:
         block = self.blocks.get(index)
         if block is None:
             return False
@@ -372,17 +401,20 @@ class AnthropicStreamState:
             stream = self.texts.get((index, key))
             if stream is None:
                 stream = self.texts[(index, key)] = StreamText()
-                stream.add(block.get(key) or "")
-            stream.add(delta.get(key) or "")
+                stream.add(str(block.get(key) or ""))
+            stream.add(str(delta.get(key) or ""))
         elif kind == "signature_delta":
             block["signature"] = delta.get("signature", "")
             return False
         elif kind == "input_json_delta":
-            block["raw"] += delta.get("partial_json", "")
+            block["raw"] = str(block["raw"]) + str(delta.get("partial_json", ""))
             if block.get("type") != "tool_use":  # a server tool's input: shown when complete
                 return False
         elif kind == "citations_delta":
-            block.setdefault("citations", []).append(delta.get("citation"))
+            citations = block.setdefault("citations", [])
+            if not isinstance(citations, list):
+                raise TypeError("citations is not a list")
+            citations.append(delta.get("citation"))
         else:
             return False
         return True
@@ -394,17 +426,22 @@ class AnthropicStreamState:
             self.blocks[index][key] = stream.value(final=final)
         for index in sorted(self.blocks):
             block = self.blocks[index]
+            raw = str(block.get("raw") or "")
             if block.get("type") == "tool_use":
                 done = final or index in self.stopped
+                call_id = block.get("id")
                 content.append(
                     tool_use_block(
-                        block.get("id"), block.get("name") or "", block["raw"], final=done
+                        None if call_id is None else str(call_id),
+                        str(block.get("name") or ""),
+                        raw,
+                        final=done,
                     )
                 )
             else:
-                if block.get("raw") and "input" in block:  # a server tool's streamed input
+                if raw and "input" in block:  # a server tool's streamed input
                     with contextlib.suppress(ValueError):
-                        block["input"] = json.loads(block["raw"])
+                        block["input"] = json.loads(raw)
                 converted = _content_block(block)
                 if converted is not None:
                     content.append(converted)
@@ -413,3 +450,9 @@ class AnthropicStreamState:
             response.usage = _usage(self.usage_data, elapsed)
             response.metadata = {"finish_reason": self.finish_reason}
         return response
+
+
+def _index(value: JSONValue) -> int:
+    if isinstance(value, int):
+        return value
+    raise TypeError(f"expected an index, got {type(value).__name__}")

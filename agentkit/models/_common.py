@@ -14,6 +14,7 @@ from agentkit.messages import ContentBlock, ToolResultBlock, ToolUseBlock
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentkit.models._json import JSONObject, JSONValue
     from agentkit.models.base import ChatResponse
 
 __all__ = [
@@ -62,7 +63,7 @@ def _clean_arguments(raw: str, parsed: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def clean_body(data: Any) -> Any:
+def clean_body(data: JSONValue) -> JSONValue:
     """A provider's decoded answer, with valid Unicode text, or refused when too deep.
 
     JSON escapes may carry lone surrogates; see ``agentkit._text``.
@@ -71,9 +72,10 @@ def clean_body(data: Any) -> Any:
         ModelResponseError: when the answer nests deeper than ``MAX_JSON_DEPTH`` levels.
     """
     try:
-        return clean_json(data)
+        cleaned: JSONValue = clean_json(data)
     except ValueError as exc:
         raise ModelResponseError(f"the model's answer is malformed: {exc}") from None
+    return cleaned
 
 
 def tool_use_block(
@@ -168,7 +170,7 @@ def require_extra(module: str, extra: str, purpose: str) -> None:
         ) from err
 
 
-def json_schema_spec(model: type[BaseModel]) -> dict[str, Any]:
+def json_schema_spec(model: type[BaseModel]) -> dict[str, object]:
     """An OpenAI ``json_schema`` spec (``name``, ``schema``, ``strict``) of a pydantic model.
 
     Strict when the schema allows it (see ``strict_schema``).
@@ -176,13 +178,17 @@ def json_schema_spec(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     strict = strict_schema(schema)
     name = re.sub(r"[^a-zA-Z0-9_-]", "_", model.__name__)[:64]
-    spec: dict[str, Any] = {"name": name, "schema": strict or schema, "strict": strict is not None}
+    spec: dict[str, object] = {
+        "name": name,
+        "schema": strict or schema,
+        "strict": strict is not None,
+    }
     if isinstance(schema.get("description"), str):
         spec["description"] = schema["description"]
     return spec
 
 
-def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+def strict_schema(schema: JSONObject) -> JSONObject | None:
     """A copy of ``schema`` usable with OpenAI strict mode, or None when it cannot be.
 
     Strict mode needs every object closed (``additionalProperties: false``) with all its
@@ -190,14 +196,14 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     non-strict rather than silently changing its meaning.
     """
 
-    def walk(node: Any) -> Any:
+    def walk(node: JSONValue) -> JSONValue:
         if isinstance(node, list):
             return [walk(item) for item in node]
         if not isinstance(node, dict):
             return node
         if "default" in node:
             raise _NotStrict
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for key, value in node.items():
             if key in _SCHEMA_MAPS and isinstance(value, dict):
                 # name -> schema maps: walk the schemas, not the map itself
@@ -209,7 +215,8 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
             extra = out.get("additionalProperties", False)
             if not isinstance(props, dict) or extra not in (False, None):
                 raise _NotStrict
-            if set(out.get("required", [])) != set(props):
+            required = out.get("required", [])
+            if not isinstance(required, list) or set(map(str, required)) != set(props):
                 raise _NotStrict
             out["additionalProperties"] = False
         return out

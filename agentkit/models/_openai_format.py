@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock, ToolUseBlock
 from agentkit.models._common import clean_body, result_text, split_tool_results, tool_use_block
+from agentkit.models._json import JSONObject, JSONValue, arr, obj
 from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = [
@@ -32,7 +33,7 @@ _encode = json.JSONEncoder(ensure_ascii=False).encode
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
-def _image_part(block: ImageBlock) -> dict[str, Any]:
+def _image_part(block: ImageBlock) -> dict[str, object]:
     source = block["source"]
     if source["type"] == "url":
         url = source["url"]
@@ -48,8 +49,8 @@ def _unsupported(what: str) -> UnsupportedContentError:
     )
 
 
-def _file_part(block: ContentBlock) -> dict[str, Any]:
-    extra: dict[str, Any] = block  # type: ignore[assignment]
+def _file_part(block: ContentBlock) -> dict[str, object]:
+    extra = cast("Mapping[str, Any]", block)  # a document block, read by key
     source = extra["source"]
     if source["type"] != "base64":
         raise _unsupported("documents by URL")
@@ -58,7 +59,7 @@ def _file_part(block: ContentBlock) -> dict[str, Any]:
     return {"type": "file", "file": {"filename": name, "file_data": data}}
 
 
-def _user_part(block: ContentBlock) -> dict[str, Any] | None:
+def _user_part(block: ContentBlock) -> dict[str, object] | None:
     if block["type"] == "text":
         return {"type": "text", "text": block["text"]}
     if block["type"] == "image":
@@ -74,20 +75,20 @@ def _user_part(block: ContentBlock) -> dict[str, Any] | None:
     return None  # thinking/tool_use in a user turn have no OpenAI form
 
 
-def _user_message(blocks: Sequence[ContentBlock]) -> dict[str, Any] | None:
+def _user_message(blocks: Sequence[ContentBlock]) -> dict[str, object] | None:
     parts = [p for p in (_user_part(b) for b in blocks) if p is not None]
     if not parts:
         return None
     if all(p["type"] == "text" for p in parts):
         # Plain string content: accepted by every OpenAI-compatible server.
-        return {"role": "user", "content": "\n".join(p["text"] for p in parts)}
+        return {"role": "user", "content": "\n".join(str(p["text"]) for p in parts)}
     return {"role": "user", "content": parts}
 
 
-def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[str, Any] | None:
+def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[str, object] | None:
     texts: list[str] = []
     thoughts: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[dict[str, object]] = []
     for block in blocks:
         if block["type"] == "text":
             texts.append(block["text"])
@@ -96,18 +97,21 @@ def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[
         elif block["type"] == "tool_use":
             raw = block.get("raw_input")
             arguments = raw if raw is not None else _encode(block["input"])
-            call = {
+            call: dict[str, object] = {
                 "id": block["id"],
                 "type": "function",
                 "function": {"name": block["name"], "arguments": arguments},
             }
-            extra: dict[str, Any] = block  # type: ignore[assignment]
+            extra = cast("Mapping[str, object]", block)  # may carry a provider key
             if "extra_content" in extra:  # Gemini's thought signature, sent back as it came
                 call["extra_content"] = extra["extra_content"]
             calls.append(call)
     if not texts and not calls:
         return None
-    message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
+    message: dict[str, object] = {
+        "role": "assistant",
+        "content": "\n".join(texts) if texts else None,
+    }
     if calls:
         message["tool_calls"] = calls
     if reasoning and thoughts:
@@ -115,14 +119,14 @@ def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[
     return message
 
 
-def _tool_messages(results: list[ToolResultBlock]) -> list[dict[str, Any]]:
+def _tool_messages(results: list[ToolResultBlock]) -> list[dict[str, object]]:
     """One ``role=tool`` message per result.
 
     Images, audio and documents follow in one user message, since OpenAI tool messages
     carry text only.
     """
-    messages: list[dict[str, Any]] = []
-    images: list[dict[str, Any]] = []
+    messages: list[dict[str, object]] = []
+    images: list[dict[str, object]] = []
     for result in results:
         messages.append(
             {"role": "tool", "tool_call_id": result["id"], "content": result_text(result)}
@@ -139,7 +143,7 @@ def _tool_messages(results: list[ToolResultBlock]) -> list[dict[str, Any]]:
     return messages
 
 
-def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list[dict[str, Any]]:
+def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list[dict[str, object]]:
     """Convert a conversation to Chat Completions messages.
 
     Args:
@@ -163,7 +167,7 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
         entry = cache.get(msg, reasoning)
         if entry is None:
             entry = cache.put(msg, reasoning, _format_one(msg, reasoning))
-        sources += entry[5]
+        sources += entry.wire
         used.append(entry)
     # Shallow copies: a caller changing a message dict of the body must not change the
     # cached form (nested values are shared, as the messages' own blocks are).
@@ -171,7 +175,7 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
     return out
 
 
-class WireMessages(list[dict[str, Any]]):
+class WireMessages(list[dict[str, object]]):
     """What :func:`format_messages` returns: a plain list of message dicts.
 
     It remembers the cached forms it was copied from, so that :func:`encode_body` can reuse
@@ -182,8 +186,8 @@ class WireMessages(list[dict[str, Any]]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.sources: list[dict[str, Any]] = []  # the cached dict behind each item
-        self.entries: list[list[Any]] = []  # the cache entries, in order
+        self.sources: list[dict[str, object]] = []  # the cached dict behind each item
+        self.entries: list[_Entry] = []  # the cache entries, in order
 
     def json_text(self) -> str | None:
         """The compact JSON of the list from cached fragments, or None if it was changed."""
@@ -191,9 +195,9 @@ class WireMessages(list[dict[str, Any]]):
             return None
         parts = []
         for entry in self.entries:
-            fragment = entry[6]
+            fragment = entry.json
             if fragment is None:
-                fragment = entry[6] = ",".join([_compact(m) for m in entry[5]])
+                fragment = entry.json = ",".join([_compact(m) for m in entry.wire])
             if fragment:
                 parts.append(fragment)
         return "[" + ",".join(parts) + "]"
@@ -206,7 +210,7 @@ _HOLE = "\x00agentkit:messages\x00"
 _HOLE_JSON = _compact(_HOLE)
 
 
-def encode_body(body: dict[str, Any]) -> bytes:
+def encode_body(body: Mapping[str, object]) -> bytes:
     """``dumps(body)``, reusing the cached JSON of the history's messages.
 
     Byte for byte what ``agentkit.models._http.dumps`` gives; the messages' JSON is
@@ -223,15 +227,15 @@ def encode_body(body: dict[str, Any]) -> bytes:
 
 def format_messages_uncached(
     messages: Sequence[Msg], *, reasoning: bool = False
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """:func:`format_messages` without the cache (the reference the cache must equal)."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for msg in messages:
         out += _format_one(msg, reasoning)
     return out
 
 
-def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, Any]]:
+def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, object]]:
     if isinstance(msg.content, str):
         if msg.content or msg.role != "assistant":
             return [{"role": msg.role, "content": msg.content}]
@@ -239,7 +243,7 @@ def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, Any]]:
     return _convert(msg.role, msg.content, reasoning)
 
 
-def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, Any]]:
+def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, object]]:
     """What a message's wire form depends on, compared to the live content in C.
 
     Shallow copies of the blocks: a block replaced, added or removed, or a block's value
@@ -250,6 +254,29 @@ def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         return content
     return [dict(block) for block in content]
+
+
+class _Entry:
+    """One cached wire form: what it was made from, and what it is."""
+
+    __slots__ = ("content", "json", "msg", "reasoning", "role", "snapshot", "wire")
+
+    def __init__(
+        self,
+        msg: Msg,
+        reasoning: bool,
+        role: str,
+        content: str | list[ContentBlock],
+        snapshot: str | list[dict[str, object]],
+        wire: list[dict[str, object]],
+    ) -> None:
+        self.msg = msg
+        self.reasoning = reasoning
+        self.role = role
+        self.content = content
+        self.snapshot = snapshot
+        self.wire = wire
+        self.json: str | None = None  # the compact JSON of ``wire``, made when first sent
 
 
 class _WireCache:
@@ -266,29 +293,29 @@ class _WireCache:
         self.max_entries = max_entries
         # Ordered: evicting the oldest is O(1) (a plain dict's first key is found by
         # scanning past the slots of the keys deleted before it).
-        self.entries: OrderedDict[str, list[Any]] = OrderedDict()
+        self.entries: OrderedDict[str, _Entry] = OrderedDict()
 
-    def get(self, msg: Msg, reasoning: bool) -> list[Any] | None:
-        """The entry of ``msg``: [msg, reasoning, role, content, snapshot, wire, json]."""
+    def get(self, msg: Msg, reasoning: bool) -> _Entry | None:
+        """The entry of ``msg``, if its wire form is still valid."""
         entry = self.entries.get(msg.id)
         if (
             entry is None
-            or entry[0] is not msg
-            or entry[1] != reasoning
-            or entry[2] != msg.role
-            or entry[3] is not msg.content
-            or entry[4] != msg.content
+            or entry.msg is not msg
+            or entry.reasoning != reasoning
+            or entry.role != msg.role
+            or entry.content is not msg.content
+            or entry.snapshot != msg.content
         ):
             return None
         return entry
 
-    def put(self, msg: Msg, reasoning: bool, wire: list[dict[str, Any]]) -> list[Any]:
+    def put(self, msg: Msg, reasoning: bool, wire: list[dict[str, object]]) -> _Entry:
         entries = self.entries
         entries.pop(msg.id, None)
         if len(entries) >= self.max_entries:
             entries.popitem(last=False)
         content = msg.content
-        entry = [msg, reasoning, msg.role, content, _snapshot(content), wire, None]
+        entry = _Entry(msg, reasoning, msg.role, content, _snapshot(content), wire)
         entries[msg.id] = entry
         return entry
 
@@ -299,7 +326,7 @@ class _WireCache:
 _CACHE = _WireCache()
 
 
-def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dict[str, Any]]:
+def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dict[str, object]]:
     """One stored message as wire messages, in an order that keeps every call answered.
 
     Results of earlier calls come first; then the message's own text (and its calls, in
@@ -330,14 +357,14 @@ def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dic
     return out + ([extra] if extra is not None else [])
 
 
-def format_tool_choice(choice: str) -> str | dict[str, Any]:
+def format_tool_choice(choice: str) -> str | dict[str, object]:
     """``"auto"``/``"none"``/``"required"`` or a tool name, in OpenAI's format."""
     if choice in ("auto", "none", "required"):
         return choice
     return {"type": "function", "function": {"name": choice}}
 
 
-def _usage(data: Any, elapsed: float) -> ChatUsage | None:
+def _usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
     if not isinstance(data, dict):
         return None
     prompt_details = data.get("prompt_tokens_details")
@@ -347,41 +374,51 @@ def _usage(data: Any, elapsed: float) -> ChatUsage | None:
         completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else 0
     )
     return ChatUsage(
-        input_tokens=int(data.get("prompt_tokens") or 0),
-        output_tokens=int(data.get("completion_tokens") or 0),
+        input_tokens=_int(data.get("prompt_tokens")),
+        output_tokens=_int(data.get("completion_tokens")),
         time=elapsed,
-        cache_read_tokens=int(cached or 0),  # included in prompt_tokens, priced lower
-        reasoning_tokens=int(reasoning or 0),
+        cache_read_tokens=_int(cached),  # included in prompt_tokens, priced lower
+        reasoning_tokens=_int(reasoning),
     )
 
 
-def _arguments_text(value: Any) -> str:
+def _int(value: JSONValue) -> int:
+    """A token count (a missing one is 0; a non-number is a shape error)."""
+    if not value:
+        return 0
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+def _arguments_text(value: JSONValue) -> str:
     """Arguments as JSON text; some servers send an object instead of the specified string."""
     if value is None or isinstance(value, str):
         return value or ""
     return _encode(value)
 
 
-def _reasoning_of(message: dict[str, Any]) -> str | None:
+def _reasoning_of(message: JSONObject) -> str | None:
     value = message.get("reasoning_content")
     if value is None:
         value = message.get("reasoning")  # OpenRouter / Ollama spelling
     return value if isinstance(value, str) else None
 
 
-def _with_extra(block: ToolUseBlock, extra_content: Any) -> ToolUseBlock:
+def _with_extra(block: ToolUseBlock, extra_content: JSONValue) -> ToolUseBlock:
     """Keep a call's ``extra_content`` (Gemini puts its thought signature there)."""
     if isinstance(extra_content, dict):
-        block["extra_content"] = extra_content  # type: ignore[typeddict-unknown-key]
+        # A provider key on the block, kept so the call is sent back exactly as it came.
+        cast("dict[str, object]", block)["extra_content"] = extra_content
     return block
 
 
-def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
+def parse_completion(data: JSONObject, elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a non-streaming ``chat.completion`` body."""
-    data = clean_body(data)
-    choices = data.get("choices") or [{}]
+    data = obj(clean_body(data))
+    choices = arr(data.get("choices")) or [{}]
     choice = choices[0] if isinstance(choices[0], dict) else {}
-    message = choice.get("message") or {}
+    message = obj(choice.get("message"))
     content: list[ContentBlock] = []
     reasoning = _reasoning_of(message)
     if reasoning:
@@ -392,12 +429,15 @@ def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
     refusal = message.get("refusal")
     if isinstance(refusal, str) and refusal:
         content.append({"type": "text", "text": refusal})
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") or {}
+    for item in arr(message.get("tool_calls")):
+        call = obj(item)
+        function = obj(call.get("function"))
         raw = _arguments_text(function.get("arguments"))
-        block = tool_use_block(call.get("id"), function.get("name") or "", raw, final=True)
+        block = tool_use_block(
+            _opt_str(call.get("id")), str(function.get("name") or ""), raw, final=True
+        )
         content.append(_with_extra(block, call.get("extra_content")))
-    metadata: dict[str, Any] = {"finish_reason": choice.get("finish_reason")}
+    metadata: dict[str, object] = {"finish_reason": choice.get("finish_reason")}
     if isinstance(refusal, str) and refusal:
         metadata["refusal"] = refusal
     return ChatResponse(
@@ -406,6 +446,22 @@ def parse_completion(data: dict[str, Any], elapsed: float) -> ChatResponse:
         id=str(data.get("id") or uuid.uuid4().hex),
         metadata=metadata,
     )
+
+
+def _opt_str(value: JSONValue) -> str | None:
+    return None if value is None else str(value)
+
+
+class _Call:
+    """A streamed tool call being assembled."""
+
+    __slots__ = ("arguments", "extra", "id", "name")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name = ""
+        self.arguments = ""
+        self.extra: JSONValue = None
 
 
 class OpenAIStreamState:
@@ -418,28 +474,29 @@ class OpenAIStreamState:
         # Joined as valid Unicode: an emoji split across chunks as two JSON escapes is rejoined.
         self.text = StreamText()
         self.reasoning = StreamText()
-        # index -> [id, name, argument text, extra_content]; dicts keep first-seen order
-        self.calls: dict[int, list[Any]] = {}
+        self.calls: dict[int, _Call] = {}  # by index; dicts keep first-seen order
         self.finish_reason: str | None = None
-        self.usage_data: dict[str, Any] | None = None
+        self.usage_data: JSONObject | None = None
 
-    def feed(self, chunk: dict[str, Any]) -> bool:
+    def feed(self, chunk: JSONObject) -> bool:
         """Apply one chunk; return whether the visible content changed."""
         if self.id is None and chunk.get("id"):
             self.id = str(chunk["id"])
-        if isinstance(chunk.get("usage"), dict):
-            self.usage_data = chunk["usage"]
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage_data = usage
         changed = False
-        for choice in chunk.get("choices") or ():
+        for item in arr(chunk.get("choices")):
+            choice = obj(item)
             if choice.get("index", 0) != 0:
                 continue
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-            delta = choice.get("delta") or {}
-            changed = self._apply(delta) or changed
+            reason = choice.get("finish_reason")
+            if reason:
+                self.finish_reason = str(reason)
+            changed = self._apply(obj(choice.get("delta"))) or changed
         return changed
 
-    def _apply(self, delta: dict[str, Any]) -> bool:
+    def _apply(self, delta: JSONObject) -> bool:
         changed = False
         piece = delta.get("content")
         if isinstance(piece, str) and piece:
@@ -449,28 +506,29 @@ class OpenAIStreamState:
         if thought:
             self.reasoning.add(thought)
             changed = True
-        for call in delta.get("tool_calls") or ():
-            entry = self.calls.setdefault(self._index_of(call), [None, "", "", None])
+        for item in arr(delta.get("tool_calls")):
+            call = obj(item)
+            entry = self.calls.setdefault(self._index_of(call), _Call())
             if isinstance(call.get("extra_content"), dict):
-                entry[3] = call["extra_content"]
-            if call.get("id") and entry[0] is None:
-                entry[0] = call["id"]
-            function = call.get("function") or {}
-            if function.get("name") and not entry[1]:
-                entry[1] = function["name"]
+                entry.extra = call["extra_content"]
+            if call.get("id") and entry.id is None:
+                entry.id = str(call["id"])
+            function = obj(call.get("function"))
+            if function.get("name") and not entry.name:
+                entry.name = str(function["name"])
             if function.get("arguments"):
-                entry[2] += _arguments_text(function["arguments"])
+                entry.arguments += _arguments_text(function["arguments"])
             changed = True
         return changed
 
-    def _index_of(self, call: dict[str, Any]) -> int:
+    def _index_of(self, call: JSONObject) -> int:
         index = call.get("index")
         if isinstance(index, int):
             return index
         # Some servers omit the index: a new id starts a new call, anything else continues
         # the last one.
         last: int | None = next(reversed(self.calls), None)
-        if last is None or (call.get("id") and call["id"] != self.calls[last][0]):
+        if last is None or (call.get("id") and call["id"] != self.calls[last].id):
             return len(self.calls)
         return last
 
@@ -483,10 +541,10 @@ class OpenAIStreamState:
         if text:
             content.append({"type": "text", "text": text})
         for entry in self.calls.values():
-            if entry[0] is None:  # keep the generated id stable across snapshots
-                entry[0] = tool_use_block(None, "", "", final=True)["id"]
-            block = tool_use_block(entry[0], entry[1], entry[2], final=final)
-            content.append(_with_extra(block, entry[3]))
+            if entry.id is None:  # keep the generated id stable across snapshots
+                entry.id = tool_use_block(None, "", "", final=True)["id"]
+            block = tool_use_block(entry.id, entry.name, entry.arguments, final=final)
+            content.append(_with_extra(block, entry.extra))
         if self.id is None:
             self.id = uuid.uuid4().hex
         response = ChatResponse(content=content, id=self.id)

@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import Literal, TypeAlias, TypedDict, cast
 
 from agentkit.exceptions import UnsupportedContentError
-from agentkit.messages import ContentBlock, Msg, ToolResultBlock
+from agentkit.messages import (
+    Base64Source,
+    ContentBlock,
+    DocumentBlock,
+    Msg,
+    ProviderItemBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    URLSource,
+)
 from agentkit.models._common import split_tool_results, tool_use_block
+from agentkit.models._json import JSONObject, JSONValue, arr, obj
 from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = [
@@ -39,14 +49,18 @@ def _unsupported(kind: str, where: str) -> UnsupportedContentError:
     )
 
 
-def _data_url(source: dict[str, Any]) -> str:
+Item: TypeAlias = dict[str, object]
+"""An ``input`` item, content part or tool as the Responses API takes it."""
+
+
+def _data_url(source: Base64Source | URLSource) -> str:
     if source["type"] == "url":
         return str(source["url"])
     return f"data:{source['media_type']};base64,{source['data']}"
 
 
-def _file_part(block: dict[str, Any]) -> dict[str, Any]:
-    source = block["source"]
+def _file_part(block: DocumentBlock) -> Item:
+    source = cast("Base64Source | URLSource | TextSource", block["source"])
     if source["type"] == "url":
         return {"type": "input_file", "file_url": source["url"]}
     if source["type"] == "text":
@@ -55,26 +69,34 @@ def _file_part(block: dict[str, Any]) -> dict[str, Any]:
     return {"type": "input_file", "filename": name, "file_data": _data_url(source)}
 
 
-def _input_part(block: ContentBlock, where: str) -> dict[str, Any]:
+class TextSource(TypedDict):
+    """A plain-text document source (not sent by this API)."""
+
+    type: Literal["text"]
+
+
+def _input_part(block: ContentBlock, where: str) -> Item:
     """One user-side content part (in a user message or a tool result)."""
-    extra: dict[str, Any] = cast(dict[str, Any], block)
-    kind = extra["type"]
-    if kind == "text":
-        return {"type": "input_text", "text": extra["text"]}
-    if kind == "image":
-        url = _data_url(extra["source"])
-        return {"type": "input_image", "image_url": url, "detail": extra.get("detail", "auto")}
-    if kind == "document":
-        return _file_part(extra)
-    if kind == "audio" and where == "in a user message" and extra["source"]["type"] == "base64":
-        source = extra["source"]
-        fmt = _AUDIO_FORMATS.get(source["media_type"], source["media_type"].split("/")[-1])
-        return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}
+    if block["type"] == "text":
+        return {"type": "input_text", "text": block["text"]}
+    if block["type"] == "image":
+        url = _data_url(block["source"])
+        detail = cast("Mapping[str, object]", block).get("detail", "auto")
+        return {"type": "input_image", "image_url": url, "detail": detail}
+    if block["type"] == "document":
+        return _file_part(block)
+    kind = block["type"]
+    if block["type"] == "audio" and where == "in a user message":
+        source = block["source"]
+        if source["type"] == "base64":
+            media = source["media_type"]
+            fmt = _AUDIO_FORMATS.get(media, media.split("/")[-1])
+            return {"type": "input_audio", "input_audio": {"data": source["data"], "format": fmt}}
     detail = " by URL" if kind == "audio" and where == "in a user message" else ""
     raise _unsupported(f"{kind}{detail}", where)
 
 
-def _user_item(role: str, blocks: list[ContentBlock]) -> dict[str, Any] | None:
+def _user_item(role: str, blocks: list[ContentBlock]) -> Item | None:
     parts = [
         _input_part(b, "in a user message")
         for b in blocks
@@ -83,87 +105,87 @@ def _user_item(role: str, blocks: list[ContentBlock]) -> dict[str, Any] | None:
     if not parts:
         return None
     if all(p["type"] == "input_text" for p in parts):
-        return {"role": role, "content": "\n".join(p["text"] for p in parts)}
+        return {"role": role, "content": "\n".join(str(p["text"]) for p in parts)}
     return {"role": role, "content": parts}
 
 
-def _result_item(result: ToolResultBlock) -> dict[str, Any]:
+def _result_item(result: ToolResultBlock) -> Item:
     output = result["output"]
-    value: str | list[dict[str, Any]]
+    value: str | list[Item]
     if isinstance(output, str):
         value = output
     else:
         parts = [_input_part(b, "in a tool result") for b in output]
         if all(p["type"] == "input_text" for p in parts):
-            value = "\n".join(p["text"] for p in parts)
+            value = "\n".join(str(p["text"]) for p in parts)
         else:
             value = parts
     return {"type": "function_call_output", "call_id": result["id"], "output": value}
 
 
-def _reasoning_item(block: dict[str, Any]) -> dict[str, Any]:
-    summary = block.get("summary")
+def _reasoning_item(block: ThinkingBlock) -> Item:
+    extra = cast("Mapping[str, object]", block)  # reasoning_id, summary, encrypted_content
+    summary = extra.get("summary")
     if not isinstance(summary, list):
         summary = [block["thinking"]] if block["thinking"] else []
-    item: dict[str, Any] = {
+    item: Item = {
         "type": "reasoning",
-        "id": block["reasoning_id"],
+        "id": extra["reasoning_id"],
         "summary": [{"type": "summary_text", "text": s} for s in summary],
     }
-    if block.get("encrypted_content"):
-        item["encrypted_content"] = block["encrypted_content"]
+    if extra.get("encrypted_content"):
+        item["encrypted_content"] = extra["encrypted_content"]
     return item
 
 
-def _assistant_items(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
+def _assistant_items(blocks: list[ContentBlock]) -> list[Item]:
     """Assistant blocks as output items, in the order the model produced them."""
-    items: list[dict[str, Any]] = []
+    items: list[Item] = []
     texts: list[str] = []
-    phase: str | None = None
+    phase: object = None
 
     def flush() -> None:
         if texts:
-            message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts)}
+            message: Item = {"role": "assistant", "content": "\n".join(texts)}
             if phase is not None:
                 message["phase"] = phase
             items.append(message)
             texts.clear()
 
     for block in blocks:
-        extra: dict[str, Any] = cast(dict[str, Any], block)
-        kind = extra["type"]
-        if kind == "text":
+        extra = cast("Mapping[str, object]", block)  # provider keys (phase...) read by key
+        if block["type"] == "text":
             if extra.get("phase") != phase:
                 flush()
                 phase = extra.get("phase")
-            if extra["text"]:
-                texts.append(extra["text"])
+            if block["text"]:
+                texts.append(block["text"])
             continue
         flush()
-        if kind == "thinking":
+        if block["type"] == "thinking":
             if extra.get("reasoning_id"):  # other providers' thinking cannot be sent back
-                items.append(_reasoning_item(extra))
-        elif kind == "provider_item":
-            if extra["provider"] == PROVIDER:  # a built-in tool call: replayed as it came
-                items.append(dict(extra["item"]))
-        elif kind == "tool_use":
-            raw = extra.get("raw_input")
-            arguments = raw if raw is not None else _encode(extra["input"])
+                items.append(_reasoning_item(block))
+        elif block["type"] == "provider_item":
+            if block["provider"] == PROVIDER:  # a built-in tool call: replayed as it came
+                items.append(dict(block["item"]))
+        elif block["type"] == "tool_use":
+            raw = block.get("raw_input")
+            arguments = raw if raw is not None else _encode(block["input"])
             items.append(
                 {
                     "type": "function_call",
-                    "call_id": extra["id"],
-                    "name": extra["name"],
+                    "call_id": block["id"],
+                    "name": block["name"],
                     "arguments": arguments,
                 }
             )
         else:
-            raise _unsupported(kind, "in an assistant message")
+            raise _unsupported(block["type"], "in an assistant message")
     flush()
     return items
 
 
-def format_input(messages: Sequence[Msg]) -> list[dict[str, Any]]:
+def format_input(messages: Sequence[Msg]) -> list[Item]:
     """Convert a conversation to the Responses ``input`` items.
 
     System messages stay in place as ``role=system`` messages. Tool results become
@@ -173,7 +195,7 @@ def format_input(messages: Sequence[Msg]) -> list[dict[str, Any]]:
         UnsupportedContentError: for a block the Responses API cannot take where it sits
             (audio in a tool result, an image in an assistant turn...).
     """
-    out: list[dict[str, Any]] = []
+    out: list[Item] = []
     for msg in messages:
         if isinstance(msg.content, str):
             if msg.content or msg.role != "assistant":
@@ -196,19 +218,19 @@ def format_input(messages: Sequence[Msg]) -> list[dict[str, Any]]:
     return out
 
 
-def format_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def format_tools(tools: Sequence[Mapping[str, object]]) -> list[Item]:
     """OpenAI Chat-style function schemas -> Responses function tools.
 
     ``strict`` is sent explicitly (the Responses API defaults to strict schemas, which
     would reject ordinary optional parameters); a schema may opt in with ``strict: True``.
     """
-    out: list[dict[str, Any]] = []
+    out: list[Item] = []
     for tool in tools:
         if tool.get("type") not in (None, "function"):
-            out.append(tool)  # a built-in tool (web_search...), passed through as is
+            out.append(dict(tool))  # a built-in tool (web_search...), passed through as is
             continue
-        function = tool.get("function", tool)
-        spec: dict[str, Any] = {
+        function = cast("Mapping[str, object]", tool.get("function", tool))
+        spec: Item = {
             "type": "function",
             "name": function["name"],
             "parameters": function.get("parameters") or {"type": "object", "properties": {}},
@@ -220,35 +242,48 @@ def format_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def format_tool_choice(choice: str) -> str | dict[str, Any]:
+def format_tool_choice(choice: str) -> str | Item:
     """``"auto"``/``"none"``/``"required"`` or a tool name, in the Responses format."""
     if choice in ("auto", "none", "required"):
         return choice
     return {"type": "function", "name": choice}
 
 
-def response_usage(data: Any, elapsed: float) -> ChatUsage | None:
+def response_usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
     """``ChatUsage`` from a Responses ``usage`` object (cached and reasoning tokens too)."""
     if not isinstance(data, dict):
         return None
-    cached = (data.get("input_tokens_details") or {}).get("cached_tokens")
-    reasoning = (data.get("output_tokens_details") or {}).get("reasoning_tokens")
+    cached = obj(data.get("input_tokens_details")).get("cached_tokens")
+    reasoning = obj(data.get("output_tokens_details")).get("reasoning_tokens")
     return ChatUsage(
-        input_tokens=int(data.get("input_tokens") or 0),
-        output_tokens=int(data.get("output_tokens") or 0),
+        input_tokens=_int(data.get("input_tokens")),
+        output_tokens=_int(data.get("output_tokens")),
         time=elapsed,
-        cache_read_tokens=int(cached or 0),
-        reasoning_tokens=int(reasoning or 0),
+        cache_read_tokens=_int(cached),
+        reasoning_tokens=_int(reasoning),
     )
 
 
-def _thinking(item: dict[str, Any]) -> ContentBlock:
-    summary = [str(p.get("text") or "") for p in item.get("summary") or () if isinstance(p, dict)]
+def _int(value: JSONValue) -> int:
+    """A token count (a missing one is 0; a non-number is a shape error)."""
+    if not value:
+        return 0
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+def _texts(parts: JSONValue) -> list[str]:
+    """The ``text`` of each object part."""
+    return [str(p.get("text") or "") for p in arr(parts) if isinstance(p, dict)]
+
+
+def _thinking(item: JSONObject) -> ContentBlock:
+    summary = _texts(item.get("summary"))
     text = "\n\n".join(s for s in summary if s)
     if not text:  # open-weight models (gpt-oss) return the raw reasoning text instead
-        parts = item.get("content") or ()
-        text = "".join(str(p.get("text") or "") for p in parts if isinstance(p, dict))
-    block: dict[str, Any] = {"type": "thinking", "thinking": text, "summary": summary}
+        text = "".join(_texts(item.get("content")))
+    block: dict[str, object] = {"type": "thinking", "thinking": text, "summary": summary}
     if item.get("id"):
         block["reasoning_id"] = item["id"]
     if item.get("encrypted_content"):
@@ -256,20 +291,21 @@ def _thinking(item: dict[str, Any]) -> ContentBlock:
     return cast(ContentBlock, block)
 
 
-def _message_blocks(item: dict[str, Any], refusals: list[str]) -> list[ContentBlock]:
+def _message_blocks(item: JSONObject, refusals: list[str]) -> list[ContentBlock]:
     texts: list[str] = []
-    annotations: list[Any] = []
-    for part in item.get("content") or ():
+    annotations: list[JSONValue] = []
+    for value in arr(item.get("content")):
+        part = obj(value)
         if part.get("type") == "refusal":
             refusals.append(str(part.get("refusal") or ""))
             texts.append(str(part.get("refusal") or ""))
         elif part.get("type") == "output_text":
             texts.append(str(part.get("text") or ""))
-            annotations += part.get("annotations") or ()
+            annotations += arr(part.get("annotations"))
     text = "".join(texts)
     if not text:
         return []
-    block: dict[str, Any] = {"type": "text", "text": text}
+    block: dict[str, object] = {"type": "text", "text": text}
     if annotations:
         block["annotations"] = annotations
     if item.get("phase"):
@@ -278,7 +314,7 @@ def _message_blocks(item: dict[str, Any], refusals: list[str]) -> list[ContentBl
 
 
 def output_blocks(
-    items: Sequence[dict[str, Any]], refusals: list[str], *, done: set[int] | None = None
+    items: Sequence[JSONObject], refusals: list[str], *, done: set[int] | None = None
 ) -> list[ContentBlock]:
     """Content blocks of output items (``done``: indices whose arguments are complete)."""
     content: list[ContentBlock] = []
@@ -289,7 +325,7 @@ def output_blocks(
             if done is not None and index not in done:
                 # Still streaming: not replayable yet (a stream cut here, by an interrupt,
                 # keeps the text but must not send an incomplete item back).
-                extra: Any = block
+                extra = cast("dict[str, object]", block)
                 extra.pop("reasoning_id", None)
                 extra.pop("encrypted_content", None)
             content.append(block)
@@ -299,31 +335,32 @@ def output_blocks(
             final = done is None or index in done
             raw = str(item.get("arguments") or "")
             call_id = item.get("call_id") or item.get("id")
-            content.append(tool_use_block(call_id, item.get("name") or "", raw, final=final))
+            name = str(item.get("name") or "")
+            call = tool_use_block(None if call_id is None else str(call_id), name, raw, final=final)
+            content.append(call)
         elif isinstance(kind, str) and (done is None or index in done):
             # Built-in tools (web_search_call, file_search_call...): kept verbatim, replayed.
-            provider_item: Any = {"type": "provider_item", "provider": PROVIDER, "item": item}
-            content.append(provider_item)
+            content.append(ProviderItemBlock(type="provider_item", provider=PROVIDER, item=item))
     return content
 
 
-def finish_reason(data: dict[str, Any], content: Sequence[ContentBlock]) -> str | None:
+def finish_reason(data: JSONObject, content: Sequence[ContentBlock]) -> str | None:
     """A Chat Completions-style finish reason for a response body."""
     status = data.get("status")
     if status == "incomplete":
-        reason = (data.get("incomplete_details") or {}).get("reason")
+        reason = obj(data.get("incomplete_details")).get("reason")
         return "length" if reason in (None, "max_output_tokens") else str(reason)
     if any(b["type"] == "tool_use" for b in content):
         return "tool_calls"
     return "stop" if status in (None, "completed") else str(status)
 
 
-def parse_response(data: dict[str, Any], elapsed: float) -> ChatResponse:
+def parse_response(data: JSONObject, elapsed: float) -> ChatResponse:
     """Build a ``ChatResponse`` from a ``response`` object."""
     refusals: list[str] = []
-    items = [i for i in data.get("output") or () if isinstance(i, dict)]
+    items = [i for i in arr(data.get("output")) if isinstance(i, dict)]
     content = output_blocks(items, refusals)
-    metadata: dict[str, Any] = {"finish_reason": finish_reason(data, content)}
+    metadata: dict[str, object] = {"finish_reason": finish_reason(data, content)}
     if refusals:
         metadata["refusal"] = "".join(refusals)
     return ChatResponse(
@@ -341,44 +378,43 @@ class ResponsesStreamState:
 
     def __init__(self) -> None:
         self.id: str | None = None
-        self.items: dict[int, dict[str, Any]] = {}  # output_index -> item being built
+        self.items: dict[int, JSONObject] = {}  # output_index -> item being built
         self.done: set[int] = set()
-        self.final: dict[str, Any] | None = None  # the response.completed response
+        self.final: JSONObject | None = None  # the response.completed response
         self.finish_reason: str | None = None
 
-    def feed(self, event: dict[str, Any]) -> bool:
+    def feed(self, event: JSONObject) -> bool:
         """Apply one event; return whether the visible content changed."""
         kind = event.get("type")
-        index = event.get("output_index", 0)
+        index = _index(event.get("output_index", 0))
         item = self.items.get(index)
-        delta = event.get("delta")
+        delta = str(event.get("delta") or "")
         if kind == "response.output_text.delta" and item is not None:
-            item["_text"] = item.get("_text", "") + str(delta or "")
+            item["_text"] = str(item.get("_text", "")) + delta
         elif kind == "response.refusal.delta" and item is not None:
-            item["_refusal"] = item.get("_refusal", "") + str(delta or "")
+            item["_refusal"] = str(item.get("_refusal", "")) + delta
         elif kind == "response.function_call_arguments.delta" and item is not None:
-            item["arguments"] = str(item.get("arguments") or "") + str(delta or "")
+            item["arguments"] = str(item.get("arguments") or "") + delta
         elif kind == "response.reasoning_summary_text.delta" and item is not None:
-            summary = item.setdefault("summary", [])
-            position = int(event.get("summary_index", 0))
+            summary = _list_in(item, "summary")
+            position = _index(event.get("summary_index", 0))
             while len(summary) <= position:
                 summary.append({"type": "summary_text", "text": ""})
-            summary[position]["text"] += str(delta or "")
+            _append_text(summary[position], delta)
         elif kind == "response.reasoning_text.delta" and item is not None:
-            content = item.get("content") or []
-            item["content"] = content
+            content = _list_in(item, "content")
             if not content:
                 content.append({"type": "reasoning_text", "text": ""})
-            content[-1]["text"] += str(delta or "")
+            _append_text(content[-1], delta)
         elif kind in ("response.output_item.added", "response.output_item.done"):
-            return self._item(kind, index, event.get("item"))
+            return self._item(str(kind), index, event.get("item"))
         elif kind in ("response.created", "response.completed", "response.incomplete"):
-            return self._response(kind, event.get("response") or {})
+            return self._response(str(kind), obj(event.get("response")))
         else:
             return False
         return True
 
-    def _item(self, kind: str, index: int, item: Any) -> bool:
+    def _item(self, kind: str, index: int, item: JSONValue) -> bool:
         if not isinstance(item, dict):
             return False
         self.items[index] = dict(item)
@@ -386,25 +422,26 @@ class ResponsesStreamState:
             self.done.add(index)
         return True
 
-    def _response(self, kind: str, response: dict[str, Any]) -> bool:
-        self.id = self.id or response.get("id")
+    def _response(self, kind: str, response: JSONObject) -> bool:
+        if self.id is None and response.get("id"):
+            self.id = str(response["id"])
         if kind == "response.created":
             return False
         self.final = response
         output = response.get("output")
         if isinstance(output, list) and output:  # the complete items: authoritative
-            self.items = {i: dict(item) for i, item in enumerate(output)}
+            self.items = {i: dict(obj(item)) for i, item in enumerate(output)}
             self.done = set(self.items)
         self.finish_reason = "completed"
         return True
 
-    def _visible_items(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def _visible_items(self) -> list[JSONObject]:
+        out: list[JSONObject] = []
         for index in sorted(self.items):
             item = self.items[index]
             if item.get("type") == "message" and index not in self.done:
                 # Parts still streaming: build them from the accumulated deltas.
-                parts = [{"type": "output_text", "text": item.get("_text", "")}]
+                parts: list[JSONValue] = [{"type": "output_text", "text": item.get("_text", "")}]
                 if item.get("_refusal"):
                     parts.append({"type": "refusal", "refusal": item["_refusal"]})
                 item = {**item, "content": parts}
@@ -428,3 +465,25 @@ class ResponsesStreamState:
             if refusals:
                 response.metadata["refusal"] = "".join(refusals)
         return response
+
+
+def _index(value: JSONValue) -> int:
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"expected an index, got {type(value).__name__}")
+
+
+def _list_in(item: JSONObject, key: str) -> list[JSONValue]:
+    """``item[key]`` as a list stored in ``item`` (created when missing or empty)."""
+    value = item.get(key)
+    if not value:
+        value = item[key] = []
+    if not isinstance(value, list):
+        raise TypeError(f"{key} is not a list")
+    return value
+
+
+def _append_text(part: JSONValue, delta: str) -> None:
+    if not isinstance(part, dict):
+        raise TypeError("a text part is not an object")
+    part["text"] = str(part.get("text") or "") + delta

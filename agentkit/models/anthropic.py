@@ -8,8 +8,8 @@ layer skipped), SDK retries off, and events parsed straight from JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentkit.exceptions import AuthenticationError, ModelResponseError
 from agentkit.messages import ContentBlock, Msg
@@ -21,8 +21,10 @@ from agentkit.models._anthropic_format import (
     format_tools,
     parse_message,
 )
+from agentkit.models._clients import ANTHROPIC, SDKClient
 from agentkit.models._common import apply_structured_output
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models.base import ChatResponse, ToolChoice
 
 if TYPE_CHECKING:
@@ -64,6 +66,10 @@ class AnthropicChatModel(HTTPChatModel):
 
     provider = "anthropic"
     _path = "/v1/messages"
+    sdk = ANTHROPIC
+    client_class = "AsyncAnthropic"
+    check_api_credentials: ClassVar[bool] = True
+    """Check for an API key or token at construction (Bedrock and Vertex sign otherwise)."""
 
     def __init__(
         self,
@@ -73,8 +79,8 @@ class AnthropicChatModel(HTTPChatModel):
         stream: bool = True,
         max_tokens: int = 4096,
         thinking: dict[str, Any] | None = None,
-        client_kwargs: dict[str, Any] | None = None,
-        generate_kwargs: dict[str, Any] | None = None,
+        client_kwargs: Mapping[str, object] | None = None,
+        generate_kwargs: Mapping[str, object] | None = None,
         *,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
@@ -97,15 +103,11 @@ class AnthropicChatModel(HTTPChatModel):
         self.cache_ttl = cache_ttl
         self._prepare_client()
 
-    def _make_client(self) -> Any:
-        import anthropic
-
-        kwargs = self._client_kwargs()
-        try:
-            client = anthropic.AsyncAnthropic(**kwargs)
-        except anthropic.AnthropicError as err:
-            raise AuthenticationError(str(err), provider=self.provider) from err
-        has_auth = client.api_key or client.auth_token or client.credentials
+    def _make_client(self) -> SDKClient:
+        client = super()._make_client()
+        if not self.check_api_credentials:
+            return client
+        has_auth = any(getattr(client, k, None) for k in ("api_key", "auth_token", "credentials"))
         if not has_auth and "default_headers" not in self.client_kwargs:
             # Fail now with our error type rather than with the SDK's TypeError per request.
             raise AuthenticationError(
@@ -114,24 +116,16 @@ class AnthropicChatModel(HTTPChatModel):
             )
         return client
 
-    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
-        import anthropic
-
-        return anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.AnthropicError
-
-    def _request_options(self) -> dict[str, Any]:
-        return {}
-
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The Messages request body of a call (exactly what is sent).
 
         Args:
@@ -150,7 +144,7 @@ class AnthropicChatModel(HTTPChatModel):
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
         system, turns = format_messages(messages)
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "model": self.model_name,
             "max_tokens": self.max_tokens,
             "messages": turns,
@@ -170,7 +164,7 @@ class AnthropicChatModel(HTTPChatModel):
             self._mark_cache(system, specs)
         if specs:
             body["tools"] = specs
-            choice = format_tool_choice(tool_choice, parallel)
+            choice = format_tool_choice(tool_choice, None if parallel is None else bool(parallel))
             if choice is not None:
                 body["tool_choice"] = choice
         if self.stream if stream is None else stream:
@@ -194,7 +188,7 @@ class AnthropicChatModel(HTTPChatModel):
                 blocks[-1] = {**blocks[-1], "cache_control": control}
 
     def _parse(
-        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+        self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
     ) -> ChatResponse:
         if not isinstance(data, dict) or data.get("type") == "error" or "content" not in data:
             if isinstance(data, dict) and "error" in data:
@@ -208,7 +202,7 @@ class AnthropicChatModel(HTTPChatModel):
     def _new_state(self) -> StreamState:
         return AnthropicStreamState()
 
-    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
         payload = loads_body(self.provider, data)
         if not isinstance(payload, dict):
             return None

@@ -35,14 +35,14 @@ TokenProvider = Callable[[], "str | Awaitable[str]"]
 
 
 def azure_client_kwargs(
-    base: dict[str, Any],
+    base: dict[str, object],
     *,
     azure_endpoint: str | None,
     api_version: str | None,
     azure_ad_token: str | None,
     azure_ad_token_provider: TokenProvider | None,
     provider: str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """``AsyncAzureOpenAI`` arguments, checked: a missing setting names its variable.
 
     Args:
@@ -88,16 +88,40 @@ def azure_client_kwargs(
     return kwargs
 
 
-def _make_azure_client(kwargs: dict[str, Any], provider: str) -> Any:
-    import openai
+class _AzureClient:
+    """The Azure flavour of an OpenAI adapter: ``AsyncAzureOpenAI`` and its settings."""
 
-    try:
-        return openai.AsyncAzureOpenAI(**kwargs)
-    except (openai.OpenAIError, ValueError) as err:
-        raise AuthenticationError(f"{provider}: {err}", provider=provider) from err
+    client_class = "AsyncAzureOpenAI"
+    provider: str
+    azure_endpoint: str | None
+    api_version: str | None
+    azure_ad_token: str | None
+    azure_ad_token_provider: TokenProvider | None
+
+    def _azure_settings(
+        self,
+        azure_endpoint: str | None,
+        api_version: str | None,
+        azure_ad_token: str | None,
+        azure_ad_token_provider: TokenProvider | None,
+    ) -> None:
+        self.azure_endpoint = azure_endpoint
+        self.api_version = api_version
+        self.azure_ad_token = azure_ad_token
+        self.azure_ad_token_provider = azure_ad_token_provider
+
+    def _azure_kwargs(self, base: dict[str, object]) -> dict[str, object]:
+        return azure_client_kwargs(
+            base,
+            azure_endpoint=self.azure_endpoint,
+            api_version=self.api_version,
+            azure_ad_token=self.azure_ad_token,
+            azure_ad_token_provider=self.azure_ad_token_provider,
+            provider=self.provider,
+        )
 
 
-class AzureOpenAIChatModel(OpenAIChatModel):
+class AzureOpenAIChatModel(_AzureClient, OpenAIChatModel):
     """Chat Completions on Azure OpenAI.
 
     Args:
@@ -124,10 +148,7 @@ class AzureOpenAIChatModel(OpenAIChatModel):
         azure_ad_token_provider: TokenProvider | None = None,
         **kwargs: Any,
     ) -> None:
-        self.azure_endpoint = azure_endpoint
-        self.api_version = api_version
-        self.azure_ad_token = azure_ad_token
-        self.azure_ad_token_provider = azure_ad_token_provider
+        self._azure_settings(azure_endpoint, api_version, azure_ad_token, azure_ad_token_provider)
         kwargs.setdefault("provider", "azure")
         super().__init__(model_name, api_key=api_key, **kwargs)
         if "/deployments/" not in (self.base_url or ""):
@@ -135,19 +156,11 @@ class AzureOpenAIChatModel(OpenAIChatModel):
             deployment = urllib.parse.quote(model_name, safe="")
             self._path = f"/deployments/{deployment}/chat/completions"
 
-    def _make_client(self) -> Any:
-        kwargs = azure_client_kwargs(
-            self._client_kwargs(),
-            azure_endpoint=self.azure_endpoint,
-            api_version=self.api_version,
-            azure_ad_token=self.azure_ad_token,
-            azure_ad_token_provider=self.azure_ad_token_provider,
-            provider=self.provider,
-        )
-        return _make_azure_client(kwargs, self.provider)
+    def _client_kwargs(self) -> dict[str, object]:
+        return self._azure_kwargs(super()._client_kwargs())
 
 
-class AzureOpenAIResponsesModel(OpenAIResponsesModel):
+class AzureOpenAIResponsesModel(_AzureClient, OpenAIResponsesModel):
     """The Responses API on Azure OpenAI (same arguments as ``AzureOpenAIChatModel``)."""
 
     def __init__(
@@ -161,20 +174,9 @@ class AzureOpenAIResponsesModel(OpenAIResponsesModel):
         azure_ad_token_provider: TokenProvider | None = None,
         **kwargs: Any,
     ) -> None:
-        self.azure_endpoint = azure_endpoint
-        self.api_version = api_version
-        self.azure_ad_token = azure_ad_token
-        self.azure_ad_token_provider = azure_ad_token_provider
+        self._azure_settings(azure_endpoint, api_version, azure_ad_token, azure_ad_token_provider)
         kwargs.setdefault("provider", "azure-responses")
         super().__init__(model_name, api_key=api_key, **kwargs)
 
-    def _make_client(self) -> Any:
-        kwargs = azure_client_kwargs(
-            self._client_kwargs(),
-            azure_endpoint=self.azure_endpoint,
-            api_version=self.api_version,
-            azure_ad_token=self.azure_ad_token,
-            azure_ad_token_provider=self.azure_ad_token_provider,
-            provider=self.provider,
-        )
-        return _make_azure_client(kwargs, self.provider)
+    def _client_kwargs(self) -> dict[str, object]:
+        return self._azure_kwargs(super()._client_kwargs())

@@ -12,13 +12,13 @@ While a tool call's arguments are still streaming, its ``tool_use`` block carrie
 
 from __future__ import annotations
 
+import contextvars
 import os
-from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, TypeVar, cast
 
-from agentkit.messages import ContentBlock, Msg
+from agentkit.messages import ContentBlock, Msg, ToolUseBlock
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -49,17 +49,25 @@ class ToolDefinition:
         description: What it does (the model reads it).
         parameters: The JSON schema of its arguments (an object schema).
         strict: Ask the provider to enforce the schema exactly (None: provider default).
+        native: A provider's built-in tool spec (``{"type": "web_search_20250305", ...}``),
+            sent as it is instead of a function tool (None for function tools).
     """
 
     name: str
     description: str
-    parameters: Mapping[str, Any]
+    parameters: Mapping[str, object]
     strict: bool | None = None
+    native: Mapping[str, object] | None = None
 
-    def to_openai(self) -> dict[str, Any]:
-        """The OpenAI function-tool form ``{"type": "function", "function": {...}}``."""
+    def to_openai(self) -> dict[str, object]:
+        """The OpenAI function-tool form ``{"type": "function", "function": {...}}``.
+
+        A built-in tool (``native``) is given back as it is.
+        """
+        if self.native is not None:
+            return dict(self.native)
         parameters = self.parameters  # shared, not copied: a tool's schema is built once
-        function: dict[str, Any] = {
+        function: dict[str, object] = {
             "name": self.name,
             "description": self.description,
             "parameters": parameters if isinstance(parameters, dict) else dict(parameters),
@@ -70,20 +78,34 @@ class ToolDefinition:
 
     @classmethod
     def from_openai(cls, schema: Mapping[str, Any]) -> ToolDefinition:
-        """Read an OpenAI function-tool dict (with or without the ``function`` wrapper)."""
+        """Read an OpenAI function-tool dict (with or without the ``function`` wrapper).
+
+        A dict with another ``type`` (a provider's built-in tool) or with keys of its own
+        (``cache_control``...) is also kept as ``native``, and sent back as it is.
+        """
+        kind = schema.get("type", "function")
+        if "function" not in schema and kind != "function":
+            return cls(str(schema.get("name", kind)), "", {}, native=schema)
         function = schema.get("function", schema)
+        extra = set(schema) - _OUTER_KEYS or set(function) - _FUNCTION_KEYS
         return cls(
             name=function["name"],
             description=function.get("description", ""),
             parameters=function.get("parameters", {"type": "object", "properties": {}}),
             strict=function.get("strict"),
+            native=schema if extra else None,
         )
+
+
+_OUTER_KEYS = frozenset({"type", "function", "name", "description", "parameters", "strict"})
+_FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict"})
 
 
 class ModelSettings(TypedDict, total=False):
     """Generation settings for one request; every key is optional.
 
-    Keys an adapter does not know are sent to the provider as body fields.
+    Keys an adapter does not know are sent to the provider as body fields (the
+    compatibility path of ``model(..., some_field=...)``); ``extra_body`` is the typed way.
     """
 
     tool_choice: ToolChoice
@@ -93,6 +115,15 @@ class ModelSettings(TypedDict, total=False):
     max_tokens: int
     stop: list[str]
     seed: int
+    timeout: float
+    """Seconds for this request (HTTP adapters)."""
+    extra_headers: dict[str, str]
+    """HTTP headers added to this request."""
+    extra_body: dict[str, object]
+    """Provider-specific body fields, sent as they are."""
+    output_type: type[BaseModel]
+    """Ask for an answer matching this pydantic model (the provider's native structured
+    output); the validated value is put in ``response.metadata["structured_output"]``."""
 
 
 @dataclass(slots=True)
@@ -132,9 +163,9 @@ class ChatUsage:
     def _is_empty(self) -> bool:
         return not (self.input_tokens or self.output_tokens)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float]:
         """Return a JSON-safe dict (token details and cost only when there are some)."""
-        out: dict[str, Any] = {
+        out: dict[str, float] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "time": self.time,
@@ -184,7 +215,7 @@ class ChatResponse:
         return "".join(b["text"] for b in self.content if b["type"] == "text")
 
     @property
-    def tool_calls(self) -> list[Any]:
+    def tool_calls(self) -> list[ToolUseBlock]:
         """The ``tool_use`` blocks, in order."""
         return [b for b in self.content if b["type"] == "tool_use"]
 
@@ -192,12 +223,19 @@ class ChatResponse:
 ModelOutput: TypeAlias = ChatResponse | AsyncIterator[ChatResponse]
 
 
-class ChatModel(ABC):
+class ChatModel:
     """Base class of every model adapter and test double.
+
+    An adapter implements :meth:`request` (one whole answer) and :meth:`request_stream`
+    (cumulative chunks), both taking typed tools and settings. ``await model(...)`` is
+    the compatibility form (AgentScope's): it turns its arguments into those and calls one
+    of them. A subclass written against older agentkit versions that implements only
+    ``__call__`` keeps working: ``request``/``request_stream`` then call it.
 
     Args:
         model_name: The provider's model name.
-        stream: Return an async iterator of cumulative chunks instead of one response.
+        stream: Whether ``await model(...)`` returns an async iterator of cumulative chunks
+            instead of one response (and whether the agent streams).
     """
 
     provider: str = "unknown"
@@ -205,42 +243,23 @@ class ChatModel(ABC):
     """True for models that never reach a network (test doubles): not blocked by
     ``agentkit.testing.block_model_requests``."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        call = cls.__dict__.get("__call__")
-        if call is not None and not cls.offline:
-            name = "__call__"  # replaced on the class, like a decorator would
-            setattr(cls, name, _guarded(call))
+        own = cls.__dict__
+        if "__call__" in own and "request" not in own and "request_stream" not in own:
+            parent = cls.__mro__[1]
+            if issubclass(parent, ChatModel) and _implements_request(parent):
+                _route_through_call(cls, parent)
+        if cls.offline:
+            return
+        for name in ("request", "request_stream", "__call__"):
+            method = cls.__dict__.get(name)
+            if method is not None:
+                setattr(cls, name, _guarded(method, stream=name == "request_stream"))
 
     def __init__(self, model_name: str, stream: bool = False) -> None:
         self.model_name = model_name
         self.stream = stream
-
-    @abstractmethod
-    async def __call__(  # the adapters' hook; request()/request_stream() are the typed API
-        self,
-        messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        **kwargs: Any,
-    ) -> ModelOutput:
-        """Ask the model for the next assistant turn.
-
-        Args:
-            messages: The conversation, system message first if any.
-            tools: OpenAI-style function schemas (``{"type": "function", "function": {...}}``).
-            tool_choice: How the model may use the tools.
-            structured_model: Ask for an answer matching this pydantic model; the validated
-                value is put in ``response.metadata["structured_output"]``.
-            **kwargs: Provider-specific generation arguments.
-
-        Returns:
-            A ``ChatResponse``, or an async iterator of cumulative chunks when streaming.
-
-        Raises:
-            ModelError: a subclass describing the failure.
-        """
 
     async def request(
         self,
@@ -256,12 +275,12 @@ class ChatModel(ABC):
             settings: Generation settings (``tool_choice``, ``temperature``...).
 
         Returns:
-            The complete answer (a streaming model's last chunk).
+            The complete answer.
 
         Raises:
             ModelError: a subclass describing the failure.
         """
-        output = await self(messages, **_call_args(tools, settings))
+        output = await self._legacy_call(messages, tools, settings)
         if isinstance(output, ChatResponse):
             return output
         last = ChatResponse(content=[])
@@ -277,10 +296,13 @@ class ChatModel(ABC):
     ) -> AsyncGenerator[ChatResponse, None]:
         """Ask for the next assistant turn as cumulative chunks (the last one is complete).
 
-        A model built with ``stream=False`` yields its one answer as a single chunk. Same
-        arguments and errors as :meth:`request`.
+        Same arguments and errors as :meth:`request`. This default (for an adapter with a
+        ``request`` only) yields the whole answer as one chunk.
         """
-        output = await self(messages, **_call_args(tools, settings))
+        if not _implements_call(type(self)):
+            yield await self.request(messages, tools, settings)
+            return
+        output = await self._legacy_call(messages, tools, settings)
         if isinstance(output, ChatResponse):
             yield output
             return
@@ -292,42 +314,212 @@ class ChatModel(ABC):
             if aclose is not None:
                 await aclose()
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook, deliberately not abstract
+    async def _legacy_call(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None,
+        settings: ModelSettings | None,
+    ) -> ModelOutput:
+        """Call the ``__call__`` of a subclass that implements only that (older adapters)."""
+        if not _implements_call(type(self)):
+            raise NotImplementedError(
+                f"{type(self).__name__} implements neither request() nor __call__()"
+            )
+        args: dict[str, Any] = dict(settings or {})
+        if tools:
+            args["tools"] = [t.to_openai() for t in tools]
+        if "output_type" in args:
+            args["structured_model"] = args.pop("output_type")
+        return await self(messages, **args)
+
+    async def __call__(
+        self,
+        messages: Sequence[Msg],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        **kwargs: Any,
+    ) -> ModelOutput:
+        """Ask the model for the next assistant turn (the compatibility form).
+
+        Args:
+            messages: The conversation, system message first if any.
+            tools: OpenAI-style function schemas (``{"type": "function", "function": {...}}``).
+            tool_choice: How the model may use the tools.
+            structured_model: Ask for an answer matching this pydantic model; the validated
+                value is put in ``response.metadata["structured_output"]``.
+            **kwargs: Settings (``ModelSettings`` keys) and provider body fields;
+                ``stream`` overrides the model's ``stream``.
+
+        Returns:
+            A ``ChatResponse``, or an async iterator of cumulative chunks when streaming
+            (the request is sent, and its first chunk received, before this returns, so
+            errors are raised here).
+
+        Raises:
+            ModelError: a subclass describing the failure.
+        """
+        stream = bool(kwargs.pop("stream", self.stream))
+        settings = cast(ModelSettings, kwargs)
+        if tool_choice is not None:
+            settings["tool_choice"] = tool_choice
+        if structured_model is not None:
+            settings["output_type"] = structured_model
+        definitions = [ToolDefinition.from_openai(t) for t in tools] if tools else None
+        if not stream:
+            return await self.request(messages, definitions, settings)
+        return await _started(self.request_stream(messages, definitions, settings))
+
+    async def aclose(self) -> None:
         """Release network resources (HTTP clients). Safe to call more than once."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_name={self.model_name!r}, stream={self.stream})"
 
 
-def _call_args(
-    tools: Sequence[ToolDefinition] | None, settings: ModelSettings | None
-) -> dict[str, Any]:
-    """``__call__`` keyword arguments for typed tools and settings."""
-    args: dict[str, Any] = dict(settings or {})
-    if tools:
-        args["tools"] = [t.to_openai() for t in tools]
-    return args
+def _implements_request(cls: type[ChatModel]) -> bool:
+    """Whether ``cls`` has typed request methods of its own (not the base's defaults)."""
+    return cls.request is not _BASE_REQUEST and not _implements_call(cls)
 
+
+_ROUTED: contextvars.ContextVar[object] = contextvars.ContextVar("agentkit_routed", default=None)
+
+
+def _route_through_call(cls: type[ChatModel], parent: type[ChatModel]) -> None:
+    """Make ``request``/``request_stream`` of ``cls`` go through its own ``__call__``.
+
+    For an older-style subclass of a typed adapter that overrides only ``__call__``
+    (to log, or to change arguments) and calls ``super().__call__``: the agent asks
+    ``request``, which must not skip that override. The override's ``super().__call__``
+    reaches the base shim, which asks ``request`` again: that inner call goes to the
+    parent's implementation (marked by a context variable), so nothing loops.
+    """
+
+    async def request(
+        self: ChatModel,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ChatResponse:
+        if _ROUTED.get() is self:
+            return await parent.request(self, messages, tools, settings)
+        token = _ROUTED.set(self)
+        try:
+            return await ChatModel.request(self, messages, tools, settings)
+        finally:
+            _ROUTED.reset(token)
+
+    def request_stream(
+        self: ChatModel,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        if _ROUTED.get() is self:
+            return parent.request_stream(self, messages, tools, settings)
+        return _routed_stream(self, messages, tools, settings)
+
+    for name, method in (("request", request), ("request_stream", request_stream)):
+        setattr(cls, name, method)  # set on the class as its own methods
+
+
+async def _routed_stream(
+    model: ChatModel,
+    messages: Sequence[Msg],
+    tools: Sequence[ToolDefinition] | None,
+    settings: ModelSettings | None,
+) -> AsyncGenerator[ChatResponse, None]:
+    token = _ROUTED.set(model)
+    try:
+        output = await model._legacy_call(messages, tools, settings)
+    finally:
+        _ROUTED.reset(token)
+    if isinstance(output, ChatResponse):
+        yield output
+        return
+    try:
+        async for chunk in output:
+            yield chunk
+    finally:
+        aclose = getattr(output, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _implements_call(cls: type[ChatModel]) -> bool:
+    """Whether ``cls`` (an older-style adapter) implements ``__call__`` itself."""
+    return getattr(cls.__call__, "__wrapped__", cls.__call__) is not _BASE_CALL
+
+
+async def _started(
+    chunks: AsyncGenerator[ChatResponse, None],
+) -> AsyncGenerator[ChatResponse, None]:
+    """``chunks`` with its first chunk already received (errors raised now, not later)."""
+    try:
+        first = await anext(chunks)
+    except StopAsyncIteration:
+        first = None
+    except BaseException:
+        await chunks.aclose()
+        raise
+    return _resumed(first, chunks)
+
+
+async def _resumed(
+    first: ChatResponse | None, rest: AsyncGenerator[ChatResponse, None]
+) -> AsyncGenerator[ChatResponse, None]:
+    try:
+        if first is None:
+            return
+        yield first
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()
+
+
+_BASE_CALL = ChatModel.__call__
+_BASE_REQUEST = ChatModel.request
 
 BLOCKED: list[str] = []
 """Reasons real model requests are blocked now (``agentkit.testing.block_model_requests``)."""
 
 
-def _guarded(call: Any) -> Any:
-    """Wrap an adapter's ``__call__`` so it refuses while model requests are blocked."""
+def _check_blocked(model: ChatModel) -> None:
+    if BLOCKED:
+        from agentkit.exceptions import ModelRequestsBlocked
+
+        raise ModelRequestsBlocked(
+            f"{type(model).__name__}({model.model_name!r}) was asked for an answer while "
+            f"model requests are blocked ({BLOCKED[-1]}); use a test double from "
+            "agentkit.testing (ScriptedModel, FunctionModel, TestModel)",
+            provider=model.provider,
+        )
+
+
+_Method = TypeVar("_Method", bound=Callable[..., object])
+
+
+def _guarded(method: _Method, *, stream: bool) -> _Method:
+    """Wrap an adapter's request method so it refuses while model requests are blocked.
+
+    ``request_stream`` (an async generator function) refuses when called, before its
+    generator is made.
+    """
     import functools
 
-    @functools.wraps(call)
-    async def guarded(self: ChatModel, *args: Any, **kwargs: Any) -> Any:
-        if BLOCKED:
-            from agentkit.exceptions import ModelRequestsBlocked
+    if stream:
 
-            raise ModelRequestsBlocked(
-                f"{type(self).__name__}({self.model_name!r}) was asked for an answer while "
-                f"model requests are blocked ({BLOCKED[-1]}); use a test double from "
-                "agentkit.testing (ScriptedModel, FunctionModel, TestModel)",
-                provider=self.provider,
-            )
-        return await call(self, *args, **kwargs)
+        @functools.wraps(method)
+        def guarded_stream(self: ChatModel, *args: object, **kwargs: object) -> object:
+            _check_blocked(self)
+            return method(self, *args, **kwargs)
 
-    return guarded
+        return cast(_Method, guarded_stream)
+
+    @functools.wraps(method)
+    async def guarded(self: ChatModel, *args: object, **kwargs: object) -> object:
+        _check_blocked(self)
+        return await cast(Callable[..., Awaitable[object]], method)(self, *args, **kwargs)
+
+    return cast(_Method, guarded)

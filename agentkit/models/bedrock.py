@@ -13,30 +13,30 @@ from __future__ import annotations
 import os
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import httpx2
 
-from agentkit.exceptions import AuthenticationError, ModelConnectionError
+from agentkit.exceptions import ModelConnectionError
 from agentkit.messages import Msg
 from agentkit.models._anthropic_format import AnthropicStreamState
 from agentkit.models._common import require_extra
-from agentkit.models._http import map_status_error, send_with_retries
+from agentkit.models._http import map_status_error
 from agentkit.models.anthropic import AnthropicChatModel
-from agentkit.models.base import ChatResponse, ModelOutput, ToolChoice
+from agentkit.models.base import ChatResponse, ModelSettings, ToolChoice, ToolDefinition
 from agentkit.models.prices import fill_cost
 
 if TYPE_CHECKING:
+    from anthropic import AsyncAnthropicBedrock, AsyncStream
+    from anthropic.types import MessageParam, RawMessageStreamEvent
     from pydantic import BaseModel
 
 __all__ = ["BEDROCK_ANTHROPIC_VERSION", "AnthropicBedrockModel"]
 
 BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
 """The ``anthropic_version`` Bedrock documents for the Messages body."""
-
-_CREATE_ARGS = ("model", "max_tokens", "messages")
 
 
 class AnthropicBedrockModel(AnthropicChatModel):
@@ -60,6 +60,9 @@ class AnthropicBedrockModel(AnthropicChatModel):
     """
 
     provider = "bedrock"
+    client_class = "AsyncAnthropicBedrock"
+    check_api_credentials = False
+    auth_hint = " (AWS_REGION, AWS credentials or AWS_BEARER_TOKEN_BEDROCK)"
 
     def __init__(
         self,
@@ -82,31 +85,27 @@ class AnthropicBedrockModel(AnthropicChatModel):
         }
         super().__init__(model_name, api_key=api_key, **kwargs)
 
-    def _make_client(self) -> Any:
-        import anthropic
-
-        kwargs = self._client_kwargs()
+    def _client_kwargs(self) -> dict[str, object]:
+        kwargs = super()._client_kwargs()
         kwargs.update({k: v for k, v in self.aws.items() if v is not None})
         if "api_key" not in kwargs and not os.environ.get("AWS_BEARER_TOKEN_BEDROCK"):
             require_extra("botocore", "bedrock", "Bedrock with AWS credentials (SigV4)")
-        try:
-            return anthropic.AsyncAnthropicBedrock(**kwargs)
-        except (anthropic.AnthropicError, ValueError) as err:
-            raise AuthenticationError(
-                f"bedrock: {err} (AWS_REGION, AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
-                provider=self.provider,
-            ) from err
+        return kwargs
+
+    def _request_path(self, stream: bool) -> str:
+        # Only plain requests are sent as raw bytes: streams take the SDK's typed path.
+        return f"/model/{urllib.parse.quote(self.model_name, safe=':')}/invoke"
 
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The Messages body as Bedrock takes it (``model`` and ``stream`` go in the URL)."""
         body = super().format_request(
             messages, tools, tool_choice, structured_model, stream=stream, **kwargs
@@ -116,47 +115,53 @@ class AnthropicBedrockModel(AnthropicChatModel):
         body.setdefault("anthropic_version", BEDROCK_ANTHROPIC_VERSION)
         return body
 
-    async def __call__(
+    async def request_stream(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        **kwargs: Any,
-    ) -> ModelOutput:
-        """Ask the model for the next assistant turn (see ``AnthropicChatModel``)."""
-        if not kwargs.get("stream", self.stream):
-            kwargs["stream"] = False
-            return await super().__call__(messages, tools, tool_choice, structured_model, **kwargs)
-        kwargs.pop("stream", None)
-        started = time.perf_counter()
-        options = {k: kwargs.pop(k) for k in ("extra_headers", "timeout") if k in kwargs}
-        body = self.format_request(
-            messages, tools, tool_choice, structured_model, stream=False, **kwargs
-        )
-        body.pop("anthropic_version", None)  # the SDK adds its own
-        args = {key: body.pop(key) for key in _CREATE_ARGS[1:]}
-        client = self.client
-        status_error, connection_error, base_error = self._sdk_errors()
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """Stream the next assistant turn through the SDK's event-stream decoder.
 
-        async def attempt() -> Any:
+        Same arguments as ``AnthropicChatModel.request_stream``.
+        """
+        from anthropic import NOT_GIVEN
+
+        started = time.perf_counter()
+        call = self._prepare(messages, tools, settings, stream=False)
+        body = call.body
+        body.pop("anthropic_version", None)  # the SDK adds its own
+        max_tokens = cast(int, body.pop("max_tokens"))
+        turns = cast("list[MessageParam]", body.pop("messages"))
+        headers = cast("dict[str, str] | None", call.options.get("headers"))
+        timeout = cast("float | None", call.options.get("timeout"))
+        client = cast("AsyncAnthropicBedrock", self.client)
+
+        async def attempt() -> AsyncStream[RawMessageStreamEvent]:
             return await client.messages.create(
-                model=self.model_name, **args, stream=True, extra_body=body, **options
+                model=self.model_name,
+                max_tokens=max_tokens,
+                messages=turns,
+                stream=True,
+                extra_body=body,
+                extra_headers=headers,
+                timeout=timeout if timeout is not None else NOT_GIVEN,
             )
 
-        events = await send_with_retries(
-            attempt,
-            self.retry,
-            provider=self.provider,
-            status_error=status_error,
-            connection_error=connection_error,
-            base_error=base_error,
-        )
-        return self._typed_stream(events, started, structured_model)
+        events = await self._with_retries(attempt)
+        chunks = self._typed_stream(events, started, call.structured)
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await chunks.aclose()
 
     async def _typed_stream(
-        self, events: Any, started: float, structured: type[BaseModel] | None
-    ) -> AsyncIterator[ChatResponse]:
+        self,
+        events: AsyncStream[RawMessageStreamEvent],
+        started: float,
+        structured: type[BaseModel] | None,
+    ) -> AsyncGenerator[ChatResponse, None]:
         """Cumulative snapshots from the SDK's decoded events.
 
         The stream is closed however this ends (shielded from cancellation).
@@ -190,23 +195,3 @@ class AnthropicBedrockModel(AnthropicChatModel):
         final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         fill_cost(final, self.model_name, self.provider, self.base_url)  # USD, when priced
         yield self._finish_stream(final, structured)
-
-    async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:
-        client = self.client
-        path = f"/model/{urllib.parse.quote(self.model_name, safe=':')}/invoke"
-        status_error, connection_error, base_error = self._sdk_errors()
-
-        async def attempt() -> httpx2.Response:
-            result = await client.post(
-                path, cast_to=httpx2.Response, content=body, options=options, stream=False
-            )
-            return cast(httpx2.Response, result)
-
-        return await send_with_retries(
-            attempt,
-            self.retry,
-            provider=self.provider,
-            status_error=status_error,
-            connection_error=connection_error,
-            base_error=base_error,
-        )

@@ -11,16 +11,14 @@ caller, a failure is the caller's (the text already shown cannot be taken back).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Sequence
+from typing import TYPE_CHECKING
 
 from agentkit.exceptions import ModelAPIError, ModelConnectionError
-from agentkit.models.base import ChatModel, ChatResponse, ModelOutput, ToolChoice
+from agentkit.models.base import ChatModel, ChatResponse, ModelSettings, ToolDefinition
 from agentkit.observability import seams
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from agentkit.messages import Msg
 
 __all__ = ["FallbackModel"]
@@ -74,15 +72,13 @@ class FallbackModel(ChatModel):
         self.on = on
         self.last_model: ChatModel | None = None
 
-    async def __call__(
+    async def request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        **kwargs: Any,
-    ) -> ModelOutput:
-        """Ask each model in turn until one answers (see ``ChatModel.__call__``).
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ChatResponse:
+        """Ask each model in turn until one answers (see ``ChatModel.request``).
 
         Raises:
             ModelError: the last model's error when every model failed with an ``on``
@@ -90,22 +86,53 @@ class FallbackModel(ChatModel):
         """
         failed: list[str] = []
         for i, model in enumerate(self.models):
-            last = i == len(self.models) - 1
             try:
-                output = await model(messages, tools, tool_choice, structured_model, **kwargs)
-                if not isinstance(output, ChatResponse):
-                    first, rest = await _first_chunk(output)
-                    self.last_model = model
-                    return _chunks(first, rest, model, failed)
+                response = await model.request(messages, tools, settings)
             except self.on as exc:
-                if last:
-                    raise
-                seams.fallback_attempt(model.model_name, exc)
-                failed.append(model.model_name)
+                self._failed(model, exc, failed, last=i == len(self.models) - 1)
                 continue
             self.last_model = model
-            return _mark(output, model, failed)
+            return _mark(response, model, failed)
         raise AssertionError("unreachable")  # pragma: no cover - the last model raises
+
+    async def request_stream(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """Stream from the first model whose stream starts (see ``ChatModel.request_stream``).
+
+        A model whose stream fails before its first chunk is passed over; a failure after
+        it is the caller's.
+        """
+        failed: list[str] = []
+        for i, model in enumerate(self.models):
+            stream = model.request_stream(messages, tools, settings)
+            try:
+                first = await _first_chunk(stream)
+            except self.on as exc:
+                self._failed(model, exc, failed, last=i == len(self.models) - 1)
+                continue
+            self.last_model = model
+            try:
+                if first is None:
+                    return
+                yield _mark(first, model, failed)
+                async for chunk in stream:
+                    yield _mark(chunk, model, failed)
+            finally:
+                await stream.aclose()
+            return
+
+    def _failed(
+        self, model: ChatModel, exc: BaseException, failed: list[str], *, last: bool
+    ) -> None:
+        """Record a model that failed with an ``on`` error; re-raise it for the last one."""
+        if last:
+            raise exc
+        seams.fallback_attempt(model.model_name, exc)
+        failed.append(model.model_name)
 
     async def aclose(self) -> None:
         """Close every model."""
@@ -116,35 +143,12 @@ class FallbackModel(ChatModel):
         return f"FallbackModel({self.models!r})"
 
 
-async def _first_chunk(
-    stream: AsyncIterator[ChatResponse],
-) -> tuple[ChatResponse | None, AsyncIterator[ChatResponse]]:
+async def _first_chunk(stream: AsyncGenerator[ChatResponse, None]) -> ChatResponse | None:
     """The stream's first chunk (None for an empty stream); a failure closes the stream."""
     try:
-        return await anext(stream), stream
+        return await anext(stream)
     except StopAsyncIteration:
-        return None, stream
+        return None
     except BaseException:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await stream.aclose()
         raise
-
-
-async def _chunks(
-    first: ChatResponse | None,
-    rest: AsyncIterator[ChatResponse],
-    model: ChatModel,
-    failed: list[str],
-) -> AsyncIterator[ChatResponse]:
-    """Re-yield a stream from its first chunk, every chunk marked with the model."""
-    try:
-        if first is None:
-            return
-        yield _mark(first, model, failed)
-        async for chunk in rest:
-            yield _mark(chunk, model, failed)
-    finally:
-        aclose = getattr(rest, "aclose", None)
-        if aclose is not None:
-            await aclose()

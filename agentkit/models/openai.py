@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentkit.exceptions import AuthenticationError, ModelResponseError
+from agentkit.exceptions import ModelResponseError
 from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
+from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, strict_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._lean import DEFAULT_TIMEOUT, LeanHTTP
 from agentkit.models._openai_format import (
     OpenAIStreamState,
@@ -68,6 +70,8 @@ class OpenAIChatModel(HTTPChatModel):
 
     provider = "openai"
     _path = "/chat/completions"
+    sdk = OPENAI
+    client_class = "AsyncOpenAI"
 
     def __init__(
         self,
@@ -75,8 +79,8 @@ class OpenAIChatModel(HTTPChatModel):
         api_key: str | None = None,
         base_url: str | None = None,
         stream: bool = True,
-        client_kwargs: dict[str, Any] | None = None,
-        generate_kwargs: dict[str, Any] | None = None,
+        client_kwargs: Mapping[str, object] | None = None,
+        generate_kwargs: Mapping[str, object] | None = None,
         *,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
@@ -97,17 +101,10 @@ class OpenAIChatModel(HTTPChatModel):
         self.provider = provider
         self._prepare_client()
 
-    def _make_client(self) -> Any:
-        import openai
-
-        kwargs = self._client_kwargs()
-        try:
-            return openai.AsyncOpenAI(**kwargs)
-        except openai.OpenAIError as err:
-            raise AuthenticationError(str(err), provider=self.provider) from err
-
     def _lean_transport(self) -> LeanHTTP | None:
         # Only what the SDK would do with these settings, and only for this class's client.
+        if type(self).client_class != OpenAIChatModel.client_class:
+            return None  # another client (Azure...): its own auth and paths
         if type(self)._make_client is not OpenAIChatModel._make_client:
             return None
         if not self.client_kwargs.keys() <= _LEAN_KWARGS:
@@ -132,34 +129,28 @@ class OpenAIChatModel(HTTPChatModel):
         if project is None:
             project = os.environ.get("OPENAI_PROJECT_ID")
         if organization is not None:
-            headers["OpenAI-Organization"] = organization
+            headers["OpenAI-Organization"] = str(organization)
         if project is not None:
-            headers["OpenAI-Project"] = project
-        headers.update(self.client_kwargs.get("default_headers") or {})
+            headers["OpenAI-Project"] = str(project)
+        extra = self.client_kwargs.get("default_headers")
+        if isinstance(extra, Mapping):
+            headers.update({str(k): str(v) for k, v in extra.items()})
         return LeanHTTP(base_url, headers, self.client_kwargs.get("timeout", DEFAULT_TIMEOUT))
 
-    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
-        import openai
-
-        return openai.APIStatusError, openai.APIConnectionError, openai.OpenAIError
-
-    def _request_options(self) -> dict[str, Any]:
-        return {"security": {"bearer_auth": True}}
-
-    def encode_body(self, body: dict[str, Any]) -> bytes:
+    def encode_body(self, body: Mapping[str, object]) -> bytes:
         """The body's bytes; the history's JSON is reused from earlier requests (same bytes)."""
         return encode_body(body)
 
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The Chat Completions request body of a call (exactly what is sent).
 
         Args:
@@ -175,7 +166,7 @@ class OpenAIChatModel(HTTPChatModel):
             The JSON body.
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "model": self.model_name,
             "messages": format_messages(messages, reasoning=self.reasoning_content),
         }
@@ -199,7 +190,7 @@ class OpenAIChatModel(HTTPChatModel):
         return body
 
     def _parse(
-        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+        self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
     ) -> ChatResponse:
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
             if isinstance(data, dict) and "error" in data:
@@ -213,7 +204,7 @@ class OpenAIChatModel(HTTPChatModel):
     def _new_state(self) -> StreamState:
         return OpenAIStreamState()
 
-    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
         if data == b"[DONE]":
             raise EndOfStream
         chunk = loads_body(self.provider, data)

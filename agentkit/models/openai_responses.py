@@ -13,14 +13,16 @@ next request, so a reasoning model keeps its chain of thought across tool calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentkit.exceptions import AuthenticationError, ModelResponseError
+from agentkit.exceptions import ModelResponseError
 from agentkit.messages import Msg
 from agentkit.models._adapter import HTTPChatModel, StreamState
+from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, json_schema_spec
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._responses_format import (
     ResponsesStreamState,
     format_input,
@@ -66,6 +68,8 @@ class OpenAIResponsesModel(HTTPChatModel):
 
     provider = "openai"  # the same provider as Chat Completions (prices, telemetry)
     _path = "/responses"
+    sdk = OPENAI
+    client_class = "AsyncOpenAI"
 
     def __init__(
         self,
@@ -75,8 +79,8 @@ class OpenAIResponsesModel(HTTPChatModel):
         stream: bool = True,
         reasoning: dict[str, Any] | None = None,
         store: bool = False,
-        client_kwargs: dict[str, Any] | None = None,
-        generate_kwargs: dict[str, Any] | None = None,
+        client_kwargs: Mapping[str, object] | None = None,
+        generate_kwargs: Mapping[str, object] | None = None,
         *,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
@@ -97,32 +101,16 @@ class OpenAIResponsesModel(HTTPChatModel):
         self.provider = provider
         self._prepare_client()
 
-    def _make_client(self) -> Any:
-        import openai
-
-        try:
-            return openai.AsyncOpenAI(**self._client_kwargs())
-        except openai.OpenAIError as err:
-            raise AuthenticationError(str(err), provider=self.provider) from err
-
-    def _sdk_errors(self) -> tuple[type[Exception], type[Exception], type[Exception]]:
-        import openai
-
-        return openai.APIStatusError, openai.APIConnectionError, openai.OpenAIError
-
-    def _request_options(self) -> dict[str, Any]:
-        return {"security": {"bearer_auth": True}}
-
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The Responses request body of a call (exactly what is sent).
 
         Args:
@@ -142,7 +130,7 @@ class OpenAIResponsesModel(HTTPChatModel):
             UnsupportedContentError: a block the Responses API cannot take where it sits.
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "model": self.model_name,
             "input": format_input(messages),
             "store": self.store,
@@ -161,7 +149,8 @@ class OpenAIResponsesModel(HTTPChatModel):
             if parallel is not None:
                 body["parallel_tool_calls"] = bool(parallel)
         if structured_model is not None:
-            text = dict(body.get("text") or {})
+            given = body.get("text")
+            text: dict[str, object] = dict(given) if isinstance(given, Mapping) else {}
             text["format"] = {"type": "json_schema", **json_schema_spec(structured_model)}
             body["text"] = text
         if self.stream if stream is None else stream:
@@ -171,7 +160,7 @@ class OpenAIResponsesModel(HTTPChatModel):
         return body
 
     def _parse(
-        self, data: Any, status: int, elapsed: float, structured: type[BaseModel] | None
+        self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
     ) -> ChatResponse:
         if not isinstance(data, dict) or not isinstance(data.get("output"), list):
             if isinstance(data, dict) and data.get("error"):
@@ -195,7 +184,7 @@ class OpenAIResponsesModel(HTTPChatModel):
     def _new_state(self) -> StreamState:
         return ResponsesStreamState()
 
-    def _check_event(self, event: str, data: bytes) -> dict[str, Any] | None:
+    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
         if data == b"[DONE]":  # not sent by OpenAI; some compatible servers do
             return None
         payload = loads_body(self.provider, data)

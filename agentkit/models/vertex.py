@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
-
-import httpx2
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentkit.exceptions import AuthenticationError
 from agentkit.messages import Msg
 from agentkit.models._common import require_extra
-from agentkit.models._http import send_with_retries
 from agentkit.models.anthropic import AnthropicChatModel
 from agentkit.models.base import ToolChoice
 
@@ -54,6 +51,8 @@ class AnthropicVertexModel(AnthropicChatModel):
     """
 
     provider = "vertex"
+    client_class = "AsyncAnthropicVertex"
+    check_api_credentials = False
 
     def __init__(
         self,
@@ -71,9 +70,7 @@ class AnthropicVertexModel(AnthropicChatModel):
         self.credentials = credentials
         super().__init__(model_name, **kwargs)
 
-    def _make_client(self) -> Any:
-        import anthropic
-
+    def _client_kwargs(self) -> dict[str, object]:
         if not self.region:
             raise AuthenticationError(
                 "vertex: no region: pass region= or set CLOUD_ML_REGION", provider=self.provider
@@ -83,7 +80,7 @@ class AnthropicVertexModel(AnthropicChatModel):
                 "vertex: no project: pass project_id= or set ANTHROPIC_VERTEX_PROJECT_ID",
                 provider=self.provider,
             )
-        kwargs = {k: v for k, v in self._client_kwargs().items() if k != "api_key"}
+        kwargs = {k: v for k, v in super()._client_kwargs().items() if k != "api_key"}
         kwargs.update(region=self.region, project_id=self.project_id)
         if self.access_token is not None:
             kwargs["access_token"] = self.access_token
@@ -91,21 +88,18 @@ class AnthropicVertexModel(AnthropicChatModel):
             kwargs["credentials"] = self.credentials
         if self.access_token is None and self.credentials is None:
             require_extra("google.auth", "vertex", "Vertex AI with Google default credentials")
-        try:
-            return anthropic.AsyncAnthropicVertex(**kwargs)
-        except (anthropic.AnthropicError, ValueError) as err:
-            raise AuthenticationError(f"vertex: {err}", provider=self.provider) from err
+        return kwargs
 
     def format_request(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         *,
         stream: bool | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> dict[str, object]:
         """The Messages body as Vertex takes it.
 
         No ``model`` (it is in the URL), and ``anthropic_version`` added.
@@ -117,7 +111,7 @@ class AnthropicVertexModel(AnthropicChatModel):
         body["anthropic_version"] = VERTEX_ANTHROPIC_VERSION
         return body
 
-    def _model_path(self, stream: bool) -> str:
+    def _request_path(self, stream: bool) -> str:
         model = urllib.parse.quote(self.model_name, safe="@")
         specifier = "streamRawPredict" if stream else "rawPredict"
         project = urllib.parse.quote(str(self.project_id), safe="")
@@ -125,24 +119,4 @@ class AnthropicVertexModel(AnthropicChatModel):
         return (
             f"/projects/{project}/locations/{region}/publishers/anthropic/models/"
             f"{model}:{specifier}"
-        )
-
-    async def _send(self, body: bytes, stream: bool, options: dict[str, Any]) -> httpx2.Response:
-        client = self.client
-        path = self._model_path(stream)
-        status_error, connection_error, base_error = self._sdk_errors()
-
-        async def attempt() -> httpx2.Response:
-            result = await client.post(
-                path, cast_to=httpx2.Response, content=body, options=options, stream=stream
-            )
-            return cast(httpx2.Response, result)
-
-        return await send_with_retries(
-            attempt,
-            self.retry,
-            provider=self.provider,
-            status_error=status_error,
-            connection_error=connection_error,
-            base_error=base_error,
         )

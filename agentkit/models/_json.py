@@ -1,0 +1,45 @@
+"""JSON values as the adapters build and read them: a genuinely recursive type.
+
+Wire data read from a provider is ``JSONValue`` until narrowed. ``obj`` and ``arr`` narrow
+it the way the parsers always treated it: an absent or empty value reads as empty, and a
+value of another shape raises ``TypeError`` (which the adapters turn into
+``ModelResponseError`` "unexpected answer shape").
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+__all__ = ["JSONObject", "JSONValue", "arr", "obj"]
+
+JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
+"""Any value ``json.loads`` can return."""
+
+JSONObject: TypeAlias = "dict[str, JSONValue]"
+"""A JSON object."""
+
+
+def obj(value: JSONValue) -> JSONObject:
+    """``value`` as an object (``{}`` for a missing or empty value).
+
+    Raises:
+        TypeError: for a non-empty value that is not an object.
+    """
+    if isinstance(value, dict):
+        return value
+    if not value:
+        return {}
+    raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+
+
+def arr(value: JSONValue) -> list[JSONValue]:
+    """``value`` as an array (``[]`` for a missing or empty value).
+
+    Raises:
+        TypeError: for a non-empty value that is not an array.
+    """
+    if isinstance(value, list):
+        return value
+    if not value:
+        return []
+    raise TypeError(f"expected a JSON array, got {type(value).__name__}")
