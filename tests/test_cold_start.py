@@ -225,3 +225,15 @@ async def test_lean_path_reads_organization_and_project_from_the_environment(
     headers = server.requests[0].headers
     assert (headers["openai-organization"], headers["openai-project"]) == ("org-env", "proj-env")
     assert not any(h.startswith("x-stainless") for h in headers)
+
+
+async def test_transport_sdk_always_goes_through_the_sdk(server: WireServer) -> None:
+    server.script(Reply(json=openai_completion(text="a")))
+    model = OpenAIChatModel(
+        "m", api_key="k", base_url=server.openai_url, stream=False, transport="sdk"
+    )
+    await model([Msg("user", "hi", "user")])
+    await model.aclose()
+    assert any(h.startswith("x-stainless") for h in server.requests[0].headers)
+    with pytest.raises(ValueError, match="transport"):
+        OpenAIChatModel("m", api_key="k", transport="raw")  # type: ignore[arg-type]

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from agentkit.exceptions import ModelResponseError
+from agentkit.exceptions import ModelResponseError, UsageError
 from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
 from agentkit.models._clients import OPENAI
@@ -62,6 +62,12 @@ class OpenAIChatModel(HTTPChatModel):
         reasoning_content: Send thinking blocks back as ``reasoning_content`` (for
             DeepSeek-style servers that want it); OpenAI itself takes no thinking back.
         provider: Provider name reported in errors (``"ollama"``, ``"vllm"``...).
+        transport: ``"auto"`` (default): a plain configuration (an API key, a base URL and
+            at most ``timeout``, ``default_headers``, ``organization``, ``project`` in
+            ``client_kwargs``) sends its requests with ``httpx2`` directly, the same bytes
+            and headers the SDK would send without importing it (a faster cold start and
+            turn); anything else goes through the ``openai`` SDK client. ``"sdk"``: always
+            through the SDK client.
 
     Example:
         >>> model = OpenAIChatModel("gpt-4.1-mini", stream=False)
@@ -86,6 +92,7 @@ class OpenAIChatModel(HTTPChatModel):
         max_retries: int | None = None,
         reasoning_content: bool = False,
         provider: str = "openai",
+        transport: Literal["auto", "sdk"] = "auto",
     ) -> None:
         super().__init__(
             model_name,
@@ -99,10 +106,15 @@ class OpenAIChatModel(HTTPChatModel):
         )
         self.reasoning_content = reasoning_content
         self.provider = provider
+        if transport not in ("auto", "sdk"):
+            raise UsageError(f"transport must be 'auto' or 'sdk', not {transport!r}")
+        self.transport = transport
         self._prepare_client()
 
     def _lean_transport(self) -> LeanHTTP | None:
         # Only what the SDK would do with these settings, and only for this class's client.
+        if self.transport == "sdk":
+            return None
         if type(self).client_class != OpenAIChatModel.client_class:
             return None  # another client (Azure...): its own auth and paths
         if type(self)._make_client is not OpenAIChatModel._make_client:
