@@ -261,9 +261,11 @@ def compactor_of(agent: Any) -> Compactor | None:
     return None if attachment is None else attachment.compactor
 
 
-def _latest_records(history: Sequence[Msg]) -> tuple[int | None, dict[str, Any] | None, str | None]:
+def _latest_records(
+    history: Sequence[Msg],
+) -> tuple[int | None, dict[str, object] | None, str | None]:
     """(index of the latest recorded answer, its record, the summary in effect)."""
-    found: tuple[int | None, dict[str, Any] | None] = (None, None)
+    found: tuple[int | None, dict[str, object] | None] = (None, None)
     for i in range(len(history) - 1, -1, -1):
         meta = history[i].metadata
         rec = meta.get(RECORD_KEY) if meta else None
@@ -302,11 +304,14 @@ def _build(system: Msg, summary: str | None, kept: list[Msg], cut: bool) -> list
     return view + kept
 
 
-def _ratio(rec: dict[str, Any] | None) -> float:
+def _ratio(rec: dict[str, object] | None) -> float:
     """Provider tokens per estimated token, from the latest record (clamped; 1 if none)."""
-    if not rec or not rec.get("input_tokens") or not rec.get("estimate"):
+    tokens, estimate = (rec.get("input_tokens"), rec.get("estimate")) if rec else (None, None)
+    if not isinstance(tokens, int | float) or not isinstance(estimate, int | float):
         return 1.0
-    return min(4.0, max(0.5, float(rec["input_tokens"]) / float(rec["estimate"])))
+    if not tokens or not estimate:
+        return 1.0
+    return min(4.0, max(0.5, float(tokens) / float(estimate)))
 
 
 def _current_tokens(
@@ -366,7 +371,8 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
     c = attachment.compactor
     system, history = prompt[0], prompt[1:]
     rec_at, rec, summary = _latest_records(history)
-    start_id = rec.get("start") if rec else None
+    recorded_start = rec.get("start") if rec else None
+    start_id = recorded_start if isinstance(recorded_start, str) else None
     ids = [m.id for m in history]
     start = ids.index(start_id) if start_id in ids else 0
     if start == 0:
@@ -400,7 +406,7 @@ def record(agent: Any, msg: Msg, response: ChatResponse | None) -> None:
     if attachment is None or attachment.pending is None:
         return
     view, attachment.pending = attachment.pending, None
-    rec: dict[str, Any] = {"start": view.start, "estimate": view.estimate}
+    rec: dict[str, object] = {"start": view.start, "estimate": view.estimate}
     usage = response.usage if response is not None else None
     if usage is not None and usage.input_tokens:
         rec["input_tokens"] = usage.input_tokens

@@ -19,7 +19,7 @@ from agentkit.agent.construct import (
     legacy_positional,
     resolve_model,
 )
-from agentkit.agent.conversation import Conversation
+from agentkit.agent.conversation import CallInfo, Conversation
 from agentkit.agent.hooks import HookHost, HookRegistry
 from agentkit.agent.runs import TypedRuns
 from agentkit.agent.setup import ApprovalPolicy, RunSetup
@@ -192,7 +192,7 @@ class ReActAgent(TypedRuns, HookHost):
         return self._run is not None
 
     @property
-    def pending_tool_calls(self) -> list[dict[str, Any]]:
+    def pending_tool_calls(self) -> list[CallInfo]:
         """Calls waiting for approval, as ``{"id", "name", "input"}`` dicts."""
         return self._conv.pending_calls()
 
@@ -487,7 +487,7 @@ class ReActAgent(TypedRuns, HookHost):
         return reply
 
     # -- state -------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """A JSON-safe snapshot: memory, pending calls, iteration, toolkit state.
 
         Deps, hooks and the model are not part of it (they are configuration, or live
@@ -508,7 +508,7 @@ class ReActAgent(TypedRuns, HookHost):
             state["toolkit"] = toolkit_state()
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, object]) -> None:
         """Restore a snapshot from :meth:`state_dict` (validated before anything changes).
 
         States written by older agentkit versions are migrated first

@@ -93,7 +93,7 @@ async def _call_model(
     setup: RunSetup,
     run: Run,
     prompt: list[Msg],
-    tools: list[dict[str, Any]] | None,
+    tools: list[dict[str, object]] | None,
     tool_choice: str | None,
 ) -> None:
     """One model call, its answer left in ``run.partial``."""
@@ -118,7 +118,7 @@ async def reason(
     setup: RunSetup,
     conv: Conversation,
     run: Run,
-    tools: list[dict[str, Any]] | None,
+    tools: list[dict[str, object]] | None,
     tool_choice: str | None,
     *,
     extra: Msg | None = None,

@@ -46,11 +46,11 @@ Every bump ships a migration in ``MIGRATIONS`` (from the previous version) and f
 states written by the previous release under ``tests/fixtures/state_v<N>/``.
 """
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, object]], dict[str, object]]] = {}
 """``{n: fn}``: ``fn`` turns a version-``n`` state into a version-``n + 1`` state."""
 
 
-def migrate_state(state: Any) -> dict[str, Any]:
+def migrate_state(state: Any) -> dict[str, object]:
     """Bring a saved agent state to ``SCHEMA_VERSION``, one migration at a time.
 
     The input is never modified (each migration returns a new dict).
@@ -162,7 +162,7 @@ class Run:
         self.iteration = 0
         self.started = time.perf_counter()
         self.structured = structured
-        self.structured_output: dict[str, Any] | None = None
+        self.structured_output: dict[str, object] | None = None
         self.structured_failures = 0
         self.force_tool: str | None = None
         self.last_text: list[Any] = []
@@ -185,7 +185,7 @@ class Run:
         self.batch = calls
         self.results = [None] * len(calls)
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, object]:
         """Reply metadata common to every outcome."""
         return {
             "usage": self.usage.to_dict(),
@@ -208,12 +208,12 @@ async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -
         run.added.extend([msgs] if isinstance(msgs, Msg) else msgs)
 
 
-def new_msg(name: str, content: Any, role: Role, metadata: dict[str, Any] | None = None) -> Msg:
+def new_msg(name: str, content: Any, role: Role, metadata: dict[str, object] | None = None) -> Msg:
     """A Msg with a cheap random id (``uuid4`` costs a system call per message)."""
     return Msg(name, content, role, metadata, id=f"{_randbits(128):032x}")
 
 
-def _check_version(state: Any) -> dict[str, Any]:
+def _check_version(state: Any) -> dict[str, object]:
     if not isinstance(state, dict):
         raise StateError(f"agent state must be a dict, got {type(state).__name__}")
     version = state.get("schema_version")

@@ -196,7 +196,7 @@ def _was_interrupted(messages: Sequence[Msg], before: int) -> list[str]:
     return cut
 
 
-def decide(messages: list[Msg], tools: list[dict[str, Any]] | None) -> ScriptItem:
+def decide(messages: list[Msg], tools: list[dict[str, object]] | None) -> ScriptItem:
     """The demo model's whole brain: one answer computed from the conversation."""
     human = _last_human(messages)
     if human < 0:

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             env=_pairs(args.env, "=", "--env"),
             headers=_pairs(args.header, ":", "--header"),
         )
-        arguments: dict[str, Any] = {}
+        arguments: dict[str, object] = {}
         if args.mcp_command == "call":
             arguments = json.loads(args.arguments)
             if not isinstance(arguments, dict):
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
-async def _main(args: argparse.Namespace, config: Any, arguments: dict[str, Any]) -> int:
+async def _main(args: argparse.Namespace, config: Any, arguments: dict[str, object]) -> int:
     async with AsyncExitStack() as stack:
         client = await open_mcp(stack, server_name(config), config)
         client.timeout = args.timeout
@@ -184,7 +184,7 @@ async def _tools(client: MCPClient, as_json: bool) -> int:
     return 0
 
 
-async def _call(client: MCPClient, tool: str, arguments: dict[str, Any], as_json: bool) -> int:
+async def _call(client: MCPClient, tool: str, arguments: dict[str, object], as_json: bool) -> int:
     final = None
     async for chunk in client.call_tool_stream(tool, arguments):
         if not chunk.is_last:
@@ -223,7 +223,7 @@ def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=True))
 
 
-def _counter(metadata: dict[str, Any] | None) -> str:
+def _counter(metadata: dict[str, object] | None) -> str:
     meta = metadata or {}
     done, total = meta.get("progress"), meta.get("total")
     if not isinstance(done, int | float):

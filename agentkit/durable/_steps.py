@@ -27,6 +27,7 @@ from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput
 from agentkit.tools import Toolkit, ToolResponse
 
 if TYPE_CHECKING:
+    from dbos import DBOS, StepOptions, StepReservation
     from pydantic import BaseModel
 
 __all__ = ["DurableModel", "DurableToolkit", "RunSteps", "idempotency_key"]
@@ -48,7 +49,7 @@ def idempotency_key() -> str | None:
     return _CURRENT_CALL.get()
 
 
-def _dbos() -> Any:
+def _dbos() -> type[DBOS]:
     from dbos import DBOS
 
     return DBOS
@@ -64,7 +65,7 @@ class RunSteps:
     """Per-run bookkeeping shared by a run's model and toolkit: reserved tool-call steps."""
 
     def __init__(self) -> None:
-        self.reserved: dict[str, Any] = {}
+        self.reserved: dict[str, StepReservation] = {}
         self.model_requests = 0
         self.tool_calls = 0
 
@@ -134,7 +135,7 @@ class DurableModel(ChatModel):
     async def __call__(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[dict[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         **kwargs: Any,
@@ -224,7 +225,7 @@ class DurableToolkit(Toolkit):
                 _CURRENT_CALL.reset(token)
             return _tool_response_to_json(final)
 
-        options = {"name": f"tool:{block['name']}"}
+        options: StepOptions = {"name": f"tool:{block['name']}"}
         self.steps.tool_calls += 1
         reservation = self.steps.reserved.pop(block["id"], None)
         if reservation is not None:

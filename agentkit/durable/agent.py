@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentkit.agent.result import PendingCall, RunResult, RunUsage, StopReason
+from agentkit.durable._records import RunOutput, RunRequest, UsageRecord
 from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
 from agentkit.exceptions import SessionConflictError
 from agentkit.messages import Msg
@@ -60,12 +61,12 @@ class DurableRunResult(RunResult[str]):
         session_version: The session's version after the save (None without a session).
     """
 
-    state: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, object] = field(default_factory=dict)
     workflow_id: str = ""
     session_version: int | None = None
 
 
-def _sum_usage(total: dict[str, Any], usage: RunUsage) -> dict[str, Any]:
+def _sum_usage(total: UsageRecord, usage: RunUsage) -> UsageRecord:
     """Add one ``agent.run`` usage to a JSON usage record (cost None once unknown)."""
     cost = total.get("cost", 0.0)
     return {
@@ -78,7 +79,7 @@ def _sum_usage(total: dict[str, Any], usage: RunUsage) -> dict[str, Any]:
     }
 
 
-def _as_input(msg: Msg | Sequence[Msg] | str | None) -> list[dict[str, Any]]:
+def _as_input(msg: Msg | Sequence[Msg] | str | None) -> list[dict[str, object]]:
     if msg is None:
         return []
     if isinstance(msg, str):
@@ -120,7 +121,7 @@ class DBOSAgent:
         self.approval_timeout = approval_timeout
         self.workflow_name = f"agentkit.{name}"
 
-        async def run_workflow(request: dict[str, Any]) -> dict[str, Any]:
+        async def run_workflow(request: RunRequest) -> RunOutput:
             return await self._run_workflow(request)
 
         run_workflow.__qualname__ = f"DBOSAgent[{name}]"
@@ -134,8 +135,8 @@ class DBOSAgent:
         msg: Msg | Sequence[Msg] | str | None,
         *,
         session_id: str | None = None,
-        state: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        state: dict[str, object] | None = None,
+    ) -> RunRequest:
         """The workflow input for a run (JSON): what ``DBOSClient.enqueue`` needs too.
 
         With ``session_id`` (and ``sessions``), the session's state and version are read now.
@@ -156,7 +157,7 @@ class DBOSAgent:
         msg: Msg | Sequence[Msg] | str | None,
         *,
         session_id: str | None = None,
-        state: dict[str, Any] | None = None,
+        state: dict[str, object] | None = None,
         workflow_id: str | None = None,
     ) -> DurableRunResult:
         """Run durably and wait for the result.
@@ -185,7 +186,7 @@ class DBOSAgent:
         queue_name: str,
         *,
         session_id: str | None = None,
-        state: dict[str, Any] | None = None,
+        state: dict[str, object] | None = None,
         workflow_id: str | None = None,
     ) -> Any:
         """Enqueue a run on a DBOS queue; return the DBOS handle.
@@ -202,7 +203,7 @@ class DBOSAgent:
             return await DBOS.enqueue_workflow_async(queue_name, self.workflow, request)
 
     @staticmethod
-    def result(output: dict[str, Any], workflow_id: str = "") -> DurableRunResult:
+    def result(output: RunOutput, workflow_id: str = "") -> DurableRunResult:
         """Turn a workflow's JSON output into a result (raises its session conflict)."""
         conflict = output.get("session_conflict")
         if conflict is not None:
@@ -244,13 +245,14 @@ class DBOSAgent:
         agent.print_hint = False
         return agent
 
-    async def _run_workflow(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _run_workflow(self, request: RunRequest) -> RunOutput:
         from dbos import DBOS
 
         steps = RunSteps()
         agent = self.fresh_copy(steps)
-        if request.get("state") is not None:
-            agent.load_state_dict(request["state"])
+        state = request.get("state")
+        if state is not None:
+            agent.load_state_dict(state)
         key = str(request.get("session_id") or DBOS.workflow_id)
         msgs = [Msg.from_dict(m) for m in request.get("input") or []]
         if self.control is not None:
@@ -273,7 +275,7 @@ class DBOSAgent:
             usage = _sum_usage(usage, run.usage)
             new_messages += run.new_messages
         state = agent.state_dict()
-        output: dict[str, Any] = {
+        output: RunOutput = {
             "reply": reply.to_dict(),
             "state": state,
             "interrupted": interrupted,
@@ -290,9 +292,10 @@ class DBOSAgent:
             output.update(saved)
         return output
 
-    async def _save_session(self, request: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    async def _save_session(self, request: RunRequest, state: dict[str, object]) -> RunOutput:
         assert self.sessions is not None
         sid, expected = request["session_id"], request.get("session_version")
+        assert sid is not None  # the workflow saves only a run that has a session
         try:
             version = await self.sessions.save_state(sid, state, expected_version=expected)
         except SessionConflictError as exc:

@@ -22,7 +22,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 import anyio.abc
@@ -99,7 +99,7 @@ def _text_prefix(head: bytes) -> str:
     return raw
 
 
-def truncated_response(item: Overflow, limit: int) -> dict[str, Any] | None:
+def truncated_response(item: Overflow, limit: int) -> dict[str, object] | None:
     """A JSON-RPC result standing in for an overlong one, or None without a findable id."""
     match = _ID.search(item.head[:4096])
     result_at = item.head.find(b'"result"')

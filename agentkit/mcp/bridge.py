@@ -229,7 +229,9 @@ def _change(client: MCPClient, tool: mcp_types.Tool, old: str, new: str) -> Tool
     return change
 
 
-def _hold_changed(client: MCPClient, reg: _Registration, wanted: dict[str, Any]) -> list[str]:
+def _hold_changed(
+    client: MCPClient, reg: _Registration, wanted: dict[str, mcp_types.Tool]
+) -> list[str]:
     """Pinned tools whose new definition differs: keep the old one, disabled. Their names."""
     held = []
     for name, definition in wanted.items():
@@ -282,7 +284,7 @@ class _ResourceTool(Tool):
     """Reads one of an MCP server's resources by URI."""
 
     def __init__(self, client: MCPClient, name: str, description: str, group: str) -> None:
-        params = {
+        params: dict[str, object] = {
             "type": "object",
             "properties": {"uri": {"type": "string", "description": "The resource URI."}},
             "required": ["uri"],
@@ -290,7 +292,7 @@ class _ResourceTool(Tool):
         super().__init__(name, description, params, group=group)
         self.client = client
 
-    async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+    async def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         blocks = await self.client.read_resource(str(arguments["uri"]))
         yield ToolResponse(content=blocks, metadata={"mcp_server": self.client.name})
 

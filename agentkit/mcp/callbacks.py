@@ -40,9 +40,9 @@ __all__ = [
 SamplingApproval: TypeAlias = Callable[[list[Msg]], Awaitable[bool] | bool]
 """``(messages) -> bool``: return False to refuse a server's sampling request."""
 
-ElicitationAnswer: TypeAlias = dict[str, Any] | Literal["decline", "cancel"] | None
+ElicitationAnswer: TypeAlias = dict[str, object] | Literal["decline", "cancel"] | None
 ElicitationCallback: TypeAlias = Callable[
-    [str, dict[str, Any]], Awaitable[ElicitationAnswer] | ElicitationAnswer
+    [str, dict[str, object]], Awaitable[ElicitationAnswer] | ElicitationAnswer
 ]
 """``(message, json_schema) -> answer``: the answer (a dict), ``None`` or ``"decline"`` to
 decline, ``"cancel"`` when the user dismissed the question without choosing."""
@@ -63,7 +63,7 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _generation_kwargs(model: ChatModel, params: Any) -> dict[str, Any]:
+def _generation_kwargs(model: ChatModel, params: Any) -> dict[str, object]:
     """The server's ``maxTokens`` and ``temperature``, named as the model's API names them."""
     kwargs: dict[str, Any] = {}
     max_tokens = getattr(params, "max_tokens", None)
@@ -127,10 +127,11 @@ def make_sampling_callback(
     return sampling
 
 
-def _with_defaults(answer: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+def _with_defaults(answer: dict[str, Any], schema: dict[str, object]) -> dict[str, Any]:
     """Fill schema defaults for fields the user left out (the SDK does not)."""
     filled = dict(answer)
-    for key, prop in (schema.get("properties") or {}).items():
+    properties = schema.get("properties")
+    for key, prop in properties.items() if isinstance(properties, dict) else ():
         if key not in filled and isinstance(prop, dict) and "default" in prop:
             filled[key] = prop["default"]
     return filled
@@ -147,7 +148,7 @@ def make_elicitation_callback(callback: ElicitationCallback) -> ElicitationFnT:
 
     async def elicitation(context: ClientRequestContext, params: Any) -> Any:
         if getattr(params, "mode", "form") == "url":
-            schema: dict[str, Any] = {"type": "object", "properties": {}, "x-url": params.url}
+            schema: dict[str, object] = {"type": "object", "properties": {}, "x-url": params.url}
             message = f"{params.message}\n{params.url}"
         else:
             schema = dict(params.requested_schema)

@@ -374,10 +374,10 @@ class MCPClient(ClientEvents):
     async def call_tool(
         self,
         name: str,
-        arguments: dict[str, Any] | None = None,
+        arguments: dict[str, object] | None = None,
         *,
         timeout: float | None = None,  # noqa: ASYNC109 - the MCP request timeout (wire level)
-        meta: dict[str, Any] | None = None,
+        meta: dict[str, object] | None = None,
     ) -> ToolResponse:
         """Call a tool and return its final response (errors become ``is_error`` responses).
 
@@ -392,10 +392,10 @@ class MCPClient(ClientEvents):
     def call_tool_stream(
         self,
         name: str,
-        arguments: dict[str, Any] | None = None,
+        arguments: dict[str, object] | None = None,
         *,
         timeout: float | None = None,
-        meta: dict[str, Any] | None = None,
+        meta: dict[str, object] | None = None,
     ) -> AsyncIterator[ToolResponse]:
         """Call a tool, yielding progress chunks (``is_last=False``) then the final response.
 

@@ -138,7 +138,8 @@ def cap_result(response: ToolResponse, max_chars: int | None) -> ToolResponse:
         f"\n[truncated by agentkit: {total:,} characters of output, over the {max_chars:,} "
         "limit (MCPClient(max_result_chars=...))"
     )
-    cut = ((response.metadata or {}).get("mcp_meta") or {}).get("agentkit/truncated")
+    mcp_meta = (response.metadata or {}).get("mcp_meta")
+    cut = mcp_meta.get("agentkit/truncated") if isinstance(mcp_meta, dict) else None
     if isinstance(cut, dict):  # already cut while read: say how big the answer really was
         note += f"; the server's answer was {cut.get('size', 0):,} bytes"
     note += "]"

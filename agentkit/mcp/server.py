@@ -54,7 +54,7 @@ def build_server(
     version: str | None = None,
     instructions: str | None = None,
     approval: Approval = "refuse",
-) -> Server[Any]:
+) -> Server:
     """Build (without running) a lowlevel MCP ``Server`` exposing ``toolkit``'s active tools.
 
     Args:
@@ -134,7 +134,7 @@ def build_http_app(
     return app
 
 
-def _server_for(toolkit: Toolkit | MCPApp, **options: Any) -> Server[Any]:
+def _server_for(toolkit: Toolkit | MCPApp, **options: Any) -> Server:
     from agentkit.mcp.app import MCPApp
 
     if isinstance(toolkit, MCPApp):
@@ -221,7 +221,7 @@ async def serve(
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'streamable_http'")
 
 
-async def serve_stdio(server: Server[Any]) -> None:
+async def serve_stdio(server: Server) -> None:
     """Run ``server`` over this process's stdin/stdout until EOF, SIGINT or SIGTERM.
 
     The signals stop it at once (running tools are cancelled, their child processes

@@ -29,7 +29,7 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from agentkit.agent import EventStream, ReActAgent
-from agentkit.events import Interrupted, ReplyStarted
+from agentkit.events import CallInfo, Interrupted, ReplyStarted
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
 from agentkit.serve._convert import to_agui_messages
@@ -41,7 +41,7 @@ __all__ = ["APPROVAL_SCHEMA", "RunRequest", "current_deps", "execute_run", "inte
 logger = logging.getLogger("agentkit.serve")
 _ENCODER = EventEncoder()
 
-APPROVAL_SCHEMA: dict[str, Any] = {
+APPROVAL_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
         "approved": {"type": "boolean", "description": "true runs the call"},
@@ -81,7 +81,7 @@ def _start_call(
     return start
 
 
-def interrupt_for(call: dict[str, Any]) -> Interrupt:
+def interrupt_for(call: CallInfo) -> Interrupt:
     """The AG-UI ``Interrupt`` asking for approval of one pending tool call."""
     args = json.dumps(call.get("input", {}), ensure_ascii=False)
     return Interrupt(

@@ -52,7 +52,7 @@ __all__ = [
 
 logger = logging.getLogger("agentkit.session")
 
-Handler = Callable[[dict[str, Any]], Awaitable[None]]
+Handler = Callable[[dict[str, object]], Awaitable[None]]
 
 
 class Interruptible(Protocol):
@@ -76,7 +76,7 @@ class ControlChannel(ABC):
     """
 
     @abstractmethod
-    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
         """Send ``command``; return how many holders got it (None: the transport can't tell)."""
 
     @abstractmethod
@@ -92,7 +92,7 @@ class LocalControlChannel(ControlChannel):
 
     _holders: dict[str, list[Handler]] = {}  # noqa: RUF012 - one registry per process
 
-    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
         """Run the handlers registered on ``channel`` in this process."""
         handlers = list(self._holders.get(channel, []))
         for handler in handlers:
@@ -118,7 +118,7 @@ class RedisControlChannel(ControlChannel):
     def __init__(self, store: RedisSession) -> None:
         self.store = store
 
-    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
         """``PUBLISH``; returns the number of subscribers reached."""
         return int(await self.store.client.publish(channel, json.dumps(command)))
 
@@ -155,7 +155,7 @@ class PostgresControlChannel(ControlChannel):
     def __init__(self, store: PostgresSession) -> None:
         self.store = store
 
-    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
         """``NOTIFY`` (Postgres does not say how many listeners got it: None)."""
         async with self.store.connection() as conn:
             await conn.execute("SELECT pg_notify(%s, %s)", (channel, json.dumps(command)))
@@ -219,7 +219,7 @@ async def interrupt_session(
         cannot tell (Postgres ``NOTIFY``). 0 means no run holds the session now.
     """
     channel = channel_name(store, check_session_id(session_id))
-    command = {"command": "interrupt", "message": message}
+    command: dict[str, object] = {"command": "interrupt", "message": message}
     return await control_channel(store).publish(channel, command)
 
 
@@ -237,7 +237,7 @@ async def hold_session(
     """
     channel = channel_name(store, check_session_id(session_id))
 
-    async def on_command(command: dict[str, Any]) -> None:
+    async def on_command(command: dict[str, object]) -> None:
         if command.get("command") == "interrupt":
             text = command.get("message")
             await agent.interrupt(text if isinstance(text, str) and text else None)

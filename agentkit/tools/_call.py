@@ -125,7 +125,7 @@ def _first_line(exc: BaseException) -> str:
 
 async def _run(
     tool: Tool,
-    arguments: dict[str, Any],
+    arguments: dict[str, object],
     ctx: ToolContext,
     timeout_s: float | None,
     limit: int | None,
@@ -264,7 +264,7 @@ def _finish(final: ToolResponse, limit: int | None, name: str) -> ToolResponse:
 
 async def _run_live(
     tool: Tool,
-    arguments: dict[str, Any],
+    arguments: dict[str, object],
     ctx: ToolContext,
     timeout_s: float | None,
     limit: int | None,

@@ -176,7 +176,7 @@ class ChunkCollector:
         self._held: ToolResponse | None = None
         self._finals = 0
         self._error = False
-        self._metadata: dict[str, Any] | None = None
+        self._metadata: dict[str, object] | None = None
 
     def add(self, chunk: ToolResponse) -> list[ToolResponse]:
         """Take the next chunk; return the progress chunks to stream now."""

@@ -81,7 +81,7 @@ def compile_check(schema: Any) -> QuickCheck | None:
     return lambda value: all(check(value) for check in checks)
 
 
-def _type_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _type_check(schema: dict[str, object]) -> QuickCheck | None:
     if "type" not in schema:
         return _accept
     names = schema["type"]
@@ -94,7 +94,7 @@ def _type_check(schema: dict[str, Any]) -> QuickCheck | None:
     return lambda value: any(test(value) for test in tests)
 
 
-def _enum_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _enum_check(schema: dict[str, object]) -> QuickCheck | None:
     if "enum" not in schema:
         return _accept
     members = schema["enum"]
@@ -105,7 +105,7 @@ def _enum_check(schema: dict[str, Any]) -> QuickCheck | None:
     return lambda value: type(value) is str and value in allowed
 
 
-def _object_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _object_check(schema: dict[str, object]) -> QuickCheck | None:
     properties = schema.get("properties", {})
     required = schema.get("required", [])
     extra = schema.get("additionalProperties", True)
@@ -144,7 +144,7 @@ def _object_check(schema: dict[str, Any]) -> QuickCheck | None:
     return check
 
 
-def _items_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _items_check(schema: dict[str, object]) -> QuickCheck | None:
     if "items" not in schema:
         return _accept
     item_check = compile_check(schema["items"])
@@ -155,7 +155,7 @@ def _items_check(schema: dict[str, Any]) -> QuickCheck | None:
     return lambda value: not isinstance(value, list) or all(item_check(v) for v in value)
 
 
-def _any_of_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _any_of_check(schema: dict[str, object]) -> QuickCheck | None:
     if "anyOf" not in schema:
         return _accept
     options = schema["anyOf"]

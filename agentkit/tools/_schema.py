@@ -58,7 +58,7 @@ class FunctionSpec:
     """
 
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]
     visible: tuple[str, ...]
     positional: tuple[str, ...]
     context_param: str | None
@@ -200,7 +200,11 @@ class _Params:
     var_keyword: bool = False
 
     def add(
-        self, param: inspect.Parameter, hints: dict[str, Any], preset: Mapping[str, Any], name: str
+        self,
+        param: inspect.Parameter,
+        hints: dict[str, object],
+        preset: Mapping[str, Any],
+        name: str,
     ) -> None:
         if param.kind is _P.VAR_POSITIONAL:
             return
@@ -243,7 +247,7 @@ def _signature_annotation(param: inspect.Parameter) -> Any:
     return Any if ann is _P.empty or isinstance(ann, str) else ann
 
 
-def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
+def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, object]:
     """Resolve annotations (string annotations included) of ``fn``."""
     target: Any = fn
     while True:  # functools.partial and decorators that keep __wrapped__
@@ -378,7 +382,7 @@ def _build_model(name: str, fields: dict[str, Any], aliases: Mapping[str, str]) 
 
 def _parameters_schema(
     model: type[BaseModel], name: str, arg_docs: Mapping[str, str], var_keyword: bool
-) -> dict[str, Any]:
+) -> dict[str, object]:
     try:
         with warnings.catch_warnings():
             # Non-JSON defaults are left out of the schema; pydantic warns about it.
@@ -388,12 +392,12 @@ def _parameters_schema(
         annotations = {f.alias or k: f.annotation for k, f in model.model_fields.items()}
         raise _describe_failure(name, annotations, exc) from exc
     schema = _strip_titles(raw)
-    properties: dict[str, Any] = schema.get("properties", {})
+    properties: dict[str, dict[str, object]] = schema.get("properties", {})
     for arg, text in arg_docs.items():
         prop = properties.get(arg)
         if prop is not None and text and "description" not in prop:
             prop["description"] = text
-    result: dict[str, Any] = {"type": "object", "properties": properties}
+    result: dict[str, object] = {"type": "object", "properties": properties}
     if schema.get("required"):
         result["required"] = schema["required"]
     if not var_keyword:
@@ -448,7 +452,7 @@ def _strip_titles(schema: Any) -> Any:
     """
     if not isinstance(schema, dict):
         return schema
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in schema.items():
         if key == "title":
             continue

@@ -95,7 +95,7 @@ class ToolContext(Generic[DepsT]):
         *,
         progress: float | None = None,
         total: float | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> None:
         """Send a progress chunk (``is_last=False``) to whoever consumes the call.
 
@@ -113,7 +113,7 @@ class ToolContext(Generic[DepsT]):
         *,
         progress: float | None = None,
         total: float | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> None:
         """Report progress from sync code: a sync tool (in its worker thread) or a callback.
 

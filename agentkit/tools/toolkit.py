@@ -483,14 +483,14 @@ class Toolkit:
 
     # ----------------------------------------------------------------- state
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """JSON-safe state: which groups are active."""
         return {
             "version": _STATE_VERSION,
             "active_groups": [g.name for g in self._groups.values() if g.active],
         }
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: object) -> None:
         """Restore which groups are active. Groups this toolkit lacks are skipped (logged).
 
         Raises:
