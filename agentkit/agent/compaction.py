@@ -245,6 +245,22 @@ class Compactor:
             value = self._estimates[msg.id] = estimate_tokens(msg)
         return value
 
+    async def summary(
+        self, history: list[Msg], start: int, cut: int, previous: str | None
+    ) -> str | None:
+        """The strategy's summary of ``history[start:cut]`` (cached per cut in this process).
+
+        Args:
+            history: The conversation without the system prompt.
+            start: Where the current view starts (its earlier part is summarized already).
+            cut: Where the new view starts.
+            previous: The summary in effect for ``history[:start]``, if any.
+        """
+        key = (history[start].id if start < len(history) else None, history[cut].id)
+        if key not in self._summaries:
+            self._summaries[key] = await self.strategy.summarize(list(history[start:cut]), previous)
+        return self._summaries[key]
+
 
 @dataclass
 class _Attachment:
@@ -350,16 +366,6 @@ def _choose_cut(
     return fits[0]
 
 
-async def _summary_for(
-    c: Compactor, history: list[Msg], start: int, cut: int, previous: str | None
-) -> str | None:
-    """The strategy's summary of ``history[start:cut]`` (cached per cut in this process)."""
-    key = (history[start].id if start < len(history) else None, history[cut].id)
-    if key not in c._summaries:
-        c._summaries[key] = await c.strategy.summarize(list(history[start:cut]), previous)
-    return c._summaries[key]
-
-
 async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
     """The messages to send for ``prompt`` (system message first, then memory).
 
@@ -389,7 +395,7 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
     if cut is None:
         attachment.pending = _View(start_id, summary, False, _estimate(c, view))
         return view
-    summary = await _summary_for(c, history, start, cut, summary)
+    summary = await c.summary(history, start, cut, summary)
     seams.compacted(cut, len(history) - cut, summary is not None)
     view = _build(system, summary, history[cut:], True)
     attachment.pending = _View(history[cut].id, summary, True, _estimate(c, view))

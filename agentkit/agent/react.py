@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -143,14 +143,15 @@ class ReActAgent(TypedRuns, HookHost):
         Pass ``toolkit=agent.toolkit.copy()`` for a toolkit of its own (copy-on-write, so
         it costs nothing until the conversation changes its tools or groups).
         """
-        clone = _copy_slots(self)
-        clone._conv = Conversation(memory if memory is not None else InMemoryMemory())
-        clone._listeners = ()
-        clone._printer = None
-        clone._run = None
+        fresh: dict[str, object] = {
+            "_conv": Conversation(memory if memory is not None else InMemoryMemory()),
+            "_listeners": (),
+            "_printer": None,
+            "_run": None,
+        }
         if toolkit is not None:
-            clone._toolkit = toolkit
-        return clone
+            fresh["_toolkit"] = toolkit
+        return _copy_slots(self, fresh)
 
     # -- configuration -----------------------------------------------------------------
     @property
@@ -562,15 +563,18 @@ _SLOTS: dict[type, tuple[str, ...]] = {}
 _UNSET = object()
 
 
-def _copy_slots(agent: ReActAgent) -> ReActAgent:
-    """A shallow copy of ``agent`` (several times faster than ``copy.copy`` for slots)."""
+def _copy_slots(agent: ReActAgent, fresh: Mapping[str, object]) -> ReActAgent:
+    """A shallow copy of ``agent`` with the slots in ``fresh`` set anew.
+
+    Several times faster than ``copy.copy`` for slots.
+    """
     cls = type(agent)
     names = _SLOTS.get(cls)
     if names is None:
         names = _SLOTS[cls] = _slot_names(cls)
     clone = cls.__new__(cls)
     for name in names:
-        value = getattr(agent, name, _UNSET)
+        value = fresh[name] if name in fresh else getattr(agent, name, _UNSET)
         if value is not _UNSET:  # else a slot never set
             setattr(clone, name, value)
     if hasattr(agent, "__dict__"):  # a subclass's own attributes

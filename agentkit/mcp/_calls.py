@@ -122,7 +122,7 @@ async def call_once(
     sent once more on a fresh session.
     """
     for attempt in range(2):
-        conn = await client._live()
+        conn = await client.live_connection()
         session = conn.client
         assert session is not None
         limit = read_timeout if read_timeout is not None else client.timeout
@@ -165,7 +165,7 @@ async def _stream_once(
     read_timeout: float | None,
     meta: dict[str, object] | None,
 ) -> AsyncIterator[ToolResponse]:
-    conn = await client._live()
+    conn = await client.live_connection()
     session = conn.client
     assert session is not None
     send, receive = anyio.create_memory_object_stream[ToolResponse](math.inf)

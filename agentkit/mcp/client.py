@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
 
+    from agentkit.mcp.bridge import Registration
     from agentkit.models.base import ChatModel
 
 __all__ = ["MCPClient", "MCPToolFunction"]
@@ -143,7 +144,8 @@ class MCPClient(ClientEvents):
         self._tools_changed: list[ToolsChangedCallback] = []
         self._dirty: anyio.Event | None = None
         self.reconnects = 0
-        self._registrations: list[Any] = []  # agentkit.mcp.bridge records, one per Toolkit
+        # One agentkit.mcp.bridge record per Toolkit this client is registered in (bridge API).
+        self.registrations: list[Registration] = []
 
     def __repr__(self) -> str:
         return f"MCPClient(name={self.name!r}, server={self.server!r})"
@@ -277,8 +279,11 @@ class MCPClient(ClientEvents):
         except Exception as exc:  # a server without logging support: keep going
             self.logger.debug("logging/setLevel failed: %s", exc)
 
-    async def _live(self) -> Connection:
-        """The healthy connection, reconnecting a lost one (bounded retries, backoff)."""
+    async def live_connection(self) -> Connection:
+        """The healthy connection, reconnecting a lost one (bounded retries, backoff).
+
+        Internal API of ``agentkit.mcp`` (its call paths); not part of the public surface.
+        """
         conn = self._conn
         if conn is not None and conn.healthy:
             return conn
@@ -309,7 +314,7 @@ class MCPClient(ClientEvents):
             ) from error
 
     async def _session(self) -> Client:
-        conn = await self._live()
+        conn = await self.live_connection()
         assert conn.client is not None
         return conn.client
 
@@ -343,7 +348,7 @@ class MCPClient(ClientEvents):
         for tool in await self.list_tools(refresh=True):
             if names is None or tool.name in names:
                 self.pins.pop(tool.name, None)
-        for reg in list(self._registrations):
+        for reg in list(self.registrations):
             for name in list(reg.names):
                 held = reg.toolkit.get_tool(name)
                 if getattr(held, "changed", None) is not None and (
@@ -519,7 +524,7 @@ class MCPClient(ClientEvents):
         self._resource_callbacks.setdefault(uri, []).append(callback)
         if not first:
             return
-        conn = await self._live()
+        conn = await self.live_connection()
         assert conn.client is not None
         if conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             conn.spawn(lambda: self._listen(conn))  # a stream that includes the new URI
@@ -535,7 +540,7 @@ class MCPClient(ClientEvents):
 
         if self._resource_callbacks.pop(uri, None) is None:
             return
-        conn = await self._live()
+        conn = await self.live_connection()
         assert conn.client is not None
         if conn.client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             with self._guard(f"resources/unsubscribe {uri!r}"), handshake_era_api():

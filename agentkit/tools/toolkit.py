@@ -115,26 +115,23 @@ class Toolkit:
         ``groups`` view: a ``ToolGroup`` object held from before the copy may belong to the
         other side afterwards.
         """
-        cls = type(self)
-        clone = cls.__new__(cls)
-        if hasattr(self, "__dict__"):  # a subclass's own attributes
-            clone.__dict__.update(self.__dict__)
-        clone.max_output_chars = self.max_output_chars
-        clone.default_timeout = self.default_timeout
-        clone._tools = self._tools
-        clone._groups = self._groups
-        clone._active = self._active
-        clone._meta = None
-        clone._shared = self._shared = True
-        if self._meta is not None:  # bound to this toolkit: the copy needs its own
-            from agentkit.tools._meta import MetaTool
+        self._shared = True
+        meta = self._meta
+        if meta is None:
+            shared = {"_tools": self._tools, "_groups": self._groups, "_active": self._active}
+            return _copied(self, {**shared, "_meta": None, "_shared": True})
+        # The meta tool is bound to this toolkit: the copy gets a registry of its own, with
+        # its own meta tool at the same position in the registration order.
+        from agentkit.tools._meta import MetaTool
 
-            clone._own()
-            meta = MetaTool(clone, self._meta.name)
-            meta.group = self._meta.group
-            clone._tools[meta.name] = meta  # same position in the registration order
-            clone._meta = meta
-            clone._active = None
+        rebound = MetaTool(self, meta.name)  # the same groups, so the same schema
+        rebound.group = meta.group
+        tools = dict(self._tools)
+        tools[meta.name] = rebound
+        groups = {name: replace(g) for name, g in self._groups.items()}
+        owned = {"_tools": tools, "_groups": groups, "_active": None, "_meta": rebound}
+        clone = _copied(self, {**owned, "_shared": False})
+        rebound.toolkit = clone
         return clone
 
     def _own(self) -> None:
@@ -556,3 +553,16 @@ class Toolkit:
 
     def __repr__(self) -> str:
         return f"Toolkit(tools={list(self._tools)}, groups={list(self._groups)})"
+
+
+def _copied(toolkit: Toolkit, fields: Mapping[str, object]) -> Toolkit:
+    """A shallow copy of ``toolkit`` with its registry ``fields`` replaced (see ``copy``)."""
+    cls = type(toolkit)
+    clone = cls.__new__(cls)
+    if hasattr(toolkit, "__dict__"):  # a subclass's own attributes
+        clone.__dict__.update(toolkit.__dict__)
+    clone.max_output_chars = toolkit.max_output_chars
+    clone.default_timeout = toolkit.default_timeout
+    for name, value in fields.items():
+        setattr(clone, name, value)
+    return clone
