@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from agentkit.mcp._served_items import (
     EmbeddedResource,
@@ -110,17 +110,7 @@ class _Handlers:
     ) -> types.ListResourcesResult:
         from mcp import types
 
-        items = [
-            types.Resource(
-                uri=r.uri,
-                name=r.name,
-                title=r.title,
-                description=r.description,
-                mime_type=r.mime_type,
-            )
-            for r in self.app.resources_by_uri.values()
-            if r.pattern is None
-        ]
+        items = [types.Resource(uri=r.uri, **_described(r)) for r in self._served(templates=False)]
         return types.ListResourcesResult(resources=items)
 
     async def list_templates(
@@ -129,17 +119,16 @@ class _Handlers:
         from mcp import types
 
         items = [
-            types.ResourceTemplate(
-                uri_template=r.uri,
-                name=r.name,
-                title=r.title,
-                description=r.description,
-                mime_type=r.mime_type,
-            )
-            for r in self.app.resources_by_uri.values()
-            if r.pattern is not None
+            types.ResourceTemplate(uri_template=r.uri, **_described(r))
+            for r in self._served(templates=True)
         ]
         return types.ListResourceTemplatesResult(resource_templates=items)
+
+    def _served(self, *, templates: bool) -> list[ServedResource]:
+        """The app's resource templates, or its plain resources, in registration order."""
+        return [
+            r for r in self.app.resources_by_uri.values() if (r.pattern is not None) == templates
+        ]
 
     def _find(self, uri: str) -> tuple[ServedResource, dict[str, str]] | None:
         exact = self.app.resources_by_uri.get(uri)
@@ -241,6 +230,24 @@ class _Handlers:
                 values=values[:100], total=len(values), has_more=len(values) > 100
             )
         )
+
+
+class _Description(TypedDict):
+    """What ``resources/list`` and ``resources/templates/list`` say about a resource."""
+
+    name: str
+    title: str | None
+    description: str | None
+    mime_type: str | None
+
+
+def _described(resource: ServedResource) -> _Description:
+    return {
+        "name": resource.name,
+        "title": resource.title,
+        "description": resource.description,
+        "mime_type": resource.mime_type,
+    }
 
 
 def _prompt_arguments(prompt: ServedPrompt) -> list[types.PromptArgument]:
