@@ -268,7 +268,7 @@ class _Attachment:
     pending: _View | None = None
 
 
-_attached: weakref.WeakKeyDictionary[Any, _Attachment] = weakref.WeakKeyDictionary()
+_attached: weakref.WeakKeyDictionary[object, _Attachment] = weakref.WeakKeyDictionary()
 
 
 def compactor_of(agent: Any) -> Compactor | None:

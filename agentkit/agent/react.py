@@ -211,7 +211,7 @@ class ReActAgent(TypedRuns, HookHost):
         structured_model: type[BaseModel] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
-        deps: Any = None,
+        deps: object = None,
     ) -> Msg:
         """Reply to ``msg`` (None: continue from memory).
 
@@ -269,7 +269,7 @@ class ReActAgent(TypedRuns, HookHost):
         self,
         msgs: list[Msg],
         structured: type[BaseModel] | None,
-        deps: Any,
+        deps: object,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
         run, setup = self._start(structured, deps, limits)
@@ -287,7 +287,7 @@ class ReActAgent(TypedRuns, HookHost):
         self,
         approvals: dict[str, bool | str],
         structured_model: type[BaseModel] | None,
-        deps: Any,
+        deps: object,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
         if self._run is not None:
@@ -315,7 +315,7 @@ class ReActAgent(TypedRuns, HookHost):
         structured_model: type[BaseModel] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
-        deps: Any = None,
+        deps: object = None,
     ) -> EventStream:
         """Reply to ``msg`` and iterate over the events (see ``agentkit.agent.stream``)."""
         output = _one_output_type(structured_model, output_type)
@@ -376,7 +376,7 @@ class ReActAgent(TypedRuns, HookHost):
 
     # -- run driving -------------------------------------------------------------------
     def _start(
-        self, structured_model: type[BaseModel] | None, deps: Any, limits: UsageLimits | None
+        self, structured_model: type[BaseModel] | None, deps: object, limits: UsageLimits | None
     ) -> tuple[Run, RunSetup]:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")

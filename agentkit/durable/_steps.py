@@ -197,8 +197,8 @@ class DurableToolkit(Toolkit):
         self,
         block: ToolUseBlock,
         *,
-        context: Any = None,
-        deps: Any = None,
+        context: object = None,
+        deps: object = None,
         approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call as a step at its reserved id (or replay its recorded result)."""
@@ -207,7 +207,7 @@ class DurableToolkit(Toolkit):
         return self._durable_call(block, context, deps, approved)
 
     async def _durable_call(
-        self, block: ToolUseBlock, context: Any, deps: Any, approved: bool
+        self, block: ToolUseBlock, context: Any, deps: object, approved: bool
     ) -> AsyncGenerator[ToolResponse, None]:
         dbos = _dbos()
         key = f"{dbos.workflow_id}/{block['id']}"

@@ -90,7 +90,7 @@ def block_to_wire(block: ToolResultContent) -> dict[str, object]:
 @dataclass
 class ServedResource:
     uri: str
-    fn: Callable[..., Any]
+    fn: Callable[..., object]
     name: str
     title: str | None
     description: str | None
@@ -114,12 +114,12 @@ class ServedResource:
 @dataclass
 class ServedPrompt:
     name: str
-    fn: Callable[..., Any]
+    fn: Callable[..., object]
     title: str | None
     description: str | None
 
 
-async def call_maybe_async(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+async def call_maybe_async(fn: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
     """``fn(...)``, awaited if it returned an awaitable."""
     value = fn(*args, **kwargs)
     return await value if inspect.isawaitable(value) else value
@@ -132,7 +132,7 @@ def template_pattern(uri: str) -> re.Pattern[str]:
     return re.compile(f"^{regex}$")
 
 
-def summary(fn: Callable[..., Any]) -> str | None:
+def summary(fn: Callable[..., object]) -> str | None:
     """The first paragraph of ``fn``'s docstring."""
     doc = inspect.getdoc(fn)
     return doc.strip().split("\n\n")[0] if doc else None

@@ -108,7 +108,7 @@ class MCPClient(ClientEvents):
         trust: Literal["untrusted", "trusted"] = "untrusted",
         pin_tools: bool = True,
         max_description_chars: int | None = 4000,
-        on_tool_change: Callable[[ToolChange], Any] | None = None,
+        on_tool_change: Callable[[ToolChange], object] | None = None,
     ) -> None:
         self.name = name
         self.server = server
@@ -131,7 +131,7 @@ class MCPClient(ClientEvents):
         # your session and restore it to keep pins across restarts.
         self.pins: dict[str, str] = {}
         self._pending_callbacks: list[Any] = []
-        self._list_callbacks: dict[str, list[Callable[[], Any]]] = {}
+        self._list_callbacks: dict[str, list[Callable[[], object]]] = {}
         self._resource_callbacks: dict[str, list[ResourceCallback]] = {}
         self.logger = logging.getLogger(f"agentkit.mcp.{name}")
         self._conn: Connection | None = None

@@ -49,7 +49,7 @@ __all__ = [
 
 # Per toolkit: where open-world content came from ("*": anywhere, e.g. the web; a server name:
 # that server's output, which is untrusted input for the *other* servers' tools).
-_TAINTED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_TAINTED: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
 ANYWHERE = "*"
 
 

@@ -146,7 +146,7 @@ class AgentTool(Tool):
         *,
         caller: str = "user",
         on_progress: Callable[[ToolResponse], object] | None = None,
-        deps: Any = None,
+        deps: object = None,
     ) -> Msg:
         """Run the inner agent on ``task`` and return its reply.
 

@@ -43,7 +43,7 @@ class HubParticipant(AgentLike, Protocol):
         """Take in messages without replying."""
         ...
 
-    def register_hook(self, kind: Any, name: str, fn: Callable[..., Any]) -> None:
+    def register_hook(self, kind: Any, name: str, fn: Callable[..., object]) -> None:
         """Register a hook of ``kind`` under ``name``."""
         ...
 

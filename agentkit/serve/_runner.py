@@ -64,7 +64,7 @@ def current_deps() -> Any:
 
 
 def _start_call(
-    agent: ReActAgent, msgs: list[Msg], approvals: dict[str, bool | str] | None, deps: Any
+    agent: ReActAgent, msgs: list[Msg], approvals: dict[str, bool | str] | None, deps: object
 ) -> Callable[[], Awaitable[Msg]]:
     """The seam between the server and the agent's run API: the only place a run starts.
 
@@ -103,7 +103,7 @@ class RunRequest:
         agent: ReActAgent,
         msgs: Sequence[Msg],
         approvals: dict[str, bool | str] | None,
-        deps: Any,
+        deps: object,
     ) -> None:
         self.channel = channel
         self.record = record

@@ -46,9 +46,9 @@ _CLOSE_TIMEOUT = 5.0
 def call_tool(
     toolkit: Toolkit,
     block: ToolUseBlock,
-    data: Any = None,
+    data: object = None,
     *,
-    deps: Any = None,
+    deps: object = None,
     approved: bool = False,
 ) -> AsyncGenerator[ToolResponse, None]:
     """Run the call ``block`` asks for; yield progress chunks, then one final chunk.

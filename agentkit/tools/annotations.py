@@ -73,7 +73,7 @@ class ToolAnnotations:
         return out
 
 
-_REGISTRY: weakref.WeakKeyDictionary[Any, ToolAnnotations] = weakref.WeakKeyDictionary()
+_REGISTRY: weakref.WeakKeyDictionary[object, ToolAnnotations] = weakref.WeakKeyDictionary()
 
 
 def annotate(

@@ -32,7 +32,7 @@ __all__ = ["Namesake", "ToolGroup", "Toolkit"]
 logger = logging.getLogger("agentkit.tools")
 Namesake: TypeAlias = Literal["raise", "override", "skip", "rename"]
 """What to do when a tool name is already taken."""
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 BASIC = "basic"
 # What OpenAI accepts (Anthropic allows a superset): a name outside it fails the model call.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -145,7 +145,7 @@ class Toolkit:
 
     def register_tool_function(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[..., object],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -333,8 +333,8 @@ class Toolkit:
         self,
         block: ToolUseBlock,
         *,
-        context: Any = None,
-        deps: Any = None,
+        context: object = None,
+        deps: object = None,
         approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call ``block`` asks for.
@@ -361,7 +361,7 @@ class Toolkit:
         self,
         block: ToolUseBlock,
         *,
-        context: Any = None,
+        context: object = None,
         on_progress: Callable[[ToolResponse], Awaitable[None] | None] | None = None,
     ) -> ToolResponse:
         """Run a call to its end and return the final response.
