@@ -223,7 +223,7 @@ class Compactor:
         if self.context_window is not None and self.context_window <= self.reserve_output:
             raise ValueError("context_window must be larger than reserve_output")
 
-    def attach(self, agent: Any) -> Compactor:
+    def attach(self, agent: object) -> Compactor:
         """Compact ``agent``'s requests from its next model call on; returns self."""
         _attached[agent] = _Attachment(self)
         return self
@@ -271,7 +271,7 @@ class _Attachment:
 _attached: weakref.WeakKeyDictionary[object, _Attachment] = weakref.WeakKeyDictionary()
 
 
-def compactor_of(agent: Any) -> Compactor | None:
+def compactor_of(agent: object) -> Compactor | None:
     """The compactor attached to ``agent``, if any."""
     attachment = None if agent is None else _attached.get(agent)
     return None if attachment is None else attachment.compactor
@@ -406,7 +406,7 @@ def _estimate(c: Compactor, view: list[Msg]) -> int:
     return estimate_tokens(view[0]) + sum(c.estimate(m) for m in view[1:])
 
 
-def record(agent: Any, msg: Msg, response: ChatResponse | None) -> None:
+def record(agent: object, msg: Msg, response: ChatResponse | None) -> None:
     """Record the request's compaction decision (and token counts) on its answer ``msg``."""
     attachment = None if agent is None else _attached.get(agent)
     if attachment is None or attachment.pending is None:

@@ -50,7 +50,7 @@ MIGRATIONS: dict[int, Callable[[dict[str, object]], dict[str, object]]] = {}
 """``{n: fn}``: ``fn`` turns a version-``n`` state into a version-``n + 1`` state."""
 
 
-def migrate_state(state: Any) -> dict[str, object]:
+def migrate_state(state: object) -> dict[str, object]:
     """Bring a saved agent state to ``SCHEMA_VERSION``, one migration at a time.
 
     The input is never modified (each migration returns a new dict).
@@ -213,7 +213,7 @@ def new_msg(name: str, content: Any, role: Role, metadata: dict[str, object] | N
     return Msg(name, content, role, metadata, id=f"{_randbits(128):032x}")
 
 
-def _check_version(state: Any) -> dict[str, object]:
+def _check_version(state: object) -> dict[str, object]:
     if not isinstance(state, dict):
         raise StateError(f"agent state must be a dict, got {type(state).__name__}")
     version = state.get("schema_version")
@@ -225,7 +225,7 @@ def _check_version(state: Any) -> dict[str, object]:
     return state
 
 
-def parse_agent_state(state: Any) -> tuple[list[ToolUseBlock], list[Msg], int]:
+def parse_agent_state(state: object) -> tuple[list[ToolUseBlock], list[Msg], int]:
     """Validate an agent state dict; return pending calls, deferred messages, iteration.
 
     Memory messages (when given as ``{"messages": [...]}``) are checked against the
@@ -234,8 +234,8 @@ def parse_agent_state(state: Any) -> tuple[list[ToolUseBlock], list[Msg], int]:
     Raises:
         StateError: naming what is wrong.
     """
-    state = _check_version(state)
-    pending_raw = state.get("pending_tool_calls", [])
+    data = _check_version(state)
+    pending_raw = data.get("pending_tool_calls", [])
     if not isinstance(pending_raw, list):
         raise StateError("'pending_tool_calls' must be a list")
     pending: list[ToolUseBlock] = []
@@ -247,13 +247,14 @@ def parse_agent_state(state: Any) -> tuple[list[ToolUseBlock], list[Msg], int]:
         if checked["type"] != "tool_use":
             raise StateError(f"pending_tool_calls[{i}] must be a tool_use block")
         pending.append(checked)
-    deferred = _parse_messages(state.get("deferred_messages", []), "deferred_messages")
-    iteration = state.get("iteration", 0)
+    deferred = _parse_messages(data.get("deferred_messages", []), "deferred_messages")
+    iteration = data.get("iteration", 0)
     if not isinstance(iteration, int) or iteration < 0:
         raise StateError("'iteration' must be a non-negative int")
-    if not isinstance(state.get("memory"), dict):
+    memory = data.get("memory")
+    if not isinstance(memory, dict):
         raise StateError("agent state needs a 'memory' dict")
-    messages = state["memory"].get("messages")
+    messages = memory.get("messages")
     if isinstance(messages, list):
         try:
             check_memory_invariant(
@@ -264,7 +265,7 @@ def parse_agent_state(state: Any) -> tuple[list[ToolUseBlock], list[Msg], int]:
     return pending, deferred, iteration
 
 
-def _parse_messages(raw: Any, where: str) -> list[Msg]:
+def _parse_messages(raw: object, where: str) -> list[Msg]:
     if not isinstance(raw, list):
         raise StateError(f"{where!r} must be a list")
     out = []

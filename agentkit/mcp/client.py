@@ -197,13 +197,13 @@ class MCPClient(ClientEvents):
         return client.protocol_version if client is not None else None
 
     @property
-    def server_info(self) -> Any:
+    def server_info(self) -> mcp_types.Implementation | None:
         """The server's ``Implementation`` info (name, version), once connected."""
         client = self._conn.client if self._conn else None
         return client.server_info if client is not None else None
 
     @property
-    def server_capabilities(self) -> Any:
+    def server_capabilities(self) -> mcp_types.ServerCapabilities | None:
         """The capabilities the server announced, once connected."""
         client = self._conn.client if self._conn else None
         return client.server_capabilities if client is not None else None
@@ -560,7 +560,7 @@ class MCPClient(ClientEvents):
         """
         from mcp_types import PromptReference, ResourceTemplateReference
 
-        ref: Any = (
+        ref: PromptReference | ResourceTemplateReference = (
             PromptReference(name=target)
             if kind == "prompt"
             else ResourceTemplateReference(uri=target)
