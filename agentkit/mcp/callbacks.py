@@ -26,7 +26,11 @@ if TYPE_CHECKING:
         LoggingFnT,
         SamplingFnT,
     )
-    from mcp_types import LoggingMessageNotificationParams
+    from mcp_types import (
+        CreateMessageRequestParams,
+        ElicitRequestParams,
+        LoggingMessageNotificationParams,
+    )
 
 __all__ = [
     "ElicitationCallback",
@@ -63,7 +67,7 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _generation_kwargs(model: ChatModel, params: Any) -> dict[str, object]:
+def _generation_kwargs(model: ChatModel, params: CreateMessageRequestParams) -> dict[str, object]:
     """The server's ``maxTokens`` and ``temperature``, named as the model's API names them."""
     kwargs: dict[str, Any] = {}
     max_tokens = getattr(params, "max_tokens", None)
@@ -108,7 +112,9 @@ def make_sampling_callback(
     """
     from mcp_types import CreateMessageResult, ErrorData, TextContent
 
-    async def sampling(context: ClientRequestContext, params: Any) -> Any:
+    async def sampling(
+        context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | ErrorData:
         messages = sampling_messages_to_msgs(list(params.messages), params.system_prompt, server)
         if approval is not None and not await _maybe_await(approval(messages)):
             return ErrorData(code=-1, message="The user declined the sampling request")
@@ -144,10 +150,12 @@ def make_elicitation_callback(callback: ElicitationCallback) -> ElicitationFnT:
     and a schema ``{"type": "object", "properties": {}, "x-url": url}``; returning any dict
     means the user agreed to open it.
     """
-    from mcp_types import ElicitResult
+    from mcp_types import ElicitRequestURLParams, ElicitResult
 
-    async def elicitation(context: ClientRequestContext, params: Any) -> Any:
-        if getattr(params, "mode", "form") == "url":
+    async def elicitation(
+        context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult:
+        if isinstance(params, ElicitRequestURLParams):
             schema: dict[str, object] = {"type": "object", "properties": {}, "x-url": params.url}
             message = f"{params.message}\n{params.url}"
         else:
@@ -181,10 +189,10 @@ def make_roots_callback(
     """
     from mcp_types import ListRootsResult, Root
 
-    async def list_roots(context: ClientRequestContext) -> Any:
+    async def list_roots(context: ClientRequestContext) -> ListRootsResult:
         current = roots() if callable(roots) else roots
         listed = [
-            Root(uri=_root_uri(r), name=pathlib.PurePath(_root_uri(r)).name)  # type: ignore[arg-type]
+            Root.model_validate({"uri": _root_uri(r), "name": pathlib.PurePath(_root_uri(r)).name})
             for r in current
         ]
         return ListRootsResult(roots=listed)

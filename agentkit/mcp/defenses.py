@@ -108,7 +108,7 @@ def clean_schema(value: Any, flags: list[str]) -> Any:
     return value
 
 
-def definition_hash(name: str, description: str | None, schema: Any) -> str:
+def definition_hash(name: str, description: str | None, schema: object) -> str:
     """A stable hash of what the model is told about a tool."""
     payload = json.dumps(
         {"name": name, "description": description or "", "inputSchema": schema},
@@ -148,7 +148,7 @@ def cap_result(response: ToolResponse, max_chars: int | None) -> ToolResponse:
     return ToolResponse(content=blocks, metadata=metadata, is_error=response.is_error)
 
 
-def mark_untrusted_content(toolkit: Any, source: str = ANYWHERE) -> None:
+def mark_untrusted_content(toolkit: object, source: str = ANYWHERE) -> None:
     """Record that a run on ``toolkit`` took in open-world content (see module docs).
 
     Args:
@@ -160,12 +160,12 @@ def mark_untrusted_content(toolkit: Any, source: str = ANYWHERE) -> None:
     _TAINTED.setdefault(toolkit, set()).add(source)
 
 
-def reset_untrusted_content(toolkit: Any) -> None:
+def reset_untrusted_content(toolkit: object) -> None:
     """Forget it (e.g. when a new conversation starts on the same toolkit)."""
     _TAINTED.pop(toolkit, None)
 
 
-def is_tainted(toolkit: Any, for_server: str | None = None) -> bool:
+def is_tainted(toolkit: object, for_server: str | None = None) -> bool:
     """Whether open-world content from outside ``for_server`` entered a run on ``toolkit``."""
     if toolkit is None:
         return False
