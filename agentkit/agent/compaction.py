@@ -138,15 +138,14 @@ def _render(msg: Msg, limit: int = 2000) -> str:
         return f"{msg.role} ({msg.name}): {msg.content[:limit]}"
     parts = []
     for block in msg.content:
-        kind = block["type"]
-        if kind == "text":
-            parts.append(block["text"][:limit])  # type: ignore[typeddict-item]
-        elif kind == "tool_use":
-            args = json.dumps(block["input"], ensure_ascii=False)[:limit]  # type: ignore[typeddict-item]
-            parts.append(f"[called {block['name']}({args})]")  # type: ignore[typeddict-item]
-        elif kind == "tool_result":
-            output = json.dumps(block["output"], ensure_ascii=False, default=str)[:limit]  # type: ignore[typeddict-item]
-            parts.append(f"[{block['name']} returned: {output}]")  # type: ignore[typeddict-item]
+        if block["type"] == "text":
+            parts.append(block["text"][:limit])
+        elif block["type"] == "tool_use":
+            args = json.dumps(block["input"], ensure_ascii=False)[:limit]
+            parts.append(f"[called {block['name']}({args})]")
+        elif block["type"] == "tool_result":
+            output = json.dumps(block["output"], ensure_ascii=False, default=str)[:limit]
+            parts.append(f"[{block['name']} returned: {output}]")
     return f"{msg.role} ({msg.name}): " + " ".join(parts)
 
 

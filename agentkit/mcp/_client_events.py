@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -155,6 +155,6 @@ class ClientEvents:
             self._dirty = anyio.Event()
             for callback in list(self._tools_changed):
                 try:
-                    await callback(self)  # type: ignore[arg-type]
+                    await callback(cast("MCPClient", self))  # this mixin is only MCPClient's
                 except Exception as exc:
                     self.logger.warning("refreshing tools of %r failed: %s", self.name, exc)

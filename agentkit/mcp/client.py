@@ -15,7 +15,7 @@ import logging
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -41,6 +41,7 @@ from agentkit.tools.response import ToolResponse, ToolResultContent
 if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
+    from mcp_types import LoggingLevel
 
     from agentkit.mcp.bridge import Registration
     from agentkit.models.base import ChatModel
@@ -273,7 +274,9 @@ class MCPClient(ClientEvents):
 
         with warnings.catch_warnings():  # deprecated only in 2026-07-28, which this is not
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            request = client.session.set_logging_level(self.log_level)  # type: ignore[arg-type]
+            # The server refuses a level it does not know; the SDK types only the valid ones.
+            level = cast("LoggingLevel", self.log_level)
+            request = client.session.set_logging_level(level)
         try:
             await request
         except Exception as exc:  # a server without logging support: keep going
