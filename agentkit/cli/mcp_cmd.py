@@ -218,7 +218,7 @@ def _print(text: str = "", *, file: TextIO | None = None) -> None:
     print(terminal_safe(text), file=file or sys.stdout)
 
 
-def _print_json(value: Any) -> None:
+def _print_json(value: object) -> None:
     """Print JSON with every non-ASCII character escaped: no control sequence gets through."""
     print(json.dumps(value, indent=2, ensure_ascii=True))
 

@@ -84,7 +84,7 @@ def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -
     return ToolResponse.error(f"MCP tool {name!r} failed: {exc}", metadata=meta)
 
 
-def _elicitation_urls(data: Any) -> list[str]:
+def _elicitation_urls(data: object) -> list[str]:
     """URLs named by a URL_ELICITATION_REQUIRED error's data, if any."""
     items = data.get("elicitations") if isinstance(data, dict) else None
     return [str(i["url"]) for i in items or [] if isinstance(i, dict) and i.get("url")]

@@ -51,7 +51,7 @@ def error_reply(line: bytes | Overflow) -> dict[str, object] | None:
     return None
 
 
-def _error(rid: Any, code: int, message: str) -> dict[str, object]:
+def _error(rid: object, code: int, message: str) -> dict[str, object]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
 

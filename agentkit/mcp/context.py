@@ -107,7 +107,7 @@ class MCPContext:
                 " (deprecated there, SEP-2577); the client negotiated it"
             )
 
-    async def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
+    async def log(self, level: LogLevel, data: object, *, logger: str | None = None) -> None:
         """Send a ``notifications/message`` log entry to the client (if its level allows)."""
         if self._min_level is not None and _ORDER.index(level) < _ORDER.index(self._min_level):
             return

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkit.messages import TextBlock
 from agentkit.tools.response import ToolResponse, ToolResultContent
@@ -154,7 +154,7 @@ def signature_hint(parameters: dict[str, object]) -> str:
     return ", ".join(parts)
 
 
-def _type_hint(schema: Any) -> str:
+def _type_hint(schema: object) -> str:
     if not isinstance(schema, dict):
         return "any"
     if "enum" in schema:

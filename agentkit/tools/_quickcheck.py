@@ -11,11 +11,10 @@ anything outside the supported subset compiles to ``None``: jsonschema checks ev
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 __all__ = ["QuickCheck", "compile_check"]
 
-QuickCheck = Callable[[Any], bool]
+QuickCheck = Callable[[object], bool]
 
 # Keywords that never affect validity (Draft 2020-12 annotations). Not here: ``format``
 # (whether it asserts depends on the validator's format checker) and ``$schema`` (jsonschema
@@ -54,11 +53,11 @@ _TYPES: dict[str, QuickCheck] = {
 }
 
 
-def _accept(value: Any) -> bool:
+def _accept(value: object) -> bool:
     return True
 
 
-def compile_check(schema: Any) -> QuickCheck | None:
+def compile_check(schema: object) -> QuickCheck | None:
     """Compile ``schema`` into a check that accepts only valid instances (None: unsupported)."""
     if schema is True:
         return _accept
@@ -126,7 +125,7 @@ def _object_check(schema: dict[str, object]) -> QuickCheck | None:
         return _accept
     names = tuple(required)
 
-    def check(value: Any) -> bool:
+    def check(value: object) -> bool:
         if not isinstance(value, dict):
             return True  # object keywords apply to objects only
         for name in names:

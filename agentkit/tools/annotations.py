@@ -99,7 +99,7 @@ def annotate(
     return value
 
 
-def annotations_of(tool: Any) -> ToolAnnotations | None:
+def annotations_of(tool: object) -> ToolAnnotations | None:
     """The annotations attached to ``tool`` with :func:`annotate`, if any."""
     try:
         return _REGISTRY.get(tool)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkit.tools._quickcheck import QuickCheck, compile_check
 from agentkit.tools.response import ToolResponse
@@ -55,7 +55,7 @@ class ArgumentChecks:
             self.validator = validator
         return validator
 
-    def certainly_valid(self, arguments: Any) -> bool:
+    def certainly_valid(self, arguments: object) -> bool:
         """True when the fast path proves ``arguments`` valid (False: ask the validator)."""
         quick = self.quick
         return quick is not None and quick(arguments)
