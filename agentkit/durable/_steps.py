@@ -20,11 +20,12 @@ import contextvars
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from agentkit.messages import Msg, ToolUseBlock
+from agentkit.messages import ContentBlock, Msg, ToolUseBlock
 from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
 from agentkit.tools import Toolkit, ToolResponse
+from agentkit.tools.response import ToolResultContent
 
 if TYPE_CHECKING:
     from dbos import DBOS, StepOptions, StepReservation
@@ -77,7 +78,25 @@ class RunSteps:
                 self.reserved[block["id"]] = dbos.reserve_step()
 
 
-def _response_to_json(response: ChatResponse) -> dict[str, Any]:
+class _ResponseRecord(TypedDict):
+    """A model answer as its step records it (JSON)."""
+
+    content: list[ContentBlock]
+    usage: dict[str, Any] | None  # ChatUsage.to_dict()
+    id: str
+    metadata: dict[str, object] | None
+
+
+class _ToolRecord(TypedDict):
+    """A tool call's final result as its step records it (JSON)."""
+
+    content: list[ToolResultContent]
+    metadata: dict[str, object] | None
+    is_error: bool
+    is_interrupted: bool
+
+
+def _response_to_json(response: ChatResponse) -> _ResponseRecord:
     data = {
         "content": list(response.content),
         "usage": None if response.usage is None else response.usage.to_dict(),
@@ -85,11 +104,11 @@ def _response_to_json(response: ChatResponse) -> dict[str, Any]:
         "metadata": response.metadata,
     }
     # JSON only, never pickle: what cannot round-trip through JSON is refused here.
-    loaded: dict[str, Any] = json.loads(json.dumps(data, allow_nan=False))
+    loaded: _ResponseRecord = json.loads(json.dumps(data, allow_nan=False))
     return loaded
 
 
-def _response_from_json(data: dict[str, Any]) -> ChatResponse:
+def _response_from_json(data: _ResponseRecord) -> ChatResponse:
     usage = data.get("usage")
     return ChatResponse(
         content=list(data["content"]),
@@ -142,7 +161,7 @@ class DurableModel(ChatModel):
     ) -> ModelOutput:
         """Send the request as a step (or replay its recorded answer)."""
 
-        async def request() -> dict[str, Any]:
+        async def request() -> _ResponseRecord:
             output = await self.inner(
                 messages, tools, tool_choice, structured_model=structured_model, **kwargs
             )
@@ -161,14 +180,14 @@ class DurableModel(ChatModel):
         """Nothing to close: the wrapped model belongs to the template agent."""
 
 
-def _tool_response_to_json(response: ToolResponse) -> dict[str, Any]:
+def _tool_response_to_json(response: ToolResponse) -> _ToolRecord:
     data = {
         "content": list(response.content),
         "metadata": response.metadata,
         "is_error": response.is_error,
         "is_interrupted": response.is_interrupted,
     }
-    loaded: dict[str, Any] = json.loads(json.dumps(data, allow_nan=False))
+    loaded: _ToolRecord = json.loads(json.dumps(data, allow_nan=False))
     return loaded
 
 
@@ -213,7 +232,7 @@ class DurableToolkit(Toolkit):
         key = f"{dbos.workflow_id}/{block['id']}"
         base = super().call_tool_function
 
-        async def call() -> dict[str, Any]:
+        async def call() -> _ToolRecord:
             token = _CURRENT_CALL.set(key)
             final = ToolResponse.error("The tool produced no result.")
             try:
