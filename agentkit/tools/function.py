@@ -17,7 +17,7 @@ import functools
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping
 from contextlib import aclosing
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 import anyio.to_thread
@@ -29,6 +29,9 @@ from agentkit.tools._schema import CallKind, FunctionSpec, build_function_spec
 from agentkit.tools.base import Tool
 from agentkit.tools.context import ToolContext
 from agentkit.tools.response import ToolResponse
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = ["FunctionTool", "PostProcess"]
 
@@ -42,7 +45,7 @@ _END = object()
 _CLOSE_TIMEOUT = 5.0
 
 
-def _default_name(fn: Callable[..., Any]) -> str:
+def _default_name(fn: Callable[..., object]) -> str:
     while isinstance(fn, functools.partial):
         fn = fn.func
     name = getattr(fn, "__name__", None) or type(fn).__name__
@@ -66,7 +69,7 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
         group: str = "basic",
-        preset_kwargs: Mapping[str, Any] | None = None,
+        preset_kwargs: Mapping[str, object] | None = None,
         requires_approval: bool = False,
         sequential: bool = False,
         timeout: float | None = None,
@@ -212,14 +215,14 @@ class FunctionTool(Tool):
         return result
 
 
-def _as_final(value: Any) -> ToolResponse:
+def _as_final(value: object) -> ToolResponse:
     if isinstance(value, ToolResponse):
         value.is_last = True
         return value
     return ToolResponse(content=to_content(value))
 
 
-def _pydantic_message(exc: Any) -> str:
+def _pydantic_message(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False):
         loc = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
