@@ -40,7 +40,7 @@ Approval = Literal["refuse", "client"]
 MCP_CONTENT_KEY = "mcp_content"  # ToolResponse.metadata key holding verbatim MCP content
 
 
-def output_schema(fn: Any) -> dict[str, object] | None:
+def output_schema(fn: object) -> dict[str, object] | None:
     """The JSON schema of ``fn``'s return annotation when it is a structured type."""
     try:
         hints = typing.get_type_hints(fn)
