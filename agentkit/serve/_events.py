@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from ag_ui.core import (
     BaseEvent,
@@ -176,7 +176,7 @@ class Translator:
         out.append(ReasoningMessageContentEvent(message_id=self._reasoning, delta=delta))
         return out
 
-    def _announce(self, call_id: str, name: str, arguments: Any) -> list[BaseEvent]:
+    def _announce(self, call_id: str, name: str, arguments: object) -> list[BaseEvent]:
         if call_id in self._announced:
             return []
         self._announced.add(call_id)
