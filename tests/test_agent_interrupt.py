@@ -6,7 +6,6 @@ import asyncio
 import json
 import random
 import threading
-import time
 
 import anyio
 import pytest
@@ -69,9 +68,7 @@ async def test_interrupt_with_one_finished_and_two_running_tools():
     agent = agent_for(ScriptedModel([calls]), rec)
     finished = anyio.Event()
     agent.register_hook("post_acting", "signal", lambda a, kw, out: finished.set())
-    started = time.perf_counter()
     reply = await _interrupt_when(agent, finished)
-    assert time.perf_counter() - started < 2
     assert reply.metadata["interrupted"] is True
     memory = await checked_memory(agent)
     assert shape(memory) == [
@@ -99,9 +96,9 @@ async def test_interrupt_during_a_sync_tool_abandons_its_thread():
 
     agent.toolkit.register_tool_function(block)
     try:
-        started = time.perf_counter()
         reply = await _interrupt_when(agent, entered)
-        assert time.perf_counter() - started < 1
+        # the reply came back while the thread is still blocked: it was not waited for
+        assert not release.is_set()
     finally:
         release.set()
     assert reply.metadata["interrupted"] is True
@@ -243,13 +240,11 @@ async def test_stream_consumer_break_interrupts_the_reply():
     )
     agent = agent_for(model, rec)
     seen = []
-    started = time.perf_counter()
     async with agent.stream("go") as events:
         async for event in events:
             seen.append(event.type)
             if event.type == "tool_call_started":
                 break
-    assert time.perf_counter() - started < 2
     assert events.reply is not None and events.reply.metadata["interrupted"] is True
     assert not agent.is_replying
     assert results_of(await checked_memory(agent))["s"] == (INTERRUPTED_TEXT, True)
@@ -370,10 +365,8 @@ async def test_abandoned_plain_iterator_interrupts_the_reply():
             if event.type == "tool_call_started":
                 break  # no aclose: the iterator is dropped when this function returns
 
-    started = time.perf_counter()
     await consume_until_tool_starts()
-    with anyio.fail_after(2):
+    with anyio.fail_after(8):  # the tool sleeps 10 s: only the interrupt ends the reply sooner
         while agent.is_replying:
             await anyio.sleep(0.005)
-    assert time.perf_counter() - started < 2
     assert results_of(await checked_memory(agent))["s"] == (INTERRUPTED_TEXT, True)

@@ -105,6 +105,7 @@ async def test_parallel_calls_get_steps_in_the_models_order(env: Env) -> None:
     env.log.clear()
     result = await env.agents["par"].run("go")
     assert result.output == "all done" and result.stop_reason == "final"
+    assert result.usage.models == {"scripted": 2} and result.model_name == "scripted"
     assert env.log == ["fast", "mid", "slow"]  # they did run in parallel
     steps = await DBOS.list_workflow_steps_async(result.workflow_id)
     names = [(s["function_id"], s["function_name"]) for s in steps]
@@ -232,3 +233,30 @@ async def test_a_streaming_model_is_recorded_as_its_complete_answer(env: Env) ->
     recorded = steps[-1]["output"]["content"]
     assert recorded == [{"type": "text", "text": "a long streamed answer"}]
     assert len(model.requests) == 2
+
+
+async def test_interrupt_while_waiting_for_approval_ends_the_run_interrupted(env: Env) -> None:
+    env.script("appr", [[tool_use("pay", "p9", amount=9), tool_use("work", "w9", name="x")]])
+    env.log.clear()
+    durable = env.agents["appr"]
+    request = await durable.request("pay 9", session_id="appr-intr")
+    handle = await DBOS.start_workflow_async(durable.workflow, request)
+    workflow_id = handle.get_workflow_id()
+    with anyio.fail_after(30):  # before the fix: it waited for approval_timeout (a week)
+        assert await DBOS.get_event_async(workflow_id, PENDING_EVENT, 30)  # in DBOS.recv now
+        assert await interrupt_session(env.sessions, "appr-intr", "never mind") == 1
+        results = [DBOSAgent.result(await handle.get_result(), workflow_id)]
+    (result,) = results
+    assert result.interrupted and result.stop_reason == "interrupted"
+    assert result.pending == [] and "paid 9" not in env.log
+    state = await env.sessions.load_state("appr-intr")
+    assert state == result.state and state["pending_tool_calls"] == []
+    memory = [Msg.from_dict(m) for m in state["memory"]["messages"]]
+    check_memory_invariant(memory)
+    answers = [b for m in memory for b in m.get_blocks("tool_result")]
+    assert sorted(b["id"] for b in answers) == ["p9", "w9"]  # exactly one result each
+    assert memory[-1].get_text() == "never mind"
+    # The next message continues the conversation.
+    env.script("appr", ["ok, not paying"])
+    follow = await durable.run("fine", session_id="appr-intr")
+    assert follow.output == "ok, not paying" and follow.stop_reason == "final"

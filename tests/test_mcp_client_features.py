@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 import agentkit
-from agentkit.exceptions import MCPError
+from agentkit.exceptions import MCPProtocolError
 from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
 from agentkit.tools import Toolkit
 from tests._mcp_helpers import PY_SERVER, ROOT, free_port
@@ -92,7 +92,7 @@ async def test_client_info_version_is_the_package_version() -> None:
 async def test_looping_pagination_cursor_is_detected() -> None:
     server = StdioServer(sys.executable, [RAW, "--loop-cursor"])
     async with MCPClient("raw", server) as client:
-        with pytest.raises(MCPError, match="twice"):
+        with pytest.raises(MCPProtocolError, match="twice"):
             await client.list_tools()
 
 

@@ -16,7 +16,12 @@ import anyio
 import pytest
 
 from agentkit.agent import ReActAgent
-from agentkit.exceptions import MCPConnectionError, MCPError, ToolRegistrationError
+from agentkit.exceptions import (
+    MCPConnectionError,
+    MCPError,
+    MCPProtocolError,
+    ToolRegistrationError,
+)
 from agentkit.mcp import MCPClient, StdioServer
 from agentkit.mcp.tool import toolkit_name
 from agentkit.memory import check_memory_invariant
@@ -103,7 +108,9 @@ async def test_close_inside_async_with_closes_at_once_and_exit_is_quiet() -> Non
 
 async def test_invalid_tool_definitions_are_an_mcp_error_not_a_pydantic_one() -> None:
     async with MCPClient("odd", odd("--untyped")) as client:
-        with pytest.raises(MCPError, match=r"invalid answer to tools/list.*inputSchema\.type"):
+        with pytest.raises(
+            MCPProtocolError, match=r"invalid answer to tools/list.*inputSchema\.type"
+        ):
             await client.list_tools()
         with pytest.raises(MCPError):
             await Toolkit().register_mcp_client(client)

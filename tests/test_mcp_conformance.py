@@ -95,12 +95,52 @@ def test_server_conformance_all_scenarios_pass(tmp_path: Path) -> None:
 CLIENT = ROOT / "tests" / "_mcp_conformance_client.py"
 
 
+# The auth/* scenarios run through ``HttpServer(url, oauth=OAuth(...))`` (see the client
+# script). Not here: the client-credentials and cross-app-access *extensions* (not an
+# authorization-code flow), and 2025-03-26-oauth-metadata-backcompat, below.
+AUTH_SCENARIOS = [
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+]
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize(
-    "scenario", ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
+    "scenario",
+    [
+        "initialize",
+        "tools_call",
+        "elicitation-sep1034-client-defaults",
+        "sse-retry",
+        *AUTH_SCENARIOS,
+        pytest.param(
+            "auth/2025-03-26-oauth-metadata-backcompat",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the mcp SDK's OAuthClientProvider rejects this scenario's authorization "
+                "server metadata: its issuer (http://localhost:PORT/oauth) is not the origin "
+                "the legacy well-known URL was built from (RFC 8414 section 3.3 check)",
+            ),
+        ),
+    ],
 )
 def test_client_conformance_scenarios(scenario: str, tmp_path: Path) -> None:
-    # The auth/* client scenarios need an OAuth provider wired per scenario; not run here.
     assert RUNNER.exists() and NODE.exists(), "run scripts/test: it installs the runner"
     command = f"{sys.executable} {CLIENT}"
     run = subprocess.run(
@@ -120,8 +160,8 @@ def test_client_conformance_scenarios(scenario: str, tmp_path: Path) -> None:
         timeout=170,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    (result,) = list(tmp_path.iterdir())
-    checks = json.loads((result / "checks.json").read_text())
+    (result,) = list(tmp_path.glob("**/checks.json"))  # auth/* results sit in auth/
+    checks = json.loads(result.read_text())
     failed = [(c.get("id"), c.get("errorMessage")) for c in checks if c["status"] == "FAILURE"]
     assert not failed, (failed, run.stdout[-2000:])
     assert any(c["status"] == "SUCCESS" for c in checks), run.stdout[-2000:]

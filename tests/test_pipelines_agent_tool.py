@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import anyio
@@ -171,9 +170,7 @@ async def test_interrupting_the_outer_agent_interrupts_the_inner_one() -> None:
         tg.start_soon(run_outer)
         with anyio.fail_after(5):
             await started.wait()
-        t0 = time.perf_counter()
         assert await outer.interrupt()
-    assert time.perf_counter() - t0 < 2.0
     assert replies[0].metadata is not None and replies[0].metadata["interrupted"] is True
     assert not inner.is_replying and not outer.is_replying
     # Both memories are valid; the inner tool call was answered as interrupted.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import anyio
@@ -15,7 +14,7 @@ from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.pipelines import MsgHub, fanout_pipeline, sequential_pipeline
 from agentkit.pipelines.hub import audible_copy
-from agentkit.testing import ScriptedModel, thinking, tool_use
+from agentkit.testing import FunctionModel, ScriptedModel, thinking, tool_use
 from agentkit.tools import Toolkit
 
 
@@ -190,14 +189,32 @@ async def test_sequential_pipeline_passes_each_reply_on() -> None:
 
 
 async def test_fanout_runs_concurrently_in_agent_order_with_own_copies() -> None:
-    delays = [0.6, 0.3, 0.0]
-    agents = [make_agent(f"a{i}", [f"answer {i}"], delay=d) for i, d in enumerate(delays)]
+    # Each model answers only once all three are asking: run one after the other, the first
+    # would wait for ever (the fail_after below turns that into a failure).
+    asking: list[str] = []
+    everyone = anyio.Event()
+    finished: list[str] = []
+
+    def answering(i: int) -> FunctionModel:
+        async def fn(messages: object, info: object) -> str:
+            asking.append(f"a{i}")
+            if len(asking) == 3:
+                everyone.set()
+            await everyone.wait()
+            await anyio.sleep(0.01 * (2 - i))  # a2 answers first: order comes from the pipeline
+            finished.append(f"a{i}")
+            return f"answer {i}"
+
+        return FunctionModel(fn)
+
+    agents = [
+        ReActAgent(f"a{i}", f"You are a{i}.", answering(i), print_hint=False) for i in range(3)
+    ]
     task = Msg("user", "question", "user")
-    started = time.perf_counter()
-    replies = await fanout_pipeline(agents, task)
-    elapsed = time.perf_counter() - started
+    with anyio.fail_after(10):
+        replies = await fanout_pipeline(agents, task)
     assert [r.get_text() for r in replies] == ["answer 0", "answer 1", "answer 2"]
-    assert elapsed < 0.6 + 0.3 + 0.3  # sequential would take 0.9 s plus overhead
+    assert sorted(asking) == ["a0", "a1", "a2"] and finished[0] == "a2"
     firsts = [(await a.memory.get_memory())[0] for a in agents]
     assert all(m == task for m in firsts)
     assert len({id(m) for m in [*firsts, task]}) == 4  # every agent got its own copy

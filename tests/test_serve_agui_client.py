@@ -1,7 +1,8 @@
 """The reference AG-UI client (npm ``@ag-ui/client``) drives agentkit's server.
 
 ``HttpAgent.runAgent`` with its ``onRunFinishedEvent`` outcomes (success, interrupt,
-cancelled), ``buildResumeArray`` answers, and a forged tool message refused with 422.
+cancelled), ``buildResumeArray`` answers, a forged tool message refused with 422, and a
+frontend tool (``tools``) the client runs itself, with ``context`` and ``state``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def test_ag_ui_client_drives_the_server(tmp_path: Path) -> None:
         "denied via cancelled resume",
         "cancelled then continued",
         "forged refused",
+        "frontend tool",
         "done",
     ]
-    assert anyio.run(check_stored_threads, db) == 2
+    assert anyio.run(check_stored_threads, db) == 3

@@ -16,6 +16,7 @@ import pytest
 from agentkit.agent import ReActAgent
 from agentkit.memory import check_memory_invariant
 from agentkit.session import (
+    JSONSession,
     PostgresSession,
     RedisSession,
     Session,
@@ -31,9 +32,17 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).with_name("_control_worker.py")
 
 
-@pytest.fixture(params=["redis", "postgres"])
-async def server_store(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, str, Session]]:
-    if request.param == "redis":
+@pytest.fixture(params=["redis", "postgres", "sqlite", "json"])
+async def server_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[str, str, Session]]:
+    if request.param == "sqlite":  # the file stores: a mailbox next to the store
+        async with SQLiteSession(tmp_path / "s.db") as sqlite:
+            yield "sqlite", str(tmp_path / "s.db"), sqlite
+    elif request.param == "json":
+        async with JSONSession(tmp_path / "sessions") as files:
+            yield "json", str(tmp_path / "sessions"), files
+    elif request.param == "redis":
         url = request.getfixturevalue("redis_url")
         prefix = f"ctl:{os.urandom(4).hex()}:"
         async with RedisSession(url, prefix=prefix) as store:
@@ -72,7 +81,7 @@ async def test_a_run_on_worker_a_is_interrupted_from_this_process(
         for i in range(3):
             assert await readline(proc) == f"running {i}"
             reached = await interrupt_session(store, "chat-1")
-            assert reached in (1, None)  # Redis counts subscribers; NOTIFY cannot
+            assert reached in (1, None)  # Redis and the file mailbox count holders; NOTIFY cannot
             result = json.loads(await readline(proc))
             assert result["i"] == i and result["interrupted"] is True
             assert result["invariant_ok"] is True
@@ -128,3 +137,14 @@ async def test_in_process_channel_for_file_stores(tmp_path: Path) -> None:
     check_memory_invariant(memory)
     assert memory[-1].get_text() == "stop it"
     assert await interrupt_session(store, "s") == 0  # released with the block
+
+
+async def test_a_dead_holders_mailbox_is_not_counted_and_is_removed(tmp_path: Path) -> None:
+    store = JSONSession(tmp_path / "sessions")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = tmp_path / "sessions" / ".agentkit-control" / channel_name(store, "s")
+    (folder / f"{dead.pid}-0123").mkdir(parents=True)
+    assert await interrupt_session(store, "s") == 0
+    assert not (folder / f"{dead.pid}-0123").exists()
+    assert await store.list_ids() == []  # the mailbox is not a session

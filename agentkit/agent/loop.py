@@ -25,7 +25,7 @@ from agentkit.agent.acting import (
 )
 from agentkit.agent.conversation import describe_call
 from agentkit.agent.reasoning import reason, unique_call_ids
-from agentkit.agent.state import new_msg, store
+from agentkit.agent.state import answered_by, new_msg, store
 from agentkit.agent.steps import Execute, Finish, Reason, Settle, Step, Summarize, Triage
 from agentkit.agent.structured import MAX_STRUCTURED_RETRIES, RESPONSE_TOOL, response_schema
 from agentkit.events import ApprovalRequested, Interrupted
@@ -275,7 +275,7 @@ async def finalize(
     if partial is not None and run.batch is None:
         content = [b for b in partial.content if not (b["type"] == "tool_use" and "raw_input" in b)]
         content = unique_call_ids(content)
-        run.count_response(partial.usage)
+        run.count_response(partial.usage, answered_by(setup.model, partial))
         if content:
             interrupted = new_msg(setup.name, content, "assistant", {"interrupted": True})
             await store(conv.memory, interrupted, run)

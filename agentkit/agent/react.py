@@ -26,7 +26,7 @@ from agentkit.agent.setup import ApprovalPolicy, RunSetup
 from agentkit.agent.state import Run, migrate_state, parse_agent_state, store
 from agentkit.agent.stream import EventStream, fan_out
 from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
-from agentkit.exceptions import AgentBusyError, UsageError
+from agentkit.exceptions import AgentBusyError, StateError, UsageError
 from agentkit.memory import InMemoryMemory, Memory
 from agentkit.messages import Msg
 from agentkit.observability import seams as _obs
@@ -308,6 +308,25 @@ class ReActAgent(TypedRuns, HookHost):
             "structured_model": structured,
         }
         return run, await self._drive(run, setup, kwargs, body)
+
+    async def _abandon(self, msgs: list[Msg]) -> tuple[Run, Msg]:
+        """End a reply paused for approval as interrupted (``TypedRuns.interrupt_pending``)."""
+        conv = self._conv
+        if not conv.has_pending:
+            raise StateError(f"agent {self.name!r} has no tool calls waiting for approval")
+        run, setup = self._start(conv.paused_output, None, None)
+        run.iteration = conv.iteration
+
+        async def body(kwargs: dict[str, Any]) -> Msg:
+            # The pending calls become an open batch; the interrupt's repair (finalize)
+            # answers it exactly as it answers calls cut by a local interrupt.
+            calls, conv.pending = conv.pending, []
+            run.begin_batch(calls)
+            self._interrupt(msgs)
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")  # pragma: no cover
+
+        return run, await self._drive(run, setup, {"msg": [], "approvals": {}}, body)
 
     def stream(
         self,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentkit.agent import compaction as _compaction
-from agentkit.agent.state import new_msg, store
+from agentkit.agent.state import answered_by, new_msg, store
 from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
 from agentkit.models.base import ChatResponse, ModelSettings, ToolDefinition
@@ -180,7 +180,7 @@ async def reason(
     await store(conv.memory, msg, run)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.partial = None
-    run.count_response(response.usage)  # counted here, or by finalize if the step is cut
+    run.count_response(response.usage, answered_by(setup.model, response))  # or in finalize
     run.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
     calls = msg.get_blocks("tool_use")
     if calls:

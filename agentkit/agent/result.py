@@ -54,6 +54,8 @@ class RunUsage:
         duration: Seconds from the start of the run to its end.
         cost: Cost in USD, the sum of every response's ``ChatUsage.cost``; None when any
             response did not report one (never a partial sum).
+        models: How many answers each model gave (by model name): with a
+            ``FallbackModel``, the models that actually answered.
     """
 
     requests: int = 0
@@ -62,14 +64,22 @@ class RunUsage:
     tool_calls: int = 0
     duration: float = 0.0
     cost: float | None = 0.0
+    models: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
-    def add_response(self, usage: ChatUsage | None) -> None:
-        """Count one model response's usage (a ``ChatUsage``, or None when unreported)."""
+    def add_response(self, usage: ChatUsage | None, model: str | None = None) -> None:
+        """Count one model response's usage (a ``ChatUsage``, or None when unreported).
+
+        Args:
+            usage: The response's usage.
+            model: The name of the model that answered (counted in ``models``).
+        """
+        if model is not None:
+            self.models[model] = self.models.get(model, 0) + 1
         if usage is None:
             self.cost = None
             return
@@ -87,6 +97,7 @@ class RunUsage:
             self.tool_calls,
             self.duration,
             self.cost,
+            dict(self.models),
         )
 
 
@@ -152,6 +163,15 @@ class RunResult(Generic[OutputT]):
     def text(self) -> str:
         """The reply's text (also for a structured run)."""
         return self.reply.get_text()
+
+    @property
+    def model_name(self) -> str | None:
+        """The model that gave the run's last answer; None when no model answered.
+
+        With a ``FallbackModel``, the one of its models that actually answered.
+        """
+        named = (self.reply.metadata or {}).get("model")
+        return named if isinstance(named, str) else None
 
 
 def _stop_reason(reply: Msg, usage_limit: str | None, pending: bool) -> StopReason:

@@ -57,6 +57,28 @@ class TypedRuns:
     ) -> tuple[Run, Msg]:
         raise NotImplementedError
 
+    async def _abandon(self, msgs: list[Msg]) -> tuple[Run, Msg]:
+        raise NotImplementedError
+
+    async def interrupt_pending(self, msg: MsgInput = None) -> RunResult[str]:
+        """End a run paused for approval as interrupted, instead of deciding its calls.
+
+        Every call waiting for approval gets an interrupted result (it never runs), then
+        ``msg`` (if any) is added to memory, as after ``interrupt(msg)`` of a running reply:
+        memory stays valid and the next message continues the conversation. Durable runs
+        use it when an interrupt arrives while they wait for a decision.
+
+        Returns:
+            The result, with ``stop_reason="interrupted"`` and nothing pending.
+
+        Raises:
+            StateError: when no call is waiting for approval.
+            AgentBusyError: when a reply is in progress.
+        """
+        run, reply = await self._abandon(as_input(msg))
+        result: RunResult[str] = make_result(run, reply, self.conversation.pending)
+        return result
+
     @overload
     async def run(
         self,

@@ -117,6 +117,7 @@ class Run:
 
     __slots__ = (
         "added",
+        "answered_by",
         "approved",
         "batch",
         "calling_model",
@@ -173,12 +174,15 @@ class Run:
         self.structured_value: BaseModel | None = None
         self.retries: dict[str, int] = {}
         self.approved: set[str] = set()
+        self.answered_by: str | None = None  # the model of the last answer (fallbacks)
 
-    def count_response(self, usage: ChatUsage | None) -> None:
-        """Add one model response's usage to the reply's totals."""
+    def count_response(self, usage: ChatUsage | None, model: str | None = None) -> None:
+        """Add one model response's usage (and the model that gave it) to the totals."""
         if usage is not None:
             self.usage = self.usage + usage
-        self.counts.add_response(usage)
+        self.counts.add_response(usage, model)
+        if model is not None:
+            self.answered_by = model
 
     def begin_batch(self, calls: list[ToolUseBlock]) -> None:
         """Record the calls of a turn that must be answered (call right after storing them)."""
@@ -187,11 +191,20 @@ class Run:
 
     def metadata(self) -> dict[str, object]:
         """Reply metadata common to every outcome."""
-        return {
+        metadata: dict[str, Any] = {
             "usage": self.usage.to_dict(),
             "iterations": self.iteration,
             "time": time.perf_counter() - self.started,
         }
+        if self.answered_by is not None:
+            metadata["model"] = self.answered_by
+        return metadata
+
+
+def answered_by(model: Any, response: ChatResponse) -> str:
+    """The name of the model that gave ``response``: a ``FallbackModel`` marks it."""
+    named = (response.metadata or {}).get("model")
+    return named if isinstance(named, str) and named else str(model.model_name)
 
 
 async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -> None:

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_cmd.add_arguments(
         sub.add_parser(
             "mcp",
-            help="inspect an MCP server: list | tools | call",
+            help="inspect an MCP server: list | tools | call | login | logout",
             description=_plain(mcp_cmd.__doc__),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )

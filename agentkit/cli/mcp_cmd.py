@@ -1,15 +1,18 @@
-"""``agentkit mcp list|tools|call``: inspect and try any MCP server from the terminal.
+"""``agentkit mcp list|tools|call|login|logout``: inspect and try any MCP server.
 
 Examples::
 
     agentkit mcp list  --stdio "node server-everything/dist/index.js stdio"
     agentkit mcp tools --http http://127.0.0.1:8000/mcp
     agentkit mcp call get-sum '{"a": 2, "b": 3}' --stdio "node .../index.js stdio"
+    agentkit mcp login https://mcp.example.com/mcp     # OAuth in the browser, tokens stored
+    agentkit mcp tools --http https://mcp.example.com/mcp --oauth
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from contextlib import AsyncExitStack
@@ -19,6 +22,7 @@ import anyio
 
 from agentkit._text import terminal_safe
 from agentkit.cli._setup import mcp_server, open_mcp, server_name, sse_hint
+from agentkit.cli.mcp_login import add_login_parsers, run_login
 from agentkit.exceptions import AgentkitError
 
 if TYPE_CHECKING:
@@ -40,11 +44,16 @@ def _add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    parser.add_argument(
+        "--oauth", action="store_true", help="HTTP: use (or run) the `agentkit mcp login` OAuth"
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``mcp`` sub-commands to ``parser``."""
-    sub = parser.add_subparsers(dest="mcp_command", required=True, metavar="{list,tools,call}")
+    sub = parser.add_subparsers(
+        dest="mcp_command", required=True, metavar="{list,tools,call,login,logout}"
+    )
     listing = sub.add_parser("list", help="server info, capabilities, resources, prompts")
     _add_server_options(listing)
     tools = sub.add_parser("tools", help="list the server's tools with their input schemas")
@@ -53,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     call.add_argument("tool", help="the tool's name")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
     _add_server_options(call)
+    add_login_parsers(sub)
 
 
 def _pairs(items: list[str], sep: str, what: str) -> dict[str, str]:
@@ -67,6 +77,8 @@ def _pairs(items: list[str], sep: str, what: str) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run an ``mcp`` sub-command; return the exit status."""
+    if args.mcp_command in ("login", "logout"):
+        return run_login(args)
     try:
         config = mcp_server(
             args.stdio,
@@ -75,6 +87,12 @@ def run(args: argparse.Namespace) -> int:
             env=_pairs(args.env, "=", "--env"),
             headers=_pairs(args.header, ":", "--header"),
         )
+        if args.oauth:
+            from agentkit.mcp import HttpServer, OAuth
+
+            if not isinstance(config, HttpServer):
+                raise ValueError("--oauth needs an --http server")
+            config = dataclasses.replace(config, oauth=OAuth())
         arguments: dict[str, object] = {}
         if args.mcp_command == "call":
             arguments = json.loads(args.arguments)

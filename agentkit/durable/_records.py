@@ -20,6 +20,7 @@ class UsageRecord(TypedDict, total=False):
     tool_calls: int
     duration: float
     cost: float | None
+    models: dict[str, int]  # requests per model that answered
 
 
 class RunRequest(TypedDict):

@@ -30,6 +30,7 @@ ends with ``interrupted=True``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,8 @@ __all__ = ["APPROVALS_TOPIC", "PENDING_EVENT", "DBOSAgent", "DurableRunResult"]
 
 APPROVALS_TOPIC = "agentkit.approvals"
 PENDING_EVENT = "agentkit.pending"
+INTERRUPT_KEY = "agentkit.interrupt"
+"""The key of an interrupt mailed to a run waiting for approval (never a call id)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,10 @@ def _sum_usage(total: UsageRecord, usage: RunUsage) -> UsageRecord:
         "tool_calls": total.get("tool_calls", 0) + usage.tool_calls,
         "duration": total.get("duration", 0.0) + usage.duration,
         "cost": None if cost is None or usage.cost is None else cost + usage.cost,
+        "models": {
+            name: total.get("models", {}).get(name, 0) + usage.models.get(name, 0)
+            for name in {**total.get("models", {}), **usage.models}
+        },
     }
 
 
@@ -86,6 +93,58 @@ def _as_input(msg: Msg | Sequence[Msg] | str | None) -> list[dict[str, object]]:
         msg = Msg("user", msg, "user")
     items = [msg] if isinstance(msg, Msg) else list(msg)
     return [m.to_dict() for m in items]
+
+
+@dataclass
+class _Outcome:
+    """A durable run's replies so far: the last one, summed usage, every new message."""
+
+    run: RunResult[str]
+    usage: UsageRecord
+    new_messages: list[Msg]
+
+    def add(self, run: RunResult[str]) -> None:
+        self.run = run
+        self.usage = _sum_usage(self.usage, run.usage)
+        self.new_messages += run.new_messages
+
+
+class _DurableHolder:
+    """What ``hold_session`` interrupts: the running reply, or the wait for approvals.
+
+    A reply in progress is interrupted locally. With none running but calls pending, the
+    workflow waits in ``DBOS.recv``: the interrupt is sent there (``DBOS.send`` to the
+    workflow itself), so the decision to stop is a recorded message, replayed on recovery.
+    """
+
+    def __init__(self, agent: ReActAgent, workflow_id: str) -> None:
+        self.agent = agent
+        self.workflow_id = workflow_id
+
+    async def interrupt(self, msg: Any = None) -> bool:
+        """Interrupt the reply, or mail the interrupt to the approval wait."""
+        if await self.agent.interrupt(msg):
+            return True
+        if not self.agent.pending_tool_calls:
+            return False
+        await _send_outside_workflow(self.workflow_id, {INTERRUPT_KEY: msg})
+        return True
+
+
+async def _send_outside_workflow(workflow_id: str, message: dict[str, Any]) -> None:
+    """``DBOS.send`` as an outside process would: not as a step of the current workflow.
+
+    The listener that calls this runs in a task started inside the workflow, whose context
+    DBOS would take for workflow code (and give the send a step id, breaking replay): the
+    send runs in an empty context instead.
+    """
+    import anyio.to_thread
+    from dbos import DBOS
+
+    def send() -> None:
+        DBOS.send(workflow_id, message, topic=APPROVALS_TOPIC)
+
+    await anyio.to_thread.run_sync(contextvars.Context().run, send)
 
 
 class DBOSAgent:
@@ -255,35 +314,51 @@ class DBOSAgent:
             agent.load_state_dict(state)
         key = str(request.get("session_id") or DBOS.workflow_id)
         msgs = [Msg.from_dict(m) for m in request.get("input") or []]
-        if self.control is not None:
-            async with hold_session(self.control, key, agent):
-                run = await agent.run(msgs)
-        else:
-            run = await agent.run(msgs)
-        reply, interrupted = run.reply, run.interrupted
-        usage, new_messages = _sum_usage({}, run.usage), list(run.new_messages)
-        while agent.pending_tool_calls and not interrupted:
+        if self.control is None:
+            return await self._finish(request, agent, await self._drive(agent, msgs))
+        # Held for the whole run, approval waits included: an interrupt that finds no
+        # reply running but calls pending is mailed to the workflow's own recv.
+        holder = _DurableHolder(agent, str(DBOS.workflow_id))
+        async with hold_session(self.control, key, holder):
+            outcome = await self._drive(agent, msgs)
+        return await self._finish(request, agent, outcome)
+
+    async def _drive(self, agent: ReActAgent, msgs: list[Msg]) -> _Outcome:
+        """The first reply, then one more per approval decision, until nothing is pending."""
+        from dbos import DBOS
+
+        run = await agent.run(msgs)
+        outcome = _Outcome(run, _sum_usage({}, run.usage), list(run.new_messages))
+        while agent.pending_tool_calls and not outcome.run.interrupted:
             await DBOS.set_event_async(PENDING_EVENT, agent.pending_tool_calls)
             decisions = await DBOS.recv_async(APPROVALS_TOPIC, self.approval_timeout)
             if not isinstance(decisions, dict):
                 break  # timed out: the run ends with the calls pending (state keeps them)
-            pending_ids = {c["id"] for c in agent.pending_tool_calls}
-            run = await agent.run(
-                approvals={k: v for k, v in decisions.items() if k in pending_ids}
-            )
-            reply, interrupted = run.reply, run.interrupted
-            usage = _sum_usage(usage, run.usage)
-            new_messages += run.new_messages
+            if INTERRUPT_KEY in decisions:  # recorded by recv: replays the same way
+                text = decisions[INTERRUPT_KEY]
+                run = await agent.interrupt_pending(text if isinstance(text, str) else None)
+            else:
+                pending_ids = {c["id"] for c in agent.pending_tool_calls}
+                approvals = {k: v for k, v in decisions.items() if k in pending_ids}
+                run = await agent.run(approvals=approvals)
+            outcome.add(run)
+        return outcome
+
+    async def _finish(self, request: RunRequest, agent: ReActAgent, outcome: _Outcome) -> RunOutput:
+        """The workflow's output; saves the session as the workflow's last step."""
+        from dbos import DBOS
+
+        run = outcome.run
         state = agent.state_dict()
         output: RunOutput = {
-            "reply": reply.to_dict(),
+            "reply": run.reply.to_dict(),
             "state": state,
-            "interrupted": interrupted,
+            "interrupted": run.interrupted,
             "pending": agent.pending_tool_calls,
             "session_version": None,
-            "usage": usage,
+            "usage": outcome.usage,
             "stop_reason": run.stop_reason,
-            "new_messages": [m.to_dict() for m in new_messages],
+            "new_messages": [m.to_dict() for m in outcome.new_messages],
         }
         if request.get("session_id") is not None and self.sessions is not None:
             saved = await DBOS.run_step_async(

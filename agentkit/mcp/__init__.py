@@ -17,14 +17,17 @@ from agentkit.mcp.config import HttpServer, StdioServer
 if TYPE_CHECKING:
     from agentkit.mcp.bridge import create_resource_tool, register_mcp_client, remove_mcp_clients
     from agentkit.mcp.client import MCPClient
+    from agentkit.mcp.oauth import FileTokenStorage, OAuth
     from agentkit.mcp.server import serve
     from agentkit.mcp.tool import MCPTool, MCPToolFunction
 
 __all__ = [
+    "FileTokenStorage",
     "HttpServer",
     "MCPClient",
     "MCPTool",
     "MCPToolFunction",
+    "OAuth",
     "StdioServer",
     "create_resource_tool",
     "register_mcp_client",
@@ -33,6 +36,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "FileTokenStorage": "agentkit.mcp.oauth",
+    "OAuth": "agentkit.mcp.oauth",
     "MCPClient": "agentkit.mcp.client",
     "MCPToolFunction": "agentkit.mcp.tool",
     "MCPTool": "agentkit.mcp.tool",

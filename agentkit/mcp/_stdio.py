@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING, TextIO
 
 import anyio
 import anyio.abc
+import anyio.to_thread
+
+from agentkit.mcp._reap import marker_env, reap, server_tree
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -250,9 +253,10 @@ async def stdio_transport(
     """
     from mcp.client.stdio import get_default_environment
 
+    child_env = get_default_environment() | dict(env or {}) | marker_env()
     process = await anyio.open_process(
         argv,
-        env=get_default_environment() | dict(env or {}),
+        env=child_env,
         stderr=errlog,
         cwd=cwd,
         start_new_session=True,  # one process group: the whole tree is stopped together
@@ -267,5 +271,8 @@ async def stdio_transport(
             with anyio.CancelScope(shield=True):
                 pump.read_stream.close()
                 pump.write_stream.close()
+                # Taken before the server stops (its children are orphans afterwards).
+                leftovers = await anyio.to_thread.run_sync(server_tree, process.pid, child_env)
                 await _stop_process(process)
+                await reap(leftovers, _KILL_GRACE)  # detached descendants too (Linux)
             tg.cancel_scope.cancel()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentkit.exceptions import ToolRegistrationError
 from agentkit.mcp.defenses import ToolChange
+from agentkit.mcp.pins import take_pending_pins, withhold
 from agentkit.mcp.tool import MCPTool, tool_hash, toolkit_name
 from agentkit.tools.base import Tool
 from agentkit.tools.response import ToolResponse
@@ -64,6 +65,8 @@ class Registration:
         pinned = client.pins.setdefault(tool.name, built.pin) if client.pin_tools else None
         if pinned is not None and pinned != built.pin:  # changed since first registered
             built.changed = _change(client, tool, pinned, built.pin)
+            withhold(built)  # the approved text is not at hand: show the model neither
+            client.report_tool_change(built.changed)
         return built
 
 
@@ -149,6 +152,7 @@ async def register_mcp_client(
     listed = _usable(client, await client.list_tools())
     _check_selection(client, reg, listed)
     _forget(client, toolkit)  # registering the same client again replaces its tools
+    take_pending_pins(toolkit, client)  # pins of a restored session (agentkit.mcp.pins)
     tools = [reg.build(client, t) for t in reg.select(listed)]
     _check_collisions(client, reg, tools)
     registered = [toolkit.register_tool(t, namesake=namesake) for t in tools]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
-from agentkit.exceptions import MCPConnectionError, MCPError
+from agentkit.exceptions import MCPConnectionError, MCPError, MCPProtocolError
 from agentkit.mcp._calls import call_once, call_stream
 from agentkit.mcp._client_events import ClientEvents, ResourceCallback, ToolsChangedCallback
 from agentkit.mcp._connection import Connection
@@ -245,7 +245,11 @@ class MCPClient(ClientEvents):
     async def _open(self) -> None:
         conn = Connection(self.name, self.server, self._build_client, self._ready, self.logger)
         conn.max_message_bytes = self.max_result_bytes
-        await conn.start(self.connect_timeout)
+        deadline = self.connect_timeout
+        oauth = getattr(self.server, "oauth", None)
+        if oauth is not None and deadline is not None:
+            deadline += oauth.login_timeout  # a first login waits for a human in a browser
+        await conn.start(deadline)
         if not self._wanted:  # close() ran while we were (re)connecting
             await conn.stop()
             raise MCPConnectionError(f"MCP client {self.name!r} was closed")
@@ -441,7 +445,7 @@ class MCPClient(ClientEvents):
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5]
             )
-            raise MCPError(
+            raise MCPProtocolError(
                 f"MCP server {self.name!r} sent an invalid answer to {what}: {problems}"
             ) from None
         except TimeoutError:
@@ -489,7 +493,7 @@ class MCPClient(ClientEvents):
                 if not cursor:
                     break
                 if cursor in seen:  # the server sent us round in a circle
-                    raise MCPError(
+                    raise MCPProtocolError(
                         f"MCP server {self.name!r} sent the {wire} cursor {cursor!r} twice "
                         f"(a pagination loop); stopped after {len(items)} items"
                     )

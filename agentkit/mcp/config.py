@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     import httpx2
     from mcp.client._transport import TransportStreams
 
+    from agentkit.mcp.oauth import OAuth
+
 __all__ = ["HttpServer", "ServerConfig", "StdioServer", "resolve_command"]
 
 # Names that mean "a Python interpreter": they run the interpreter running agentkit, so
@@ -70,6 +72,8 @@ class HttpServer:
         sse_read_timeout: Seconds to wait for the next event on a server-sent event stream.
         auth: An ``httpx2.Auth`` (for example ``mcp.client.auth.OAuthClientProvider``), or a
             ready ``httpx2.AsyncClient`` that the caller owns (it is never closed by us).
+        oauth: Log in with OAuth (authorization code + PKCE in the browser, tokens stored
+            and refreshed): see :class:`agentkit.mcp.OAuth`. Not together with ``auth``.
     """
 
     url: str
@@ -78,12 +82,15 @@ class HttpServer:
     timeout: float = 30.0
     sse_read_timeout: float = 300.0
     auth: httpx2.Auth | httpx2.AsyncClient | None = field(default=None, repr=False)
+    oauth: OAuth | None = None
 
     def __post_init__(self) -> None:
         if self.transport not in ("streamable_http", "sse"):
             raise ValueError(
                 f"transport must be 'streamable_http' or 'sse', got {self.transport!r}"
             )
+        if self.oauth is not None and self.auth is not None:
+            raise ValueError("give HttpServer either auth= or oauth=, not both")
 
 
 ServerConfig = StdioServer | HttpServer
@@ -171,7 +178,16 @@ async def _open_stdio(
     return await stack.enter_async_context(stdio_client(params, errlog=errlog))
 
 
-def _http_client(server: HttpServer) -> tuple[httpx2.AsyncClient, bool]:
+async def _auth(server: HttpServer) -> Any:
+    """``server.auth``, or the OAuth provider ``server.oauth`` asks for."""
+    if server.oauth is None:
+        return server.auth
+    from agentkit.mcp.oauth import build_auth
+
+    return await build_auth(server.oauth, server.url)
+
+
+async def _http_client(server: HttpServer) -> tuple[httpx2.AsyncClient, bool]:
     """Return the HTTP client to use and whether we own (and must close) it."""
     import httpx2
 
@@ -179,7 +195,7 @@ def _http_client(server: HttpServer) -> tuple[httpx2.AsyncClient, bool]:
         return server.auth, False
     timeout = httpx2.Timeout(server.timeout, read=server.sse_read_timeout)
     client = httpx2.AsyncClient(
-        headers=dict(server.headers or {}), timeout=timeout, auth=server.auth
+        headers=dict(server.headers or {}), timeout=timeout, auth=await _auth(server)
     )
     return client, True
 
@@ -202,7 +218,7 @@ async def _open_streamable_http(
 ) -> TransportStreams:
     from mcp.client.streamable_http import streamable_http_client
 
-    client, owned = _http_client(server)
+    client, owned = await _http_client(server)
     if on_session_lost is not None:
         hooks = client.event_hooks.setdefault("response", [])
         hook = _session_watch(on_session_lost)
@@ -224,7 +240,7 @@ async def _open_sse(stack: AsyncExitStack, server: HttpServer) -> TransportStrea
     import httpx2
     from mcp.client.sse import sse_client
 
-    auth: Any = server.auth
+    auth: Any = await _auth(server)
     headers = dict(server.headers or {})
     if isinstance(auth, httpx2.AsyncClient):
         # sse_client closes the client its factory returns, so borrow the caller's

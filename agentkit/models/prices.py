@@ -1,10 +1,12 @@
 """What a model call cost, in USD: a user price table first, then ``genai-prices``.
 
 ``genai-prices`` (the ``agentkit[prices]`` extra) is a maintained table of provider prices;
-it is consulted only for the providers' own APIs (``api.openai.com``,
-``api.anthropic.com``): the same model name served by another endpoint (a proxy, a local
-server, another vendor's OpenAI-compatible API) may cost anything. Everything else needs an
-entry from :func:`set_price`. An unknown price is None, never a guess.
+it is consulted only for the providers' own endpoints: OpenAI, Anthropic, Azure OpenAI, AWS
+Bedrock, Google Vertex and Gemini, DeepSeek, Groq, Mistral and OpenRouter, each recognised by
+the adapter's default endpoint or by the provider's URL pattern in the table. The same model
+name served by another endpoint (a proxy, a local server, another vendor's OpenAI-compatible
+API) may cost anything. Everything else needs an entry from :func:`set_price`. An unknown
+price is None, never a guess.
 
 Example:
     >>> from agentkit.models.prices import ModelPrice, set_price
@@ -13,18 +15,30 @@ Example:
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = ["ModelPrice", "clear_prices", "cost_of", "fill_cost", "preload", "set_price"]
 
-# Hosts whose prices genai-prices describes, per agentkit provider name.
-_OFFICIAL = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
+# agentkit provider name -> genai-prices provider id (whose URL pattern says which endpoints
+# are the provider's own).
+_GENAI_PROVIDER = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure": "azure",
+    "bedrock": "aws",
+    "vertex": "google",
+    "gemini": "google",
+    "deepseek": "deepseek",
+    "groq": "groq",
+    "mistral": "mistral",
+    "openrouter": "openrouter",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,17 +129,30 @@ def preload() -> bool:
     return True
 
 
-def _official(provider: str, base_url: str | None) -> bool:
-    host = _OFFICIAL.get(provider)
-    if host is None:
-        return False
-    return base_url is None or urlsplit(base_url).hostname == host
+def _official(genai_id: str, base_url: str | None) -> bool:
+    """Whether ``base_url`` (None: the adapter's default) is the provider's own endpoint."""
+    if base_url is None:
+        return True
+    from genai_prices import data
+
+    for entry in data.providers:
+        if entry.id == genai_id:
+            pattern = getattr(entry, "api_pattern", None)
+            return isinstance(pattern, str) and re.match(pattern, base_url) is not None
+    return False
 
 
-def _from_genai_prices(usage: ChatUsage, provider: str, model: str) -> float | None:
+def _from_genai_prices(
+    usage: ChatUsage, provider: str, model: str, base_url: str | None
+) -> float | None:
+    genai_id = _GENAI_PROVIDER.get(provider)
+    if genai_id is None:
+        return None
     try:
         from genai_prices import Usage, calc_price
     except ImportError:
+        return None
+    if not _official(genai_id, base_url):
         return None
     counts: dict[str, Any] = {
         "input_tokens": usage.input_tokens,
@@ -136,7 +163,7 @@ def _from_genai_prices(usage: ChatUsage, provider: str, model: str) -> float | N
     if usage.cache_write_tokens:
         counts["cache_write_tokens"] = usage.cache_write_tokens
     try:
-        result = calc_price(Usage(**counts), model, provider_id=provider)
+        result = calc_price(Usage(**counts), model, provider_id=genai_id)
     except Exception:  # unknown model, or a table problem: no number rather than a wrong one
         return None
     return float(result.total_price)
@@ -157,9 +184,7 @@ def cost_of(
         price = _table.get(f"{provider}:{model}") or _table.get(model)
     if price is not None:
         return price.cost(usage)
-    if not _official(provider, base_url):
-        return None
-    return _from_genai_prices(usage, provider, model)
+    return _from_genai_prices(usage, provider, model, base_url)
 
 
 def fill_cost(

@@ -184,6 +184,13 @@ class OTelInstrumentation(Instrumentation):
         cost = getattr(usage, "cost", None)
         if cost is not None:
             attributes["agentkit.usage.cost"] = cost
+        # Which model answered (a FallbackModel's choice), as on the chat spans.
+        answered = getattr(run, "answered_by", None)
+        if answered is not None:
+            attributes["gen_ai.response.model"] = answered
+        models = getattr(getattr(run, "counts", None), "models", None)
+        if models:
+            attributes["agentkit.models"] = list(models)
         span.set_attributes(attributes)
 
     @contextlib.contextmanager

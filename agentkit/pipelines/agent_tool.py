@@ -30,7 +30,7 @@ from agentkit.events import (
 )
 from agentkit.messages import Msg
 from agentkit.pipelines.hub import audible_copy
-from agentkit.pipelines.protocols import AgentLike, StreamingAgent
+from agentkit.pipelines.protocols import AgentLike, StreamingAgent, deps_kwargs
 from agentkit.tools.base import Tool
 from agentkit.tools.response import ToolResponse, ToolResultContent
 
@@ -159,7 +159,7 @@ class AgentTool(Tool):
         """
         msg = Msg(caller, task, "user")
         agent = self.agent
-        extra = {"deps": deps} if deps is not None and _takes_deps(agent) else {}
+        extra = deps_kwargs(agent, deps)
         async with self._lock:
             if not _can_stream(agent):
                 return await self._interruptible(lambda: agent(msg, **extra))
@@ -298,15 +298,3 @@ def agent_as_tool(
         >>> toolkit.register_tool(agent_as_tool(researcher, description="Finds sources."))
     """
     return AgentTool(agent, name, description, **kwargs)
-
-
-def _takes_deps(agent: object) -> bool:
-    """Whether ``agent``'s reply accepts ``deps=`` (so the outer run's deps travel on)."""
-    import inspect
-
-    if not callable(agent):
-        return False
-    try:
-        return "deps" in inspect.signature(agent).parameters
-    except (TypeError, ValueError):
-        return False

@@ -8,19 +8,24 @@ from typing import Any
 import anyio
 
 from agentkit.messages import Msg
-from agentkit.pipelines.protocols import AgentLike
+from agentkit.pipelines.protocols import AgentLike, deps_kwargs
 
 __all__ = ["fanout_pipeline", "sequential_pipeline"]
 
 
 async def sequential_pipeline(
-    agents: Sequence[AgentLike], msg: Msg | list[Msg] | str | None = None
+    agents: Sequence[AgentLike],
+    msg: Msg | list[Msg] | str | None = None,
+    *,
+    deps: object = None,
 ) -> Msg | None:
     """Run agents one after another, each replying to the previous agent's reply.
 
     Args:
         agents: The agents, in order.
         msg: What the first agent receives.
+        deps: The run's dependencies, handed to every agent whose reply takes ``deps=``
+            (their tools see them as ``ctx.deps``); never stored in memory.
 
     Returns:
         The last agent's reply (``msg`` unchanged, when ``agents`` is empty, if it is a
@@ -28,12 +33,15 @@ async def sequential_pipeline(
     """
     current: Any = msg
     for agent in agents:
-        current = await agent(current)
+        current = await agent(current, **deps_kwargs(agent, deps))
     return current if isinstance(current, Msg) else None
 
 
 async def fanout_pipeline(
-    agents: Sequence[AgentLike], msg: Msg | list[Msg] | str | None = None
+    agents: Sequence[AgentLike],
+    msg: Msg | list[Msg] | str | None = None,
+    *,
+    deps: object = None,
 ) -> list[Msg]:
     """Run agents concurrently on the same input; return their replies in agent order.
 
@@ -45,6 +53,7 @@ async def fanout_pipeline(
     Args:
         agents: The agents.
         msg: What every agent receives.
+        deps: The run's dependencies, shared by every agent whose reply takes ``deps=``.
 
     Returns:
         One reply per agent, in the order of ``agents``.
@@ -52,7 +61,7 @@ async def fanout_pipeline(
     replies: list[Msg | None] = [None] * len(agents)
 
     async def run(index: int, agent: AgentLike) -> None:
-        replies[index] = await agent(_copy_input(msg))
+        replies[index] = await agent(_copy_input(msg), **deps_kwargs(agent, deps))
 
     async with anyio.create_task_group() as tg:
         for index, agent in enumerate(agents):

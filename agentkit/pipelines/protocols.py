@@ -6,6 +6,7 @@ methods, so pipelines never import the agent implementation.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
@@ -21,6 +22,8 @@ __all__ = [
     "HubParticipant",
     "InterruptibleAgent",
     "StreamingAgent",
+    "accepts_deps",
+    "deps_kwargs",
 ]
 
 MsgInput = Msg | list[Msg] | str | None
@@ -89,3 +92,22 @@ class EventStreamLike(Protocol):
     ) -> bool | None:
         """Interrupt the reply if it still runs; wait until it has ended."""
         ...
+
+
+def accepts_deps(agent: object) -> bool:
+    """Whether ``agent``'s reply accepts ``deps=`` (a ``ReActAgent``'s does).
+
+    Pipelines hand a run's dependencies on only to agents that take them, so a plain
+    ``AgentLike`` (a ``UserAgent``, a user's class) keeps working unchanged.
+    """
+    if not callable(agent):
+        return False
+    try:
+        return "deps" in inspect.signature(agent).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def deps_kwargs(agent: object, deps: object) -> dict[str, object]:
+    """``{"deps": deps}`` for an agent that takes them and deps that were given, else ``{}``."""
+    return {"deps": deps} if deps is not None and accepts_deps(agent) else {}

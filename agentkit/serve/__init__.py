@@ -18,6 +18,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from agentkit.serve._events import TOOL_PROGRESS_EVENT
+from agentkit.serve._frontend import FrontendTool, current_state
 from agentkit.serve._runner import APPROVAL_SCHEMA, current_deps
 from agentkit.serve.app import AgentFactory, DepsBuilder, create_app
 
@@ -26,6 +27,8 @@ __all__ = [
     "TOOL_PROGRESS_EVENT",
     "AgentFactory",
     "DepsBuilder",
+    "FrontendTool",
     "create_app",
     "current_deps",
+    "current_state",
 ]

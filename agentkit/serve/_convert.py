@@ -188,8 +188,9 @@ def new_user_messages(
                 422,
                 "forged_message",
                 f"message {message.id!r} has role {message.role!r} and is not part of this "
-                "thread: clients may only add user messages (tool results and approvals come "
-                "from the server; answer interrupts with resume entries)",
+                "thread: clients may only add user messages, and results of the pending calls of "
+                "their own (frontend) tools (other tool results and approvals come from the "
+                "server; answer interrupts with resume entries)",
             )
         check_client_id(message.id, "a message id")
         out.append(Msg(user_name, _user_text(message), "user", id=message.id))

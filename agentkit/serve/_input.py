@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ag_ui.core import RunAgentInput
+from ag_ui.core import Context, RunAgentInput, ToolMessage
 from pydantic import ValidationError
 
 from agentkit.agent import ReActAgent
@@ -19,7 +19,9 @@ from agentkit.serve._convert import (
     new_user_messages,
     to_agui_messages,
 )
+from agentkit.serve._frontend import client_result, install_frontend_tools, tool_specs
 from agentkit.serve._threads import ThreadRecord
+from agentkit.tools import ToolResponse
 
 __all__ = ["RunInput", "parse_approvals", "parse_run_input"]
 
@@ -64,7 +66,11 @@ def parse_approvals(body: object) -> dict[str, bool | str]:
 
 
 class RunInput:
-    """One run request: the thread, new messages and/or answers to pending approvals."""
+    """One run request: the thread, new messages and/or answers to pending approvals.
+
+    Also what the client brings to this run (see ``_frontend``): its tools (JSON specs),
+    context entries and state (``None``: not sent, the stored state applies).
+    """
 
     def __init__(
         self,
@@ -72,34 +78,82 @@ class RunInput:
         run_id: str,
         messages: list[Any],
         approvals: dict[str, bool | str] | None,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        context: list[Context] | None = None,
+        state: Any = None,
     ) -> None:
         self.thread_id = check_client_id(thread_id, "the thread id")
         self.run_id = check_client_id(run_id, "the run id")
         self.messages = messages
         self.approvals = approvals
+        self.tools = tools or []
+        self.context = context or []
+        self.state = state
+        self.results: dict[str, ToolResponse] = {}
+
+    def prepare(self, agent: ReActAgent, record: ThreadRecord) -> None:
+        """Offer the client's tools to ``agent`` (and the stored ones its pending calls use).
+
+        Raises:
+            ClientInputError: 400 when a client tool clashes with one of the agent's.
+        """
+        names = {s["name"] for s in self.tools}
+        waiting = {c["name"] for c in agent.pending_tool_calls} - names
+        kept = [s for s in record.frontend_tools if s["name"] in waiting]
+        install_frontend_tools(agent, [*self.tools, *kept], self.results)
+        if self.tools:
+            record.frontend_tools = self.tools
+
+    def _client_results(
+        self, agent: ReActAgent, record: ThreadRecord, known: set[str]
+    ) -> list[Any]:
+        """Take the client's results of pending frontend calls; return the other messages."""
+        frontend = {s["name"] for s in [*self.tools, *record.frontend_tools]}
+        waiting = {c["id"] for c in agent.pending_tool_calls if c["name"] in frontend}
+        rest: list[Any] = []
+        for message in self.messages:
+            if (
+                isinstance(message, ToolMessage)
+                and message.id not in known
+                and message.tool_call_id in waiting
+                and message.tool_call_id not in self.results
+            ):
+                check_client_id(message.id, "a message id")
+                self.results[message.tool_call_id] = client_result(message)
+                record.aliases.append(message.id)  # the client sends it back as history
+            else:
+                rest.append(message)
+        return rest
 
     async def resolve(
         self, agent: ReActAgent, record: ThreadRecord
     ) -> tuple[list[Msg], dict[str, bool | str] | None]:
         """The new user messages and the approvals, checked against the stored thread.
 
+        Results the client sent for its own (frontend) tools' pending calls become approvals
+        of those calls, answered with the client's result.
+
         Raises:
             ClientInputError: for forged messages, or approvals of calls not pending.
         """
         known = {m.id for m in to_agui_messages(await agent.memory.get_memory())}
         known.update(record.aliases)
-        msgs = new_user_messages(self.messages, known)
-        if self.approvals is None:
+        msgs = new_user_messages(self._client_results(agent, record, known), known)
+        approvals = self.approvals
+        if self.results:
+            approvals = {**(approvals or {}), **dict.fromkeys(self.results, True)}
+        if approvals is None:
             return msgs, None
         if msgs:
             raise ClientInputError(
                 400,
                 "resume_with_messages",
-                "a run either answers pending approvals (resume) or adds user messages, "
-                "not both: send the new message in the next run",
+                "a run either answers pending approvals or tool calls (resume, tool results) "
+                "or adds user messages, not both: send the new message in the next run",
             )
         pending = {c["id"] for c in agent.pending_tool_calls}
-        stray = sorted(set(self.approvals) - pending)
+        stray = sorted(set(approvals) - pending)
         if stray:
             waiting = sorted(pending) or "none"
             raise ClientInputError(
@@ -107,7 +161,7 @@ class RunInput:
                 "not_pending",
                 f"tool call(s) {stray} are not waiting for approval (waiting: {waiting})",
             )
-        return msgs, self.approvals
+        return msgs, approvals
 
 
 def parse_run_input(body: object) -> RunInput:
@@ -131,4 +185,12 @@ def parse_run_input(body: object) -> RunInput:
                 approvals[entry.interrupt_id] = CANCELLED_REASON
             else:
                 approvals[entry.interrupt_id] = _verdict(entry.payload, where)
-    return RunInput(run.thread_id, run.run_id, list(run.messages), approvals)
+    return RunInput(
+        run.thread_id,
+        run.run_id,
+        list(run.messages),
+        approvals,
+        tools=tool_specs(run.tools),
+        context=list(run.context or []),
+        state=run.state,
+    )

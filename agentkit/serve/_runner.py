@@ -25,6 +25,7 @@ from ag_ui.core import (
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
+    StateSnapshotEvent,
 )
 from ag_ui.encoder import EventEncoder
 
@@ -34,6 +35,7 @@ from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
 from agentkit.serve._convert import to_agui_messages
 from agentkit.serve._events import Translator
+from agentkit.serve._frontend import FrontendTool, set_current_state
 from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
 
 __all__ = ["APPROVAL_SCHEMA", "RunRequest", "current_deps", "execute_run", "interrupt_for"]
@@ -64,14 +66,20 @@ def current_deps() -> Any:
 
 
 def _start_call(
-    agent: ReActAgent, msgs: list[Msg], approvals: dict[str, bool | str] | None, deps: object
+    agent: ReActAgent,
+    msgs: list[Msg],
+    approvals: dict[str, bool | str] | None,
+    deps: object,
+    state: Any = None,
 ) -> Callable[[], Awaitable[Msg]]:
     """The seam between the server and the agent's run API: the only place a run starts.
 
     The run gets ``deps`` as its typed dependencies (``ToolContext[D].deps`` in tools); they
-    also travel in a context variable, for code that reads :func:`current_deps`.
+    also travel in a context variable, for code that reads :func:`current_deps`; the
+    thread's AG-UI state travels in one too (``current_state``).
     """
     _DEPS.set(deps)
+    set_current_state(state)
 
     async def start() -> Msg:
         if approvals is not None:
@@ -134,7 +142,7 @@ async def _stream(req: RunRequest, translator: Translator) -> bool:
     """Run the agent, pushing translated events; return whether it was interrupted."""
     channel, agent = req.channel, req.agent
     interrupted = False
-    start = _start_call(agent, req.msgs, req.approvals, req.deps)
+    start = _start_call(agent, req.msgs, req.approvals, req.deps, req.record.state)
     async with EventStream(agent, start) as events:
         async for event in events:
             interrupted |= isinstance(event, Interrupted)
@@ -146,7 +154,12 @@ async def _stream(req: RunRequest, translator: Translator) -> bool:
 
 def _finished(req: RunRequest, translator: Translator, interrupted: bool) -> RunFinishedEvent:
     channel, agent = req.channel, req.agent
-    pending = agent.pending_tool_calls
+    # A frontend tool's call waits for the client to run it, not for an approval.
+    pending = [
+        c
+        for c in agent.pending_tool_calls
+        if not isinstance(agent.toolkit.get_tool(c["name"]), FrontendTool)
+    ]
     outcome: Any
     if interrupted:
         outcome = RunFinishedCancelledOutcome()
@@ -171,6 +184,9 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
     try:
         _emit(channel, [RunStartedEvent(thread_id=channel.thread_id, run_id=channel.run_id)])
         _emit(channel, [await _snapshot(agent, req.msgs)])
+        state_before = _state_json(req.record.state)
+        if req.record.state is not None:
+            _emit(channel, [StateSnapshotEvent(snapshot=req.record.state)])
         interrupted = False
         if not channel.stop_requested:
             interrupted = await _stream(req, translator)
@@ -178,6 +194,8 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
             await agent.observe(req.msgs)
             interrupted = True
         _emit(channel, translator.finish())
+        if _state_json(req.record.state) != state_before:  # a tool changed it
+            _emit(channel, [StateSnapshotEvent(snapshot=req.record.state)])
         final = _finished(req, translator, interrupted)
     except Exception as exc:
         logger.exception("run %s of thread %s failed", channel.run_id, channel.thread_id)
@@ -194,6 +212,11 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
             await _save(req, store, translator)
             channel.close()
             on_end()
+
+
+def _state_json(state: Any) -> str:
+    """A comparable form of the state (whatever a tool may have put in it)."""
+    return json.dumps(state, sort_keys=True, default=repr)
 
 
 async def _save(req: RunRequest, store: ThreadStore, translator: Translator) -> None:

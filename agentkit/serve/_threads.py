@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio
 
@@ -38,7 +39,9 @@ class ThreadRecord:
         "agent_state",
         "aliases",
         "created_at",
+        "frontend_tools",
         "owner",
+        "state",
         "thread_id",
         "title",
         "updated_at",
@@ -55,6 +58,10 @@ class ThreadRecord:
         self.aliases: list[str] = [str(a) for a in aliases] if isinstance(aliases, list) else []
         state = data.get("agent")
         self.agent_state: dict[str, object] | None = state if isinstance(state, dict) else None
+        # AG-UI: the client's tools of the last run that declared some, the shared state.
+        tools = data.get("frontend_tools")
+        self.frontend_tools: list[dict[str, Any]] = tools if isinstance(tools, list) else []
+        self.state: Any = data.get("state")
 
     def to_dict(self) -> dict[str, object]:
         """The stored form."""
@@ -67,6 +74,8 @@ class ThreadRecord:
             "updated_at": self.updated_at,
             "aliases": self.aliases[-MAX_ALIASES:],
             "agent": self.agent_state,
+            "frontend_tools": self.frontend_tools,
+            "state": self.state,
         }
 
     def set_title(self, msgs: Sequence[Msg]) -> None:

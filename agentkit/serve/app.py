@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from agentkit.agent import ReActAgent
 from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_messages
+from agentkit.serve._frontend import FrontendTool, instructions_with_context
 from agentkit.serve._http import DEFAULT_MAX_BODY, Guard, error_response, read_json
 from agentkit.serve._input import RunInput, parse_approvals, parse_run_input
 from agentkit.serve._runner import RunRequest, execute_run, interrupt_for
@@ -171,6 +172,10 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
         stored = await state.store.load(owner, run.thread_id)
         record = stored or ThreadRecord(owner, run.thread_id)
         agent = await state.agent_for(record)
+        run.prepare(agent, record)  # the client's tools, context and state (AG-UI)
+        agent.sys_prompt = instructions_with_context(agent.sys_prompt, run.context)
+        if run.state is not None:
+            record.state = run.state
         msgs, approvals = await run.resolve(agent, record)
         deps = await state.build_deps(request)
         titled = not record.title and bool(msgs)
@@ -266,8 +271,11 @@ async def get_thread(request: Request) -> Response:
         for m in to_agui_messages(await agent.memory.get_memory())
     ]
     body["pending"] = [
-        interrupt_for(c).model_dump(by_alias=True, mode="json") for c in agent.pending_tool_calls
+        interrupt_for(c).model_dump(by_alias=True, mode="json")
+        for c in agent.pending_tool_calls
+        if not isinstance(agent.toolkit.get_tool(c["name"]), FrontendTool)
     ]
+    body["state"] = record.state
     body["running"] = channel is not None
     body["runId"] = channel.run_id if channel is not None else None
     return JSONResponse(body)

@@ -12,9 +12,10 @@ and any process (a web server behind a load balancer, a CLI, another worker) sto
 The holder then calls ``agent.interrupt()`` locally, so the reply ends the way a local
 interrupt ends it (memory repaired, every tool call answered), one network hop later. The
 transport follows the store: ``LISTEN``/``NOTIFY`` on the database of a ``PostgresSession``,
-pub/sub on the server of a ``RedisSession``; stores without a server (``JSONSession``,
-``SQLiteSession``) get an in-process channel, which reaches holders in the same process
-only. The channel is keyed by the store's identity and the session id, so two applications
+pub/sub on the server of a ``RedisSession``; a mailbox directory next to the store for
+the file stores (``JSONSession``, ``SQLiteSession``: :mod:`agentkit.session.file_control`),
+which reaches the processes of one machine; other stores get an in-process channel. The
+channel is keyed by the store's identity and the session id, so two applications
 sharing a server do not hear each other.
 
 Delivery is "at most once, to whoever holds the session now": a message sent while nobody
@@ -28,19 +29,28 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import anyio
 
 from agentkit.session.base import Session, check_session_id
+from agentkit.session.file_control import (
+    ControlChannel,
+    FileControlChannel,
+    Handler,
+    LocalHandlers,
+    dispatch,
+)
+from agentkit.session.json_session import JSONSession
 from agentkit.session.postgres_session import PostgresSession, import_psycopg
 from agentkit.session.redis_session import RedisSession
+from agentkit.session.sqlite_session import SQLiteSession
 
 __all__ = [
     "ControlChannel",
+    "FileControlChannel",
     "Interruptible",
     "LocalControlChannel",
     "PostgresControlChannel",
@@ -52,7 +62,8 @@ __all__ = [
 
 logger = logging.getLogger("agentkit.session")
 
-Handler = Callable[[dict[str, object]], Awaitable[None]]
+MAILBOX_NAME = ".agentkit-control"
+"""The mailbox folder of a ``JSONSession``'s control channel, inside its directory."""
 
 
 class Interruptible(Protocol):
@@ -69,47 +80,18 @@ def channel_name(store: Session, session_id: str) -> str:
     return f"agentkit_ctl_{digest[:40]}"
 
 
-class ControlChannel(ABC):
-    """Publish commands to a session's holders; subscribe as a holder.
-
-    A command is a JSON object: ``{"command": "interrupt", "message": str | None}``.
-    """
-
-    @abstractmethod
-    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
-        """Send ``command``; return how many holders got it (None: the transport can't tell)."""
-
-    @abstractmethod
-    def subscribe(self, channel: str, handler: Handler) -> Any:
-        """An async context manager: ``handler`` runs for each command while it is entered.
-
-        Entering returns once the subscription is active on the server.
-        """
-
-
 class LocalControlChannel(ControlChannel):
-    """In-process channel (for stores without a server): reaches holders in this process."""
-
-    _holders: dict[str, list[Handler]] = {}  # noqa: RUF012 - one registry per process
+    """In-process channel (stores of other kinds): reaches holders in this process only."""
 
     async def publish(self, channel: str, command: dict[str, object]) -> int | None:
         """Run the handlers registered on ``channel`` in this process."""
-        handlers = list(self._holders.get(channel, []))
-        for handler in handlers:
-            await handler(command)
-        return len(handlers)
+        return await LocalHandlers.deliver(channel, command)
 
     @asynccontextmanager
     async def subscribe(self, channel: str, handler: Handler) -> AsyncIterator[None]:
         """Register ``handler`` while the block runs."""
-        self._holders.setdefault(channel, []).append(handler)
-        try:
+        with LocalHandlers.registered(channel, handler):
             yield
-        finally:
-            handlers = self._holders[channel]
-            handlers.remove(handler)
-            if not handlers:
-                del self._holders[channel]
 
 
 class RedisControlChannel(ControlChannel):
@@ -184,14 +166,7 @@ class PostgresControlChannel(ControlChannel):
             await _dispatch(notify.payload, handler)
 
 
-async def _dispatch(data: Any, handler: Handler) -> None:
-    try:
-        command = json.loads(data)
-    except (TypeError, ValueError):
-        logger.warning("ignored a malformed control message: %r", data)
-        return
-    if isinstance(command, dict):
-        await handler(command)
+_dispatch = dispatch
 
 
 def control_channel(store: Session) -> ControlChannel:
@@ -200,6 +175,10 @@ def control_channel(store: Session) -> ControlChannel:
         return PostgresControlChannel(store)
     if isinstance(store, RedisSession):
         return RedisControlChannel(store)
+    if isinstance(store, JSONSession):
+        return FileControlChannel(store.directory / MAILBOX_NAME)
+    if isinstance(store, SQLiteSession):
+        return FileControlChannel(store.path.with_name(store.path.name + ".control"))
     return LocalControlChannel()
 
 

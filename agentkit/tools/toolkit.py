@@ -11,6 +11,7 @@ import importlib
 import inspect
 import logging
 import re
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -481,11 +482,15 @@ class Toolkit:
     # ----------------------------------------------------------------- state
 
     def state_dict(self) -> dict[str, object]:
-        """JSON-safe state: which groups are active."""
-        return {
+        """JSON-safe state: which groups are active, and the MCP servers' tool pins."""
+        state: dict[str, object] = {
             "version": _STATE_VERSION,
             "active_groups": [g.name for g in self._groups.values() if g.active],
         }
+        pins = sys.modules.get("agentkit.mcp.pins")  # loaded once an MCP client registers
+        if pins is not None and (saved := pins.pins_state(self)):
+            state["mcp_pins"] = saved  # a restored session still catches a changed tool
+        return state
 
     def load_state_dict(self, state: object) -> None:
         """Restore which groups are active. Groups this toolkit lacks are skipped (logged).
@@ -501,10 +506,16 @@ class Toolkit:
         missing = [n for n in active if n not in self._groups]
         if missing:
             logger.warning("Toolkit state names unknown tool groups %s; skipped", missing)
+        pins, saved_pins = None, state.get("mcp_pins")
+        if saved_pins is not None:
+            pins = importlib.import_module("agentkit.mcp.pins")  # MCP SDK only on demand
+            saved_pins = pins.parse_pins_state(saved_pins)  # raises before anything changes
         self._own()
         for group in self._groups.values():
             group.active = group.name == BASIC or group.name in active
         self._groups_changed()
+        if pins is not None:
+            pins.restore_pins(self, saved_pins)
 
     # ----------------------------------------------------------------- MCP
 

@@ -4,7 +4,8 @@ Worker A (``tests/_control_worker.py``) runs replies that block in a tool while 
 session; this process calls ``interrupt_session`` and the figure is the time from that call
 to A's ``await agent(...)`` returning (``time.monotonic()`` is system-wide on Linux, so the
 two processes' clocks agree). p50/p99 over ``cfg.cross_interrupts`` interrupts, via Redis
-pub/sub and via Postgres ``LISTEN/NOTIFY``. The baseline is a local ``agent.interrupt()``
+pub/sub, via Postgres ``LISTEN/NOTIFY`` and via the file mailbox of a ``SQLiteSession``
+(polled every 10 ms by the holder). The baseline is a local ``agent.interrupt()``
 in one process (the same blocked tool), measured in the same run. The publishing side is
 warmed up first (its connection open), as in a serving process.
 """
@@ -12,11 +13,14 @@ warmed up first (its connection open), as in a serving process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -56,9 +60,20 @@ async def _remote(kind: str, location: str, store: Any, n: int) -> list[float]:
     return out
 
 
+@contextlib.contextmanager
+def _sqlite_file() -> Iterator[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        yield os.path.join(tmp, "sessions.db")
+
+
 async def _transport(kind: str, server: AbstractContextManager[str], n: int) -> list[float]:
-    redis_session, postgres_session = require("agentkit.session", "RedisSession", "PostgresSession")
+    redis_session, postgres_session, sqlite_session = require(
+        "agentkit.session", "RedisSession", "PostgresSession", "SQLiteSession"
+    )
     with server as url:
+        if kind == "sqlite":
+            async with sqlite_session(url) as store:
+                return await _remote(kind, url, store, n)
         if kind == "redis":
             prefix = "bench:"
             async with redis_session(url, prefix=prefix) as store:
@@ -75,7 +90,12 @@ async def run(cfg: Config) -> list[Row]:
     _, local, _ = await _tool_case(cfg_local)
     local_p99 = percentile(local, 0.99) if local else None
     rows = []
-    for kind, server in (("redis", servers.redis()), ("postgres", servers.postgres())):
+    transports = (
+        ("redis", servers.redis()),
+        ("postgres", servers.postgres()),
+        ("sqlite", _sqlite_file()),
+    )
+    for kind, server in transports:
         samples = await _transport(kind, server, n)
         p99 = percentile(samples, 0.99)
         rows.append(

@@ -96,4 +96,37 @@ const thread = await (await fetch(`${base}/threads/${b.threadId}`, { headers: au
 check(thread.messages.length === before, "nothing was appended");
 check(!thread.messages.some((m) => m.content === "approved!"), "the forged result is not stored");
 report("forged refused");
+
+// 6. A frontend tool: declared by the client (RunAgentInput.tools), called by the model,
+//    surfaced as TOOL_CALL_* events; the client runs it and sends the result back.
+const f = new HttpAgent({
+  url: `${base}/agui`, headers: auth, threadId: "client-" + randomUUID(), initialState: { theme: "dark" },
+});
+const tools = [{
+  name: "get_location",
+  description: "The user's location, from the browser.",
+  parameters: { type: "object", properties: { precision: { type: "string" } } },
+}];
+const context = [{ description: "The user's time zone", value: "Europe/Paris" }];
+const calls = [];
+let snapshot = null;
+seen = await run(f, 'call get_location {"precision": "city"}', { tools, context }, {
+  onToolCallEndEvent({ event, toolCallName, toolCallArgs }) {
+    calls.push({ id: event.toolCallId, name: toolCallName, args: toolCallArgs });
+  },
+  onStateSnapshotEvent({ event }) { snapshot = event.snapshot; },
+});
+check(seen.outcome === "success", "a frontend call ends the run with success, got " + seen.outcome);
+check(calls.length === 1 && calls[0].name === "get_location" && calls[0].args.precision === "city",
+      "the client saw the call: " + JSON.stringify(calls));
+check(!seen.types.includes("TOOL_CALL_RESULT"), "the server did not answer the client's call");
+check(snapshot && snapshot.theme === "dark", "the state came back: " + JSON.stringify(snapshot));
+f.addMessage({ id: randomUUID(), role: "tool", toolCallId: calls[0].id, content: "Paris, France" });
+seen = await run(f, null, { tools, context });
+check(seen.outcome === "success", "the run with the result succeeds, got " + seen.outcome);
+check(lastAssistant(f).includes("Paris, France"), "the model used the client's result: " + lastAssistant(f));
+const fthread = await (await fetch(`${base}/threads/${f.threadId}`, { headers: auth })).json();
+check(fthread.messages.filter((m) => m.role === "tool").length === 1, "exactly one result stored");
+check(fthread.state && fthread.state.theme === "dark", "the state is kept with the thread");
+report("frontend tool");
 report("done");

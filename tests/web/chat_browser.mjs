@@ -74,7 +74,12 @@ try {
   await page.waitForSelector("[data-testid=stop]", { state: "hidden" });
   report("reload mid-run");
 
-  // 4. Approve in one thread.
+  // 4. Approve in one thread. Creating a thread is made slow, so the message typed right after
+  // "New chat" races the switch: it must land in the new thread, not the one being left.
+  await page.route("**/threads", async (route) => {
+    if (route.request().method() === "POST") await new Promise((r) => setTimeout(r, 400));
+    await route.continue();
+  });
   await page.click("[data-testid=new-thread]");
   await say("weather in Paris and Tokyo");
   await assistantSays("Here are the results");

@@ -13,6 +13,7 @@ const state = {
   stream: null,         // AbortController of the SSE reader we follow
   calls: new Map(),     // tool call id -> its <details> element
   messages: new Map(),  // message id -> its element
+  opening: null,        // the thread switch in progress (a Promise), if any
 };
 
 // ---------------------------------------------------------------- http
@@ -261,7 +262,14 @@ function runInput(messages, resume) {
   return input;
 }
 
+// Actions wait for a thread switch in progress: a message typed right after "New chat" (or a
+// thread click) belongs to the thread being opened, not to the one being left.
+async function settled() {
+  while (state.opening) await state.opening.catch(() => {});
+}
+
 async function send(text) {
+  await settled();
   if (!state.threadId) await newThread();
   if (state.running) await stop();   // as in `agentkit chat`: interrupt, then follow up
   const message = { id: randomId(), role: "user", content: text };
@@ -270,6 +278,7 @@ async function send(text) {
 }
 
 async function stop() {
+  await settled();
   setStatus("stopping…");
   await api("POST", "threads/" + encodeURIComponent(state.threadId) + "/interrupt");
 }
@@ -280,12 +289,24 @@ async function answer(callId, approved) {
   await stream("POST", "agui", runInput([], [{ interruptId: callId, status: "resolved", payload }]));
 }
 
-async function newThread() {
-  const created = await api("POST", "threads");
-  await openThread(created.threadId);
+function switching(work) {
+  const done = work().finally(() => { if (state.opening === done) state.opening = null; });
+  state.opening = done;
+  return done;
 }
 
-async function openThread(threadId) {
+function newThread() {
+  return switching(async () => {
+    const created = await api("POST", "threads");
+    await showThread(created.threadId);
+  });
+}
+
+function openThread(threadId) {
+  return switching(() => showThread(threadId));
+}
+
+async function showThread(threadId) {
   if (state.stream) state.stream.abort();
   state.threadId = threadId;
   history.replaceState(null, "", "#thread=" + encodeURIComponent(threadId));

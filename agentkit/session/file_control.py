@@ -1,0 +1,210 @@
+"""The control channel of the file stores (``JSONSession``, ``SQLiteSession``): a mailbox.
+
+The stores have no server to carry ``NOTIFY`` or pub/sub, but every process that uses them
+shares a file system, so the channel is a directory next to the store::
+
+    <mailbox>/<channel>/<pid>-<random>/      one folder per holder (a hold_session block)
+    <mailbox>/<channel>/<pid>-<random>/<n>.json   one file per command sent to it
+
+A holder creates its folder before its block runs (so nothing sent after that is missed),
+polls it every ``POLL_INTERVAL`` seconds, and removes it when the block ends. Publishing
+delivers to holders in this process directly (no file, no delay) and writes one file into
+the folder of every other live holder (written aside, then renamed: a reader never sees half
+a command). The folder of a holder whose process died (its pid no longer exists) is removed
+by the next publish instead of being counted. Pids identify processes of one machine: the
+mailbox works between the processes of one host, like the file stores themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+__all__ = [
+    "POLL_INTERVAL",
+    "ControlChannel",
+    "FileControlChannel",
+    "Handler",
+    "LocalHandlers",
+    "dispatch",
+]
+
+logger = logging.getLogger("agentkit.session")
+
+POLL_INTERVAL = 0.01
+"""Seconds between two looks of a holder into its mailbox folder (the added latency)."""
+
+Handler = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ControlChannel(ABC):
+    """Publish commands to a session's holders; subscribe as a holder.
+
+    A command is a JSON object: ``{"command": "interrupt", "message": str | None}``.
+    """
+
+    @abstractmethod
+    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+        """Send ``command``; return how many holders got it (None: the transport can't tell)."""
+
+    @abstractmethod
+    def subscribe(self, channel: str, handler: Handler) -> Any:
+        """An async context manager: ``handler`` runs for each command while it is entered.
+
+        Entering returns once the subscription is active on the server.
+        """
+
+
+class LocalHandlers:
+    """The holders of this process, by channel (delivered to without a file)."""
+
+    registry: dict[str, list[Handler]] = {}  # noqa: RUF012 - one registry per process
+
+    @classmethod
+    async def deliver(cls, channel: str, command: dict[str, Any]) -> int:
+        """Run the handlers registered on ``channel``; return how many."""
+        handlers = list(cls.registry.get(channel, []))
+        for handler in handlers:
+            await handler(command)
+        return len(handlers)
+
+    @classmethod
+    @contextlib.contextmanager
+    def registered(cls, channel: str, handler: Handler) -> Any:
+        """Register ``handler`` on ``channel`` while the block runs."""
+        cls.registry.setdefault(channel, []).append(handler)
+        try:
+            yield
+        finally:
+            handlers = cls.registry[channel]
+            handlers.remove(handler)
+            if not handlers:
+                del cls.registry[channel]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _holder_pid(name: str) -> int | None:
+    head = name.split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _post(channel_dir: Path, command: dict[str, Any]) -> int:
+    """Write ``command`` into the folder of every live holder of other processes."""
+    data = json.dumps(command).encode()
+    reached = 0
+    try:
+        entries = list(os.scandir(channel_dir))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        pid = _holder_pid(entry.name)
+        if pid is None or pid == os.getpid() or not entry.is_dir():
+            continue  # this process's holders are delivered to directly
+        if not _alive(pid):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            continue
+        name = f"{time.time_ns():020d}-{uuid.uuid4().hex}"
+        tmp = Path(entry.path, f".{name}.tmp")
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, Path(entry.path, f"{name}.json"))
+        except FileNotFoundError:  # the holder left meanwhile: nobody to stop there
+            continue
+        reached += 1
+    return reached
+
+
+def _take(folder: Path) -> list[bytes]:
+    """Read and remove the commands waiting in ``folder``, oldest first."""
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    except FileNotFoundError:
+        return []
+    found: list[bytes] = []
+    for name in names:
+        path = folder / name
+        with contextlib.suppress(FileNotFoundError):
+            found.append(path.read_bytes())
+            path.unlink()
+    return found
+
+
+class FileControlChannel(ControlChannel):
+    """A mailbox directory shared by the processes of one machine (see the module docs).
+
+    Args:
+        mailbox: The directory (created on first use).
+    """
+
+    def __init__(self, mailbox: Path) -> None:
+        self.mailbox = mailbox
+
+    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+        """Deliver to this process's holders, mail the others; return how many got it."""
+        local = await LocalHandlers.deliver(channel, command)
+        remote = await anyio.to_thread.run_sync(_post, self.mailbox / channel, command)
+        return local + remote
+
+    @asynccontextmanager
+    async def subscribe(self, channel: str, handler: Handler) -> AsyncIterator[None]:
+        """Create this holder's folder, poll it while the block runs, then remove it."""
+        folder = self.mailbox / channel / f"{os.getpid()}-{uuid.uuid4().hex}"
+        await anyio.to_thread.run_sync(lambda: folder.mkdir(parents=True, exist_ok=True))
+        try:
+            with LocalHandlers.registered(channel, handler):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._poll, folder, handler)
+                    try:
+                        yield
+                    finally:
+                        tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
+                with contextlib.suppress(OSError):  # only when no other holder is there
+                    folder.parent.rmdir()
+
+    @staticmethod
+    async def _poll(folder: Path, handler: Handler) -> None:
+        waiting = False
+        while True:
+            # A listing of a (nearly always empty) local folder: cheaper than a thread hop.
+            with contextlib.suppress(FileNotFoundError):
+                waiting = any(n.endswith(".json") for n in os.listdir(folder))
+            if waiting:
+                for data in await anyio.to_thread.run_sync(_take, folder):
+                    await dispatch(data, handler)
+            waiting = False
+            await anyio.sleep(POLL_INTERVAL)
+
+
+async def dispatch(data: Any, handler: Handler) -> None:
+    """Decode one command (JSON text) and run ``handler`` on it; log what is malformed."""
+    try:
+        command = json.loads(data)
+    except (TypeError, ValueError):
+        logger.warning("ignored a malformed control message: %r", data)
+        return
+    if isinstance(command, dict):
+        await handler(command)
