@@ -214,7 +214,7 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
             on_end()
 
 
-def _state_json(state: Any) -> str:
+def _state_json(state: object) -> str:
     """A comparable form of the state (whatever a tool may have put in it)."""
     return json.dumps(state, sort_keys=True, default=repr)
 
