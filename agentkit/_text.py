@@ -126,7 +126,7 @@ def _clean(value: Any, depth: int) -> Any:
     return dict(items) if changed else value
 
 
-def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+def too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether JSON-like ``value`` nests more than ``limit`` dicts/lists (no recursion)."""
     level: list[Any] = [value] if isinstance(value, dict | list) else []
     for _ in range(limit):

@@ -20,7 +20,7 @@ Every event is a small frozen dataclass with a ``type`` literal, so consumers ca
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
 if TYPE_CHECKING:
     from agentkit.messages import Msg, ToolResultBlock, ToolUseBlock
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentEvent",
     "ApprovalRequested",
+    "CallInfo",
     "Interrupted",
     "ReplyFinished",
     "ReplyStarted",
@@ -38,6 +39,14 @@ __all__ = [
     "ToolProgress",
     "ToolResult",
 ]
+
+
+class CallInfo(TypedDict):
+    """A tool call as shown to users: its id, tool name and (JSON-copied) arguments."""
+
+    id: str
+    name: str
+    input: dict[str, object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +103,7 @@ class ToolResult:
 class ApprovalRequested:
     """The reply stops because these calls (``{"id", "name", "input"}``) need approval."""
 
-    calls: tuple[dict[str, Any], ...]
+    calls: tuple[CallInfo, ...]
     type: Literal["approval_required"] = "approval_required"
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from agentkit.exceptions import MemoryInvariantError, StateError
 from agentkit.messages import Msg
@@ -106,11 +106,11 @@ class Memory(ABC):
         """Return the number of messages."""
 
     @abstractmethod
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """Return a JSON-safe snapshot."""
 
     @abstractmethod
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, object]) -> None:
         """Replace the contents with a snapshot from :meth:`state_dict`.
 
         Raises:
@@ -204,11 +204,11 @@ class InMemoryMemory(Memory):
         """Return the number of messages."""
         return len(self._messages)
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """Return ``{"messages": [msg.to_dict(), ...]}`` (JSON-safe)."""
         return {"messages": [m.to_dict() for m in self._messages]}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, object]) -> None:
         """Replace the contents with a snapshot from :meth:`state_dict`.
 
         Raises:

@@ -132,7 +132,7 @@ class ProviderItemBlock(TypedDict):
 
     type: Literal["provider_item"]
     provider: str
-    item: dict[str, Any]
+    item: dict[str, object]
 
 
 class ToolResultBlock(TypedDict):
@@ -178,7 +178,7 @@ _TEXT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _clean_block(block: dict[str, Any], kind: str, path: str) -> None:
+def _clean_block(block: dict[str, object], kind: str, path: str) -> None:
     """Replace lone surrogates in the block's text, in place (see ``agentkit._text``).
 
     Text reaches blocks from outside (tools, models, files, users); one lone surrogate
@@ -195,7 +195,7 @@ def _clean_block(block: dict[str, Any], kind: str, path: str) -> None:
             raise MessageValidationError(f"{path}.input", str(exc)) from None
 
 
-def _check_source(source: dict[str, Any], path: str) -> None:
+def _check_source(source: dict[str, object], path: str) -> None:
     kind = source.get("type")
     if kind not in _SOURCE_KEYS:
         raise MessageValidationError(f"{path}.type", "must be 'base64' or 'url'")
@@ -369,7 +369,7 @@ class Msg:
         return separator.join(b["text"] for b in self.content if b["type"] == "text")
 
     # -- serialization -----------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Return a JSON-safe dict that :meth:`from_dict` turns back into an equal Msg."""
         return {
             "id": self.id,
@@ -381,7 +381,7 @@ class Msg:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Msg:
+    def from_dict(cls, data: dict[str, object]) -> Msg:
         """Build a Msg from :meth:`to_dict` output, validating every field.
 
         Raises:
@@ -399,13 +399,14 @@ class Msg:
             content, metadata = _copy_json(data["content"]), _copy_json(data.get("metadata"))
         except RecursionError:
             raise MessageValidationError("content", "nested too deeply") from None
+        # The constructor validates name and role; id and timestamp were checked above.
         return cls(
-            name=data["name"],
+            name=cast(str, data["name"]),
             content=content,
-            role=data["role"],
+            role=cast(Role, data["role"]),
             metadata=metadata,
-            id=data["id"],
-            timestamp=data["timestamp"],
+            id=cast(str, data["id"]),
+            timestamp=cast(str, data["timestamp"]),
         )
 
     def copy(self) -> Msg:

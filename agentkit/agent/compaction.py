@@ -138,15 +138,14 @@ def _render(msg: Msg, limit: int = 2000) -> str:
         return f"{msg.role} ({msg.name}): {msg.content[:limit]}"
     parts = []
     for block in msg.content:
-        kind = block["type"]
-        if kind == "text":
-            parts.append(block["text"][:limit])  # type: ignore[typeddict-item]
-        elif kind == "tool_use":
-            args = json.dumps(block["input"], ensure_ascii=False)[:limit]  # type: ignore[typeddict-item]
-            parts.append(f"[called {block['name']}({args})]")  # type: ignore[typeddict-item]
-        elif kind == "tool_result":
-            output = json.dumps(block["output"], ensure_ascii=False, default=str)[:limit]  # type: ignore[typeddict-item]
-            parts.append(f"[{block['name']} returned: {output}]")  # type: ignore[typeddict-item]
+        if block["type"] == "text":
+            parts.append(block["text"][:limit])
+        elif block["type"] == "tool_use":
+            args = json.dumps(block["input"], ensure_ascii=False)[:limit]
+            parts.append(f"[called {block['name']}({args})]")
+        elif block["type"] == "tool_result":
+            output = json.dumps(block["output"], ensure_ascii=False, default=str)[:limit]
+            parts.append(f"[{block['name']} returned: {output}]")
     return f"{msg.role} ({msg.name}): " + " ".join(parts)
 
 
@@ -223,7 +222,7 @@ class Compactor:
         if self.context_window is not None and self.context_window <= self.reserve_output:
             raise ValueError("context_window must be larger than reserve_output")
 
-    def attach(self, agent: Any) -> Compactor:
+    def attach(self, agent: object) -> Compactor:
         """Compact ``agent``'s requests from its next model call on; returns self."""
         _attached[agent] = _Attachment(self)
         return self
@@ -245,6 +244,22 @@ class Compactor:
             value = self._estimates[msg.id] = estimate_tokens(msg)
         return value
 
+    async def summary(
+        self, history: list[Msg], start: int, cut: int, previous: str | None
+    ) -> str | None:
+        """The strategy's summary of ``history[start:cut]`` (cached per cut in this process).
+
+        Args:
+            history: The conversation without the system prompt.
+            start: Where the current view starts (its earlier part is summarized already).
+            cut: Where the new view starts.
+            previous: The summary in effect for ``history[:start]``, if any.
+        """
+        key = (history[start].id if start < len(history) else None, history[cut].id)
+        if key not in self._summaries:
+            self._summaries[key] = await self.strategy.summarize(list(history[start:cut]), previous)
+        return self._summaries[key]
+
 
 @dataclass
 class _Attachment:
@@ -252,18 +267,20 @@ class _Attachment:
     pending: _View | None = None
 
 
-_attached: weakref.WeakKeyDictionary[Any, _Attachment] = weakref.WeakKeyDictionary()
+_attached: weakref.WeakKeyDictionary[object, _Attachment] = weakref.WeakKeyDictionary()
 
 
-def compactor_of(agent: Any) -> Compactor | None:
+def compactor_of(agent: object) -> Compactor | None:
     """The compactor attached to ``agent``, if any."""
     attachment = None if agent is None else _attached.get(agent)
     return None if attachment is None else attachment.compactor
 
 
-def _latest_records(history: Sequence[Msg]) -> tuple[int | None, dict[str, Any] | None, str | None]:
+def _latest_records(
+    history: Sequence[Msg],
+) -> tuple[int | None, dict[str, object] | None, str | None]:
     """(index of the latest recorded answer, its record, the summary in effect)."""
-    found: tuple[int | None, dict[str, Any] | None] = (None, None)
+    found: tuple[int | None, dict[str, object] | None] = (None, None)
     for i in range(len(history) - 1, -1, -1):
         meta = history[i].metadata
         rec = meta.get(RECORD_KEY) if meta else None
@@ -302,11 +319,14 @@ def _build(system: Msg, summary: str | None, kept: list[Msg], cut: bool) -> list
     return view + kept
 
 
-def _ratio(rec: dict[str, Any] | None) -> float:
+def _ratio(rec: dict[str, object] | None) -> float:
     """Provider tokens per estimated token, from the latest record (clamped; 1 if none)."""
-    if not rec or not rec.get("input_tokens") or not rec.get("estimate"):
+    tokens, estimate = (rec.get("input_tokens"), rec.get("estimate")) if rec else (None, None)
+    if not isinstance(tokens, int | float) or not isinstance(estimate, int | float):
         return 1.0
-    return min(4.0, max(0.5, float(rec["input_tokens"]) / float(rec["estimate"])))
+    if not tokens or not estimate:
+        return 1.0
+    return min(4.0, max(0.5, float(tokens) / float(estimate)))
 
 
 def _current_tokens(
@@ -345,16 +365,6 @@ def _choose_cut(
     return fits[0]
 
 
-async def _summary_for(
-    c: Compactor, history: list[Msg], start: int, cut: int, previous: str | None
-) -> str | None:
-    """The strategy's summary of ``history[start:cut]`` (cached per cut in this process)."""
-    key = (history[start].id if start < len(history) else None, history[cut].id)
-    if key not in c._summaries:
-        c._summaries[key] = await c.strategy.summarize(list(history[start:cut]), previous)
-    return c._summaries[key]
-
-
 async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
     """The messages to send for ``prompt`` (system message first, then memory).
 
@@ -366,7 +376,8 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
     c = attachment.compactor
     system, history = prompt[0], prompt[1:]
     rec_at, rec, summary = _latest_records(history)
-    start_id = rec.get("start") if rec else None
+    recorded_start = rec.get("start") if rec else None
+    start_id = recorded_start if isinstance(recorded_start, str) else None
     ids = [m.id for m in history]
     start = ids.index(start_id) if start_id in ids else 0
     if start == 0:
@@ -383,7 +394,7 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
     if cut is None:
         attachment.pending = _View(start_id, summary, False, _estimate(c, view))
         return view
-    summary = await _summary_for(c, history, start, cut, summary)
+    summary = await c.summary(history, start, cut, summary)
     seams.compacted(cut, len(history) - cut, summary is not None)
     view = _build(system, summary, history[cut:], True)
     attachment.pending = _View(history[cut].id, summary, True, _estimate(c, view))
@@ -394,13 +405,13 @@ def _estimate(c: Compactor, view: list[Msg]) -> int:
     return estimate_tokens(view[0]) + sum(c.estimate(m) for m in view[1:])
 
 
-def record(agent: Any, msg: Msg, response: ChatResponse | None) -> None:
+def record(agent: object, msg: Msg, response: ChatResponse | None) -> None:
     """Record the request's compaction decision (and token counts) on its answer ``msg``."""
     attachment = None if agent is None else _attached.get(agent)
     if attachment is None or attachment.pending is None:
         return
     view, attachment.pending = attachment.pending, None
-    rec: dict[str, Any] = {"start": view.start, "estimate": view.estimate}
+    rec: dict[str, object] = {"start": view.start, "estimate": view.estimate}
     usage = response.usage if response is not None else None
     if usage is not None and usage.input_tokens:
         rec["input_tokens"] = usage.input_tokens

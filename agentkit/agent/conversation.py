@@ -9,9 +9,10 @@ change it through its public attributes; the agent serializes it.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkit.agent.state import SCHEMA_VERSION, migrate_state, parse_agent_state, store
+from agentkit.events import CallInfo
 from agentkit.exceptions import StateError, UsageError
 
 if TYPE_CHECKING:
@@ -21,10 +22,10 @@ if TYPE_CHECKING:
     from agentkit.memory import Memory
     from agentkit.messages import Msg, ToolUseBlock
 
-__all__ = ["Conversation", "describe_call"]
+__all__ = ["CallInfo", "Conversation", "describe_call"]
 
 
-def describe_call(call: ToolUseBlock) -> dict[str, Any]:
+def describe_call(call: ToolUseBlock) -> CallInfo:
     """The ``{"id", "name", "input"}`` form of a call shown to users (JSON-safe)."""
     return {"id": call["id"], "name": call["name"], "input": json.loads(json.dumps(call["input"]))}
 
@@ -89,7 +90,7 @@ class Conversation:
         """Whether tool calls wait for approval (without creating the list)."""
         return bool(self._pending)
 
-    def pending_calls(self) -> list[dict[str, Any]]:
+    def pending_calls(self) -> list[CallInfo]:
         """The pending calls as ``{"id", "name", "input"}`` dicts."""
         return [describe_call(c) for c in self._pending or ()]
 
@@ -138,7 +139,7 @@ class Conversation:
         self.paused_output_name = None
         self.iteration = iteration if paused else 0
 
-    def state_dict(self, name: str, iteration: int | None = None) -> dict[str, Any]:
+    def state_dict(self, name: str, iteration: int | None = None) -> dict[str, object]:
         """The JSON-safe state (``iteration``: a running reply's, else the paused one's)."""
         return {
             "schema_version": SCHEMA_VERSION,
@@ -150,7 +151,7 @@ class Conversation:
             "structured_model": _qualname(self.paused_output) or self.paused_output_name,
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> dict[str, Any]:
+    def load_state_dict(self, state: dict[str, object]) -> dict[str, object]:
         """Restore from :meth:`state_dict` (older schema versions are migrated first).
 
         Validated before anything changes; memory is loaded last, so a refused memory
@@ -164,7 +165,10 @@ class Conversation:
         """
         state = migrate_state(state)
         pending, deferred, iteration = parse_agent_state(state)
-        self.memory.load_state_dict(state["memory"])
+        memory_state = state["memory"]
+        if not isinstance(memory_state, dict):  # parse_agent_state refused it already
+            raise StateError("agent state needs a 'memory' dict")
+        self.memory.load_state_dict(memory_state)
         self.pending = pending
         self.deferred = deferred
         self.iteration = iteration

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast, get_args
 
 from agentkit.exceptions import UsageError
 
@@ -33,10 +33,12 @@ HookKind: TypeAlias = Literal[
 ]
 HOOK_KINDS: frozenset[str] = frozenset(get_args(HookKind))
 
+T = TypeVar("T")
+
 PreHook: TypeAlias = Callable[
     [Any, dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any] | None] | None
 ]
-PostHook: TypeAlias = Callable[[Any, dict[str, Any], Any], Any]
+PostHook: TypeAlias = Callable[[Any, dict[str, Any], Any], object]
 
 
 class HookRegistry:
@@ -45,9 +47,9 @@ class HookRegistry:
     __slots__ = ("_hooks",)
 
     def __init__(self) -> None:
-        self._hooks: dict[str, dict[str, Callable[..., Any]]] = {}
+        self._hooks: dict[str, dict[str, Callable[..., object]]] = {}
 
-    def register(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
+    def register(self, kind: str, name: str, fn: Callable[..., object]) -> None:
         """Add (or replace) the hook ``name`` of ``kind``.
 
         Raises:
@@ -88,7 +90,7 @@ class HookRegistry:
         """Names of the hooks of ``kind``, in call order."""
         return list(self._hooks.get(kind, ()))
 
-    async def run_pre(self, kind: str, agent: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    async def run_pre(self, kind: str, agent: object, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Run the pre hooks of ``kind``; return the (possibly replaced) kwargs.
 
         Raises:
@@ -104,14 +106,17 @@ class HookRegistry:
                 kwargs = result
         return kwargs
 
-    async def run_post(self, kind: str, agent: Any, kwargs: dict[str, Any], output: Any) -> Any:
-        """Run the post hooks of ``kind``; return the (possibly replaced) output."""
+    async def run_post(self, kind: str, agent: object, kwargs: dict[str, Any], output: T) -> T:
+        """Run the post hooks of ``kind``; return the (possibly replaced) output.
+
+        A post hook returns a replacement of the same kind (a ``Msg`` for a ``Msg``...).
+        """
         for fn in list(self._hooks.get(kind, {}).values()):
             result = fn(agent, kwargs, output)
             if inspect.isawaitable(result):
                 result = await result
             if result is not None:
-                output = result
+                output = cast(T, result)  # unchecked, as in AgentScope: the hook's contract
         return output
 
 
@@ -149,32 +154,32 @@ class AgentHooks:
         return None
 
 
-def _adapt(hooks: AgentHooks) -> dict[str, Callable[..., Any]]:
+def _adapt(hooks: AgentHooks) -> dict[str, Callable[..., object]]:
     """String-registry hooks that call the typed methods ``hooks`` overrides."""
 
-    async def pre_reply(agent: Any, kwargs: dict[str, Any]) -> None:
+    async def pre_reply(agent: object, kwargs: dict[str, Any]) -> None:
         msg = kwargs.get("msg")
         await hooks.before_run(agent, list(msg) if isinstance(msg, list) else [])
 
-    async def post_reply(agent: Any, kwargs: dict[str, Any], reply: Msg) -> Msg | None:
+    async def post_reply(agent: object, kwargs: dict[str, Any], reply: Msg) -> Msg | None:
         return await hooks.after_run(agent, reply)
 
-    async def pre_reasoning(agent: Any, kwargs: dict[str, Any]) -> None:
+    async def pre_reasoning(agent: object, kwargs: dict[str, Any]) -> None:
         await hooks.before_model(agent, kwargs["messages"])
 
-    async def post_reasoning(agent: Any, kwargs: dict[str, Any], msg: Msg) -> Msg | None:
+    async def post_reasoning(agent: object, kwargs: dict[str, Any], msg: Msg) -> Msg | None:
         return await hooks.after_model(agent, msg)
 
-    async def pre_acting(agent: Any, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    async def pre_acting(agent: object, kwargs: dict[str, Any]) -> dict[str, Any] | None:
         call = await hooks.before_tool(agent, kwargs["tool_call"])
         return None if call is None else {**kwargs, "tool_call": call}
 
     async def post_acting(
-        agent: Any, kwargs: dict[str, Any], result: ToolResponse
+        agent: object, kwargs: dict[str, Any], result: ToolResponse
     ) -> ToolResponse | None:
         return await hooks.after_tool(agent, kwargs["tool_call"], result)
 
-    pairs: dict[str, tuple[str, Callable[..., Any]]] = {
+    pairs: dict[str, tuple[str, Callable[..., object]]] = {
         "before_run": ("pre_reply", pre_reply),
         "after_run": ("post_reply", post_reply),
         "before_model": ("pre_reasoning", pre_reasoning),
@@ -199,7 +204,7 @@ class HookHost:
     __slots__ = ("_hooks",)
     _hooks: HookRegistry | None
 
-    def register_hook(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
+    def register_hook(self, kind: str, name: str, fn: Callable[..., object]) -> None:
         """Register (or replace) a hook; see ``agentkit.agent.hooks`` for the signatures."""
         if self._hooks is None:
             self._hooks = HookRegistry()

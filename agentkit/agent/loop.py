@@ -59,7 +59,7 @@ def _missing_text(error: BaseException | None) -> str:
 
 
 # -- replies -----------------------------------------------------------------------------
-def _tools_for(setup: RunSetup, run: Run) -> tuple[list[dict[str, Any]] | None, str | None]:
+def _tools_for(setup: RunSetup, run: Run) -> tuple[list[dict[str, object]] | None, str | None]:
     toolkit = setup.toolkit
     schemas = toolkit.get_json_schemas() if toolkit is not None else []
     if run.structured is None:

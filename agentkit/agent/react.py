@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -19,7 +19,7 @@ from agentkit.agent.construct import (
     legacy_positional,
     resolve_model,
 )
-from agentkit.agent.conversation import Conversation
+from agentkit.agent.conversation import CallInfo, Conversation
 from agentkit.agent.hooks import HookHost, HookRegistry
 from agentkit.agent.runs import TypedRuns
 from agentkit.agent.setup import ApprovalPolicy, RunSetup
@@ -143,14 +143,15 @@ class ReActAgent(TypedRuns, HookHost):
         Pass ``toolkit=agent.toolkit.copy()`` for a toolkit of its own (copy-on-write, so
         it costs nothing until the conversation changes its tools or groups).
         """
-        clone = _copy_slots(self)
-        clone._conv = Conversation(memory if memory is not None else InMemoryMemory())
-        clone._listeners = ()
-        clone._printer = None
-        clone._run = None
+        fresh: dict[str, object] = {
+            "_conv": Conversation(memory if memory is not None else InMemoryMemory()),
+            "_listeners": (),
+            "_printer": None,
+            "_run": None,
+        }
         if toolkit is not None:
-            clone._toolkit = toolkit
-        return clone
+            fresh["_toolkit"] = toolkit
+        return _copy_slots(self, fresh)
 
     # -- configuration -----------------------------------------------------------------
     @property
@@ -192,7 +193,7 @@ class ReActAgent(TypedRuns, HookHost):
         return self._run is not None
 
     @property
-    def pending_tool_calls(self) -> list[dict[str, Any]]:
+    def pending_tool_calls(self) -> list[CallInfo]:
         """Calls waiting for approval, as ``{"id", "name", "input"}`` dicts."""
         return self._conv.pending_calls()
 
@@ -210,7 +211,7 @@ class ReActAgent(TypedRuns, HookHost):
         structured_model: type[BaseModel] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
-        deps: Any = None,
+        deps: object = None,
     ) -> Msg:
         """Reply to ``msg`` (None: continue from memory).
 
@@ -268,7 +269,7 @@ class ReActAgent(TypedRuns, HookHost):
         self,
         msgs: list[Msg],
         structured: type[BaseModel] | None,
-        deps: Any,
+        deps: object,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
         run, setup = self._start(structured, deps, limits)
@@ -286,7 +287,7 @@ class ReActAgent(TypedRuns, HookHost):
         self,
         approvals: dict[str, bool | str],
         structured_model: type[BaseModel] | None,
-        deps: Any,
+        deps: object,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
         if self._run is not None:
@@ -382,7 +383,7 @@ class ReActAgent(TypedRuns, HookHost):
 
     # -- run driving -------------------------------------------------------------------
     def _start(
-        self, structured_model: type[BaseModel] | None, deps: Any, limits: UsageLimits | None
+        self, structured_model: type[BaseModel] | None, deps: object, limits: UsageLimits | None
     ) -> tuple[Run, RunSetup]:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
@@ -494,7 +495,7 @@ class ReActAgent(TypedRuns, HookHost):
         return reply
 
     # -- state -------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """A JSON-safe snapshot: memory, pending calls, iteration, toolkit state.
 
         Deps, hooks and the model are not part of it (they are configuration, or live
@@ -515,7 +516,7 @@ class ReActAgent(TypedRuns, HookHost):
             state["toolkit"] = toolkit_state()
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, object]) -> None:
         """Restore a snapshot from :meth:`state_dict` (validated before anything changes).
 
         States written by older agentkit versions are migrated first
@@ -569,15 +570,18 @@ _SLOTS: dict[type, tuple[str, ...]] = {}
 _UNSET = object()
 
 
-def _copy_slots(agent: ReActAgent) -> ReActAgent:
-    """A shallow copy of ``agent`` (several times faster than ``copy.copy`` for slots)."""
+def _copy_slots(agent: ReActAgent, fresh: Mapping[str, object]) -> ReActAgent:
+    """A shallow copy of ``agent`` with the slots in ``fresh`` set anew.
+
+    Several times faster than ``copy.copy`` for slots.
+    """
     cls = type(agent)
     names = _SLOTS.get(cls)
     if names is None:
         names = _SLOTS[cls] = _slot_names(cls)
     clone = cls.__new__(cls)
     for name in names:
-        value = getattr(agent, name, _UNSET)
+        value = fresh[name] if name in fresh else getattr(agent, name, _UNSET)
         if value is not _UNSET:  # else a slot never set
             setattr(clone, name, value)
     if hasattr(agent, "__dict__"):  # a subclass's own attributes

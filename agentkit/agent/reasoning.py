@@ -93,7 +93,7 @@ async def _call_model(
     setup: RunSetup,
     run: Run,
     prompt: list[Msg],
-    tools: list[dict[str, Any]] | None,
+    tools: list[dict[str, object]] | None,
     tool_choice: str | None,
 ) -> None:
     """One model call, its answer left in ``run.partial``."""
@@ -114,11 +114,32 @@ async def _call_model(
         _diff([], output.content, run.emit)
 
 
+async def _request_view(setup: RunSetup, conv: Conversation, extra: Msg | None) -> list[Msg]:
+    """The prompt of the next request: system message, memory, ``extra``; compacted."""
+    prompt = [setup.system(), *(await conv.memory.get_memory())]
+    if extra is not None:
+        prompt.append(extra)
+    # compaction seam: the request view
+    return await _compaction.request_view(setup.owner, prompt)
+
+
+def _answer(setup: RunSetup, run: Run, allow_calls: bool) -> tuple[ChatResponse, Msg]:
+    """The model's complete answer and the assistant message made of it (not stored yet)."""
+    response = run.partial or ChatResponse(content=[])
+    finish = (response.metadata or {}).get("finish_reason")
+    run.finish_reason = finish if isinstance(finish, str) else None
+    content = response.content
+    if not allow_calls:
+        content = [b for b in content if b["type"] != "tool_use"]
+    content = unique_call_ids(content)
+    return response, new_msg(setup.name, list(content), "assistant")
+
+
 async def reason(
     setup: RunSetup,
     conv: Conversation,
     run: Run,
-    tools: list[dict[str, Any]] | None,
+    tools: list[dict[str, object]] | None,
     tool_choice: str | None,
     *,
     extra: Msg | None = None,
@@ -138,11 +159,7 @@ async def reason(
     Returns:
         The stored assistant message. Its tool calls (if any) are in ``run.batch``.
     """
-    prompt = [setup.system(), *(await conv.memory.get_memory())]
-    if extra is not None:
-        prompt.append(extra)
-    # compaction seam: the request view
-    prompt = await _compaction.request_view(setup.owner, prompt)
+    prompt = await _request_view(setup, conv, extra)
     hooks = setup.hooks
     kwargs: dict[str, Any] | None = None
     if hooks is not None and hooks.has("pre_reasoning"):
@@ -156,14 +173,7 @@ async def reason(
             await _call_model(setup, run, prompt, tools, tool_choice)
     finally:
         run.calling_model = False
-    response = run.partial or ChatResponse(content=[])
-    reason_ = (response.metadata or {}).get("finish_reason")
-    run.finish_reason = reason_ if isinstance(reason_, str) else None
-    content = response.content
-    if not allow_calls:
-        content = [b for b in content if b["type"] != "tool_use"]
-    content = unique_call_ids(content)
-    msg = new_msg(setup.name, list(content), "assistant")
+    response, msg = _answer(setup, run, allow_calls)
     if hooks is not None and hooks.has("post_reasoning"):
         msg = await hooks.run_post("post_reasoning", setup.owner, kwargs or {}, msg)
     _compaction.record(setup.owner, msg, response)  # compaction seam: the decision, on the answer

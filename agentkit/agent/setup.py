@@ -56,7 +56,7 @@ class RunSetup:
     hooks: HookRegistry | None = None
     limiter: anyio.CapacityLimiter | None = None
     limits: UsageLimits | None = None
-    deps: Any = None
+    deps: object = None
     max_iters: int = 10
     parallel_tool_calls: bool = True
     approval_policy: ApprovalPolicy | None = None

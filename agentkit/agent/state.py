@@ -46,11 +46,11 @@ Every bump ships a migration in ``MIGRATIONS`` (from the previous version) and f
 states written by the previous release under ``tests/fixtures/state_v<N>/``.
 """
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, object]], dict[str, object]]] = {}
 """``{n: fn}``: ``fn`` turns a version-``n`` state into a version-``n + 1`` state."""
 
 
-def migrate_state(state: Any) -> dict[str, Any]:
+def migrate_state(state: object) -> dict[str, object]:
     """Bring a saved agent state to ``SCHEMA_VERSION``, one migration at a time.
 
     The input is never modified (each migration returns a new dict).
@@ -163,7 +163,7 @@ class Run:
         self.iteration = 0
         self.started = time.perf_counter()
         self.structured = structured
-        self.structured_output: dict[str, Any] | None = None
+        self.structured_output: dict[str, object] | None = None
         self.structured_failures = 0
         self.force_tool: str | None = None
         self.last_text: list[Any] = []
@@ -189,7 +189,7 @@ class Run:
         self.batch = calls
         self.results = [None] * len(calls)
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, object]:
         """Reply metadata common to every outcome."""
         metadata: dict[str, Any] = {
             "usage": self.usage.to_dict(),
@@ -221,12 +221,12 @@ async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -
         run.added.extend([msgs] if isinstance(msgs, Msg) else msgs)
 
 
-def new_msg(name: str, content: Any, role: Role, metadata: dict[str, Any] | None = None) -> Msg:
+def new_msg(name: str, content: Any, role: Role, metadata: dict[str, object] | None = None) -> Msg:
     """A Msg with a cheap random id (``uuid4`` costs a system call per message)."""
     return Msg(name, content, role, metadata, id=f"{_randbits(128):032x}")
 
 
-def _check_version(state: Any) -> dict[str, Any]:
+def _check_version(state: object) -> dict[str, object]:
     if not isinstance(state, dict):
         raise StateError(f"agent state must be a dict, got {type(state).__name__}")
     version = state.get("schema_version")
@@ -238,7 +238,7 @@ def _check_version(state: Any) -> dict[str, Any]:
     return state
 
 
-def parse_agent_state(state: Any) -> tuple[list[ToolUseBlock], list[Msg], int]:
+def parse_agent_state(state: object) -> tuple[list[ToolUseBlock], list[Msg], int]:
     """Validate an agent state dict; return pending calls, deferred messages, iteration.
 
     Memory messages (when given as ``{"messages": [...]}``) are checked against the
@@ -247,8 +247,8 @@ def parse_agent_state(state: Any) -> tuple[list[ToolUseBlock], list[Msg], int]:
     Raises:
         StateError: naming what is wrong.
     """
-    state = _check_version(state)
-    pending_raw = state.get("pending_tool_calls", [])
+    data = _check_version(state)
+    pending_raw = data.get("pending_tool_calls", [])
     if not isinstance(pending_raw, list):
         raise StateError("'pending_tool_calls' must be a list")
     pending: list[ToolUseBlock] = []
@@ -260,13 +260,14 @@ def parse_agent_state(state: Any) -> tuple[list[ToolUseBlock], list[Msg], int]:
         if checked["type"] != "tool_use":
             raise StateError(f"pending_tool_calls[{i}] must be a tool_use block")
         pending.append(checked)
-    deferred = _parse_messages(state.get("deferred_messages", []), "deferred_messages")
-    iteration = state.get("iteration", 0)
+    deferred = _parse_messages(data.get("deferred_messages", []), "deferred_messages")
+    iteration = data.get("iteration", 0)
     if not isinstance(iteration, int) or iteration < 0:
         raise StateError("'iteration' must be a non-negative int")
-    if not isinstance(state.get("memory"), dict):
+    memory = data.get("memory")
+    if not isinstance(memory, dict):
         raise StateError("agent state needs a 'memory' dict")
-    messages = state["memory"].get("messages")
+    messages = memory.get("messages")
     if isinstance(messages, list):
         try:
             check_memory_invariant(
@@ -277,7 +278,7 @@ def parse_agent_state(state: Any) -> tuple[list[ToolUseBlock], list[Msg], int]:
     return pending, deferred, iteration
 
 
-def _parse_messages(raw: Any, where: str) -> list[Msg]:
+def _parse_messages(raw: object, where: str) -> list[Msg]:
     if not isinstance(raw, list):
         raise StateError(f"{where!r} must be a list")
     out = []

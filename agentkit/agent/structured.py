@@ -8,7 +8,7 @@ so the model can correct itself, up to ``MAX_STRUCTURED_RETRIES`` times.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from agentkit.tools.response import ToolResponse
@@ -30,7 +30,7 @@ __all__ = [
 RESPONSE_TOOL = "generate_response"
 MAX_STRUCTURED_RETRIES = 3
 
-_SCHEMAS: WeakKeyDictionary[type[BaseModel], dict[str, Any]] = WeakKeyDictionary()
+_SCHEMAS: WeakKeyDictionary[type[BaseModel], dict[str, object]] = WeakKeyDictionary()
 
 
 def response_definition(model: type[BaseModel]) -> ToolDefinition:
@@ -48,7 +48,7 @@ def response_definition(model: type[BaseModel]) -> ToolDefinition:
     )
 
 
-def response_schema(model: type[BaseModel]) -> dict[str, Any]:
+def response_schema(model: type[BaseModel]) -> dict[str, object]:
     """The OpenAI-style function schema of the ``generate_response`` tool (cached per model)."""
     schema = _SCHEMAS.get(model)
     if schema is None:

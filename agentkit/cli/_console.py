@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+from typing import TextIO
 
 import anyio
 import anyio.from_thread
@@ -212,7 +212,7 @@ class EventRenderer:
         self.line(f"  <- {name} [{mark}{took}] {short(shown, 160)}")
 
 
-def _counter(metadata: dict[str, Any] | None) -> str:
+def _counter(metadata: dict[str, object] | None) -> str:
     if not metadata or metadata.get("progress") is None:
         return ""
     total = metadata.get("total")

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
@@ -141,7 +141,7 @@ async def _open_session(args: argparse.Namespace, agent: ReActAgent, out: TextIO
     return session
 
 
-def describe_arguments(name: str, arguments: dict[str, Any]) -> str:
+def describe_arguments(name: str, arguments: dict[str, object]) -> str:
     """What a human approves: the *whole* arguments, verbatim, with their size.
 
     Never shortened or whitespace-collapsed: a padded ``ls`` hiding ``; touch ...`` past

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -196,7 +196,7 @@ def _was_interrupted(messages: Sequence[Msg], before: int) -> list[str]:
     return cut
 
 
-def decide(messages: list[Msg], tools: list[dict[str, Any]] | None) -> ScriptItem:
+def decide(messages: list[Msg], tools: list[dict[str, object]] | None) -> ScriptItem:
     """The demo model's whole brain: one answer computed from the conversation."""
     human = _last_human(messages)
     if human < 0:
@@ -227,7 +227,7 @@ def _interrupted_calls(messages: Sequence[Msg]) -> list[ToolUseBlock]:
     return [tool_use(c["name"], **c["input"]) for c in calls]
 
 
-def _is_interrupted(output: Any) -> bool:
+def _is_interrupted(output: object) -> bool:
     return isinstance(output, str) and "interrupted" in output.lower()
 
 
@@ -271,7 +271,7 @@ def _cities(request: str) -> list[str]:
     return list(dict.fromkeys(found)) or ["Paris"]
 
 
-def _short(output: Any, limit: int = 160) -> str:
+def _short(output: str | Sized, limit: int = 160) -> str:
     shown = output if isinstance(output, str) else f"[{len(output)} content blocks]"
     shown = " ".join(shown.split())
     return shown if len(shown) <= limit else shown[:limit] + "…"

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             if not isinstance(config, HttpServer):
                 raise ValueError("--oauth needs an --http server")
             config = dataclasses.replace(config, oauth=OAuth())
-        arguments: dict[str, Any] = {}
+        arguments: dict[str, object] = {}
         if args.mcp_command == "call":
             arguments = json.loads(args.arguments)
             if not isinstance(arguments, dict):
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
-async def _main(args: argparse.Namespace, config: Any, arguments: dict[str, Any]) -> int:
+async def _main(args: argparse.Namespace, config: Any, arguments: dict[str, object]) -> int:
     async with AsyncExitStack() as stack:
         client = await open_mcp(stack, server_name(config), config)
         client.timeout = args.timeout
@@ -202,7 +202,7 @@ async def _tools(client: MCPClient, as_json: bool) -> int:
     return 0
 
 
-async def _call(client: MCPClient, tool: str, arguments: dict[str, Any], as_json: bool) -> int:
+async def _call(client: MCPClient, tool: str, arguments: dict[str, object], as_json: bool) -> int:
     final = None
     async for chunk in client.call_tool_stream(tool, arguments):
         if not chunk.is_last:
@@ -236,12 +236,12 @@ def _print(text: str = "", *, file: TextIO | None = None) -> None:
     print(terminal_safe(text), file=file or sys.stdout)
 
 
-def _print_json(value: Any) -> None:
+def _print_json(value: object) -> None:
     """Print JSON with every non-ASCII character escaped: no control sequence gets through."""
     print(json.dumps(value, indent=2, ensure_ascii=True))
 
 
-def _counter(metadata: dict[str, Any] | None) -> str:
+def _counter(metadata: dict[str, object] | None) -> str:
     meta = metadata or {}
     done, total = meta.get("progress"), meta.get("total")
     if not isinstance(done, int | float):

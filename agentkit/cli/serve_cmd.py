@@ -98,7 +98,7 @@ def open_sessions(url: str | None) -> Session:
         return RedisSession(url)
     if scheme in ("postgresql", "postgres"):
         try:
-            from agentkit.session import PostgresSession  # type: ignore[attr-defined,unused-ignore]
+            from agentkit.session import PostgresSession
         except ImportError:
             raise ValueError(
                 "postgresql:// needs agentkit.session.PostgresSession, which this agentkit "

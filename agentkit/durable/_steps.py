@@ -20,13 +20,15 @@ import contextvars
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from agentkit.messages import Msg, ToolUseBlock
+from agentkit.messages import ContentBlock, Msg, ToolUseBlock
 from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
 from agentkit.tools import Toolkit, ToolResponse
+from agentkit.tools.response import ToolResultContent
 
 if TYPE_CHECKING:
+    from dbos import DBOS, StepOptions, StepReservation
     from pydantic import BaseModel
 
 __all__ = ["DurableModel", "DurableToolkit", "RunSteps", "idempotency_key"]
@@ -48,7 +50,7 @@ def idempotency_key() -> str | None:
     return _CURRENT_CALL.get()
 
 
-def _dbos() -> Any:
+def _dbos() -> type[DBOS]:
     from dbos import DBOS
 
     return DBOS
@@ -64,7 +66,7 @@ class RunSteps:
     """Per-run bookkeeping shared by a run's model and toolkit: reserved tool-call steps."""
 
     def __init__(self) -> None:
-        self.reserved: dict[str, Any] = {}
+        self.reserved: dict[str, StepReservation] = {}
         self.model_requests = 0
         self.tool_calls = 0
 
@@ -76,7 +78,25 @@ class RunSteps:
                 self.reserved[block["id"]] = dbos.reserve_step()
 
 
-def _response_to_json(response: ChatResponse) -> dict[str, Any]:
+class _ResponseRecord(TypedDict):
+    """A model answer as its step records it (JSON)."""
+
+    content: list[ContentBlock]
+    usage: dict[str, Any] | None  # ChatUsage.to_dict()
+    id: str
+    metadata: dict[str, object] | None
+
+
+class _ToolRecord(TypedDict):
+    """A tool call's final result as its step records it (JSON)."""
+
+    content: list[ToolResultContent]
+    metadata: dict[str, object] | None
+    is_error: bool
+    is_interrupted: bool
+
+
+def _response_to_json(response: ChatResponse) -> _ResponseRecord:
     data = {
         "content": list(response.content),
         "usage": None if response.usage is None else response.usage.to_dict(),
@@ -84,11 +104,11 @@ def _response_to_json(response: ChatResponse) -> dict[str, Any]:
         "metadata": response.metadata,
     }
     # JSON only, never pickle: what cannot round-trip through JSON is refused here.
-    loaded: dict[str, Any] = json.loads(json.dumps(data, allow_nan=False))
+    loaded: _ResponseRecord = json.loads(json.dumps(data, allow_nan=False))
     return loaded
 
 
-def _response_from_json(data: dict[str, Any]) -> ChatResponse:
+def _response_from_json(data: _ResponseRecord) -> ChatResponse:
     usage = data.get("usage")
     return ChatResponse(
         content=list(data["content"]),
@@ -134,14 +154,14 @@ class DurableModel(ChatModel):
     async def __call__(
         self,
         messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[dict[str, object]] | None = None,
         tool_choice: ToolChoice | None = None,
         structured_model: type[BaseModel] | None = None,
         **kwargs: Any,
     ) -> ModelOutput:
         """Send the request as a step (or replay its recorded answer)."""
 
-        async def request() -> dict[str, Any]:
+        async def request() -> _ResponseRecord:
             output = await self.inner(
                 messages, tools, tool_choice, structured_model=structured_model, **kwargs
             )
@@ -160,14 +180,14 @@ class DurableModel(ChatModel):
         """Nothing to close: the wrapped model belongs to the template agent."""
 
 
-def _tool_response_to_json(response: ToolResponse) -> dict[str, Any]:
+def _tool_response_to_json(response: ToolResponse) -> _ToolRecord:
     data = {
         "content": list(response.content),
         "metadata": response.metadata,
         "is_error": response.is_error,
         "is_interrupted": response.is_interrupted,
     }
-    loaded: dict[str, Any] = json.loads(json.dumps(data, allow_nan=False))
+    loaded: _ToolRecord = json.loads(json.dumps(data, allow_nan=False))
     return loaded
 
 
@@ -196,8 +216,8 @@ class DurableToolkit(Toolkit):
         self,
         block: ToolUseBlock,
         *,
-        context: Any = None,
-        deps: Any = None,
+        context: object = None,
+        deps: object = None,
         approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call as a step at its reserved id (or replay its recorded result)."""
@@ -206,13 +226,13 @@ class DurableToolkit(Toolkit):
         return self._durable_call(block, context, deps, approved)
 
     async def _durable_call(
-        self, block: ToolUseBlock, context: Any, deps: Any, approved: bool
+        self, block: ToolUseBlock, context: Any, deps: object, approved: bool
     ) -> AsyncGenerator[ToolResponse, None]:
         dbos = _dbos()
         key = f"{dbos.workflow_id}/{block['id']}"
         base = super().call_tool_function
 
-        async def call() -> dict[str, Any]:
+        async def call() -> _ToolRecord:
             token = _CURRENT_CALL.set(key)
             final = ToolResponse.error("The tool produced no result.")
             try:
@@ -224,7 +244,7 @@ class DurableToolkit(Toolkit):
                 _CURRENT_CALL.reset(token)
             return _tool_response_to_json(final)
 
-        options = {"name": f"tool:{block['name']}"}
+        options: StepOptions = {"name": f"tool:{block['name']}"}
         self.steps.tool_calls += 1
         reservation = self.steps.reserved.pop(block["id"], None)
         if reservation is not None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentkit.agent.result import PendingCall, RunResult, RunUsage, StopReason
+from agentkit.durable._records import RunOutput, RunRequest, UsageRecord
 from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
 from agentkit.exceptions import SessionConflictError
 from agentkit.messages import Msg
@@ -63,12 +64,12 @@ class DurableRunResult(RunResult[str]):
         session_version: The session's version after the save (None without a session).
     """
 
-    state: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, object] = field(default_factory=dict)
     workflow_id: str = ""
     session_version: int | None = None
 
 
-def _sum_usage(total: dict[str, Any], usage: RunUsage) -> dict[str, Any]:
+def _sum_usage(total: UsageRecord, usage: RunUsage) -> UsageRecord:
     """Add one ``agent.run`` usage to a JSON usage record (cost None once unknown)."""
     cost = total.get("cost", 0.0)
     return {
@@ -85,7 +86,7 @@ def _sum_usage(total: dict[str, Any], usage: RunUsage) -> dict[str, Any]:
     }
 
 
-def _as_input(msg: Msg | Sequence[Msg] | str | None) -> list[dict[str, Any]]:
+def _as_input(msg: Msg | Sequence[Msg] | str | None) -> list[dict[str, object]]:
     if msg is None:
         return []
     if isinstance(msg, str):
@@ -99,7 +100,7 @@ class _Outcome:
     """A durable run's replies so far: the last one, summed usage, every new message."""
 
     run: RunResult[str]
-    usage: dict[str, Any]
+    usage: UsageRecord
     new_messages: list[Msg]
 
     def add(self, run: RunResult[str]) -> None:
@@ -179,7 +180,7 @@ class DBOSAgent:
         self.approval_timeout = approval_timeout
         self.workflow_name = f"agentkit.{name}"
 
-        async def run_workflow(request: dict[str, Any]) -> dict[str, Any]:
+        async def run_workflow(request: RunRequest) -> RunOutput:
             return await self._run_workflow(request)
 
         run_workflow.__qualname__ = f"DBOSAgent[{name}]"
@@ -193,8 +194,8 @@ class DBOSAgent:
         msg: Msg | Sequence[Msg] | str | None,
         *,
         session_id: str | None = None,
-        state: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        state: dict[str, object] | None = None,
+    ) -> RunRequest:
         """The workflow input for a run (JSON): what ``DBOSClient.enqueue`` needs too.
 
         With ``session_id`` (and ``sessions``), the session's state and version are read now.
@@ -215,7 +216,7 @@ class DBOSAgent:
         msg: Msg | Sequence[Msg] | str | None,
         *,
         session_id: str | None = None,
-        state: dict[str, Any] | None = None,
+        state: dict[str, object] | None = None,
         workflow_id: str | None = None,
     ) -> DurableRunResult:
         """Run durably and wait for the result.
@@ -244,7 +245,7 @@ class DBOSAgent:
         queue_name: str,
         *,
         session_id: str | None = None,
-        state: dict[str, Any] | None = None,
+        state: dict[str, object] | None = None,
         workflow_id: str | None = None,
     ) -> Any:
         """Enqueue a run on a DBOS queue; return the DBOS handle.
@@ -261,7 +262,7 @@ class DBOSAgent:
             return await DBOS.enqueue_workflow_async(queue_name, self.workflow, request)
 
     @staticmethod
-    def result(output: dict[str, Any], workflow_id: str = "") -> DurableRunResult:
+    def result(output: RunOutput, workflow_id: str = "") -> DurableRunResult:
         """Turn a workflow's JSON output into a result (raises its session conflict)."""
         conflict = output.get("session_conflict")
         if conflict is not None:
@@ -303,13 +304,14 @@ class DBOSAgent:
         agent.print_hint = False
         return agent
 
-    async def _run_workflow(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _run_workflow(self, request: RunRequest) -> RunOutput:
         from dbos import DBOS
 
         steps = RunSteps()
         agent = self.fresh_copy(steps)
-        if request.get("state") is not None:
-            agent.load_state_dict(request["state"])
+        state = request.get("state")
+        if state is not None:
+            agent.load_state_dict(state)
         key = str(request.get("session_id") or DBOS.workflow_id)
         msgs = [Msg.from_dict(m) for m in request.get("input") or []]
         if self.control is None:
@@ -342,15 +344,13 @@ class DBOSAgent:
             outcome.add(run)
         return outcome
 
-    async def _finish(
-        self, request: dict[str, Any], agent: ReActAgent, outcome: _Outcome
-    ) -> dict[str, Any]:
+    async def _finish(self, request: RunRequest, agent: ReActAgent, outcome: _Outcome) -> RunOutput:
         """The workflow's output; saves the session as the workflow's last step."""
         from dbos import DBOS
 
         run = outcome.run
         state = agent.state_dict()
-        output: dict[str, Any] = {
+        output: RunOutput = {
             "reply": run.reply.to_dict(),
             "state": state,
             "interrupted": run.interrupted,
@@ -367,9 +367,10 @@ class DBOSAgent:
             output.update(saved)
         return output
 
-    async def _save_session(self, request: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    async def _save_session(self, request: RunRequest, state: dict[str, object]) -> RunOutput:
         assert self.sessions is not None
         sid, expected = request["session_id"], request.get("session_version")
+        assert sid is not None  # the workflow saves only a run that has a session
         try:
             version = await self.sessions.save_state(sid, state, expected_version=expected)
         except SessionConflictError as exc:

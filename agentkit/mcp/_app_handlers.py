@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from agentkit.mcp._served_items import (
     EmbeddedResource,
@@ -27,10 +27,10 @@ __all__ = ["build"]
 _RESOURCE_NOT_FOUND = -32002  # the spec's code for resources/read of an unknown URI
 
 
-def _server_class() -> type[Server[Any]]:
+def _server_class() -> type[Server]:
     from mcp.server.lowlevel import NotificationOptions, Server
 
-    class AppServer(Server[Any]):
+    class AppServer(Server):
         """Announces ``listChanged`` for tools, resources and prompts (we send them)."""
 
         def create_initialization_options(self, *args: Any, **kwargs: Any) -> Any:
@@ -43,7 +43,7 @@ def _server_class() -> type[Server[Any]]:
     return AppServer
 
 
-def build(app: MCPApp) -> Server[Any]:
+def build(app: MCPApp) -> Server:
     """The lowlevel ``mcp`` Server for ``app``."""
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
@@ -81,13 +81,13 @@ class _Handlers:
 
     # -- tools and logging --------------------------------------------------------------
     async def list_tools(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self.app.remember(ctx)
         return self.app.tools.listing()
 
     async def call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+        self, ctx: ServerRequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         key = self.app.remember(ctx)
         result = await self.app.tools.call(ctx, params, level_key=key)
@@ -97,7 +97,7 @@ class _Handlers:
         return result
 
     async def set_level(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+        self, ctx: ServerRequestContext, params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
         from mcp import types
 
@@ -106,40 +106,29 @@ class _Handlers:
 
     # -- resources ----------------------------------------------------------------------
     async def list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         from mcp import types
 
-        items = [
-            types.Resource(
-                uri=r.uri,
-                name=r.name,
-                title=r.title,
-                description=r.description,
-                mime_type=r.mime_type,
-            )
-            for r in self.app.resources_by_uri.values()
-            if r.pattern is None
-        ]
+        items = [types.Resource(uri=r.uri, **_described(r)) for r in self._served(templates=False)]
         return types.ListResourcesResult(resources=items)
 
     async def list_templates(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         from mcp import types
 
         items = [
-            types.ResourceTemplate(
-                uri_template=r.uri,
-                name=r.name,
-                title=r.title,
-                description=r.description,
-                mime_type=r.mime_type,
-            )
-            for r in self.app.resources_by_uri.values()
-            if r.pattern is not None
+            types.ResourceTemplate(uri_template=r.uri, **_described(r))
+            for r in self._served(templates=True)
         ]
         return types.ListResourceTemplatesResult(resource_templates=items)
+
+    def _served(self, *, templates: bool) -> list[ServedResource]:
+        """The app's resource templates, or its plain resources, in registration order."""
+        return [
+            r for r in self.app.resources_by_uri.values() if (r.pattern is not None) == templates
+        ]
 
     def _find(self, uri: str) -> tuple[ServedResource, dict[str, str]] | None:
         exact = self.app.resources_by_uri.get(uri)
@@ -152,7 +141,7 @@ class _Handlers:
         return None
 
     async def read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+        self, ctx: ServerRequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         from mcp import MCPError
 
@@ -163,7 +152,7 @@ class _Handlers:
         return await resource.read(str(params.uri), variables)
 
     async def subscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+        self, ctx: ServerRequestContext, params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         from mcp import types
 
@@ -172,7 +161,7 @@ class _Handlers:
         return types.EmptyResult()
 
     async def unsubscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+        self, ctx: ServerRequestContext, params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         from mcp import types
 
@@ -182,7 +171,7 @@ class _Handlers:
 
     # -- prompts and completions --------------------------------------------------------
     async def list_prompts(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         from mcp import types
 
@@ -199,7 +188,7 @@ class _Handlers:
         )
 
     async def get_prompt(
-        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+        self, ctx: ServerRequestContext, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         from mcp import MCPError, types
 
@@ -216,7 +205,7 @@ class _Handlers:
         return types.GetPromptResult(description=prompt.description, messages=_messages(value))
 
     async def complete(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+        self, ctx: ServerRequestContext, params: types.CompleteRequestParams
     ) -> types.CompleteResult:
         from mcp import types
 
@@ -241,6 +230,24 @@ class _Handlers:
                 values=values[:100], total=len(values), has_more=len(values) > 100
             )
         )
+
+
+class _Description(TypedDict):
+    """What ``resources/list`` and ``resources/templates/list`` say about a resource."""
+
+    name: str
+    title: str | None
+    description: str | None
+    mime_type: str | None
+
+
+def _described(resource: ServedResource) -> _Description:
+    return {
+        "name": resource.name,
+        "title": resource.title,
+        "description": resource.description,
+        "mime_type": resource.mime_type,
+    }
 
 
 def _prompt_arguments(prompt: ServedPrompt) -> list[types.PromptArgument]:
@@ -271,7 +278,7 @@ def _messages(value: Any) -> list[types.PromptMessage]:
             blocks = [item]
         for block in blocks:
             if isinstance(block, str):
-                wire: dict[str, Any] = {"type": "text", "text": block}
+                wire: dict[str, object] = {"type": "text", "text": block}
             elif isinstance(block, EmbeddedResource):
                 wire = block.to_mcp()
             else:

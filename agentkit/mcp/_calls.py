@@ -48,7 +48,7 @@ def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -
     from mcp import MCPError as SDKError
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-    meta: dict[str, Any] = {"mcp_server": client.name, "mcp_tool": name}
+    meta: dict[str, object] = {"mcp_server": client.name, "mcp_tool": name}
     if conn.session_lost:
         meta["mcp_session_lost"] = True
         return ToolResponse.error(
@@ -84,7 +84,7 @@ def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -
     return ToolResponse.error(f"MCP tool {name!r} failed: {exc}", metadata=meta)
 
 
-def _elicitation_urls(data: Any) -> list[str]:
+def _elicitation_urls(data: object) -> list[str]:
     """URLs named by a URL_ELICITATION_REQUIRED error's data, if any."""
     items = data.get("elicitations") if isinstance(data, dict) else None
     return [str(i["url"]) for i in items or [] if isinstance(i, dict) and i.get("url")]
@@ -93,10 +93,10 @@ def _elicitation_urls(data: Any) -> list[str]:
 async def _request(
     session: Client,
     name: str,
-    arguments: dict[str, Any],
+    arguments: dict[str, object],
     read_timeout: float | None,
     progress: Any,
-    meta: dict[str, Any] | None,
+    meta: dict[str, object] | None,
 ) -> Any:
     # ``meta`` goes out as the request's ``_meta`` (trace context, app keys) untouched.
     wire_meta: Any = meta  # RequestParamsMeta is a TypedDict with extra items: any JSON dict
@@ -112,9 +112,9 @@ async def _request(
 async def call_once(
     client: MCPClient,
     name: str,
-    arguments: dict[str, Any],
+    arguments: dict[str, object],
     read_timeout: float | None,
-    meta: dict[str, Any] | None = None,
+    meta: dict[str, object] | None = None,
 ) -> ToolResponse:
     """A call without progress streaming, awaited in the caller's task (no extra task).
 
@@ -122,7 +122,7 @@ async def call_once(
     sent once more on a fresh session.
     """
     for attempt in range(2):
-        conn = await client._live()
+        conn = await client.live_connection()
         session = conn.client
         assert session is not None
         limit = read_timeout if read_timeout is not None else client.timeout
@@ -139,9 +139,9 @@ async def call_once(
 async def call_stream(
     client: MCPClient,
     name: str,
-    arguments: dict[str, Any],
+    arguments: dict[str, object],
     read_timeout: float | None,
-    meta: dict[str, Any] | None = None,
+    meta: dict[str, object] | None = None,
 ) -> AsyncIterator[ToolResponse]:
     """The body of :meth:`MCPClient.call_tool_stream` (one retry on a lost session)."""
     for attempt in range(2):
@@ -161,11 +161,11 @@ async def call_stream(
 async def _stream_once(
     client: MCPClient,
     name: str,
-    arguments: dict[str, Any],
+    arguments: dict[str, object],
     read_timeout: float | None,
-    meta: dict[str, Any] | None,
+    meta: dict[str, object] | None,
 ) -> AsyncIterator[ToolResponse]:
-    conn = await client._live()
+    conn = await client.live_connection()
     session = conn.client
     assert session is not None
     send, receive = anyio.create_memory_object_stream[ToolResponse](math.inf)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ClientEvents", "ListKind", "ResourceCallback", "ToolsChangedCallback"]
 
 ToolsChangedCallback = Callable[["MCPClient"], Awaitable[None]]
-ResourceCallback = Callable[[str], Any]
+ResourceCallback = Callable[[str], object]
 """``(uri) -> None`` (sync or async): the subscribed resource changed; read it again."""
 ListKind = Literal["tools", "prompts", "resources"]
 
@@ -35,13 +35,13 @@ class ClientEvents:
 
     name: str
     logger: logging.Logger
-    on_tool_change: Callable[[ToolChange], Any] | None
+    on_tool_change: Callable[[ToolChange], object] | None
     _conn: Connection | None
     _tools: Any
     _dirty: anyio.Event | None
     _tools_changed: list[ToolsChangedCallback]
     _pending_callbacks: list[Any]
-    _list_callbacks: dict[str, list[Callable[[], Any]]]
+    _list_callbacks: dict[str, list[Callable[[], object]]]
     _resource_callbacks: dict[str, list[ResourceCallback]]
 
     def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
@@ -54,7 +54,7 @@ class ClientEvents:
         if callback in self._tools_changed:
             self._tools_changed.remove(callback)
 
-    def on_list_changed(self, kind: ListKind, callback: Callable[[], Any]) -> None:
+    def on_list_changed(self, kind: ListKind, callback: Callable[[], object]) -> None:
         """Call ``callback()`` (sync or async) when the server's prompts/resources/tools change."""
         self._list_callbacks.setdefault(kind, []).append(callback)
 
@@ -63,7 +63,7 @@ class ClientEvents:
         if self._dirty is not None:
             self._dirty.set()
 
-    def _fire(self, callbacks: list[Callable[..., Any]], *args: Any) -> None:
+    def _fire(self, callbacks: list[Callable[..., object]], *args: Any) -> None:
         """Run callbacks; async ones in the connection's task group (errors are logged)."""
         for callback in list(callbacks):
             try:
@@ -155,6 +155,6 @@ class ClientEvents:
             self._dirty = anyio.Event()
             for callback in list(self._tools_changed):
                 try:
-                    await callback(self)  # type: ignore[arg-type]
+                    await callback(cast("MCPClient", self))  # this mixin is only MCPClient's
                 except Exception as exc:
                     self.logger.warning("refreshing tools of %r failed: %s", self.name, exc)

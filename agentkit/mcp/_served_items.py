@@ -39,9 +39,9 @@ class EmbeddedResource:
     blob: bytes | None = None
     mime_type: str | None = None
 
-    def to_mcp(self) -> dict[str, Any]:
+    def to_mcp(self) -> dict[str, object]:
         """The wire form (``{"type": "resource", "resource": {...}}``)."""
-        resource: dict[str, Any] = {"uri": self.uri}
+        resource: dict[str, object] = {"uri": self.uri}
         if self.mime_type:
             resource["mimeType"] = self.mime_type
         if self.text is not None:
@@ -65,7 +65,7 @@ def tool_result(*items: str | ToolResultContent | EmbeddedResource) -> ToolRespo
     anywhere else the resources read as text blocks.
     """
     blocks: list[ToolResultContent] = []
-    wire: list[dict[str, Any]] = []
+    wire: list[dict[str, object]] = []
     for item in items:
         if isinstance(item, EmbeddedResource):
             blocks.append(item.as_block())
@@ -77,7 +77,7 @@ def tool_result(*items: str | ToolResultContent | EmbeddedResource) -> ToolRespo
     return ToolResponse(content=blocks, metadata={MCP_CONTENT_KEY: wire})
 
 
-def block_to_wire(block: ToolResultContent) -> dict[str, Any]:
+def block_to_wire(block: ToolResultContent) -> dict[str, object]:
     """An agentkit content block as MCP content (JSON)."""
     if block["type"] == "text":
         return {"type": "text", "text": block["text"]}
@@ -90,7 +90,7 @@ def block_to_wire(block: ToolResultContent) -> dict[str, Any]:
 @dataclass
 class ServedResource:
     uri: str
-    fn: Callable[..., Any]
+    fn: Callable[..., object]
     name: str
     title: str | None
     description: str | None
@@ -114,12 +114,12 @@ class ServedResource:
 @dataclass
 class ServedPrompt:
     name: str
-    fn: Callable[..., Any]
+    fn: Callable[..., object]
     title: str | None
     description: str | None
 
 
-async def call_maybe_async(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+async def call_maybe_async(fn: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
     """``fn(...)``, awaited if it returned an awaitable."""
     value = fn(*args, **kwargs)
     return await value if inspect.isawaitable(value) else value
@@ -132,7 +132,7 @@ def template_pattern(uri: str) -> re.Pattern[str]:
     return re.compile(f"^{regex}$")
 
 
-def summary(fn: Callable[..., Any]) -> str | None:
+def summary(fn: Callable[..., object]) -> str | None:
     """The first paragraph of ``fn``'s docstring."""
     doc = inspect.getdoc(fn)
     return doc.strip().split("\n\n")[0] if doc else None

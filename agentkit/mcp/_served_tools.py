@@ -40,7 +40,7 @@ Approval = Literal["refuse", "client"]
 MCP_CONTENT_KEY = "mcp_content"  # ToolResponse.metadata key holding verbatim MCP content
 
 
-def output_schema(fn: Any) -> dict[str, Any] | None:
+def output_schema(fn: object) -> dict[str, object] | None:
     """The JSON schema of ``fn``'s return annotation when it is a structured type."""
     try:
         hints = typing.get_type_hints(fn)
@@ -59,7 +59,7 @@ def output_schema(fn: Any) -> dict[str, Any] | None:
     from pydantic import TypeAdapter
 
     try:
-        schema: dict[str, Any] = TypeAdapter(ann).json_schema()
+        schema: dict[str, object] = TypeAdapter(ann).json_schema()
     except Exception:  # e.g. a typing.TypedDict on Python < 3.12 (pydantic refuses it)
         return None
     return schema if schema.get("type") == "object" else None
@@ -109,7 +109,7 @@ class ServedTools:
             description=fn.get("description") or None,
             input_schema=fn.get("parameters") or {"type": "object", "properties": {}},
             output_schema=schema,
-            annotations=types.ToolAnnotations(**notes.to_mcp()) if notes else None,
+            annotations=types.ToolAnnotations.model_validate(notes.to_mcp()) if notes else None,
         )
 
     def changed_since_listing(self) -> bool:
@@ -120,7 +120,7 @@ class ServedTools:
 
     async def call(
         self,
-        ctx: ServerRequestContext[Any, Any],
+        ctx: ServerRequestContext,
         params: types.CallToolRequestParams,
         *,
         level_key: str = "",
@@ -159,7 +159,11 @@ class ServedTools:
         )
 
     async def _run(
-        self, ctx: ServerRequestContext[Any, Any], mcp: MCPContext, name: str, args: dict[str, Any]
+        self,
+        ctx: ServerRequestContext,
+        mcp: MCPContext,
+        name: str,
+        args: dict[str, object],
     ) -> ToolResponse:
         block = ToolUseBlock(type="tool_use", id=f"mcp-{uuid.uuid4().hex}", name=name, input=args)
         final: ToolResponse | None = None
@@ -191,7 +195,7 @@ def progress_step(chunk: ToolResponse, previous: float | None) -> tuple[float, f
     return step, float(total) if isinstance(total, int | float) else None
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
+def _json_object(text: str) -> dict[str, object] | None:
     try:
         value = json.loads(text)
     except ValueError:
@@ -199,7 +203,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _content_item(item: dict[str, Any]) -> types.ContentBlock:
+def _content_item(item: dict[str, object]) -> types.ContentBlock:
     from mcp import types
     from pydantic import TypeAdapter
 

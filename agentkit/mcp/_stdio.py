@@ -22,7 +22,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 import anyio.abc
@@ -102,7 +102,7 @@ def _text_prefix(head: bytes) -> str:
     return raw
 
 
-def truncated_response(item: Overflow, limit: int) -> dict[str, Any] | None:
+def truncated_response(item: Overflow, limit: int) -> dict[str, object] | None:
     """A JSON-RPC result standing in for an overlong one, or None without a findable id."""
     match = _ID.search(item.head[:4096])
     result_at = item.head.find(b'"result"')
@@ -155,6 +155,82 @@ async def _stop_process(process: anyio.abc.Process) -> None:
     await process.aclose()
 
 
+class _Pump:
+    """Moves messages between the child's pipes and the session's stream pair.
+
+    ``reader`` parses the child's stdout into messages for the session; ``writer`` sends
+    the session's messages to the child's stdin. Each ends the session's read stream when
+    its pipe breaks, so the session sees the end instead of hanging.
+    """
+
+    def __init__(
+        self,
+        process: anyio.abc.Process,
+        name: str,
+        max_message_bytes: int,
+        on_broken: Callable[[str], None],
+    ) -> None:
+        from mcp.shared.message import SessionMessage
+
+        self.process = process
+        self.name = name
+        self.max_message_bytes = max_message_bytes
+        self.on_broken = on_broken
+        self.read_writer, self.read_stream = anyio.create_memory_object_stream[
+            SessionMessage | Exception
+        ](0)
+        self.write_stream, self.write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def deliver(self, line: bytes | Overflow) -> bool:
+        """Send one message to the session; False when the stream must end."""
+        from mcp.shared.message import SessionMessage
+        from mcp_types import jsonrpc_message_adapter
+
+        if isinstance(line, Overflow):
+            stand_in = truncated_response(line, self.max_message_bytes)
+            if stand_in is None:
+                await self.read_writer.send(ValueError(f"dropped a {line.size:,}-byte message"))
+                return True
+            line = json.dumps(stand_in).encode()
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            reason = _decode_error(line, exc)
+            logger.warning("MCP stdio server %s: %s", self.name, reason)
+            self.on_broken(reason)
+            return False
+        try:
+            message: SessionMessage | Exception = SessionMessage(
+                jsonrpc_message_adapter.validate_json(text, by_name=False)
+            )
+        except ValueError as exc:  # not JSON-RPC: the session logs it and goes on
+            message = exc
+        await self.read_writer.send(message)
+        return True
+
+    async def reader(self) -> None:
+        """Child's stdout -> session, line by line (bounded by ``max_message_bytes``)."""
+        assert self.process.stdout is not None
+        feed = split_lines(self.max_message_bytes)
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async with self.read_writer:
+                async for chunk in self.process.stdout:
+                    for line in feed(chunk):
+                        if not await self.deliver(line):
+                            return
+
+    async def writer(self) -> None:
+        """Session -> child's stdin, one JSON line per message."""
+        assert self.process.stdin is not None
+        try:
+            async with self.write_reader:
+                async for item in self.write_reader:
+                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await self.process.stdin.send(data.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await self.read_writer.aclose()  # the session must see the end, not hang
+
+
 @asynccontextmanager
 async def stdio_transport(
     argv: list[str],
@@ -176,7 +252,6 @@ async def stdio_transport(
         on_broken: Called with a reason when the stream breaks (invalid UTF-8).
     """
     from mcp.client.stdio import get_default_environment
-    from mcp.shared.message import SessionMessage
 
     child_env = get_default_environment() | dict(env or {}) | marker_env()
     process = await anyio.open_process(
@@ -186,64 +261,16 @@ async def stdio_transport(
         cwd=cwd,
         start_new_session=True,  # one process group: the whole tree is stopped together
     )
-    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def deliver(line: bytes | Overflow) -> bool:
-        """Send one message to the session; False when the stream must end."""
-        from mcp_types import jsonrpc_message_adapter
-
-        if isinstance(line, Overflow):
-            stand_in = truncated_response(line, max_message_bytes)
-            if stand_in is None:
-                await read_writer.send(ValueError(f"dropped a {line.size:,}-byte message"))
-                return True
-            line = json.dumps(stand_in).encode()
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            reason = _decode_error(line, exc)
-            logger.warning("MCP stdio server %s: %s", argv[0], reason)
-            on_broken(reason)
-            return False
-        try:
-            message: SessionMessage | Exception = SessionMessage(
-                jsonrpc_message_adapter.validate_json(text, by_name=False)
-            )
-        except ValueError as exc:  # not JSON-RPC: the session logs it and goes on
-            message = exc
-        await read_writer.send(message)
-        return True
-
-    async def reader() -> None:
-        assert process.stdout is not None
-        feed = split_lines(max_message_bytes)
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            async with read_writer:
-                async for chunk in process.stdout:
-                    for line in feed(chunk):
-                        if not await deliver(line):
-                            return
-
-    async def writer() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_reader:
-                async for item in write_reader:
-                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send(data.encode() + b"\n")
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_writer.aclose()  # the session must see the end, not hang
-
+    pump = _Pump(process, argv[0], max_message_bytes, on_broken)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(reader)
-        tg.start_soon(writer)
+        tg.start_soon(pump.reader)
+        tg.start_soon(pump.writer)
         try:
-            yield read_stream, write_stream
+            yield pump.read_stream, pump.write_stream
         finally:
             with anyio.CancelScope(shield=True):
-                read_stream.close()
-                write_stream.close()
+                pump.read_stream.close()
+                pump.write_stream.close()
                 # Taken before the server stops (its children are orphans afterwards).
                 leftovers = await anyio.to_thread.run_sync(server_tree, process.pid, child_env)
                 await _stop_process(process)

@@ -32,7 +32,7 @@ __all__ = ["error_reply", "stdio_server"]
 _MAX_REQUEST_BYTES = 64 * 1024 * 1024
 
 
-def error_reply(line: bytes | Overflow) -> dict[str, Any] | None:
+def error_reply(line: bytes | Overflow) -> dict[str, object] | None:
     """The JSON-RPC error answering ``line`` when it is not a valid message, else None."""
     from mcp_types import jsonrpc_message_adapter
 
@@ -51,7 +51,7 @@ def error_reply(line: bytes | Overflow) -> dict[str, Any] | None:
     return None
 
 
-def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
+def _error(rid: object, code: int, message: str) -> dict[str, object]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
 

@@ -40,6 +40,7 @@ from agentkit.mcp._served_tools import Approval, ServedTools
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
+    from mcp.server.session import ServerSession
 
     from agentkit.tools import Toolkit
 
@@ -81,7 +82,9 @@ class MCPApp:
         self.resources_by_uri: dict[str, ServedResource] = {}
         self.prompts_by_name: dict[str, ServedPrompt] = {}
         self.completion_fn: CompletionFn | None = None
-        self.connections: dict[str, Any] = {}  # connection key -> its latest ServerSession
+        self.connections: dict[
+            str, ServerSession
+        ] = {}  # connection key -> its latest ServerSession
         self.bus: Any = None  # 2026-07-28 subscriptions/listen fan-out, made by build_server
         self.subscribers: dict[str, set[str]] = {}  # uri -> connection keys
 
@@ -157,7 +160,7 @@ class MCPApp:
         if self.bus is not None:
             await self.bus.publish(event())
 
-    def _handshake_sessions(self) -> list[Any]:
+    def _handshake_sessions(self) -> list[ServerSession]:
         """Sessions that take unsolicited notifications (not 2026-07-28 ones)."""
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -167,7 +170,7 @@ class MCPApp:
             if getattr(s, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS
         ]
 
-    def remember(self, ctx: ServerRequestContext[Any, Any]) -> str:
+    def remember(self, ctx: ServerRequestContext) -> str:
         """Note the connection behind ``ctx`` (for later notifications); return its key."""
         request = ctx.request
         headers = getattr(request, "headers", None)
@@ -176,6 +179,6 @@ class MCPApp:
         return key
 
     # -- the server ---------------------------------------------------------------------
-    def build_server(self) -> Server[Any]:
+    def build_server(self) -> Server:
         """A lowlevel ``mcp`` Server with this app's handlers."""
         return build(self)

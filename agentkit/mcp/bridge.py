@@ -40,7 +40,7 @@ class _ToolkitLike(Protocol):
 
 
 @dataclass(eq=False)
-class _Registration:
+class Registration:
     toolkit: _ToolkitLike
     group: str
     enable: frozenset[str] | None
@@ -70,7 +70,7 @@ class _Registration:
         return built
 
 
-def _check_selection(client: MCPClient, reg: _Registration, tools: list[mcp_types.Tool]) -> None:
+def _check_selection(client: MCPClient, reg: Registration, tools: list[mcp_types.Tool]) -> None:
     available = {t.name for t in tools}
     for label, names in (
         ("enable_funcs", reg.enable or frozenset()),
@@ -83,7 +83,7 @@ def _check_selection(client: MCPClient, reg: _Registration, tools: list[mcp_type
             )
 
 
-def _check_collisions(client: MCPClient, reg: _Registration, tools: list[MCPTool]) -> None:
+def _check_collisions(client: MCPClient, reg: Registration, tools: list[MCPTool]) -> None:
     seen: dict[str, str] = {}
     for tool in tools:
         if tool.name in seen:
@@ -140,7 +140,7 @@ async def register_mcp_client(
         )
     if not client.is_connected:
         await client.connect()
-    reg = _Registration(
+    reg = Registration(
         toolkit=toolkit,
         group=group_name,
         enable=frozenset(enable_funcs) if enable_funcs is not None else None,
@@ -157,7 +157,7 @@ async def register_mcp_client(
     _check_collisions(client, reg, tools)
     registered = [toolkit.register_tool(t, namesake=namesake) for t in tools]
     reg.names = [t.name for t in registered]
-    client._registrations.append(reg)
+    client.registrations.append(reg)
     client.on_tools_changed(_refresh)
     return registered
 
@@ -180,9 +180,9 @@ def _usable(client: MCPClient, tools: list[mcp_types.Tool]) -> list[mcp_types.To
 
 def _forget(client: MCPClient, toolkit: _ToolkitLike) -> None:
     """Remove ``client``'s earlier registration in ``toolkit`` (tools and record)."""
-    for reg in [r for r in client._registrations if r.toolkit is toolkit]:
+    for reg in [r for r in client.registrations if r.toolkit is toolkit]:
         toolkit.remove_tools([n for n in reg.names if _owned(toolkit, n, client)])
-        client._registrations.remove(reg)
+        client.registrations.remove(reg)
 
 
 def _owned(toolkit: _ToolkitLike, name: str, client: MCPClient) -> bool:
@@ -210,15 +210,15 @@ async def remove_mcp_clients(
     if doomed:
         toolkit.remove_tools(doomed)
     for client in clients:
-        client._registrations = [r for r in client._registrations if r.toolkit is not toolkit]
+        client.registrations = [r for r in client.registrations if r.toolkit is not toolkit]
 
 
 async def _refresh(client: MCPClient) -> None:
     """Bring every toolkit that registered ``client`` in line with its current tool list."""
-    if not client._registrations:
+    if not client.registrations:
         return
     listed = _usable(client, await client.list_tools(refresh=True))
-    for reg in list(client._registrations):
+    for reg in list(client.registrations):
         _apply(client, reg, listed)
 
 
@@ -233,7 +233,9 @@ def _change(client: MCPClient, tool: mcp_types.Tool, old: str, new: str) -> Tool
     return change
 
 
-def _hold_changed(client: MCPClient, reg: _Registration, wanted: dict[str, Any]) -> list[str]:
+def _hold_changed(
+    client: MCPClient, reg: Registration, wanted: dict[str, mcp_types.Tool]
+) -> list[str]:
     """Pinned tools whose new definition differs: keep the old one, disabled. Their names."""
     held = []
     for name, definition in wanted.items():
@@ -250,7 +252,7 @@ def _hold_changed(client: MCPClient, reg: _Registration, wanted: dict[str, Any])
     return held
 
 
-def _apply(client: MCPClient, reg: _Registration, listed: list[mcp_types.Tool]) -> None:
+def _apply(client: MCPClient, reg: Registration, listed: list[mcp_types.Tool]) -> None:
     toolkit = reg.toolkit
     wanted = {toolkit_name(t.name, reg.prefix): t for t in reg.select(listed)}
     current = [n for n in reg.names if _owned(toolkit, n, client)]
@@ -286,7 +288,7 @@ class _ResourceTool(Tool):
     """Reads one of an MCP server's resources by URI."""
 
     def __init__(self, client: MCPClient, name: str, description: str, group: str) -> None:
-        params = {
+        params: dict[str, object] = {
             "type": "object",
             "properties": {"uri": {"type": "string", "description": "The resource URI."}},
             "required": ["uri"],
@@ -294,7 +296,7 @@ class _ResourceTool(Tool):
         super().__init__(name, description, params, group=group)
         self.client = client
 
-    async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+    async def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         blocks = await self.client.read_resource(str(arguments["uri"]))
         yield ToolResponse(content=blocks, metadata={"mcp_server": self.client.name})
 

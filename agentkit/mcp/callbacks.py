@@ -26,7 +26,11 @@ if TYPE_CHECKING:
         LoggingFnT,
         SamplingFnT,
     )
-    from mcp_types import LoggingMessageNotificationParams
+    from mcp_types import (
+        CreateMessageRequestParams,
+        ElicitRequestParams,
+        LoggingMessageNotificationParams,
+    )
 
 __all__ = [
     "ElicitationCallback",
@@ -40,9 +44,9 @@ __all__ = [
 SamplingApproval: TypeAlias = Callable[[list[Msg]], Awaitable[bool] | bool]
 """``(messages) -> bool``: return False to refuse a server's sampling request."""
 
-ElicitationAnswer: TypeAlias = dict[str, Any] | Literal["decline", "cancel"] | None
+ElicitationAnswer: TypeAlias = dict[str, object] | Literal["decline", "cancel"] | None
 ElicitationCallback: TypeAlias = Callable[
-    [str, dict[str, Any]], Awaitable[ElicitationAnswer] | ElicitationAnswer
+    [str, dict[str, object]], Awaitable[ElicitationAnswer] | ElicitationAnswer
 ]
 """``(message, json_schema) -> answer``: the answer (a dict), ``None`` or ``"decline"`` to
 decline, ``"cancel"`` when the user dismissed the question without choosing."""
@@ -63,7 +67,7 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _generation_kwargs(model: ChatModel, params: Any) -> dict[str, Any]:
+def _generation_kwargs(model: ChatModel, params: CreateMessageRequestParams) -> dict[str, object]:
     """The server's ``maxTokens`` and ``temperature``, named as the model's API names them."""
     kwargs: dict[str, Any] = {}
     max_tokens = getattr(params, "max_tokens", None)
@@ -108,7 +112,9 @@ def make_sampling_callback(
     """
     from mcp_types import CreateMessageResult, ErrorData, TextContent
 
-    async def sampling(context: ClientRequestContext, params: Any) -> Any:
+    async def sampling(
+        context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | ErrorData:
         messages = sampling_messages_to_msgs(list(params.messages), params.system_prompt, server)
         if approval is not None and not await _maybe_await(approval(messages)):
             return ErrorData(code=-1, message="The user declined the sampling request")
@@ -127,10 +133,11 @@ def make_sampling_callback(
     return sampling
 
 
-def _with_defaults(answer: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+def _with_defaults(answer: dict[str, Any], schema: dict[str, object]) -> dict[str, Any]:
     """Fill schema defaults for fields the user left out (the SDK does not)."""
     filled = dict(answer)
-    for key, prop in (schema.get("properties") or {}).items():
+    properties = schema.get("properties")
+    for key, prop in properties.items() if isinstance(properties, dict) else ():
         if key not in filled and isinstance(prop, dict) and "default" in prop:
             filled[key] = prop["default"]
     return filled
@@ -143,11 +150,13 @@ def make_elicitation_callback(callback: ElicitationCallback) -> ElicitationFnT:
     and a schema ``{"type": "object", "properties": {}, "x-url": url}``; returning any dict
     means the user agreed to open it.
     """
-    from mcp_types import ElicitResult
+    from mcp_types import ElicitRequestURLParams, ElicitResult
 
-    async def elicitation(context: ClientRequestContext, params: Any) -> Any:
-        if getattr(params, "mode", "form") == "url":
-            schema: dict[str, Any] = {"type": "object", "properties": {}, "x-url": params.url}
+    async def elicitation(
+        context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult:
+        if isinstance(params, ElicitRequestURLParams):
+            schema: dict[str, object] = {"type": "object", "properties": {}, "x-url": params.url}
             message = f"{params.message}\n{params.url}"
         else:
             schema = dict(params.requested_schema)
@@ -180,10 +189,10 @@ def make_roots_callback(
     """
     from mcp_types import ListRootsResult, Root
 
-    async def list_roots(context: ClientRequestContext) -> Any:
+    async def list_roots(context: ClientRequestContext) -> ListRootsResult:
         current = roots() if callable(roots) else roots
         listed = [
-            Root(uri=_root_uri(r), name=pathlib.PurePath(_root_uri(r)).name)  # type: ignore[arg-type]
+            Root.model_validate({"uri": _root_uri(r), "name": pathlib.PurePath(_root_uri(r)).name})
             for r in current
         ]
         return ListRootsResult(roots=listed)

@@ -15,7 +15,7 @@ import logging
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -41,7 +41,9 @@ from agentkit.tools.response import ToolResponse, ToolResultContent
 if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
+    from mcp_types import LoggingLevel
 
+    from agentkit.mcp.bridge import Registration
     from agentkit.models.base import ChatModel
 
 __all__ = ["MCPClient", "MCPToolFunction"]
@@ -107,7 +109,7 @@ class MCPClient(ClientEvents):
         trust: Literal["untrusted", "trusted"] = "untrusted",
         pin_tools: bool = True,
         max_description_chars: int | None = 4000,
-        on_tool_change: Callable[[ToolChange], Any] | None = None,
+        on_tool_change: Callable[[ToolChange], object] | None = None,
     ) -> None:
         self.name = name
         self.server = server
@@ -130,7 +132,7 @@ class MCPClient(ClientEvents):
         # your session and restore it to keep pins across restarts.
         self.pins: dict[str, str] = {}
         self._pending_callbacks: list[Any] = []
-        self._list_callbacks: dict[str, list[Callable[[], Any]]] = {}
+        self._list_callbacks: dict[str, list[Callable[[], object]]] = {}
         self._resource_callbacks: dict[str, list[ResourceCallback]] = {}
         self.logger = logging.getLogger(f"agentkit.mcp.{name}")
         self._conn: Connection | None = None
@@ -143,7 +145,8 @@ class MCPClient(ClientEvents):
         self._tools_changed: list[ToolsChangedCallback] = []
         self._dirty: anyio.Event | None = None
         self.reconnects = 0
-        self._registrations: list[Any] = []  # agentkit.mcp.bridge records, one per Toolkit
+        # One agentkit.mcp.bridge record per Toolkit this client is registered in (bridge API).
+        self.registrations: list[Registration] = []
 
     def __repr__(self) -> str:
         return f"MCPClient(name={self.name!r}, server={self.server!r})"
@@ -195,13 +198,13 @@ class MCPClient(ClientEvents):
         return client.protocol_version if client is not None else None
 
     @property
-    def server_info(self) -> Any:
+    def server_info(self) -> mcp_types.Implementation | None:
         """The server's ``Implementation`` info (name, version), once connected."""
         client = self._conn.client if self._conn else None
         return client.server_info if client is not None else None
 
     @property
-    def server_capabilities(self) -> Any:
+    def server_capabilities(self) -> mcp_types.ServerCapabilities | None:
         """The capabilities the server announced, once connected."""
         client = self._conn.client if self._conn else None
         return client.server_capabilities if client is not None else None
@@ -275,14 +278,19 @@ class MCPClient(ClientEvents):
 
         with warnings.catch_warnings():  # deprecated only in 2026-07-28, which this is not
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            request = client.session.set_logging_level(self.log_level)  # type: ignore[arg-type]
+            # The server refuses a level it does not know; the SDK types only the valid ones.
+            level = cast("LoggingLevel", self.log_level)
+            request = client.session.set_logging_level(level)
         try:
             await request
         except Exception as exc:  # a server without logging support: keep going
             self.logger.debug("logging/setLevel failed: %s", exc)
 
-    async def _live(self) -> Connection:
-        """The healthy connection, reconnecting a lost one (bounded retries, backoff)."""
+    async def live_connection(self) -> Connection:
+        """The healthy connection, reconnecting a lost one (bounded retries, backoff).
+
+        Internal API of ``agentkit.mcp`` (its call paths); not part of the public surface.
+        """
         conn = self._conn
         if conn is not None and conn.healthy:
             return conn
@@ -313,7 +321,7 @@ class MCPClient(ClientEvents):
             ) from error
 
     async def _session(self) -> Client:
-        conn = await self._live()
+        conn = await self.live_connection()
         assert conn.client is not None
         return conn.client
 
@@ -347,7 +355,7 @@ class MCPClient(ClientEvents):
         for tool in await self.list_tools(refresh=True):
             if names is None or tool.name in names:
                 self.pins.pop(tool.name, None)
-        for reg in list(self._registrations):
+        for reg in list(self.registrations):
             for name in list(reg.names):
                 held = reg.toolkit.get_tool(name)
                 if getattr(held, "changed", None) is not None and (
@@ -378,10 +386,10 @@ class MCPClient(ClientEvents):
     async def call_tool(
         self,
         name: str,
-        arguments: dict[str, Any] | None = None,
+        arguments: dict[str, object] | None = None,
         *,
         timeout: float | None = None,  # noqa: ASYNC109 - the MCP request timeout (wire level)
-        meta: dict[str, Any] | None = None,
+        meta: dict[str, object] | None = None,
     ) -> ToolResponse:
         """Call a tool and return its final response (errors become ``is_error`` responses).
 
@@ -396,10 +404,10 @@ class MCPClient(ClientEvents):
     def call_tool_stream(
         self,
         name: str,
-        arguments: dict[str, Any] | None = None,
+        arguments: dict[str, object] | None = None,
         *,
         timeout: float | None = None,
-        meta: dict[str, Any] | None = None,
+        meta: dict[str, object] | None = None,
     ) -> AsyncIterator[ToolResponse]:
         """Call a tool, yielding progress chunks (``is_last=False``) then the final response.
 
@@ -523,7 +531,7 @@ class MCPClient(ClientEvents):
         self._resource_callbacks.setdefault(uri, []).append(callback)
         if not first:
             return
-        conn = await self._live()
+        conn = await self.live_connection()
         assert conn.client is not None
         if conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             conn.spawn(lambda: self._listen(conn))  # a stream that includes the new URI
@@ -539,7 +547,7 @@ class MCPClient(ClientEvents):
 
         if self._resource_callbacks.pop(uri, None) is None:
             return
-        conn = await self._live()
+        conn = await self.live_connection()
         assert conn.client is not None
         if conn.client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             with self._guard(f"resources/unsubscribe {uri!r}"), handshake_era_api():
@@ -559,7 +567,7 @@ class MCPClient(ClientEvents):
         """
         from mcp_types import PromptReference, ResourceTemplateReference
 
-        ref: Any = (
+        ref: PromptReference | ResourceTemplateReference = (
             PromptReference(name=target)
             if kind == "prompt"
             else ResourceTemplateReference(uri=target)

@@ -74,7 +74,7 @@ class MCPContext:
         meta: The request's ``_meta`` (trace context and other pass-through keys).
     """
 
-    def __init__(self, request: ServerRequestContext[Any, Any], min_level: str | None) -> None:
+    def __init__(self, request: ServerRequestContext, min_level: str | None) -> None:
         self._request = request
         self._min_level = min_level
         self.protocol_version: str = request.protocol_version
@@ -107,7 +107,7 @@ class MCPContext:
                 " (deprecated there, SEP-2577); the client negotiated it"
             )
 
-    async def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
+    async def log(self, level: LogLevel, data: object, *, logger: str | None = None) -> None:
         """Send a ``notifications/message`` log entry to the client (if its level allows)."""
         if self._min_level is not None and _ORDER.index(level) < _ORDER.index(self._min_level):
             return
@@ -141,7 +141,7 @@ class MCPContext:
         blocks = content if isinstance(content, list) else [content]
         return "".join(getattr(b, "text", "") for b in blocks)
 
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> dict[str, object]:
         """Ask the client's user (form ``elicitation/create``).
 
         Returns:
@@ -153,7 +153,7 @@ class MCPContext:
         )
         return {"action": result.action, "content": result.content}
 
-    async def list_roots(self) -> list[dict[str, Any]]:
+    async def list_roots(self) -> list[dict[str, object]]:
         """The client's roots (``roots/list``), as ``{"uri", "name"}`` dicts."""
         self._require_back_channel("roots/list")
         with handshake_era_api():

@@ -86,7 +86,7 @@ def result_to_response(result: CallToolResult, server: str, tool: str) -> ToolRe
         tool: The server-side tool name, recorded in metadata.
     """
     blocks = content_to_blocks(list(result.content))
-    metadata: dict[str, Any] = {"mcp_server": server, "mcp_tool": tool}
+    metadata: dict[str, object] = {"mcp_server": server, "mcp_tool": tool}
     # Content annotations (audience, priority...), aligned with the blocks.
     notes: list[Any] = [
         i.annotations.model_dump(mode="json", exclude_none=True) if i.annotations else None

@@ -49,7 +49,7 @@ __all__ = [
 
 # Per toolkit: where open-world content came from ("*": anywhere, e.g. the web; a server name:
 # that server's output, which is untrusted input for the *other* servers' tools).
-_TAINTED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_TAINTED: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
 ANYWHERE = "*"
 
 
@@ -108,7 +108,7 @@ def clean_schema(value: Any, flags: list[str]) -> Any:
     return value
 
 
-def definition_hash(name: str, description: str | None, schema: Any) -> str:
+def definition_hash(name: str, description: str | None, schema: object) -> str:
     """A stable hash of what the model is told about a tool."""
     payload = json.dumps(
         {"name": name, "description": description or "", "inputSchema": schema},
@@ -138,7 +138,8 @@ def cap_result(response: ToolResponse, max_chars: int | None) -> ToolResponse:
         f"\n[truncated by agentkit: {total:,} characters of output, over the {max_chars:,} "
         "limit (MCPClient(max_result_chars=...))"
     )
-    cut = ((response.metadata or {}).get("mcp_meta") or {}).get("agentkit/truncated")
+    mcp_meta = (response.metadata or {}).get("mcp_meta")
+    cut = mcp_meta.get("agentkit/truncated") if isinstance(mcp_meta, dict) else None
     if isinstance(cut, dict):  # already cut while read: say how big the answer really was
         note += f"; the server's answer was {cut.get('size', 0):,} bytes"
     note += "]"
@@ -147,7 +148,7 @@ def cap_result(response: ToolResponse, max_chars: int | None) -> ToolResponse:
     return ToolResponse(content=blocks, metadata=metadata, is_error=response.is_error)
 
 
-def mark_untrusted_content(toolkit: Any, source: str = ANYWHERE) -> None:
+def mark_untrusted_content(toolkit: object, source: str = ANYWHERE) -> None:
     """Record that a run on ``toolkit`` took in open-world content (see module docs).
 
     Args:
@@ -159,12 +160,12 @@ def mark_untrusted_content(toolkit: Any, source: str = ANYWHERE) -> None:
     _TAINTED.setdefault(toolkit, set()).add(source)
 
 
-def reset_untrusted_content(toolkit: Any) -> None:
+def reset_untrusted_content(toolkit: object) -> None:
     """Forget it (e.g. when a new conversation starts on the same toolkit)."""
     _TAINTED.pop(toolkit, None)
 
 
-def is_tainted(toolkit: Any, for_server: str | None = None) -> bool:
+def is_tainted(toolkit: object, for_server: str | None = None) -> bool:
     """Whether open-world content from outside ``for_server`` entered a run on ``toolkit``."""
     if toolkit is None:
         return False

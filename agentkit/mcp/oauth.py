@@ -40,6 +40,7 @@ from urllib.parse import parse_qs, urlparse
 
 import anyio
 import anyio.to_thread
+from pydantic import AnyUrl
 
 from agentkit.mcp._loopback import wait_for_redirect
 
@@ -310,7 +311,7 @@ async def _pre_registration(
     info = OAuthClientInformationFull(
         client_id=oauth.client_id,
         client_secret=oauth.client_secret,
-        redirect_uris=[redirect_uri],  # type: ignore[list-item]  # pydantic coerces str
+        redirect_uris=[AnyUrl(redirect_uri)],
         token_endpoint_auth_method=method,
         client_name=oauth.client_name,
     )
@@ -333,7 +334,7 @@ async def build_auth(oauth: OAuth, server_url: str) -> OAuthClientProvider:
     await _pre_registration(oauth, storage, redirect_uri)
     metadata = OAuthClientMetadata(
         client_name=oauth.client_name,
-        redirect_uris=[redirect_uri],  # type: ignore[list-item]  # pydantic coerces str
+        redirect_uris=[AnyUrl(redirect_uri)],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         scope=" ".join(oauth.scopes) if oauth.scopes else None,

@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
@@ -54,7 +54,7 @@ def build_server(
     version: str | None = None,
     instructions: str | None = None,
     approval: Approval = "refuse",
-) -> Server[Any]:
+) -> Server:
     """Build (without running) a lowlevel MCP ``Server`` exposing ``toolkit``'s active tools.
 
     Args:
@@ -134,12 +134,14 @@ def build_http_app(
     return app
 
 
-def _server_for(toolkit: Toolkit | MCPApp, **options: Any) -> Server[Any]:
+def _server_for(
+    toolkit: Toolkit | MCPApp, *, name: str, instructions: str | None, approval: Approval
+) -> Server:
     from agentkit.mcp.app import MCPApp
 
     if isinstance(toolkit, MCPApp):
         return toolkit.build_server()
-    return build_server(toolkit, **options)
+    return build_server(toolkit, name=name, instructions=instructions, approval=approval)
 
 
 async def serve(
@@ -189,39 +191,37 @@ async def serve(
     if transport == "stdio":
         server = _server_for(toolkit, name=name, instructions=instructions, approval=approval)
         await serve_stdio(server)
-    elif transport == "streamable_http":
-        import uvicorn
-
-        token = resolve_token(token)
-        check_bind(host, token)
-        app = build_http_app(
-            toolkit,
-            path=path,
-            host=host,
-            name=name,
-            instructions=instructions,
-            approval=approval,
-            token=token,
-            allowed_hosts=allowed_hosts,
-            retry_interval_ms=retry_interval_ms,
-            json_response=json_response,
-            stateless=stateless,
-        )
-        print(startup_message(host, port, path, token), file=sys.stderr, flush=True)
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_level=log_level,
-            lifespan="on",
-            timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_S,
-        )
-        await _run_uvicorn(uvicorn.Server(config))
-    else:
+        return
+    if transport != "streamable_http":
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'streamable_http'")
+    token = resolve_token(token)
+    check_bind(host, token)
+    app = build_http_app(toolkit, path=path, host=host, name=name, instructions=instructions,
+                         approval=approval, token=token, allowed_hosts=allowed_hosts,
+                         retry_interval_ms=retry_interval_ms, json_response=json_response,
+                         stateless=stateless)  # fmt: skip
+    await _serve_http_app(app, host, port, path, token, log_level)
 
 
-async def serve_stdio(server: Server[Any]) -> None:
+async def _serve_http_app(
+    app: Starlette, host: str, port: int, path: str, token: str | None, log_level: str
+) -> None:
+    """Announce the endpoint on stderr, then run ``app`` under uvicorn until cancelled."""
+    import uvicorn
+
+    print(startup_message(host, port, path, token), file=sys.stderr, flush=True)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_S,
+    )
+    await _run_uvicorn(uvicorn.Server(config))
+
+
+async def serve_stdio(server: Server) -> None:
     """Run ``server`` over this process's stdin/stdout until EOF, SIGINT or SIGTERM.
 
     The signals stop it at once (running tools are cancelled, their child processes

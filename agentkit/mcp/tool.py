@@ -46,7 +46,7 @@ def toolkit_name(mcp_name: str, prefix: str | None) -> str:
     return f"{name[: _MAX_NAME - 9]}_{digest}"
 
 
-def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _object_schema(schema: dict[str, object]) -> dict[str, object]:
     """The tool's input schema, completed to a valid ``object`` schema."""
     params = dict(schema)
     params.setdefault("type", "object")
@@ -99,7 +99,7 @@ class MCPTool(Tool):
         self._toolkit = weakref.ref(toolkit) if toolkit is not None else None
         self.client = client
         self.mcp_name = tool.name
-        self.annotations: dict[str, Any] = (
+        self.annotations: dict[str, object] = (
             tool.annotations.model_dump(by_alias=True, exclude_none=True)
             if tool.annotations
             else {}
@@ -126,7 +126,7 @@ class MCPTool(Tool):
         """Whether ``tool`` (a fresh listing) describes this tool unchanged."""
         return tool == self.definition
 
-    async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+    async def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Call the server tool: progress chunks, then the final response."""
         if self.changed is not None:
             yield ToolResponse.error(
@@ -163,12 +163,12 @@ class MCPToolFunction:
         self.client = client
         self.name = tool.name
         self.description = tool.description or ""
-        self.parameters: dict[str, Any] = dict(tool.input_schema)
+        self.parameters: dict[str, object] = dict(tool.input_schema)
         self.__name__ = tool.name
         self.__doc__ = self.description
 
     @property
-    def json_schema(self) -> dict[str, Any]:
+    def json_schema(self) -> dict[str, object]:
         """OpenAI-style function schema."""
         return {
             "type": "function",

@@ -340,7 +340,7 @@ def output_blocks(
             content.append(call)
         elif isinstance(kind, str) and (done is None or index in done):
             # Built-in tools (web_search_call, file_search_call...): kept verbatim, replayed.
-            content.append(ProviderItemBlock(type="provider_item", provider=PROVIDER, item=item))
+            content.append(ProviderItemBlock(type="provider_item", provider=PROVIDER, item=dict(item)))
     return content
 
 

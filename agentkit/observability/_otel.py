@@ -16,18 +16,27 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.propagate import extract
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from agentkit import __version__
 from agentkit.observability import _content
-from agentkit.observability.seams import Instrumentation, current_conversation
+from agentkit.observability.seams import EventValue, Instrumentation, current_conversation
+
+if TYPE_CHECKING:
+    from agentkit.agent.react import ReActAgent
+    from agentkit.agent.state import Run
+    from agentkit.messages import Msg
+    from agentkit.models.base import ChatUsage
+    from agentkit.tools.response import ToolResponse
+    from agentkit.tools.toolkit import Toolkit
 
 __all__ = ["OTelInstrumentation"]
 
@@ -42,7 +51,7 @@ _TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 
 _CUT = {"interrupted": "interrupted by the user", "cancelled": "cancelled"}
 
 
-def _error_type(exc: BaseException, run: Any) -> str:
+def _error_type(exc: BaseException, run: object) -> str:
     import anyio
 
     if isinstance(exc, anyio.get_cancelled_exc_class()):
@@ -56,20 +65,20 @@ def _fail(span: trace.Span, error_type: str, description: str | None = None) -> 
     span.set_status(Status(StatusCode.ERROR, _CUT.get(error_type) or description or error_type))
 
 
-def _model_attributes(model: Any) -> dict[str, Any]:
+def _model_attributes(model: object) -> dict[str, AttributeValue]:
     return {
         "gen_ai.provider.name": str(getattr(model, "provider", "unknown")),
         "gen_ai.request.model": str(getattr(model, "model_name", "unknown")),
     }
 
 
-def _mcp_attributes(tool: Any) -> dict[str, Any]:
+def _mcp_attributes(tool: object) -> dict[str, AttributeValue]:
     """``mcp.*``/``server.*``/``network.transport`` of an MCP tool (empty for others)."""
     client = getattr(tool, "client", None)
     server = getattr(client, "server", None)
     if server is None or not hasattr(tool, "mcp_name"):
         return {}
-    attributes: dict[str, Any] = {
+    attributes: dict[str, AttributeValue] = {
         "mcp.method.name": "tools/call",
         "gen_ai.tool.type": "extension",
         "agentkit.mcp.server.name": str(getattr(client, "name", "")),
@@ -126,7 +135,7 @@ class OTelInstrumentation(Instrumentation):
         self,
         name: str,
         kind: SpanKind,
-        attributes: dict[str, Any],
+        attributes: Mapping[str, AttributeValue],
         parent: otel_context.Context | None = None,
     ) -> Iterator[trace.Span]:
         """A span made current for the block; exceptions are recorded by the caller."""
@@ -139,7 +148,7 @@ class OTelInstrumentation(Instrumentation):
             span.end()
 
     @contextlib.contextmanager
-    def run_span(self, agent: Any, run: Any) -> Iterator[None]:
+    def run_span(self, agent: ReActAgent, run: Run) -> Iterator[None]:
         """The ``invoke_agent {agent}`` span of one reply."""
         attributes = {
             "gen_ai.operation.name": "invoke_agent",
@@ -164,9 +173,9 @@ class OTelInstrumentation(Instrumentation):
             else:
                 self._end_run(span, agent, run, "final")
 
-    def _end_run(self, span: trace.Span, agent: Any, run: Any, stop_reason: str) -> None:
+    def _end_run(self, span: trace.Span, agent: ReActAgent, run: Run, stop_reason: str) -> None:
         usage = run.usage
-        attributes = {
+        attributes: dict[str, AttributeValue] = {
             "gen_ai.usage.input_tokens": usage.input_tokens,
             "gen_ai.usage.output_tokens": usage.output_tokens,
             "agentkit.iterations": run.iteration,
@@ -186,7 +195,11 @@ class OTelInstrumentation(Instrumentation):
 
     @contextlib.contextmanager
     def model_span(
-        self, agent: Any, run: Any, messages: list[Any], tools: list[dict[str, Any]] | None
+        self,
+        agent: ReActAgent,
+        run: Run,
+        messages: Sequence[Msg],
+        tools: list[dict[str, object]] | None,
     ) -> Iterator[None]:
         """The ``chat {model}`` span of one model request; the answer is in ``run.partial``."""
         model = agent.model
@@ -209,8 +222,8 @@ class OTelInstrumentation(Instrumentation):
     def _end_chat(
         self,
         span: trace.Span,
-        run: Any,
-        request: dict[str, Any],
+        run: Run,
+        request: dict[str, AttributeValue],
         elapsed: float,
         error: str | None,
     ) -> None:
@@ -224,7 +237,7 @@ class OTelInstrumentation(Instrumentation):
             metadata = response.metadata or {}
             model = str(metadata.get("model") or request["gen_ai.request.model"])
             metric_attrs["gen_ai.response.model"] = model
-            attributes: dict[str, Any] = {
+            attributes: dict[str, AttributeValue] = {
                 "gen_ai.response.model": model,
                 "gen_ai.response.id": str(response.id),
             }
@@ -247,16 +260,18 @@ class OTelInstrumentation(Instrumentation):
             metric_attrs["error.type"] = error
         self.duration.record(elapsed, metric_attrs)
 
-    def _record_tokens(self, usage: Any, metric_attrs: dict[str, Any]) -> None:
+    def _record_tokens(self, usage: ChatUsage, metric_attrs: dict[str, AttributeValue]) -> None:
         self.tokens.record(usage.input_tokens, {**metric_attrs, "gen_ai.token.type": "input"})
         self.tokens.record(usage.output_tokens, {**metric_attrs, "gen_ai.token.type": "output"})
 
     @contextlib.contextmanager
-    def tool_span(self, agent: Any, run: Any, index: int, toolkit: Any = None) -> Iterator[None]:
+    def tool_span(
+        self, agent: ReActAgent, run: Run, index: int, toolkit: Toolkit | None = None
+    ) -> Iterator[None]:
         """The ``execute_tool {tool}`` span of call ``run.batch[index]``."""
-        call = run.batch[index]
+        call = (run.batch or [])[index]
         name = str(call["name"])
-        attributes: dict[str, Any] = {
+        attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
             "gen_ai.tool.call.id": str(call["id"]),
@@ -277,8 +292,8 @@ class OTelInstrumentation(Instrumentation):
                 raise
             self._end_tool(span, run.results[index] if index < len(run.results) else None)
 
-    def _end_tool(self, span: trace.Span, result: Any) -> None:
-        if result is None or not hasattr(result, "is_error"):
+    def _end_tool(self, span: trace.Span, result: ToolResponse | None) -> None:
+        if result is None:
             return
         if self.capture_content:
             span.set_attribute("gen_ai.tool.call.result", _content.dumps(result.content))
@@ -290,7 +305,7 @@ class OTelInstrumentation(Instrumentation):
 
     @contextlib.contextmanager
     def server_tool_span(
-        self, name: str, call_id: str, meta: Mapping[str, Any] | None
+        self, name: str, call_id: str, meta: Mapping[str, object] | None
     ) -> Iterator[None]:
         """An ``execute_tool`` span for a call served over MCP, under the caller's trace.
 
@@ -314,6 +329,6 @@ class OTelInstrumentation(Instrumentation):
                 _fail(span, _error_type(exc, None), str(exc) or None)
                 raise
 
-    def event(self, name: str, attributes: dict[str, Any]) -> None:
+    def event(self, name: str, attributes: Mapping[str, EventValue]) -> None:
         """Add an event to the current span (the reply's, where the loop reports it)."""
         trace.get_current_span().add_event(name, attributes)

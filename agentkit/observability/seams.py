@@ -12,10 +12,17 @@ This module imports nothing beyond the standard library, so importing it is free
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from agentkit.agent.react import ReActAgent
+    from agentkit.agent.state import Run
+    from agentkit.events import CallInfo
+    from agentkit.messages import Msg, ToolUseBlock
+    from agentkit.tools.toolkit import Toolkit
 
 __all__ = [
     "Instrumentation",
@@ -33,6 +40,9 @@ __all__ = [
     "tool_span",
 ]
 
+# A value an instrumentation event may carry (OpenTelemetry attribute values).
+EventValue: TypeAlias = str | bool | int | float
+
 _NULL: AbstractContextManager[None] = nullcontext()
 _conversation: ContextVar[str | None] = ContextVar("agentkit_conversation", default=None)
 
@@ -44,29 +54,33 @@ class Instrumentation:
     (an implementation must never change them).
     """
 
-    def run_span(self, agent: Any, run: Any) -> AbstractContextManager[None]:
+    def run_span(self, agent: ReActAgent, run: Run) -> AbstractContextManager[None]:
         """Wrap one reply (``await agent(...)`` or ``agent.resume(...)``)."""
         return _NULL
 
     def model_span(
-        self, agent: Any, run: Any, messages: list[Any], tools: list[dict[str, Any]] | None
+        self,
+        agent: ReActAgent,
+        run: Run,
+        messages: Sequence[Msg],
+        tools: list[dict[str, object]] | None,
     ) -> AbstractContextManager[None]:
         """Wrap one model request; its answer is in ``run.partial`` on exit."""
         return _NULL
 
     def tool_span(
-        self, agent: Any, run: Any, index: int, toolkit: Any = None
+        self, agent: ReActAgent, run: Run, index: int, toolkit: Toolkit | None = None
     ) -> AbstractContextManager[None]:
         """Wrap tool call ``run.batch[index]``; its result is in ``run.results[index]``."""
         return _NULL
 
     def server_tool_span(
-        self, name: str, call_id: str, meta: Mapping[str, Any] | None
+        self, name: str, call_id: str, meta: Mapping[str, object] | None
     ) -> AbstractContextManager[None]:
         """Wrap a call served by agentkit's MCP server (``meta``: the request's ``_meta``)."""
         return _NULL
 
-    def event(self, name: str, attributes: dict[str, Any]) -> None:
+    def event(self, name: str, attributes: Mapping[str, EventValue]) -> None:
         """Record an event on the current span."""
 
 
@@ -84,14 +98,14 @@ def installed() -> Instrumentation | None:
     return _active
 
 
-def run_span(agent: Any, run: Any) -> AbstractContextManager[None]:
+def run_span(agent: ReActAgent, run: Run) -> AbstractContextManager[None]:
     """The ``invoke_agent`` span of one reply (a no-op unless instrumented)."""
     active = _active
     return _NULL if active is None else active.run_span(agent, run)
 
 
 def model_span(
-    agent: Any, run: Any, messages: list[Any], tools: list[dict[str, Any]] | None
+    agent: ReActAgent, run: Run, messages: Sequence[Msg], tools: list[dict[str, object]] | None
 ) -> AbstractContextManager[None]:
     """The ``chat`` span of one model request (a no-op unless instrumented)."""
     active = _active
@@ -99,7 +113,7 @@ def model_span(
 
 
 def tool_span(
-    agent: Any, run: Any, index: int, toolkit: Any = None
+    agent: ReActAgent, run: Run, index: int, toolkit: Toolkit | None = None
 ) -> AbstractContextManager[None]:
     """The ``execute_tool`` span of one tool call (a no-op unless instrumented).
 
@@ -111,14 +125,14 @@ def tool_span(
 
 
 def server_tool_span(
-    name: str, call_id: str, meta: Mapping[str, Any] | None
+    name: str, call_id: str, meta: Mapping[str, object] | None
 ) -> AbstractContextManager[None]:
     """The span of a tool call served over MCP, continuing the caller's trace."""
     active = _active
     return _NULL if active is None else active.server_tool_span(name, call_id, meta)
 
 
-def approval_required(calls: list[dict[str, Any]]) -> None:
+def approval_required(calls: list[CallInfo]) -> None:
     """Calls set aside for a human's approval (``{"id", "name", "input"}`` dicts)."""
     if _active is not None:
         for call in calls:
@@ -128,7 +142,7 @@ def approval_required(calls: list[dict[str, Any]]) -> None:
             )
 
 
-def tool_denied(call: Mapping[str, Any], reason: bool | str) -> None:
+def tool_denied(call: ToolUseBlock, reason: bool | str) -> None:
     """A call the user denied (``reason``: False, or the user's words)."""
     if _active is not None:
         attributes = {"gen_ai.tool.name": call["name"], "gen_ai.tool.call.id": call["id"]}

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentTool", "agent_as_tool"]
 
-_PARAMETERS: dict[str, Any] = {
+_PARAMETERS: dict[str, object] = {
     "type": "object",
     "properties": {
         "task": {
@@ -104,13 +104,13 @@ class AgentTool(Tool):
         self.agent = agent
         self._lock = anyio.Lock()
 
-    def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+    def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Run the inner agent on ``arguments["task"]`` without a Toolkit.
 
         Progress chunks are collected and yielded after the inner reply (a Toolkit call,
         through :meth:`invoke_with_context`, streams them live instead).
         """
-        return self._replay(arguments["task"])
+        return self._replay(str(arguments["task"]))
 
     async def _replay(self, task: str) -> AsyncIterator[ToolResponse]:
         chunks: list[ToolResponse] = []
@@ -120,7 +120,7 @@ class AgentTool(Tool):
         yield self._final(reply)
 
     async def invoke_with_context(
-        self, arguments: dict[str, Any], context: ToolContext
+        self, arguments: dict[str, object], context: ToolContext
     ) -> AsyncIterator[ToolResponse]:
         """Run the inner agent, streaming its events live through ``context``.
 
@@ -133,7 +133,7 @@ class AgentTool(Tool):
             context.emit_progress(chunk.content, metadata=chunk.metadata)
 
         reply = await self.delegate(
-            arguments["task"],
+            str(arguments["task"]),
             caller=caller if isinstance(caller, str) else "user",
             on_progress=forward,
             deps=context.deps,
@@ -146,7 +146,7 @@ class AgentTool(Tool):
         *,
         caller: str = "user",
         on_progress: Callable[[ToolResponse], object] | None = None,
-        deps: Any = None,
+        deps: object = None,
     ) -> Msg:
         """Run the inner agent on ``task`` and return its reply.
 
@@ -170,7 +170,7 @@ class AgentTool(Tool):
         agent: StreamingAgent,
         msg: Msg,
         on_progress: Callable[[ToolResponse], object] | None,
-        extra: dict[str, Any],
+        extra: dict[str, object],
     ) -> Msg:
         reply: Msg | None = None
         async with agent.stream(msg, **extra) as events:
@@ -228,7 +228,7 @@ class AgentTool(Tool):
 
     def _progress(self, event: object) -> ToolResponse | None:
         """Turn one inner event into a progress chunk (None: nothing worth showing)."""
-        meta: dict[str, Any] = {"agent": self.agent.name, "event": getattr(event, "type", None)}
+        meta: dict[str, object] = {"agent": self.agent.name, "event": getattr(event, "type", None)}
         if isinstance(event, TextDelta):
             return ToolResponse.text(event.delta, metadata=meta, is_last=False)
         if isinstance(event, ToolCallStarted):
@@ -261,12 +261,13 @@ class AgentTool(Tool):
             for block in audible.get_content_blocks():
                 if block["type"] in ("text", "image", "audio"):
                     content.append(block)
-        metadata: dict[str, Any] = {"agent": self.agent.name, "reply_id": reply.id}
+        metadata: dict[str, object] = {"agent": self.agent.name, "reply_id": reply.id}
         for key in _FORWARDED_METADATA:
             if reply.metadata and key in reply.metadata:
                 metadata[key] = reply.metadata[key]
-        if metadata.get("pending_tool_calls"):
-            names = ", ".join(str(c.get("name")) for c in metadata["pending_tool_calls"])
+        pending = metadata.get("pending_tool_calls")
+        if isinstance(pending, list) and pending:
+            names = ", ".join(str(c.get("name")) for c in pending)
             content.append(
                 {"type": "text", "text": f"[{self.agent.name} waits for approval of: {names}]"}
             )

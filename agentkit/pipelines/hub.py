@@ -143,7 +143,7 @@ class MsgHub:
                 for m in messages:
                     await agent.observe(m.copy())
 
-    async def _on_reply(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
+    async def _on_reply(self, agent: Any, kwargs: dict[str, object], output: Any) -> None:
         if self.auto_broadcast and isinstance(output, Msg):
             await self.broadcast(output, exclude=agent)
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from agentkit.messages import Msg
+
+if TYPE_CHECKING:
+    from agentkit.events import AgentEvent
 
 __all__ = [
     "AgentLike",
@@ -34,7 +37,7 @@ class AgentLike(Protocol):
         """The agent's name."""
         ...
 
-    async def __call__(self, msg: Any = None) -> Msg:
+    async def __call__(self, msg: MsgInput = None) -> Msg:
         """Reply to ``msg`` (None: continue from memory)."""
         ...
 
@@ -42,15 +45,15 @@ class AgentLike(Protocol):
 class HubParticipant(AgentLike, Protocol):
     """An agent that can sit in a ``MsgHub``: it observes and has ``post_reply`` hooks."""
 
-    async def observe(self, msg: Any) -> None:
+    async def observe(self, msg: Msg | list[Msg] | None) -> None:
         """Take in messages without replying."""
         ...
 
-    def register_hook(self, kind: Any, name: str, fn: Callable[..., Any]) -> None:
+    def register_hook(self, kind: str, name: str, fn: Callable[..., object]) -> None:
         """Register a hook of ``kind`` under ``name``."""
         ...
 
-    def remove_hook(self, kind: Any, name: str) -> None:
+    def remove_hook(self, kind: str, name: str) -> None:
         """Remove the hook ``name`` of ``kind``."""
         ...
 
@@ -58,7 +61,7 @@ class HubParticipant(AgentLike, Protocol):
 class InterruptibleAgent(AgentLike, Protocol):
     """An agent whose running reply can be interrupted from another task."""
 
-    async def interrupt(self, msg: Any = None) -> None:
+    async def interrupt(self, msg: Msg | None = None) -> object:
         """Interrupt the reply in progress."""
         ...
 
@@ -66,7 +69,7 @@ class InterruptibleAgent(AgentLike, Protocol):
 class StreamingAgent(InterruptibleAgent, Protocol):
     """An agent that streams events (``agentkit.events``) while it replies."""
 
-    def stream(self, msg: Any = None) -> EventStreamLike:
+    def stream(self, msg: MsgInput = None) -> EventStreamLike:
         """Reply to ``msg``; an async context manager iterating events (``ReplyFinished`` last)."""
         ...
 
@@ -77,7 +80,7 @@ class EventStreamLike(Protocol):
     Leaving the ``async with`` block early interrupts the reply.
     """
 
-    async def __aenter__(self) -> AsyncIterator[Any]:
+    async def __aenter__(self) -> AsyncIterator[AgentEvent]:
         """Start the reply; return the event iterator."""
         ...
 

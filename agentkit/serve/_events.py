@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from ag_ui.core import (
     BaseEvent,
@@ -47,6 +47,7 @@ from ag_ui.core import (
 from agentkit.events import (
     AgentEvent,
     ApprovalRequested,
+    CallInfo,
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
@@ -81,7 +82,7 @@ class Translator:
         self.run_id = run_id
         self.is_subagent = is_subagent or (lambda _name: False)
         self.aliases: list[str] = []  # provisional message ids streamed in this run
-        self.pending: list[dict[str, Any]] = []  # calls waiting for approval
+        self.pending: list[CallInfo] = []  # calls waiting for approval
         self._turn = 0
         self._step: str | None = None
         self._text: str | None = None  # open text message id
@@ -175,7 +176,7 @@ class Translator:
         out.append(ReasoningMessageContentEvent(message_id=self._reasoning, delta=delta))
         return out
 
-    def _announce(self, call_id: str, name: str, arguments: Any) -> list[BaseEvent]:
+    def _announce(self, call_id: str, name: str, arguments: object) -> list[BaseEvent]:
         if call_id in self._announced:
             return []
         self._announced.add(call_id)

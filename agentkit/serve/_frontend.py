@@ -59,7 +59,7 @@ def current_state() -> Any:
     return _STATE.get()
 
 
-def set_current_state(value: Any) -> None:
+def set_current_state(value: object) -> None:
     """Make ``value`` the state :func:`current_state` returns in this run (server side)."""
     _STATE.set(value)
 
@@ -84,12 +84,12 @@ class FrontendTool(AgentkitTool):
         )
         self.results = results
 
-    async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+    async def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Without a call id there is no client result to give."""
         yield ToolResponse.error(NO_RESULT_TEXT)
 
     def invoke_with_context(
-        self, arguments: dict[str, Any], context: ToolContext
+        self, arguments: dict[str, object], context: ToolContext
     ) -> AsyncIterator[ToolResponse]:
         """Answer with the result the client sent for this call."""
         return self._answer(context.call_id)

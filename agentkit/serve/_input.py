@@ -35,7 +35,7 @@ def _pydantic_message(exc: ValidationError) -> str:
     return "invalid RunAgentInput: " + "; ".join(parts) + more
 
 
-def _verdict(value: Any, where: str) -> bool | str:
+def _verdict(value: object, where: str) -> bool | str:
     """An approval verdict: True, False, a denial reason, or ``{"approved", "reason"}``."""
     if isinstance(value, dict):
         approved = value.get("approved")
@@ -52,7 +52,7 @@ def _verdict(value: Any, where: str) -> bool | str:
     )
 
 
-def parse_approvals(body: Any) -> dict[str, bool | str]:
+def parse_approvals(body: object) -> dict[str, bool | str]:
     """The body of ``POST /threads/{id}/approvals``: ``{call_id: verdict}``.
 
     Raises:
@@ -164,7 +164,7 @@ class RunInput:
         return msgs, approvals
 
 
-def parse_run_input(body: Any) -> RunInput:
+def parse_run_input(body: object) -> RunInput:
     """Validate a ``RunAgentInput`` body (camelCase, as AG-UI clients send it).
 
     Raises:

@@ -30,7 +30,7 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from agentkit.agent import EventStream, ReActAgent
-from agentkit.events import Interrupted, ReplyStarted
+from agentkit.events import CallInfo, Interrupted, ReplyStarted
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
 from agentkit.serve._convert import to_agui_messages
@@ -43,7 +43,7 @@ __all__ = ["APPROVAL_SCHEMA", "RunRequest", "current_deps", "execute_run", "inte
 logger = logging.getLogger("agentkit.serve")
 _ENCODER = EventEncoder()
 
-APPROVAL_SCHEMA: dict[str, Any] = {
+APPROVAL_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
         "approved": {"type": "boolean", "description": "true runs the call"},
@@ -69,7 +69,7 @@ def _start_call(
     agent: ReActAgent,
     msgs: list[Msg],
     approvals: dict[str, bool | str] | None,
-    deps: Any,
+    deps: object,
     state: Any = None,
 ) -> Callable[[], Awaitable[Msg]]:
     """The seam between the server and the agent's run API: the only place a run starts.
@@ -89,7 +89,7 @@ def _start_call(
     return start
 
 
-def interrupt_for(call: dict[str, Any]) -> Interrupt:
+def interrupt_for(call: CallInfo) -> Interrupt:
     """The AG-UI ``Interrupt`` asking for approval of one pending tool call."""
     args = json.dumps(call.get("input", {}), ensure_ascii=False)
     return Interrupt(
@@ -111,7 +111,7 @@ class RunRequest:
         agent: ReActAgent,
         msgs: Sequence[Msg],
         approvals: dict[str, bool | str] | None,
-        deps: Any,
+        deps: object,
     ) -> None:
         self.channel = channel
         self.record = record
@@ -214,7 +214,7 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
             on_end()
 
 
-def _state_json(state: Any) -> str:
+def _state_json(state: object) -> str:
     """A comparable form of the state (whatever a tool may have put in it)."""
     return json.dumps(state, sort_keys=True, default=repr)
 

@@ -47,22 +47,23 @@ class ThreadRecord:
         "updated_at",
     )
 
-    def __init__(self, owner: str, thread_id: str, data: dict[str, Any] | None = None) -> None:
+    def __init__(self, owner: str, thread_id: str, data: dict[str, object] | None = None) -> None:
         data = data or {}
         self.owner = owner
         self.thread_id = thread_id
         self.title: str = str(data.get("title") or "")
         self.created_at: str = str(data.get("created_at") or _now())
         self.updated_at: str = str(data.get("updated_at") or self.created_at)
-        self.aliases: list[str] = [str(a) for a in data.get("aliases") or []]
+        aliases = data.get("aliases") or []
+        self.aliases: list[str] = [str(a) for a in aliases] if isinstance(aliases, list) else []
         state = data.get("agent")
-        self.agent_state: dict[str, Any] | None = state if isinstance(state, dict) else None
+        self.agent_state: dict[str, object] | None = state if isinstance(state, dict) else None
         # AG-UI: the client's tools of the last run that declared some, the shared state.
         tools = data.get("frontend_tools")
         self.frontend_tools: list[dict[str, Any]] = tools if isinstance(tools, list) else []
         self.state: Any = data.get("state")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The stored form."""
         return {
             "serve_thread": 1,
@@ -82,7 +83,7 @@ class ThreadRecord:
         first = next((m.get_text() for m in msgs if m.get_text()), "")
         self.title = " ".join(first.split())[:80]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """What the thread list shows."""
         return {
             "threadId": self.thread_id,

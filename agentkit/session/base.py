@@ -30,7 +30,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 from agentkit.exceptions import AgentkitError, SessionConflictError, SessionError, StateError
 
@@ -49,11 +49,11 @@ MAX_SESSION_ID_LENGTH = 200
 class Stateful(Protocol):
     """What a session can save: an agent, a toolkit, a :class:`StateGroup`..."""
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """Return a JSON-safe snapshot of the object's state."""
         ...
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, object]) -> None:
         """Replace the object's state with ``state`` (raising ``StateError`` if invalid)."""
         ...
 
@@ -109,11 +109,11 @@ class StateGroup:
     def __init__(self, members: Mapping[str, Stateful]) -> None:
         self.members = dict(members)
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """Return ``{"members": {key: member_state}}``."""
         return {"members": {key: m.state_dict() for key, m in self.members.items()}}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, object]) -> None:
         """Load every member's state, or none of them.
 
         Raises:
@@ -125,7 +125,7 @@ class StateGroup:
         missing = sorted(set(self.members) - set(states))
         if missing:
             raise StateError(f"the saved state has no entry for {missing}")
-        backups: list[tuple[Stateful, dict[str, Any]]] = []
+        backups: list[tuple[Stateful, dict[str, object]]] = []
         try:
             for key, member in self.members.items():
                 backup = member.state_dict()
@@ -137,7 +137,7 @@ class StateGroup:
             raise
 
 
-def _encode(state: dict[str, Any], indent: int | None) -> str:
+def _encode(state: dict[str, object], indent: int | None) -> str:
     if not isinstance(state, dict):
         raise TypeError(f"state_dict() must return a dict, got {type(state).__name__}")
     separators = (",", ":") if indent is None else None
@@ -214,7 +214,7 @@ class Session(ABC):
         return self._tracked(agent).get((self.store_key, check_session_id(session_id)))
 
     async def save_state(
-        self, session_id: str, state: dict[str, Any], *, expected_version: int | None = None
+        self, session_id: str, state: dict[str, object], *, expected_version: int | None = None
     ) -> int:
         """Save a raw state dict (what ``save`` does after calling ``state_dict()``).
 
@@ -237,7 +237,7 @@ class Session(ABC):
         with self._storage("save", key):
             return await self._write(key, text, expected_version)
 
-    async def load_state(self, session_id: str) -> dict[str, Any] | None:
+    async def load_state(self, session_id: str) -> dict[str, object] | None:
         """Return the raw state dict saved under ``session_id``, or None if there is none.
 
         Raises:
@@ -246,7 +246,7 @@ class Session(ABC):
         found = await self.load_versioned(session_id)
         return None if found is None else found[0]
 
-    async def load_versioned(self, session_id: str) -> tuple[dict[str, Any], int] | None:
+    async def load_versioned(self, session_id: str) -> tuple[dict[str, object], int] | None:
         """Return ``(state, version)`` for ``session_id``, or None if there is none.
 
         Raises:
@@ -356,7 +356,7 @@ class Session(ABC):
         """
 
     @abstractmethod
-    async def _read(self, session_id: str) -> tuple[str | dict[str, Any], int] | None:
+    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
         """Return the stored ``(text, version)``, or None if there is none.
 
         A backend that has to parse the stored text anyway may return the state dict.

@@ -83,7 +83,7 @@ def channel_name(store: Session, session_id: str) -> str:
 class LocalControlChannel(ControlChannel):
     """In-process channel (stores of other kinds): reaches holders in this process only."""
 
-    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
         """Run the handlers registered on ``channel`` in this process."""
         return await LocalHandlers.deliver(channel, command)
 
@@ -100,7 +100,7 @@ class RedisControlChannel(ControlChannel):
     def __init__(self, store: RedisSession) -> None:
         self.store = store
 
-    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
         """``PUBLISH``; returns the number of subscribers reached."""
         return int(await self.store.client.publish(channel, json.dumps(command)))
 
@@ -137,7 +137,7 @@ class PostgresControlChannel(ControlChannel):
     def __init__(self, store: PostgresSession) -> None:
         self.store = store
 
-    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
         """``NOTIFY`` (Postgres does not say how many listeners got it: None)."""
         async with self.store.connection() as conn:
             await conn.execute("SELECT pg_notify(%s, %s)", (channel, json.dumps(command)))
@@ -198,7 +198,7 @@ async def interrupt_session(
         cannot tell (Postgres ``NOTIFY``). 0 means no run holds the session now.
     """
     channel = channel_name(store, check_session_id(session_id))
-    command = {"command": "interrupt", "message": message}
+    command: dict[str, object] = {"command": "interrupt", "message": message}
     return await control_channel(store).publish(channel, command)
 
 
@@ -216,7 +216,7 @@ async def hold_session(
     """
     channel = channel_name(store, check_session_id(session_id))
 
-    async def on_command(command: dict[str, Any]) -> None:
+    async def on_command(command: dict[str, object]) -> None:
         if command.get("command") == "interrupt":
             text = command.get("message")
             await agent.interrupt(text if isinstance(text, str) and text else None)

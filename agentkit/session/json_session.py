@@ -27,7 +27,6 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
 
@@ -132,7 +131,7 @@ def _locked(directory: Path, *, blocking: bool = True) -> Iterator[bool]:
         os.close(fd)
 
 
-def _parse(text: str, session_id: str) -> tuple[dict[str, Any] | str, int]:
+def _parse(text: str, session_id: str) -> tuple[dict[str, object] | str, int]:
     """Split a file's text into (state, version); a pre-version bare state is version 1."""
     try:
         data = json.loads(text)
@@ -223,12 +222,12 @@ class JSONSession(Session):
             raise
         _fsync_directory(self.directory)
 
-    async def _read(self, session_id: str) -> tuple[dict[str, Any] | str, int] | None:
+    async def _read(self, session_id: str) -> tuple[dict[str, object] | str, int] | None:
         path = self.path_for(session_id)
         return await anyio.to_thread.run_sync(self._read_sync, path, session_id)
 
     @staticmethod
-    def _read_sync(path: Path, session_id: str) -> tuple[dict[str, Any] | str, int] | None:
+    def _read_sync(path: Path, session_id: str) -> tuple[dict[str, object] | str, int] | None:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:

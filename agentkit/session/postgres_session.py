@@ -133,7 +133,7 @@ class PostgresSession(Session):
             raise SessionConflictError(session_id, expected or 0, actual, self.backend)
         return int(row[0])
 
-    async def _read(self, session_id: str) -> tuple[str | dict[str, Any], int] | None:
+    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
         row = await self._fetch(
             f"SELECT state, version FROM {self.table} WHERE id = %s", (session_id,)
         )

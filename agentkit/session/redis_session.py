@@ -42,7 +42,7 @@ return false
 """
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
@@ -75,7 +75,7 @@ class RedisSession(Session):
         prefix: str = "agentkit:session:",
         ttl: float | None = None,
         client: Any = None,
-        client_kwargs: dict[str, Any] | None = None,
+        client_kwargs: dict[str, object] | None = None,
     ) -> None:
         if ttl is not None and ttl <= 0:
             raise ValueError("ttl must be positive (or None for no expiry)")
@@ -114,7 +114,7 @@ class RedisSession(Session):
             raise SessionConflictError(session_id, expected or 0, int(result[1]), self.backend)
         return int(result)
 
-    async def _read(self, session_id: str) -> tuple[str | dict[str, Any], int] | None:
+    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
         found = await self.client.eval(_READ, 1, self.prefix + session_id)
         if not found or found[0] is None:
             return None

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio.to_thread
 
@@ -148,10 +148,10 @@ class SQLiteSession(Session):
 
         return await self._run(write)
 
-    async def _read(self, session_id: str) -> tuple[str | dict[str, Any], int] | None:
+    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
         sql = f"SELECT state, version FROM {self.table} WHERE id = ?"
 
-        def read(conn: sqlite3.Connection) -> tuple[str | dict[str, Any], int] | None:
+        def read(conn: sqlite3.Connection) -> tuple[str | dict[str, object], int] | None:
             row = conn.execute(sql, (session_id,)).fetchone()
             return None if row is None else (str(row[0]), int(row[1]))
 

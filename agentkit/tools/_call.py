@@ -29,7 +29,7 @@ from agentkit.messages import ToolUseBlock, validate_block
 from agentkit.tools import _errors
 from agentkit.tools._convert import ChunkCollector, truncate
 from agentkit.tools.base import Tool
-from agentkit.tools.context import ToolContext
+from agentkit.tools.context import ProgressOutbox, ToolContext
 from agentkit.tools.response import ToolResponse
 
 if TYPE_CHECKING:
@@ -46,9 +46,9 @@ _CLOSE_TIMEOUT = 5.0
 def call_tool(
     toolkit: Toolkit,
     block: ToolUseBlock,
-    data: Any = None,
+    data: object = None,
     *,
-    deps: Any = None,
+    deps: object = None,
     approved: bool = False,
 ) -> AsyncGenerator[ToolResponse, None]:
     """Run the call ``block`` asks for; yield progress chunks, then one final chunk.
@@ -61,12 +61,19 @@ def call_tool(
     if error is not None:
         return _single(error)
     assert tool is not None
+    outbox = ProgressOutbox()
     ctx: ToolContext[Any] = ToolContext(
-        block.get("id", ""), name, toolkit, data, deps=deps, tool_call_approved=approved
+        block.get("id", ""),
+        name,
+        toolkit,
+        data,
+        deps=deps,
+        tool_call_approved=approved,
+        outbox=outbox,
     )
     timeout = tool.timeout if tool.timeout is not None else toolkit.default_timeout
     run = _run_live if tool.reports_progress else _run
-    return run(tool, block["input"], ctx, timeout, toolkit.max_output_chars)
+    return run(tool, block["input"], ctx, outbox, timeout, toolkit.max_output_chars)
 
 
 async def _single(response: ToolResponse) -> AsyncGenerator[ToolResponse, None]:
@@ -125,8 +132,9 @@ def _first_line(exc: BaseException) -> str:
 
 async def _run(
     tool: Tool,
-    arguments: dict[str, Any],
+    arguments: dict[str, object],
     ctx: ToolContext,
+    outbox: ProgressOutbox,
     timeout_s: float | None,
     limit: int | None,
 ) -> AsyncGenerator[ToolResponse, None]:
@@ -142,7 +150,7 @@ async def _run(
         while True:
             chunk, failed = await _step(tool, it, collected, deadline, timeout_s)
             finished = chunk is None  # ended, raised or timed out
-            for pending in ctx._take_pending():
+            for pending in outbox.take_pending():
                 yield pending
             if chunk is None:
                 final = failed if failed is not None else collected.result()
@@ -264,8 +272,9 @@ def _finish(final: ToolResponse, limit: int | None, name: str) -> ToolResponse:
 
 async def _run_live(
     tool: Tool,
-    arguments: dict[str, Any],
+    arguments: dict[str, object],
     ctx: ToolContext,
+    outbox: ProgressOutbox,
     timeout_s: float | None,
     limit: int | None,
 ) -> AsyncGenerator[ToolResponse, None]:
@@ -283,10 +292,10 @@ async def _run_live(
 
     async def pump() -> None:
         async with send:
-            async for chunk in _run(tool, arguments, ctx, timeout_s, limit):
+            async for chunk in _run(tool, arguments, ctx, outbox, timeout_s, limit):
                 send.send_nowait(chunk)
 
-    ctx._emit = emit
+    outbox.sink = emit
     async with receive, anyio.create_task_group() as tg:
         tg.start_soon(pump)
         try:

@@ -23,7 +23,7 @@ import json
 import pathlib
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 from agentkit.messages import DocumentBlock, ImageBlock, TextBlock
 from agentkit.tools.response import ToolResponse, ToolResultContent
@@ -34,7 +34,7 @@ DONE_TEXT = "Done."
 _BLOCK_TYPES = frozenset(("text", "image", "audio", "document"))
 
 
-def to_content(value: Any) -> list[ToolResultContent]:
+def to_content(value: object) -> list[ToolResultContent]:
     """Convert a tool's return value (or one yielded item) into content blocks."""
     if isinstance(value, str):
         return [TextBlock(type="text", text=value)]
@@ -51,7 +51,7 @@ def to_content(value: Any) -> list[ToolResultContent]:
     return [TextBlock(type="text", text=_to_text(value))]
 
 
-def _is_block(value: Any) -> bool:
+def _is_block(value: object) -> TypeGuard[ToolResultContent]:
     if not isinstance(value, dict) or value.get("type") not in _BLOCK_TYPES:
         return False
     if value["type"] == "text":
@@ -59,7 +59,7 @@ def _is_block(value: Any) -> bool:
     return isinstance(value.get("source"), dict)
 
 
-def _to_text(value: Any) -> str:
+def _to_text(value: object) -> str:
     if hasattr(value, "model_dump_json") and callable(value.model_dump_json):
         return str(value.model_dump_json())  # pydantic model, without importing pydantic
     if isinstance(value, dict | list | tuple | set | frozenset | int | float | bool) or (
@@ -72,7 +72,7 @@ def _to_text(value: Any) -> str:
     return str(value)
 
 
-def _json_default(value: Any) -> Any:
+def _json_default(value: object) -> object:
     """``json.dumps`` fallback for the values tools commonly return."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
@@ -176,7 +176,7 @@ class ChunkCollector:
         self._held: ToolResponse | None = None
         self._finals = 0
         self._error = False
-        self._metadata: dict[str, Any] | None = None
+        self._metadata: dict[str, object] | None = None
 
     def add(self, chunk: ToolResponse) -> list[ToolResponse]:
         """Take the next chunk; return the progress chunks to stream now."""

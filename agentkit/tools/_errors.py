@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkit.messages import TextBlock
 from agentkit.tools.response import ToolResponse, ToolResultContent
@@ -115,7 +115,7 @@ def _describe_schema_error(error: ValidationError) -> str:
 
 
 def invalid_arguments(
-    name: str, errors: Sequence[ValidationError], parameters: dict[str, Any]
+    name: str, errors: Sequence[ValidationError], parameters: dict[str, object]
 ) -> ToolResponse:
     """The arguments do not match the tool's schema (jsonschema errors with JSON paths)."""
     lines = [_describe_schema_error(e) for e in errors[:_MAX_SCHEMA_ERRORS]]
@@ -130,7 +130,7 @@ def invalid_arguments(
     return _error("invalid_arguments", text)
 
 
-def unconvertible_arguments(name: str, detail: str, parameters: dict[str, Any]) -> ToolResponse:
+def unconvertible_arguments(name: str, detail: str, parameters: dict[str, object]) -> ToolResponse:
     """The arguments matched the schema but the tool's own type checks refused them."""
     text = (
         f"Error: invalid arguments for the tool {name!r}: {detail}\n"
@@ -140,12 +140,13 @@ def unconvertible_arguments(name: str, detail: str, parameters: dict[str, Any]) 
     return _error("invalid_arguments", text)
 
 
-def signature_hint(parameters: dict[str, Any]) -> str:
+def signature_hint(parameters: dict[str, object]) -> str:
     """A compact reminder of the expected arguments: ``query: string, limit?: integer``."""
     props = parameters.get("properties") or {}
-    if not props:
+    if not isinstance(props, dict) or not props:
         return "none ({})"
-    required = set(parameters.get("required") or ())
+    listed = parameters.get("required") or ()
+    required = set(listed) if isinstance(listed, list | tuple) else set()
     parts = []
     for key, schema in props.items():
         mark = "" if key in required else "?"
@@ -153,7 +154,7 @@ def signature_hint(parameters: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _type_hint(schema: Any) -> str:
+def _type_hint(schema: object) -> str:
     if not isinstance(schema, dict):
         return "any"
     if "enum" in schema:

@@ -7,7 +7,7 @@ Toolkit validates a call against it before it runs, so invalid arguments change 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkit.tools._errors import ArgumentsError
 from agentkit.tools.base import Tool
@@ -33,7 +33,7 @@ class MetaTool(Tool):
         self.toolkit = toolkit
         refresh_meta_tool(self, toolkit)
 
-    async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+    async def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Activate exactly the groups set to true; describe the result."""
         toolkit = self.toolkit
         switchable = [g for g in toolkit.groups if g != "basic"]

@@ -11,11 +11,10 @@ anything outside the supported subset compiles to ``None``: jsonschema checks ev
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 __all__ = ["QuickCheck", "compile_check"]
 
-QuickCheck = Callable[[Any], bool]
+QuickCheck = Callable[[object], bool]
 
 # Keywords that never affect validity (Draft 2020-12 annotations). Not here: ``format``
 # (whether it asserts depends on the validator's format checker) and ``$schema`` (jsonschema
@@ -54,11 +53,11 @@ _TYPES: dict[str, QuickCheck] = {
 }
 
 
-def _accept(value: Any) -> bool:
+def _accept(value: object) -> bool:
     return True
 
 
-def compile_check(schema: Any) -> QuickCheck | None:
+def compile_check(schema: object) -> QuickCheck | None:
     """Compile ``schema`` into a check that accepts only valid instances (None: unsupported)."""
     if schema is True:
         return _accept
@@ -81,7 +80,7 @@ def compile_check(schema: Any) -> QuickCheck | None:
     return lambda value: all(check(value) for check in checks)
 
 
-def _type_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _type_check(schema: dict[str, object]) -> QuickCheck | None:
     if "type" not in schema:
         return _accept
     names = schema["type"]
@@ -94,7 +93,7 @@ def _type_check(schema: dict[str, Any]) -> QuickCheck | None:
     return lambda value: any(test(value) for test in tests)
 
 
-def _enum_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _enum_check(schema: dict[str, object]) -> QuickCheck | None:
     if "enum" not in schema:
         return _accept
     members = schema["enum"]
@@ -105,7 +104,7 @@ def _enum_check(schema: dict[str, Any]) -> QuickCheck | None:
     return lambda value: type(value) is str and value in allowed
 
 
-def _object_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _object_check(schema: dict[str, object]) -> QuickCheck | None:
     properties = schema.get("properties", {})
     required = schema.get("required", [])
     extra = schema.get("additionalProperties", True)
@@ -126,7 +125,7 @@ def _object_check(schema: dict[str, Any]) -> QuickCheck | None:
         return _accept
     names = tuple(required)
 
-    def check(value: Any) -> bool:
+    def check(value: object) -> bool:
         if not isinstance(value, dict):
             return True  # object keywords apply to objects only
         for name in names:
@@ -144,7 +143,7 @@ def _object_check(schema: dict[str, Any]) -> QuickCheck | None:
     return check
 
 
-def _items_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _items_check(schema: dict[str, object]) -> QuickCheck | None:
     if "items" not in schema:
         return _accept
     item_check = compile_check(schema["items"])
@@ -155,7 +154,7 @@ def _items_check(schema: dict[str, Any]) -> QuickCheck | None:
     return lambda value: not isinstance(value, list) or all(item_check(v) for v in value)
 
 
-def _any_of_check(schema: dict[str, Any]) -> QuickCheck | None:
+def _any_of_check(schema: dict[str, object]) -> QuickCheck | None:
     if "anyOf" not in schema:
         return _accept
     options = schema["anyOf"]

@@ -58,7 +58,7 @@ class FunctionSpec:
     """
 
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]
     visible: tuple[str, ...]
     positional: tuple[str, ...]
     context_param: str | None
@@ -77,17 +77,17 @@ class FunctionSpec:
 # builds a Toolkit per conversation pays for signature and docstring parsing, the pydantic
 # model and the schema once per function, not once per conversation. Only what the spec
 # depends on is in the key (preset values are not: only their names hide parameters).
-_SPECS: weakref.WeakKeyDictionary[Any, dict[tuple[object, ...], FunctionSpec]] = (
+_SPECS: weakref.WeakKeyDictionary[Callable[..., object], dict[tuple[object, ...], FunctionSpec]] = (
     weakref.WeakKeyDictionary()
 )
 
 
 def build_function_spec(
-    fn: Callable[..., Any],
+    fn: Callable[..., object],
     *,
     name: str,
     description: str | None = None,
-    preset_kwargs: Mapping[str, Any] | None = None,
+    preset_kwargs: Mapping[str, object] | None = None,
 ) -> FunctionSpec:
     """Describe ``fn`` as a tool (cached per function object; see ``_SPECS``).
 
@@ -116,11 +116,11 @@ def build_function_spec(
 
 
 def _build_function_spec(
-    fn: Callable[..., Any],
+    fn: Callable[..., object],
     *,
     name: str,
     description: str | None = None,
-    preset_kwargs: Mapping[str, Any] | None = None,
+    preset_kwargs: Mapping[str, object] | None = None,
 ) -> FunctionSpec:
     """Describe ``fn`` as a tool, uncached.
 
@@ -173,7 +173,7 @@ def _build_function_spec(
     )
 
 
-def call_kind(fn: Callable[..., Any]) -> CallKind:
+def call_kind(fn: Callable[..., object]) -> CallKind:
     """How ``fn`` is called (a callable object by its ``__call__``)."""
     target: Any = fn
     if not (inspect.isroutine(fn) or isinstance(fn, functools.partial)):
@@ -200,7 +200,11 @@ class _Params:
     var_keyword: bool = False
 
     def add(
-        self, param: inspect.Parameter, hints: dict[str, Any], preset: Mapping[str, Any], name: str
+        self,
+        param: inspect.Parameter,
+        hints: dict[str, object],
+        preset: Mapping[str, object],
+        name: str,
     ) -> None:
         if param.kind is _P.VAR_POSITIONAL:
             return
@@ -237,13 +241,13 @@ class _Params:
         self.visible.append(param.name)
 
 
-def _signature_annotation(param: inspect.Parameter) -> Any:
+def _signature_annotation(param: inspect.Parameter) -> object:
     # A __signature__ set by a library (pydantic models) carries real types, not strings.
     ann = param.annotation
     return Any if ann is _P.empty or isinstance(ann, str) else ann
 
 
-def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
+def _type_hints(fn: Callable[..., object], name: str) -> dict[str, object]:
     """Resolve annotations (string annotations included) of ``fn``."""
     target: Any = fn
     while True:  # functools.partial and decorators that keep __wrapped__
@@ -266,7 +270,7 @@ def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
         ) from exc
 
 
-def _docstring(fn: Any) -> str | None:
+def _docstring(fn: object) -> str | None:
     while isinstance(fn, functools.partial):
         fn = fn.func
     text = inspect.getdoc(fn)
@@ -276,17 +280,17 @@ def _docstring(fn: Any) -> str | None:
 
 
 _OLD_TYPEDDICT = sys.version_info < (3, 12)
-_td_cache: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_td_cache: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
 
 
-def _compat(tp: Any) -> Any:
+def _compat(tp: object) -> object:
     """On Python 3.11, rebuild ``typing.TypedDict`` classes as ``typing_extensions`` ones.
 
     pydantic refuses ``typing.TypedDict`` before 3.12; users should not have to care.
     """
     if not _OLD_TYPEDDICT:
         return tp
-    if typing.is_typeddict(tp) and type(tp).__module__ == "typing":
+    if isinstance(tp, type) and typing.is_typeddict(tp) and type(tp).__module__ == "typing":
         if tp not in _td_cache:
             _td_cache[tp] = _rebuild_typeddict(tp)
         return _td_cache[tp]
@@ -294,7 +298,7 @@ def _compat(tp: Any) -> Any:
     if origin is None or not args or origin is Literal:
         return tp
     if origin is typing.Annotated:
-        return typing.Annotated[(_compat(args[0]), *tp.__metadata__)]
+        return typing.Annotated[(_compat(args[0]), *args[1:])]
     new_args = tuple(_compat(a) if a is not Ellipsis else a for a in args)
     if new_args == args:
         return tp
@@ -303,7 +307,7 @@ def _compat(tp: Any) -> Any:
     return tp.copy_with(new_args) if hasattr(tp, "copy_with") else origin[new_args]
 
 
-def _rebuild_typeddict(tp: Any) -> Any:
+def _rebuild_typeddict(tp: type) -> object:
     import typing_extensions as te
 
     hints = typing.get_type_hints(tp, include_extras=True)
@@ -312,7 +316,7 @@ def _rebuild_typeddict(tp: Any) -> Any:
     for key, hint in hints.items():
         # With string annotations 3.11 cannot see ``NotRequired`` at class creation, so
         # ``__required_keys__`` may be wrong: the resolved hint decides.
-        required = key in tp.__required_keys__
+        required = key in getattr(tp, "__required_keys__", ())
         while get_origin(hint) in markers:
             required = get_origin(hint) in (te.Required, typing.Required)
             hint = get_args(hint)[0]
@@ -325,7 +329,7 @@ def _rebuild_typeddict(tp: Any) -> Any:
     return new
 
 
-def _is_context(annotation: Any) -> bool:
+def _is_context(annotation: object) -> bool:
     if annotation is ToolContext or get_origin(annotation) is ToolContext:
         return True  # ToolContext, or ToolContext[Deps]
     if get_origin(annotation) in (Union, types.UnionType):
@@ -334,7 +338,7 @@ def _is_context(annotation: Any) -> bool:
     return False
 
 
-def _is_native(tp: Any) -> bool:
+def _is_native(tp: object) -> bool:
     """True when a JSON value valid for ``tp``'s schema already is a ``tp`` in Python."""
     try:
         if tp in _NATIVE_SCALARS:
@@ -344,7 +348,7 @@ def _is_native(tp: Any) -> bool:
     origin = get_origin(tp)
     args = get_args(tp)
     if origin is typing.Annotated:
-        extras = tp.__metadata__
+        extras = args[1:]
         plain = all(isinstance(m, str) or _is_plain_field(m) for m in extras)
         return plain and _is_native(args[0])
     if origin is Literal:
@@ -378,7 +382,7 @@ def _build_model(name: str, fields: dict[str, Any], aliases: Mapping[str, str]) 
 
 def _parameters_schema(
     model: type[BaseModel], name: str, arg_docs: Mapping[str, str], var_keyword: bool
-) -> dict[str, Any]:
+) -> dict[str, object]:
     try:
         with warnings.catch_warnings():
             # Non-JSON defaults are left out of the schema; pydantic warns about it.
@@ -388,12 +392,12 @@ def _parameters_schema(
         annotations = {f.alias or k: f.annotation for k, f in model.model_fields.items()}
         raise _describe_failure(name, annotations, exc) from exc
     schema = _strip_titles(raw)
-    properties: dict[str, Any] = schema.get("properties", {})
+    properties: dict[str, dict[str, object]] = schema.get("properties", {})
     for arg, text in arg_docs.items():
         prop = properties.get(arg)
         if prop is not None and text and "description" not in prop:
             prop["description"] = text
-    result: dict[str, Any] = {"type": "object", "properties": properties}
+    result: dict[str, object] = {"type": "object", "properties": properties}
     if schema.get("required"):
         result["required"] = schema["required"]
     if not var_keyword:
@@ -425,7 +429,7 @@ def _describe_failure(
     )
 
 
-def _type_name(tp: Any) -> str:
+def _type_name(tp: object) -> str:
     return tp.__qualname__ if isinstance(tp, type) else repr(tp)
 
 
@@ -448,7 +452,7 @@ def _strip_titles(schema: Any) -> Any:
     """
     if not isinstance(schema, dict):
         return schema
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in schema.items():
         if key == "title":
             continue

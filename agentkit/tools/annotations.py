@@ -20,9 +20,19 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
-__all__ = ["ToolAnnotations", "annotate", "annotations_of"]
+__all__ = ["MCPToolAnnotations", "ToolAnnotations", "annotate", "annotations_of"]
+
+
+class MCPToolAnnotations(TypedDict, total=False):
+    """``ToolAnnotations`` in MCP's wire form (unset fields left out)."""
+
+    title: str
+    readOnlyHint: bool
+    destructiveHint: bool
+    idempotentHint: bool
+    openWorldHint: bool
 
 
 class _HasTools(Protocol):
@@ -47,19 +57,23 @@ class ToolAnnotations:
     idempotent: bool | None = None
     open_world: bool | None = None
 
-    def to_mcp(self) -> dict[str, Any]:
+    def to_mcp(self) -> MCPToolAnnotations:
         """The wire form (``readOnlyHint``...), without unset fields."""
-        pairs = {
-            "title": self.title,
-            "readOnlyHint": self.read_only,
-            "destructiveHint": self.destructive,
-            "idempotentHint": self.idempotent,
-            "openWorldHint": self.open_world,
-        }
-        return {k: v for k, v in pairs.items() if v is not None}
+        out: MCPToolAnnotations = {}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.read_only is not None:
+            out["readOnlyHint"] = self.read_only
+        if self.destructive is not None:
+            out["destructiveHint"] = self.destructive
+        if self.idempotent is not None:
+            out["idempotentHint"] = self.idempotent
+        if self.open_world is not None:
+            out["openWorldHint"] = self.open_world
+        return out
 
 
-_REGISTRY: weakref.WeakKeyDictionary[Any, ToolAnnotations] = weakref.WeakKeyDictionary()
+_REGISTRY: weakref.WeakKeyDictionary[object, ToolAnnotations] = weakref.WeakKeyDictionary()
 
 
 def annotate(
@@ -85,7 +99,7 @@ def annotate(
     return value
 
 
-def annotations_of(tool: Any) -> ToolAnnotations | None:
+def annotations_of(tool: object) -> ToolAnnotations | None:
     """The annotations attached to ``tool`` with :func:`annotate`, if any."""
     try:
         return _REGISTRY.get(tool)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkit.tools._quickcheck import QuickCheck, compile_check
 from agentkit.tools.response import ToolResponse
@@ -32,7 +32,7 @@ class ArgumentChecks:
 
     __slots__ = ("parameters", "quick", "validator")
 
-    def __init__(self, parameters: dict[str, Any]) -> None:
+    def __init__(self, parameters: dict[str, object]) -> None:
         self.parameters = parameters
         self.validator: Validator | None = None
         self.quick: QuickCheck | None = None
@@ -55,7 +55,7 @@ class ArgumentChecks:
             self.validator = validator
         return validator
 
-    def certainly_valid(self, arguments: Any) -> bool:
+    def certainly_valid(self, arguments: object) -> bool:
         """True when the fast path proves ``arguments`` valid (False: ask the validator)."""
         quick = self.quick
         return quick is not None and quick(arguments)
@@ -83,7 +83,7 @@ class Tool(ABC):
         self,
         name: str,
         description: str,
-        parameters: dict[str, Any],
+        parameters: dict[str, object],
         *,
         group: str = "basic",
         requires_approval: bool = False,
@@ -97,7 +97,7 @@ class Tool(ABC):
         self.requires_approval = requires_approval
         self.sequential = sequential
         self.timeout = timeout
-        self._schema: dict[str, Any] | None = None
+        self._schema: dict[str, object] | None = None
         self._checks: ArgumentChecks | None = None
 
     @property
@@ -108,7 +108,7 @@ class Tool(ABC):
         return ToolDefinition(self.name, self.description, self.parameters)
 
     @property
-    def json_schema(self) -> dict[str, Any]:
+    def json_schema(self) -> dict[str, object]:
         """The OpenAI-style function schema, built once and cached."""
         if self._schema is None:
             self._schema = self.tool_definition.to_openai()
@@ -136,7 +136,7 @@ class Tool(ABC):
         return self.checks.get_validator()
 
     @abstractmethod
-    def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+    def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Run the tool with validated arguments.
 
         Implementations are async generators: yield progress chunks (``is_last=False``)
@@ -145,7 +145,7 @@ class Tool(ABC):
         """
 
     def invoke_with_context(
-        self, arguments: dict[str, Any], context: ToolContext
+        self, arguments: dict[str, object], context: ToolContext
     ) -> AsyncIterator[ToolResponse]:
         """Run the tool with validated arguments and the call's context.
 

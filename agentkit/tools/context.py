@@ -34,10 +34,37 @@ from agentkit.tools.response import ToolResponse, ToolResultContent
 if TYPE_CHECKING:
     from agentkit.tools.toolkit import Toolkit
 
-__all__ = ["DepsT", "ToolContext"]
+__all__ = ["DepsT", "ProgressOutbox", "ToolContext"]
 
 DepsT = TypeVar("DepsT", default=Any)
 """The type of a run's dependencies (``agent.run(..., deps=...)``)."""
+
+
+class ProgressOutbox:
+    """Where a call's progress chunks go: a live sink, or a buffer drained between steps.
+
+    Internal API between ``ToolContext`` and the Toolkit's call driver: the driver makes
+    one per call, hands it to the context, and sets ``sink`` while the tool runs in a task
+    of its own (live streaming); otherwise it drains ``take_pending()`` at each step.
+    """
+
+    __slots__ = ("pending", "sink")
+
+    def __init__(self) -> None:
+        self.sink: Callable[[ToolResponse], None] | None = None
+        self.pending: list[ToolResponse] = []
+
+    def deliver(self, chunk: ToolResponse) -> None:
+        """Send ``chunk`` to the sink, or buffer it until the next ``take_pending()``."""
+        if self.sink is not None:
+            self.sink(chunk)
+        else:
+            self.pending.append(chunk)
+
+    def take_pending(self) -> list[ToolResponse]:
+        """The buffered chunks, in order; the buffer starts empty again."""
+        pending, self.pending = self.pending, []
+        return pending
 
 
 class ToolContext(Generic[DepsT]):
@@ -56,9 +83,8 @@ class ToolContext(Generic[DepsT]):
     """
 
     __slots__ = (
-        "_emit",
         "_loop_thread",
-        "_pending",
+        "_outbox",
         "call_id",
         "data",
         "deps",
@@ -76,6 +102,7 @@ class ToolContext(Generic[DepsT]):
         *,
         deps: Any = None,
         tool_call_approved: bool = False,
+        outbox: ProgressOutbox | None = None,
     ) -> None:
         self.call_id = call_id
         self.tool_name = tool_name
@@ -83,10 +110,8 @@ class ToolContext(Generic[DepsT]):
         self.data = data
         self.deps: DepsT = deps
         self.tool_call_approved = tool_call_approved
-        # Set by the Toolkit while the call runs in a task of its own (live streaming);
-        # otherwise progress is buffered and yielded at the tool's next step.
-        self._emit: Callable[[ToolResponse], None] | None = None
-        self._pending: list[ToolResponse] = []
+        # The Toolkit's call driver streams it live or yields it at the tool's next step.
+        self._outbox = outbox if outbox is not None else ProgressOutbox()
         self._loop_thread = threading.get_ident()
 
     async def report_progress(
@@ -95,7 +120,7 @@ class ToolContext(Generic[DepsT]):
         *,
         progress: float | None = None,
         total: float | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> None:
         """Send a progress chunk (``is_last=False``) to whoever consumes the call.
 
@@ -113,7 +138,7 @@ class ToolContext(Generic[DepsT]):
         *,
         progress: float | None = None,
         total: float | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> None:
         """Report progress from sync code: a sync tool (in its worker thread) or a callback.
 
@@ -132,24 +157,14 @@ class ToolContext(Generic[DepsT]):
 
             # The event loop's structures are not thread-safe: deliver on the loop.
             with contextlib.suppress(RuntimeError):  # the loop is gone, or not a worker thread
-                anyio.from_thread.run_sync(self._deliver, chunk)
+                anyio.from_thread.run_sync(self._outbox.deliver, chunk)
             return
-        self._deliver(chunk)
+        self._outbox.deliver(chunk)
 
     @property
     def agent(self) -> Any:
         """The agent running the call (None when the call runs outside an agent)."""
         return self.data
-
-    def _deliver(self, chunk: ToolResponse) -> None:
-        if self._emit is not None:
-            self._emit(chunk)
-        else:
-            self._pending.append(chunk)
-
-    def _take_pending(self) -> list[ToolResponse]:
-        pending, self._pending = self._pending, []
-        return pending
 
     def __repr__(self) -> str:
         return f"ToolContext(call_id={self.call_id!r}, tool_name={self.tool_name!r})"

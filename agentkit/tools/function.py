@@ -17,7 +17,7 @@ import functools
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping
 from contextlib import aclosing
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 import anyio.to_thread
@@ -29,6 +29,9 @@ from agentkit.tools._schema import CallKind, FunctionSpec, build_function_spec
 from agentkit.tools.base import Tool
 from agentkit.tools.context import ToolContext
 from agentkit.tools.response import ToolResponse
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = ["FunctionTool", "PostProcess"]
 
@@ -42,7 +45,7 @@ _END = object()
 _CLOSE_TIMEOUT = 5.0
 
 
-def _default_name(fn: Callable[..., Any]) -> str:
+def _default_name(fn: Callable[..., object]) -> str:
     while isinstance(fn, functools.partial):
         fn = fn.func
     name = getattr(fn, "__name__", None) or type(fn).__name__
@@ -66,7 +69,7 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
         group: str = "basic",
-        preset_kwargs: Mapping[str, Any] | None = None,
+        preset_kwargs: Mapping[str, object] | None = None,
         requires_approval: bool = False,
         sequential: bool = False,
         timeout: float | None = None,
@@ -88,17 +91,17 @@ class FunctionTool(Tool):
         self.fn = fn
         self.spec: FunctionSpec = spec
         self._checks = spec.checks  # compiled once per spec, shared by its tools
-        self.preset_kwargs: dict[str, Any] = dict(preset_kwargs or {})
+        self.preset_kwargs: dict[str, object] = dict(preset_kwargs or {})
         self.postprocess = postprocess
         self.reports_progress = spec.context_param is not None
         self._kind: CallKind = spec.kind
 
-    def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+    def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Run without a call context (a context parameter receives a detached one)."""
         return self.invoke_with_context(arguments, ToolContext("", self.name))
 
     async def invoke_with_context(
-        self, arguments: dict[str, Any], context: ToolContext
+        self, arguments: dict[str, object], context: ToolContext
     ) -> AsyncIterator[ToolResponse]:
         """Bind the arguments, run the function, yield progress chunks and the final one."""
         args, kwargs = self._bind(arguments, context)
@@ -127,8 +130,8 @@ class FunctionTool(Tool):
         yield final
 
     def _bind(
-        self, arguments: dict[str, Any], context: ToolContext
-    ) -> tuple[list[Any], dict[str, Any]]:
+        self, arguments: dict[str, object], context: ToolContext
+    ) -> tuple[list[Any], dict[str, object]]:
         spec = self.spec
         if self.preset_kwargs and not self.preset_kwargs.keys().isdisjoint(arguments):
             # Only reachable through **kwargs (the schema hides presets otherwise): a preset
@@ -150,7 +153,7 @@ class FunctionTool(Tool):
             args.append(kwargs.pop(name))
         return args, kwargs
 
-    def _convert(self, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _convert(self, arguments: dict[str, object]) -> dict[str, object]:
         from pydantic import ValidationError
 
         spec = self.spec
@@ -165,7 +168,7 @@ class FunctionTool(Tool):
         return values
 
     async def _iterate(
-        self, kind: CallKind, args: list[Any], kwargs: dict[str, Any]
+        self, kind: CallKind, args: list[Any], kwargs: dict[str, object]
     ) -> AsyncGenerator[Any, None]:
         if kind == "async_gen":
             agen = self.fn(*args, **kwargs)
@@ -199,7 +202,7 @@ class FunctionTool(Tool):
                     await anyio.to_thread.run_sync(gen.close, abandon_on_cancel=True)
 
     async def _postprocess(
-        self, arguments: dict[str, Any], context: ToolContext, final: ToolResponse
+        self, arguments: dict[str, object], context: ToolContext, final: ToolResponse
     ) -> ToolResponse:
         assert self.postprocess is not None
         block = ToolUseBlock(type="tool_use", id=context.call_id, name=self.name, input=arguments)
@@ -212,14 +215,14 @@ class FunctionTool(Tool):
         return result
 
 
-def _as_final(value: Any) -> ToolResponse:
+def _as_final(value: object) -> ToolResponse:
     if isinstance(value, ToolResponse):
         value.is_last = True
         return value
     return ToolResponse(content=to_content(value))
 
 
-def _pydantic_message(exc: Any) -> str:
+def _pydantic_message(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False):
         loc = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])

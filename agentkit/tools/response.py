@@ -34,7 +34,7 @@ class ToolResponse:
     """
 
     content: list[ToolResultContent] = field(default_factory=list)
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
     is_last: bool = True
     is_error: bool = False
     is_interrupted: bool = False

@@ -33,7 +33,7 @@ __all__ = ["Namesake", "ToolGroup", "Toolkit"]
 logger = logging.getLogger("agentkit.tools")
 Namesake: TypeAlias = Literal["raise", "override", "skip", "rename"]
 """What to do when a tool name is already taken."""
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 BASIC = "basic"
 # What OpenAI accepts (Anthropic allows a superset): a name outside it fails the model call.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -116,26 +116,23 @@ class Toolkit:
         ``groups`` view: a ``ToolGroup`` object held from before the copy may belong to the
         other side afterwards.
         """
-        cls = type(self)
-        clone = cls.__new__(cls)
-        if hasattr(self, "__dict__"):  # a subclass's own attributes
-            clone.__dict__.update(self.__dict__)
-        clone.max_output_chars = self.max_output_chars
-        clone.default_timeout = self.default_timeout
-        clone._tools = self._tools
-        clone._groups = self._groups
-        clone._active = self._active
-        clone._meta = None
-        clone._shared = self._shared = True
-        if self._meta is not None:  # bound to this toolkit: the copy needs its own
-            from agentkit.tools._meta import MetaTool
+        self._shared = True
+        meta = self._meta
+        if meta is None:
+            shared = {"_tools": self._tools, "_groups": self._groups, "_active": self._active}
+            return _copied(self, {**shared, "_meta": None, "_shared": True})
+        # The meta tool is bound to this toolkit: the copy gets a registry of its own, with
+        # its own meta tool at the same position in the registration order.
+        from agentkit.tools._meta import MetaTool
 
-            clone._own()
-            meta = MetaTool(clone, self._meta.name)
-            meta.group = self._meta.group
-            clone._tools[meta.name] = meta  # same position in the registration order
-            clone._meta = meta
-            clone._active = None
+        rebound = MetaTool(self, meta.name)  # the same groups, so the same schema
+        rebound.group = meta.group
+        tools = dict(self._tools)
+        tools[meta.name] = rebound
+        groups = {name: replace(g) for name, g in self._groups.items()}
+        owned = {"_tools": tools, "_groups": groups, "_active": None, "_meta": rebound}
+        clone = _copied(self, {**owned, "_shared": False})
+        rebound.toolkit = clone
         return clone
 
     def _own(self) -> None:
@@ -149,12 +146,12 @@ class Toolkit:
 
     def register_tool_function(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[..., object],
         *,
         name: str | None = None,
         description: str | None = None,
         group_name: str = BASIC,
-        preset_kwargs: Mapping[str, Any] | None = None,
+        preset_kwargs: Mapping[str, object] | None = None,
         requires_approval: bool = False,
         sequential: bool = False,
         timeout: float | None = None,
@@ -214,7 +211,7 @@ class Toolkit:
         name: str | None = None,
         description: str | None = None,
         group_name: str = BASIC,
-        preset_kwargs: Mapping[str, Any] | None = None,
+        preset_kwargs: Mapping[str, object] | None = None,
         requires_approval: bool = False,
         sequential: bool = False,
         timeout: float | None = None,
@@ -337,8 +334,8 @@ class Toolkit:
         self,
         block: ToolUseBlock,
         *,
-        context: Any = None,
-        deps: Any = None,
+        context: object = None,
+        deps: object = None,
         approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call ``block`` asks for.
@@ -365,7 +362,7 @@ class Toolkit:
         self,
         block: ToolUseBlock,
         *,
-        context: Any = None,
+        context: object = None,
         on_progress: Callable[[ToolResponse], Awaitable[None] | None] | None = None,
     ) -> ToolResponse:
         """Run a call to its end and return the final response.
@@ -484,9 +481,9 @@ class Toolkit:
 
     # ----------------------------------------------------------------- state
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """JSON-safe state: which groups are active, and the MCP servers' tool pins."""
-        state: dict[str, Any] = {
+        state: dict[str, object] = {
             "version": _STATE_VERSION,
             "active_groups": [g.name for g in self._groups.values() if g.active],
         }
@@ -495,7 +492,7 @@ class Toolkit:
             state["mcp_pins"] = saved  # a restored session still catches a changed tool
         return state
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: object) -> None:
         """Restore which groups are active. Groups this toolkit lacks are skipped (logged).
 
         Raises:
@@ -567,3 +564,16 @@ class Toolkit:
 
     def __repr__(self) -> str:
         return f"Toolkit(tools={list(self._tools)}, groups={list(self._groups)})"
+
+
+def _copied(toolkit: Toolkit, fields: Mapping[str, object]) -> Toolkit:
+    """A shallow copy of ``toolkit`` with its registry ``fields`` replaced (see ``copy``)."""
+    cls = type(toolkit)
+    clone = cls.__new__(cls)
+    if hasattr(toolkit, "__dict__"):  # a subclass's own attributes
+        clone.__dict__.update(toolkit.__dict__)
+    clone.max_output_chars = toolkit.max_output_chars
+    clone.default_timeout = toolkit.default_timeout
+    for name, value in fields.items():
+        setattr(clone, name, value)
+    return clone
