@@ -340,7 +340,8 @@ def output_blocks(
             content.append(call)
         elif isinstance(kind, str) and (done is None or index in done):
             # Built-in tools (web_search_call, file_search_call...): kept verbatim, replayed.
-            content.append(ProviderItemBlock(type="provider_item", provider=PROVIDER, item=dict(item)))
+            kept = ProviderItemBlock(type="provider_item", provider=PROVIDER, item=dict(item))
+            content.append(kept)
     return content
 
 
