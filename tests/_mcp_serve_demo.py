@@ -92,7 +92,7 @@ def build() -> Toolkit:
 
     tk.create_tool_group("extra", "Extra tools", active=False)
 
-    @tk.tool(group_name="extra")
+    @tk.tool(group="extra")
     def hidden() -> str:
         """Not listed while its group is inactive."""
         return "hidden"

@@ -88,7 +88,7 @@ def build() -> MCPApp:
 
     tk.create_tool_group("admin", "secret admin tools", active=False)
 
-    @tk.tool(group_name="admin")
+    @tk.tool(group="admin")
     def secret_admin_tool() -> str:
         """Hidden until admin is on."""
         return "root"
@@ -226,9 +226,9 @@ async def test_every_served_toolkit_tool_is_annotated(tmp_path: Any) -> None:
     from toolkits import filesystem, python, shell, web
 
     tk = filesystem.toolkit(tmp_path)
-    python.toolkit(into=tk, group_name="py")
-    shell.toolkit(tmp_path, into=tk, group_name="sh")
-    web.toolkit(into=tk, group_name="web")
+    python.toolkit(into=tk, group="py")
+    shell.toolkit(tmp_path, into=tk, group="sh")
+    web.toolkit(into=tk, group="web")
     tk.update_tool_groups(["py", "sh", "web"], active=True)
     app = MCPApp(tk, approval="client")
     async with Client(app.build_server(), mode="legacy") as client:

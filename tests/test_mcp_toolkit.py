@@ -114,7 +114,7 @@ async def test_progress_chunks_through_toolkit(py: MCPClient) -> None:
 
 async def test_execution_timeout_cancels_on_server(py: MCPClient) -> None:
     toolkit = Toolkit()
-    await toolkit.register_mcp_client(py, enable_funcs=["slow", "stats"], execution_timeout=0.4)
+    await toolkit.register_mcp_client(py, enable_funcs=["slow", "stats"], timeout=0.4)
     started = time.monotonic()
     result = await final(toolkit, "slow", seconds=20)
     assert result.is_error and time.monotonic() - started < 3
@@ -180,7 +180,7 @@ async def test_enable_disable_and_unknown_names(py: MCPClient) -> None:
     with pytest.raises(ToolRegistrationError, match="does not have"):
         await toolkit.register_mcp_client(py, enable_funcs=["nope"])
     tools = await toolkit.register_mcp_client(
-        py, disable_funcs=["crash", "slow"], group_name="basic"
+        py, disable_funcs=["crash", "slow"], group="basic"
     )
     names = {t.name for t in tools}
     assert "crash" not in names and "slow" not in names and "echo" in names

@@ -37,7 +37,7 @@ def template() -> Toolkit:
     tk = Toolkit(max_output_chars=500, default_timeout=3.0)
     tk.register_tool_function(add)
     tk.create_tool_group("web", "Browse the web.")
-    tk.register_tool_function(sub, group_name="web")
+    tk.register_tool_function(sub, group="web")
     return tk
 
 

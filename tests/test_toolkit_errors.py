@@ -132,7 +132,7 @@ def make_toolkit() -> Toolkit:
     tk.register_tool_function(slow_async, timeout=0.2)
     tk.register_tool_function(slow_sync, timeout=0.2)
     tk.register_tool_function(agen_slow, timeout=0.3)
-    tk.register_tool_function(add, name="fetch", group_name="web")
+    tk.register_tool_function(add, name="fetch", group="web")
     tk.register_tool(BrokenSchemaTool())
     return tk
 

@@ -166,7 +166,7 @@ def test_groups_control_the_offered_schemas() -> None:
     tk = Toolkit()
     tk.register_tool_function(add)
     tk.create_tool_group("math", "More math.", notes="Prefer integers.")
-    tk.register_tool_function(sub, group_name="math")
+    tk.register_tool_function(sub, group="math")
     assert names(tk) == ["add"]
     tk.update_tool_groups(["math"], active=True)
     assert names(tk) == ["add", "sub"]
@@ -184,7 +184,7 @@ def test_group_errors() -> None:
     with pytest.raises(
         ToolGroupError, match=r"the tool group 'nope' does not exist; create it first"
     ):
-        tk.register_tool_function(add, group_name="nope")
+        tk.register_tool_function(add, group="nope")
     tk.create_tool_group("g", "G")
     with pytest.raises(ToolGroupError, match="already exists"):
         tk.create_tool_group("g", "again")
@@ -207,7 +207,7 @@ async def test_meta_tool_switches_groups() -> None:
     tk.register_tool_function(add)
     tk.create_tool_group("web", "Browse the web.", notes="Cite sources.")
     tk.create_tool_group("files", "Read files.")
-    tk.register_tool_function(sub, name="fetch", group_name="web")
+    tk.register_tool_function(sub, name="fetch", group="web")
     meta = tk.register_meta_tool()
     Draft202012Validator.check_schema(meta.parameters)
     assert meta.parameters == {
@@ -323,14 +323,14 @@ async def test_mcp_methods_delegate_to_the_bridge(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "agentkit.mcp.bridge", bridge)
     tk = Toolkit()
     client: Any = "client"
-    assert await tk.register_mcp_client(client, group_name="basic", prefix="p") == ["t"]
+    assert await tk.register_mcp_client(client, group="basic", prefix="p") == ["t"]
     await tk.remove_mcp_clients(["client"])
     expected = {
-        "group_name": "basic",
+        "group": "basic",
         "enable_funcs": None,
         "disable_funcs": None,
         "prefix": "p",
-        "execution_timeout": None,
+        "timeout": None,
         "namesake": "raise",
     }
     assert calls == [

@@ -296,7 +296,7 @@ def test_factories_can_share_one_toolkit(tree: Path) -> None:
 
     tk = filesystem.toolkit(tree, read_only=True)
     assert shell.toolkit(tree, into=tk) is tk
-    assert python.toolkit(into=tk, group_name="code") is tk
+    assert python.toolkit(into=tk, group="code") is tk
     assert web.toolkit(into=tk) is tk
     names = {s["function"]["name"] for s in tk.get_json_schemas()}
     assert names == {"read_file", "list_directory", "glob", "grep", "run_command", "fetch_url"}

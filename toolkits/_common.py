@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+import warnings
 from pathlib import Path
 
 from agentkit.tools import Toolkit
@@ -105,13 +106,25 @@ def truncate_middle(text: str, limit: int) -> str:
     return f"{text[:head]}\n[... {dropped} characters truncated ...]\n{text[len(text) - tail :]}"
 
 
-def target_toolkit(into: Toolkit | None, group_name: str, description: str) -> Toolkit:
-    """The Toolkit a factory registers into, with ``group_name`` created if it is missing.
+def target_toolkit(into: Toolkit | None, group: str, description: str) -> Toolkit:
+    """The Toolkit a factory registers into, with ``group`` created if it is missing.
 
     A missing group is created inactive (as ``create_tool_group`` does): the agent or the
     application activates it.
     """
     tk = into if into is not None else Toolkit()
-    if group_name not in tk.groups:
-        tk.create_tool_group(group_name, description)
+    if group not in tk.groups:
+        tk.create_tool_group(group, description)
     return tk
+
+
+def chosen_group(group: str, group_name: str | None) -> str:
+    """``group``, or the deprecated ``group_name=`` spelling (with a ``DeprecationWarning``)."""
+    if group_name is None:
+        return group
+    warnings.warn(
+        "group_name= is deprecated and will be removed; use group=", DeprecationWarning, 3
+    )
+    if group not in ("basic", group_name):
+        raise ValueError("pass group= only (group_name= is its deprecated spelling)")
+    return group_name

@@ -32,7 +32,7 @@ import anyio.to_thread
 
 from agentkit.tools import Toolkit
 from agentkit.tools.annotations import annotate
-from toolkits._common import escape_name, looks_binary, target_toolkit
+from toolkits._common import chosen_group, escape_name, looks_binary, target_toolkit
 from toolkits._fsops import (
     PathLocks,
     ScanLimitError,
@@ -485,8 +485,9 @@ def toolkit(
     *,
     read_only: bool = False,
     approve_writes: bool = False,
-    group_name: str = "basic",
+    group: str = "basic",
     into: Toolkit | None = None,
+    group_name: str | None = None,
     **limits: Any,
 ) -> Toolkit:
     """Build a Toolkit with the file tools confined to ``root``.
@@ -495,25 +496,27 @@ def toolkit(
         root: Directory the tools may touch.
         read_only: Register only ``read_file``, ``list_directory``, ``glob`` and ``grep``.
         approve_writes: Register ``write_file`` and ``edit_file`` with ``requires_approval``.
-        group_name: Tool group to register the tools in.
+        group: Tool group to register the tools in.
         into: Register into this Toolkit instead of a new one.
+        group_name: Deprecated spelling of ``group``.
         **limits: Keyword arguments for :class:`FileSystem` (``max_read_bytes``...).
 
     Returns:
         The Toolkit holding the tools.
     """
     fs = FileSystem(root, **limits)
-    tk = target_toolkit(into, group_name, f"Read, write and search files under {fs.root}")
+    group = chosen_group(group, group_name)
+    tk = target_toolkit(into, group, f"Read, write and search files under {fs.root}")
     readers: list[Callable[..., Any]] = [fs.read_file, fs.list_directory, fs.glob, fs.grep]
     for reader in readers:
-        tool = tk.register_tool_function(reader, group_name=group_name)
+        tool = tk.register_tool_function(reader, group=group)
         annotate(tool, title=_TITLES[tool.name], read_only=True, open_world=False)
     if not read_only:
         writers: list[Callable[..., Any]] = [fs.write_file, fs.edit_file]
         for writer in writers:
             # sequential: edits to one file in one turn apply in the order the model gave.
             tool = tk.register_tool_function(
-                writer, group_name=group_name, requires_approval=approve_writes, sequential=True
+                writer, group=group, requires_approval=approve_writes, sequential=True
             )
             # Both overwrite content: destructive; edit_file with the same edit twice fails
             # the second time, write_file twice leaves the same file (idempotent).

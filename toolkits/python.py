@@ -32,7 +32,7 @@ import anyio.to_thread
 
 from agentkit.tools import ToolContext, Toolkit
 from agentkit.tools.annotations import annotate
-from toolkits._common import target_toolkit
+from toolkits._common import chosen_group, target_toolkit
 from toolkits._process import run_capped
 
 __all__ = ["PythonRunner", "main", "toolkit"]
@@ -139,8 +139,9 @@ async def _remove_tree(path: str) -> None:
 def toolkit(
     *,
     requires_approval: bool = True,
-    group_name: str = "basic",
+    group: str = "basic",
     into: Toolkit | None = None,
+    group_name: str | None = None,
     python: str = sys.executable,
     default_timeout: float = 30.0,
     max_timeout: float = 300.0,
@@ -151,8 +152,9 @@ def toolkit(
 
     Args:
         requires_approval: A human must approve each run (the default).
-        group_name: Tool group to register the tool in.
+        group: Tool group to register the tool in.
         into: Register into this Toolkit instead of a new one.
+        group_name: Deprecated spelling of ``group``.
         python: Interpreter to run.
         default_timeout: Seconds a snippet may run when the model does not say.
         max_timeout: Upper bound for a model-supplied timeout.
@@ -169,9 +171,10 @@ def toolkit(
         max_output_bytes=max_output_bytes,
         env=env,
     )
-    tk = target_toolkit(into, group_name, "Run Python programs in a subprocess")
+    group = chosen_group(group, group_name)
+    tk = target_toolkit(into, group, "Run Python programs in a subprocess")
     tool = tk.register_tool_function(
-        runner.run_python, group_name=group_name, requires_approval=requires_approval
+        runner.run_python, group=group, requires_approval=requires_approval
     )
     # Arbitrary code: it can write, delete and reach the network.
     annotate(tool, title="Run Python", read_only=False, destructive=True, open_world=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 from agentkit.tools import ToolContext, Toolkit
 from agentkit.tools.annotations import annotate
-from toolkits._common import escape_name, resolve_inside, target_toolkit
+from toolkits._common import chosen_group, escape_name, resolve_inside, target_toolkit
 from toolkits._process import run_capped
 from toolkits._shellguard import (
     LAUNCHERS,
@@ -195,8 +195,9 @@ def toolkit(
     root: str | os.PathLike[str],
     *,
     requires_approval: bool = True,
-    group_name: str = "basic",
+    group: str = "basic",
     into: Toolkit | None = None,
+    group_name: str | None = None,
     **options: Any,
 ) -> Toolkit:
     """Build a Toolkit with a ``run_command`` tool.
@@ -204,8 +205,9 @@ def toolkit(
     Args:
         root: Commands run in this directory or below it.
         requires_approval: A human must approve each command (the default).
-        group_name: Tool group to register the tool in.
+        group: Tool group to register the tool in.
         into: Register into this Toolkit instead of a new one.
+        group_name: Deprecated spelling of ``group``.
         **options: Keyword arguments for :class:`Shell` (``allowed_executables``,
             ``allow_shell``, ``default_timeout``, ``max_output_bytes``, ``env``...).
 
@@ -213,9 +215,10 @@ def toolkit(
         The Toolkit holding the tool.
     """
     sh = Shell(root, **options)
-    tk = target_toolkit(into, group_name, f"Run commands in {sh.root}")
+    group = chosen_group(group, group_name)
+    tk = target_toolkit(into, group, f"Run commands in {sh.root}")
     tool = tk.register_tool_function(
-        sh.run_command, group_name=group_name, requires_approval=requires_approval
+        sh.run_command, group=group, requires_approval=requires_approval
     )
     # Whatever the allow-list, a command can modify or delete files and reach the network.
     annotate(tool, title="Run command", read_only=False, destructive=True, open_world=True)

@@ -35,7 +35,7 @@ import anyio.to_thread
 
 from agentkit.tools import Toolkit
 from agentkit.tools.annotations import annotate
-from toolkits._common import decode_text, looks_binary, target_toolkit
+from toolkits._common import chosen_group, decode_text, looks_binary, target_toolkit
 from toolkits._html import html_to_text
 
 if TYPE_CHECKING:
@@ -289,12 +289,19 @@ def _sniff(body: bytes) -> str:
     return "html" if head.startswith((b"<!doctype html", b"<html")) else "text"
 
 
-def toolkit(*, group_name: str = "basic", into: Toolkit | None = None, **options: Any) -> Toolkit:
+def toolkit(
+    *,
+    group: str = "basic",
+    into: Toolkit | None = None,
+    group_name: str | None = None,
+    **options: Any,
+) -> Toolkit:
     """Build a Toolkit with a ``fetch_url`` tool.
 
     Args:
-        group_name: Tool group to register the tool in.
+        group: Tool group to register the tool in.
         into: Register into this Toolkit instead of a new one.
+        group_name: Deprecated spelling of ``group``.
         **options: Keyword arguments for :class:`WebFetcher` (``allow_private``,
             ``trusted_hosts``, ``timeout``, ``max_bytes``, ``max_chars``, ``max_redirects``,
             ``user_agent``).
@@ -303,8 +310,9 @@ def toolkit(*, group_name: str = "basic", into: Toolkit | None = None, **options
         The Toolkit holding the tool.
     """
     fetcher = WebFetcher(**options)
-    tk = target_toolkit(into, group_name, "Fetch web pages as text")
-    tool = tk.register_tool_function(fetcher.fetch_url, group_name=group_name)
+    group = chosen_group(group, group_name)
+    tk = target_toolkit(into, group, "Fetch web pages as text")
+    tool = tk.register_tool_function(fetcher.fetch_url, group=group)
     # Reads only, but what it returns comes from the open web (untrusted content).
     annotate(tool, title="Fetch URL", read_only=True, idempotent=True, open_world=True)
     return tk

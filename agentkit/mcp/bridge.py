@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentkit._renamed import renamed
 from agentkit.exceptions import ToolRegistrationError
 from agentkit.mcp.defenses import ToolChange
 from agentkit.mcp.pins import take_pending_pins, withhold
@@ -106,25 +107,30 @@ def _check_collisions(client: MCPClient, reg: Registration, tools: list[MCPTool]
 async def register_mcp_client(
     toolkit: _ToolkitLike,
     client: MCPClient,
-    group_name: str = "basic",
+    group: str = "basic",
     enable_funcs: Iterable[str] | None = None,
     disable_funcs: Iterable[str] | None = None,
     prefix: str | None = None,
-    execution_timeout: float | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109 (the tools' timeout, not this call's)
     namesake: Any = "raise",
+    *,
+    group_name: str | None = None,
+    execution_timeout: float | None = None,
 ) -> list[Tool]:
     """Register the tools of ``client`` in ``toolkit`` (connecting the client if needed).
 
     Args:
         toolkit: The Toolkit.
         client: The MCP client (connected now if it was not).
-        group_name: Tool group of the registered tools.
+        group: Tool group of the registered tools.
         enable_funcs: Only these server tools (server-side names).
         disable_funcs: All but these server tools.
         prefix: Registered names become ``{prefix}_{name}``, to keep two servers' tools apart.
-        execution_timeout: Per-call timeout (seconds) enforced by the Toolkit.
+        timeout: Per-call timeout (seconds) enforced by the Toolkit.
         namesake: What the Toolkit does on a name clash; ``"raise"`` checks every name
             first, so a clash registers nothing.
+        group_name: Deprecated spelling of ``group``.
+        execution_timeout: Deprecated spelling of ``timeout``.
 
     Returns:
         The registered tools.
@@ -138,15 +144,17 @@ async def register_mcp_client(
             "an MCP server's tools may not override registered tools (a server could shadow a "
             "local tool); pass prefix=... to keep both"
         )
+    group = renamed("group_name", "group", group_name, group, "basic")
+    timeout = renamed("execution_timeout", "timeout", execution_timeout, timeout, None)
     if not client.is_connected:
         await client.connect()
     reg = Registration(
         toolkit=toolkit,
-        group=group_name,
+        group=group,
         enable=frozenset(enable_funcs) if enable_funcs is not None else None,
         disable=frozenset(disable_funcs or ()),
         prefix=prefix,
-        timeout=execution_timeout,
+        timeout=timeout,
         namesake=namesake,
     )
     listed = _usable(client, await client.list_tools())
@@ -302,7 +310,12 @@ class _ResourceTool(Tool):
 
 
 async def create_resource_tool(
-    client: MCPClient, name: str | None = None, group_name: str = "basic", max_listed: int = 50
+    client: MCPClient,
+    name: str | None = None,
+    group: str = "basic",
+    max_listed: int = 50,
+    *,
+    group_name: str | None = None,
 ) -> Tool:
     """A tool that reads ``client``'s resources, listing them in its description.
 
@@ -311,8 +324,9 @@ async def create_resource_tool(
     Args:
         client: A connected MCP client.
         name: Tool name (default ``read_<client name>_resource``).
-        group_name: Tool group.
+        group: Tool group.
         max_listed: How many resources and templates the description names at most.
+        group_name: Deprecated spelling of ``group``.
     """
     resources = await client.list_resources()
     templates = await client.list_resource_templates()
@@ -325,4 +339,5 @@ async def create_resource_tool(
         f"{shown or '(none listed)'}{more}"
     )
     tool_name = name or toolkit_name(f"read_{client.name}_resource", None)
-    return _ResourceTool(client, tool_name, description, group_name)
+    group = renamed("group_name", "group", group_name, group, "basic")
+    return _ResourceTool(client, tool_name, description, group)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
+from agentkit._renamed import renamed
 from agentkit.exceptions import StateError, ToolGroupError, ToolRegistrationError, UsageError
 from agentkit.messages import ToolUseBlock
 from agentkit.tools.base import Tool
@@ -150,13 +151,14 @@ class Toolkit:
         *,
         name: str | None = None,
         description: str | None = None,
-        group_name: str = BASIC,
+        group: str = BASIC,
         preset_kwargs: Mapping[str, object] | None = None,
         requires_approval: bool = False,
         sequential: bool = False,
         timeout: float | None = None,
         postprocess: PostProcess | None = None,
         namesake: Namesake = "raise",
+        group_name: str | None = None,
     ) -> Tool:
         """Register a Python function (sync or async, plain or generator) as a tool.
 
@@ -165,7 +167,7 @@ class Toolkit:
                 schema; a parameter annotated ``ToolContext`` receives the call context.
             name: Tool name (default: the function's name).
             description: Tool description (default: the docstring's summary and body).
-            group_name: Tool group (must exist; "basic" always does).
+            group: Tool group (must exist; "basic" always does).
             preset_kwargs: Arguments fixed now and hidden from the model (API keys...).
             requires_approval: A human must approve each call (the agent enforces it).
             sequential: Never run concurrently with other calls of the same turn.
@@ -174,6 +176,7 @@ class Toolkit:
                 response or None (sync or async).
             namesake: What to do if the name is taken: "raise", "override", "skip" (keep
                 the existing tool) or "rename" (append ``_2``, ``_3``...).
+            group_name: Deprecated spelling of ``group``.
 
         Returns:
             The registered tool (the existing one for namesake="skip").
@@ -190,7 +193,7 @@ class Toolkit:
             fn,
             name=name,
             description=description,
-            group=group_name,
+            group=renamed("group_name", "group", group_name, group, BASIC),
             preset_kwargs=preset_kwargs,
             requires_approval=requires_approval,
             sequential=sequential,
@@ -210,13 +213,14 @@ class Toolkit:
         *,
         name: str | None = None,
         description: str | None = None,
-        group_name: str = BASIC,
+        group: str = BASIC,
         preset_kwargs: Mapping[str, object] | None = None,
         requires_approval: bool = False,
         sequential: bool = False,
         timeout: float | None = None,
         postprocess: PostProcess | None = None,
         namesake: Namesake = "raise",
+        group_name: str | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: F | None = None, /, **kwargs: Any) -> F | Callable[[F], F]:
@@ -523,23 +527,27 @@ class Toolkit:
         self,
         client: MCPClient,
         *,
-        group_name: str = "basic",
+        group: str = BASIC,
         enable_funcs: Iterable[str] | None = None,
         disable_funcs: Iterable[str] | None = None,
         prefix: str | None = None,
-        execution_timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (the tools' timeout, not this call's)
         namesake: Namesake = "raise",
+        group_name: str | None = None,
+        execution_timeout: float | None = None,
     ) -> list[Tool]:
         """Register the tools of an MCP client (connecting it if needed).
 
         Args:
             client: The MCP client.
-            group_name: Tool group of the registered tools.
+            group: Tool group of the registered tools.
             enable_funcs: Only these server tools (server-side names).
             disable_funcs: All but these server tools.
             prefix: Registered names become ``{prefix}_{name}``.
-            execution_timeout: Per-call timeout (seconds) enforced by the Toolkit.
+            timeout: Per-call timeout (seconds) enforced by the Toolkit.
             namesake: What to do on a name clash; ``"raise"`` registers nothing then.
+            group_name: Deprecated spelling of ``group``.
+            execution_timeout: Deprecated spelling of ``timeout``.
 
         Returns:
             The registered tools (see ``agentkit.mcp.register_mcp_client``).
@@ -548,11 +556,11 @@ class Toolkit:
         tools: list[Tool] = await bridge.register_mcp_client(
             self,
             client,
-            group_name=group_name,
+            group=renamed("group_name", "group", group_name, group, BASIC),
             enable_funcs=enable_funcs,
             disable_funcs=disable_funcs,
             prefix=prefix,
-            execution_timeout=execution_timeout,
+            timeout=renamed("execution_timeout", "timeout", execution_timeout, timeout, None),
             namesake=namesake,
         )
         return tools
