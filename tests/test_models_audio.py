@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from _wire_server import Reply, Stream, WireServer, openai_completion, sse
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentkit import ReActAgent
 from agentkit.cli._console import EventRenderer
@@ -157,7 +159,8 @@ async def test_request_body_and_parsed_answer(server: WireServer, transport: str
     assert audio["id"] == "audio_1"
     assert isinstance(audio["expires_at"], int)
     assert response.get_text() == TRANSCRIPT
-    decoded = base64.b64decode(audio["source"]["data"])
+    source: Any = audio["source"]
+    decoded = base64.b64decode(source["data"])
     with wave.open(io.BytesIO(decoded)) as clip:  # the clip is intact
         assert clip.getframerate() == 24000
 
@@ -211,8 +214,9 @@ async def test_streamed_audio(server: WireServer, transport: str) -> None:
     text, audio = final.content
     assert text == {"type": "text", "text": TRANSCRIPT}
     assert audio["type"] == "audio" and audio["id"] == "audio_s"
-    assert audio["source"]["media_type"] == "audio/pcm"  # raw pcm16 has no header
-    assert base64.b64decode(audio["source"]["data"]) == pcm
+    source: Any = audio["source"]
+    assert source["media_type"] == "audio/pcm"  # raw pcm16 has no header
+    assert base64.b64decode(source["data"]) == pcm
     assert audio["transcript"] == TRANSCRIPT
     assert audio["expires_at"] > time.time()
     assert final.usage is not None and final.usage.output_tokens == 30
@@ -362,3 +366,25 @@ async def test_agent_serve_and_console_show_the_transcript(
         m for m in to_agui_messages(await agent.memory.get_memory()) if m.role == "assistant"
     ]
     assert assistant[-1].content == TRANSCRIPT
+
+
+@given(
+    transcript=st.text(),
+    ident=st.one_of(st.none(), st.text(min_size=1, max_size=20)),
+    expires=st.one_of(st.none(), st.integers(min_value=0, max_value=2**40)),
+    data=st.binary(max_size=64),
+)
+def test_audio_output_blocks_round_trip(
+    transcript: str, ident: str | None, expires: int | None, data: bytes
+) -> None:
+    audio: dict[str, Any] = {"data": base64.b64encode(data).decode(), "transcript": transcript}
+    if ident is not None:
+        audio["id"] = ident
+    if expires is not None:
+        audio["expires_at"] = expires
+    body = openai_completion(text=None)
+    body["choices"][0]["message"]["audio"] = audio
+    msg = Msg("a", oai.parse_completion(body, 0.0).content, "assistant")
+    again = Msg.from_dict(json.loads(json.dumps(msg.to_dict())))
+    assert again.to_dict() == msg.to_dict()
+    assert oai.format_messages_uncached([again]) == oai.format_messages_uncached([msg])
