@@ -346,19 +346,25 @@ def test_other_providers_replay_the_transcript_only() -> None:
     assert "audio" not in json.dumps(items[1])
 
 
-async def test_agent_serve_and_console_show_the_transcript(
+async def test_agent_replays_and_serve_and_console_show_the_transcript(
     server: WireServer, transport: str
 ) -> None:
     events, _ = audio_chunks()
-    server.script(Stream(events=events))
+    server.script(Stream(events=events), Stream(events=audio_chunks("audio_t")[0]))
     model = _model(server, transport, stream=True)
     agent = ReActAgent("voice", "You speak.", model)
     out = io.StringIO()
     agent.add_event_listener(EventRenderer("voice", out))
     try:
         reply = await agent(Msg("user", "Say hello", "user"))
+        await agent(Msg("user", "Again", "user"))
     finally:
         await model.aclose()
+    # The agent's memory replays the first spoken answer by id.
+    assert server.requests[1].json["messages"][2:] == [
+        {"role": "assistant", "content": None, "audio": {"id": "audio_s"}},
+        {"role": "user", "content": "Again"},
+    ]
     assert reply.get_text() == TRANSCRIPT
     assert any(b["type"] == "audio" for b in reply.get_content_blocks())
     assert TRANSCRIPT in out.getvalue()
