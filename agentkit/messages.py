@@ -102,10 +102,18 @@ class ImageBlock(TypedDict):
 
 
 class AudioBlock(TypedDict):
-    """An audio clip, inline (base64) or by URL."""
+    """An audio clip, inline (base64) or by URL.
+
+    Audio a model spoke (OpenAI audio output) also carries its ``transcript`` and, while
+    the provider keeps the clip, the ``id`` and ``expires_at`` (Unix seconds) that let a
+    later request refer to it instead of resending it.
+    """
 
     type: Literal["audio"]
     source: Base64Source | URLSource
+    transcript: NotRequired[str]
+    id: NotRequired[str]
+    expires_at: NotRequired[int]
 
 
 class DocumentBlock(TypedDict):
@@ -175,6 +183,7 @@ _TEXT_KEYS: dict[str, tuple[str, ...]] = {
     "thinking": ("thinking",),
     "tool_use": ("id", "name", "raw_input"),
     "tool_result": ("id", "name", "output"),
+    "audio": ("transcript",),
 }
 
 

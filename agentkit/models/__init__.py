@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from agentkit.models.base import (
+    AudioOutput,
     ChatModel,
     ChatResponse,
     ChatUsage,
@@ -34,6 +35,7 @@ __all__ = [
     "AnthropicBedrockModel",
     "AnthropicChatModel",
     "AnthropicVertexModel",
+    "AudioOutput",
     "AzureOpenAIChatModel",
     "AzureOpenAIResponsesModel",
     "ChatModel",

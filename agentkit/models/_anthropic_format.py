@@ -20,6 +20,7 @@ from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
 from agentkit.models._common import clean_body, split_tool_results, tool_use_block
 from agentkit.models._json import JSONObject, JSONValue, arr, obj
+from agentkit.models._openai_audio import is_audio_output
 from agentkit.models.base import ChatResponse, ChatUsage
 
 PROVIDER_ITEMS = "anthropic"
@@ -210,6 +211,9 @@ def _add_message(turns: list[Turn], role: str, blocks: list[ContentBlock]) -> No
     _append(turns, "user", [_result(r) for r in results if r["id"] not in own_ids])
     calls = [b for b in others if b["type"] == "tool_use"]
     if role == "assistant":
+        # Audio a model spoke (OpenAI Chat audio output) is left out: its transcript is a
+        # text block beside it.
+        others = [b for b in others if not is_audio_output(b)]
         media = [b for b in others if b["type"] in ("image", "audio")]
         kept = [b for b in others if b["type"] not in ("image", "audio")]
         _append(turns, "assistant", _blocks(kept, "assistant"))

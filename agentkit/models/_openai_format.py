@@ -6,6 +6,7 @@ Pure functions on dicts: no SDK import, so they are cheap and easy to test.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -13,9 +14,23 @@ from typing import Any, cast
 
 from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
-from agentkit.messages import ContentBlock, ImageBlock, Msg, ToolResultBlock, ToolUseBlock
+from agentkit.messages import (
+    AudioBlock,
+    ContentBlock,
+    ImageBlock,
+    Msg,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from agentkit.models._common import clean_body, result_text, split_tool_results, tool_use_block
 from agentkit.models._json import JSONObject, JSONValue, arr, obj
+from agentkit.models._openai_audio import (
+    AudioStream,
+    audio_block_of,
+    audio_expiry,
+    is_audio_output,
+    replay_audio,
+)
 from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = [
@@ -89,8 +104,11 @@ def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[
     texts: list[str] = []
     thoughts: list[str] = []
     calls: list[dict[str, object]] = []
+    spoken: list[AudioBlock] = []
     for block in blocks:
-        if block["type"] == "text":
+        if block["type"] == "audio":
+            spoken.append(block)  # audio output (see ``_convert``)
+        elif block["type"] == "text":
             texts.append(block["text"])
         elif block["type"] == "thinking":
             thoughts.append(block["thinking"])
@@ -106,12 +124,15 @@ def _assistant_message(blocks: Sequence[ContentBlock], reasoning: bool) -> dict[
             if "extra_content" in extra:  # Gemini's thought signature, sent back as it came
                 call["extra_content"] = extra["extra_content"]
             calls.append(call)
-    if not texts and not calls:
+    audio_id, texts = replay_audio(spoken, texts) if spoken else (None, texts)
+    if not texts and not calls and audio_id is None:
         return None
     message: dict[str, object] = {
         "role": "assistant",
         "content": "\n".join(texts) if texts else None,
     }
+    if audio_id is not None:  # the server still holds the clip: refer to it
+        message["audio"] = {"id": audio_id}
     if calls:
         message["tool_calls"] = calls
     if reasoning and thoughts:
@@ -259,7 +280,7 @@ def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, object]
 class _Entry:
     """One cached wire form: what it was made from, and what it is."""
 
-    __slots__ = ("content", "json", "msg", "reasoning", "role", "snapshot", "wire")
+    __slots__ = ("content", "expires", "json", "msg", "reasoning", "role", "snapshot", "wire")
 
     def __init__(
         self,
@@ -277,6 +298,8 @@ class _Entry:
         self.snapshot = snapshot
         self.wire = wire
         self.json: str | None = None  # the compact JSON of ``wire``, made when first sent
+        # When an audio id it replays expires: the wire form then holds the transcript.
+        self.expires = audio_expiry(content)
 
 
 class _WireCache:
@@ -305,6 +328,7 @@ class _WireCache:
             or entry.role != msg.role
             or entry.content is not msg.content
             or entry.snapshot != msg.content
+            or (entry.expires is not None and time.time() >= entry.expires)
         ):
             return None
         return entry
@@ -338,7 +362,8 @@ def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dic
     out = _tool_messages([r for r in results if r["id"] not in own_ids])
     own_results = _tool_messages([r for r in results if r["id"] in own_ids])
     calls = [b for b in others if b["type"] == "tool_use"]
-    media = [b for b in others if b["type"] in ("image", "audio")]
+    spoken = [b for b in others if is_audio_output(b)] if role == "assistant" else []
+    media = [b for b in others if b["type"] in ("image", "audio") and not is_audio_output(b)]
     texts = [b for b in others if b["type"] in ("text", "thinking")]
     if role == "user":
         message = _user_message([b for b in others if b["type"] != "tool_use"])
@@ -348,7 +373,7 @@ def _convert(role: str, blocks: list[ContentBlock], reasoning: bool) -> list[dic
         text = "\n".join(b["text"] for b in texts if b["type"] == "text")
         out += [{"role": "system", "content": text}] if text else []
     if role == "assistant":
-        message = _assistant_message([*texts, *calls], reasoning)
+        message = _assistant_message([*texts, *calls, *spoken], reasoning)
     else:
         message = _assistant_message(calls, reasoning=False)
     out += [message] if message is not None else []
@@ -429,6 +454,11 @@ def parse_completion(data: JSONObject, elapsed: float) -> ChatResponse:
     refusal = message.get("refusal")
     if isinstance(refusal, str) and refusal:
         content.append({"type": "text", "text": refusal})
+    spoken = audio_block_of(obj(message.get("audio")))
+    if spoken is not None:
+        if spoken["transcript"] and spoken["transcript"] != text:  # the text of the turn
+            content.append({"type": "text", "text": spoken["transcript"]})
+        content.append(spoken)
     for item in arr(message.get("tool_calls")):
         call = obj(item)
         function = obj(call.get("function"))
@@ -467,7 +497,7 @@ class _Call:
 class OpenAIStreamState:
     """Accumulates ``chat.completion.chunk`` deltas into cumulative snapshots."""
 
-    __slots__ = ("calls", "finish_reason", "id", "reasoning", "text", "usage_data")
+    __slots__ = ("audio", "calls", "finish_reason", "id", "reasoning", "text", "usage_data")
 
     def __init__(self) -> None:
         self.id: str | None = None
@@ -477,6 +507,7 @@ class OpenAIStreamState:
         self.calls: dict[int, _Call] = {}  # by index; dicts keep first-seen order
         self.finish_reason: str | None = None
         self.usage_data: JSONObject | None = None
+        self.audio: AudioStream | None = None  # audio output, when asked for
 
     def feed(self, chunk: JSONObject) -> bool:
         """Apply one chunk; return whether the visible content changed."""
@@ -506,6 +537,10 @@ class OpenAIStreamState:
         if thought:
             self.reasoning.add(thought)
             changed = True
+        audio = delta.get("audio")
+        if isinstance(audio, dict):
+            self.audio = self.audio or AudioStream()
+            changed = self.audio.feed(audio) or changed
         for item in arr(delta.get("tool_calls")):
             call = obj(item)
             entry = self.calls.setdefault(self._index_of(call), _Call())
@@ -540,6 +575,8 @@ class OpenAIStreamState:
             content.append({"type": "thinking", "thinking": reasoning})
         if text:
             content.append({"type": "text", "text": text})
+        if self.audio is not None:  # its transcript so far; the clip once complete
+            content += self.audio.blocks(text, final=final)
         for entry in self.calls.values():
             if entry.id is None:  # keep the generated id stable across snapshots
                 entry.id = tool_use_block(None, "", "", final=True)["id"]

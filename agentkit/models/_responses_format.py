@@ -27,6 +27,7 @@ from agentkit.messages import (
 )
 from agentkit.models._common import split_tool_results, tool_use_block
 from agentkit.models._json import JSONObject, JSONValue, arr, obj
+from agentkit.models._openai_audio import is_audio_output
 from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = [
@@ -203,7 +204,8 @@ def format_input(messages: Sequence[Msg]) -> list[Item]:
             continue
         others, results = split_tool_results(msg.content)
         if msg.role == "assistant":
-            out += _assistant_items(others)
+            # Audio a model spoke (OpenAI Chat audio output): its transcript is a text block.
+            out += _assistant_items([b for b in others if not is_audio_output(b)])
             out += [_result_item(r) for r in results]
             continue
         out += [_result_item(r) for r in results]

@@ -25,6 +25,7 @@ from agentkit.models._clients import ANTHROPIC, SDKClient
 from agentkit.models._common import apply_structured_output
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
+from agentkit.models._openai_audio import reject_audio_output
 from agentkit.models.base import ChatResponse, ToolChoice
 
 if TYPE_CHECKING:
@@ -155,6 +156,7 @@ class AnthropicChatModel(HTTPChatModel):
             body["thinking"] = self.thinking
         body.update(self.generate_kwargs)
         body.update(kwargs)
+        reject_audio_output(body, self.provider, "the Anthropic Messages API")
         specs = format_tools(tools or [])
         if structured_model is not None:
             specs.append(_structured_tool(structured_model))

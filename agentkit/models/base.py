@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 __all__ = [
+    "AudioOutput",
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
@@ -101,6 +102,15 @@ _OUTER_KEYS = frozenset({"type", "function", "name", "description", "parameters"
 _FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict"})
 
 
+class AudioOutput(TypedDict):
+    """How a spoken answer sounds and is encoded (OpenAI Chat Completions ``audio``)."""
+
+    voice: str | dict[str, str]
+    """A built-in voice (``"alloy"``, ``"coral"``...) or ``{"id": "voice_..."}``."""
+    format: Literal["wav", "aac", "mp3", "flac", "opus", "pcm16"]
+    """The clip's encoding; streamed answers need ``"pcm16"`` on OpenAI."""
+
+
 class ModelSettings(TypedDict, total=False):
     """Generation settings for one request; every key is optional.
 
@@ -124,6 +134,11 @@ class ModelSettings(TypedDict, total=False):
     output_type: type[BaseModel]
     """Ask for an answer matching this pydantic model (the provider's native structured
     output); the validated value is put in ``response.metadata["structured_output"]``."""
+    modalities: list[Literal["text", "audio"]]
+    """``["text", "audio"]`` with ``audio`` asks for a spoken answer (OpenAI Chat
+    Completions audio models); APIs without audio output raise ``UnsupportedContentError``."""
+    audio: AudioOutput
+    """Voice and format of a spoken answer (see ``modalities``)."""
 
 
 @dataclass(slots=True)

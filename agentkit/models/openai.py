@@ -184,6 +184,7 @@ class OpenAIChatModel(HTTPChatModel):
         }
         body.update(self.generate_kwargs)
         body.update(kwargs)
+        _check_audio_output(body)
         if tools:
             body["tools"] = [
                 t if "function" in t else {"type": "function", "function": t} for t in tools
@@ -232,6 +233,18 @@ class OpenAIChatModel(HTTPChatModel):
         if structured is not None:
             apply_structured_output(response, structured, response.get_text() or None)
         return response
+
+
+def _check_audio_output(body: Mapping[str, object]) -> None:
+    """A spoken answer needs both ``modalities`` with ``"audio"`` and the ``audio`` options."""
+    modalities = body.get("modalities")
+    wants = isinstance(modalities, list | tuple) and "audio" in modalities
+    if wants and not isinstance(body.get("audio"), Mapping):
+        raise UsageError(
+            "modalities=['text', 'audio'] needs audio={'voice': 'alloy', 'format': 'wav'}"
+        )
+    if "audio" in body and not wants:
+        raise UsageError("audio options need modalities=['text', 'audio']")
 
 
 def _response_format(model: type[BaseModel]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, json_schema_spec
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
+from agentkit.models._openai_audio import reject_audio_output
 from agentkit.models._responses_format import (
     ResponsesStreamState,
     format_input,
@@ -142,6 +143,7 @@ class OpenAIResponsesModel(HTTPChatModel):
             body["reasoning"] = self.reasoning
         body.update(self.generate_kwargs)
         body.update(kwargs)
+        reject_audio_output(body, self.provider, "the OpenAI Responses API")
         if tools:
             body["tools"] = format_tools(tools)
             if tool_choice is not None:
