@@ -33,6 +33,8 @@ async def test_the_model_gets_the_servers_tools_and_its_call_goes_back(
     big = ScriptedModel(["unused"], model_name="big-model")
     small = ScriptedModel([[tool_use("get_weather", "call-1", city="Oslo")]], model_name="s-1")
     async with _client({"big": big, "small": small}, protocol) as client:
+        # auto: an input-required round; legacy: a mid-call request
+        assert client.protocol_version == ("2026-07-28" if protocol == "auto" else "2025-11-25")
         result = await client.call_tool("choose", {})
     assert not result.is_error, result.get_text()
     answer = json.loads(result.get_text())
