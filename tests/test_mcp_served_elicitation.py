@@ -20,6 +20,9 @@ from mcp import Client, MCPError
 
 from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
 from agentkit.mcp.app import MCPApp
+from agentkit.mcp.callbacks import make_elicitation_callback
+from agentkit.mcp.context import MCPContext
+from agentkit.tools import ToolContext, Toolkit
 from tests._mcp_elicit_server import build
 
 pytestmark = pytest.mark.anyio
@@ -147,3 +150,27 @@ async def test_a_client_without_elicitation_gets_a_clear_error() -> None:
         result = await client.call_tool("book", {"city": "Oslo"})
     assert result.is_error
     assert "did not declare form elicitation" in result.get_text()
+
+
+async def test_an_answer_counts_only_for_the_question_it_answered() -> None:
+    tk = Toolkit()
+    runs: list[int] = []
+
+    @tk.tool
+    async def reworded(ctx: ToolContext) -> str:
+        """Asks a differently worded question after its first run."""
+        mcp = MCPContext.of(ctx)
+        assert mcp is not None
+        runs.append(len(runs))
+        wording = "first wording" if len(runs) == 1 else "second wording"
+        answer = await mcp.elicit(wording, {"type": "object", "properties": {}})
+        return str(answer["content"])
+
+    asker = Asker({"n": 1}, {"n": 2})
+    callback = make_elicitation_callback(asker)
+    server = MCPApp(tk, name="r").build_server()
+    async with Client(server, mode=MODERN, elicitation_callback=callback) as client:
+        result = await client.call_tool("reworded", {})
+    assert result.content[0].text == "{'n': 2}"  # type: ignore[union-attr]
+    assert asker.asked == ["first wording", "second wording"]  # the reworded one re-asked
+    assert runs == [0, 1, 2]  # the body runs once per round
