@@ -45,6 +45,7 @@ def _server_class() -> type[Server]:
 
 def build(app: MCPApp) -> Server:
     """The lowlevel ``mcp`` Server for ``app``."""
+    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
     from agentkit import __version__
@@ -70,9 +71,15 @@ def build(app: MCPApp) -> Server:
     if app.completion_fn is not None:
         kwargs["on_completion"] = handlers.complete
     with handshake_era_api():  # logging/setLevel: deprecated in 2026-07-28 only
-        return _server_class()(
+        server = _server_class()(
             app.name, version=app.version or __version__, instructions=app.instructions, **kwargs
         )
+    # Seals the requestState of input-required rounds (served tools that elicit, 2026-07-28):
+    # the client cannot read or forge it, nor replay it into another call.
+    server.middleware.append(
+        RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=app.name)
+    )
+    return server
 
 
 class _Handlers:
@@ -88,7 +95,7 @@ class _Handlers:
 
     async def call_tool(
         self, ctx: ServerRequestContext, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         key = self.app.remember(ctx)
         result = await self.app.tools.call(ctx, params, level_key=key)
         if self.app.tools.changed_since_listing():  # e.g. the call switched tool groups

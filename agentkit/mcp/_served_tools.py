@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import is_typeddict  # also knows typing_extensions.TypedDict
 
+from agentkit.mcp._input_rounds import InputRounds
 from agentkit.mcp.context import MCPContext
 from agentkit.messages import ToolUseBlock
 from agentkit.observability import seams as _obs
@@ -124,8 +125,12 @@ class ServedTools:
         params: types.CallToolRequestParams,
         *,
         level_key: str = "",
-    ) -> types.CallToolResult:
-        """Answer ``tools/call`` (``level_key``: the connection, for its log level)."""
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Answer ``tools/call`` (``level_key``: the connection, for its log level).
+
+        In 2026-07-28, a tool that asked its client a question not yet answered ends the
+        round with an ``InputRequiredResult`` (the client retries with the answer).
+        """
         from mcp import MCPError, types
 
         if params.name not in {s["function"]["name"] for s in self.visible()}:
@@ -141,9 +146,11 @@ class ServedTools:
                 )
             # -32602 per the spec; naming only what was asked keeps hidden tools hidden.
             raise MCPError(code=-32602, message=f"Unknown tool: {params.name}")
-        mcp = MCPContext(ctx, self.levels.get(level_key))
+        mcp = MCPContext(ctx, self.levels.get(level_key), InputRounds.from_params(params))
         with mcp.activate():
             final = await self._run(ctx, mcp, params.name, dict(params.arguments or {}))
+        if mcp.rounds.pending:  # the tool stopped at a question (however it surfaced)
+            return mcp.rounds.result()
         tool = self.toolkit.get_tool(params.name)
         structured = None
         if not final.is_error and output_schema(getattr(tool, "fn", None)) is not None:

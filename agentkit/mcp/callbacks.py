@@ -11,7 +11,7 @@ import inspect
 import logging
 import os
 import pathlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from agentkit.mcp.convert import sampling_messages_to_msgs
@@ -28,17 +28,21 @@ if TYPE_CHECKING:
     )
     from mcp_types import (
         CreateMessageRequestParams,
+        CreateMessageResultWithTools,
         ElicitRequestParams,
         LoggingMessageNotificationParams,
+        ModelPreferences,
     )
 
 __all__ = [
     "ElicitationCallback",
     "SamplingApproval",
+    "SamplingModels",
     "make_elicitation_callback",
     "make_logging_callback",
     "make_roots_callback",
     "make_sampling_callback",
+    "pick_model",
 ]
 
 SamplingApproval: TypeAlias = Callable[[list[Msg]], Awaitable[bool] | bool]
@@ -100,13 +104,94 @@ async def _final_response(
     return last
 
 
+SamplingModels: TypeAlias = ChatModel | Mapping[str, ChatModel]
+"""One model, or ``{name: model}`` chosen by the server's ``modelPreferences.hints``."""
+
+
+def pick_model(models: SamplingModels, preferences: ModelPreferences | None) -> ChatModel:
+    """The model for one sampling request.
+
+    A single model answers everything (preferences are advisory in MCP). With a mapping,
+    the server's hints are tried in order (the spec's MUST): the first hint whose name is a
+    case-insensitive substring of a mapping key or of a model's ``model_name`` wins; with
+    no match (or no hints) the mapping's first model answers. The numeric priorities
+    (cost, speed, intelligence) are not used: agentkit does not know model prices.
+    """
+    if isinstance(models, ChatModel):
+        return models
+    if not models:
+        raise ValueError("sampling models: the mapping is empty")
+    for hint in (preferences.hints or []) if preferences is not None else []:
+        wanted = (hint.name or "").lower()
+        if not wanted:
+            continue
+        for key, model in models.items():
+            if wanted in key.lower() or wanted in model.model_name.lower():
+                return model
+    return next(iter(models.values()))
+
+
+def _tool_schemas(params: CreateMessageRequestParams) -> list[dict[str, Any]] | None:
+    """The server's sampling ``tools`` as OpenAI-style function schemas for the model."""
+    if not params.tools:
+        return None
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description or "",
+                "parameters": dict(tool.input_schema),
+            },
+        }
+        for tool in params.tools
+    ]
+
+
+def _name_tool_results(messages: list[Msg]) -> None:
+    """Give the server's ``tool_result`` blocks the name of the ``tool_use`` they answer."""
+    names: dict[str, str] = {}
+    for msg in messages:
+        for block in msg.content if isinstance(msg.content, list) else []:
+            if block["type"] == "tool_use":
+                names[block["id"]] = block["name"]
+            elif block["type"] == "tool_result" and not block.get("name"):
+                block["name"] = names.get(block["id"], "")
+
+
+def _with_tools_result(response: ChatResponse, model: str) -> CreateMessageResultWithTools:
+    """The answer to a sampling request that offered tools: text and ``tool_use`` blocks."""
+    from mcp_types import CreateMessageResultWithTools, TextContent, ToolUseContent
+
+    content: list[Any] = []
+    for block in response.content:
+        if block["type"] == "text" and block["text"]:
+            content.append(TextContent(text=block["text"]))
+        elif block["type"] == "tool_use":
+            args = block["input"] if isinstance(block["input"], dict) else {}
+            content.append(ToolUseContent(id=block["id"], name=block["name"], input=args))
+    calls = any(isinstance(c, ToolUseContent) for c in content)
+    return CreateMessageResultWithTools(
+        role="assistant",
+        content=content or [TextContent(text="")],
+        model=model,
+        stop_reason="toolUse" if calls else "endTurn",
+    )
+
+
 def make_sampling_callback(
-    model: ChatModel, approval: SamplingApproval | None, server: str
+    model: SamplingModels, approval: SamplingApproval | None, server: str
 ) -> SamplingFnT:
     """Serve ``sampling/createMessage`` with an agentkit ``ChatModel``.
 
+    A request that offers ``tools`` gets them as tool definitions (``toolChoice`` as the
+    model's ``tool_choice``); when the model calls one, the answer carries ``tool_use``
+    content and ``stopReason: "toolUse"`` (the server runs the tool and samples again with
+    the result).
+
     Args:
-        model: The model answering the server's requests (non-streaming use).
+        model: The model answering the server's requests (non-streaming use), or
+            ``{name: model}`` chosen per request by ``modelPreferences`` (:func:`pick_model`).
         approval: Optional gate; a refusal answers the server with an error.
         server: Client name, used as the author of the server's messages.
     """
@@ -114,19 +199,30 @@ def make_sampling_callback(
 
     async def sampling(
         context: ClientRequestContext, params: CreateMessageRequestParams
-    ) -> CreateMessageResult | ErrorData:
+    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
         messages = sampling_messages_to_msgs(list(params.messages), params.system_prompt, server)
+        _name_tool_results(messages)
         if approval is not None and not await _maybe_await(approval(messages)):
             return ErrorData(code=-1, message="The user declined the sampling request")
+        chosen = pick_model(model, params.model_preferences)
+        kwargs: dict[str, Any] = _generation_kwargs(chosen, params)
+        tools = _tool_schemas(params)
+        if tools is not None:
+            kwargs["tools"] = tools
+            mode = params.tool_choice.mode if params.tool_choice is not None else None
+            if mode is not None:
+                kwargs["tool_choice"] = mode
         try:
-            response = await _final_response(model, messages, _generation_kwargs(model, params))
+            response = await _final_response(chosen, messages, kwargs)
         except Exception as exc:  # the server gets an error answer, the call goes on
             logging.getLogger(f"agentkit.mcp.{server}").warning("sampling failed: %s", exc)
             return ErrorData(code=-32603, message=f"sampling failed: {exc}")
+        if tools is not None or params.tool_choice is not None:
+            return _with_tools_result(response, chosen.model_name)
         return CreateMessageResult(
             role="assistant",
             content=TextContent(text=response.get_text()),
-            model=model.model_name,
+            model=chosen.model_name,
             stop_reason="endTurn",
         )
 

@@ -26,6 +26,7 @@ from agentkit.mcp._connection import Connection
 from agentkit.mcp.callbacks import (
     ElicitationCallback,
     SamplingApproval,
+    SamplingModels,
     make_elicitation_callback,
     make_logging_callback,
     make_roots_callback,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from mcp_types import LoggingLevel
 
     from agentkit.mcp.bridge import Registration
-    from agentkit.models.base import ChatModel
 
 __all__ = ["MCPClient", "MCPToolFunction"]
 
@@ -64,7 +64,9 @@ class MCPClient(ClientEvents):
         name: Unique name of this server in your application (used in logs, metadata and
             ``remove_mcp_clients``).
         server: ``StdioServer(...)`` or ``HttpServer(...)``.
-        sampling_model: Answers the server's ``sampling/createMessage`` requests.
+        sampling_model: Answers the server's ``sampling/createMessage`` requests (tools
+            offered by the server included), or ``{name: model}`` picked per request by the
+            server's ``modelPreferences`` hints (see :func:`~agentkit.mcp.callbacks.pick_model`).
         sampling_approval: ``(messages) -> bool`` gate run before each sampling request.
         elicitation_callback: ``(message, schema) -> dict | None`` for ``elicitation/create``.
         roots: Paths or ``file://`` URIs offered to the server as roots.
@@ -95,7 +97,7 @@ class MCPClient(ClientEvents):
         name: str,
         server: ServerConfig,
         *,
-        sampling_model: ChatModel | None = None,
+        sampling_model: SamplingModels | None = None,
         sampling_approval: SamplingApproval | None = None,
         elicitation_callback: ElicitationCallback | None = None,
         roots: Sequence[str | os.PathLike[str]] | None = None,
@@ -217,7 +219,7 @@ class MCPClient(ClientEvents):
 
     def _build_client(self, transport: Any, conn: Connection) -> Client:
         from mcp import Client
-        from mcp_types import Implementation
+        from mcp_types import Implementation, SamplingCapability, SamplingToolsCapability
 
         from agentkit import __version__
 
@@ -236,6 +238,8 @@ class MCPClient(ClientEvents):
             kwargs["sampling_callback"] = make_sampling_callback(
                 self.sampling_model, self.sampling_approval, self.name
             )
+            # Declares ``sampling.tools``: servers may offer tools to our model.
+            kwargs["sampling_capabilities"] = SamplingCapability(tools=SamplingToolsCapability())
         if self.elicitation_callback is not None:
             kwargs["elicitation_callback"] = make_elicitation_callback(self.elicitation_callback)
         if self.roots is not None:

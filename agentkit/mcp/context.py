@@ -17,8 +17,10 @@ Per protocol era (negotiated per connection):
   ``_meta`` (the SDK filters).
 - ``sample`` / ``list_roots``: mid-call requests in the handshake era; deprecated in
   2026-07-28 (SEP-2577): they raise ``MCPError``.
-- ``elicit``: mid-call request in the handshake era; not available here for 2026-07-28 yet
-  (input-required results): raises ``MCPError``.
+- ``elicit``: mid-call request in the handshake era; in 2026-07-28 an input-required
+  result: the call ends with the question, the client answers and retries the call, and the
+  tool body runs again from the start with ``elicit`` returning the answer. Work done before
+  ``elicit`` therefore runs once per round: ask first, act after (or keep it idempotent).
 - ``progress`` (``ToolContext.report_progress``): ``notifications/progress`` in both eras
   when the client sent a progress token.
 """
@@ -32,6 +34,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentkit.exceptions import MCPError
+from agentkit.mcp._input_rounds import InputRounds
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -74,9 +77,15 @@ class MCPContext:
         meta: The request's ``_meta`` (trace context and other pass-through keys).
     """
 
-    def __init__(self, request: ServerRequestContext, min_level: str | None) -> None:
+    def __init__(
+        self,
+        request: ServerRequestContext,
+        min_level: str | None,
+        rounds: InputRounds | None = None,
+    ) -> None:
         self._request = request
         self._min_level = min_level
+        self.rounds = rounds if rounds is not None else InputRounds()
         self.protocol_version: str = request.protocol_version
         self.request_id = request.request_id
         meta = request.meta
@@ -144,14 +153,36 @@ class MCPContext:
     async def elicit(self, message: str, schema: Mapping[str, Any]) -> dict[str, object]:
         """Ask the client's user (form ``elicitation/create``).
 
+        In the handshake era this is a mid-call ``elicitation/create`` request. In 2026-07-28
+        it is an input-required round (see the module docstring): the first time, the call
+        ends here and is retried with the client's answer, which this returns.
+
         Returns:
             ``{"action": "accept" | "decline" | "cancel", "content": {...} | None}``.
+
+        Raises:
+            MCPError: The client did not declare the elicitation capability (2026-07-28).
         """
-        self._require_back_channel("elicitation")
-        result = await self._request.session.elicit_form(
-            message, dict(schema), related_request_id=self.request_id
-        )
+        if self.is_handshake_era:
+            result = await self._request.session.elicit_form(
+                message, dict(schema), related_request_id=self.request_id
+            )
+        else:
+            result = self.rounds.elicit(self._elicit_request(message, schema))
         return {"action": result.action, "content": result.content}
+
+    def _elicit_request(self, message: str, schema: Mapping[str, Any]) -> Any:
+        from mcp_types import ElicitRequest, ElicitRequestFormParams
+
+        capabilities = self._request.session.client_capabilities
+        elicitation = capabilities.elicitation if capabilities is not None else None
+        # A bare ``elicitation: {}`` means form support; url-only does not.
+        if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+            raise MCPError(
+                "the client did not declare form elicitation, so this tool cannot ask its user"
+            )
+        params = ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+        return ElicitRequest(params=params)
 
     async def list_roots(self) -> list[dict[str, object]]:
         """The client's roots (``roots/list``), as ``{"uri", "name"}`` dicts."""
