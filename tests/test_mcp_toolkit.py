@@ -179,9 +179,7 @@ async def test_enable_disable_and_unknown_names(py: MCPClient) -> None:
     toolkit = Toolkit()
     with pytest.raises(ToolRegistrationError, match="does not have"):
         await toolkit.register_mcp_client(py, enable_funcs=["nope"])
-    tools = await toolkit.register_mcp_client(
-        py, disable_funcs=["crash", "slow"], group="basic"
-    )
+    tools = await toolkit.register_mcp_client(py, disable_funcs=["crash", "slow"], group="basic")
     names = {t.name for t in tools}
     assert "crash" not in names and "slow" not in names and "echo" in names
 
