@@ -139,11 +139,7 @@ async def register_mcp_client(
         ToolRegistrationError: a name clash, or enable/disable lists naming unknown tools.
         MCPConnectionError: the server cannot be reached.
     """
-    if namesake == "override":
-        raise ToolRegistrationError(
-            "an MCP server's tools may not override registered tools (a server could shadow a "
-            "local tool); pass prefix=... to keep both"
-        )
+    _refuse_override(namesake)
     group = renamed("group_name", "group", group_name, group, "basic")
     timeout = renamed("execution_timeout", "timeout", execution_timeout, timeout, None)
     if not client.is_connected:
@@ -168,6 +164,15 @@ async def register_mcp_client(
     client.registrations.append(reg)
     client.on_tools_changed(_refresh)
     return registered
+
+
+def _refuse_override(namesake: object) -> None:
+    """A server could shadow a local tool: its tools never override registered ones."""
+    if namesake == "override":
+        raise ToolRegistrationError(
+            "an MCP server's tools may not override registered tools (a server could shadow a "
+            "local tool); pass prefix=... to keep both"
+        )
 
 
 def _usable(client: MCPClient, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:

@@ -175,7 +175,9 @@ class ChatUsage:
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
-    def _is_empty(self) -> bool:
+    @property
+    def is_empty(self) -> bool:
+        """Whether no token was counted (a run's starting total, a scripted answer)."""
         return not (self.input_tokens or self.output_tokens)
 
     def to_dict(self) -> dict[str, float]:
@@ -202,7 +204,7 @@ def _sum_cost(a: ChatUsage, b: ChatUsage) -> float | None:
     An empty usage (no tokens, e.g. a run's starting total) counts as free, so a sum of
     priced calls stays priced; one unpriced call makes the total unknown, never too low.
     """
-    if (a.cost is None and not a._is_empty()) or (b.cost is None and not b._is_empty()):
+    if (a.cost is None and not a.is_empty) or (b.cost is None and not b.is_empty):
         return None
     if a.cost is None and b.cost is None:
         return None
@@ -317,7 +319,19 @@ class ChatModel:
         if not _implements_call(type(self)):
             yield await self.request(messages, tools, settings)
             return
-        output = await self._legacy_call(messages, tools, settings)
+        async for chunk in self._legacy_stream(messages, tools, settings):
+            yield chunk
+
+    async def _legacy_stream(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None,
+        settings: ModelSettings | None,
+        *,
+        routed: bool = False,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """The chunks of an older adapter's ``__call__``; its stream is closed however it ends."""
+        output = await self._legacy_call(messages, tools, settings, routed=routed)
         if isinstance(output, ChatResponse):
             yield output
             return
@@ -334,8 +348,14 @@ class ChatModel:
         messages: Sequence[Msg],
         tools: Sequence[ToolDefinition] | None,
         settings: ModelSettings | None,
+        *,
+        routed: bool = False,
     ) -> ModelOutput:
-        """Call the ``__call__`` of a subclass that implements only that (older adapters)."""
+        """Call the ``__call__`` of a subclass that implements only that (older adapters).
+
+        ``routed``: the call comes from :func:`_route_through_call`, so the override's
+        ``super().__call__`` must reach the parent's ``request`` (see there).
+        """
         if not _implements_call(type(self)):
             raise NotImplementedError(
                 f"{type(self).__name__} implements neither request() nor __call__()"
@@ -345,7 +365,12 @@ class ChatModel:
             args["tools"] = [t.to_openai() for t in tools]
         if "output_type" in args:
             args["structured_model"] = args.pop("output_type")
-        return await self(messages, **args)
+        token = _ROUTED.set(self) if routed else None
+        try:
+            return await self(messages, **args)
+        finally:
+            if token is not None:
+                _ROUTED.reset(token)
 
     async def __call__(
         self,
@@ -432,33 +457,10 @@ def _route_through_call(cls: type[ChatModel], parent: type[ChatModel]) -> None:
     ) -> AsyncGenerator[ChatResponse, None]:
         if _ROUTED.get() is self:
             return parent.request_stream(self, messages, tools, settings)
-        return _routed_stream(self, messages, tools, settings)
+        return self._legacy_stream(messages, tools, settings, routed=True)
 
     for name, method in (("request", request), ("request_stream", request_stream)):
         setattr(cls, name, method)  # set on the class as its own methods
-
-
-async def _routed_stream(
-    model: ChatModel,
-    messages: Sequence[Msg],
-    tools: Sequence[ToolDefinition] | None,
-    settings: ModelSettings | None,
-) -> AsyncGenerator[ChatResponse, None]:
-    token = _ROUTED.set(model)
-    try:
-        output = await model._legacy_call(messages, tools, settings)
-    finally:
-        _ROUTED.reset(token)
-    if isinstance(output, ChatResponse):
-        yield output
-        return
-    try:
-        async for chunk in output:
-            yield chunk
-    finally:
-        aclose = getattr(output, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 def _implements_call(cls: type[ChatModel]) -> bool:
