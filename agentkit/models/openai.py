@@ -117,7 +117,7 @@ class OpenAIChatModel(HTTPChatModel):
             return None
         if type(self).client_class != OpenAIChatModel.client_class:
             return None  # another client (Azure...): its own auth and paths
-        if type(self)._make_client is not OpenAIChatModel._make_client:
+        if _builds_own_client(type(self)):
             return None
         if not self.client_kwargs.keys() <= _LEAN_KWARGS:
             return None
@@ -255,3 +255,12 @@ def _response_format(model: type[BaseModel]) -> dict[str, Any]:
     if isinstance(schema.get("description"), str):
         spec["description"] = schema["description"]
     return {"type": "json_schema", "json_schema": spec}
+
+
+def _builds_own_client(cls: type[OpenAIChatModel]) -> bool:
+    """Whether a subclass of ``OpenAIChatModel`` builds its SDK client its own way."""
+    return any(
+        "_make_client" in vars(c)
+        for c in cls.__mro__
+        if c is not OpenAIChatModel and issubclass(c, OpenAIChatModel)
+    )
