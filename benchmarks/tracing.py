@@ -20,9 +20,11 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import NoOpTracerProvider
 
 from agentkit.observability import instrument, seams, uninstrument
 from benchmarks import kit
@@ -71,10 +73,20 @@ async def _interleaved(
     return a, b
 
 
-def _tracing(exporter: NoOpExporter) -> Callable[[Callable[[], Awaitable[Any]]], Any]:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrument(tracer_provider=provider, meter_provider=MeterProvider())
+def _tracing(
+    exporter: NoOpExporter | None,
+) -> Callable[[Callable[[], Awaitable[Any]]], Any]:
+    """Wrap a run in ``instrument()``: the SDK with ``exporter``, or (None) the API alone.
+
+    The API alone (no-op tracer and meter providers) is agentkit's own share of the cost:
+    building attributes, opening and closing the seams, making each span current.
+    """
+    if exporter is None:
+        instrument(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
+    else:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        instrument(tracer_provider=provider, meter_provider=MeterProvider())
     active = seams.installed()  # built once, like an application's start-up
     uninstrument()
 
@@ -119,7 +131,7 @@ async def span_cost(steps: int, rounds: int, reps: int) -> dict[str, Any]:
     from agentkit.testing import ScriptedModel
 
     toolkit = kit.toolkit_with(kit.step)
-    n = (rounds + 1) * reps * 2 + 4
+    n = ((rounds + 1) * reps * 2 + 4) * 2
     models = iter([ScriptedModel(_script(steps)) for _ in range(n)])
 
     async def run() -> None:
@@ -131,6 +143,8 @@ async def span_cost(steps: int, rounds: int, reps: int) -> dict[str, Any]:
     spans_per_run = exporter.count
     raw = _raw_sdk_spans(spans_per_run)
     plain, traced = await _interleaved(run, traced_fn, rounds, reps, 1)
+    plain_api, api_only = await _interleaved(run, _tracing(None)(run), rounds, reps, 1)
+    own = [(t - p) / spans_per_run for p, t in zip(plain_api, api_only, strict=True)]
     raw_span: list[float] = []
     for _ in range(rounds):
         raw_span.append(await timed(raw, reps) / spans_per_run)
@@ -143,6 +157,7 @@ async def span_cost(steps: int, rounds: int, reps: int) -> dict[str, Any]:
         "per_span_s": per_span,
         "raw_sdk_span_s": median(raw_span),
         "ratio_to_raw_sdk_span": per_span / median(raw_span),
+        "agentkit_own_per_span_s": median(own),
         "target": "< 30 us",
         "ok": per_span < 30e-6,
     }

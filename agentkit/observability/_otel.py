@@ -10,15 +10,18 @@ Imported only by :func:`agentkit.observability.instrument`. Spans:
 
 Interrupts, approvals asked for and denied calls are events on the reply's span; a call or
 request cut by an interrupt ends with an ERROR status and ``error.type="interrupted"``.
+
+Each seam returns a small context-manager object rather than a generator-based one: the
+instrumentation runs twice per turn, and a generator frame plus ``contextlib``'s wrapper
+cost more than the attribute work itself.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -28,13 +31,19 @@ from opentelemetry.util.types import AttributeValue
 
 from agentkit import __version__
 from agentkit.observability import _content
+from agentkit.observability._otel_attributes import (
+    Attributes,
+    chat_attributes,
+    metric_attributes,
+    tool_attributes,
+)
 from agentkit.observability.seams import EventValue, Instrumentation, current_conversation
 
 if TYPE_CHECKING:
     from agentkit.agent.react import ReActAgent
     from agentkit.agent.state import Run
     from agentkit.messages import Msg
-    from agentkit.models.base import ChatUsage
+    from agentkit.models.base import ChatResponse
     from agentkit.tools.response import ToolResponse
     from agentkit.tools.toolkit import Toolkit
 
@@ -65,37 +74,210 @@ def _fail(span: trace.Span, error_type: str, description: str | None = None) -> 
     span.set_status(Status(StatusCode.ERROR, _CUT.get(error_type) or description or error_type))
 
 
-def _model_attributes(model: object) -> dict[str, AttributeValue]:
-    return {
-        "gen_ai.provider.name": str(getattr(model, "provider", "unknown")),
-        "gen_ai.request.model": str(getattr(model, "model_name", "unknown")),
-    }
+class _Scope:
+    """A span started and made current by ``__enter__``, ended by ``__exit__``.
+
+    Subclasses fill the span on exit (``_finish``); an exception is recorded on the span
+    and propagates.
+    """
+
+    __slots__ = ("_start", "_token", "span")
+
+    span: trace.Span
+
+    def __init__(
+        self,
+        tracer: trace.Tracer,
+        name: str,
+        kind: SpanKind,
+        attributes: Mapping[str, AttributeValue],
+        parent: otel_context.Context | None = None,
+    ) -> None:
+        self._start = (tracer, name, kind, attributes, parent)
+
+    def __enter__(self) -> None:
+        tracer, name, kind, attributes, parent = self._start
+        self.span = span = tracer.start_span(name, parent, kind, attributes)
+        self._token = otel_context.attach(trace.set_span_in_context(span, parent))
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        span = self.span
+        try:
+            self._finish(span, exc)
+        finally:
+            otel_context.detach(self._token)
+            span.end()
+
+    def _finish(self, span: trace.Span, exc: BaseException | None) -> None:
+        if exc is not None:
+            _fail(span, _error_type(exc, None), str(exc) or None)
 
 
-def _mcp_attributes(tool: object) -> dict[str, AttributeValue]:
-    """``mcp.*``/``server.*``/``network.transport`` of an MCP tool (empty for others)."""
-    client = getattr(tool, "client", None)
-    server = getattr(client, "server", None)
-    if server is None or not hasattr(tool, "mcp_name"):
-        return {}
-    attributes: dict[str, AttributeValue] = {
-        "mcp.method.name": "tools/call",
-        "gen_ai.tool.type": "extension",
-        "agentkit.mcp.server.name": str(getattr(client, "name", "")),
+class _RunScope(_Scope):
+    """The ``invoke_agent {agent}`` span of one reply."""
+
+    __slots__ = ("agent", "run")
+
+    def __init__(self, tracer: trace.Tracer, agent: ReActAgent, run: Run) -> None:
+        attributes: Attributes = {
+            **chat_attributes(agent.model),
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": str(agent.name),
+        }
+        conversation = current_conversation()
+        if conversation is not None:
+            attributes["gen_ai.conversation.id"] = conversation
+        self.agent = agent
+        self.run = run
+        super().__init__(tracer, f"invoke_agent {agent.name}", SpanKind.INTERNAL, attributes)
+
+    def _finish(self, span: trace.Span, exc: BaseException | None) -> None:
+        run = self.run
+        if exc is not None:
+            _fail(span, _error_type(exc, run), str(exc) or None)
+            stop_reason = "error"
+        elif run.interrupted:
+            span.add_event("agentkit.interrupted")
+            stop_reason = "interrupted"
+        elif self.agent.pending_tool_calls:
+            stop_reason = "pending_approval"
+        else:
+            stop_reason = "final"
+        span.set_attributes(_run_end_attributes(run, stop_reason))
+
+
+def _run_end_attributes(run: Run, stop_reason: str) -> Attributes:
+    usage = run.usage
+    attributes: Attributes = {
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "agentkit.iterations": run.iteration,
+        "agentkit.stop_reason": stop_reason,
     }
-    url = getattr(server, "url", None)
-    if isinstance(url, str):
-        parts = urlsplit(url)
-        attributes["network.transport"] = "tcp"
-        if parts.hostname:
-            attributes["server.address"] = parts.hostname
-        if parts.port:
-            attributes["server.port"] = parts.port
-    else:
-        attributes["network.transport"] = "pipe"
-        command = " ".join([str(server.command), *map(str, getattr(server, "args", ()))])
-        attributes["agentkit.mcp.server.command"] = command
+    cost = getattr(usage, "cost", None)
+    if cost is not None:
+        attributes["agentkit.usage.cost"] = cost
+    # Which model answered (a FallbackModel's choice), as on the chat spans.
+    answered = getattr(run, "answered_by", None)
+    if answered is not None:
+        attributes["gen_ai.response.model"] = answered
+    models = getattr(getattr(run, "counts", None), "models", None)
+    if models:
+        attributes["agentkit.models"] = list(models)
     return attributes
+
+
+class _ChatScope(_Scope):
+    """The ``chat {model}`` span of one model request; the answer is in ``run.partial``."""
+
+    __slots__ = ("instrumentation", "request", "run", "started")
+
+    def __init__(self, instrumentation: OTelInstrumentation, request: Attributes, run: Run) -> None:
+        self.instrumentation = instrumentation
+        self.request = request
+        self.run = run
+        name = "chat " + str(request["gen_ai.request.model"])
+        super().__init__(instrumentation.tracer, name, SpanKind.CLIENT, request)
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        self.started = time.perf_counter()
+
+    def _finish(self, span: trace.Span, exc: BaseException | None) -> None:
+        elapsed = time.perf_counter() - self.started
+        error: str | None = None
+        if exc is not None:
+            error = _error_type(exc, self.run)
+            _fail(span, error, str(exc) or None)
+        response = self.run.partial
+        response_model: str | None = None
+        if response is not None:
+            response_model = self._describe(span, response)
+        self.instrumentation.record(self.request, response, response_model, error, elapsed)
+
+    def _describe(self, span: trace.Span, response: ChatResponse) -> str:
+        """Set the answer's attributes on the span; returns the model that answered."""
+        metadata = response.metadata or {}
+        model = str(metadata.get("model") or self.request["gen_ai.request.model"])
+        attributes: Attributes = {
+            "gen_ai.response.model": model,
+            "gen_ai.response.id": str(response.id),
+        }
+        reason = metadata.get("finish_reason")
+        if isinstance(reason, str):
+            attributes["gen_ai.response.finish_reasons"] = (reason,)
+        if self.instrumentation.capture_content:
+            attributes.update(_content.response_attributes(response.content, reason))
+        usage = response.usage
+        if usage is not None:
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+            cost = usage.cost
+            if cost is not None:
+                attributes["agentkit.usage.cost"] = cost
+        span.set_attributes(attributes)  # one call: the SDK takes its lock once
+        return model
+
+
+class _ToolScope(_Scope):
+    """The ``execute_tool {tool}`` span of call ``run.batch[index]``."""
+
+    __slots__ = ("capture", "index", "run")
+
+    def __init__(
+        self,
+        instrumentation: OTelInstrumentation,
+        run: Run,
+        index: int,
+        toolkit: Toolkit | None,
+    ) -> None:
+        call = (run.batch or [])[index]
+        name = str(call["name"])
+        tool = toolkit.get_tool(name) if toolkit is not None else None
+        attributes: Attributes = {
+            **(tool_attributes(tool) if tool is not None else _unknown_tool(name)),
+            "gen_ai.tool.call.id": str(call["id"]),
+        }
+        self.capture = instrumentation.capture_content
+        if self.capture:
+            attributes["gen_ai.tool.call.arguments"] = _content.dumps(call.get("input"))
+        self.run = run
+        self.index = index
+        tracer = instrumentation.tracer
+        super().__init__(tracer, f"execute_tool {name}", SpanKind.INTERNAL, attributes)
+
+    def _finish(self, span: trace.Span, exc: BaseException | None) -> None:
+        run = self.run
+        if exc is not None:
+            _fail(span, _error_type(exc, run), str(exc) or None)
+            return
+        results = run.results
+        result = results[self.index] if self.index < len(results) else None
+        if result is not None:
+            _end_tool(span, result, self.capture)
+
+
+def _unknown_tool(name: str) -> Attributes:
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.type": "function",
+    }
+
+
+def _end_tool(span: trace.Span, result: ToolResponse, capture: bool) -> None:
+    if capture:
+        span.set_attribute("gen_ai.tool.call.result", _content.dumps(result.content))
+    if result.is_interrupted:
+        _fail(span, "interrupted", "interrupted by the user")
+    elif result.is_error:
+        kind = (result.metadata or {}).get("error")
+        _fail(span, str(kind or "tool_error"), result.get_text()[:200] or None)
 
 
 class OTelInstrumentation(Instrumentation):
@@ -129,184 +311,48 @@ class OTelInstrumentation(Instrumentation):
         )
         self.capture_content = capture_content
 
-    # -- spans -------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _span(
-        self,
-        name: str,
-        kind: SpanKind,
-        attributes: Mapping[str, AttributeValue],
-        parent: otel_context.Context | None = None,
-    ) -> Iterator[trace.Span]:
-        """A span made current for the block; exceptions are recorded by the caller."""
-        span = self.tracer.start_span(name, parent, kind, attributes)
-        token = otel_context.attach(trace.set_span_in_context(span, parent))
-        try:
-            yield span
-        finally:
-            otel_context.detach(token)
-            span.end()
-
-    @contextlib.contextmanager
-    def run_span(self, agent: ReActAgent, run: Run) -> Iterator[None]:
+    def run_span(self, agent: ReActAgent, run: Run) -> _Scope:
         """The ``invoke_agent {agent}`` span of one reply."""
-        attributes = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": str(agent.name),
-            **_model_attributes(agent.model),
-        }
-        conversation = current_conversation()
-        if conversation is not None:
-            attributes["gen_ai.conversation.id"] = conversation
-        with self._span(f"invoke_agent {agent.name}", SpanKind.INTERNAL, attributes) as span:
-            try:
-                yield
-            except BaseException as exc:
-                _fail(span, _error_type(exc, run), str(exc) or None)
-                self._end_run(span, agent, run, "error")
-                raise
-            if run.interrupted:
-                span.add_event("agentkit.interrupted")
-                self._end_run(span, agent, run, "interrupted")
-            elif agent.pending_tool_calls:
-                self._end_run(span, agent, run, "pending_approval")
-            else:
-                self._end_run(span, agent, run, "final")
+        return _RunScope(self.tracer, agent, run)
 
-    def _end_run(self, span: trace.Span, agent: ReActAgent, run: Run, stop_reason: str) -> None:
-        usage = run.usage
-        attributes: dict[str, AttributeValue] = {
-            "gen_ai.usage.input_tokens": usage.input_tokens,
-            "gen_ai.usage.output_tokens": usage.output_tokens,
-            "agentkit.iterations": run.iteration,
-            "agentkit.stop_reason": stop_reason,
-        }
-        cost = getattr(usage, "cost", None)
-        if cost is not None:
-            attributes["agentkit.usage.cost"] = cost
-        # Which model answered (a FallbackModel's choice), as on the chat spans.
-        answered = getattr(run, "answered_by", None)
-        if answered is not None:
-            attributes["gen_ai.response.model"] = answered
-        models = getattr(getattr(run, "counts", None), "models", None)
-        if models:
-            attributes["agentkit.models"] = list(models)
-        span.set_attributes(attributes)
-
-    @contextlib.contextmanager
     def model_span(
         self,
         agent: ReActAgent,
         run: Run,
         messages: Sequence[Msg],
         tools: list[dict[str, object]] | None,
-    ) -> Iterator[None]:
+    ) -> _Scope:
         """The ``chat {model}`` span of one model request; the answer is in ``run.partial``."""
-        model = agent.model
-        attributes = {"gen_ai.operation.name": "chat", **_model_attributes(model)}
+        request = chat_attributes(agent.model)
         if self.capture_content:
-            attributes.update(_content.request_attributes(messages))
-        started = time.perf_counter()
-        name = f"chat {attributes['gen_ai.request.model']}"
-        with self._span(name, SpanKind.CLIENT, attributes) as span:
-            error: str | None = None
-            try:
-                yield
-            except BaseException as exc:
-                error = _error_type(exc, run)
-                _fail(span, error, str(exc) or None)
-                raise
-            finally:
-                self._end_chat(span, run, attributes, time.perf_counter() - started, error)
+            request = {**request, **_content.request_attributes(messages)}
+        return _ChatScope(self, request, run)
 
-    def _end_chat(
+    def record(
         self,
-        span: trace.Span,
-        run: Run,
-        request: dict[str, AttributeValue],
-        elapsed: float,
+        request: Attributes,
+        response: ChatResponse | None,
+        response_model: str | None,
         error: str | None,
+        elapsed: float,
     ) -> None:
-        response = run.partial
-        metric_attrs = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": request["gen_ai.provider.name"],
-            "gen_ai.request.model": request["gen_ai.request.model"],
-        }
-        if response is not None:
-            metadata = response.metadata or {}
-            model = str(metadata.get("model") or request["gen_ai.request.model"])
-            metric_attrs["gen_ai.response.model"] = model
-            attributes: dict[str, AttributeValue] = {
-                "gen_ai.response.model": model,
-                "gen_ai.response.id": str(response.id),
-            }
-            reason = metadata.get("finish_reason")
-            if isinstance(reason, str):
-                attributes["gen_ai.response.finish_reasons"] = [reason]
-            if self.capture_content:
-                attributes.update(_content.response_attributes(response.content, reason))
-            usage = response.usage
-            if usage is not None:
-                attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
-                attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
-                cost = getattr(usage, "cost", None)
-                if cost is not None:
-                    attributes["agentkit.usage.cost"] = cost
-            span.set_attributes(attributes)  # one call: the SDK takes its lock once
-            if usage is not None:
-                self._record_tokens(usage, metric_attrs)
-        if error is not None:
-            metric_attrs["error.type"] = error
-        self.duration.record(elapsed, metric_attrs)
+        """Record one request's duration and token usage on the GenAI metrics."""
+        sets = metric_attributes(request, response_model, error)
+        usage = response.usage if response is not None else None
+        if usage is not None:
+            self.tokens.record(usage.input_tokens, sets.input_tokens)
+            self.tokens.record(usage.output_tokens, sets.output_tokens)
+        self.duration.record(elapsed, sets.duration)
 
-    def _record_tokens(self, usage: ChatUsage, metric_attrs: dict[str, AttributeValue]) -> None:
-        self.tokens.record(usage.input_tokens, {**metric_attrs, "gen_ai.token.type": "input"})
-        self.tokens.record(usage.output_tokens, {**metric_attrs, "gen_ai.token.type": "output"})
-
-    @contextlib.contextmanager
     def tool_span(
         self, agent: ReActAgent, run: Run, index: int, toolkit: Toolkit | None = None
-    ) -> Iterator[None]:
+    ) -> _Scope:
         """The ``execute_tool {tool}`` span of call ``run.batch[index]``."""
-        call = (run.batch or [])[index]
-        name = str(call["name"])
-        attributes: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": str(call["id"]),
-            "gen_ai.tool.type": "function",
-        }
-        tool = toolkit.get_tool(name) if toolkit is not None else None
-        if tool is not None:
-            if tool.description:
-                attributes["gen_ai.tool.description"] = tool.description[:500]
-            attributes.update(_mcp_attributes(tool))
-        if self.capture_content:
-            attributes["gen_ai.tool.call.arguments"] = _content.dumps(call.get("input"))
-        with self._span(f"execute_tool {name}", SpanKind.INTERNAL, attributes) as span:
-            try:
-                yield
-            except BaseException as exc:
-                _fail(span, _error_type(exc, run), str(exc) or None)
-                raise
-            self._end_tool(span, run.results[index] if index < len(run.results) else None)
+        return _ToolScope(self, run, index, toolkit)
 
-    def _end_tool(self, span: trace.Span, result: ToolResponse | None) -> None:
-        if result is None:
-            return
-        if self.capture_content:
-            span.set_attribute("gen_ai.tool.call.result", _content.dumps(result.content))
-        if result.is_interrupted:
-            _fail(span, "interrupted", "interrupted by the user")
-        elif result.is_error:
-            kind = (result.metadata or {}).get("error")
-            _fail(span, str(kind or "tool_error"), result.get_text()[:200] or None)
-
-    @contextlib.contextmanager
     def server_tool_span(
         self, name: str, call_id: str, meta: Mapping[str, object] | None
-    ) -> Iterator[None]:
+    ) -> _Scope:
         """An ``execute_tool`` span for a call served over MCP, under the caller's trace.
 
         The mcp SDK's server middleware makes the caller's context (from the request's
@@ -316,18 +362,14 @@ class OTelInstrumentation(Instrumentation):
         parent = None
         if meta and not trace.get_current_span().get_span_context().is_valid:
             parent = extract({k: v for k, v in meta.items() if isinstance(v, str)})
-        attributes = {
+        attributes: Attributes = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
             "gen_ai.tool.call.id": call_id,
             "mcp.method.name": "tools/call",
         }
-        with self._span(f"execute_tool {name}", SpanKind.INTERNAL, attributes, parent) as span:
-            try:
-                yield
-            except BaseException as exc:
-                _fail(span, _error_type(exc, None), str(exc) or None)
-                raise
+        kind = SpanKind.INTERNAL
+        return _Scope(self.tracer, f"execute_tool {name}", kind, attributes, parent)
 
     def event(self, name: str, attributes: Mapping[str, EventValue]) -> None:
         """Add an event to the current span (the reply's, where the loop reports it)."""
