@@ -66,3 +66,52 @@ async def test_a_shared_spec_still_validates_per_call() -> None:
     chunks = [c async for c in toolkit.call_tool_function(ok)]  # type: ignore[arg-type]
     assert not chunks[-1].is_error
     assert chunks[-1].content[0]["text"] == "Oslo:3"  # type: ignore[typeddict-item]
+
+
+def _per_conversation(user: str, limit: int = 3) -> FunctionTool:
+    """A tool defined anew per conversation, closing over the conversation's user."""
+
+    def whoami(prefix: str, count: int = limit) -> str:
+        """Say who the tool acts for.
+
+        Args:
+            prefix: Text before the name.
+            count: How many times.
+        """
+        return f"{prefix}{user}" * count
+
+    tool = Toolkit().register_tool_function(whoami)
+    assert isinstance(tool, FunctionTool)
+    return tool
+
+
+def test_closures_from_one_def_share_the_spec_but_call_their_own_function() -> None:
+    alice, bob = _per_conversation("alice"), _per_conversation("bob")
+    assert alice.spec is bob.spec  # described once for every conversation
+    assert alice.get_validator() is bob.get_validator()
+
+
+async def test_a_closure_with_other_defaults_gets_its_own_spec() -> None:
+    three, five = _per_conversation("a"), _per_conversation("b", limit=5)
+    assert three.spec is not five.spec
+    assert three.parameters["properties"]["count"]["default"] == 3  # type: ignore[index]
+    assert five.parameters["properties"]["count"]["default"] == 5  # type: ignore[index]
+    toolkit = Toolkit()
+    toolkit.register_tool_function(_per_conversation("carol", limit=1).fn)
+    block = {"type": "tool_use", "id": "c", "name": "whoami", "input": {"prefix": "hi "}}
+    chunks = [c async for c in toolkit.call_tool_function(block)]  # type: ignore[arg-type]
+    assert chunks[-1].content[0]["text"] == "hi carol"  # type: ignore[typeddict-item]
+
+
+def test_equal_schemas_share_compiled_checks_and_an_edit_does_not_leak() -> None:
+    schema: dict[str, object] = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}},
+        "required": ["q"],
+    }
+    from agentkit.tools.base import ArgumentChecks
+
+    first, second = ArgumentChecks(schema), ArgumentChecks(dict(schema))
+    assert first.get_validator() is second.get_validator()
+    schema["required"] = []  # the owner edits its dict afterwards
+    assert not first.get_validator().is_valid({})  # the shared checks keep the original

@@ -451,12 +451,13 @@ class ReActAgent(TypedRuns, HookHost):
     ) -> Msg:
         """Run ``body`` between the reply hooks, interruptible; repair memory after a cut."""
         conv = self._conv
-        if run.emit is not None:
-            run.emit(ReplyStarted(self.name))
         try:
             try:
                 with anyio.CancelScope() as scope:
                     run.scope = scope
+                    # Inside the scope: a listener may interrupt on this very event.
+                    if run.emit is not None:
+                        run.emit(ReplyStarted(self.name))
                     reply = await self._with_reply_hooks(run, kwargs, body)
             except BaseException as exc:
                 # An error, or a cancellation from outside (not our interrupt): repair

@@ -29,8 +29,8 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from agentkit.agent import EventStream, ReActAgent
-from agentkit.events import CallInfo, Interrupted, ReplyStarted
+from agentkit.agent import ReActAgent
+from agentkit.events import AgentEvent, CallInfo, Interrupted, ReplyStarted
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
 from agentkit.serve._convert import to_agui_messages
@@ -138,18 +138,50 @@ async def _snapshot(agent: ReActAgent, extra: Sequence[Msg] = ()) -> MessagesSna
     return MessagesSnapshotEvent(messages=to_agui_messages(messages))
 
 
+class _Relay:
+    """Translates the agent's events as they happen and pushes them to the channel.
+
+    A listener called in the run's own task: no queue and no second task between the agent
+    and the SSE stream, so an event (the last one of a stopped run included) reaches the
+    readers in the loop iteration that produced it. A translation failure stops the run and
+    is raised after it, as a run error.
+    """
+
+    __slots__ = ("agent", "channel", "error", "interrupted", "translator")
+
+    def __init__(self, req: RunRequest, translator: Translator) -> None:
+        self.channel = req.channel
+        self.agent = req.agent
+        self.translator = translator
+        self.interrupted = False
+        self.error: Exception | None = None
+
+    def __call__(self, event: AgentEvent) -> None:
+        if self.error is not None:
+            return
+        try:
+            self.interrupted |= isinstance(event, Interrupted)
+            if isinstance(event, ReplyStarted) and self.channel.stop_requested:
+                self.agent.interrupt_threadsafe()  # Stop arrived before the reply began
+            _emit(self.channel, self.translator.translate(event))
+        except Exception as exc:  # raised by _stream once the run has stopped
+            self.error = exc
+            self.agent.interrupt_threadsafe()
+
+
 async def _stream(req: RunRequest, translator: Translator) -> bool:
     """Run the agent, pushing translated events; return whether it was interrupted."""
-    channel, agent = req.channel, req.agent
-    interrupted = False
+    agent = req.agent
+    relay = _Relay(req, translator)
     start = _start_call(agent, req.msgs, req.approvals, req.deps, req.record.state)
-    async with EventStream(agent, start) as events:
-        async for event in events:
-            interrupted |= isinstance(event, Interrupted)
-            if isinstance(event, ReplyStarted) and channel.stop_requested:
-                await agent.interrupt()  # Stop arrived before the reply began
-            _emit(channel, translator.translate(event))
-    return interrupted
+    agent.add_event_listener(relay)
+    try:
+        await start()
+    finally:
+        agent.remove_event_listener(relay)
+    if relay.error is not None:
+        raise relay.error
+    return relay.interrupted
 
 
 def _finished(req: RunRequest, translator: Translator, interrupted: bool) -> RunFinishedEvent:

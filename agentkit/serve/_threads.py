@@ -170,12 +170,19 @@ class RunChannel:
         self.done.set()
 
     async def read(self) -> AsyncIterator[str]:
-        """Yield the encoded events from the first one until the run ends."""
+        """Yield the encoded events from the first one until the run ends.
+
+        Events pushed since the last read go out together, as one chunk: one write (and
+        one trip through the ASGI stack) for a tool call's four events or a stopped run's
+        last ones, instead of one each.
+        """
         index = 0
         while True:
-            while index < len(self.events):
-                yield self.events[index]
-                index += 1
+            end = len(self.events)
+            if index < end:
+                yield self.events[index] if end - index == 1 else "".join(self.events[index:end])
+                index = end
+                continue  # more may have been pushed while the chunk was being written
             if self.ended:
                 return
             await self._changed.wait()

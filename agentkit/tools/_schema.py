@@ -91,6 +91,10 @@ def build_function_spec(
 ) -> FunctionSpec:
     """Describe ``fn`` as a tool (cached per function object; see ``_SPECS``).
 
+    A function defined anew for every conversation (a tool closing over the request's user)
+    is a new object each time; it shares the spec of the earlier ones with the same code,
+    docstring, defaults and annotations (see ``_BY_CODE``).
+
     Args:
         fn: The function (sync or async, plain or generator, bound method, callable object).
         name: The tool name, for error messages.
@@ -109,10 +113,69 @@ def build_function_spec(
         cached = _SPECS.get(fn)
         if cached is not None and key in cached:
             return cached[key]
-    spec = _build_function_spec(fn, name=name, description=description, preset_kwargs=preset_kwargs)
+    spec = _same_code_spec(fn, key) if cacheable else None
+    if spec is None:
+        spec = _build_function_spec(
+            fn, name=name, description=description, preset_kwargs=preset_kwargs
+        )
+        if cacheable:
+            _remember_code_spec(fn, key, spec)
     if cacheable:
         _SPECS.setdefault(fn, {})[key] = spec
     return spec
+
+
+# Specs by code object, for functions re-created from the same ``def`` (closures). Each entry
+# keeps the fingerprint of everything else the spec is built from; a function whose
+# fingerprint differs, or cannot be compared, gets a spec of its own.
+_BY_CODE: weakref.WeakKeyDictionary[
+    types.CodeType, list[tuple[tuple[object, ...], FunctionSpec]]
+] = weakref.WeakKeyDictionary()
+_PER_CODE = 8  # fingerprints kept per code object (a factory with varying defaults)
+
+
+def _fingerprint(fn: Callable[..., object], key: tuple[object, ...]) -> tuple[object, ...] | None:
+    """What a function's spec depends on besides its code (None: not shareable)."""
+    if hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+        return None  # the signature comes from elsewhere: only the function itself is a key
+    annotations = getattr(fn, "__annotations__", None) or {}
+    return (
+        key,
+        fn.__module__,
+        id(getattr(fn, "__globals__", None)),
+        fn.__doc__,
+        getattr(fn, "__defaults__", None),
+        getattr(fn, "__kwdefaults__", None),
+        tuple(annotations.items()),
+    )
+
+
+def _same_code_spec(fn: Callable[..., object], key: tuple[object, ...]) -> FunctionSpec | None:
+    code = getattr(fn, "__code__", None)
+    entries = _BY_CODE.get(code) if code is not None else None
+    fingerprint = _fingerprint(fn, key) if entries else None
+    if fingerprint is None or entries is None:
+        return None
+    for known, spec in entries:
+        try:
+            if bool(known == fingerprint):
+                return spec
+        except Exception:  # a default whose == raises or is not a bool (an array)
+            return None
+    return None
+
+
+def _remember_code_spec(
+    fn: Callable[..., object], key: tuple[object, ...], spec: FunctionSpec
+) -> None:
+    fingerprint = _fingerprint(fn, key)
+    code = getattr(fn, "__code__", None)
+    if fingerprint is None or code is None:
+        return
+    entries = _BY_CODE.setdefault(code, [])
+    if len(entries) >= _PER_CODE:
+        del entries[0]
+    entries.append((fingerprint, spec))
 
 
 def _build_function_spec(

@@ -7,6 +7,7 @@ A ``Tool`` only has to describe itself and run with already-validated arguments.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -21,6 +22,37 @@ if TYPE_CHECKING:
     from agentkit.tools.context import ToolContext
 
 __all__ = ["ArgumentChecks", "Tool"]
+
+
+# Compiled checks by schema text. Checking a schema against the meta-schema costs milliseconds;
+# tools rebuilt per conversation (MCP tools of a new connection, a closure per request)
+# present the same schema again and again. Validators keep no state between calls.
+_COMPILED: dict[str, tuple[Validator, QuickCheck | None]] = {}
+_COMPILED_LIMIT = 512
+
+
+def _compiled(parameters: dict[str, object]) -> tuple[Validator, QuickCheck | None]:
+    """The validator and fast path of ``parameters``, shared by equal schemas."""
+    try:
+        key: str | None = json.dumps(parameters, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON (a schema with Python objects): uncached
+        key = None
+    found = _COMPILED.get(key) if key is not None else None
+    if found is None:
+        # Imported here: jsonschema costs ~35 ms and ``import agentkit`` must stay cheap.
+        from jsonschema import Draft202012Validator
+
+        # A private copy: a tool that later edits its ``parameters`` dict must not change
+        # the checks shared with other tools.
+        schema = parameters if key is None else json.loads(key)
+        Draft202012Validator.check_schema(schema)
+        # The fast path of argument checking (see ``_quickcheck``), built alongside.
+        found = (Draft202012Validator(schema), compile_check(schema))
+        if key is not None:
+            if len(_COMPILED) >= _COMPILED_LIMIT:
+                _COMPILED.clear()
+            _COMPILED[key] = found
+    return found
 
 
 class ArgumentChecks:
@@ -45,13 +77,7 @@ class ArgumentChecks:
         """
         validator = self.validator
         if validator is None:
-            # Imported here: jsonschema costs ~35 ms and ``import agentkit`` must stay cheap.
-            from jsonschema import Draft202012Validator
-
-            Draft202012Validator.check_schema(self.parameters)
-            validator = Draft202012Validator(self.parameters)
-            # The fast path of argument checking (see ``_quickcheck``), built alongside.
-            self.quick = compile_check(self.parameters)
+            validator, self.quick = _compiled(self.parameters)
             self.validator = validator
         return validator
 

@@ -8,8 +8,14 @@ invariant. Timed: p50/p99 from the interrupt request to the end of that run's SS
 next to the same figure for a bare Starlette SSE endpoint whose producer task is cancelled
 (the least any Python SSE server can do), measured in the same run.
 
+The 200 users are not one process: the conversations are spread over ``CLIENTS`` client
+processes (as 200 browsers would be), so one client's event loop falling behind its share of
+the streams does not count as server latency. Each client process also reports its own
+event-loop lag, printed in the row's note.
+
     python -m benchmarks.run --only serve
     python -m benchmarks.scenarios.serve PORT DB     # the server process it starts
+    python -m benchmarks.scenarios.serve client PORT MODE FIRST STEP N M OUT  # one client
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 
 from benchmarks.common import ROOT, Config, Row, percentile, ratio
 
+CLIENTS = 4  # client processes sharing the conversations
 TEXT_CHUNKS = 30
 CHUNK_DELAY = 0.1  # a reply streams for about 3 s: interrupts land mid-stream
 
@@ -109,6 +116,8 @@ def baseline_app() -> Any:
 def _serve(port: int, db: str) -> None:
     import uvicorn
 
+    _pin(server=True)
+
     from agentkit.serve import create_app
     from agentkit.session import SQLiteSession
 
@@ -136,11 +145,24 @@ class _Conversation:
     def __init__(self, index: int, interrupt_after: int | None) -> None:
         self.thread = f"load-{index}"
         self.interrupt_after = interrupt_after  # text events before Stop (None: never)
-        self.events: list[dict[str, Any]] = []
+        self.lines: list[str] = []  # raw ``data:`` payloads, parsed after the round
         self.latency: float | None = None
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.lines]
+
+
+_TEXT = '"type":"TEXT_MESSAGE_CONTENT"'
 
 
 async def _converse(client: Any, conv: _Conversation) -> None:
+    """One conversation; the client keeps each event's text and parses it after the round.
+
+    The load generator shares the machine (and, with 2 cores, a core) with the server: per
+    event it does a prefix check and a substring count, no JSON parsing, so what the
+    latency shows is the server, not the client's event loop falling behind.
+    """
     body = {
         "threadId": conv.thread,
         "runId": os.urandom(8).hex(),
@@ -148,17 +170,19 @@ async def _converse(client: Any, conv: _Conversation) -> None:
     }
     stop: asyncio.Task[Any] | None = None
     t0 = 0.0
+    texts = 0
+    after = conv.interrupt_after
     async with client.stream("POST", "/agui", json=body) as response:
         assert response.status_code == 200, await response.aread()
         async for line in response.aiter_lines():
             if not line.startswith("data: "):
                 continue
-            event = json.loads(line[6:])  # validated after the round (keeps the client light)
-            conv.events.append(event)
-            texts = sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in conv.events)
-            if stop is None and conv.interrupt_after is not None and texts >= conv.interrupt_after:
-                t0 = time.perf_counter()
-                stop = asyncio.create_task(client.post(f"/threads/{conv.thread}/interrupt"))
+            conv.lines.append(line[6:])
+            if stop is None and after is not None and _TEXT in line:
+                texts += 1
+                if texts >= after:
+                    t0 = time.perf_counter()
+                    stop = asyncio.create_task(client.post(f"/threads/{conv.thread}/interrupt"))
     if stop is not None:
         conv.latency = time.perf_counter() - t0
         assert (await stop).json()["interrupted"] is True
@@ -168,15 +192,16 @@ def _check(conv: _Conversation) -> None:
     """Valid AG-UI, one start, one finish as expected, streamed text == stored text."""
     from tests._serve_helpers import validate
 
-    for event in conv.events:
+    events = conv.events
+    for event in events:
         validate(event)
-    kinds = [e["type"] for e in conv.events]
+    kinds = [e["type"] for e in events]
     assert kinds.count("RUN_STARTED") == 1, kinds
     assert kinds[-1] == "RUN_FINISHED", kinds[-3:]
     expected = "cancelled" if conv.interrupt_after is not None else "success"
-    assert conv.events[-1]["outcome"]["type"] == expected, conv.events[-1]
-    streamed = "".join(e["delta"] for e in conv.events if e["type"] == "TEXT_MESSAGE_CONTENT")
-    snapshot = conv.events[-2]["messages"]
+    assert events[-1]["outcome"]["type"] == expected, events[-1]
+    streamed = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    snapshot = events[-2]["messages"]
     stored = "".join(m.get("content") or "" for m in snapshot if m["role"] == "assistant")
     assert streamed == stored, (
         f"{conv.thread}: streamed {len(streamed)} chars, stored {len(stored)}"
@@ -191,9 +216,9 @@ def _stop_point(i: int, m: int) -> int | None:
     return 3 + (i * 7) % (TEXT_CHUNKS // 2) if i < m else None
 
 
-async def _baseline(client: Any, n: int, m: int) -> list[float]:
-    """Interrupt-to-stream-end of the bare SSE endpoint under the same load: n streams, m
-    of them stopped at the same points as the agentkit conversations."""
+async def _baseline(client: Any, indices: list[int], m: int) -> list[float]:
+    """Interrupt-to-stream-end of the bare SSE endpoint under the same load: the same
+    streams, the first ``m`` stopped at the same points as the agentkit conversations."""
 
     async def one(i: int, after: int | None) -> float | None:
         seen = 0
@@ -210,7 +235,7 @@ async def _baseline(client: Any, n: int, m: int) -> list[float]:
         await stop
         return time.perf_counter() - t0
 
-    found = await asyncio.gather(*(one(i, _stop_point(i, m)) for i in range(n)))
+    found = await asyncio.gather(*(one(i, _stop_point(i, m)) for i in indices))
     return [x for x in found if x is not None]
 
 
@@ -238,14 +263,91 @@ async def _wait_up(client: Any) -> None:
     raise RuntimeError("the serve benchmark server did not start")
 
 
-async def _round(client: Any, n: int, m: int) -> tuple[list[_Conversation], list[float]]:
-    # Interrupts land at different points of the stream (after 3..TEXT_CHUNKS/2 deltas).
-    convs = [_Conversation(i, _stop_point(i, m)) for i in range(n)]
-    await asyncio.gather(*(_converse(client, c) for c in convs))
-    for conv in convs:
-        _check(conv)
-    base = await _baseline(client, n, m)
-    return convs, base
+async def _lag_monitor(lags: list[float], done: asyncio.Event) -> None:
+    """Record how late a 5 ms sleep wakes up: this client's event-loop lag."""
+    while not done.is_set():
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.005)
+        lags.append(time.perf_counter() - t0 - 0.005)
+
+
+async def _client_part(port: int, mode: str, indices: list[int], m: int) -> dict[str, Any]:
+    """One client process's share: the agentkit conversations or the baseline streams."""
+    import httpx2
+
+    n = len(indices)
+    limits = httpx2.Limits(max_connections=2 * n + 10, max_keepalive_connections=2 * n)
+    lags: list[float] = []
+    done = asyncio.Event()
+    monitor = asyncio.create_task(_lag_monitor(lags, done))
+    async with httpx2.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits
+    ) as client:
+        if mode == "agentkit":
+            convs = [_Conversation(i, _stop_point(i, m)) for i in indices]
+            await asyncio.gather(*(_converse(client, c) for c in convs))
+            result: dict[str, Any] = {
+                "convs": [[c.thread, c.interrupt_after, c.lines, c.latency] for c in convs]
+            }
+        else:
+            result = {"latencies": await _baseline(client, indices, m)}
+    done.set()
+    await monitor
+    result["lag_p99"] = percentile(lags, 0.99)
+    return result
+
+
+async def _clients(port: int, mode: str, n: int, m: int, tmp: Path) -> list[dict[str, Any]]:
+    """Run ``CLIENTS`` client processes at once, conversation ``i`` in process ``i % CLIENTS``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = []
+    for k in range(CLIENTS):
+        out = tmp / f"{mode}-{k}.json"
+        args = ["client", str(port), mode, str(k), str(CLIENTS), str(n), str(m), str(out)]
+        cmd = [sys.executable, "-m", "benchmarks.scenarios.serve", *args]
+        procs.append((await asyncio.create_subprocess_exec(*cmd, cwd=ROOT, env=env), out))
+    results = []
+    for proc, out in procs:
+        assert await proc.wait() == 0, f"serve benchmark client failed ({out.name})"
+        results.append(json.loads(out.read_text()))
+    return results
+
+
+def _pin(server: bool) -> None:
+    """Give the server a core of its own: the clients stand in for browsers on other machines.
+
+    With two or more cores the server runs on the first and every client process on the
+    others, so the load generator's CPU is not taken from the server it measures.
+    """
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cores) >= 2:
+        os.sched_setaffinity(0, cores[:1] if server else cores[1:])
+
+
+def _client_main(argv: list[str]) -> None:
+    _pin(server=False)
+    port, mode, first, step, n, m, out = argv
+    indices = list(range(int(first), int(n), int(step)))
+    result = asyncio.run(_client_part(int(port), mode, indices, int(m)))
+    Path(out).write_text(json.dumps(result))
+
+
+async def _round(
+    port: int, n: int, m: int, tmp: Path
+) -> tuple[list[_Conversation], list[float], float]:
+    """Both phases; returns the conversations, the baseline latencies, the worst client lag."""
+    convs = []
+    parts = await _clients(port, "agentkit", n, m, tmp)
+    for part in parts:
+        for thread, after, lines, latency in part["convs"]:
+            conv = _Conversation(int(thread.split("-")[1]), after)
+            conv.lines, conv.latency = lines, latency
+            _check(conv)
+            convs.append(conv)
+    base_parts = await _clients(port, "baseline", n, m, tmp)
+    base = [x for part in base_parts for x in part["latencies"]]
+    lag = max(part["lag_p99"] for part in (*parts, *base_parts))
+    return convs, base, lag
 
 
 async def run(cfg: Config) -> list[Row]:
@@ -262,22 +364,20 @@ async def run(cfg: Config) -> list[Row]:
         )
         assert proc.stdout is not None
         port = int((await proc.stdout.readline()).split()[1])
-        limits = httpx2.Limits(max_connections=2 * n + 10, max_keepalive_connections=2 * n)
         try:
-            async with httpx2.AsyncClient(
-                base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits
-            ) as client:
+            async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
                 await _wait_up(client)
-                convs, base = await _round(client, n, m)
+            convs, base, lag = await _round(port, n, m, Path(tmp))
         finally:
             proc.terminate()
             await asyncio.wait_for(proc.wait(), 15)
         threads = await _check_memory(db)
     lat = [c.latency for c in convs if c.latency is not None]
-    events = sum(len(c.events) for c in convs)
+    events = sum(len(c.lines) for c in convs)
     note = (
-        f"{n} conversations, {m} stopped mid-stream, {events} events: all valid AG-UI, none "
-        f"lost or duplicated; {threads} stored threads pass the memory invariant"
+        f"{n} conversations from {CLIENTS} client processes, {m} stopped mid-stream, {events} "
+        f"events: all valid AG-UI, none lost or duplicated; {threads} stored threads pass the "
+        f"memory invariant; worst client event-loop lag p99 {lag * 1e3:.0f} ms"
     )
     rows = []
     for q, name in ((0.5, "p50"), (0.99, "p99")):
@@ -300,4 +400,7 @@ async def run(cfg: Config) -> list[Row]:
 
 
 if __name__ == "__main__":
-    _serve(int(sys.argv[1]), sys.argv[2])
+    if sys.argv[1] == "client":
+        _client_main(sys.argv[2:])
+    else:
+        _serve(int(sys.argv[1]), sys.argv[2])
