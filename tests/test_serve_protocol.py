@@ -190,6 +190,13 @@ async def test_cancelled_outcome_when_stopped(tmp_path: Path) -> None:
             # The endpoint returns once the run stopped: its stream has ended already.
             assert stopped.json()["interrupted"] is True
             assert events[-1]["type"] == "RUN_FINISHED"
+            # Server-Timing: the stream's end was written before the save finished.
+            timing = {
+                part.split(";dur=")[0].strip(): float(part.split(";dur=")[1])
+                for part in stopped.headers["server-timing"].split(",")
+            }
+            assert set(timing) == {"stream-end", "saved"}
+            assert 0 <= timing["stream-end"] <= timing["saved"]
         check_sequence(events)
         assert events[-1]["outcome"] == {"type": "cancelled"}
         thread = (await c.get("/threads/c1")).json()

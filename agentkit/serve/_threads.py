@@ -12,6 +12,7 @@ streamed (so a client that sends them back is recognised, not refused as forging
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -151,6 +152,7 @@ class RunChannel:
         self.done = anyio.Event()  # the run ended and its thread is saved
         self.ended = False  # the last event was pushed (the save may still be running)
         self.stop_requested = False
+        self.written_at: float | None = None  # perf_counter() when a reader wrote the end
         self._changed = anyio.Event()
 
     def push(self, encoded: str) -> None:
@@ -182,6 +184,8 @@ class RunChannel:
             if index < end:
                 yield self.events[index] if end - index == 1 else "".join(self.events[index:end])
                 index = end
+                if self.ended and index == len(self.events) and self.written_at is None:
+                    self.written_at = time.perf_counter()  # the last event is on its way
                 continue  # more may have been pushed while the chunk was being written
             if self.ended:
                 return

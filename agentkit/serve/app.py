@@ -15,6 +15,7 @@ import contextlib
 import inspect
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from importlib import resources
 from typing import Any, TypeAlias
@@ -223,11 +224,26 @@ async def interrupt(request: Request) -> Response:
     if channel is None:
         await _load(state, owner, thread_id)
         return JSONResponse({"threadId": thread_id, "interrupted": False})
+    received = time.perf_counter()
     channel.stop_requested = True
     if channel.agent is not None:
         await channel.agent.interrupt()
     await channel.wait()
-    return JSONResponse({"threadId": thread_id, "interrupted": True, "runId": channel.run_id})
+    body = {"threadId": thread_id, "interrupted": True, "runId": channel.run_id}
+    return JSONResponse(body, headers=_stop_timing(received, channel))
+
+
+def _stop_timing(received: float, channel: RunChannel) -> dict[str, str]:
+    """``Server-Timing`` of a Stop: until the stream's last event was written, and the save.
+
+    For monitoring Stop's responsiveness from outside (browsers show it in their network
+    tools); ``stream-end`` is absent when no reader was attached to the stream.
+    """
+    now = time.perf_counter()
+    timings = [f"saved;dur={(now - received) * 1e3:.1f}"]
+    if channel.written_at is not None:
+        timings.insert(0, f"stream-end;dur={(channel.written_at - received) * 1e3:.1f}")
+    return {"Server-Timing": ", ".join(timings)}
 
 
 async def events(request: Request) -> Response:

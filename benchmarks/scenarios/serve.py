@@ -147,6 +147,7 @@ class _Conversation:
         self.interrupt_after = interrupt_after  # text events before Stop (None: never)
         self.lines: list[str] = []  # raw ``data:`` payloads, parsed after the round
         self.latency: float | None = None
+        self.server_latency: float | None = None  # the Stop's Server-Timing ``stream-end``
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -185,7 +186,18 @@ async def _converse(client: Any, conv: _Conversation) -> None:
                     stop = asyncio.create_task(client.post(f"/threads/{conv.thread}/interrupt"))
     if stop is not None:
         conv.latency = time.perf_counter() - t0
-        assert (await stop).json()["interrupted"] is True
+        answer = await stop
+        assert answer.json()["interrupted"] is True
+        conv.server_latency = _stream_end(answer.headers.get("server-timing", ""))
+
+
+def _stream_end(header: str) -> float | None:
+    """Seconds of ``stream-end;dur=<ms>`` in a ``Server-Timing`` header (None: absent)."""
+    for part in header.split(","):
+        name, _, params = part.strip().partition(";")
+        if name == "stream-end" and params.startswith("dur="):
+            return float(params[4:]) / 1e3
+    return None
 
 
 def _check(conv: _Conversation) -> None:
@@ -232,8 +244,9 @@ async def _baseline(client: Any, indices: list[int], m: int) -> list[float]:
                     stop = asyncio.create_task(client.post(f"/baseline/stop/b{i}"))
         if stop is None:
             return None
+        ended = time.perf_counter() - t0  # the stream's end, as for the agentkit streams
         await stop
-        return time.perf_counter() - t0
+        return ended
 
     found = await asyncio.gather(*(one(i, _stop_point(i, m)) for i in indices))
     return [x for x in found if x is not None]
@@ -271,6 +284,14 @@ async def _lag_monitor(lags: list[float], done: asyncio.Event) -> None:
         lags.append(time.perf_counter() - t0 - 0.005)
 
 
+async def _warm(client: Any, connections: int) -> None:
+    """Open ``connections`` keep-alive connections, as a browser has by the time it stops a
+    run (the page, its script, the thread list): a Stop then does not wait for a TCP
+    handshake and an accept on a busy server. Both the agentkit and the baseline phase
+    start this way."""
+    await asyncio.gather(*(client.get("/healthz") for _ in range(connections)))
+
+
 async def _client_part(port: int, mode: str, indices: list[int], m: int) -> dict[str, Any]:
     """One client process's share: the agentkit conversations or the baseline streams."""
     import httpx2
@@ -283,11 +304,15 @@ async def _client_part(port: int, mode: str, indices: list[int], m: int) -> dict
     async with httpx2.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits
     ) as client:
+        await _warm(client, n + sum(_stop_point(i, m) is not None for i in indices))
         if mode == "agentkit":
             convs = [_Conversation(i, _stop_point(i, m)) for i in indices]
             await asyncio.gather(*(_converse(client, c) for c in convs))
             result: dict[str, Any] = {
-                "convs": [[c.thread, c.interrupt_after, c.lines, c.latency] for c in convs]
+                "convs": [
+                    [c.thread, c.interrupt_after, c.lines, c.latency, c.server_latency]
+                    for c in convs
+                ]
             }
         else:
             result = {"latencies": await _baseline(client, indices, m)}
@@ -339,9 +364,9 @@ async def _round(
     convs = []
     parts = await _clients(port, "agentkit", n, m, tmp)
     for part in parts:
-        for thread, after, lines, latency in part["convs"]:
+        for thread, after, lines, latency, server_latency in part["convs"]:
             conv = _Conversation(int(thread.split("-")[1]), after)
-            conv.lines, conv.latency = lines, latency
+            conv.lines, conv.latency, conv.server_latency = lines, latency, server_latency
             _check(conv)
             convs.append(conv)
     base_parts = await _clients(port, "baseline", n, m, tmp)
@@ -394,6 +419,19 @@ async def run(cfg: Config) -> list[Row]:
                 target="p99 < 100 ms" if name == "p99" else "",
                 met=(value < 0.1) if name == "p99" else None,
                 note=note if name == "p50" else "",
+            )
+        )
+    server = [c.server_latency for c in convs if c.server_latency is not None]
+    assert len(server) == len(lat), "every Stop answers with its Server-Timing"
+    for q, name in ((0.5, "p50"), (0.99, "p99")):
+        rows.append(
+            Row(
+                "serve",
+                f"interrupt -> last event written, server side (Server-Timing), {name}",
+                percentile(server, q),
+                "s",
+                note="from the Stop request's handler to the stream's last event handed to "
+                "the socket; the rows above add the client's side",
             )
         )
     return rows
