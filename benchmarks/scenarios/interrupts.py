@@ -132,8 +132,12 @@ async def _stream_case(cfg: Config) -> tuple[list[float], list[float] | None, st
                 model="stream-forever", messages=first_messages(), stream=True
             )
             async with stream:
-                async for _chunk in stream:
-                    first.set()
+                async for chunk in stream:
+                    # The same point as the agentkit side, whose first answer snapshot is the
+                    # first text: not the role-only chunk that opens the stream (cutting
+                    # before any text arrived closes a quiet connection, which is cheaper).
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        first.set()
 
         task = asyncio.create_task(job())
         await first.wait()
