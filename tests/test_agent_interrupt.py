@@ -370,3 +370,27 @@ async def test_abandoned_plain_iterator_interrupts_the_reply():
         while agent.is_replying:
             await anyio.sleep(0.005)
     assert results_of(await checked_memory(agent))["s"] == (INTERRUPTED_TEXT, True)
+
+
+async def test_a_listener_may_interrupt_on_reply_started():
+    """``ReplyStarted`` is emitted inside the reply's cancel scope: a synchronous listener
+    that interrupts on it stops the reply at its first checkpoint (it used to be a no-op:
+    the event came before the scope existed)."""
+    from agentkit.events import ReplyStarted
+
+    model = ScriptedModel(["never asked"], stream=True, chunk_delay=0.01)
+    agent = agent_for(model)
+    outcomes: list[bool] = []
+
+    def stop_at_start(event: object) -> None:
+        if isinstance(event, ReplyStarted):
+            outcomes.append(agent.interrupt_threadsafe())
+
+    agent.add_event_listener(stop_at_start)
+    reply = await agent("go")
+    assert outcomes == [True]
+    assert reply.metadata["interrupted"] is True
+    memory = await checked_memory(agent)
+    assert memory[0].role == "user"
+    # Cut at the first checkpoint: the scripted stream's first chunk at most, never the rest.
+    assert "never asked" not in json.dumps([m.content for m in memory])

@@ -209,6 +209,42 @@ async def test_cancelled_outcome_when_stopped(tmp_path: Path) -> None:
         assert "You interrupted me" in (await c.get("/threads/c1")).text
 
 
+async def test_a_translation_failure_stops_the_run_with_run_error_and_valid_memory(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    from agentkit.events import ToolResult
+    from agentkit.serve._events import Translator
+
+    original = Translator.translate
+
+    def failing(self: Translator, event: Any) -> Any:
+        if isinstance(event, ToolResult):
+            raise ValueError("cannot translate this")
+        return original(self, event)
+
+    monkeypatch.setattr(Translator, "translate", failing)
+
+    def factory() -> ReActAgent:
+        model = ScriptedModel([[tool_use("nothing_here")], [text("never asked")]])
+        return ReActAgent("a", "s", model, print_hint=False)
+
+    async with running(app_for(factory, tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
+        events = await run_events(c, "/agui", run_input("t1", user("hi")))
+        check_sequence(events)
+        assert events[-1]["type"] == "RUN_ERROR"
+        assert "cannot translate this" in events[-1]["message"]
+        thread = (await c.get("/threads/t1")).json()
+        assert thread["running"] is False
+        # Stopped at its next checkpoint (this scripted model has none): every call answered.
+        roles = [m["role"] for m in thread["messages"]]
+        assert roles[:3] == ["user", "assistant", "tool"]
+    store = SQLiteSession(tmp_path / "t.db")
+    (key,) = await store.list_ids()
+    agent = factory()
+    agent.load_state_dict((await store.load_state(key))["agent"])  # type: ignore[index]
+    check_memory_invariant(await agent.memory.get_memory())
+
+
 async def test_agent_error_ends_with_run_error_and_valid_memory(tmp_path: Path) -> None:
     from agentkit.exceptions import ModelAPIError
 
