@@ -24,7 +24,13 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-__all__ = ["console_input", "interrupt_on_sigint", "prompt_toolkit_usable", "sigint_handler"]
+__all__ = [
+    "console_input",
+    "interrupt_on_sigint",
+    "prompt_toolkit_usable",
+    "read_line",
+    "sigint_handler",
+]
 
 
 class _Interruptible(Protocol):
@@ -82,7 +88,7 @@ async def _prompt_toolkit(prompt: str) -> str:
     return text
 
 
-def _read_line(prompt: str) -> str:
+def read_line(prompt: str = "") -> str:
     """One line from stdin, like ``input()`` but never through GNU readline.
 
     readline switches a terminal out of canonical mode while it reads and back after; a
@@ -111,7 +117,7 @@ async def _thread_input(prompt: str) -> str:
 
     def work() -> None:
         try:
-            result.append(_read_line(prompt))
+            result.append(read_line(prompt))
         except BaseException as exc:  # EOFError, KeyboardInterrupt: re-raised in the loop
             result.append(exc)
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more

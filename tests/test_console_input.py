@@ -150,3 +150,24 @@ def test_chat_on_the_prompt_toolkit_prompt() -> None:
         assert finish(child) == 0
     finally:
         child.close(force=True)
+
+
+async def test_the_chat_reader_never_goes_through_gnu_readline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``input()`` with GNU readline loaded switches the terminal out of canonical mode while
+    it reads: a Ctrl-D typed ahead while an answer printed was lost in that switch, now and
+    then (the type-ahead test above). The chat's reader reads plain lines instead."""
+    import builtins
+    import io
+
+    from agentkit.cli._console import LineReader
+
+    def no_input(*_: object) -> str:
+        raise AssertionError("input() was used")
+
+    monkeypatch.setattr(builtins, "input", no_input)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("typed ahead\n"))
+    reader = LineReader(out=io.StringIO())
+    assert await reader.read("you> ") == "typed ahead"
+    assert await reader.read("you> ") is None  # then the end of input, in order

@@ -16,7 +16,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from agentkit._text import terminal_safe
-from agentkit.console import console_input, prompt_toolkit_usable, sigint_handler
+from agentkit.console import console_input, prompt_toolkit_usable, read_line, sigint_handler
 from agentkit.events import (
     AgentEvent,
     ApprovalRequested,
@@ -60,13 +60,15 @@ class LineReader:
     next ``read`` takes its line, so two threads never compete for the terminal.
 
     Args:
-        input_fn: The blocking line reader (``input`` by default; with ``readline`` loaded it
-            gets line editing and history).
+        input_fn: The blocking line reader (by default :func:`agentkit.console.read_line`:
+            plain reads that keep the terminal canonical, so a Ctrl-D typed ahead while an
+            answer prints is read in order; GNU readline's ``input()`` loses it when it
+            switches the terminal's mode. Capable terminals use prompt_toolkit instead).
         out: Where a prompt is written when an earlier read is still pending.
     """
 
     def __init__(self, input_fn: InputFn | None = None, out: TextIO | None = None) -> None:
-        self._input: InputFn = input_fn or input
+        self._input: InputFn = input_fn or read_line
         # At a terminal, without a custom reader: prompt_toolkit's async prompt (no thread:
         # cancellable, history, multi-line paste; keys typed while a reply prints wait in
         # the terminal and are read by the next prompt).

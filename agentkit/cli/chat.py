@@ -79,8 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chat until the human exits; return the exit status."""
-    with contextlib.suppress(ImportError):
-        import readline  # noqa: F401 - line editing and history for input()
+    # No GNU readline: a terminal prompt_toolkit can drive gets its prompt (editing,
+    # history); plain reads elsewhere keep typed-ahead lines and Ctrl-D in order.
     try:
         return anyio.run(_main, args, backend="asyncio")
     except KeyboardInterrupt:  # Ctrl-C while starting up (MCP servers...): no traceback
