@@ -209,6 +209,23 @@ async def test_cancelled_outcome_when_stopped(tmp_path: Path) -> None:
         assert "You interrupted me" in (await c.get("/threads/c1")).text
 
 
+async def _failed_run(factory: Any, tmp_path: Path) -> tuple[str, list[str]]:
+    """Run one thread that ends in ``RUN_ERROR``; check the events, that the thread is idle
+    and that its stored memory is valid. Returns the error message and the stored roles."""
+    async with running(app_for(factory, tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
+        events = await run_events(c, "/agui", run_input("f1", user("hi")))
+        check_sequence(events)
+        assert events[-1]["type"] == "RUN_ERROR"
+        thread = (await c.get("/threads/f1")).json()
+        assert thread["running"] is False
+    store = SQLiteSession(tmp_path / "t.db")
+    (key,) = await store.list_ids()
+    agent = factory()
+    agent.load_state_dict((await store.load_state(key))["agent"])  # type: ignore[index]
+    check_memory_invariant(await agent.memory.get_memory())
+    return str(events[-1]["message"]), [m["role"] for m in thread["messages"]]
+
+
 async def test_a_translation_failure_stops_the_run_with_run_error_and_valid_memory(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
@@ -228,21 +245,10 @@ async def test_a_translation_failure_stops_the_run_with_run_error_and_valid_memo
         model = ScriptedModel([[tool_use("nothing_here")], [text("never asked")]])
         return ReActAgent("a", "s", model, print_hint=False)
 
-    async with running(app_for(factory, tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
-        events = await run_events(c, "/agui", run_input("t1", user("hi")))
-        check_sequence(events)
-        assert events[-1]["type"] == "RUN_ERROR"
-        assert "cannot translate this" in events[-1]["message"]
-        thread = (await c.get("/threads/t1")).json()
-        assert thread["running"] is False
-        # Stopped at its next checkpoint (this scripted model has none): every call answered.
-        roles = [m["role"] for m in thread["messages"]]
-        assert roles[:3] == ["user", "assistant", "tool"]
-    store = SQLiteSession(tmp_path / "t.db")
-    (key,) = await store.list_ids()
-    agent = factory()
-    agent.load_state_dict((await store.load_state(key))["agent"])  # type: ignore[index]
-    check_memory_invariant(await agent.memory.get_memory())
+    message, roles = await _failed_run(factory, tmp_path)
+    assert "cannot translate this" in message
+    # Stopped at its next checkpoint (this scripted model has none): every call answered.
+    assert roles[:3] == ["user", "assistant", "tool"]
 
 
 async def test_agent_error_ends_with_run_error_and_valid_memory(tmp_path: Path) -> None:
@@ -252,16 +258,6 @@ async def test_agent_error_ends_with_run_error_and_valid_memory(tmp_path: Path) 
         model = ScriptedModel([[tool_use("nothing_here")], ModelAPIError("provider down")])
         return ReActAgent("a", "s", model, print_hint=False)
 
-    async with running(app_for(factory, tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
-        events = await run_events(c, "/agui", run_input("e1", user("hi")))
-        check_sequence(events)
-        assert events[-1]["type"] == "RUN_ERROR"
-        assert "provider down" in events[-1]["message"]
-        thread = (await c.get("/threads/e1")).json()
-        assert thread["running"] is False
-        assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool"]
-    store = SQLiteSession(tmp_path / "t.db")
-    (key,) = await store.list_ids()
-    agent = factory()
-    agent.load_state_dict((await store.load_state(key))["agent"])  # type: ignore[index]
-    check_memory_invariant(await agent.memory.get_memory())
+    message, roles = await _failed_run(factory, tmp_path)
+    assert "provider down" in message
+    assert roles == ["user", "assistant", "tool"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-__all__ = ["JSONObject", "JSONValue", "arr", "obj"]
+__all__ = ["JSONObject", "JSONValue", "arr", "count", "obj"]
 
 JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
 """Any value ``json.loads`` can return."""
@@ -43,3 +43,16 @@ def arr(value: JSONValue) -> list[JSONValue]:
     if not value:
         return []
     raise TypeError(f"expected a JSON array, got {type(value).__name__}")
+
+
+def count(value: JSONValue) -> int:
+    """A token count (a missing one is 0; a non-number is a shape error).
+
+    Raises:
+        TypeError: ``value`` is neither a number nor a numeric string.
+    """
+    if not value:
+        return 0
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")

@@ -23,7 +23,7 @@ from agentkit.messages import (
     ToolUseBlock,
 )
 from agentkit.models._common import clean_body, result_text, split_tool_results, tool_use_block
-from agentkit.models._json import JSONObject, JSONValue, arr, obj
+from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import (
     AudioStream,
     audio_block_of,
@@ -399,21 +399,12 @@ def _usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
         completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else 0
     )
     return ChatUsage(
-        input_tokens=_int(data.get("prompt_tokens")),
-        output_tokens=_int(data.get("completion_tokens")),
+        input_tokens=count(data.get("prompt_tokens")),
+        output_tokens=count(data.get("completion_tokens")),
         time=elapsed,
-        cache_read_tokens=_int(cached),  # included in prompt_tokens, priced lower
-        reasoning_tokens=_int(reasoning),
+        cache_read_tokens=count(cached),  # included in prompt_tokens, priced lower
+        reasoning_tokens=count(reasoning),
     )
-
-
-def _int(value: JSONValue) -> int:
-    """A token count (a missing one is 0; a non-number is a shape error)."""
-    if not value:
-        return 0
-    if isinstance(value, int | float | str):
-        return int(value)
-    raise TypeError(f"expected a number, got {type(value).__name__}")
 
 
 def _arguments_text(value: JSONValue) -> str:

@@ -26,7 +26,7 @@ from agentkit.messages import (
     URLSource,
 )
 from agentkit.models._common import split_tool_results, tool_use_block
-from agentkit.models._json import JSONObject, JSONValue, arr, obj
+from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import is_audio_output
 from agentkit.models.base import ChatResponse, ChatUsage
 
@@ -258,21 +258,12 @@ def response_usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
     cached = obj(data.get("input_tokens_details")).get("cached_tokens")
     reasoning = obj(data.get("output_tokens_details")).get("reasoning_tokens")
     return ChatUsage(
-        input_tokens=_int(data.get("input_tokens")),
-        output_tokens=_int(data.get("output_tokens")),
+        input_tokens=count(data.get("input_tokens")),
+        output_tokens=count(data.get("output_tokens")),
         time=elapsed,
-        cache_read_tokens=_int(cached),
-        reasoning_tokens=_int(reasoning),
+        cache_read_tokens=count(cached),
+        reasoning_tokens=count(reasoning),
     )
-
-
-def _int(value: JSONValue) -> int:
-    """A token count (a missing one is 0; a non-number is a shape error)."""
-    if not value:
-        return 0
-    if isinstance(value, int | float | str):
-        return int(value)
-    raise TypeError(f"expected a number, got {type(value).__name__}")
 
 
 def _texts(parts: JSONValue) -> list[str]:

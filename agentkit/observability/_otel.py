@@ -240,7 +240,7 @@ class _ToolScope(_Scope):
         name = str(call["name"])
         tool = toolkit.get_tool(name) if toolkit is not None else None
         attributes: Attributes = {
-            **(tool_attributes(tool) if tool is not None else _unknown_tool(name)),
+            **tool_attributes(name, tool),
             "gen_ai.tool.call.id": str(call["id"]),
         }
         self.capture = instrumentation.capture_content
@@ -260,14 +260,6 @@ class _ToolScope(_Scope):
         result = results[self.index] if self.index < len(results) else None
         if result is not None:
             _end_tool(span, result, self.capture)
-
-
-def _unknown_tool(name: str) -> Attributes:
-    return {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": name,
-        "gen_ai.tool.type": "function",
-    }
 
 
 def _end_tool(span: trace.Span, result: ToolResponse, capture: bool) -> None:

@@ -50,20 +50,19 @@ def chat_attributes(model: object) -> Attributes:
     return found
 
 
-def tool_attributes(tool: Tool) -> Attributes:
-    """The per-tool attributes of an ``execute_tool`` span (shared; call id not included).
+def tool_attributes(name: str, tool: Tool | None) -> Attributes:
+    """The per-tool attributes of an ``execute_tool`` span (call id not included).
 
-    Keyed by the tool object and checked against its current description, so a tool that
-    changes (``invalidate_schema``) or is replaced gets fresh attributes.
+    Shared per tool object, checked against its current description, so a tool that changes
+    (``invalidate_schema``) or is replaced gets fresh attributes. ``tool`` is None for a
+    name the toolkit does not know (the call is answered with an error).
     """
+    if tool is None:
+        return _function_tool(name)
     entry = _tools.get(id(tool))
     if entry is not None and entry[0]() is tool and entry[1] is tool.description:
         return entry[2]
-    attributes: Attributes = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": tool.name,
-        "gen_ai.tool.type": "function",
-    }
+    attributes = _function_tool(tool.name)
     if tool.description:
         attributes["gen_ai.tool.description"] = tool.description[:500]
     attributes.update(mcp_attributes(tool))
@@ -71,6 +70,14 @@ def tool_attributes(tool: Tool) -> Attributes:
         _tools.clear()
     _tools[id(tool)] = (weakref.ref(tool), tool.description, attributes)
     return attributes
+
+
+def _function_tool(name: str) -> Attributes:
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.type": "function",
+    }
 
 
 def mcp_attributes(tool: object) -> Attributes:

@@ -30,6 +30,7 @@ from agentkit.messages import Msg, ToolResultBlock
 
 __all__ = [
     "ClientInputError",
+    "message_text",
     "new_user_messages",
     "result_status",
     "result_text",
@@ -147,7 +148,12 @@ def to_agui_messages(messages: Iterable[Msg]) -> list[Message]:
     return out
 
 
-def _user_text(message: UserMessage) -> str:
+def message_text(message: UserMessage | ToolMessage, kind: str = "message") -> str:
+    """The text of a client's message (its text parts joined by newlines).
+
+    Raises:
+        ClientInputError: 400 for content parts other than text.
+    """
     if isinstance(message.content, str):
         return message.content
     texts = []
@@ -156,7 +162,7 @@ def _user_text(message: UserMessage) -> str:
             raise ClientInputError(
                 400,
                 "unsupported_content",
-                f"message {message.id!r}: only text content is accepted (got a {part.type} part)",
+                f"{kind} {message.id!r}: only text content is accepted (got a {part.type} part)",
             )
         texts.append(part.text)
     return "\n".join(texts)
@@ -193,5 +199,5 @@ def new_user_messages(
                 "server; answer interrupts with resume entries)",
             )
         check_client_id(message.id, "a message id")
-        out.append(Msg(user_name, _user_text(message), "user", id=message.id))
+        out.append(Msg(user_name, message_text(message), "user", id=message.id))
     return out

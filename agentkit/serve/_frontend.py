@@ -27,7 +27,7 @@ from typing import Any
 from ag_ui.core import Context, Tool, ToolMessage
 
 from agentkit.agent import ReActAgent
-from agentkit.serve._convert import ClientInputError
+from agentkit.serve._convert import ClientInputError, message_text
 from agentkit.tools import Tool as AgentkitTool
 from agentkit.tools import ToolContext, ToolResponse
 
@@ -169,19 +169,7 @@ def client_result(message: ToolMessage) -> ToolResponse:
     Raises:
         ClientInputError: 400 for content parts other than text.
     """
-    if isinstance(message.content, str):
-        text = message.content
-    else:
-        texts = []
-        for part in message.content:
-            if part.type != "text":
-                raise ClientInputError(
-                    400,
-                    "unsupported_content",
-                    f"tool message {message.id!r}: only text content is accepted",
-                )
-            texts.append(part.text)
-        text = "\n".join(texts)
+    text = message_text(message, "tool message")
     if message.error:
         return ToolResponse.error(f"{message.error}\n{text}".strip())
     return ToolResponse.text(text)

@@ -113,13 +113,14 @@ def build_function_spec(
         cached = _SPECS.get(fn)
         if cached is not None and key in cached:
             return cached[key]
-    spec = _same_code_spec(fn, key) if cacheable else None
+    fingerprint = _fingerprint(fn, key) if cacheable else None
+    spec = _same_code_spec(fn, fingerprint) if fingerprint is not None else None
     if spec is None:
         spec = _build_function_spec(
             fn, name=name, description=description, preset_kwargs=preset_kwargs
         )
-        if cacheable:
-            _remember_code_spec(fn, key, spec)
+        if fingerprint is not None:
+            _remember_code_spec(fn, fingerprint, spec)
     if cacheable:
         _SPECS.setdefault(fn, {})[key] = spec
     return spec
@@ -150,13 +151,12 @@ def _fingerprint(fn: Callable[..., object], key: tuple[object, ...]) -> tuple[ob
     )
 
 
-def _same_code_spec(fn: Callable[..., object], key: tuple[object, ...]) -> FunctionSpec | None:
+def _same_code_spec(
+    fn: Callable[..., object], fingerprint: tuple[object, ...]
+) -> FunctionSpec | None:
+    """The spec of an earlier function from the same ``def`` with this fingerprint, if any."""
     code = getattr(fn, "__code__", None)
-    entries = _BY_CODE.get(code) if code is not None else None
-    fingerprint = _fingerprint(fn, key) if entries else None
-    if fingerprint is None or entries is None:
-        return None
-    for known, spec in entries:
+    for known, spec in _BY_CODE.get(code, ()) if code is not None else ():
         try:
             if bool(known == fingerprint):
                 return spec
@@ -166,11 +166,10 @@ def _same_code_spec(fn: Callable[..., object], key: tuple[object, ...]) -> Funct
 
 
 def _remember_code_spec(
-    fn: Callable[..., object], key: tuple[object, ...], spec: FunctionSpec
+    fn: Callable[..., object], fingerprint: tuple[object, ...], spec: FunctionSpec
 ) -> None:
-    fingerprint = _fingerprint(fn, key)
     code = getattr(fn, "__code__", None)
-    if fingerprint is None or code is None:
+    if code is None:
         return
     entries = _BY_CODE.setdefault(code, [])
     if len(entries) >= _PER_CODE:
