@@ -358,9 +358,17 @@ class HTTPChatModel(ChatModel):
 
         return await self._with_retries(attempt)
 
-    async def _with_retries(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
-        """Run ``attempt`` under the retry policy, SDK errors mapped to ours."""
-        status_error, connection_error, base_error = self._sdk_errors()
+    async def _with_retries(
+        self, attempt: Callable[[], Awaitable[_T]], errors: SDKErrors | None = None
+    ) -> _T:
+        """Run ``attempt`` under the retry policy, the client's errors mapped to ours.
+
+        Args:
+            attempt: One try.
+            errors: The (status, connection, root) error classes of the client that
+                ``attempt`` uses (None: the SDK's).
+        """
+        status_error, connection_error, base_error = errors or self._sdk_errors()
         return await send_with_retries(
             attempt,
             self.retry,
@@ -383,14 +391,7 @@ class HTTPChatModel(ChatModel):
                 loop, path, body, stream=stream, headers=headers, request_timeout=timeout
             )
 
-        return await send_with_retries(
-            attempt,
-            self.retry,
-            provider=self.provider,
-            status_error=LeanStatusError,
-            connection_error=LeanConnectionError,
-            base_error=LeanError,
-        )
+        return await self._with_retries(attempt, (LeanStatusError, LeanConnectionError, LeanError))
 
     def _shape_error(self, data: object, err: Exception) -> ModelResponseError:
         return ModelResponseError(

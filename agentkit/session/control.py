@@ -42,6 +42,7 @@ from agentkit.session.file_control import (
     Handler,
     LocalHandlers,
     dispatch,
+    listening,
 )
 from agentkit.session.json_session import JSONSession
 from agentkit.session.postgres_session import PostgresSession, import_psycopg
@@ -114,12 +115,8 @@ class RedisControlChannel(ControlChannel):
                 message = await pubsub.get_message(timeout=None)
                 if message is not None and message.get("type") == "subscribe":
                     break
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._listen, pubsub, handler)
-                try:
-                    yield
-                finally:
-                    tg.cancel_scope.cancel()
+            async with listening(self._listen, pubsub, handler):
+                yield
         finally:
             with anyio.CancelScope(shield=True):
                 await pubsub.aclose()
@@ -150,12 +147,8 @@ class PostgresControlChannel(ControlChannel):
         conn = await psycopg.AsyncConnection.connect(self.store.url, autocommit=True)
         try:
             await conn.execute(f'LISTEN "{channel}"')  # the name is ours: hex, no quoting issue
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._listen, conn, handler)
-                try:
-                    yield
-                finally:
-                    tg.cancel_scope.cancel()
+            async with listening(self._listen, conn, handler):
+                yield
         finally:
             with anyio.CancelScope(shield=True):
                 await conn.close()

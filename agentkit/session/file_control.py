@@ -25,7 +25,7 @@ import shutil
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -39,12 +39,27 @@ __all__ = [
     "Handler",
     "LocalHandlers",
     "dispatch",
+    "listening",
 ]
 
 logger = logging.getLogger("agentkit.session")
 
 POLL_INTERVAL = 0.01
 """Seconds between two looks of a holder into its mailbox folder (the added latency)."""
+
+
+@asynccontextmanager
+async def listening(
+    listen: Callable[[Any, Handler], Coroutine[Any, Any, None]], source: Any, handler: Handler
+) -> AsyncIterator[None]:
+    """Run ``listen(source, handler)`` in a task while the block runs; stop it on exit."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listen, source, handler)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
+
 
 Handler = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -173,12 +188,8 @@ class FileControlChannel(ControlChannel):
         await anyio.to_thread.run_sync(lambda: folder.mkdir(parents=True, exist_ok=True))
         try:
             with LocalHandlers.registered(channel, handler):
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._poll, folder, handler)
-                    try:
-                        yield
-                    finally:
-                        tg.cancel_scope.cancel()
+                async with listening(self._poll, folder, handler):
+                    yield
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
