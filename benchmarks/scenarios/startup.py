@@ -5,16 +5,13 @@ fresh interpreter, and the cold start of a fresh process (``benchmarks.cold``).
 from __future__ import annotations
 
 import gc
-import json
-import subprocess
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 from benchmarks import cold, kit
-from benchmarks.common import ROOT, Config, NotAvailable, Row, median, ratio, require
+from benchmarks.common import Config, NotAvailable, Row, median, ratio, require
 
 HEAVY = cold.HEAVY
 
@@ -26,16 +23,6 @@ dt = time.perf_counter() - t
 heavy = sorted(m for m in {heavy!r} if m in sys.modules)
 print(json.dumps({{"seconds": dt, "heavy": heavy}}))
 """
-
-
-def _probe(code: str, *args: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False, cwd=ROOT
-    )
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "probe failed")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
 
 
 def _per_object(make: Callable[[], Any], n: int) -> tuple[float, float]:
@@ -129,10 +116,10 @@ def _import_rows(cfg: Config) -> list[Row]:
     scenario = "cold import (fresh interpreter)"
     ak, sdk, heavy = [], [], []
     for _ in range(cfg.imports):
-        result = _probe(_IMPORT_PROBE.format(module="agentkit", heavy=HEAVY))
+        result = cold.probe(_IMPORT_PROBE.format(module="agentkit", heavy=HEAVY))
         ak.append(result["seconds"])
         heavy = result["heavy"]
-        sdk.append(_probe(_IMPORT_PROBE.format(module="openai", heavy=HEAVY))["seconds"])
+        sdk.append(cold.probe(_IMPORT_PROBE.format(module="openai", heavy=HEAVY))["seconds"])
     a, s = median(ak), median(sdk)
     note = "heavy modules loaded: " + (", ".join(heavy) or "none")
     return [
