@@ -184,6 +184,40 @@ async def test_interrupt_latency_with_a_long_tool_is_milliseconds():
     assert results_of(await checked_memory(agent))["s"][1] is True  # answered as interrupted
 
 
+async def test_interrupt_from_a_task_formats_no_task_repr(monkeypatch):
+    """anyio's ``CancelScope.cancel()`` formats the calling task's repr into its message,
+    about 0.1 ms (half of an interrupt's latency while a tool runs); ``interrupt()`` cancels
+    from a loop callback instead, where there is no calling task."""
+    import asyncio.base_tasks as base_tasks
+
+    formatted: list[object] = []
+    original = base_tasks._task_repr_info
+
+    def counting(task: object) -> object:
+        formatted.append(task)
+        return original(task)
+
+    rec = Recorder()
+    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]), rec)
+    started = anyio.Event()
+    agent.register_hook("pre_acting", "signal", lambda a, kw: started.set())
+    replies: list[Msg] = []
+
+    async def run() -> None:
+        replies.append(await agent("go"))
+
+    with anyio.fail_after(5):  # a hang guard, not a measurement
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await started.wait()
+            monkeypatch.setattr(base_tasks, "_task_repr_info", counting)
+            assert await agent.interrupt() is True
+    monkeypatch.setattr(base_tasks, "_task_repr_info", original)
+    assert formatted == []
+    assert replies[0].metadata is not None and replies[0].metadata["interrupted"] is True
+    assert results_of(await checked_memory(agent))["s"] == (INTERRUPTED_TEXT, True)
+
+
 async def test_interrupt_threadsafe_from_another_thread():
     agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]))
     started = anyio.Event()

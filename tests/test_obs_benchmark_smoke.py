@@ -34,3 +34,6 @@ def test_tracing_benchmark_runs() -> None:
     result = json.loads(proc.stdout)
     assert result["per_span_in_process"]["spans_per_run"] == 6  # 1 run + 3 chats + 2 tools
     assert result["per_turn_over_http"]["untraced_per_turn_s"] > 0
+    # Each figure comes with the SDK's own cost for the same spans and records (its floor).
+    assert result["per_turn_over_http"]["sdk_floor_ratio"] > 1
+    assert result["per_span_in_process"]["sdk_alone_per_span_s"] > 0

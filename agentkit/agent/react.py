@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -378,7 +379,7 @@ class ReActAgent(TypedRuns, HookHost):
             return False
         run.interrupt_msgs.extend(as_input(msg))
         run.interrupted = True
-        run.scope.cancel()
+        _cancel(run.scope)
         return True
 
     # -- run driving -------------------------------------------------------------------
@@ -547,6 +548,25 @@ class ReActAgent(TypedRuns, HookHost):
 
     def __repr__(self) -> str:
         return f"ReActAgent(name={self.name!r}, model={self.model!r})"
+
+
+def _cancel(scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` from a loop callback when called from an asyncio task.
+
+    anyio formats the calling task's repr (its coroutine, frame and awaited future) into the
+    cancel message: about 0.1 ms, a tenth of an interrupt's whole latency. A callback has no
+    current task, so nothing is formatted; the cancellation reaches the run at the same
+    point, because anyio delivers it to a waiting task on the loop's next iteration anyway.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio (trio), or no loop: cancel here
+        scope.cancel()
+        return
+    if asyncio.current_task(loop) is None:
+        scope.cancel()
+    else:
+        loop.call_soon(scope.cancel)
 
 
 def _one_output_type(

@@ -59,7 +59,9 @@ async def _consume(run: Run, stream: AsyncIterator[ChatResponse]) -> None:
                 _diff(lengths, chunk.content, emit)
     finally:
         aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
+        # An async generator that raised or returned is closed already (``ag_frame`` is
+        # None): skip the bounded close, whose timer costs a tenth of an interrupt.
+        if aclose is not None and getattr(stream, "ag_frame", True) is not None:
             with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
                 await aclose()
 

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from benchmarks import kit
@@ -49,32 +49,15 @@ async def _latencies(
     return out
 
 
-def _signalling_model(inner: Any) -> Any:
-    """Wrap a streaming ChatModel so ``first`` is set when the first chunk arrives."""
-    (chat_model,) = require("agentkit.models.base", "ChatModel")
+def _first_text_listener(first: asyncio.Event) -> Callable[[Any], None]:
+    """An event listener (the public API a chat UI uses) that sets ``first`` on text."""
+    (text_delta,) = require("agentkit.events", "TextDelta")
 
-    class Signalling(chat_model):  # type: ignore[misc, valid-type]
-        def __init__(self) -> None:
-            super().__init__(inner.model_name, inner.stream)
-            self.first = asyncio.Event()
+    def listen(event: Any) -> None:
+        if isinstance(event, text_delta):
+            first.set()
 
-        async def __call__(self, messages: Any, tools: Any = None, *a: Any, **kw: Any) -> Any:
-            return self._relay(await inner(messages, tools, *a, **kw))
-
-        async def _relay(self, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
-            try:
-                async for chunk in chunks:
-                    self.first.set()
-                    yield chunk
-            finally:
-                close = getattr(chunks, "aclose", None)
-                if close is not None:
-                    await close()
-
-        async def aclose(self) -> None:
-            await inner.aclose()
-
-    return Signalling()
+    return listen
 
 
 async def _tool_case(cfg: Config) -> tuple[list[float], list[float] | None, str]:
@@ -146,15 +129,20 @@ async def _stream_case(cfg: Config) -> tuple[list[float], list[float] | None, st
     model = None
     try:
         base = await _latencies(cfg.interrupts, raw_start, lambda _h, t: _cancel_task(t))
-        model = _signalling_model(kit.openai_model("stream-forever", cfg.base_url, stream=True))
+        model = kit.openai_model("stream-forever", cfg.base_url, stream=True)
         toolkit = kit.toolkit_with(kit.step)
         kit.agent_class()
+        first = asyncio.Event()
+        listen = _first_text_listener(first)
 
         async def ak_start() -> tuple[asyncio.Task[Any], Any]:
-            model.first.clear()
+            # The same cut point as the raw side: the first text chunk, seen through the
+            # agent's events as an application showing the answer would see it.
+            first.clear()
             agent = kit.make_agent(model, toolkit)
+            agent.add_event_listener(listen)
             task = asyncio.create_task(agent("go"))
-            await model.first.wait()
+            await first.wait()
             return task, agent
 
         ak = await _latencies(cfg.interrupts, ak_start, _interrupt_agent)
@@ -167,13 +155,19 @@ async def _stream_case(cfg: Config) -> tuple[list[float], list[float] | None, st
             await model.aclose()
 
 
+_TARGET_S = 0.001  # issue #20: "interrupt p99 stays under 1 ms"
+
+
 def _rows(scenario: str, base: list[float], ak: list[float] | None, note: str) -> list[Row]:
     rows = []
     for q, name in ((0.5, "p50"), (0.99, "p99")):
         b = percentile(base, q)
         v = None if ak is None else percentile(ak, q)
-        target = "< 50 ms" if name == "p99" else ""
-        met = None if v is None or name != "p99" else v < 0.050
+        target = "< 1 ms" if name == "p99" else ""
+        met = None if v is None or name != "p99" else v < _TARGET_S
+        if name == "p99" and b >= _TARGET_S and not note:
+            # The least asyncio can do misses it too: the target is below this machine's floor.
+            note = f"floor: task.cancel() p99 is {b * 1e3:.2f} ms here"
         rows.append(
             Row(scenario, f"agentkit interrupt latency {name}", v, "s", b,
                 "task.cancel() of the same work", ratio(v, b), target, met, note)
