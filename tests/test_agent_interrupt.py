@@ -159,13 +159,18 @@ async def test_interrupt_message_is_added_after_repairs_and_resume_sees_it():
     assert rec.calls == {"s1": 1}
 
 
+def _sleeping_agent():
+    """An agent whose reply calls a 10 s tool, and an event set when the tool starts."""
+    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]), Recorder())
+    started = anyio.Event()
+    agent.register_hook("pre_acting", "signal", lambda a, kw: started.set())
+    return agent, started
+
+
 async def test_interrupt_latency_with_a_long_tool_is_milliseconds():
     # The latency itself is measured in benchmarks/scenarios/interrupts.py; here: the reply
     # returns on the interrupt, while the 10 s tool is still sleeping, never after it.
-    rec = Recorder()
-    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]), rec)
-    started = anyio.Event()
-    agent.register_hook("pre_acting", "signal", lambda a, kw: started.set())
+    agent, started = _sleeping_agent()
     events: list[str] = []
 
     async def run() -> None:
@@ -197,10 +202,7 @@ async def test_interrupt_from_a_task_formats_no_task_repr(monkeypatch):
         formatted.append(task)
         return original(task)
 
-    rec = Recorder()
-    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]), rec)
-    started = anyio.Event()
-    agent.register_hook("pre_acting", "signal", lambda a, kw: started.set())
+    agent, started = _sleeping_agent()
     replies: list[Msg] = []
 
     async def run() -> None:
@@ -219,9 +221,7 @@ async def test_interrupt_from_a_task_formats_no_task_repr(monkeypatch):
 
 
 async def test_interrupt_threadsafe_from_another_thread():
-    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]))
-    started = anyio.Event()
-    agent.register_hook("pre_acting", "signal", lambda a, kw: started.set())
+    agent, started = _sleeping_agent()
     results: list[bool] = []
 
     async def run() -> Msg:
