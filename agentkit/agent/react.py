@@ -379,7 +379,7 @@ class ReActAgent(TypedRuns, HookHost):
             return False
         run.interrupt_msgs.extend(as_input(msg))
         run.interrupted = True
-        _cancel(run.scope)
+        _cancel(run.scope, run.task)
         return True
 
     # -- run driving -------------------------------------------------------------------
@@ -456,6 +456,7 @@ class ReActAgent(TypedRuns, HookHost):
             try:
                 with anyio.CancelScope() as scope:
                     run.scope = scope
+                    run.task = _current_task()
                     # Inside the scope: a listener may interrupt on this very event.
                     if run.emit is not None:
                         run.emit(ReplyStarted(self.name))
@@ -550,23 +551,34 @@ class ReActAgent(TypedRuns, HookHost):
         return f"ReActAgent(name={self.name!r}, model={self.model!r})"
 
 
-def _cancel(scope: anyio.CancelScope) -> None:
-    """Cancel ``scope`` from a loop callback when called from an asyncio task.
+def _cancel(scope: anyio.CancelScope, host: object) -> None:
+    """Cancel ``scope``; from another asyncio task, from a loop callback.
 
     anyio formats the calling task's repr (its coroutine, frame and awaited future) into the
-    cancel message: about 0.1 ms, a tenth of an interrupt's whole latency. A callback has no
-    current task, so nothing is formatted; the cancellation reaches the run at the same
-    point, because anyio delivers it to a waiting task on the loop's next iteration anyway.
+    cancel message: about 0.1 ms, half of an interrupt's latency while a tool runs. A
+    callback has no current task, so nothing is formatted; the run is cut at the same point,
+    because anyio delivers a cancellation to a waiting task on the loop's next iteration
+    anyway. From the run's own task (a listener or hook that interrupts) the scope is
+    cancelled at once, so that its next checkpoint raises, yielding or not.
     """
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # not asyncio (trio), or no loop: cancel here
         scope.cancel()
         return
-    if asyncio.current_task(loop) is None:
+    current = asyncio.current_task(loop)
+    if current is None or current is host:
         scope.cancel()
     else:
         loop.call_soon(scope.cancel)
+
+
+def _current_task() -> object:
+    """The running asyncio task (None under another event loop)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
 
 
 def _one_output_type(

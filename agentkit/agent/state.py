@@ -87,6 +87,7 @@ class Run:
 
     Attributes:
         scope: The cancel scope around the reply body (``interrupt`` cancels it).
+        task: The asyncio task that runs the reply (None under another event loop).
         token: The event loop token, for ``interrupt_threadsafe``.
         thread: The event loop's thread id.
         emit: Event sink, or None when nobody listens (then no event is even built).
@@ -140,6 +141,7 @@ class Run:
         "structured_failures",
         "structured_output",
         "structured_value",
+        "task",
         "thread",
         "token",
         "usage",
@@ -148,6 +150,7 @@ class Run:
 
     def __init__(self, emit: Emit | None, structured: type[BaseModel] | None) -> None:
         self.scope: anyio.CancelScope | None = None
+        self.task: object = None
         self.token: Any = None
         self.thread = 0
         self.emit = emit
