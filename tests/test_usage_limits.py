@@ -163,3 +163,33 @@ async def test_limits_apply_to_resumed_approvals() -> None:
 def test_limits_are_validated() -> None:
     with pytest.raises(UsageError, match="max_requests"):
         UsageLimits(max_requests=-1)
+
+
+async def test_a_valid_structured_answer_past_a_token_limit_is_kept() -> None:
+    """The structured answer is a tool call: a token limit must not refuse it (it is final)."""
+    from pydantic import BaseModel
+
+    from agentkit.agent.structured import RESPONSE_TOOL
+
+    class Answer(BaseModel):
+        x: int
+
+    rec = Recorder()
+    model = ScriptedModel(
+        [turn(tool_use(RESPONSE_TOOL, "r1", x=3), *adds(1), inp=1000, out=1000), "never"]
+    )
+    agent = agent_for(model, rec, usage_limits=UsageLimits(max_total_tokens=10))
+    result = await agent.run("go", output_type=Answer)
+    assert result.output == Answer(x=3) and model.calls == 1
+    assert result.stop_reason == "final" and result.usage_limit is None
+    assert rec.calls == {}  # the other call of the turn is answered, not run
+    results = results_of(result.new_messages)
+    assert results["c0"] == (LIMIT_TEXT.format("max_total_tokens"), True)
+    assert not results["r1"][1]
+    await _memory_ok(agent)
+    # An invalid structured answer is not an answer: the limit stops the run.
+    model2 = ScriptedModel([turn(tool_use(RESPONSE_TOOL, "r1", x="no"), inp=1000, out=1000)])
+    agent2 = agent_for(model2, usage_limits=UsageLimits(max_total_tokens=10))
+    result2 = await agent2.run("go", output_type=Answer)
+    assert result2.stop_reason == "usage_limit" and result2.usage_limit == "max_total_tokens"
+    await _memory_ok(agent2)

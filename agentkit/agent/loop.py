@@ -16,6 +16,7 @@ import anyio
 
 from agentkit.agent.acting import (
     NEW_MESSAGE_TEXT,
+    accept_answers,
     commit_results,
     denied_response,
     execute,
@@ -223,15 +224,30 @@ def limit_before(setup: RunSetup, run: Run, step: Step) -> str | None:
             return None
 
 
+async def _stop_at_limit(
+    setup: RunSetup, conv: Conversation, run: Run, step: Step, limit: str
+) -> Finish:
+    """Answer every open call without running it, then finish at ``limit``.
+
+    A valid structured answer in the turn that reached a token or cost limit is kept and
+    ends the run as final (like a text answer that reaches one).
+    """
+    if run.batch is not None:
+        if isinstance(step, Triage):
+            accept_answers(run)
+        refuse(run, limit)
+        await commit_results(setup, conv, run)
+        if isinstance(step, Triage) and run.structured_output is not None:
+            return _finish(setup, run, step.assistant)
+    return _limit_reply(setup, conv, run, limit)
+
+
 async def drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Msg:
     """Run steps from ``step`` until one finishes the run; return its reply."""
     while not isinstance(step, Finish):
         limit = limit_before(setup, run, step)
         if limit is not None:  # answer every open call, then stop
-            if run.batch is not None:
-                refuse(run, limit)
-                await commit_results(setup, conv, run)
-            step = _limit_reply(setup, conv, run, limit)
+            step = await _stop_at_limit(setup, conv, run, step, limit)
             break
         step = await run_step(setup, conv, run, step)
     return step.reply
