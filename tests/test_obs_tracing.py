@@ -246,3 +246,38 @@ async def test_tracing_a_call_without_tools_changes_nothing(traced: Traced) -> N
     assert agent.pending_tool_calls == []
     span = next(s for s in traced.exporter.get_finished_spans() if s.name == "execute_tool ghost")
     assert span.status.status_code.name == "ERROR"
+
+
+async def test_the_agent_span_says_why_the_run_stopped(traced: Traced) -> None:
+    """``agentkit.stop_reason`` on the span is the result's ``stop_reason``, limits included."""
+    from agentkit import UsageLimits
+
+    tk = Toolkit()
+
+    @tk.tool
+    def add(a: int, b: int) -> int:
+        """Add.
+
+        Args:
+            a: First.
+            b: Second.
+        """
+        return a + b
+
+    def agent(model: ScriptedModel, **kwargs: Any) -> ReActAgent:
+        return ReActAgent("a", "s", model, tk, print_hint=False, **kwargs)
+
+    limited = agent(ScriptedModel([[tool_use("add", "c1", a=1, b=2)], "x"]))
+    summarized = agent(ScriptedModel([[tool_use("add", "c1", a=1, b=2)], "sum"]), max_iters=1)
+    results = [
+        await limited.run("go", usage_limits=UsageLimits(max_requests=1)),
+        await summarized.run("go"),
+        await agent(ScriptedModel(["plain"])).run("go"),
+    ]
+    spans = [s for s in traced.exporter.get_finished_spans() if s.name == "invoke_agent a"]
+    assert [r.stop_reason for r in results] == ["usage_limit", "max_iters", "final"]
+    assert [(s.attributes or {})["agentkit.stop_reason"] for s in spans] == [
+        r.stop_reason for r in results
+    ]
+    assert (spans[0].attributes or {})["agentkit.usage_limit"] == "max_requests"
+    assert "agentkit.usage_limit" not in (spans[1].attributes or {})

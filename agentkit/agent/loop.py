@@ -139,6 +139,7 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
 async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
     """At max_iters: one last model call that may not use tools (except the response tool)."""
     hint = Msg("user", SUMMARY_HINT, "user")
+    run.max_iters_reached = True
     if run.structured is None:
         tools, _ = _tools_for(setup, run)
         assistant = await reason(
