@@ -259,3 +259,44 @@ async def test_memory_edited_under_the_records_still_compacts() -> None:
     await agent("turn 41: please look up item41")
     assert max(conv.tokens) <= BUDGET
     check_memory_invariant(await agent.memory.get_memory())
+
+
+async def test_images_count_as_images_not_as_their_base64_text() -> None:
+    """A screenshot is about a thousand tokens to a provider, whatever its size in base64.
+
+    Counted as text (4 characters a token) a 300 KB image looked like 100k tokens: the view
+    left the whole conversation out after one screenshot, while a URL image counted as a
+    few tokens.
+    """
+    import base64
+    import os
+
+    from agentkit.agent.compaction import estimate_tokens
+    from agentkit.messages import image_block
+
+    png = base64.b64encode(os.urandom(300_000)).decode()
+    inline = Msg("user", [text("look"), image_block(base64.b64decode(png), "image/png")], "user")
+    by_url = Msg("user", [text("look"), image_block("https://example.com/a.png")], "user")
+    for msg in (inline, by_url):
+        assert 500 <= estimate_tokens(msg) <= 3000
+    # In a tool result too (a browser screenshot).
+    shot = Msg(
+        "user",
+        [{"type": "tool_result", "id": "c1", "name": "shot", "output": inline.content}],
+        "user",
+    )
+    assert estimate_tokens(shot) <= 3000
+
+    sizes: list[int] = []
+
+    def answer(messages: list[Msg], tools: Any) -> ChatResponse:
+        sizes.append(len(messages))
+        return ChatResponse([text("ok")], ChatUsage(sum(map(estimate_tokens, messages)), 2))
+
+    agent = ReActAgent("a", "s", FunctionModel(answer, model_name="m"), print_hint=False)
+    Compactor(20_000, reserve_output=1000).attach(agent)
+    for k in range(3):
+        await agent(f"question {k}")
+    await agent(inline)
+    await agent("and the first question?")
+    assert sizes == [2, 4, 6, 8, 10]  # nothing needed leaving out

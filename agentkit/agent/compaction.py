@@ -94,13 +94,47 @@ def context_window(model: ChatModel) -> int | None:
 
 
 def estimate_tokens(msg: Msg) -> int:
-    """A tokenizer-free estimate of one message's tokens (about 4 characters each)."""
+    """A tokenizer-free estimate of one message's tokens (about 4 characters each).
+
+    Images and audio are counted as providers bill them, not as the text of their base64
+    data (which would make one screenshot look like a hundred thousand tokens).
+    """
     content = msg.content
     if isinstance(content, str):
-        size = len(content)
-    else:
-        size = len(json.dumps(content, ensure_ascii=False, default=str))
-    return _PER_MESSAGE + math.ceil(size / _CHARS_PER_TOKEN)
+        return _PER_MESSAGE + math.ceil(len(content) / _CHARS_PER_TOKEN)
+    return _PER_MESSAGE + _blocks_tokens(content)
+
+
+# What providers bill for media, in tokens: an image is resized to about a megapixel (OpenAI
+# bills at most ~1100 tokens, Anthropic ~1600); audio is ~10-32 tokens a second, about one
+# token per KB of a 16 kHz clip; a clip given by URL is of unknown length.
+_IMAGE_TOKENS = 1600
+_AUDIO_BYTES_PER_TOKEN = 1000
+_AUDIO_URL_TOKENS = 1600
+
+
+def _blocks_tokens(blocks: Sequence[Any]) -> int:
+    """Tokens of a list of content blocks (tool results' block outputs included)."""
+    text_size, media = 0, 0
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "image":
+            media += _IMAGE_TOKENS
+        elif kind == "audio":
+            source = block.get("source") or {}
+            data = source.get("data") if isinstance(source, dict) else None
+            media += (
+                max(50, math.ceil(len(data) * 3 / 4 / _AUDIO_BYTES_PER_TOKEN))
+                if isinstance(data, str)
+                else _AUDIO_URL_TOKENS
+            ) + math.ceil(len(str(block.get("transcript", ""))) / _CHARS_PER_TOKEN)
+        elif kind == "tool_result" and isinstance(block.get("output"), list):
+            media += _blocks_tokens(block["output"])
+            rest = {k: v for k, v in block.items() if k != "output"}
+            text_size += len(json.dumps(rest, ensure_ascii=False, default=str))
+        else:
+            text_size += len(json.dumps(block, ensure_ascii=False, default=str))
+    return media + math.ceil(text_size / _CHARS_PER_TOKEN)
 
 
 class CompactionStrategy(Protocol):
