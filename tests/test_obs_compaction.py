@@ -300,3 +300,33 @@ async def test_images_count_as_images_not_as_their_base64_text() -> None:
     await agent(inline)
     await agent("and the first question?")
     assert sizes == [2, 4, 6, 8, 10]  # nothing needed leaving out
+
+
+async def test_a_failing_summarizer_leaves_out_without_failing_the_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The summarizer's outage must not stop the agent (every later request would fail)."""
+    from agentkit.exceptions import RateLimitError
+
+    inner, calls = summarizer()
+    failures: list[int] = []
+
+    async def flaky(messages: list[Msg], tools: Any) -> ChatResponse:
+        if len(calls) >= 1 and len(failures) < 2:  # the second and third summaries fail
+            failures.append(1)
+            raise RateLimitError("summarizer rate limited", provider="cheap")
+        out = await inner(messages, tools)
+        assert isinstance(out, ChatResponse)
+        return out
+
+    conv = Conversation()
+    agent = make_agent(conv, Summarize(FunctionModel(flaky, model_name="cheap"), 150))
+    with caplog.at_level("INFO", logger="agentkit"):
+        await _turns(agent, 1, 150)
+    assert len(failures) == 2 and len(calls) > 1  # summaries resumed after the outage
+    assert max(conv.tokens) <= BUDGET
+    # Through the outage, the summary made before it stayed in the system prompt.
+    first = next(i for i, view in enumerate(conv.views) if SUMMARY_HEADER in view[0][1])
+    assert all(SUMMARY_HEADER in view[0][1] for view in conv.views[first:])
+    assert "summarizer rate limited" in caplog.text
+    json.dumps(agent.state_dict())

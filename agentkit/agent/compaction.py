@@ -187,6 +187,10 @@ def _render(msg: Msg, limit: int = 2000) -> str:
 class Summarize:
     """Summarize what is left out with ``model`` (a cheaper model works well).
 
+    When the model fails (an outage, a rate limit), that part is left out without a
+    summary (a WARNING on the ``agentkit.agent`` logger) and the earlier summary stays:
+    the agent keeps answering.
+
     Args:
         model: The model that writes the summary (non-streaming or streaming).
         summary_tokens: The summary's share of the view, in tokens.
@@ -291,7 +295,20 @@ class Compactor:
         """
         key = (history[start].id if start < len(history) else None, history[cut].id)
         if key not in self._summaries:
-            self._summaries[key] = await self.strategy.summarize(list(history[start:cut]), previous)
+            try:
+                made = await self.strategy.summarize(list(history[start:cut]), previous)
+            except Exception as exc:
+                # The summarizer is an aid: its outage must not stop the agent (every later
+                # request would fail the same way). The part is left out unsummarized and the
+                # summary so far carries on; not cached, so a retried request asks again.
+                logger.warning(
+                    "context compaction: the summary failed (%s: %s); left out without one",
+                    type(exc).__name__,
+                    exc,
+                )
+                logger.debug("summary failure", exc_info=True)
+                return previous
+            self._summaries[key] = made
         return self._summaries[key]
 
 
