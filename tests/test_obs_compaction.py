@@ -330,3 +330,17 @@ async def test_a_failing_summarizer_leaves_out_without_failing_the_run(
     assert all(SUMMARY_HEADER in view[0][1] for view in conv.views[first:])
     assert "summarizer rate limited" in caplog.text
     json.dumps(agent.state_dict())
+
+
+async def test_a_system_prompt_over_the_budget_is_a_clear_error_before_any_request() -> None:
+    from agentkit.exceptions import ContextWindowError
+
+    model = ScriptedModel(["never"])
+    agent = ReActAgent("a", "word " * 5000, model, print_hint=False)
+    Compactor(2000, reserve_output=500).attach(agent)
+    for _ in range(2):
+        with pytest.raises(ContextWindowError, match="system prompt"):
+            await agent("hi")
+    assert model.calls == 0
+    check_memory_invariant(await agent.memory.get_memory())
+    assert not agent.is_replying

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentkit.exceptions import ContextWindowError
 from agentkit.messages import Msg
 from agentkit.models.base import ChatResponse
 from agentkit.observability import seams
@@ -420,6 +421,9 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
     """The messages to send for ``prompt`` (system message first, then memory).
 
     Without an attached :class:`Compactor` this returns ``prompt`` itself.
+
+    Raises:
+        ContextWindowError: when the system prompt alone exceeds the budget.
     """
     attachment = None if agent is None else _attached.get(agent)
     if attachment is None or not prompt:
@@ -440,6 +444,7 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
         attachment.pending = _View(start_id, summary, False, _estimate(c, view))
         return view
     ratio = _ratio(rec) * _MARGIN
+    _check_system_fits(system, _ratio(rec), budget)
     fixed = estimate_tokens(system) + c.strategy.summary_tokens + 2 * _PER_MESSAGE + 30
     cut = _choose_cut(c, history, start, fixed, ratio, budget)
     if cut is None:
@@ -450,6 +455,20 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
     view = _build(system, summary, history[cut:], True)
     attachment.pending = _View(history[cut].id, summary, True, _estimate(c, view))
     return view
+
+
+def _check_system_fits(system: Msg, ratio: float, budget: int) -> None:
+    """Refuse, before anything is sent, a system prompt that alone exceeds the budget.
+
+    No cut can help then: every request would be over budget (or rejected by the provider).
+    """
+    tokens = math.ceil(ratio * estimate_tokens(system))
+    if tokens > budget:
+        raise ContextWindowError(
+            f"the system prompt alone (about {tokens} tokens) exceeds the context budget of "
+            f"{budget} tokens (context_window - reserve_output): shorten it, or give the "
+            "Compactor a larger context_window or a smaller reserve_output"
+        )
 
 
 def _estimate(c: Compactor, view: list[Msg]) -> int:
