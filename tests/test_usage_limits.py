@@ -193,3 +193,30 @@ async def test_a_valid_structured_answer_past_a_token_limit_is_kept() -> None:
     result2 = await agent2.run("go", output_type=Answer)
     assert result2.stop_reason == "usage_limit" and result2.usage_limit == "max_total_tokens"
     await _memory_ok(agent2)
+
+
+async def test_a_run_paused_for_approval_resumes_under_its_own_limits() -> None:
+    """The limits given to ``run()`` bound the task, not only its part before a pause."""
+    rec = Recorder()
+    model = ScriptedModel(
+        [[tool_use("guarded", "g1", label="a"), tool_use("guarded", "g2", label="b")], "no"]
+    )
+    agent = agent_for(model, rec)
+    paused = await agent.run("go", usage_limits=UsageLimits(max_tool_calls=1))
+    assert paused.stop_reason == "pending_approval"
+    result = await agent.run(approvals={"g1": True, "g2": True})
+    assert result.usage_limit == "max_tool_calls" and rec.calls == {}
+    await _memory_ok(agent)
+    # ``resume()`` keeps them too; new limits given to a resume replace them.
+    model2 = ScriptedModel([[tool_use("guarded", "g3", label="c")], "never"])
+    agent2 = agent_for(model2, rec)
+    await agent2.run("again", usage_limits=UsageLimits(max_tool_calls=0))
+    reply = await agent2.resume({"g3": True})
+    assert rec.calls == {} and model2.calls == 1
+    assert reply.metadata is not None and reply.metadata["usage_limit"] == "max_tool_calls"
+    model3 = ScriptedModel([[tool_use("guarded", "g4", label="d")], "fine"])
+    agent3 = agent_for(model3, rec)
+    await agent3.run("more", usage_limits=UsageLimits(max_tool_calls=0))
+    final = await agent3.run(approvals={"g4": True}, usage_limits=UsageLimits(max_tool_calls=5))
+    assert final.stop_reason == "final" and final.output == "fine" and rec.calls == {"d": 1}
+    await _memory_ok(agent3)
