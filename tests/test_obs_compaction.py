@@ -344,3 +344,40 @@ async def test_a_system_prompt_over_the_budget_is_a_clear_error_before_any_reque
     assert model.calls == 0
     check_memory_invariant(await agent.memory.get_memory())
     assert not agent.is_replying
+
+
+async def test_the_summarizers_tokens_and_cost_are_the_runs() -> None:
+    """What the summaries cost is part of what the run cost (and of its limits)."""
+    summaries: list[int] = []
+    answers: list[ChatUsage] = []
+
+    def summarize(messages: list[Msg], tools: Any) -> ChatResponse:
+        summaries.append(1)
+        return ChatResponse([text("a summary")], ChatUsage(100, 10, cost=0.5))
+
+    conv = Conversation()
+
+    async def answer(messages: list[Msg], tools: Any) -> ChatResponse:
+        out = await conv.answer(messages, tools)
+        assert out.usage is not None
+        out.usage.cost = 0.001
+        answers.append(out.usage)
+        return out
+
+    model = FunctionModel(answer, model_name="big")
+    agent = ReActAgent("helper", "You look things up.", model, make_toolkit(), print_hint=False)
+    cheap = FunctionModel(summarize, model_name="cheap")
+    Compactor(WINDOW, strategy=Summarize(cheap, 150), reserve_output=RESERVE).attach(agent)
+    checked = 0
+    for k in range(1, 80):
+        before_s, before_a = len(summaries), len(answers)
+        result = await agent.run(f"turn {k}: please look up item{k}")
+        made = len(summaries) - before_s
+        mine = answers[before_a:]
+        assert result.usage.input_tokens == sum(u.input_tokens for u in mine) + 100 * made
+        assert result.usage.output_tokens == sum(u.output_tokens for u in mine) + 10 * made
+        assert result.usage.cost == pytest.approx(0.001 * len(mine) + 0.5 * made)
+        assert result.usage.requests == len(mine)  # the agent's own requests
+        assert result.usage.models == {"big": len(mine)}
+        checked += made
+    assert checked > 0

@@ -28,7 +28,8 @@ import json
 import logging
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,7 +39,7 @@ from agentkit.models.base import ChatResponse
 from agentkit.observability import seams
 
 if TYPE_CHECKING:
-    from agentkit.models.base import ChatModel
+    from agentkit.models.base import ChatModel, ChatUsage
 
 __all__ = [
     "CompactionStrategy",
@@ -50,6 +51,7 @@ __all__ = [
     "estimate_tokens",
     "record",
     "request_view",
+    "spent",
 ]
 
 logger = logging.getLogger("agentkit.agent")
@@ -77,6 +79,23 @@ KNOWN_WINDOWS: dict[str, int] = {
     "claude-sonnet-4": 200_000,
     "claude-haiku-4": 200_000,
 }
+
+
+# Where the usage of a strategy's model calls goes: the run whose request is compacted.
+_spend: ContextVar[Callable[[ChatUsage | None], None] | None] = ContextVar(
+    "agentkit_compaction_spend", default=None
+)
+
+
+def spent(response: ChatResponse) -> None:
+    """Count a strategy's model answer in the usage (tokens, cost) of the compacted run.
+
+    :class:`Summarize` calls it; a strategy of your own that asks a model should too, so
+    ``RunResult.usage`` and the run's ``UsageLimits`` see what the summaries cost.
+    """
+    spend = _spend.get()
+    if spend is not None:
+        spend(response.usage)
 
 
 def context_window(model: ChatModel) -> int | None:
@@ -218,6 +237,8 @@ class Summarize:
         else:  # a stream of cumulative chunks: the last one is the answer
             async for chunk in output:
                 final = chunk
+        if final is not None:
+            spent(final)
         text = final.get_text().strip() if final is not None else ""
         # Never let a runaway summary break the budget it is meant to protect.
         return text[: int(self.summary_tokens * _CHARS_PER_TOKEN)] or None
@@ -417,10 +438,13 @@ def _choose_cut(
     return fits[0]
 
 
-async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
+async def request_view(
+    agent: Any, prompt: list[Msg], spend: Callable[[ChatUsage | None], None] | None = None
+) -> list[Msg]:
     """The messages to send for ``prompt`` (system message first, then memory).
 
-    Without an attached :class:`Compactor` this returns ``prompt`` itself.
+    Without an attached :class:`Compactor` this returns ``prompt`` itself. ``spend``
+    counts the usage of the strategy's model calls (a summary) in the run's.
 
     Raises:
         ContextWindowError: when the system prompt alone exceeds the budget.
@@ -450,7 +474,11 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
     if cut is None:
         attachment.pending = _View(start_id, summary, False, _estimate(c, view))
         return view
-    summary = await c.summary(history, start, cut, summary)
+    token = _spend.set(spend)
+    try:
+        summary = await c.summary(history, start, cut, summary)
+    finally:
+        _spend.reset(token)
     seams.compacted(cut, len(history) - cut, summary is not None)
     view = _build(system, summary, history[cut:], True)
     attachment.pending = _View(history[cut].id, summary, True, _estimate(c, view))
