@@ -281,3 +281,31 @@ async def test_the_agent_span_says_why_the_run_stopped(traced: Traced) -> None:
     ]
     assert (spans[0].attributes or {})["agentkit.usage_limit"] == "max_requests"
     assert "agentkit.usage_limit" not in (spans[1].attributes or {})
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [
+        ("openai", "openai"),
+        ("anthropic", "anthropic"),
+        ("bedrock", "aws.bedrock"),
+        ("vertex", "gcp.vertex_ai"),
+        ("gemini", "gcp.gemini"),
+        ("azure", "azure.ai.openai"),
+        ("mistral", "mistral_ai"),
+        ("deepseek", "deepseek"),
+        ("groq", "groq"),
+        ("vllm", "vllm"),  # not a well-known value: kept as it is
+    ],
+)
+async def test_provider_name_is_the_conventions_value(
+    traced: Traced, provider: str, expected: str
+) -> None:
+    """``gen_ai.provider.name`` uses the GenAI conventions' well-known values."""
+    model = ScriptedModel(["hi"])
+    model.provider = provider
+    await ReActAgent("a", "s", model, print_hint=False)("go")
+    for span in traced.exporter.get_finished_spans():
+        assert (span.attributes or {})["gen_ai.provider.name"] == expected, span.name
+    points = traced.metrics()["gen_ai.client.operation.duration"]
+    assert {p.attributes["gen_ai.provider.name"] for p in points} == {expected}
