@@ -22,6 +22,7 @@ from agentkit import ReActAgent, Toolkit
 from agentkit.mcp import MCPClient, StdioServer
 from agentkit.observability import conversation, instrument, is_instrumented, uninstrument
 from agentkit.testing import ScriptedModel, tool_use
+from agentkit.tools.response import ToolResponse
 from tests._obs_otel import load_or_update, span_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -309,3 +310,45 @@ async def test_provider_name_is_the_conventions_value(
         assert (span.attributes or {})["gen_ai.provider.name"] == expected, span.name
     points = traced.metrics()["gen_ai.client.operation.duration"]
     assert {p.attributes["gen_ai.provider.name"] for p in points} == {expected}
+
+
+async def test_captured_content_of_a_long_conversation_stays_valid_json() -> None:
+    """Cut to size, the captured messages must still parse (backends render them as JSON),
+    keep the latest turns, and never carry the bytes of an image."""
+    import base64
+
+    from agentkit.messages import image_block
+
+    t = Traced()
+    instrument(tracer_provider=t.provider, capture_content=True)
+    tk = Toolkit()
+
+    @tk.tool
+    def shot() -> ToolResponse:
+        """Take a screenshot."""
+        return ToolResponse([image_block(b"\x89PNG" + bytes(200_000), "image/png")])
+
+    try:
+        model = ScriptedModel([*(f"answer {k} " + "x" * 9000 for k in range(11))])
+        agent = ReActAgent("a", "s", model, tk, print_hint=False)
+        for k in range(11):
+            await agent(f"question {k} " + "y" * 9000)
+        model.responses.append([tool_use("shot", "c1")])
+        model.responses.append("seen")
+        await agent("look")
+    finally:
+        uninstrument()
+    spans = t.exporter.get_finished_spans()
+    png = base64.b64encode(b"\x89PNG" + bytes(200_000)).decode()[:100]
+    for span in spans:
+        for key, value in (span.attributes or {}).items():
+            assert png not in str(value), key
+            if key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+                json.loads(str(value))
+    chats = [s for s in spans if s.name.startswith("chat")]
+    last = json.loads(str((chats[-1].attributes or {})["gen_ai.input.messages"]))
+    assert last[-1]["role"] == "tool" and last[-1]["parts"][0]["type"] == "tool_call_response"
+    before = json.loads(str((chats[-3].attributes or {})["gen_ai.input.messages"]))
+    assert before[-1]["parts"][0]["content"].startswith("question 10")
+    result = next(s for s in spans if s.name == "execute_tool shot")
+    assert "image" in str((result.attributes or {})["gen_ai.tool.call.result"])

@@ -272,7 +272,7 @@ class _ToolScope(_Scope):
 
 def _end_tool(span: trace.Span, result: ToolResponse, capture: bool) -> None:
     if capture:
-        span.set_attribute("gen_ai.tool.call.result", _content.dumps(result.content))
+        span.set_attribute("gen_ai.tool.call.result", _content.result_parts(result.content))
     if result.is_interrupted:
         _fail(span, "interrupted", "interrupted by the user")
     elif result.is_error:
