@@ -381,3 +381,35 @@ async def test_the_summarizers_tokens_and_cost_are_the_runs() -> None:
         assert result.usage.models == {"big": len(mine)}
         checked += made
     assert checked > 0
+
+
+async def test_a_turn_too_big_for_the_budget_keeps_its_question() -> None:
+    """When even the latest turn alone is over budget, cutting inside it only loses the
+    user's question (the request stays over budget): the view keeps the whole turn."""
+    views: list[list[Msg]] = []
+
+    def answer(messages: list[Msg], tools: Any) -> ChatResponse:
+        views.append(messages)
+        if isinstance(messages[-1].content, str) and "read" in messages[-1].content:
+            return ChatResponse([tool_use("read", "r1")], ChatUsage(100, 5))
+        return ChatResponse([text("ok")], ChatUsage(100, 5))
+
+    tk = Toolkit()
+
+    @tk.tool
+    def read() -> str:
+        """Read the big file."""
+        return "data " * 4000
+
+    agent = ReActAgent("a", "s", FunctionModel(answer, model_name="m"), tk, print_hint=False)
+    Compactor(WINDOW, reserve_output=RESERVE).attach(agent)
+    await agent("hello")
+    await agent("please read the file")
+    last = views[-1]
+    assert [m.role for m in last] == ["system", "user", "assistant", "user"]
+    assert last[1].content == "please read the file"  # the question, not a placeholder
+    check_memory_invariant(await agent.memory.get_memory())
+    # Also when the view already starts with that turn (recorded by an earlier request).
+    await agent("please read the file again")
+    assert views[-1][1].content == "please read the file again"
+    assert [m.role for m in views[-1]] == ["system", "user", "assistant", "user"]

@@ -433,9 +433,19 @@ def _choose_cut(
     if not fits:
         fits = [p for p in points if ratio * (fixed + suffix[p]) <= budget]
     if not fits:
+        # Over budget whatever the cut: keep the whole latest turn (a cut inside it would
+        # only lose the user's question), and let the provider judge.
         logger.warning("the last turn alone exceeds the context budget (%s tokens)", budget)
-        return points[-1]
+        turns = [p for p in points if _opens_turn(history[p])]
+        return turns[-1] if turns else None  # None: the view starts with that turn already
     return fits[0]
+
+
+def _opens_turn(msg: Msg) -> bool:
+    """Whether ``msg`` is a user's own message (not tool results)."""
+    if msg.role != "user":
+        return False
+    return isinstance(msg.content, str) or all(b["type"] != "tool_result" for b in msg.content)
 
 
 async def request_view(
