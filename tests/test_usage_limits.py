@@ -187,6 +187,14 @@ async def test_a_valid_structured_answer_past_a_token_limit_is_kept() -> None:
     assert results["c0"] == (LIMIT_TEXT.format("max_total_tokens"), True)
     assert not results["r1"][1]
     await _memory_ok(agent)
+    # The same when the limit is the tool calls the turn would run.
+    rec2 = Recorder()
+    model3 = ScriptedModel([[tool_use(RESPONSE_TOOL, "r1", x=4), *adds(1)], "never"])
+    agent3 = agent_for(model3, rec2, usage_limits=UsageLimits(max_tool_calls=0))
+    result3 = await agent3.run("go", output_type=Answer)
+    assert result3.stop_reason == "final" and result3.output == Answer(x=4)
+    assert rec2.calls == {} and model3.calls == 1
+    await _memory_ok(agent3)
     # An invalid structured answer is not an answer: the limit stops the run.
     model2 = ScriptedModel([turn(tool_use(RESPONSE_TOOL, "r1", x="no"), inp=1000, out=1000)])
     agent2 = agent_for(model2, usage_limits=UsageLimits(max_total_tokens=10))

@@ -230,16 +230,17 @@ async def _stop_at_limit(
 ) -> Finish:
     """Answer every open call without running it, then finish at ``limit``.
 
-    A valid structured answer in the turn that reached a token or cost limit is kept and
-    ends the run as final (like a text answer that reaches one).
+    A valid structured answer in the turn that reached the limit is kept and ends the run
+    as final (like a text answer that reaches one); only its other calls are refused.
     """
     if run.batch is not None:
         if isinstance(step, Triage):
             accept_answers(run)
         refuse(run, limit)
         await commit_results(setup, conv, run)
-        if isinstance(step, Triage) and run.structured_output is not None:
-            return _finish(setup, run, step.assistant)
+        if run.structured_output is not None and isinstance(step, Triage | Execute):
+            last = step.assistant or Msg(setup.name, list(run.last_text), "assistant")
+            return _finish(setup, run, last)
     return _limit_reply(setup, conv, run, limit)
 
 
