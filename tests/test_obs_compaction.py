@@ -259,3 +259,157 @@ async def test_memory_edited_under_the_records_still_compacts() -> None:
     await agent("turn 41: please look up item41")
     assert max(conv.tokens) <= BUDGET
     check_memory_invariant(await agent.memory.get_memory())
+
+
+async def test_images_count_as_images_not_as_their_base64_text() -> None:
+    """A screenshot is about a thousand tokens to a provider, whatever its size in base64.
+
+    Counted as text (4 characters a token) a 300 KB image looked like 100k tokens: the view
+    left the whole conversation out after one screenshot, while a URL image counted as a
+    few tokens.
+    """
+    import base64
+    import os
+
+    from agentkit.agent.compaction import estimate_tokens
+    from agentkit.messages import image_block
+
+    png = base64.b64encode(os.urandom(300_000)).decode()
+    inline = Msg("user", [text("look"), image_block(base64.b64decode(png), "image/png")], "user")
+    by_url = Msg("user", [text("look"), image_block("https://example.com/a.png")], "user")
+    for msg in (inline, by_url):
+        assert 500 <= estimate_tokens(msg) <= 3000
+    # In a tool result too (a browser screenshot).
+    shot = Msg(
+        "user",
+        [{"type": "tool_result", "id": "c1", "name": "shot", "output": inline.content}],
+        "user",
+    )
+    assert estimate_tokens(shot) <= 3000
+
+    sizes: list[int] = []
+
+    def answer(messages: list[Msg], tools: Any) -> ChatResponse:
+        sizes.append(len(messages))
+        return ChatResponse([text("ok")], ChatUsage(sum(map(estimate_tokens, messages)), 2))
+
+    agent = ReActAgent("a", "s", FunctionModel(answer, model_name="m"), print_hint=False)
+    Compactor(20_000, reserve_output=1000).attach(agent)
+    for k in range(3):
+        await agent(f"question {k}")
+    await agent(inline)
+    await agent("and the first question?")
+    assert sizes == [2, 4, 6, 8, 10]  # nothing needed leaving out
+
+
+async def test_a_failing_summarizer_leaves_out_without_failing_the_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The summarizer's outage must not stop the agent (every later request would fail)."""
+    from agentkit.exceptions import RateLimitError
+
+    inner, calls = summarizer()
+    failures: list[int] = []
+
+    async def flaky(messages: list[Msg], tools: Any) -> ChatResponse:
+        if len(calls) >= 1 and len(failures) < 2:  # the second and third summaries fail
+            failures.append(1)
+            raise RateLimitError("summarizer rate limited", provider="cheap")
+        out = await inner(messages, tools)
+        assert isinstance(out, ChatResponse)
+        return out
+
+    conv = Conversation()
+    agent = make_agent(conv, Summarize(FunctionModel(flaky, model_name="cheap"), 150))
+    with caplog.at_level("INFO", logger="agentkit"):
+        await _turns(agent, 1, 150)
+    assert len(failures) == 2 and len(calls) > 1  # summaries resumed after the outage
+    assert max(conv.tokens) <= BUDGET
+    # Through the outage, the summary made before it stayed in the system prompt.
+    first = next(i for i, view in enumerate(conv.views) if SUMMARY_HEADER in view[0][1])
+    assert all(SUMMARY_HEADER in view[0][1] for view in conv.views[first:])
+    assert "summarizer rate limited" in caplog.text
+    json.dumps(agent.state_dict())
+
+
+async def test_a_system_prompt_over_the_budget_is_a_clear_error_before_any_request() -> None:
+    from agentkit.exceptions import ContextWindowError
+
+    model = ScriptedModel(["never"])
+    agent = ReActAgent("a", "word " * 5000, model, print_hint=False)
+    Compactor(2000, reserve_output=500).attach(agent)
+    for _ in range(2):
+        with pytest.raises(ContextWindowError, match="system prompt"):
+            await agent("hi")
+    assert model.calls == 0
+    check_memory_invariant(await agent.memory.get_memory())
+    assert not agent.is_replying
+
+
+async def test_the_summarizers_tokens_and_cost_are_the_runs() -> None:
+    """What the summaries cost is part of what the run cost (and of its limits)."""
+    summaries: list[int] = []
+    answers: list[ChatUsage] = []
+
+    def summarize(messages: list[Msg], tools: Any) -> ChatResponse:
+        summaries.append(1)
+        return ChatResponse([text("a summary")], ChatUsage(100, 10, cost=0.5))
+
+    conv = Conversation()
+
+    async def answer(messages: list[Msg], tools: Any) -> ChatResponse:
+        out = await conv.answer(messages, tools)
+        assert out.usage is not None
+        out.usage.cost = 0.001
+        answers.append(out.usage)
+        return out
+
+    model = FunctionModel(answer, model_name="big")
+    agent = ReActAgent("helper", "You look things up.", model, make_toolkit(), print_hint=False)
+    cheap = FunctionModel(summarize, model_name="cheap")
+    Compactor(WINDOW, strategy=Summarize(cheap, 150), reserve_output=RESERVE).attach(agent)
+    checked = 0
+    for k in range(1, 80):
+        before_s, before_a = len(summaries), len(answers)
+        result = await agent.run(f"turn {k}: please look up item{k}")
+        made = len(summaries) - before_s
+        mine = answers[before_a:]
+        assert result.usage.input_tokens == sum(u.input_tokens for u in mine) + 100 * made
+        assert result.usage.output_tokens == sum(u.output_tokens for u in mine) + 10 * made
+        assert result.usage.cost == pytest.approx(0.001 * len(mine) + 0.5 * made)
+        assert result.usage.requests == len(mine)  # the agent's own requests
+        assert result.usage.models == {"big": len(mine)}
+        checked += made
+    assert checked > 0
+
+
+async def test_a_turn_too_big_for_the_budget_keeps_its_question() -> None:
+    """When even the latest turn alone is over budget, cutting inside it only loses the
+    user's question (the request stays over budget): the view keeps the whole turn."""
+    views: list[list[Msg]] = []
+
+    def answer(messages: list[Msg], tools: Any) -> ChatResponse:
+        views.append(messages)
+        if isinstance(messages[-1].content, str) and "read" in messages[-1].content:
+            return ChatResponse([tool_use("read", "r1")], ChatUsage(100, 5))
+        return ChatResponse([text("ok")], ChatUsage(100, 5))
+
+    tk = Toolkit()
+
+    @tk.tool
+    def read() -> str:
+        """Read the big file."""
+        return "data " * 4000
+
+    agent = ReActAgent("a", "s", FunctionModel(answer, model_name="m"), tk, print_hint=False)
+    Compactor(WINDOW, reserve_output=RESERVE).attach(agent)
+    await agent("hello")
+    await agent("please read the file")
+    last = views[-1]
+    assert [m.role for m in last] == ["system", "user", "assistant", "user"]
+    assert last[1].content == "please read the file"  # the question, not a placeholder
+    check_memory_invariant(await agent.memory.get_memory())
+    # Also when the view already starts with that turn (recorded by an earlier request).
+    await agent("please read the file again")
+    assert views[-1][1].content == "please read the file again"
+    assert [m.role for m in views[-1]] == ["system", "user", "assistant", "user"]

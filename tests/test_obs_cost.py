@@ -158,3 +158,35 @@ async def test_unknown_model_reports_no_cost(server: WireServer) -> None:
 async def test_scripted_runs_have_no_cost() -> None:
     reply = await ReActAgent("a", "s", ScriptedModel(["hi"]), print_hint=False)("go")
     assert "cost" not in reply.metadata["usage"]
+
+
+async def test_audio_tokens_are_priced_as_audio_or_not_at_all(server: WireServer) -> None:
+    """Audio tokens cost many times text tokens: priced as text, the cost was far too low."""
+    body = openai_completion(text="hi", usage=(1000, 100))
+    body["usage"]["prompt_tokens_details"] = {"audio_tokens": 600, "cached_tokens": 0}
+    body["usage"]["completion_tokens_details"] = {"audio_tokens": 80}
+    server.script(Reply(json=body), Reply(json=body))
+    model = OpenAIChatModel("local-audio", api_key="k", base_url=server.openai_url, stream=False)
+    try:
+        set_price("local-audio", ModelPrice(input_per_mtok=2.5, output_per_mtok=10.0))
+        response = await model.request([Msg("user", "hi", "user")])
+        assert response.usage is not None
+        assert response.usage.input_audio_tokens == 600
+        assert response.usage.output_audio_tokens == 80
+        assert response.usage.cost is None  # text prices only: the audio's is unknown
+        audio = ModelPrice(2.5, 10.0, input_audio_per_mtok=40.0, output_audio_per_mtok=80.0)
+        set_price("local-audio", audio)
+        response = await model.request([Msg("user", "hi", "user")])
+        assert response.usage is not None
+        expected = (400 * 2.5 + 600 * 40.0 + 20 * 10.0 + 80 * 80.0) / 1e6
+        assert response.usage.cost == pytest.approx(expected)
+    finally:
+        await model.aclose()
+    usage = ChatUsage(1000, 100, input_audio_tokens=600, output_audio_tokens=80)
+    assert (usage + usage).input_audio_tokens == 1200
+    assert usage.to_dict()["output_audio_tokens"] == 80
+    # genai-prices: only a model whose entry has audio prices gets a number.
+    assert cost_of(usage, "gpt-4o-audio-preview", "openai") is None
+    with_audio = cost_of(usage, "gpt-audio", "openai")
+    assert with_audio == pytest.approx((400 * 2.5 + 600 * 32 + 20 * 10 + 80 * 64) / 1e6)
+    assert cost_of(ChatUsage(1000, 100), "gpt-4o-audio-preview", "openai") is not None

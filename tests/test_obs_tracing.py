@@ -22,6 +22,7 @@ from agentkit import ReActAgent, Toolkit
 from agentkit.mcp import MCPClient, StdioServer
 from agentkit.observability import conversation, instrument, is_instrumented, uninstrument
 from agentkit.testing import ScriptedModel, tool_use
+from agentkit.tools.response import ToolResponse
 from tests._obs_otel import load_or_update, span_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,3 +247,108 @@ async def test_tracing_a_call_without_tools_changes_nothing(traced: Traced) -> N
     assert agent.pending_tool_calls == []
     span = next(s for s in traced.exporter.get_finished_spans() if s.name == "execute_tool ghost")
     assert span.status.status_code.name == "ERROR"
+
+
+async def test_the_agent_span_says_why_the_run_stopped(traced: Traced) -> None:
+    """``agentkit.stop_reason`` on the span is the result's ``stop_reason``, limits included."""
+    from agentkit import UsageLimits
+
+    tk = Toolkit()
+
+    @tk.tool
+    def add(a: int, b: int) -> int:
+        """Add.
+
+        Args:
+            a: First.
+            b: Second.
+        """
+        return a + b
+
+    def agent(model: ScriptedModel, **kwargs: Any) -> ReActAgent:
+        return ReActAgent("a", "s", model, tk, print_hint=False, **kwargs)
+
+    limited = agent(ScriptedModel([[tool_use("add", "c1", a=1, b=2)], "x"]))
+    summarized = agent(ScriptedModel([[tool_use("add", "c1", a=1, b=2)], "sum"]), max_iters=1)
+    results = [
+        await limited.run("go", usage_limits=UsageLimits(max_requests=1)),
+        await summarized.run("go"),
+        await agent(ScriptedModel(["plain"])).run("go"),
+    ]
+    spans = [s for s in traced.exporter.get_finished_spans() if s.name == "invoke_agent a"]
+    assert [r.stop_reason for r in results] == ["usage_limit", "max_iters", "final"]
+    assert [(s.attributes or {})["agentkit.stop_reason"] for s in spans] == [
+        r.stop_reason for r in results
+    ]
+    assert (spans[0].attributes or {})["agentkit.usage_limit"] == "max_requests"
+    assert "agentkit.usage_limit" not in (spans[1].attributes or {})
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [
+        ("openai", "openai"),
+        ("anthropic", "anthropic"),
+        ("bedrock", "aws.bedrock"),
+        ("vertex", "gcp.vertex_ai"),
+        ("gemini", "gcp.gemini"),
+        ("azure", "azure.ai.openai"),
+        ("mistral", "mistral_ai"),
+        ("deepseek", "deepseek"),
+        ("groq", "groq"),
+        ("vllm", "vllm"),  # not a well-known value: kept as it is
+    ],
+)
+async def test_provider_name_is_the_conventions_value(
+    traced: Traced, provider: str, expected: str
+) -> None:
+    """``gen_ai.provider.name`` uses the GenAI conventions' well-known values."""
+    model = ScriptedModel(["hi"])
+    model.provider = provider
+    await ReActAgent("a", "s", model, print_hint=False)("go")
+    for span in traced.exporter.get_finished_spans():
+        assert (span.attributes or {})["gen_ai.provider.name"] == expected, span.name
+    points = traced.metrics()["gen_ai.client.operation.duration"]
+    assert {p.attributes["gen_ai.provider.name"] for p in points} == {expected}
+
+
+async def test_captured_content_of_a_long_conversation_stays_valid_json() -> None:
+    """Cut to size, the captured messages must still parse (backends render them as JSON),
+    keep the latest turns, and never carry the bytes of an image."""
+    import base64
+
+    from agentkit.messages import image_block
+
+    t = Traced()
+    instrument(tracer_provider=t.provider, capture_content=True)
+    tk = Toolkit()
+
+    @tk.tool
+    def shot() -> ToolResponse:
+        """Take a screenshot."""
+        return ToolResponse([image_block(b"\x89PNG" + bytes(200_000), "image/png")])
+
+    try:
+        model = ScriptedModel([*(f"answer {k} " + "x" * 9000 for k in range(11))])
+        agent = ReActAgent("a", "s", model, tk, print_hint=False)
+        for k in range(11):
+            await agent(f"question {k} " + "y" * 9000)
+        model.responses.append([tool_use("shot", "c1")])
+        model.responses.append("seen")
+        await agent("look")
+    finally:
+        uninstrument()
+    spans = t.exporter.get_finished_spans()
+    png = base64.b64encode(b"\x89PNG" + bytes(200_000)).decode()[:100]
+    for span in spans:
+        for key, value in (span.attributes or {}).items():
+            assert png not in str(value), key
+            if key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+                json.loads(str(value))
+    chats = [s for s in spans if s.name.startswith("chat")]
+    last = json.loads(str((chats[-1].attributes or {})["gen_ai.input.messages"]))
+    assert last[-1]["role"] == "tool" and last[-1]["parts"][0]["type"] == "tool_call_response"
+    before = json.loads(str((chats[-3].attributes or {})["gen_ai.input.messages"]))
+    assert before[-1]["parts"][0]["content"].startswith("question 10")
+    result = next(s for s in spans if s.name == "execute_tool shot")
+    assert "image" in str((result.attributes or {})["gen_ai.tool.call.result"])

@@ -163,3 +163,68 @@ async def test_limits_apply_to_resumed_approvals() -> None:
 def test_limits_are_validated() -> None:
     with pytest.raises(UsageError, match="max_requests"):
         UsageLimits(max_requests=-1)
+
+
+async def test_a_valid_structured_answer_past_a_token_limit_is_kept() -> None:
+    """The structured answer is a tool call: a token limit must not refuse it (it is final)."""
+    from pydantic import BaseModel
+
+    from agentkit.agent.structured import RESPONSE_TOOL
+
+    class Answer(BaseModel):
+        x: int
+
+    rec = Recorder()
+    model = ScriptedModel(
+        [turn(tool_use(RESPONSE_TOOL, "r1", x=3), *adds(1), inp=1000, out=1000), "never"]
+    )
+    agent = agent_for(model, rec, usage_limits=UsageLimits(max_total_tokens=10))
+    result = await agent.run("go", output_type=Answer)
+    assert result.output == Answer(x=3) and model.calls == 1
+    assert result.stop_reason == "final" and result.usage_limit is None
+    assert rec.calls == {}  # the other call of the turn is answered, not run
+    results = results_of(result.new_messages)
+    assert results["c0"] == (LIMIT_TEXT.format("max_total_tokens"), True)
+    assert not results["r1"][1]
+    await _memory_ok(agent)
+    # The same when the limit is the tool calls the turn would run.
+    rec2 = Recorder()
+    model3 = ScriptedModel([[tool_use(RESPONSE_TOOL, "r1", x=4), *adds(1)], "never"])
+    agent3 = agent_for(model3, rec2, usage_limits=UsageLimits(max_tool_calls=0))
+    result3 = await agent3.run("go", output_type=Answer)
+    assert result3.stop_reason == "final" and result3.output == Answer(x=4)
+    assert rec2.calls == {} and model3.calls == 1
+    await _memory_ok(agent3)
+    # An invalid structured answer is not an answer: the limit stops the run.
+    model2 = ScriptedModel([turn(tool_use(RESPONSE_TOOL, "r1", x="no"), inp=1000, out=1000)])
+    agent2 = agent_for(model2, usage_limits=UsageLimits(max_total_tokens=10))
+    result2 = await agent2.run("go", output_type=Answer)
+    assert result2.stop_reason == "usage_limit" and result2.usage_limit == "max_total_tokens"
+    await _memory_ok(agent2)
+
+
+async def test_a_run_paused_for_approval_resumes_under_its_own_limits() -> None:
+    """The limits given to ``run()`` bound the task, not only its part before a pause."""
+    rec = Recorder()
+    model = ScriptedModel(
+        [[tool_use("guarded", "g1", label="a"), tool_use("guarded", "g2", label="b")], "no"]
+    )
+    agent = agent_for(model, rec)
+    paused = await agent.run("go", usage_limits=UsageLimits(max_tool_calls=1))
+    assert paused.stop_reason == "pending_approval"
+    result = await agent.run(approvals={"g1": True, "g2": True})
+    assert result.usage_limit == "max_tool_calls" and rec.calls == {}
+    await _memory_ok(agent)
+    # ``resume()`` keeps them too; new limits given to a resume replace them.
+    model2 = ScriptedModel([[tool_use("guarded", "g3", label="c")], "never"])
+    agent2 = agent_for(model2, rec)
+    await agent2.run("again", usage_limits=UsageLimits(max_tool_calls=0))
+    reply = await agent2.resume({"g3": True})
+    assert rec.calls == {} and model2.calls == 1
+    assert reply.metadata is not None and reply.metadata["usage_limit"] == "max_tool_calls"
+    model3 = ScriptedModel([[tool_use("guarded", "g4", label="d")], "fine"])
+    agent3 = agent_for(model3, rec)
+    await agent3.run("more", usage_limits=UsageLimits(max_tool_calls=0))
+    final = await agent3.run(approvals={"g4": True}, usage_limits=UsageLimits(max_tool_calls=5))
+    assert final.stop_reason == "final" and final.output == "fine" and rec.calls == {"d": 1}
+    await _memory_ok(agent3)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INTERRUPTED_TEXT",
+    "accept_answers",
     "commit_results",
     "denied_response",
     "execute",
@@ -234,12 +235,38 @@ async def _needs_approval(setup: RunSetup, run: Run, call: ToolUseBlock) -> bool
     return not approved
 
 
+def _accept(run: Run, index: int, call: ToolUseBlock) -> None:
+    """Validate a structured answer (a call of the response tool) and answer the call."""
+    assert run.structured is not None
+    response, value = validate_response(run.structured, call)
+    if value is None:
+        run.structured_failures += 1
+    else:
+        run.structured_value = value
+        run.structured_output = value.model_dump(mode="json")
+    settle(run, index, response)
+
+
+def accept_answers(run: Run) -> None:
+    """Validate the turn's structured answers, and only those (the run stops at a limit).
+
+    A valid structured answer is the run's final answer, already paid for: a usage limit
+    reached by the turn that gave it must not throw it away, as it never throws away a
+    text answer.
+    """
+    calls = run.batch
+    if run.structured is None or calls is None:
+        return
+    for i, call in enumerate(calls):
+        if call["name"] == RESPONSE_TOOL and "raw_input" not in call and run.results[i] is None:
+            _accept(run, i, call)
+
+
 def refuse(run: Run, limit: str) -> None:
     """Answer every open call of the batch without running it: the run reached ``limit``.
 
     Calls set aside for approval are answered too: the run ends here.
     """
-    run.usage_limit = limit
     for i, result in enumerate(run.results):
         if result is None or result is PENDING:
             settle(run, i, ToolResponse.error(LIMIT_TEXT.format(limit=limit)))
@@ -258,13 +285,7 @@ async def triage(setup: RunSetup, run: Run) -> list[int]:
         if "raw_input" in call:
             settle(run, i, _invalid_json(call, run.finish_reason))
         elif run.structured is not None and call["name"] == RESPONSE_TOOL:
-            response, value = validate_response(run.structured, call)
-            if value is None:
-                run.structured_failures += 1
-            else:
-                run.structured_value = value
-                run.structured_output = value.model_dump(mode="json")
-            settle(run, i, response)
+            _accept(run, i, call)
         elif await _needs_approval(setup, run, call):
             run.results[i] = PENDING
         else:

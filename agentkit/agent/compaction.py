@@ -28,16 +28,18 @@ import json
 import logging
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentkit.exceptions import ContextWindowError
 from agentkit.messages import Msg
 from agentkit.models.base import ChatResponse
 from agentkit.observability import seams
 
 if TYPE_CHECKING:
-    from agentkit.models.base import ChatModel
+    from agentkit.models.base import ChatModel, ChatUsage
 
 __all__ = [
     "CompactionStrategy",
@@ -49,6 +51,7 @@ __all__ = [
     "estimate_tokens",
     "record",
     "request_view",
+    "spent",
 ]
 
 logger = logging.getLogger("agentkit.agent")
@@ -78,6 +81,23 @@ KNOWN_WINDOWS: dict[str, int] = {
 }
 
 
+# Where the usage of a strategy's model calls goes: the run whose request is compacted.
+_spend: ContextVar[Callable[[ChatUsage | None], None] | None] = ContextVar(
+    "agentkit_compaction_spend", default=None
+)
+
+
+def spent(response: ChatResponse) -> None:
+    """Count a strategy's model answer in the usage (tokens, cost) of the compacted run.
+
+    :class:`Summarize` calls it; a strategy of your own that asks a model should too, so
+    ``RunResult.usage`` and the run's ``UsageLimits`` see what the summaries cost.
+    """
+    spend = _spend.get()
+    if spend is not None:
+        spend(response.usage)
+
+
 def context_window(model: ChatModel) -> int | None:
     """The context window of ``model`` from :data:`KNOWN_WINDOWS` (None when unknown).
 
@@ -94,13 +114,47 @@ def context_window(model: ChatModel) -> int | None:
 
 
 def estimate_tokens(msg: Msg) -> int:
-    """A tokenizer-free estimate of one message's tokens (about 4 characters each)."""
+    """A tokenizer-free estimate of one message's tokens (about 4 characters each).
+
+    Images and audio are counted as providers bill them, not as the text of their base64
+    data (which would make one screenshot look like a hundred thousand tokens).
+    """
     content = msg.content
     if isinstance(content, str):
-        size = len(content)
-    else:
-        size = len(json.dumps(content, ensure_ascii=False, default=str))
-    return _PER_MESSAGE + math.ceil(size / _CHARS_PER_TOKEN)
+        return _PER_MESSAGE + math.ceil(len(content) / _CHARS_PER_TOKEN)
+    return _PER_MESSAGE + _blocks_tokens(content)
+
+
+# What providers bill for media, in tokens: an image is resized to about a megapixel (OpenAI
+# bills at most ~1100 tokens, Anthropic ~1600); audio is ~10-32 tokens a second, about one
+# token per KB of a 16 kHz clip; a clip given by URL is of unknown length.
+_IMAGE_TOKENS = 1600
+_AUDIO_BYTES_PER_TOKEN = 1000
+_AUDIO_URL_TOKENS = 1600
+
+
+def _blocks_tokens(blocks: Sequence[Any]) -> int:
+    """Tokens of a list of content blocks (tool results' block outputs included)."""
+    text_size, media = 0, 0
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "image":
+            media += _IMAGE_TOKENS
+        elif kind == "audio":
+            source = block.get("source") or {}
+            data = source.get("data") if isinstance(source, dict) else None
+            media += (
+                max(50, math.ceil(len(data) * 3 / 4 / _AUDIO_BYTES_PER_TOKEN))
+                if isinstance(data, str)
+                else _AUDIO_URL_TOKENS
+            ) + math.ceil(len(str(block.get("transcript", ""))) / _CHARS_PER_TOKEN)
+        elif kind == "tool_result" and isinstance(block.get("output"), list):
+            media += _blocks_tokens(block["output"])
+            rest = {k: v for k, v in block.items() if k != "output"}
+            text_size += len(json.dumps(rest, ensure_ascii=False, default=str))
+        else:
+            text_size += len(json.dumps(block, ensure_ascii=False, default=str))
+    return media + math.ceil(text_size / _CHARS_PER_TOKEN)
 
 
 class CompactionStrategy(Protocol):
@@ -153,6 +207,10 @@ def _render(msg: Msg, limit: int = 2000) -> str:
 class Summarize:
     """Summarize what is left out with ``model`` (a cheaper model works well).
 
+    When the model fails (an outage, a rate limit), that part is left out without a
+    summary (a WARNING on the ``agentkit.agent`` logger) and the earlier summary stays:
+    the agent keeps answering.
+
     Args:
         model: The model that writes the summary (non-streaming or streaming).
         summary_tokens: The summary's share of the view, in tokens.
@@ -179,6 +237,8 @@ class Summarize:
         else:  # a stream of cumulative chunks: the last one is the answer
             async for chunk in output:
                 final = chunk
+        if final is not None:
+            spent(final)
         text = final.get_text().strip() if final is not None else ""
         # Never let a runaway summary break the budget it is meant to protect.
         return text[: int(self.summary_tokens * _CHARS_PER_TOKEN)] or None
@@ -257,7 +317,20 @@ class Compactor:
         """
         key = (history[start].id if start < len(history) else None, history[cut].id)
         if key not in self._summaries:
-            self._summaries[key] = await self.strategy.summarize(list(history[start:cut]), previous)
+            try:
+                made = await self.strategy.summarize(list(history[start:cut]), previous)
+            except Exception as exc:
+                # The summarizer is an aid: its outage must not stop the agent (every later
+                # request would fail the same way). The part is left out unsummarized and the
+                # summary so far carries on; not cached, so a retried request asks again.
+                logger.warning(
+                    "context compaction: the summary failed (%s: %s); left out without one",
+                    type(exc).__name__,
+                    exc,
+                )
+                logger.debug("summary failure", exc_info=True)
+                return previous
+            self._summaries[key] = made
         return self._summaries[key]
 
 
@@ -360,15 +433,31 @@ def _choose_cut(
     if not fits:
         fits = [p for p in points if ratio * (fixed + suffix[p]) <= budget]
     if not fits:
+        # Over budget whatever the cut: keep the whole latest turn (a cut inside it would
+        # only lose the user's question), and let the provider judge.
         logger.warning("the last turn alone exceeds the context budget (%s tokens)", budget)
-        return points[-1]
+        turns = [p for p in points if _opens_turn(history[p])]
+        return turns[-1] if turns else None  # None: the view starts with that turn already
     return fits[0]
 
 
-async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
+def _opens_turn(msg: Msg) -> bool:
+    """Whether ``msg`` is a user's own message (not tool results)."""
+    if msg.role != "user":
+        return False
+    return isinstance(msg.content, str) or all(b["type"] != "tool_result" for b in msg.content)
+
+
+async def request_view(
+    agent: Any, prompt: list[Msg], spend: Callable[[ChatUsage | None], None] | None = None
+) -> list[Msg]:
     """The messages to send for ``prompt`` (system message first, then memory).
 
-    Without an attached :class:`Compactor` this returns ``prompt`` itself.
+    Without an attached :class:`Compactor` this returns ``prompt`` itself. ``spend``
+    counts the usage of the strategy's model calls (a summary) in the run's.
+
+    Raises:
+        ContextWindowError: when the system prompt alone exceeds the budget.
     """
     attachment = None if agent is None else _attached.get(agent)
     if attachment is None or not prompt:
@@ -389,16 +478,35 @@ async def request_view(agent: Any, prompt: list[Msg]) -> list[Msg]:
         attachment.pending = _View(start_id, summary, False, _estimate(c, view))
         return view
     ratio = _ratio(rec) * _MARGIN
+    _check_system_fits(system, _ratio(rec), budget)
     fixed = estimate_tokens(system) + c.strategy.summary_tokens + 2 * _PER_MESSAGE + 30
     cut = _choose_cut(c, history, start, fixed, ratio, budget)
     if cut is None:
         attachment.pending = _View(start_id, summary, False, _estimate(c, view))
         return view
-    summary = await c.summary(history, start, cut, summary)
+    token = _spend.set(spend)
+    try:
+        summary = await c.summary(history, start, cut, summary)
+    finally:
+        _spend.reset(token)
     seams.compacted(cut, len(history) - cut, summary is not None)
     view = _build(system, summary, history[cut:], True)
     attachment.pending = _View(history[cut].id, summary, True, _estimate(c, view))
     return view
+
+
+def _check_system_fits(system: Msg, ratio: float, budget: int) -> None:
+    """Refuse, before anything is sent, a system prompt that alone exceeds the budget.
+
+    No cut can help then: every request would be over budget (or rejected by the provider).
+    """
+    tokens = math.ceil(ratio * estimate_tokens(system))
+    if tokens > budget:
+        raise ContextWindowError(
+            f"the system prompt alone (about {tokens} tokens) exceeds the context budget of "
+            f"{budget} tokens (context_window - reserve_output): shorten it, or give the "
+            "Compactor a larger context_window or a smaller reserve_output"
+        )
 
 
 def _estimate(c: Compactor, view: list[Msg]) -> int:

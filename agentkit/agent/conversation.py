@@ -18,6 +18,7 @@ from agentkit.exceptions import StateError, UsageError
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentkit.agent.limits import UsageLimits
     from agentkit.agent.state import Run
     from agentkit.memory import Memory
     from agentkit.messages import Msg, ToolUseBlock
@@ -42,6 +43,8 @@ class Conversation:
         paused_output_name: Its qualified name (kept across save/load; the class itself
             is never imported from a saved state).
         iteration: Model calls already made by the reply paused for approval.
+        paused_limits: The ``UsageLimits`` of the reply paused for approval (its resume
+            runs under them unless given others).
     """
 
     __slots__ = (
@@ -49,6 +52,7 @@ class Conversation:
         "_pending",
         "iteration",
         "memory",
+        "paused_limits",
         "paused_output",
         "paused_output_name",
     )
@@ -61,6 +65,7 @@ class Conversation:
         self._deferred: list[Msg] | None = None
         self.paused_output: type[BaseModel] | None = None
         self.paused_output_name: str | None = None
+        self.paused_limits: UsageLimits | None = None
         self.iteration = 0
 
     @property
@@ -128,7 +133,12 @@ class Conversation:
             msgs, self._deferred = self._deferred, None
             await store(self.memory, msgs, run)
 
-    def pause(self, output_type: type[BaseModel] | None, iteration: int) -> None:
+    def pause(
+        self,
+        output_type: type[BaseModel] | None,
+        iteration: int,
+        limits: UsageLimits | None = None,
+    ) -> None:
         """Record how a run ended: paused for approval (calls pending) or not."""
         paused = bool(self._pending)
         if not paused:
@@ -137,6 +147,7 @@ class Conversation:
             self._deferred = None
         self.paused_output = output_type if paused else None
         self.paused_output_name = None
+        self.paused_limits = limits if paused else None
         self.iteration = iteration if paused else 0
 
     def state_dict(self, name: str, iteration: int | None = None) -> dict[str, object]:
@@ -173,6 +184,7 @@ class Conversation:
         self.deferred = deferred
         self.iteration = iteration
         self.paused_output = None
+        self.paused_limits = None  # configuration, not state: the agent's apply
         name = state.get("structured_model")
         self.paused_output_name = name if isinstance(name, str) and pending else None
         return state

@@ -16,6 +16,7 @@ import anyio
 
 from agentkit.agent.acting import (
     NEW_MESSAGE_TEXT,
+    accept_answers,
     commit_results,
     denied_response,
     execute,
@@ -138,6 +139,7 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
 async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
     """At max_iters: one last model call that may not use tools (except the response tool)."""
     hint = Msg("user", SUMMARY_HINT, "user")
+    run.max_iters_reached = True
     if run.structured is None:
         tools, _ = _tools_for(setup, run)
         assistant = await reason(
@@ -223,15 +225,31 @@ def limit_before(setup: RunSetup, run: Run, step: Step) -> str | None:
             return None
 
 
+async def _stop_at_limit(
+    setup: RunSetup, conv: Conversation, run: Run, step: Step, limit: str
+) -> Finish:
+    """Answer every open call without running it, then finish at ``limit``.
+
+    A valid structured answer in the turn that reached the limit is kept and ends the run
+    as final (like a text answer that reaches one); only its other calls are refused.
+    """
+    if run.batch is not None:
+        if isinstance(step, Triage):
+            accept_answers(run)
+        refuse(run, limit)
+        await commit_results(setup, conv, run)
+        if run.structured_output is not None and isinstance(step, Triage | Execute):
+            last = step.assistant or Msg(setup.name, list(run.last_text), "assistant")
+            return _finish(setup, run, last)
+    return _limit_reply(setup, conv, run, limit)
+
+
 async def drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Msg:
     """Run steps from ``step`` until one finishes the run; return its reply."""
     while not isinstance(step, Finish):
         limit = limit_before(setup, run, step)
         if limit is not None:  # answer every open call, then stop
-            if run.batch is not None:
-                refuse(run, limit)
-                await commit_results(setup, conv, run)
-            step = _limit_reply(setup, conv, run, limit)
+            step = await _stop_at_limit(setup, conv, run, step, limit)
             break
         step = await run_step(setup, conv, run, step)
     return step.reply

@@ -249,6 +249,9 @@ class ReActAgent(TypedRuns, HookHost):
     ) -> Msg:
         """Settle calls waiting for approval and continue the reply.
 
+        The continued reply runs under the ``UsageLimits`` of the reply that paused (each
+        reply counts its own usage).
+
         Args:
             approvals: ``{call_id: True | False | "reason"}``: True runs the call; False or
                 a reason denies it (the model is told). Calls not listed stay pending.
@@ -262,7 +265,8 @@ class ReActAgent(TypedRuns, HookHost):
             StateError: when no call is waiting for approval at all.
         """
         output = _one_output_type(structured_model, output_type)
-        run, reply = await self._resume(approvals or {}, output, None, self.usage_limits)
+        limits = self._conv.paused_limits or self.usage_limits  # the paused run's, if any
+        run, reply = await self._resume(approvals or {}, output, None, limits)
         self._check_limit(run, None)
         return reply
 
@@ -481,7 +485,7 @@ class ReActAgent(TypedRuns, HookHost):
             return reply
         finally:
             # A reply paused for approval resumes with its structured model and iterations.
-            conv.pause(run.structured, run.iteration)
+            conv.pause(run.structured, run.iteration, run.limits)
             run.counts.duration = time.perf_counter() - run.started
             self._run = None
 

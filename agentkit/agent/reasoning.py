@@ -116,13 +116,15 @@ async def _call_model(
         _diff([], output.content, run.emit)
 
 
-async def _request_view(setup: RunSetup, conv: Conversation, extra: Msg | None) -> list[Msg]:
+async def _request_view(
+    setup: RunSetup, conv: Conversation, run: Run, extra: Msg | None
+) -> list[Msg]:
     """The prompt of the next request: system message, memory, ``extra``; compacted."""
     prompt = [setup.system(), *(await conv.memory.get_memory())]
     if extra is not None:
         prompt.append(extra)
-    # compaction seam: the request view
-    return await _compaction.request_view(setup.owner, prompt)
+    # compaction seam: the request view (a summary's tokens and cost are the run's)
+    return await _compaction.request_view(setup.owner, prompt, run.count_response)
 
 
 def _answer(setup: RunSetup, run: Run, allow_calls: bool) -> tuple[ChatResponse, Msg]:
@@ -161,7 +163,7 @@ async def reason(
     Returns:
         The stored assistant message. Its tool calls (if any) are in ``run.batch``.
     """
-    prompt = await _request_view(setup, conv, extra)
+    prompt = await _request_view(setup, conv, run, extra)
     hooks = setup.hooks
     kwargs: dict[str, Any] | None = None
     if hooks is not None and hooks.has("pre_reasoning"):

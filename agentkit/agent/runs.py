@@ -119,7 +119,8 @@ class TypedRuns:
             deps: Dependencies for this run's tools (``ToolContext[D].deps``); never stored.
             output_type: A pydantic model the answer must match; ``result.output`` is then
                 the validated instance (else the final text).
-            usage_limits: Bounds for this run (replacing the agent's ``usage_limits``).
+            usage_limits: Bounds for this run (replacing the agent's ``usage_limits``). A
+                resume (``approvals=``) without them runs under the paused run's limits.
             approvals: Resume a run paused for approval instead of starting one:
                 ``{call_id: True | False | "reason"}`` (``input`` must then be None).
 
@@ -136,6 +137,8 @@ class TypedRuns:
         if approvals is not None:
             if input is not None:
                 raise UsageError("pass input= to start a run or approvals= to resume one")
+            if usage_limits is None:  # a resume runs under the limits of the paused run
+                limits = self.conversation.paused_limits or limits
             run, reply = await self._resume(dict(approvals), output_type, deps, limits)
         else:
             run, reply = await self._reply(as_input(input), output_type, deps, limits)

@@ -110,6 +110,7 @@ class Run:
         limits: The run's ``UsageLimits`` (None: unbounded).
         counts: Requests, tokens, tool calls and cost of this run (``RunUsage``).
         usage_limit: The name of the limit that stopped the run, if any.
+        max_iters_reached: The run hit ``max_iters`` and asked for a summary.
         added: Messages this run stored in memory, in order (``RunResult.new_messages``).
         structured_value: The validated pydantic instance once accepted.
         retries: ``ToolRetry`` answers per tool name in this run.
@@ -132,6 +133,7 @@ class Run:
         "iteration",
         "last_text",
         "limits",
+        "max_iters_reached",
         "partial",
         "results",
         "retries",
@@ -173,6 +175,7 @@ class Run:
         self.limits: UsageLimits | None = None
         self.counts = RunUsage()
         self.usage_limit: str | None = None
+        self.max_iters_reached = False
         self.added: list[Msg] = []
         self.structured_value: BaseModel | None = None
         self.retries: dict[str, int] = {}

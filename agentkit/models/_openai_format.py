@@ -404,7 +404,14 @@ def _usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
         time=elapsed,
         cache_read_tokens=count(cached),  # included in prompt_tokens, priced lower
         reasoning_tokens=count(reasoning),
+        # Included in the totals too, and priced many times higher than text.
+        input_audio_tokens=count(_detail(prompt_details, "audio_tokens")),
+        output_audio_tokens=count(_detail(completion_details, "audio_tokens")),
     )
+
+
+def _detail(details: JSONValue, key: str) -> JSONValue:
+    return details.get(key) if isinstance(details, dict) else 0
 
 
 def _arguments_text(value: JSONValue) -> str:

@@ -154,6 +154,8 @@ class ChatUsage:
         cost: USD, from the price table (``agentkit.models.prices``); None when the price
             is unknown. A sum is None as soon as one of its non-empty parts is.
         reasoning_tokens: Of ``output_tokens``, those spent on hidden reasoning.
+        input_audio_tokens: Of ``input_tokens``, those of audio (priced apart).
+        output_audio_tokens: Of ``output_tokens``, those of audio (priced apart).
     """
 
     input_tokens: int = 0
@@ -163,6 +165,8 @@ class ChatUsage:
     cache_write_tokens: int = 0
     cost: float | None = None
     reasoning_tokens: int = 0
+    input_audio_tokens: int = 0
+    output_audio_tokens: int = 0
 
     def __add__(self, other: ChatUsage) -> ChatUsage:
         return ChatUsage(
@@ -173,6 +177,8 @@ class ChatUsage:
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             cost=_sum_cost(self, other),
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
+            output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens,
         )
 
     @property
@@ -193,6 +199,10 @@ class ChatUsage:
             out["cache_write_tokens"] = self.cache_write_tokens
         if self.reasoning_tokens:
             out["reasoning_tokens"] = self.reasoning_tokens
+        if self.input_audio_tokens:
+            out["input_audio_tokens"] = self.input_audio_tokens
+        if self.output_audio_tokens:
+            out["output_audio_tokens"] = self.output_audio_tokens
         if self.cost is not None:
             out["cost"] = self.cost
         return out

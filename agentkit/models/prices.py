@@ -52,22 +52,32 @@ class ModelPrice:
             the input price).
         cache_write_per_mtok: Price of an input token written to the cache (None: the
             input price).
+        input_audio_per_mtok: Price of an input audio token (None: unknown, so a call
+            with audio input has no cost rather than a text-priced one).
+        output_audio_per_mtok: Price of an output audio token (None: unknown).
     """
 
     input_per_mtok: float
     output_per_mtok: float
     cache_read_per_mtok: float | None = None
     cache_write_per_mtok: float | None = None
+    input_audio_per_mtok: float | None = None
+    output_audio_per_mtok: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("input_per_mtok", "output_per_mtok"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
 
-    def cost(self, usage: ChatUsage) -> float:
-        """The USD cost of ``usage`` at these prices."""
+    def cost(self, usage: ChatUsage) -> float | None:
+        """The USD cost of ``usage`` at these prices (None: audio tokens without a price)."""
+        audio_in, audio_out = usage.input_audio_tokens, usage.output_audio_tokens
+        if (audio_in and self.input_audio_per_mtok is None) or (
+            audio_out and self.output_audio_per_mtok is None
+        ):
+            return None
         read, write = usage.cache_read_tokens, usage.cache_write_tokens
-        plain = max(0, usage.input_tokens - read - write)
+        plain = max(0, usage.input_tokens - read - write - audio_in)
         read_price = (
             self.input_per_mtok if self.cache_read_per_mtok is None else (self.cache_read_per_mtok)
         )
@@ -80,7 +90,9 @@ class ModelPrice:
             plain * self.input_per_mtok
             + read * read_price
             + write * write_price
-            + usage.output_tokens * self.output_per_mtok
+            + (usage.output_tokens - audio_out) * self.output_per_mtok
+            + audio_in * (self.input_audio_per_mtok or 0.0)
+            + audio_out * (self.output_audio_per_mtok or 0.0)
         )
         return total / 1_000_000
 
@@ -162,9 +174,19 @@ def _from_genai_prices(
         counts["cache_read_tokens"] = usage.cache_read_tokens
     if usage.cache_write_tokens:
         counts["cache_write_tokens"] = usage.cache_write_tokens
+    if usage.input_audio_tokens:
+        counts["input_audio_tokens"] = usage.input_audio_tokens
+    if usage.output_audio_tokens:
+        counts["output_audio_tokens"] = usage.output_audio_tokens
     try:
         result = calc_price(Usage(**counts), model, provider_id=genai_id)
     except Exception:  # unknown model, or a table problem: no number rather than a wrong one
+        return None
+    # An entry without audio prices prices audio tokens as text (many times too low).
+    prices = result.model_price
+    if (usage.input_audio_tokens and getattr(prices, "input_audio_mtok", None) is None) or (
+        usage.output_audio_tokens and getattr(prices, "output_audio_mtok", None) is None
+    ):
         return None
     return float(result.total_price)
 

@@ -15,15 +15,65 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from agentkit.messages import Msg
 
-__all__ = ["dumps", "request_attributes", "response_attributes"]
+__all__ = ["dumps", "dumps_messages", "request_attributes", "response_attributes", "result_parts"]
 
 _MAX_CHARS = 64_000  # one attribute; backends truncate or drop larger values anyway
+
+
+_PART_CHARS = 4_000  # one text part, when the whole does not fit
 
 
 def dumps(value: object) -> str:
     """JSON text of ``value`` (non-JSON values by ``str``), cut to a sane size."""
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= _MAX_CHARS else text[:_MAX_CHARS] + "..."
+
+
+def _cap(value: object) -> object:
+    """``value`` with every long string cut to ``_PART_CHARS`` (the JSON stays valid)."""
+    if isinstance(value, str):
+        return value if len(value) <= _PART_CHARS else value[:_PART_CHARS] + "..."
+    if isinstance(value, dict):
+        return {k: _cap(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cap(v) for v in value]
+    return value
+
+
+def dumps_messages(messages: list[dict[str, object]]) -> str:
+    """JSON text of GenAI messages within ``_MAX_CHARS``, still valid JSON.
+
+    A backend parses these attributes to show the conversation: a cut in the middle of the
+    text would make the whole value unreadable. Too long, each long text is shortened,
+    then the oldest messages are left out (the latest ones matter most to read a request).
+    """
+    text = json.dumps(messages, ensure_ascii=False, default=str)
+    if len(text) <= _MAX_CHARS:
+        return text
+    dumped = [json.dumps(_cap(m), ensure_ascii=False, default=str) for m in messages]
+    kept: list[str] = []
+    size = 2
+    for item in reversed(dumped):
+        if kept and size + len(item) + 1 > _MAX_CHARS:
+            break
+        kept.append(item)
+        size += len(item) + 1
+    text = "[" + ",".join(reversed(kept)) + "]"
+    if len(text) <= _MAX_CHARS:
+        return text
+    # One message, still too long (many parts): keep its first parts that fit.
+    last = _cap(messages[-1])
+    assert isinstance(last, dict)
+    parts: list[object] = list(last.get("parts") or [])
+    while parts and len(text) > _MAX_CHARS:
+        parts.pop()
+        text = json.dumps([{**last, "parts": parts}], ensure_ascii=False, default=str)
+    return text
+
+
+def result_parts(content: Sequence[Mapping[str, object]]) -> str:
+    """``gen_ai.tool.call.result``: a tool's result blocks (media: the kind only)."""
+    return dumps([_part(b) for b in content])
 
 
 def _part(block: str | Mapping[str, object]) -> dict[str, object]:
@@ -42,7 +92,10 @@ def _part(block: str | Mapping[str, object]) -> dict[str, object]:
             "arguments": block.get("input"),
         }
     if kind == "tool_result":
-        return {"type": "tool_call_response", "id": block.get("id"), "response": block["output"]}
+        output = block["output"]
+        if isinstance(output, list):  # blocks: media by kind only, as elsewhere
+            output = [_part(b) if isinstance(b, Mapping) else b for b in output]
+        return {"type": "tool_call_response", "id": block.get("id"), "response": output}
     return {"type": str(kind)}  # media: the kind only, never the bytes
 
 
@@ -67,10 +120,10 @@ def request_attributes(messages: Sequence[Msg]) -> dict[str, str]:
     """``gen_ai.system_instructions`` and ``gen_ai.input.messages`` of one request."""
     system = [m for m in messages if m.role == "system"]
     rest = [_message(m) for m in messages if m.role != "system"]
-    attributes: dict[str, str] = {"gen_ai.input.messages": dumps(rest)}
+    attributes: dict[str, str] = {"gen_ai.input.messages": dumps_messages(rest)}
     if system:
         parts = [p for m in system for p in _parts(m)]
-        attributes["gen_ai.system_instructions"] = dumps(parts)
+        attributes["gen_ai.system_instructions"] = json.dumps(_cap(parts), ensure_ascii=False)
     return attributes
 
 
@@ -81,4 +134,4 @@ def response_attributes(
     message: dict[str, object] = {"role": "assistant", "parts": [_part(b) for b in content]}
     if isinstance(finish_reason, str):
         message["finish_reason"] = finish_reason
-    return {"gen_ai.output.messages": dumps([message])}
+    return {"gen_ai.output.messages": dumps_messages([message])}

@@ -144,11 +144,17 @@ class _RunScope(_Scope):
         elif run.interrupted:
             span.add_event("agentkit.interrupted")
             stop_reason = "interrupted"
-        elif self.agent.pending_tool_calls:
-            stop_reason = "pending_approval"
-        else:
-            stop_reason = "final"
+        else:  # the order of RunResult.stop_reason
+            stop_reason = _stop_reason(run, bool(self.agent.pending_tool_calls))
         span.set_attributes(_run_end_attributes(run, stop_reason))
+
+
+def _stop_reason(run: Run, pending: bool) -> str:
+    if run.usage_limit is not None:
+        return "usage_limit"
+    if pending:
+        return "pending_approval"
+    return "max_iters" if run.max_iters_reached else "final"
 
 
 def _run_end_attributes(run: Run, stop_reason: str) -> Attributes:
@@ -159,6 +165,8 @@ def _run_end_attributes(run: Run, stop_reason: str) -> Attributes:
         "agentkit.iterations": run.iteration,
         "agentkit.stop_reason": stop_reason,
     }
+    if run.usage_limit is not None:
+        attributes["agentkit.usage_limit"] = run.usage_limit
     cost = getattr(usage, "cost", None)
     if cost is not None:
         attributes["agentkit.usage.cost"] = cost
@@ -264,7 +272,7 @@ class _ToolScope(_Scope):
 
 def _end_tool(span: trace.Span, result: ToolResponse, capture: bool) -> None:
     if capture:
-        span.set_attribute("gen_ai.tool.call.result", _content.dumps(result.content))
+        span.set_attribute("gen_ai.tool.call.result", _content.result_parts(result.content))
     if result.is_interrupted:
         _fail(span, "interrupted", "interrupted by the user")
     elif result.is_error:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agentkit.tools.base import Tool
 
 __all__ = [
+    "PROVIDER_NAMES",
     "MetricAttributes",
     "chat_attributes",
     "mcp_attributes",
@@ -35,6 +36,18 @@ _chat: dict[tuple[str, str], Attributes] = {}
 _tools: dict[int, tuple[weakref.ref[Tool], str, Attributes]] = {}
 
 
+# agentkit's provider names -> the GenAI conventions' well-known ``gen_ai.provider.name``
+# values (backends key their provider views and prices on them); others are kept as named.
+PROVIDER_NAMES: Final = {
+    "bedrock": "aws.bedrock",
+    "vertex": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "azure": "azure.ai.openai",
+    "mistral": "mistral_ai",
+    "xai": "x_ai",
+}
+
+
 def chat_attributes(model: object) -> Attributes:
     """``gen_ai.operation.name``/``provider.name``/``request.model`` of a chat span (shared)."""
     key = (str(getattr(model, "provider", "unknown")), str(getattr(model, "model_name", "unknown")))
@@ -44,7 +57,7 @@ def chat_attributes(model: object) -> Attributes:
             _chat.clear()
         found = _chat[key] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": key[0],
+            "gen_ai.provider.name": PROVIDER_NAMES.get(key[0], key[0]),
             "gen_ai.request.model": key[1],
         }
     return found
