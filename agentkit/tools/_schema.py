@@ -19,7 +19,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, Union, get_args, get_origin
+from typing import Any, Literal, TypeAlias, Union, cast, get_args, get_origin
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
@@ -76,10 +76,12 @@ class FunctionSpec:
 # Specs are shared by every Toolkit that registers the same function object: a server that
 # builds a Toolkit per conversation pays for signature and docstring parsing, the pydantic
 # model and the schema once per function, not once per conversation. Only what the spec
-# depends on is in the key (preset values are not: only their names hide parameters).
-_SPECS: weakref.WeakKeyDictionary[Callable[..., object], dict[tuple[object, ...], FunctionSpec]] = (
-    weakref.WeakKeyDictionary()
-)
+# depends on is in the key (preset values are not: only their names hide parameters). Each
+# spec is kept with the function's state it was built from (see ``_state``): a function whose
+# docstring, defaults, annotations or ``__signature__`` changed since is described again.
+_SPECS: weakref.WeakKeyDictionary[
+    Callable[..., object], dict[tuple[object, ...], tuple[tuple[object, ...], FunctionSpec]]
+] = weakref.WeakKeyDictionary()
 
 
 def build_function_spec(
@@ -108,12 +110,18 @@ def build_function_spec(
         ToolRegistrationError: the signature cannot be described.
     """
     key = (name, description, tuple(sorted(preset_kwargs or ())))
-    cacheable = inspect.isfunction(fn)  # hashable and weak-referenceable, unlike partials
-    if cacheable:
-        cached = _SPECS.get(fn)
-        if cached is not None and key in cached:
-            return cached[key]
-    fingerprint = _fingerprint(fn, key) if cacheable else None
+    if not inspect.isfunction(fn):  # partials, methods, objects: not weak-referenceable
+        return _build_function_spec(
+            fn, name=name, description=description, preset_kwargs=preset_kwargs
+        )
+    state = _state(fn)
+    cached = _SPECS.get(fn)
+    found = cached.get(key) if cached is not None else None
+    if found is not None and _unchanged(found[0], state):
+        return found[1]
+    # Shared across closures only when the signature is the function's own.
+    shareable = state[_SIGNATURE] is None and state[_WRAPPED] is None
+    fingerprint = (key, state) if shareable else None
     spec = _same_code_spec(fn, fingerprint) if fingerprint is not None else None
     if spec is None:
         spec = _build_function_spec(
@@ -121,8 +129,7 @@ def build_function_spec(
         )
         if fingerprint is not None:
             _remember_code_spec(fn, fingerprint, spec)
-    if cacheable:
-        _SPECS.setdefault(fn, {})[key] = spec
+    _SPECS.setdefault(fn, {})[key] = (state, spec)
     return spec
 
 
@@ -135,20 +142,50 @@ _BY_CODE: weakref.WeakKeyDictionary[
 _PER_CODE = 8  # fingerprints kept per code object (a factory with varying defaults)
 
 
-def _fingerprint(fn: Callable[..., object], key: tuple[object, ...]) -> tuple[object, ...] | None:
-    """What a function's spec depends on besides its code (None: not shareable)."""
-    if hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
-        return None  # the signature comes from elsewhere: only the function itself is a key
+_SIGNATURE, _WRAPPED = 6, 7  # positions in ``_state``
+
+
+def _state(fn: Callable[..., object]) -> tuple[object, ...]:
+    """What a function's spec is built from besides its code (compared with ``_same``)."""
     annotations = getattr(fn, "__annotations__", None) or {}
     return (
-        key,
         fn.__module__,
         id(getattr(fn, "__globals__", None)),
         fn.__doc__,
         getattr(fn, "__defaults__", None),
         getattr(fn, "__kwdefaults__", None),
         tuple(annotations.items()),
+        getattr(fn, "__signature__", None),  # the signature comes from elsewhere
+        getattr(fn, "__wrapped__", None),
     )
+
+
+def _unchanged(known: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    try:
+        return _same(known, now)
+    except Exception:  # a default whose == raises or is not a bool (an array)
+        return False
+
+
+def _same(known: object, now: object) -> bool:
+    """``known == now``, but values of other types differ (``1``, ``True``, ``1.0``).
+
+    Each is its own JSON default, so closures whose defaults are merely equal must not
+    share a spec. Raises what a value's ``==`` raises (an array's).
+    """
+    if known is now:
+        return True
+    if type(known) is not type(now):
+        return False
+    if isinstance(known, tuple | list):
+        other = cast("tuple[object, ...]", now)
+        return len(known) == len(other) and all(map(_same, known, other))
+    if isinstance(known, dict):
+        other_map = cast("dict[object, object]", now)
+        return list(known) == list(other_map) and all(
+            _same(v, other_map[k]) for k, v in known.items()
+        )
+    return bool(known == now)
 
 
 def _same_code_spec(
@@ -158,7 +195,7 @@ def _same_code_spec(
     code = getattr(fn, "__code__", None)
     for known, spec in _BY_CODE.get(code, ()) if code is not None else ():
         try:
-            if bool(known == fingerprint):
+            if _same(known, fingerprint):
                 return spec
         except Exception:  # a default whose == raises or is not a bool (an array)
             return None

@@ -1,0 +1,76 @@
+"""Shared function-tool specs never hand out a stale or another tool's schema.
+
+Specs are shared per function object and across closures of one ``def`` (see
+``agentkit.tools._schema``); these tests change what a spec is built from after it was
+built, and edit one tool's schema, and check that every tool still describes and validates
+its own function.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from agentkit import Toolkit
+from agentkit.tools.function import FunctionTool
+
+
+def _register(fn: Callable[..., object], **kwargs: object) -> FunctionTool:
+    tool = Toolkit().register_tool_function(fn, **kwargs)  # type: ignore[arg-type]
+    assert isinstance(tool, FunctionTool)
+    return tool
+
+
+def _factory(user: str, default: object) -> Callable[..., str]:
+    def lookup(q: str, n: int = default) -> str:  # type: ignore[assignment]
+        """Look something up.
+
+        Args:
+            q: The query.
+            n: How many.
+        """
+        return f"{user}:{q}:{n!r}"
+
+    return lookup
+
+
+def test_a_docstring_changed_after_registration_is_seen() -> None:
+    def tool(x: int) -> int:
+        """Old words."""
+        return x
+
+    assert _register(tool).description == "Old words."
+    tool.__doc__ = "New words."
+    assert _register(tool).description == "New words."
+
+
+def test_defaults_and_annotations_changed_after_registration_are_seen() -> None:
+    def tool(x: int) -> int:
+        return x
+
+    assert _register(tool).parameters["required"] == ["x"]
+    tool.__defaults__ = (5,)
+    properties = _register(tool).parameters["properties"]
+    assert properties == {"x": {"type": "integer", "default": 5}}  # type: ignore[comparison-overlap]
+    tool.__annotations__["x"] = str
+    properties = _register(tool).parameters["properties"]
+    assert properties == {"x": {"type": "string", "default": 5}}  # type: ignore[comparison-overlap]
+
+
+def test_a_signature_set_after_registration_is_seen() -> None:
+    def tool(**kwargs: object) -> str:
+        return str(kwargs)
+
+    _register(tool)
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    tool.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("city", keyword, annotation=str)]
+    )
+    assert list(_register(tool).parameters["properties"]) == ["city"]  # type: ignore[call-overload]
+
+
+def test_closures_whose_defaults_are_equal_but_of_another_type_do_not_share() -> None:
+    # 1 == True == 1.0 in Python, but each is its own JSON default.
+    tools = [_register(_factory(u, d)) for u, d in (("a", 1), ("b", True), ("c", 1.0))]
+    defaults = [t.parameters["properties"]["n"]["default"] for t in tools]  # type: ignore[index]
+    assert [type(d) for d in defaults] == [int, bool, float]
