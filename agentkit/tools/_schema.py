@@ -117,18 +117,17 @@ def build_function_spec(
     state = _state(fn)
     cached = _SPECS.get(fn)
     found = cached.get(key) if cached is not None else None
-    if found is not None and _unchanged(found[0], state):
+    if found is not None and _same(found[0], state):
         return found[1]
     # Shared across closures only when the signature is the function's own.
     shareable = state[_SIGNATURE] is None and state[_WRAPPED] is None
-    fingerprint = (key, state) if shareable else None
-    spec = _same_code_spec(fn, fingerprint) if fingerprint is not None else None
+    spec = _same_code_spec(fn, key, state) if shareable else None
     if spec is None:
         spec = _build_function_spec(
             fn, name=name, description=description, preset_kwargs=preset_kwargs
         )
-        if fingerprint is not None:
-            _remember_code_spec(fn, fingerprint, spec)
+        if shareable:
+            _remember_code_spec(fn, key, state, spec)
     _SPECS.setdefault(fn, {})[key] = (state, spec)
     return spec
 
@@ -137,81 +136,81 @@ def build_function_spec(
 # keeps the fingerprint of everything else the spec is built from; a function whose
 # fingerprint differs, or cannot be compared, gets a spec of its own.
 _BY_CODE: weakref.WeakKeyDictionary[
-    types.CodeType, list[tuple[tuple[object, ...], FunctionSpec]]
+    types.CodeType, list[tuple[tuple[object, ...], tuple[object, ...], FunctionSpec]]
 ] = weakref.WeakKeyDictionary()
 _PER_CODE = 8  # fingerprints kept per code object (a factory with varying defaults)
 
 
-_SIGNATURE, _WRAPPED = 6, 7  # positions in ``_state``
+_SIGNATURE, _WRAPPED, _DEFAULTS, _KWDEFAULTS = 6, 7, 3, 4  # positions in ``_state``
 
 
-def _state(fn: Callable[..., object]) -> tuple[object, ...]:
+def _state(fn: types.FunctionType) -> tuple[object, ...]:
     """What a function's spec is built from besides its code (compared with ``_same``)."""
-    annotations = getattr(fn, "__annotations__", None) or {}
+    extra = fn.__dict__  # set by functools.wraps or by hand; empty on plain functions
     return (
         fn.__module__,
-        id(getattr(fn, "__globals__", None)),
+        id(fn.__globals__),
         fn.__doc__,
-        getattr(fn, "__defaults__", None),
-        getattr(fn, "__kwdefaults__", None),
-        tuple(annotations.items()),
-        getattr(fn, "__signature__", None),  # the signature comes from elsewhere
-        getattr(fn, "__wrapped__", None),
+        fn.__defaults__,
+        fn.__kwdefaults__,
+        tuple(fn.__annotations__.items()),
+        extra.get("__signature__") if extra else None,  # the signature comes from elsewhere
+        extra.get("__wrapped__") if extra else None,
     )
 
 
-def _unchanged(known: tuple[object, ...], now: tuple[object, ...]) -> bool:
-    try:
-        return _same(known, now)
-    except Exception:  # a default whose == raises or is not a bool (an array)
-        return False
+def _same(known: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    """Whether two ``_state`` tuples describe the same spec.
 
-
-def _same(known: object, now: object) -> bool:
-    """``known == now``, but values of other types differ (``1``, ``True``, ``1.0``).
-
-    Each is its own JSON default, so closures whose defaults are merely equal must not
-    share a spec. Raises what a value's ``==`` raises (an array's).
+    Equal, and defaults of the same types: ``1``, ``True`` and ``1.0`` are equal in Python
+    but each is its own JSON default, so closures with such defaults must not share a spec.
+    False when a default's ``==`` raises or is not a bool (an array).
     """
     if known is now:
         return True
-    if type(known) is not type(now):
+    try:
+        if not bool(known == now):
+            return False
+    except Exception:
         return False
-    if isinstance(known, tuple | list):
-        other = cast("tuple[object, ...]", now)
-        return len(known) == len(other) and all(map(_same, known, other))
-    if isinstance(known, dict):
-        other_map = cast("dict[object, object]", now)
-        return list(known) == list(other_map) and all(
-            _same(v, other_map[k]) for k, v in known.items()
-        )
-    return bool(known == now)
+    return _same_types(known[_DEFAULTS], now[_DEFAULTS]) and _same_types(
+        known[_KWDEFAULTS], now[_KWDEFAULTS]
+    )
+
+
+def _same_types(known: object, now: object) -> bool:
+    """Whether two equal values have the same types all the way down (containers too)."""
+    if known is now:
+        return True
+    kind = type(known)
+    if kind is not type(now):
+        return False
+    if kind is tuple or kind is list:
+        return all(map(_same_types, cast("list[object]", known), cast("list[object]", now)))
+    if kind is dict:
+        mine, theirs = cast("dict[object, object]", known), cast("dict[object, object]", now)
+        same_keys = list(mine) == list(theirs)
+        return same_keys and all(_same_types(v, theirs[k]) for k, v in mine.items())
+    return True
 
 
 def _same_code_spec(
-    fn: Callable[..., object], fingerprint: tuple[object, ...]
+    fn: types.FunctionType, key: tuple[object, ...], state: tuple[object, ...]
 ) -> FunctionSpec | None:
-    """The spec of an earlier function from the same ``def`` with this fingerprint, if any."""
-    code = getattr(fn, "__code__", None)
-    for known, spec in _BY_CODE.get(code, ()) if code is not None else ():
-        try:
-            if _same(known, fingerprint):
-                return spec
-        except Exception:  # a default whose == raises or is not a bool (an array)
-            return None
+    """The spec of an earlier function from the same ``def`` with this key and state, if any."""
+    for known_key, known, spec in _BY_CODE.get(fn.__code__, ()):
+        if known_key == key and _same(known, state):
+            return spec
     return None
 
 
 def _remember_code_spec(
-    fn: Callable[..., object], fingerprint: tuple[object, ...], spec: FunctionSpec
+    fn: types.FunctionType, key: tuple[object, ...], state: tuple[object, ...], spec: FunctionSpec
 ) -> None:
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return
-    entries = _BY_CODE.setdefault(code, [])
+    entries = _BY_CODE.setdefault(fn.__code__, [])
     if len(entries) >= _PER_CODE:
         del entries[0]
-    entries.append((fingerprint, spec))
+    entries.append((key, state, spec))
 
 
 def _build_function_spec(
