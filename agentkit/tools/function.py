@@ -13,6 +13,7 @@ a call only binds the arguments and runs the function:
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping
@@ -62,6 +63,8 @@ class FunctionTool(Tool):
         postprocess: Called with the ``tool_use`` block and the final response.
     """
 
+    _parameters: dict[str, object]
+
     def __init__(
         self,
         fn: Callable[..., Any],
@@ -95,6 +98,27 @@ class FunctionTool(Tool):
         self.postprocess = postprocess
         self.reports_progress = spec.context_param is not None
         self._kind: CallKind = spec.kind
+
+    @property
+    def parameters(self) -> dict[str, object]:
+        """The JSON schema of the arguments: this tool's own, to read or edit.
+
+        The spec's schema is shared by every tool of the function (and by closures of one
+        ``def``); it is copied here on first read, so that an edit (followed by
+        ``invalidate_schema()``) changes this tool only. Offering and validating use the
+        shared schema until then, without copying.
+        """
+        parameters = self._parameters
+        if parameters is self.spec.parameters:
+            parameters = self._parameters = copy.deepcopy(parameters)
+        return parameters
+
+    @parameters.setter
+    def parameters(self, value: dict[str, object]) -> None:
+        self._parameters = value
+
+    def _offered_parameters(self) -> dict[str, object]:
+        return self._parameters
 
     def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Run without a call context (a context parameter receives a detached one)."""
