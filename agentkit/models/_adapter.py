@@ -262,7 +262,13 @@ class HTTPChatModel(ChatModel):
         moved on a live model is used from the next request on, by either transport. The
         old transport is not closed under the requests still using it: ``aclose`` closes it.
         """
-        if self._built_with == self._connection_settings():
+        built = self._built_with  # (key, url, a copy of client_kwargs down to its dicts)
+        if (
+            built is not None
+            and built[0] == self.api_key
+            and built[1] == self.base_url
+            and built[2] == self.client_kwargs
+        ):
             return
         self._retired.append((self._lean, self._client, self._client_loop))
         self._client = None
