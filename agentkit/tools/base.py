@@ -161,6 +161,15 @@ class Tool(ABC):
             checks = self._checks = ArgumentChecks(parameters)
         return checks
 
+    def requires_approval_in(self, toolkit: object) -> bool:
+        """Whether a call run by ``toolkit`` needs approval (the agent asks this).
+
+        A tool shared by toolkits (``Toolkit.copy()``) may judge each on its own state (an
+        MCP tool: the open-world input that entered that conversation); by default, the
+        ``requires_approval`` attribute.
+        """
+        return self.requires_approval
+
     def get_validator(self) -> Validator:
         """The Draft 2020-12 validator of ``parameters``, built on first use and cached.
 
