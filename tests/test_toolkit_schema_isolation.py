@@ -62,3 +62,32 @@ async def test_a_tool_whose_parameters_were_read_still_validates_and_calls() -> 
     bad = await toolkit.execute(ToolUseBlock(type="tool_use", id="2", name="lookup", input={}))
     assert not ok.is_error and "a:x:1" in str(ok.content)
     assert bad.is_error
+
+
+async def test_editing_one_tools_offered_schema_does_not_leak_to_other_tools() -> None:
+    first, second = _register(_factory("a")), _register(_factory("b"))
+    offered = first.json_schema["function"]["parameters"]  # type: ignore[index]
+    offered["properties"]["q"]["enum"] = ["only"]
+    assert "enum" not in str(second.json_schema)
+    assert "enum" not in str(_register(_factory("c")).json_schema)
+    first.invalidate_schema()  # the documented step after an edit: now it validates so
+    block = ToolUseBlock(type="tool_use", id="1", name="lookup", input={"q": "other"})
+    for tool, refused in ((first, True), (second, False)):
+        toolkit = Toolkit()
+        toolkit.register_tool(tool)
+        assert bool((await toolkit.execute(block)).is_error) is refused
+
+
+async def test_a_schema_assigned_to_a_function_tool_is_checked_from_then_on() -> None:
+    tool = _register(_factory("a"))
+    assert tool.checks is tool.spec.checks  # shared until the tool's schema is replaced
+    tool.parameters = {
+        "type": "object",
+        "properties": {"q": {"type": "integer"}},
+        "required": ["q"],
+    }
+    toolkit = Toolkit()
+    toolkit.register_tool(tool)
+    block = ToolUseBlock(type="tool_use", id="1", name="lookup", input={"q": "text"})
+    assert (await toolkit.execute(block)).is_error
+    assert _register(_factory("b")).checks is tool.spec.checks  # others keep the shared one
