@@ -12,6 +12,7 @@ import inspect
 from collections.abc import Callable
 
 from agentkit import Toolkit
+from agentkit.messages import ToolUseBlock
 from agentkit.tools.function import FunctionTool
 
 
@@ -74,3 +75,22 @@ def test_closures_whose_defaults_are_equal_but_of_another_type_do_not_share() ->
     tools = [_register(_factory(u, d)) for u, d in (("a", 1), ("b", True), ("c", 1.0))]
     defaults = [t.parameters["properties"]["n"]["default"] for t in tools]  # type: ignore[index]
     assert [type(d) for d in defaults] == [int, bool, float]
+
+
+async def test_a_function_whose_code_was_replaced_is_described_again() -> None:
+    # What a hot reload does (IPython's autoreload swaps ``__code__`` in place): here only
+    # the code changes (``x`` becomes positional-only), so the spec's calling convention must.
+    def tool(x: int) -> str:
+        return f"got {x}"
+
+    def reloaded(x: int, /) -> str:
+        return f"now {x}"
+
+    assert _register(tool).spec.positional == ()
+    tool.__code__ = reloaded.__code__
+    again = _register(tool)
+    assert again.spec.positional == ("x",)
+    toolkit = Toolkit()
+    toolkit.register_tool(again)
+    block = ToolUseBlock(type="tool_use", id="1", name="tool", input={"x": 1})
+    assert (await toolkit.execute(block)).get_text() == "now 1"

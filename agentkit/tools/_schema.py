@@ -156,6 +156,7 @@ def _state(fn: types.FunctionType) -> tuple[object, ...]:
         tuple(fn.__annotations__.items()),
         extra.get("__signature__") if extra else None,  # the signature comes from elsewhere
         extra.get("__wrapped__") if extra else None,
+        fn.__code__,  # replaced in place by a hot reload (IPython's autoreload)
     )
 
 
