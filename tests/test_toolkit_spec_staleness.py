@@ -8,8 +8,11 @@ its own function.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
+
+import pytest
 
 from agentkit import Toolkit
 from agentkit.messages import ToolUseBlock
@@ -94,3 +97,73 @@ async def test_a_function_whose_code_was_replaced_is_described_again() -> None:
     toolkit.register_tool(again)
     block = ToolUseBlock(type="tool_use", id="1", name="tool", input={"x": 1})
     assert (await toolkit.execute(block)).get_text() == "now 1"
+
+
+class _Account:
+    def __init__(self, owner: str, fee: int = 1) -> None:
+        self.owner, self.fee = owner, fee
+
+    def balance(self, currency: str) -> str:
+        """The balance.
+
+        Args:
+            currency: The currency.
+        """
+        return f"{self.owner}:{currency}"
+
+    def __call__(self, amount: int) -> str:
+        """Pay."""
+        return f"{self.owner} pays {amount + self.fee}"
+
+
+def _decorated(tag: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    def decorate(fn: Callable[..., str]) -> Callable[..., str]:
+        @functools.wraps(fn)
+        def wrapper(*args: object, **kwargs: object) -> str:
+            return f"{tag}:{fn(*args, **kwargs)}"
+
+        return wrapper
+
+    return decorate
+
+
+@pytest.mark.parametrize(
+    ("make", "arguments", "expected"),
+    [
+        (lambda who: _Account(who).balance, {"currency": "EUR"}, "{who}:EUR"),
+        (lambda who: _Account(who), {"amount": 2}, "{who} pays 3"),
+        (lambda who: functools.partial(_Account(who).balance), {"currency": "X"}, "{who}:X"),
+        (lambda who: lambda q: f"{who}/{q}", {"q": "z"}, "{who}/z"),
+    ],
+    ids=["bound methods", "callable objects", "partials", "lambdas"],
+)
+async def test_each_tool_calls_its_own_callable(
+    make: Callable[[str], Callable[..., object]], arguments: dict[str, object], expected: str
+) -> None:
+    for who in ("alice", "bob"):
+        tool = _register(make(who), name="t")
+        toolkit = Toolkit()
+        toolkit.register_tool(tool)
+        block = ToolUseBlock(type="tool_use", id="1", name="t", input=arguments)
+        assert (await toolkit.execute(block)).get_text() == expected.format(who=who)
+
+
+def test_decorated_functions_are_described_by_what_they_wrap() -> None:
+    def first(city: str) -> str:
+        """Weather of a city."""
+        return city
+
+    def second(city: str, days: int = 1) -> str:
+        """Forecast for a city."""
+        return city
+
+    one = _register(_decorated("a")(first))
+    two = _register(_decorated("a")(second))  # the same wrapper code, other wrapped
+    assert (one.description, list(one.parameters["properties"])) == (  # type: ignore[call-overload]
+        "Weather of a city.",
+        ["city"],
+    )
+    assert (two.description, list(two.parameters["properties"])) == (  # type: ignore[call-overload]
+        "Forecast for a city.",
+        ["city", "days"],
+    )
