@@ -167,3 +167,20 @@ def test_decorated_functions_are_described_by_what_they_wrap() -> None:
         "Forecast for a city.",
         ["city", "days"],
     )
+
+
+def test_specs_of_code_made_at_run_time_are_not_kept_alive() -> None:
+    import gc
+    import weakref
+
+    from agentkit.tools import _schema
+
+    namespace: dict[str, object] = {}
+    exec(compile("def made(x: int) -> int:\n    return x\n", "<made>", "exec"), namespace)
+    made = namespace.pop("made")
+    code = weakref.ref(made.__code__)  # type: ignore[attr-defined]
+    _register(made)  # type: ignore[arg-type]
+    assert code() in _schema._BY_CODE
+    del made
+    gc.collect()
+    assert code() is None

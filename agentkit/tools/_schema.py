@@ -80,7 +80,8 @@ class FunctionSpec:
 # spec is kept with the function's state it was built from (see ``_state``): a function whose
 # docstring, defaults, annotations or ``__signature__`` changed since is described again.
 _SPECS: weakref.WeakKeyDictionary[
-    Callable[..., object], dict[tuple[object, ...], tuple[tuple[object, ...], FunctionSpec]]
+    Callable[..., object],
+    dict[tuple[object, ...], tuple[tuple[object, ...], types.CodeType, FunctionSpec]],
 ] = weakref.WeakKeyDictionary()
 
 
@@ -117,8 +118,10 @@ def build_function_spec(
     state = _state(fn)
     cached = _SPECS.get(fn)
     found = cached.get(key) if cached is not None else None
-    if found is not None and _same(found[0], state):
-        return found[1]
+    # The code too: a hot reload (IPython's autoreload) replaces ``__code__`` in place. Kept
+    # apart from the state, which ``_BY_CODE`` stores: its key must not be in its values.
+    if found is not None and found[1] is fn.__code__ and _same(found[0], state):
+        return found[2]
     # Shared across closures only when the signature is the function's own.
     shareable = state[_SIGNATURE] is None and state[_WRAPPED] is None
     spec = _same_code_spec(fn, key, state) if shareable else None
@@ -128,7 +131,7 @@ def build_function_spec(
         )
         if shareable:
             _remember_code_spec(fn, key, state, spec)
-    _SPECS.setdefault(fn, {})[key] = (state, spec)
+    _SPECS.setdefault(fn, {})[key] = (state, fn.__code__, spec)
     return spec
 
 
@@ -156,7 +159,6 @@ def _state(fn: types.FunctionType) -> tuple[object, ...]:
         tuple(fn.__annotations__.items()),
         extra.get("__signature__") if extra else None,  # the signature comes from elsewhere
         extra.get("__wrapped__") if extra else None,
-        fn.__code__,  # replaced in place by a hot reload (IPython's autoreload)
     )
 
 
