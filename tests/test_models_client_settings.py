@@ -69,3 +69,18 @@ def test_one_model_in_two_event_loops_with_a_setting_changed_between(transport: 
     asyncio.run(turn("k1", "a"))
     asyncio.run(turn("k2", "b"))
     assert keys == ["Bearer k1", "Bearer k2"]
+
+
+async def test_a_key_changed_before_every_request_keeps_few_transports_open(
+    transport: str,
+) -> None:
+    async with WireServer() as server:
+        server.script(*[Reply(json=openai_completion(str(i))) for i in range(12)])
+        model = _model(server.openai_url, transport)
+        for i in range(12):
+            model.api_key = f"k{i}"  # a key per request (extra_headers is the cheap way)
+            assert (await model(HI)).get_text() == str(i)
+        assert len(model._retired) <= 5
+        await model.aclose()
+    keys = [r.headers["authorization"] for r in server.requests]
+    assert keys == [f"Bearer k{i}" for i in range(12)]

@@ -78,6 +78,9 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
 # ``_client_loop`` of a client built outside any event loop and not used yet: the first
 # event loop that uses it adopts it.
 _UNBOUND = object()
+# Transports replaced after a settings change that stay open for the requests still using
+# them; past this many, the oldest (replaced long ago) is closed.
+_KEEP_RETIRED = 4
 
 
 async def _close_transport(lean: LeanHTTP | None, client: SDKClient | None, owner: object) -> None:
@@ -380,6 +383,8 @@ class HTTPChatModel(ChatModel):
 
     async def _send(self, body: bytes, stream: bool, options: dict[str, object]) -> httpx2.Response:
         self._follow_settings()
+        if len(self._retired) > _KEEP_RETIRED:  # settings changed again and again: bounded
+            await _close_transport(*self._retired.pop(0))
         if self._lean is not None:
             return await self._send_lean(self._lean, body, stream, options)
         client = self.client
