@@ -222,7 +222,7 @@ async def execute(setup: RunSetup, run: Run, indexes: Sequence[int]) -> None:
 async def _needs_approval(setup: RunSetup, run: Run, call: ToolUseBlock) -> bool:
     toolkit = setup.toolkit
     tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
-    if tool is None or not tool.requires_approval:
+    if tool is None or not tool.requires_approval_in(toolkit):
         return False
     policy = setup.approval_policy
     if policy is None:

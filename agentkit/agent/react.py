@@ -13,6 +13,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from agentkit.agent import loop
+from agentkit.agent.compaction import compactor_of
 from agentkit.agent.construct import (
     MsgInput,
     as_input,
@@ -137,10 +138,11 @@ class ReActAgent(TypedRuns, HookHost):
     def copy(self, *, memory: Memory | None = None, toolkit: Toolkit | None = None) -> ReActAgent:
         """A new agent with this one's configuration and a conversation of its own.
 
-        The copy shares the model, toolkit, hooks, approval policy, limits and concurrency
-        limiter (configuration); it gets a fresh conversation (``memory`` or an empty
-        ``InMemoryMemory``), no pending calls and no listeners. Cheap: use it to serve one
-        template agent to many conversations (the template may be replying meanwhile).
+        The copy shares the model, toolkit, hooks, approval policy, limits, concurrency
+        limiter and attached ``Compactor`` (configuration); it gets a fresh conversation
+        (``memory`` or an empty ``InMemoryMemory``), no pending calls and no listeners.
+        Cheap: use it to serve one template agent to many conversations (the template may
+        be replying meanwhile).
         Pass ``toolkit=agent.toolkit.copy()`` for a toolkit of its own (copy-on-write, so
         it costs nothing until the conversation changes its tools or groups).
         """
@@ -152,7 +154,11 @@ class ReActAgent(TypedRuns, HookHost):
         }
         if toolkit is not None:
             fresh["_toolkit"] = toolkit
-        return _copy_slots(self, fresh)
+        clone = _copy_slots(self, fresh)
+        compactor = compactor_of(self)  # kept in a side table, by agent: attach it too
+        if compactor is not None:
+            compactor.attach(clone)  # a view of its own, from the copy's first request
+        return clone
 
     # -- configuration -----------------------------------------------------------------
     @property

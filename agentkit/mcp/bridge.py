@@ -8,6 +8,7 @@ is refreshed: new tools are added, removed tools removed, changed ones replaced.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -50,6 +51,11 @@ class Registration:
     timeout: float | None
     namesake: Any
     names: list[str] = field(default_factory=list)
+    # Copies of ``toolkit`` (``Toolkit.copy()``: a conversation each) and the names each
+    # holds, refreshed with it; weak, so a finished conversation is not kept alive.
+    copies: weakref.WeakKeyDictionary[Any, list[str]] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
 
     def select(self, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
         return [
@@ -196,6 +202,10 @@ def _forget(client: MCPClient, toolkit: _ToolkitLike) -> None:
     for reg in [r for r in client.registrations if r.toolkit is toolkit]:
         toolkit.remove_tools([n for n in reg.names if _owned(toolkit, n, client)])
         client.registrations.remove(reg)
+    for reg in client.registrations:  # a copy registering the client on its own
+        names = reg.copies.pop(toolkit, None)
+        if names:
+            toolkit.remove_tools([n for n in names if _owned(toolkit, n, client)])
 
 
 def _owned(toolkit: _ToolkitLike, name: str, client: MCPClient) -> bool:
@@ -224,6 +234,8 @@ async def remove_mcp_clients(
         toolkit.remove_tools(doomed)
     for client in clients:
         client.registrations = [r for r in client.registrations if r.toolkit is not toolkit]
+        for reg in client.registrations:
+            reg.copies.pop(toolkit, None)
 
 
 async def _refresh(client: MCPClient) -> None:
@@ -247,12 +259,12 @@ def _change(client: MCPClient, tool: mcp_types.Tool, old: str, new: str) -> Tool
 
 
 def _hold_changed(
-    client: MCPClient, reg: Registration, wanted: dict[str, mcp_types.Tool]
+    client: MCPClient, reg: Registration, toolkit: _ToolkitLike, wanted: dict[str, mcp_types.Tool]
 ) -> list[str]:
     """Pinned tools whose new definition differs: keep the old one, disabled. Their names."""
     held = []
     for name, definition in wanted.items():
-        tool = reg.toolkit.get_tool(name)
+        tool = toolkit.get_tool(name)
         if not (client.pin_tools and isinstance(tool, MCPTool) and tool.client is client):
             continue
         new = tool_hash(definition)
@@ -265,11 +277,36 @@ def _hold_changed(
     return held
 
 
+def follow_copy(source: _ToolkitLike, clone: _ToolkitLike) -> None:
+    """Refresh ``clone`` (a copy of ``source``) whenever ``source``'s MCP clients change.
+
+    Called by ``Toolkit.copy()`` once this module is loaded (an MCP client was registered).
+    """
+    clients = {t.client for t in source.tools.values() if isinstance(t, MCPTool)}
+    for client in clients:
+        for reg in client.registrations:
+            names = reg.names if reg.toolkit is source else reg.copies.get(source)
+            if names is not None:
+                reg.copies[clone] = list(names)
+
+
 def _apply(client: MCPClient, reg: Registration, listed: list[mcp_types.Tool]) -> None:
-    toolkit = reg.toolkit
+    reg.names = _apply_to(client, reg, reg.toolkit, reg.names, listed)
+    for toolkit, names in list(reg.copies.items()):
+        reg.copies[toolkit] = _apply_to(client, reg, toolkit, names, listed)
+
+
+def _apply_to(
+    client: MCPClient,
+    reg: Registration,
+    toolkit: _ToolkitLike,
+    registered: list[str],
+    listed: list[mcp_types.Tool],
+) -> list[str]:
+    """Bring ``toolkit``'s tools of ``client`` (``registered``) in line; their new names."""
     wanted = {toolkit_name(t.name, reg.prefix): t for t in reg.select(listed)}
-    current = [n for n in reg.names if _owned(toolkit, n, client)]
-    held = _hold_changed(client, reg, wanted)
+    current = [n for n in registered if _owned(toolkit, n, client)]
+    held = _hold_changed(client, reg, toolkit, wanted)
     stale = [
         n
         for n in current
@@ -289,8 +326,8 @@ def _apply(client: MCPClient, reg: Registration, listed: list[mcp_types.Tool]) -
             )
             continue
         names.append(toolkit.register_tool(reg.build(client, definition), namesake="raise").name)
-    reg.names = names
     client.logger.debug("tools of %r refreshed: %s", client.name, names)
+    return names
 
 
 def _same(tool: Tool | None, definition: mcp_types.Tool) -> bool:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import mcp_types
 
     from agentkit.mcp.client import MCPClient
+    from agentkit.tools.context import ToolContext
 
 __all__ = ["MCPTool", "MCPToolFunction", "tool_hash", "toolkit_name"]
 
@@ -111,23 +112,48 @@ class MCPTool(Tool):
 
     @property
     def requires_approval(self) -> bool:
-        """Registered so, or an untrusted server's non-read-only tool after open-world input."""
-        if self._approval:
-            return True
-        if self.client.trust == "trusted" or self.annotations.get("readOnlyHint") is True:
-            return False
-        return is_tainted(self._toolkit() if self._toolkit else None, self.client.name)
+        """Registered so, or an untrusted server's tool after open-world input.
+
+        Judged on the toolkit the tool was registered in; see :meth:`requires_approval_in`.
+        """
+        return self.requires_approval_in(self._toolkit() if self._toolkit else None)
 
     @requires_approval.setter
     def requires_approval(self, value: bool) -> None:
         self._approval = value
 
+    def requires_approval_in(self, toolkit: object) -> bool:
+        """Registered so, or an untrusted server's non-read-only tool after open-world input.
+
+        Judged on ``toolkit``, the one running the call: each copy of the registering
+        toolkit (``Toolkit.copy()``, a conversation) has its own taint.
+        """
+        if self._approval:
+            return True
+        if self.client.trust == "trusted" or self.annotations.get("readOnlyHint") is True:
+            return False
+        return is_tainted(toolkit, self.client.name)
+
     def same_definition(self, tool: mcp_types.Tool) -> bool:
         """Whether ``tool`` (a fresh listing) describes this tool unchanged."""
         return tool == self.definition
 
-    async def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
+    def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Call the server tool: progress chunks, then the final response."""
+        return self._call(arguments, self._toolkit() if self._toolkit else None)
+
+    def invoke_with_context(
+        self, arguments: dict[str, object], context: ToolContext
+    ) -> AsyncIterator[ToolResponse]:
+        """Call the server tool; open-world output taints the toolkit that runs the call."""
+        toolkit: object = context.toolkit
+        if toolkit is None and self._toolkit is not None:
+            toolkit = self._toolkit()
+        return self._call(arguments, toolkit)
+
+    async def _call(
+        self, arguments: dict[str, object], toolkit: object
+    ) -> AsyncIterator[ToolResponse]:
         if self.changed is not None:
             yield ToolResponse.error(
                 f"MCP server {self.client.name!r} changed the definition of tool "
@@ -138,7 +164,6 @@ class MCPTool(Tool):
             return
         open_world = self.annotations.get("openWorldHint")
         async for chunk in self.client.call_tool_stream(self.mcp_name, arguments):
-            toolkit = self._toolkit() if self._toolkit else None
             if chunk.is_last and open_world is not False and toolkit is not None:
                 # Its output may carry instructions: from anyone (open world), or at least
                 # from this server (untrusted input for the other servers' tools).

@@ -78,6 +78,19 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
 # ``_client_loop`` of a client built outside any event loop and not used yet: the first
 # event loop that uses it adopts it.
 _UNBOUND = object()
+# Transports replaced after a settings change that stay open for the requests still using
+# them; past this many, the oldest (replaced long ago) is closed.
+_KEEP_RETIRED = 4
+
+
+async def _close_transport(lean: LeanHTTP | None, client: SDKClient | None, owner: object) -> None:
+    """Close a model's transport: the lean client and the SDK client of this event loop."""
+    loop = _running_loop()
+    if lean is not None:
+        await lean.aclose(loop)
+    # A client of another (finished) event loop cannot be closed from this one.
+    if client is not None and (owner is _UNBOUND or owner is loop):
+        await client.close()
 
 
 class EndOfStream(Exception):
@@ -142,6 +155,9 @@ class HTTPChatModel(ChatModel):
         self._client: SDKClient | None = None
         self._client_loop: object = None
         self._lean: LeanHTTP | None = None
+        self._built_with: tuple[object, ...] | None = None  # see ``_follow_settings``
+        # Transports replaced after a settings change, closed by ``aclose``.
+        self._retired: list[tuple[LeanHTTP | None, SDKClient | None, object]] = []
 
     def _client_kwargs(self) -> dict[str, object]:
         """SDK client arguments: the user's ``client_kwargs``, our key and URL, SDK retries off.
@@ -226,6 +242,7 @@ class HTTPChatModel(ChatModel):
         requests go through ``httpx2`` directly (``client`` still builds the SDK client, on
         first access).
         """
+        self._built_with = self._connection_settings()
         self._lean = self._lean_transport()
         if self._lean is not None:
             return
@@ -235,6 +252,30 @@ class HTTPChatModel(ChatModel):
             return
         loop = _running_loop()
         self._client_loop = _UNBOUND if loop is None else loop
+
+    def _connection_settings(self) -> tuple[object, ...]:
+        """What the transport is built from and a user may change on a live model."""
+        kwargs = {k: dict(v) if isinstance(v, dict) else v for k, v in self.client_kwargs.items()}
+        return (self.api_key, self.base_url, kwargs)
+
+    def _follow_settings(self) -> None:
+        """Rebuild the transport if ``api_key``, ``base_url`` or ``client_kwargs`` changed.
+
+        Checked before every request (a few comparisons): a key rotated or an endpoint
+        moved on a live model is used from the next request on, by either transport. The
+        old transport is not closed under the requests still using it: ``aclose`` closes it.
+        """
+        built = self._built_with  # (key, url, a copy of client_kwargs down to its dicts)
+        if (
+            built is not None
+            and built[0] == self.api_key
+            and built[1] == self.base_url
+            and built[2] == self.client_kwargs
+        ):
+            return
+        self._retired.append((self._lean, self._client, self._client_loop))
+        self._client = None
+        self._prepare_client()
 
     @property
     def client(self) -> SDKClient:
@@ -258,13 +299,10 @@ class HTTPChatModel(ChatModel):
 
     async def aclose(self) -> None:
         """Close the SDK client (its connection pool). Safe to call more than once."""
-        if self._lean is not None:
-            await self._lean.aclose(_running_loop())
-        client, self._client = self._client, None
-        # A client of another (finished) event loop cannot be closed from this one.
-        owner = self._client_loop
-        if client is not None and (owner is _UNBOUND or owner is _running_loop()):
-            await client.close()
+        transports = [*self._retired, (self._lean, self._client, self._client_loop)]
+        self._retired, self._client = [], None
+        for lean, client, owner in transports:
+            await _close_transport(lean, client, owner)
 
     # -- requests ------------------------------------------------------------------------
     async def request(
@@ -344,6 +382,9 @@ class HTTPChatModel(ChatModel):
         return dumps(body)
 
     async def _send(self, body: bytes, stream: bool, options: dict[str, object]) -> httpx2.Response:
+        self._follow_settings()
+        if len(self._retired) > _KEEP_RETIRED:  # settings changed again and again: bounded
+            await _close_transport(*self._retired.pop(0))
         if self._lean is not None:
             return await self._send_lean(self._lean, body, stream, options)
         client = self.client

@@ -182,18 +182,34 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
     whole history with every request, and only its new or changed messages are converted.
     """
     out = WireMessages()
-    sources, used = out.sources, out.entries
+    sources, used, handed = out.sources, out.entries, []
     cache = _CACHE
     for msg in messages:
         entry = cache.get(msg, reasoning)
         if entry is None:
             entry = cache.put(msg, reasoning, _format_one(msg, reasoning))
-        sources += entry.wire
+        handed += entry.wire
+        sources += entry.pristine
         used.append(entry)
     # Shallow copies: a caller changing a message dict of the body must not change the
-    # cached form (nested values are shared, as the messages' own blocks are).
-    out.extend(map(dict, sources))
+    # cached form. Nested values are shared with ``entry.wire`` (copying them all costs
+    # more than the cache saves); an edit there is caught by comparing with the private
+    # ``entry.pristine`` forms, here (``_WireCache.get``) and when encoding (``json_text``).
+    out.extend(map(dict, handed))
     return out
+
+
+_CONTAINERS = (dict, list)
+
+
+def _copy_json(value: Any) -> Any:
+    """A copy of JSON-shaped data: its dicts and lists copied, other values shared."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy_json(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy_json(v) for v in value]
+    return value
 
 
 class WireMessages(list[dict[str, object]]):
@@ -207,18 +223,20 @@ class WireMessages(list[dict[str, object]]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.sources: list[dict[str, object]] = []  # the cached dict behind each item
+        # The cached form of each item, private (never handed out, so never edited).
+        self.sources: list[dict[str, object]] = []
         self.entries: list[_Entry] = []  # the cache entries, in order
 
     def json_text(self) -> str | None:
         """The compact JSON of the list from cached fragments, or None if it was changed."""
         if list.__ne__(self, self.sources):  # an item replaced, added, removed or edited
+            # (at any depth: the sources share nothing with the items)
             return None
         parts = []
         for entry in self.entries:
             fragment = entry.json
             if fragment is None:
-                fragment = entry.json = ",".join([_compact(m) for m in entry.wire])
+                fragment = entry.json = ",".join([_compact(m) for m in entry.pristine])
             if fragment:
                 parts.append(fragment)
         return "[" + ",".join(parts) + "]"
@@ -267,20 +285,30 @@ def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, object]]:
 def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, object]]:
     """What a message's wire form depends on, compared to the live content in C.
 
-    Shallow copies of the blocks: a block replaced, added or removed, or a block's value
-    (its text, input, output...) replaced, makes the content differ (values compare by
-    identity first, so the check is cheap). A value changed in place deep inside
-    (``block["input"]["x"] = ...``) does not: replace it instead.
+    A copy of the blocks down to their strings (see ``_copy_json``): a block replaced,
+    added or removed, or a value changed at any depth (a tool call's input, a tool result's
+    output list, an image's source), makes the content differ. The strings are shared, so
+    the comparison of unchanged content finds them identical without reading them.
     """
     if isinstance(content, str):
         return content
-    return [dict(block) for block in content]
+    return cast("list[dict[str, object]]", _copy_json(content))
 
 
 class _Entry:
     """One cached wire form: what it was made from, and what it is."""
 
-    __slots__ = ("content", "expires", "json", "msg", "reasoning", "role", "snapshot", "wire")
+    __slots__ = (
+        "content",
+        "expires",
+        "json",
+        "msg",
+        "pristine",
+        "reasoning",
+        "role",
+        "snapshot",
+        "wire",
+    )
 
     def __init__(
         self,
@@ -296,8 +324,12 @@ class _Entry:
         self.role = role
         self.content = content
         self.snapshot = snapshot
-        self.wire = wire
-        self.json: str | None = None  # the compact JSON of ``wire``, made when first sent
+        self.wire = wire  # its nested values are shared with the bodies handed out
+        # A private copy to check the handed-out forms against; only a form with nested
+        # values needs one (the bodies hold copies of the message dicts themselves).
+        nested = any(type(v) in _CONTAINERS for m in wire for v in m.values())
+        self.pristine = cast("list[dict[str, object]]", _copy_json(wire)) if nested else wire
+        self.json: str | None = None  # the compact JSON of ``pristine``, made when first sent
         # When an audio id it replays expires: the wire form then holds the transcript.
         self.expires = audio_expiry(content)
 
@@ -328,6 +360,7 @@ class _WireCache:
             or entry.role != msg.role
             or entry.content is not msg.content
             or entry.snapshot != msg.content
+            or (entry.pristine is not entry.wire and entry.wire != entry.pristine)  # body edited
             or (entry.expires is not None and time.time() >= entry.expires)
         ):
             return None

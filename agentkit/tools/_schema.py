@@ -19,7 +19,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, Union, get_args, get_origin
+from typing import Any, Literal, TypeAlias, Union, cast, get_args, get_origin
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
@@ -76,10 +76,13 @@ class FunctionSpec:
 # Specs are shared by every Toolkit that registers the same function object: a server that
 # builds a Toolkit per conversation pays for signature and docstring parsing, the pydantic
 # model and the schema once per function, not once per conversation. Only what the spec
-# depends on is in the key (preset values are not: only their names hide parameters).
-_SPECS: weakref.WeakKeyDictionary[Callable[..., object], dict[tuple[object, ...], FunctionSpec]] = (
-    weakref.WeakKeyDictionary()
-)
+# depends on is in the key (preset values are not: only their names hide parameters). Each
+# spec is kept with the function's state it was built from (see ``_state``): a function whose
+# docstring, defaults, annotations or ``__signature__`` changed since is described again.
+_SPECS: weakref.WeakKeyDictionary[
+    Callable[..., object],
+    dict[tuple[object, ...], tuple[tuple[object, ...], types.CodeType, FunctionSpec]],
+] = weakref.WeakKeyDictionary()
 
 
 def build_function_spec(
@@ -108,21 +111,27 @@ def build_function_spec(
         ToolRegistrationError: the signature cannot be described.
     """
     key = (name, description, tuple(sorted(preset_kwargs or ())))
-    cacheable = inspect.isfunction(fn)  # hashable and weak-referenceable, unlike partials
-    if cacheable:
-        cached = _SPECS.get(fn)
-        if cached is not None and key in cached:
-            return cached[key]
-    fingerprint = _fingerprint(fn, key) if cacheable else None
-    spec = _same_code_spec(fn, fingerprint) if fingerprint is not None else None
+    if not inspect.isfunction(fn):  # partials, methods, objects: not weak-referenceable
+        return _build_function_spec(
+            fn, name=name, description=description, preset_kwargs=preset_kwargs
+        )
+    state = _state(fn)
+    cached = _SPECS.get(fn)
+    found = cached.get(key) if cached is not None else None
+    # The code too: a hot reload (IPython's autoreload) replaces ``__code__`` in place. Kept
+    # apart from the state, which ``_BY_CODE`` stores: its key must not be in its values.
+    if found is not None and found[1] is fn.__code__ and _same(found[0], state):
+        return found[2]
+    # Shared across closures only when the signature is the function's own.
+    shareable = state[_SIGNATURE] is None and state[_WRAPPED] is None
+    spec = _same_code_spec(fn, key, state) if shareable else None
     if spec is None:
         spec = _build_function_spec(
             fn, name=name, description=description, preset_kwargs=preset_kwargs
         )
-        if fingerprint is not None:
-            _remember_code_spec(fn, fingerprint, spec)
-    if cacheable:
-        _SPECS.setdefault(fn, {})[key] = spec
+        if shareable:
+            _remember_code_spec(fn, key, state, spec)
+    _SPECS.setdefault(fn, {})[key] = (state, fn.__code__, spec)
     return spec
 
 
@@ -130,51 +139,81 @@ def build_function_spec(
 # keeps the fingerprint of everything else the spec is built from; a function whose
 # fingerprint differs, or cannot be compared, gets a spec of its own.
 _BY_CODE: weakref.WeakKeyDictionary[
-    types.CodeType, list[tuple[tuple[object, ...], FunctionSpec]]
+    types.CodeType, list[tuple[tuple[object, ...], tuple[object, ...], FunctionSpec]]
 ] = weakref.WeakKeyDictionary()
 _PER_CODE = 8  # fingerprints kept per code object (a factory with varying defaults)
 
 
-def _fingerprint(fn: Callable[..., object], key: tuple[object, ...]) -> tuple[object, ...] | None:
-    """What a function's spec depends on besides its code (None: not shareable)."""
-    if hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
-        return None  # the signature comes from elsewhere: only the function itself is a key
-    annotations = getattr(fn, "__annotations__", None) or {}
+_SIGNATURE, _WRAPPED, _DEFAULTS, _KWDEFAULTS = 6, 7, 3, 4  # positions in ``_state``
+
+
+def _state(fn: types.FunctionType) -> tuple[object, ...]:
+    """What a function's spec is built from besides its code (compared with ``_same``)."""
+    extra = fn.__dict__  # set by functools.wraps or by hand; empty on plain functions
     return (
-        key,
         fn.__module__,
-        id(getattr(fn, "__globals__", None)),
+        id(fn.__globals__),
         fn.__doc__,
-        getattr(fn, "__defaults__", None),
-        getattr(fn, "__kwdefaults__", None),
-        tuple(annotations.items()),
+        fn.__defaults__,
+        fn.__kwdefaults__,
+        tuple(fn.__annotations__.items()),
+        extra.get("__signature__") if extra else None,  # the signature comes from elsewhere
+        extra.get("__wrapped__") if extra else None,
     )
 
 
+def _same(known: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    """Whether two ``_state`` tuples describe the same spec.
+
+    Equal, and defaults of the same types: ``1``, ``True`` and ``1.0`` are equal in Python
+    but each is its own JSON default, so closures with such defaults must not share a spec.
+    False when a default's ``==`` raises or is not a bool (an array).
+    """
+    if known is now:
+        return True
+    try:
+        if not bool(known == now):
+            return False
+    except Exception:
+        return False
+    return _same_types(known[_DEFAULTS], now[_DEFAULTS]) and _same_types(
+        known[_KWDEFAULTS], now[_KWDEFAULTS]
+    )
+
+
+def _same_types(known: object, now: object) -> bool:
+    """Whether two equal values have the same types all the way down (containers too)."""
+    if known is now:
+        return True
+    kind = type(known)
+    if kind is not type(now):
+        return False
+    if kind is tuple or kind is list:
+        return all(map(_same_types, cast("list[object]", known), cast("list[object]", now)))
+    if kind is dict:
+        mine, theirs = cast("dict[object, object]", known), cast("dict[object, object]", now)
+        same_keys = list(mine) == list(theirs)
+        return same_keys and all(_same_types(v, theirs[k]) for k, v in mine.items())
+    return True
+
+
 def _same_code_spec(
-    fn: Callable[..., object], fingerprint: tuple[object, ...]
+    fn: types.FunctionType, key: tuple[object, ...], state: tuple[object, ...]
 ) -> FunctionSpec | None:
-    """The spec of an earlier function from the same ``def`` with this fingerprint, if any."""
-    code = getattr(fn, "__code__", None)
-    for known, spec in _BY_CODE.get(code, ()) if code is not None else ():
-        try:
-            if bool(known == fingerprint):
-                return spec
-        except Exception:  # a default whose == raises or is not a bool (an array)
-            return None
+    """The spec of an earlier function from the same ``def`` with this key and state, if any."""
+    for known_key, known, spec in _BY_CODE.get(fn.__code__, ()):
+        if known_key == key and _same(known, state):
+            return spec
     return None
 
 
 def _remember_code_spec(
-    fn: Callable[..., object], fingerprint: tuple[object, ...], spec: FunctionSpec
+    fn: types.FunctionType, key: tuple[object, ...], state: tuple[object, ...], spec: FunctionSpec
 ) -> None:
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return
-    entries = _BY_CODE.setdefault(code, [])
+    entries = _BY_CODE.setdefault(fn.__code__, [])
     if len(entries) >= _PER_CODE:
         del entries[0]
-    entries.append((fingerprint, spec))
+    entries.append((key, state, spec))
 
 
 def _build_function_spec(

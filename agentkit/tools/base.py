@@ -131,7 +131,15 @@ class Tool(ABC):
         """The provider-neutral definition offered to models."""
         from agentkit.models.base import ToolDefinition
 
-        return ToolDefinition(self.name, self.description, self.parameters)
+        return ToolDefinition(self.name, self.description, self._offered_parameters())
+
+    def _offered_parameters(self) -> dict[str, object]:
+        """The schema offered to models and validated against (``parameters``).
+
+        A subclass that holds a schema shared with other tools returns it here without
+        copying, and gives callers of ``parameters`` a copy of their own.
+        """
+        return self.parameters
 
     @property
     def json_schema(self) -> dict[str, object]:
@@ -148,10 +156,19 @@ class Tool(ABC):
     @property
     def checks(self) -> ArgumentChecks:
         """The compiled argument checks of ``parameters`` (built on first call, cached)."""
-        checks = self._checks
-        if checks is None or checks.parameters is not self.parameters:
-            checks = self._checks = ArgumentChecks(self.parameters)
+        checks, parameters = self._checks, self._offered_parameters()
+        if checks is None or checks.parameters is not parameters:
+            checks = self._checks = ArgumentChecks(parameters)
         return checks
+
+    def requires_approval_in(self, toolkit: object) -> bool:
+        """Whether a call run by ``toolkit`` needs approval (the agent asks this).
+
+        A tool shared by toolkits (``Toolkit.copy()``) may judge each on its own state (an
+        MCP tool: the open-world input that entered that conversation); by default, the
+        ``requires_approval`` attribute.
+        """
+        return self.requires_approval
 
     def get_validator(self) -> Validator:
         """The Draft 2020-12 validator of ``parameters``, built on first use and cached.

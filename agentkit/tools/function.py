@@ -26,7 +26,7 @@ from agentkit.messages import ToolUseBlock
 from agentkit.tools._convert import ChunkCollector, to_content
 from agentkit.tools._errors import ArgumentsError
 from agentkit.tools._schema import CallKind, FunctionSpec, build_function_spec
-from agentkit.tools.base import Tool
+from agentkit.tools.base import ArgumentChecks, Tool
 from agentkit.tools.context import ToolContext
 from agentkit.tools.response import ToolResponse
 
@@ -62,6 +62,8 @@ class FunctionTool(Tool):
         postprocess: Called with the ``tool_use`` block and the final response.
     """
 
+    _parameters: dict[str, object]
+
     def __init__(
         self,
         fn: Callable[..., Any],
@@ -95,6 +97,45 @@ class FunctionTool(Tool):
         self.postprocess = postprocess
         self.reports_progress = spec.context_param is not None
         self._kind: CallKind = spec.kind
+
+    @property
+    def parameters(self) -> dict[str, object]:
+        """The JSON schema of the arguments: this tool's own, to read or edit.
+
+        The spec's schema is shared by every tool of the function (and by closures of one
+        ``def``); it is copied here on first read (``json_schema`` reads it too), so that
+        an edit (followed by ``invalidate_schema()``) changes this tool only. Requests
+        (``tool_definition``) and argument checks use the shared schema until then.
+        """
+        parameters = self._parameters
+        if parameters is self.spec.parameters:
+            parameters = self._parameters = _copy_json(parameters)
+        return parameters
+
+    @parameters.setter
+    def parameters(self, value: dict[str, object]) -> None:
+        self._parameters = value
+        self._checks = None  # checked against the new schema from the next call on
+
+    def _offered_parameters(self) -> dict[str, object]:
+        return self._parameters
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        """The OpenAI-style function schema (its ``parameters`` is this tool's own)."""
+        if self._schema is None:
+            from agentkit.models.base import ToolDefinition
+
+            self._schema = ToolDefinition(self.name, self.description, self.parameters).to_openai()
+        return self._schema
+
+    @property
+    def checks(self) -> ArgumentChecks:
+        """The compiled argument checks: the spec's, until ``invalidate_schema()``."""
+        checks = self._checks
+        if checks is None:
+            checks = self._checks = ArgumentChecks(self._parameters)
+        return checks
 
     def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Run without a call context (a context parameter receives a detached one)."""
@@ -213,6 +254,15 @@ class FunctionTool(Tool):
             return final
         result.is_last = True
         return result
+
+
+def _copy_json(value: Any) -> Any:
+    """A copy of JSON-shaped data: its dicts and lists copied, other values shared."""
+    if type(value) is dict:
+        return {k: _copy_json(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy_json(v) for v in value]
+    return value
 
 
 def _as_final(value: object) -> ToolResponse:

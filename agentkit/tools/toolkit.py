@@ -115,9 +115,18 @@ class Toolkit:
         registered in two toolkits; a registered meta tool is rebuilt for the copy so that
         it switches the copy's groups. Change groups through the toolkit's methods or the
         ``groups`` view: a ``ToolGroup`` object held from before the copy may belong to the
-        other side afterwards.
+        other side afterwards. The copy keeps following the MCP clients registered here:
+        when a server's tool list changes, every copy is refreshed as this toolkit is.
         """
         self._shared = True
+        clone = self._copy_registry()
+        bridge = sys.modules.get("agentkit.mcp.bridge")  # loaded once an MCP client registers
+        if bridge is not None:
+            bridge.follow_copy(self, clone)  # the copy follows the servers' tool lists too
+        return clone
+
+    def _copy_registry(self) -> Toolkit:
+        """The copy itself (see :meth:`copy`)."""
         meta = self._meta
         if meta is None:
             shared = {"_tools": self._tools, "_groups": self._groups, "_active": self._active}
