@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -13,6 +12,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from agentkit.agent import loop
+from agentkit.agent.cancel import cancel_run, current_task
 from agentkit.agent.compaction import compactor_of
 from agentkit.agent.construct import (
     MsgInput,
@@ -22,6 +22,7 @@ from agentkit.agent.construct import (
     resolve_model,
 )
 from agentkit.agent.conversation import CallInfo, Conversation
+from agentkit.agent.copying import copy_slots
 from agentkit.agent.hooks import HookHost, HookRegistry
 from agentkit.agent.runs import TypedRuns
 from agentkit.agent.setup import ApprovalPolicy, RunSetup
@@ -154,7 +155,7 @@ class ReActAgent(TypedRuns, HookHost):
         }
         if toolkit is not None:
             fresh["_toolkit"] = toolkit
-        clone = _copy_slots(self, fresh)
+        clone = copy_slots(self, fresh)
         compactor = compactor_of(self)  # kept in a side table, by agent: attach it too
         if compactor is not None:
             compactor.attach(clone)  # a view of its own, from the copy's first request
@@ -389,7 +390,7 @@ class ReActAgent(TypedRuns, HookHost):
             return False
         run.interrupt_msgs.extend(as_input(msg))
         run.interrupted = True
-        _cancel(run.scope, run.task)
+        cancel_run(run.scope, run.task)
         return True
 
     # -- run driving -------------------------------------------------------------------
@@ -466,7 +467,7 @@ class ReActAgent(TypedRuns, HookHost):
             try:
                 with anyio.CancelScope() as scope:
                     run.scope = scope
-                    run.task = _current_task()
+                    run.task = current_task()
                     # Inside the scope: a listener may interrupt on this very event.
                     if run.emit is not None:
                         run.emit(ReplyStarted(self.name))
@@ -561,72 +562,9 @@ class ReActAgent(TypedRuns, HookHost):
         return f"ReActAgent(name={self.name!r}, model={self.model!r})"
 
 
-def _cancel(scope: anyio.CancelScope, host: object) -> None:
-    """Cancel ``scope``; from another asyncio task, from a loop callback.
-
-    anyio formats the calling task's repr (its coroutine, frame and awaited future) into the
-    cancel message: about 0.1 ms, half of an interrupt's latency while a tool runs. A
-    callback has no current task, so nothing is formatted; the run is cut at the same point,
-    because anyio delivers a cancellation to a waiting task on the loop's next iteration
-    anyway. From the run's own task (a listener or hook that interrupts) the scope is
-    cancelled at once, so that its next checkpoint raises, yielding or not.
-    """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # not asyncio (trio), or no loop: cancel here
-        scope.cancel()
-        return
-    current = asyncio.current_task(loop)
-    if current is None or current is host:
-        scope.cancel()
-    else:
-        loop.call_soon(scope.cancel)
-
-
-def _current_task() -> object:
-    """The running asyncio task (None under another event loop)."""
-    try:
-        return asyncio.current_task()
-    except RuntimeError:
-        return None
-
-
 def _one_output_type(
     structured_model: type[BaseModel] | None, output_type: type[BaseModel] | None
 ) -> type[BaseModel] | None:
     if structured_model is not None and output_type is not None:
         raise UsageError("pass output_type= or structured_model= (its alias), not both")
     return output_type or structured_model
-
-
-def _slot_names(cls: type) -> tuple[str, ...]:
-    names = {
-        name
-        for klass in cls.__mro__
-        for name in getattr(klass, "__slots__", ())
-        if name not in ("__dict__", "__weakref__")
-    }
-    return tuple(sorted(names))
-
-
-_SLOTS: dict[type, tuple[str, ...]] = {}
-_UNSET = object()
-
-
-def _copy_slots(agent: ReActAgent, fresh: Mapping[str, object]) -> ReActAgent:
-    """A shallow copy of ``agent`` with the slots in ``fresh`` set anew.
-
-    Several times faster than ``copy.copy`` for slots.
-    """
-    cls = type(agent)
-    names = _SLOTS.get(cls)
-    if names is None:
-        names = _SLOTS[cls] = _slot_names(cls)
-    clone = cls.__new__(cls)
-    for name in names:
-        value = fresh[name] if name in fresh else getattr(agent, name, _UNSET)
-        if value is not _UNSET:  # else a slot never set
-            setattr(clone, name, value)
-    if hasattr(agent, "__dict__"):  # a subclass's own attributes
-        clone.__dict__.update(agent.__dict__)
-    return clone

@@ -1,18 +1,17 @@
 """Conversion between agentkit messages and the OpenAI Chat Completions wire format.
 
-Pure functions on dicts: no SDK import, so they are cheap and easy to test.
+Pure functions on dicts: no SDK import, so they are cheap and easy to test. Answers are
+parsed in ``_openai_parse`` (``parse_completion`` and ``OpenAIStreamState`` are re-exported).
 """
 
 from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import (
     AudioBlock,
@@ -20,18 +19,14 @@ from agentkit.messages import (
     ImageBlock,
     Msg,
     ToolResultBlock,
-    ToolUseBlock,
 )
-from agentkit.models._common import clean_body, result_text, split_tool_results, tool_use_block
-from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
+from agentkit.models._common import result_text, split_tool_results
 from agentkit.models._openai_audio import (
-    AudioStream,
-    audio_block_of,
     audio_expiry,
     is_audio_output,
     replay_audio,
 )
-from agentkit.models.base import ChatResponse, ChatUsage
+from agentkit.models._openai_parse import OpenAIStreamState, parse_completion
 
 __all__ = [
     "OpenAIStreamState",
@@ -420,203 +415,3 @@ def format_tool_choice(choice: str) -> str | dict[str, object]:
     if choice in ("auto", "none", "required"):
         return choice
     return {"type": "function", "function": {"name": choice}}
-
-
-def _usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
-    if not isinstance(data, dict):
-        return None
-    prompt_details = data.get("prompt_tokens_details")
-    completion_details = data.get("completion_tokens_details")
-    cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else 0
-    reasoning = (
-        completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else 0
-    )
-    return ChatUsage(
-        input_tokens=count(data.get("prompt_tokens")),
-        output_tokens=count(data.get("completion_tokens")),
-        time=elapsed,
-        cache_read_tokens=count(cached),  # included in prompt_tokens, priced lower
-        reasoning_tokens=count(reasoning),
-        # Included in the totals too, and priced many times higher than text.
-        input_audio_tokens=count(_detail(prompt_details, "audio_tokens")),
-        output_audio_tokens=count(_detail(completion_details, "audio_tokens")),
-    )
-
-
-def _detail(details: JSONValue, key: str) -> JSONValue:
-    return details.get(key) if isinstance(details, dict) else 0
-
-
-def _arguments_text(value: JSONValue) -> str:
-    """Arguments as JSON text; some servers send an object instead of the specified string."""
-    if value is None or isinstance(value, str):
-        return value or ""
-    return _encode(value)
-
-
-def _reasoning_of(message: JSONObject) -> str | None:
-    value = message.get("reasoning_content")
-    if value is None:
-        value = message.get("reasoning")  # OpenRouter / Ollama spelling
-    return value if isinstance(value, str) else None
-
-
-def _with_extra(block: ToolUseBlock, extra_content: JSONValue) -> ToolUseBlock:
-    """Keep a call's ``extra_content`` (Gemini puts its thought signature there)."""
-    if isinstance(extra_content, dict):
-        # A provider key on the block, kept so the call is sent back exactly as it came.
-        cast("dict[str, object]", block)["extra_content"] = extra_content
-    return block
-
-
-def parse_completion(data: JSONObject, elapsed: float) -> ChatResponse:
-    """Build a ``ChatResponse`` from a non-streaming ``chat.completion`` body."""
-    data = obj(clean_body(data))
-    choices = arr(data.get("choices")) or [{}]
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    message = obj(choice.get("message"))
-    content: list[ContentBlock] = []
-    reasoning = _reasoning_of(message)
-    if reasoning:
-        content.append({"type": "thinking", "thinking": reasoning})
-    text = message.get("content")
-    if isinstance(text, str) and text:
-        content.append({"type": "text", "text": text})
-    refusal = message.get("refusal")
-    if isinstance(refusal, str) and refusal:
-        content.append({"type": "text", "text": refusal})
-    spoken = audio_block_of(obj(message.get("audio")))
-    if spoken is not None:
-        if spoken["transcript"] and spoken["transcript"] != text:  # the text of the turn
-            content.append({"type": "text", "text": spoken["transcript"]})
-        content.append(spoken)
-    for item in arr(message.get("tool_calls")):
-        call = obj(item)
-        function = obj(call.get("function"))
-        raw = _arguments_text(function.get("arguments"))
-        block = tool_use_block(
-            _opt_str(call.get("id")), str(function.get("name") or ""), raw, final=True
-        )
-        content.append(_with_extra(block, call.get("extra_content")))
-    metadata: dict[str, object] = {"finish_reason": choice.get("finish_reason")}
-    if isinstance(refusal, str) and refusal:
-        metadata["refusal"] = refusal
-    return ChatResponse(
-        content=content,
-        usage=_usage(data.get("usage"), elapsed),
-        id=str(data.get("id") or uuid.uuid4().hex),
-        metadata=metadata,
-    )
-
-
-def _opt_str(value: JSONValue) -> str | None:
-    return None if value is None else str(value)
-
-
-class _Call:
-    """A streamed tool call being assembled."""
-
-    __slots__ = ("arguments", "extra", "id", "name")
-
-    def __init__(self) -> None:
-        self.id: str | None = None
-        self.name = ""
-        self.arguments = ""
-        self.extra: JSONValue = None
-
-
-class OpenAIStreamState:
-    """Accumulates ``chat.completion.chunk`` deltas into cumulative snapshots."""
-
-    __slots__ = ("audio", "calls", "finish_reason", "id", "reasoning", "text", "usage_data")
-
-    def __init__(self) -> None:
-        self.id: str | None = None
-        # Joined as valid Unicode: an emoji split across chunks as two JSON escapes is rejoined.
-        self.text = StreamText()
-        self.reasoning = StreamText()
-        self.calls: dict[int, _Call] = {}  # by index; dicts keep first-seen order
-        self.finish_reason: str | None = None
-        self.usage_data: JSONObject | None = None
-        self.audio: AudioStream | None = None  # audio output, when asked for
-
-    def feed(self, chunk: JSONObject) -> bool:
-        """Apply one chunk; return whether the visible content changed."""
-        if self.id is None and chunk.get("id"):
-            self.id = str(chunk["id"])
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self.usage_data = usage
-        changed = False
-        for item in arr(chunk.get("choices")):
-            choice = obj(item)
-            if choice.get("index", 0) != 0:
-                continue
-            reason = choice.get("finish_reason")
-            if reason:
-                self.finish_reason = str(reason)
-            changed = self._apply(obj(choice.get("delta"))) or changed
-        return changed
-
-    def _apply(self, delta: JSONObject) -> bool:
-        changed = False
-        piece = delta.get("content")
-        if isinstance(piece, str) and piece:
-            self.text.add(piece)
-            changed = True
-        thought = _reasoning_of(delta)
-        if thought:
-            self.reasoning.add(thought)
-            changed = True
-        audio = delta.get("audio")
-        if isinstance(audio, dict):
-            self.audio = self.audio or AudioStream()
-            changed = self.audio.feed(audio) or changed
-        for item in arr(delta.get("tool_calls")):
-            call = obj(item)
-            entry = self.calls.setdefault(self._index_of(call), _Call())
-            if isinstance(call.get("extra_content"), dict):
-                entry.extra = call["extra_content"]
-            if call.get("id") and entry.id is None:
-                entry.id = str(call["id"])
-            function = obj(call.get("function"))
-            if function.get("name") and not entry.name:
-                entry.name = str(function["name"])
-            if function.get("arguments"):
-                entry.arguments += _arguments_text(function["arguments"])
-            changed = True
-        return changed
-
-    def _index_of(self, call: JSONObject) -> int:
-        index = call.get("index")
-        if isinstance(index, int):
-            return index
-        # Some servers omit the index: a new id starts a new call, anything else continues
-        # the last one.
-        last: int | None = next(reversed(self.calls), None)
-        if last is None or (call.get("id") and call["id"] != self.calls[last].id):
-            return len(self.calls)
-        return last
-
-    def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
-        """The cumulative response so far (``final`` adds usage and finish reason)."""
-        content: list[ContentBlock] = []
-        reasoning, text = self.reasoning.value(final=final), self.text.value(final=final)
-        if reasoning:
-            content.append({"type": "thinking", "thinking": reasoning})
-        if text:
-            content.append({"type": "text", "text": text})
-        if self.audio is not None:  # its transcript so far; the clip once complete
-            content += self.audio.blocks(text, final=final)
-        for entry in self.calls.values():
-            if entry.id is None:  # keep the generated id stable across snapshots
-                entry.id = tool_use_block(None, "", "", final=True)["id"]
-            block = tool_use_block(entry.id, entry.name, entry.arguments, final=final)
-            content.append(_with_extra(block, entry.extra))
-        if self.id is None:
-            self.id = uuid.uuid4().hex
-        response = ChatResponse(content=content, id=self.id)
-        if final:
-            response.usage = _usage(self.usage_data, elapsed) or ChatUsage(time=elapsed)
-            response.metadata = {"finish_reason": self.finish_reason}
-        return response
