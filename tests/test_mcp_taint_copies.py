@@ -10,7 +10,9 @@ for approval, nor escape its own ``reset_untrusted_content``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -24,13 +26,20 @@ RAW = str(ROOT / "tests" / "mcp_servers" / "raw_server.py")
 pytestmark = pytest.mark.anyio
 
 
-async def test_taint_marks_the_copy_that_ran_the_call_only() -> None:
+@contextlib.asynccontextmanager
+async def _two_servers() -> AsyncIterator[Toolkit]:
+    """A toolkit with two raw MCP servers (stdio) registered, prefixed ``a`` and ``b``."""
     a = MCPClient("a", StdioServer(sys.executable, [RAW]))
     b = MCPClient("b", StdioServer(sys.executable, [RAW]))
     async with a, b:
-        template = Toolkit()
-        await template.register_mcp_client(a, prefix="a")
-        await template.register_mcp_client(b, prefix="b")
+        toolkit = Toolkit()
+        await toolkit.register_mcp_client(a, prefix="a")
+        await toolkit.register_mcp_client(b, prefix="b")
+        yield toolkit
+
+
+async def test_taint_marks_the_copy_that_ran_the_call_only() -> None:
+    async with _two_servers() as template:
         first, second = template.copy(), template.copy()
         b_ok = template.get_tool("b_ok")
         assert b_ok is not None
@@ -45,12 +54,7 @@ async def test_taint_marks_the_copy_that_ran_the_call_only() -> None:
 
 
 async def test_the_toolkit_the_tool_was_registered_in_still_works_alone() -> None:
-    a = MCPClient("a", StdioServer(sys.executable, [RAW]))
-    b = MCPClient("b", StdioServer(sys.executable, [RAW]))
-    async with a, b:
-        tk = Toolkit()
-        await tk.register_mcp_client(a, prefix="a")
-        await tk.register_mcp_client(b, prefix="b")
+    async with _two_servers() as tk:
         b_ok = tk.get_tool("b_ok")
         assert b_ok is not None
         await call(tk, "a_greet")
@@ -61,12 +65,7 @@ async def test_agents_on_copies_ask_for_approval_only_where_the_input_entered() 
     from agentkit import ReActAgent
     from agentkit.testing import ScriptedModel, tool_use
 
-    a = MCPClient("a", StdioServer(sys.executable, [RAW]))
-    b = MCPClient("b", StdioServer(sys.executable, [RAW]))
-    async with a, b:
-        template = Toolkit()
-        await template.register_mcp_client(a, prefix="a")
-        await template.register_mcp_client(b, prefix="b")
+    async with _two_servers() as template:
         read_then_act = [[tool_use("a_greet", "g1", name="x")], [tool_use("b_ok", "o1")], "done"]
         act = [[tool_use("b_ok", "o2")], "done"]
         hostile = ReActAgent("one", "sys", ScriptedModel(read_then_act), toolkit=template.copy())
