@@ -121,6 +121,15 @@ def _cold(sample: dict[str, Any]) -> float:
     return float(sample["import"] + sample["build"] + sample["tools"] + sample["requests"][0])
 
 
+# The raw SDK builds its client (and imports all it needs) before its first request, so its
+# own first-request stall is what a first request costs anyway here (the event loop's first
+# connection, the resolver's thread, code run for the first time): 40-110 ms on this machine
+# depending on its load. A lazy import or build left on agentkit's first request would add
+# about 95 ms (httpx2 and its parser, anyio's backend) on top of that, as measured here
+# with the warm-up thread turned off.
+_STALL_MARGIN_S = 0.020
+
+
 def _stall(sample: dict[str, Any]) -> float:
     return float(sample["requests"][0] - median(sample["requests"][1:]))
 
@@ -162,8 +171,8 @@ def rows(cfg: Config) -> list[Row]:
             "s", sdk_build, "openai.AsyncOpenAI(...)", ratio(build, sdk_build), "< 5 ms",
             build < 5e-3, "after the imports; registering the first tool is in the note above"),
         Row(scenario, "agentkit first-request stall (first - steady)", stall, "s", sdk_stall,
-            "raw openai SDK (same)", ratio(stall, sdk_stall), "no import stall (< 50 ms)",
-            stall < 0.05, runs),
+            "raw openai SDK (same)", ratio(stall, sdk_stall), "no import stall (<= SDK + 20 ms)",
+            stall <= sdk_stall + _STALL_MARGIN_S, runs),
     ]  # fmt: skip
     if "agentkit_no_tool" in found:
         rows.insert(1, _no_tool_row(scenario, found["agentkit_no_tool"], sdk, runs))
