@@ -352,3 +352,31 @@ async def test_captured_content_of_a_long_conversation_stays_valid_json() -> Non
     assert before[-1]["parts"][0]["content"].startswith("question 10")
     result = next(s for s in spans if s.name == "execute_tool shot")
     assert "image" in str((result.attributes or {})["gen_ai.tool.call.result"])
+
+
+async def test_a_long_tool_call_and_result_are_captured_as_valid_json() -> None:
+    """Tool arguments and results go through the same size cap as the messages: cut to size,
+    they must still parse (a cut in the middle of the JSON made the whole value unreadable)."""
+    t = Traced()
+    instrument(tracer_provider=t.provider, capture_content=True)
+    tk = Toolkit()
+
+    @tk.tool
+    def echo(text: str) -> str:
+        """Echo the text, many times.
+
+        Args:
+            text: What to echo.
+        """
+        return text * 20
+
+    try:
+        model = ScriptedModel([[tool_use("echo", "c1", text="z" * 70_000)], "done"])
+        await ReActAgent("a", "s", model, tk, print_hint=False)("go")
+    finally:
+        uninstrument()
+    span = next(s for s in t.exporter.get_finished_spans() if s.name == "execute_tool echo")
+    for key in ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"):
+        value = str((span.attributes or {})[key])
+        assert len(value) <= 64_000 + 16, key
+        json.loads(value)

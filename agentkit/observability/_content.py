@@ -24,9 +24,20 @@ _PART_CHARS = 4_000  # one text part, when the whole does not fit
 
 
 def dumps(value: object) -> str:
-    """JSON text of ``value`` (non-JSON values by ``str``), cut to a sane size."""
+    """JSON text of ``value`` (non-JSON values by ``str``) within ``_MAX_CHARS``, still valid.
+
+    A backend parses the value to show it: a cut in the middle of the JSON would make all of
+    it unreadable. Too long, each long string is shortened; still too long, the value becomes
+    one JSON string holding the start of its text.
+    """
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= _MAX_CHARS else text[:_MAX_CHARS] + "..."
+    if len(text) <= _MAX_CHARS:
+        return text
+    text = json.dumps(_cap(value), ensure_ascii=False, default=str)
+    if len(text) <= _MAX_CHARS:
+        return text
+    # Half: escaping the quotes and backslashes of JSON text can double its length.
+    return json.dumps(text[: _MAX_CHARS // 2] + "...", ensure_ascii=False)
 
 
 def _cap(value: object) -> object:
@@ -123,7 +134,7 @@ def request_attributes(messages: Sequence[Msg]) -> dict[str, str]:
     attributes: dict[str, str] = {"gen_ai.input.messages": dumps_messages(rest)}
     if system:
         parts = [p for m in system for p in _parts(m)]
-        attributes["gen_ai.system_instructions"] = json.dumps(_cap(parts), ensure_ascii=False)
+        attributes["gen_ai.system_instructions"] = dumps(parts)
     return attributes
 
 
