@@ -24,7 +24,15 @@ if TYPE_CHECKING:
     from agentkit.messages import ToolUseBlock
     from agentkit.models.base import ChatUsage
 
-__all__ = ["OutputT", "PendingCall", "RunResult", "RunUsage", "StopReason", "make_result"]
+__all__ = [
+    "OutputT",
+    "PendingCall",
+    "RunResult",
+    "RunUsage",
+    "StopReason",
+    "make_result",
+    "stop_reason",
+]
 
 OutputT = TypeVar("OutputT", default=str)
 """The type of a run's output: the ``output_type`` model, or ``str`` (the final text)."""
@@ -174,15 +182,21 @@ class RunResult(Generic[OutputT]):
         return named if isinstance(named, str) else None
 
 
-def _stop_reason(reply: Msg, usage_limit: str | None, pending: bool) -> StopReason:
-    metadata = reply.metadata or {}
-    if metadata.get("interrupted"):
+def stop_reason(run: Run, interrupted: bool, pending: bool) -> StopReason:
+    """Why ``run`` stopped, by precedence (the result's ``stop_reason``, the trace's too).
+
+    Args:
+        run: The finished run.
+        interrupted: Its reply was cut by ``interrupt()``.
+        pending: Calls wait for approval.
+    """
+    if interrupted:
         return "interrupted"
-    if usage_limit is not None:
+    if run.usage_limit is not None:
         return "usage_limit"
     if pending:
         return "pending_approval"
-    if metadata.get("max_iters_reached"):
+    if run.max_iters_reached:
         return "max_iters"
     return "final"
 
@@ -200,7 +214,7 @@ def make_result(run: Run, reply: Msg, pending: list[ToolUseBlock]) -> RunResult[
         reply=reply,
         new_messages=list(run.added),
         usage=run.counts.copy(),
-        stop_reason=_stop_reason(reply, run.usage_limit, bool(calls)),
+        stop_reason=stop_reason(run, bool((reply.metadata or {}).get("interrupted")), bool(calls)),
         pending=calls,
         usage_limit=run.usage_limit,
         _output=output,

@@ -30,6 +30,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from agentkit import __version__
+from agentkit.agent.result import stop_reason as run_stop_reason
 from agentkit.observability import _content
 from agentkit.observability._otel_attributes import (
     Attributes,
@@ -144,17 +145,9 @@ class _RunScope(_Scope):
         elif run.interrupted:
             span.add_event("agentkit.interrupted")
             stop_reason = "interrupted"
-        else:  # the order of RunResult.stop_reason
-            stop_reason = _stop_reason(run, bool(self.agent.pending_tool_calls))
+        else:
+            stop_reason = run_stop_reason(run, False, bool(self.agent.pending_tool_calls))
         span.set_attributes(_run_end_attributes(run, stop_reason))
-
-
-def _stop_reason(run: Run, pending: bool) -> str:
-    if run.usage_limit is not None:
-        return "usage_limit"
-    if pending:
-        return "pending_approval"
-    return "max_iters" if run.max_iters_reached else "final"
 
 
 def _run_end_attributes(run: Run, stop_reason: str) -> Attributes:
