@@ -22,6 +22,7 @@ __all__ = [
     "StreamText",
     "clean_json",
     "clean_text",
+    "copy_json",
     "is_clean",
     "terminal_safe",
     "too_deep",
@@ -204,3 +205,16 @@ def terminal_safe(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text
     return _CONTROL.sub(_visible, clean_text(text))
+
+
+def copy_json(value: Any) -> Any:
+    """Copy nested dicts/lists (JSON data) without ``copy.deepcopy``'s memo overhead.
+
+    Strings and numbers are shared (immutable), so comparing a copy with its original finds
+    them identical without reading them.
+    """
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    return value

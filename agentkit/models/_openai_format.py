@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from agentkit._text import copy_json
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import (
     AudioBlock,
@@ -197,16 +198,6 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
 _CONTAINERS = (dict, list)
 
 
-def _copy_json(value: Any) -> Any:
-    """A copy of JSON-shaped data: its dicts and lists copied, other values shared."""
-    kind = type(value)
-    if kind is dict:
-        return {k: _copy_json(v) for k, v in value.items()}
-    if kind is list:
-        return [_copy_json(v) for v in value]
-    return value
-
-
 class WireMessages(list[dict[str, object]]):
     """What :func:`format_messages` returns: a plain list of message dicts.
 
@@ -280,14 +271,14 @@ def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, object]]:
 def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, object]]:
     """What a message's wire form depends on, compared to the live content in C.
 
-    A copy of the blocks down to their strings (see ``_copy_json``): a block replaced,
+    A copy of the blocks down to their strings (see ``copy_json``): a block replaced,
     added or removed, or a value changed at any depth (a tool call's input, a tool result's
     output list, an image's source), makes the content differ. The strings are shared, so
     the comparison of unchanged content finds them identical without reading them.
     """
     if isinstance(content, str):
         return content
-    return cast("list[dict[str, object]]", _copy_json(content))
+    return cast("list[dict[str, object]]", copy_json(content))
 
 
 class _Entry:
@@ -323,7 +314,7 @@ class _Entry:
         # A private copy to check the handed-out forms against; only a form with nested
         # values needs one (the bodies hold copies of the message dicts themselves).
         nested = any(type(v) in _CONTAINERS for m in wire for v in m.values())
-        self.pristine = cast("list[dict[str, object]]", _copy_json(wire)) if nested else wire
+        self.pristine = cast("list[dict[str, object]]", copy_json(wire)) if nested else wire
         self.json: str | None = None  # the compact JSON of ``pristine``, made when first sent
         # When an audio id it replays expires: the wire form then holds the transcript.
         self.expires = audio_expiry(content)

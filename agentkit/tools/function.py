@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import anyio
 import anyio.to_thread
 
+from agentkit._text import copy_json
 from agentkit.messages import ToolUseBlock
 from agentkit.tools._convert import ChunkCollector, to_content
 from agentkit.tools._errors import ArgumentsError
@@ -109,7 +110,7 @@ class FunctionTool(Tool):
         """
         parameters = self._parameters
         if parameters is self.spec.parameters:
-            parameters = self._parameters = _copy_json(parameters)
+            parameters = self._parameters = copy_json(parameters)
         return parameters
 
     @parameters.setter
@@ -254,15 +255,6 @@ class FunctionTool(Tool):
             return final
         result.is_last = True
         return result
-
-
-def _copy_json(value: Any) -> Any:
-    """A copy of JSON-shaped data: its dicts and lists copied, other values shared."""
-    if type(value) is dict:
-        return {k: _copy_json(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_copy_json(v) for v in value]
-    return value
 
 
 def _as_final(value: object) -> ToolResponse:
