@@ -10,10 +10,10 @@ the MCP names (``StdioServer``, ``HttpServer``, ``MCPClient``...) and ``from_str
 their modules on first use. Event classes live in ``agentkit.events``.
 """
 
-import importlib
 import logging as _logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentkit._console import interrupt_on_sigint
 from agentkit.agent import (
     AgentHooks,
     PendingCall,
@@ -23,8 +23,7 @@ from agentkit.agent import (
     StopReason,
     UsageLimits,
 )
-from agentkit.agent.user import UserAgent
-from agentkit.console import interrupt_on_sigint
+from agentkit.agent._user import UserAgent
 from agentkit.exceptions import (
     AgentkitError,
     ApprovalRequired,
@@ -52,10 +51,6 @@ from agentkit.pipelines import (
     sequential_pipeline,
 )
 from agentkit.tools import Tool, ToolContext, ToolGroup, Toolkit, ToolResponse
-
-if TYPE_CHECKING:
-    from agentkit.mcp import HttpServer, MCPClient, StdioServer, register_mcp_client
-    from agentkit.models.registry import from_string
 
 __version__ = "0.2.0.dev0"
 
@@ -108,26 +103,20 @@ __all__ = [
 ]
 
 # Loaded on first use (the MCP SDK and the model registry are not needed by every program).
-_LAZY = {
-    "HttpServer": "agentkit.mcp",
-    "MCPClient": "agentkit.mcp",
-    "StdioServer": "agentkit.mcp",
-    "register_mcp_client": "agentkit.mcp",
-    "from_string": "agentkit.models.registry",
-}
+if TYPE_CHECKING:
+    from agentkit.mcp import HttpServer, MCPClient, StdioServer, register_mcp_client
+    from agentkit.models._registry import from_string
+else:
+    from agentkit._lazy import lazy_exports
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
-    # Round-1 event classes at the top level (now in agentkit.events): deprecated.
-    from agentkit.agent.events import deprecated_event
-
-    return deprecated_event(__name__, name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        __all__,
+        {
+            "HttpServer": "agentkit.mcp",
+            "MCPClient": "agentkit.mcp",
+            "StdioServer": "agentkit.mcp",
+            "register_mcp_client": "agentkit.mcp",
+            "from_string": "agentkit.models._registry",
+        },
+    )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
 if TYPE_CHECKING:
     from agentkit.messages import Msg, ToolResultBlock, ToolUseBlock
-    from agentkit.tools.response import ToolResponse
+    from agentkit.tools._response import ToolResponse
 
 __all__ = [
     "AgentEvent",

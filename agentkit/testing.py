@@ -36,7 +36,7 @@ from agentkit.messages import (
     ToolUseBlock,
     validate_block,
 )
-from agentkit.models.base import (
+from agentkit.models._base import (
     BLOCKED,
     ChatModel,
     ChatResponse,

@@ -153,7 +153,7 @@ def rows(cfg: Config) -> list[Row]:
     """Cold start (with and without a tool), first-agent build time and first-request stall."""
     scenario = "cold start: fresh process, import + build + first run (mock server)"
     try:
-        require("agentkit.models.openai", "OpenAIChatModel")
+        require("agentkit.models._openai", "OpenAIChatModel")
         found = samples(cfg)
     except (NotAvailable, RuntimeError) as exc:
         return [Row(scenario, "agentkit cold start", None, "s", note=f"n/a ({exc})")]

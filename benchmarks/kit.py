@@ -97,7 +97,7 @@ def toolkit_with(*fns: Any, name: str | None = None) -> Any:
     try:
         (toolkit_cls,) = require("agentkit.tools", "Toolkit")
     except NotAvailable:
-        (toolkit_cls,) = require("agentkit.tools.toolkit", "Toolkit")
+        (toolkit_cls,) = require("agentkit.tools._toolkit", "Toolkit")
     toolkit = toolkit_cls()
     for index, fn in enumerate(fns):
         toolkit.register_tool_function(fn, name=name if index == 0 else None)
@@ -127,7 +127,7 @@ def make_agent(model: Any, toolkit: Any, max_iters: int = 100) -> Any:
 
 def openai_model(name: str, base_url: str, *, stream: bool) -> Any:
     """An ``OpenAIChatModel`` pointed at the mock server."""
-    (cls,) = require("agentkit.models.openai", "OpenAIChatModel")
+    (cls,) = require("agentkit.models._openai", "OpenAIChatModel")
     return cls(name, api_key="bench", base_url=base_url, stream=stream)
 
 

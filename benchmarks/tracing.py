@@ -32,7 +32,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, set_span_in_context
 
-from agentkit.observability import instrument, seams, uninstrument
+from agentkit.observability import _seams as seams
+from agentkit.observability import instrument, uninstrument
 from benchmarks import kit
 from benchmarks.common import median, timed
 from benchmarks.mock_server import MockServerProcess

@@ -20,7 +20,7 @@ import tempfile
 import anyio
 
 from agentkit.agent import ReActAgent
-from agentkit.cli.demo_model import demo_model, describe_model, model_from_env
+from agentkit.cli import demo_model, describe_model, model_from_env
 from agentkit.messages import ToolUseBlock
 from agentkit.session import SQLiteSession
 from agentkit.tools import Toolkit

@@ -20,9 +20,9 @@ import time
 
 import anyio
 
+from agentkit import UserAgent
 from agentkit.agent import ReActAgent
-from agentkit.agent.user import UserAgent
-from agentkit.cli.demo_model import demo_model, describe_model, model_from_env
+from agentkit.cli import demo_model, describe_model, model_from_env
 from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
 from agentkit.tools import ToolContext, Toolkit
 

@@ -21,9 +21,7 @@ from typing import Any
 
 import anyio
 
-from agentkit.mcp import serve
-from agentkit.mcp.app import EmbeddedResource, MCPApp, tool_result
-from agentkit.mcp.context import MCPContext
+from agentkit.mcp import EmbeddedResource, MCPApp, MCPContext, serve, tool_result
 from agentkit.messages import AudioBlock, ImageBlock, Msg
 from agentkit.tools import Tool, ToolContext, Toolkit, ToolResponse
 

@@ -22,7 +22,7 @@ import tempfile
 import anyio
 
 from agentkit.agent import ReActAgent
-from agentkit.cli.demo_model import demo_model, describe_model, model_from_env
+from agentkit.cli import demo_model, describe_model, model_from_env
 from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
 from agentkit.models import ChatModel
 from agentkit.tools import Toolkit

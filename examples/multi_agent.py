@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 
 from agentkit.agent import ReActAgent
-from agentkit.cli.demo_model import describe_model, model_from_env
+from agentkit.cli import describe_model, model_from_env
 from agentkit.events import ToolProgress
 from agentkit.messages import Msg
-from agentkit.models.base import ChatModel
+from agentkit.models import ChatModel
 from agentkit.pipelines import MsgHub, fanout_pipeline, sequential_pipeline
 from agentkit.testing import FunctionModel, ScriptItem, tool_use
 from agentkit.tools import Toolkit

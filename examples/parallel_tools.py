@@ -16,7 +16,7 @@ import time
 import anyio
 
 from agentkit.agent import ReActAgent
-from agentkit.cli.demo_model import demo_model, describe_model, model_from_env
+from agentkit.cli import demo_model, describe_model, model_from_env
 from agentkit.events import ToolCallStarted, ToolResult
 from agentkit.tools import Toolkit
 

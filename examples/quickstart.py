@@ -24,7 +24,7 @@ import time
 import anyio
 
 from agentkit.agent import ReActAgent
-from agentkit.cli.demo_model import demo_model, describe_model, model_from_env
+from agentkit.cli import demo_model, describe_model, model_from_env
 from agentkit.events import TextDelta, ToolCallStarted, ToolProgress, ToolResult
 from agentkit.mcp import MCPClient, StdioServer
 from agentkit.tools import ToolContext, Toolkit

@@ -19,7 +19,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from agentkit.agent import ReActAgent
-from agentkit.cli.demo_model import describe_model, model_from_env
+from agentkit.cli import describe_model, model_from_env
 from agentkit.messages import Msg
 from agentkit.testing import FunctionModel, ScriptItem, tool_use
 from agentkit.tools import Toolkit

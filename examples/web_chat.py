@@ -28,7 +28,7 @@ import uvicorn
 from starlette.requests import Request
 
 from agentkit.agent import ReActAgent
-from agentkit.cli.demo_model import demo_model, demo_toolkit, model_from_env
+from agentkit.cli import demo_model, demo_toolkit, model_from_env
 from agentkit.serve import create_app, current_deps
 from agentkit.session import SQLiteSession
 

@@ -30,13 +30,13 @@ MODULES = {
     "agentkit.mcp": "MCP clients, server configs, serving a Toolkit over MCP.",
     "agentkit.agent": "The ReAct agent, typed runs and usage limits.",
     "agentkit.events": "Events an agent emits while it replies.",
-    "agentkit.agent.user": "A human participant.",
+    "agentkit.agent._user": "A human participant.",
     "agentkit.memory": "Conversation memory.",
     "agentkit.session": "Saving and loading agent state.",
     "agentkit.pipelines": "Multi-agent building blocks.",
     "agentkit.exceptions": "The error hierarchy.",
     "agentkit.cli": "The `agentkit` command line.",
-    "agentkit.cli.demo_model": "The offline demo model and model selection from the environment.",
+    "agentkit.cli._demo_model": "The offline demo model and model selection from the environment.",
 }
 
 

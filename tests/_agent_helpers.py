@@ -13,7 +13,7 @@ import anyio
 from agentkit.agent import ReActAgent
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
-from agentkit.models.base import ChatModel, ChatResponse, ModelOutput
+from agentkit.models._base import ChatModel, ChatResponse, ModelOutput
 from agentkit.tools import Toolkit
 
 

@@ -37,7 +37,7 @@ from agentkit.agent import ReActAgent
 from agentkit.durable import DBOSAgent, idempotency_key
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
-from agentkit.models.base import ChatModel, ChatResponse
+from agentkit.models._base import ChatModel, ChatResponse
 from agentkit.session import PostgresSession
 from agentkit.testing import ScriptedModel, tool_use
 from agentkit.tools import Toolkit

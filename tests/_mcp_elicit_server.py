@@ -9,7 +9,7 @@ import sys
 
 import anyio
 
-from agentkit.mcp.context import MCPContext
+from agentkit.mcp._context import MCPContext
 from agentkit.tools import ToolContext, Toolkit
 
 SEATS = {"type": "object", "properties": {"seats": {"type": "integer", "default": 1}}}

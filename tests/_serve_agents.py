@@ -11,7 +11,7 @@ import sys
 import anyio
 
 from agentkit import ReActAgent
-from agentkit.cli.demo_model import demo_model, demo_toolkit
+from agentkit.cli._demo_model import demo_model, demo_toolkit
 from agentkit.tools import ToolContext
 
 XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>'

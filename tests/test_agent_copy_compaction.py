@@ -8,7 +8,7 @@ budget too, each with a view of its own.
 from __future__ import annotations
 
 from agentkit import ReActAgent
-from agentkit.agent.compaction import Compactor, compactor_of
+from agentkit.agent._compaction import Compactor, compactor_of
 from agentkit.memory import InMemoryMemory
 from agentkit.messages import Msg
 from agentkit.testing import ScriptedModel

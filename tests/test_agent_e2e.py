@@ -6,7 +6,7 @@ import json
 
 import anyio
 
-from agentkit.models.openai import OpenAIChatModel
+from agentkit.models._openai import OpenAIChatModel
 from agentkit.tools import INTERRUPTED_TEXT
 from tests._agent_helpers import Recorder, agent_for, checked_memory, results_of, shape
 from tests._wire_server import Stream, WireServer, openai_chunks

@@ -10,7 +10,7 @@ import pytest
 from agentkit.agent import ReActAgent
 from agentkit.exceptions import AgentBusyError, ModelAPIError
 from agentkit.messages import Msg
-from agentkit.models.base import ChatResponse, ChatUsage
+from agentkit.models._base import ChatResponse, ChatUsage
 from agentkit.testing import ScriptedModel, text, tool_use
 from tests._agent_helpers import Recorder, agent_for, checked_memory, results_of, shape
 

@@ -26,7 +26,7 @@ from agentkit.exceptions import (
 )
 from agentkit.memory import InMemoryMemory
 from agentkit.messages import Msg
-from agentkit.models.base import ChatResponse
+from agentkit.models._base import ChatResponse
 from agentkit.testing import ScriptedModel, text, tool_use
 from agentkit.tools import Toolkit
 
@@ -62,7 +62,7 @@ async def test_duplicate_call_ids_in_one_turn_get_distinct_ids(stream: bool) -> 
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_duplicate_call_ids_through_the_openai_adapter(stream: bool) -> None:
-    from agentkit.models.openai import OpenAIChatModel
+    from agentkit.models._openai import OpenAIChatModel
 
     calls = [("c1", "add", '{"a": 1, "b": 2}'), ("c1", "add", '{"a": 3, "b": 4}')]
     if stream:

@@ -8,11 +8,11 @@ import pathlib
 import pytest
 
 from agentkit import UsageLimits
-from agentkit.agent import loop
-from agentkit.agent.conversation import Conversation
-from agentkit.agent.setup import RunSetup
-from agentkit.agent.state import MIGRATIONS, SCHEMA_VERSION, Run, migrate_state
-from agentkit.agent.steps import Execute, Finish, Reason, Settle, Summarize, Triage
+from agentkit.agent import _loop as loop
+from agentkit.agent._conversation import Conversation
+from agentkit.agent._setup import RunSetup
+from agentkit.agent._state import MIGRATIONS, SCHEMA_VERSION, Run, migrate_state
+from agentkit.agent._steps import Execute, Finish, Reason, Settle, Summarize, Triage
 from agentkit.exceptions import StateError
 from agentkit.memory import InMemoryMemory, check_memory_invariant
 from agentkit.messages import Msg

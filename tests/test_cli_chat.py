@@ -209,8 +209,8 @@ async def test_a_failed_reply_does_not_end_the_chat() -> None:
     import io
 
     from agentkit.agent import ReActAgent
+    from agentkit.cli._chat import ChatLoop
     from agentkit.cli._console import LineReader
-    from agentkit.cli.chat import ChatLoop
     from agentkit.exceptions import AuthenticationError
     from agentkit.testing import ScriptedModel
 
@@ -293,8 +293,8 @@ async def test_approval_shows_the_full_arguments_however_long() -> None:
     import json
 
     from agentkit.agent import ReActAgent
+    from agentkit.cli._chat import ChatLoop
     from agentkit.cli._console import LineReader
-    from agentkit.cli.chat import ChatLoop
     from agentkit.testing import ScriptedModel
     from agentkit.tools import Toolkit
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from agentkit.agent import ReActAgent
-from agentkit.cli.demo_model import (
+from agentkit.cli._demo_model import (
     DEMO_LABEL,
     decide,
     demo_model,

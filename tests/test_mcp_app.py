@@ -15,10 +15,10 @@ from mcp import Client, MCPError
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from agentkit.mcp.app import EmbeddedResource, MCPApp, tool_result
-from agentkit.mcp.context import MCPContext
+from agentkit.mcp._app import EmbeddedResource, MCPApp, tool_result
+from agentkit.mcp._context import MCPContext
 from agentkit.tools import ToolContext, Toolkit, ToolResponse
-from agentkit.tools.annotations import annotate
+from agentkit.tools._annotations import annotate
 
 pytestmark = pytest.mark.anyio
 

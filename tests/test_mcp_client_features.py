@@ -126,7 +126,7 @@ async def test_set_roots_sends_roots_list_changed(tmp_path: Any) -> None:
 
 
 async def test_tasks_only_tools_are_skipped_with_a_reason(caplog: pytest.LogCaptureFixture) -> None:
-    from agentkit.mcp.tool import MCPTool
+    from agentkit.mcp._tool import MCPTool
     from agentkit.tools import Toolkit
     from tests._mcp_helpers import everything_stdio
 
@@ -160,7 +160,7 @@ async def test_resource_subscription_and_completion_against_server_everything() 
 
 
 async def test_list_changed_callbacks_for_prompts_and_resources() -> None:
-    from agentkit.mcp.app import MCPApp
+    from agentkit.mcp._app import MCPApp
     from tests._mcp_helpers import free_port as _port
 
     seen: list[str] = []

@@ -23,7 +23,7 @@ from agentkit.exceptions import (
     ToolRegistrationError,
 )
 from agentkit.mcp import MCPClient, StdioServer
-from agentkit.mcp.tool import toolkit_name
+from agentkit.mcp._tool import toolkit_name
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.testing import ScriptedModel, tool_use

@@ -15,13 +15,13 @@ import pytest
 
 from agentkit.exceptions import ToolRegistrationError
 from agentkit.mcp import MCPClient, StdioServer
-from agentkit.mcp.defenses import (
+from agentkit.mcp._defenses import (
     ToolChange,
     is_tainted,
     mark_untrusted_content,
     reset_untrusted_content,
 )
-from agentkit.mcp.tool import MCPTool
+from agentkit.mcp._tool import MCPTool
 from agentkit.tools import Toolkit
 from tests._mcp_helpers import ROOT
 from tests._toolkits_helpers import call

@@ -17,8 +17,8 @@ import pytest
 from agentkit.agent import ReActAgent
 from agentkit.exceptions import StateError
 from agentkit.mcp import MCPClient, StdioServer
-from agentkit.mcp.defenses import ToolChange
-from agentkit.mcp.tool import MCPTool
+from agentkit.mcp._defenses import ToolChange
+from agentkit.mcp._tool import MCPTool
 from agentkit.session import JSONSession
 from agentkit.testing import ScriptedModel
 from agentkit.tools import Toolkit

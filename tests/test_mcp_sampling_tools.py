@@ -78,7 +78,7 @@ async def test_the_tool_loop_sends_the_result_back_to_the_model() -> None:
 def test_pick_model_follows_hints_in_order_and_falls_back_to_the_first() -> None:
     from mcp_types import ModelHint, ModelPreferences
 
-    from agentkit.mcp.callbacks import pick_model
+    from agentkit.mcp._callbacks import pick_model
 
     a = ScriptedModel([], model_name="claude-sonnet")
     b = ScriptedModel([], model_name="gpt-mini")

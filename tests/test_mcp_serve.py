@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, MCPError, types
 
 from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
-from agentkit.mcp.server import build_http_app, build_server
+from agentkit.mcp._server import build_http_app, build_server
 from agentkit.tools import Toolkit
 from tests._mcp_serve_demo import PIXEL_PNG, build
 from tests._toolkits_helpers import call
@@ -210,7 +210,7 @@ def test_build_http_app_is_an_asgi_app() -> None:
 
 def test_importing_the_server_module_is_cheap() -> None:
     code = (
-        "import sys, json, agentkit.mcp.server;"
+        "import sys, json, agentkit.mcp._server;"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('mcp', 'mcp_types', 'uvicorn', 'starlette'))))"
     )

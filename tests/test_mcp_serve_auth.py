@@ -18,7 +18,7 @@ import pytest
 
 from agentkit.exceptions import MCPConnectionError
 from agentkit.mcp import HttpServer, MCPClient, serve
-from agentkit.mcp.http_auth import TOKEN_ENV, security_settings
+from agentkit.mcp._http_auth import TOKEN_ENV, security_settings
 from tests._mcp_helpers import ROOT, free_port
 from tests._mcp_serve_demo import build
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from agentkit.mcp.server import build_server
+from agentkit.mcp._server import build_server
 from agentkit.tools import Toolkit, ToolResponse
 
 ROOT = Path(__file__).resolve().parent.parent

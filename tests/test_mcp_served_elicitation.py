@@ -19,9 +19,9 @@ import pytest
 from mcp import Client, MCPError
 
 from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
-from agentkit.mcp.app import MCPApp
-from agentkit.mcp.callbacks import make_elicitation_callback
-from agentkit.mcp.context import MCPContext
+from agentkit.mcp._app import MCPApp
+from agentkit.mcp._callbacks import make_elicitation_callback
+from agentkit.mcp._context import MCPContext
 from agentkit.tools import ToolContext, Toolkit
 from tests._mcp_elicit_server import build
 

@@ -2,7 +2,7 @@
 
 A chat server registers its MCP clients once on a template Toolkit and gives every
 conversation ``template.copy()``. MCP tools are shared by the copies; what a call marks as
-untrusted input (``agentkit.mcp.defenses``) must be marked on the toolkit that ran the call,
+untrusted input (``agentkit.mcp._defenses``) must be marked on the toolkit that ran the call,
 and a tool's need for approval must be judged on the conversation's own toolkit: one
 conversation reading a hostile server's output must not make every other conversation ask
 for approval, nor escape its own ``reset_untrusted_content``.
@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agentkit.mcp import MCPClient, StdioServer
-from agentkit.mcp.defenses import is_tainted, reset_untrusted_content
+from agentkit.mcp._defenses import is_tainted, reset_untrusted_content
 from agentkit.tools import Toolkit
 from tests._mcp_helpers import ROOT
 from tests._toolkits_helpers import call

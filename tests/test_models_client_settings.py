@@ -13,7 +13,7 @@ import asyncio
 import pytest
 
 from agentkit.messages import Msg
-from agentkit.models.openai import OpenAIChatModel
+from agentkit.models._openai import OpenAIChatModel
 from tests._wire_server import Reply, WireServer, openai_completion
 
 

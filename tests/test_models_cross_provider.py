@@ -7,8 +7,8 @@ import re
 from _agent_helpers import agent_for, checked_memory
 from _wire_server import Reply, Stream, WireServer, anthropic_message, openai_chunks
 
-from agentkit.models.anthropic import AnthropicChatModel
-from agentkit.models.openai import OpenAIChatModel
+from agentkit.models._anthropic import AnthropicChatModel
+from agentkit.models._openai import OpenAIChatModel
 from agentkit.testing import ScriptedModel, tool_use
 
 _ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]+")

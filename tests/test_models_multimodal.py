@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from agentkit import ReActAgent, Toolkit
 from agentkit.exceptions import MessageValidationError, UnsupportedContentError
-from agentkit.mcp.convert import content_to_blocks
+from agentkit.mcp._convert import content_to_blocks
 from agentkit.messages import (
     Msg,
     audio_block,

@@ -496,7 +496,7 @@ def test_reasoning_still_streaming_is_not_replayable() -> None:
 
 
 async def test_cost_is_priced_like_openai(model: OpenAIResponsesModel, server: WireServer) -> None:
-    from agentkit.models.prices import ModelPrice, set_price
+    from agentkit.models._prices import ModelPrice, set_price
 
     set_price("gpt-test", ModelPrice(input_per_mtok=1.0, output_per_mtok=2.0), provider="openai")
     try:

@@ -28,11 +28,11 @@ from agentkit.models import (
     OpenAIChatModel,
     ToolDefinition,
 )
-from agentkit.models.azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
-from agentkit.models.base import ModelOutput, ModelSettings
-from agentkit.models.bedrock import AnthropicBedrockModel
-from agentkit.models.openai_responses import OpenAIResponsesModel
-from agentkit.models.vertex import AnthropicVertexModel
+from agentkit.models._azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
+from agentkit.models._base import ModelOutput, ModelSettings
+from agentkit.models._bedrock import AnthropicBedrockModel
+from agentkit.models._openai_responses import OpenAIResponsesModel
+from agentkit.models._vertex import AnthropicVertexModel
 from agentkit.testing import FunctionModel, ScriptedModel, TestModel, block_model_requests
 
 USER = [Msg("user", "hello", "user")]

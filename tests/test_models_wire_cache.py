@@ -141,7 +141,7 @@ def test_a_changed_body_is_encoded_as_it_is() -> None:
 
 
 async def test_the_model_sends_the_encoded_body() -> None:
-    from agentkit.models.openai import OpenAIChatModel
+    from agentkit.models._openai import OpenAIChatModel
 
     model = OpenAIChatModel("m", api_key="k", base_url="http://127.0.0.1:9/v1")
     body = model.format_request(conversation(), None)

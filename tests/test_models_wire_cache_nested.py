@@ -99,7 +99,7 @@ def test_an_edit_inside_a_body_is_sent_as_it_is() -> None:
 
 
 async def test_the_server_receives_the_edited_history() -> None:
-    from agentkit.models.openai import OpenAIChatModel
+    from agentkit.models._openai import OpenAIChatModel
 
     async with WireServer() as server:
         server.script(Reply(json=openai_completion(text="a")), Reply(json=openai_completion("b")))

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from agentkit import Msg, ReActAgent, Toolkit, check_memory_invariant
-from agentkit.agent.compaction import (
+from agentkit.agent._compaction import (
     SUMMARY_HEADER,
     Compactor,
     DropOldest,
@@ -20,7 +20,7 @@ from agentkit.agent.compaction import (
     context_window,
 )
 from agentkit.models import FallbackModel, OpenAIChatModel
-from agentkit.models.base import ChatResponse, ChatUsage
+from agentkit.models._base import ChatResponse, ChatUsage
 from agentkit.testing import FunctionModel, ScriptedModel, text, tool_use
 
 WINDOW, RESERVE = 3000, 500
@@ -271,7 +271,7 @@ async def test_images_count_as_images_not_as_their_base64_text() -> None:
     import base64
     import os
 
-    from agentkit.agent.compaction import estimate_tokens
+    from agentkit.agent._compaction import estimate_tokens
     from agentkit.messages import image_block
 
     png = base64.b64encode(os.urandom(300_000)).decode()

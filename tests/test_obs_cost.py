@@ -11,10 +11,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentkit import Msg, ReActAgent
-from agentkit.models.anthropic import AnthropicChatModel
-from agentkit.models.base import ChatUsage
-from agentkit.models.openai import OpenAIChatModel
-from agentkit.models.prices import ModelPrice, clear_prices, cost_of, set_price
+from agentkit.models._anthropic import AnthropicChatModel
+from agentkit.models._base import ChatUsage
+from agentkit.models._openai import OpenAIChatModel
+from agentkit.models._prices import ModelPrice, clear_prices, cost_of, set_price
 from agentkit.observability import instrument, uninstrument
 from agentkit.testing import ScriptedModel
 
@@ -92,7 +92,7 @@ def test_cloud_and_compatible_providers_are_priced_on_their_own_endpoints(
 
 
 def test_preload_reports_the_table() -> None:
-    from agentkit.models.prices import preload
+    from agentkit.models._prices import preload
 
     assert preload() is True  # the dev environment has the agentkit[prices] extra
 

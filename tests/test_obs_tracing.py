@@ -22,7 +22,7 @@ from agentkit import ReActAgent, Toolkit
 from agentkit.mcp import MCPClient, StdioServer
 from agentkit.observability import conversation, instrument, is_instrumented, uninstrument
 from agentkit.testing import ScriptedModel, tool_use
-from agentkit.tools.response import ToolResponse
+from agentkit.tools._response import ToolResponse
 from tests._obs_otel import load_or_update, span_tree
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from agentkit.agent import ReActAgent
-from agentkit.agent.user import UserAgent
+from agentkit.agent._user import UserAgent
 from agentkit.events import ReplyFinished, ToolProgress
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentkit import ReActAgent, ToolContext, Toolkit
-from agentkit.agent.user import UserAgent
+from agentkit.agent._user import UserAgent
 from agentkit.messages import Msg
 from agentkit.pipelines import fanout_pipeline, sequential_pipeline
-from agentkit.pipelines.protocols import accepts_deps
+from agentkit.pipelines._protocols import accepts_deps
 from agentkit.testing import ScriptedModel, tool_use
 
 

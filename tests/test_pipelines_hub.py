@@ -8,12 +8,12 @@ import anyio
 import pytest
 
 from agentkit.agent import ReActAgent
-from agentkit.agent.user import UserAgent
+from agentkit.agent._user import UserAgent
 from agentkit.exceptions import AgentBusyError, ModelAPIError
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.pipelines import MsgHub, fanout_pipeline, sequential_pipeline
-from agentkit.pipelines.hub import audible_copy
+from agentkit.pipelines._hub import audible_copy
 from agentkit.testing import FunctionModel, ScriptedModel, thinking, tool_use
 from agentkit.tools import Toolkit
 

@@ -63,3 +63,56 @@ def test_import_does_not_load_heavy_sdks() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+# The modules users import from: each package's ``__init__`` plus these top-level modules.
+PUBLIC_MODULES = ("events", "exceptions", "memory", "messages", "testing")
+
+
+def _package_faces() -> list[str]:
+    from pathlib import Path
+
+    root = Path(agentkit.__file__).parent
+    return sorted(
+        ".".join(("agentkit", *init.parent.relative_to(root).parts))
+        for init in root.rglob("__init__.py")
+    )
+
+
+def test_implementation_modules_are_private() -> None:
+    from pathlib import Path
+
+    root = Path(agentkit.__file__).parent
+    public = []
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root)
+        if path.name in {"__init__.py", "__main__.py"} or path.name.startswith("_"):
+            continue
+        if len(rel.parts) == 1 and path.stem in PUBLIC_MODULES:
+            continue
+        public.append(str(rel))
+    assert not public, f"implementation modules without a leading underscore: {sorted(public)}"
+
+
+def test_every_public_name_of_every_face_resolves() -> None:
+    import importlib
+
+    for name in [*_package_faces(), *(f"agentkit.{m}" for m in PUBLIC_MODULES)]:
+        module = importlib.import_module(name)
+        exported = getattr(module, "__all__", None)
+        assert exported is not None, f"{name} has no __all__"
+        for attr in exported:
+            assert getattr(module, attr) is not None, f"{name}.{attr}"
+        # dir() lists the public names, lazy ones included.
+        assert set(exported) <= set(dir(module)), name
+
+
+def test_unknown_names_raise_attribute_error() -> None:
+    import importlib
+
+    import pytest
+
+    for name in _package_faces():
+        module = importlib.import_module(name)
+        with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+            _ = module.no_such_name

@@ -14,7 +14,7 @@ import pytest
 
 import agentkit.session
 from agentkit.cli import main
-from agentkit.cli.serve_cmd import load_target, open_sessions
+from agentkit.cli._serve_cmd import load_target, open_sessions
 from agentkit.session import RedisSession, SQLiteSession
 
 ROOT = Path(__file__).parent.parent

@@ -24,7 +24,7 @@ from agentkit.session import (
     hold_session,
     interrupt_session,
 )
-from agentkit.session.control import channel_name
+from agentkit.session._control import channel_name
 from agentkit.testing import ScriptedModel, tool_use
 from agentkit.tools import Toolkit
 

@@ -26,8 +26,8 @@ from agentkit.session import (
     SQLiteSession,
     StateGroup,
 )
-from agentkit.session.base import check_session_id
-from agentkit.session.json_session import decode_file_stem, encode_file_stem
+from agentkit.session._base import check_session_id
+from agentkit.session._json_session import decode_file_stem, encode_file_stem
 
 
 class Box:

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from agentkit._text import terminal_safe
-from agentkit.agent.printer import ConsolePrinter
+from agentkit.agent._printer import ConsolePrinter
 from agentkit.cli._console import EventRenderer
 from agentkit.events import (
     TextDelta,

@@ -309,7 +309,7 @@ async def test_mcp_methods_delegate_to_the_bridge(monkeypatch: pytest.MonkeyPatc
     import types
 
     calls: list[tuple[str, Any]] = []
-    bridge = types.ModuleType("agentkit.mcp.bridge")
+    bridge = types.ModuleType("agentkit.mcp._bridge")
 
     async def register_mcp_client(toolkit: Toolkit, client: Any, **kwargs: Any) -> list[str]:
         calls.append(("register", (toolkit, client, kwargs)))
@@ -320,7 +320,7 @@ async def test_mcp_methods_delegate_to_the_bridge(monkeypatch: pytest.MonkeyPatc
 
     bridge.register_mcp_client = register_mcp_client  # type: ignore[attr-defined]
     bridge.remove_mcp_clients = remove_mcp_clients  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agentkit.mcp.bridge", bridge)
+    monkeypatch.setitem(sys.modules, "agentkit.mcp._bridge", bridge)
     tk = Toolkit()
     client: Any = "client"
     assert await tk.register_mcp_client(client, group="basic", prefix="p") == ["t"]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from agentkit import Toolkit
 from agentkit.messages import ToolUseBlock
-from agentkit.tools.function import FunctionTool
+from agentkit.tools._function import FunctionTool
 
 
 def _register(fn: Callable[..., object]) -> FunctionTool:

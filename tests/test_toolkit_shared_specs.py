@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from agentkit import Toolkit
-from agentkit.tools.function import FunctionTool
+from agentkit.tools._function import FunctionTool
 
 
 def lookup(city: str, limit: int = 3, api_key: str = "") -> str:
@@ -109,7 +109,7 @@ def test_equal_schemas_share_compiled_checks_and_an_edit_does_not_leak() -> None
         "properties": {"q": {"type": "string"}},
         "required": ["q"],
     }
-    from agentkit.tools.base import ArgumentChecks
+    from agentkit.tools._base import ArgumentChecks
 
     first, second = ArgumentChecks(schema), ArgumentChecks(dict(schema))
     assert first.get_validator() is second.get_validator()

@@ -16,7 +16,7 @@ import pytest
 
 from agentkit import Toolkit
 from agentkit.messages import ToolUseBlock
-from agentkit.tools.function import FunctionTool
+from agentkit.tools._function import FunctionTool
 
 
 def _register(fn: Callable[..., object], **kwargs: object) -> FunctionTool:

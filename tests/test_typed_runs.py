@@ -4,7 +4,6 @@ ApprovalRequired raised by a tool, run_sync and the constructor's checks."""
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import anyio
 import pytest
@@ -289,24 +288,19 @@ def test_constructor_checks_the_model_and_keyword_arguments() -> None:
         ReActAgent("bot", "sys", ScriptedModel([]), max_iters=0)
 
 
-def test_old_event_import_paths_warn() -> None:
+def test_event_classes_live_in_agentkit_events_only() -> None:
     import agentkit
     import agentkit.agent
-    import agentkit.agent.events
-    from agentkit.events import ApprovalRequested, TextDelta
 
-    with pytest.warns(DeprecationWarning, match="agentkit.events.ApprovalRequested"):
-        assert agentkit.agent.ApprovalRequired is ApprovalRequested  # type: ignore[attr-defined]
-    with pytest.warns(DeprecationWarning, match="agentkit.events.TextDelta"):
-        assert agentkit.agent.events.TextDelta is TextDelta  # type: ignore[attr-defined]
-    with pytest.warns(DeprecationWarning, match="agentkit.TextDelta is deprecated"):
-        assert agentkit.TextDelta is TextDelta  # type: ignore[attr-defined]
-    # The top-level name now means the exception a tool raises.
+    # The round-1 homes (agentkit.TextDelta, agentkit.agent.TextDelta) are gone.
+    assert not hasattr(agentkit, "TextDelta")
+    assert not hasattr(agentkit.agent, "TextDelta")
+    # The top-level name means the exception a tool raises.
     assert issubclass(agentkit.ApprovalRequired, Exception)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(AttributeError):
-            _ = agentkit.agent.NoSuchThing  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        _ = agentkit.agent.NoSuchThing  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+        _ = agentkit.NoSuchThing  # type: ignore[attr-defined]
 
 
 async def test_deps_travel_into_an_agent_used_as_a_tool() -> None:

@@ -17,8 +17,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 USAGE = """
 from agentkit import ReActAgent
-from agentkit.agent.user import UserAgent
-from agentkit.pipelines.protocols import (
+from agentkit.agent._user import UserAgent
+from agentkit.pipelines._protocols import (
     AgentLike,
     HubParticipant,
     InterruptibleAgent,

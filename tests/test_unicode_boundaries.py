@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 
 from agentkit import ReActAgent, UserAgent
 from agentkit._text import StreamText, clean_json, clean_text
-from agentkit.mcp.convert import content_to_blocks, result_to_response
+from agentkit.mcp._convert import content_to_blocks, result_to_response
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.models import OpenAIChatModel
+from agentkit.models._anthropic import AnthropicChatModel
 from agentkit.models._http import dumps
 from agentkit.models._openai_format import OpenAIStreamState
-from agentkit.models.anthropic import AnthropicChatModel
 from agentkit.session import JSONSession, SQLiteSession
 from agentkit.testing import ScriptedModel
 from agentkit.tools import Toolkit, ToolResponse

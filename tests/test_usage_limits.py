@@ -9,7 +9,7 @@ import pytest
 from agentkit import ReActAgent, UsageError, UsageLimitExceeded, UsageLimits
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import ContentBlock
-from agentkit.models.base import ChatResponse, ChatUsage
+from agentkit.models._base import ChatResponse, ChatUsage
 from agentkit.testing import ScriptedModel, text, tool_use
 from tests._agent_helpers import Recorder, agent_for, results_of
 
@@ -169,7 +169,7 @@ async def test_a_valid_structured_answer_past_a_token_limit_is_kept() -> None:
     """The structured answer is a tool call: a token limit must not refuse it (it is final)."""
     from pydantic import BaseModel
 
-    from agentkit.agent.structured import RESPONSE_TOOL
+    from agentkit.agent._structured import RESPONSE_TOOL
 
     class Answer(BaseModel):
         x: int

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from pydantic import BaseModel, Field
 
-from agentkit.agent.user import UserAgent
+from agentkit.agent._user import UserAgent
 from agentkit.exceptions import AgentBusyError
 from agentkit.messages import Msg
 

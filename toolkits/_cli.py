@@ -12,8 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from agentkit.mcp import serve
-from agentkit.mcp.http_auth import check_bind, resolve_token
+from agentkit.mcp import check_bind, resolve_token, serve
 from agentkit.tools import Toolkit
 
 __all__ = ["add_root_arguments", "base_parser", "root_from_args", "serve_from_args"]

@@ -30,8 +30,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import anyio.to_thread
 
-from agentkit.tools import Toolkit
-from agentkit.tools.annotations import annotate
+from agentkit.tools import Toolkit, annotate
 from toolkits._common import chosen_group, escape_name, looks_binary, target_toolkit
 from toolkits._fsops import (
     PathLocks,

@@ -30,8 +30,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from agentkit.tools import ToolContext, Toolkit
-from agentkit.tools.annotations import annotate
+from agentkit.tools import ToolContext, Toolkit, annotate
 from toolkits._common import chosen_group, target_toolkit
 from toolkits._process import run_capped
 

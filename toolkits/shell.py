@@ -32,8 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentkit.tools import ToolContext, Toolkit
-from agentkit.tools.annotations import annotate
+from agentkit.tools import ToolContext, Toolkit, annotate
 from toolkits._common import chosen_group, escape_name, resolve_inside, target_toolkit
 from toolkits._process import run_capped
 from toolkits._shellguard import (

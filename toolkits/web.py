@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from agentkit.tools import Toolkit
-from agentkit.tools.annotations import annotate
+from agentkit.tools import Toolkit, annotate
 from toolkits._common import chosen_group, decode_text, looks_binary, target_toolkit
 from toolkits._html import html_to_text
 

@@ -1,31 +1,27 @@
 """The ReAct agent: loop, hooks, interrupt/resume, approval, state, typed runs.
 
-The event classes live in ``agentkit.events``; importing them from here still works, with a
-``DeprecationWarning``.
+The event classes live in ``agentkit.events``.
 """
 
-from typing import Any
-
-from agentkit.agent.hooks import AgentHooks
-from agentkit.agent.limits import UsageLimits
-from agentkit.agent.react import ApprovalPolicy, ReActAgent
-from agentkit.agent.result import PendingCall, RunResult, RunUsage, StopReason
-from agentkit.agent.stream import EventStream
+from agentkit.agent._compaction import CompactionStrategy, Compactor, DropOldest, Summarize
+from agentkit.agent._hooks import AgentHooks
+from agentkit.agent._limits import UsageLimits
+from agentkit.agent._react import ApprovalPolicy, ReActAgent
+from agentkit.agent._result import PendingCall, RunResult, RunUsage, StopReason
+from agentkit.agent._stream import EventStream
 
 __all__ = [
     "AgentHooks",
     "ApprovalPolicy",
+    "CompactionStrategy",
+    "Compactor",
+    "DropOldest",
     "EventStream",
     "PendingCall",
     "ReActAgent",
     "RunResult",
     "RunUsage",
     "StopReason",
+    "Summarize",
     "UsageLimits",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    from agentkit.agent.events import deprecated_event
-
-    return deprecated_event(__name__, name)

@@ -11,8 +11,38 @@ import logging
 import re
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["build_parser", "main"]
+__all__ = [
+    "DEMO_LABEL",
+    "build_parser",
+    "demo_model",
+    "demo_toolkit",
+    "describe_model",
+    "main",
+    "model_from_env",
+]
+
+# The demo model behind ``agentkit chat --demo`` and the examples, loaded on first use.
+if TYPE_CHECKING:
+    from agentkit.cli._demo_model import (
+        DEMO_LABEL,
+        demo_model,
+        demo_toolkit,
+        describe_model,
+        model_from_env,
+    )
+else:
+    from agentkit._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        __all__,
+        dict.fromkeys(
+            ("DEMO_LABEL", "demo_model", "demo_toolkit", "describe_model", "model_from_env"),
+            "._demo_model",
+        ),
+    )
 
 
 def _plain(doc: str | None) -> str:
@@ -24,7 +54,9 @@ def _plain(doc: str | None) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agentkit`` command."""
     from agentkit import __version__
-    from agentkit.cli import chat, mcp_cmd, serve_cmd
+    from agentkit.cli import _chat as chat
+    from agentkit.cli import _mcp_cmd as mcp_cmd
+    from agentkit.cli import _serve_cmd as serve_cmd
 
     parser = argparse.ArgumentParser(
         prog="agentkit",
@@ -56,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
-    from agentkit.cli import durable_cmd
+    from agentkit.cli import _durable_cmd as durable_cmd
 
     durable_cmd.add_arguments(
         sub.add_parser(
@@ -78,18 +110,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     # logging still sees the records).
     logging.getLogger("mcp.client.stdio").addHandler(logging.NullHandler())
     if args.command == "chat":
-        from agentkit.cli import chat
+        from agentkit.cli import _chat as chat
 
         return chat.run(args)
     if args.command == "durable":
-        from agentkit.cli import durable_cmd
+        from agentkit.cli import _durable_cmd as durable_cmd
 
         return durable_cmd.run(args)
     if args.command == "serve":
-        from agentkit.cli import serve_cmd
+        from agentkit.cli import _serve_cmd as serve_cmd
 
         return serve_cmd.run(args)
-    from agentkit.cli import mcp_cmd
+    from agentkit.cli import _mcp_cmd as mcp_cmd
 
     return mcp_cmd.run(args)
 

@@ -15,8 +15,8 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from agentkit._console import console_input, prompt_toolkit_usable, read_line, sigint_handler
 from agentkit._text import terminal_safe
-from agentkit.console import console_input, prompt_toolkit_usable, read_line, sigint_handler
 from agentkit.events import (
     AgentEvent,
     ApprovalRequested,
@@ -60,7 +60,7 @@ class LineReader:
     next ``read`` takes its line, so two threads never compete for the terminal.
 
     Args:
-        input_fn: The blocking line reader (by default :func:`agentkit.console.read_line`:
+        input_fn: The blocking line reader (by default :func:`agentkit._console.read_line`:
             plain reads that keep the terminal canonical, so a Ctrl-D typed ahead while an
             answer prints is read in order; GNU readline's ``input()`` loses it when it
             switches the terminal's mode. Capable terminals use prompt_toolkit instead).

@@ -10,12 +10,12 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
-from agentkit.cli.demo_model import DEMO_LABEL, demo_model, model_from_env
+from agentkit.cli._demo_model import DEMO_LABEL, demo_model, model_from_env
 
 if TYPE_CHECKING:
     from agentkit.mcp import MCPClient
-    from agentkit.mcp.config import ServerConfig
-    from agentkit.models.base import ChatModel
+    from agentkit.mcp._config import ServerConfig
+    from agentkit.models._base import ChatModel
     from agentkit.tools import Toolkit
 
 __all__ = ["build_toolkit", "import_tools", "mcp_server", "open_mcp", "resolve_model"]
@@ -159,7 +159,7 @@ async def build_toolkit(
     demo_tools: bool = False,
 ) -> Toolkit:
     """A Toolkit with the demo tools, ``--tools`` imports and every MCP server's tools."""
-    from agentkit.cli.demo_model import demo_toolkit
+    from agentkit.cli._demo_model import demo_toolkit
     from agentkit.tools import Toolkit
 
     toolkit = demo_toolkit() if demo_tools else Toolkit()

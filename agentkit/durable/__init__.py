@@ -15,15 +15,15 @@
 See ``docs/scaling.md`` for recovery, approvals, interrupts and the at-least-once boundary.
 """
 
-from agentkit.agent.result import RunResult
-from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_key
-from agentkit.durable.agent import (
+from agentkit.agent._result import RunResult
+from agentkit.durable._agent import (
     APPROVALS_TOPIC,
     PENDING_EVENT,
     DBOSAgent,
     DurableRunResult,
 )
-from agentkit.durable.recovery import recover_executor
+from agentkit.durable._recovery import recover_executor
+from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_key
 
 __all__ = [
     "APPROVALS_TOPIC",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
-    from agentkit.agent.result import StopReason
+    from agentkit.agent._result import StopReason
     from agentkit.events import CallInfo
 
 __all__ = ["RunOutput", "RunRequest", "SessionConflict", "UsageRecord"]

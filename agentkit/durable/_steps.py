@@ -23,9 +23,9 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from agentkit.messages import ContentBlock, Msg, ToolUseBlock
-from agentkit.models.base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
+from agentkit.models._base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
 from agentkit.tools import Toolkit, ToolResponse
-from agentkit.tools.response import ToolResultContent
+from agentkit.tools._response import ToolResultContent
 
 if TYPE_CHECKING:
     from dbos import DBOS, StepOptions, StepReservation

@@ -9,49 +9,65 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agentkit.mcp.config import HttpServer, StdioServer
-
-if TYPE_CHECKING:
-    from agentkit.mcp.bridge import create_resource_tool, register_mcp_client, remove_mcp_clients
-    from agentkit.mcp.client import MCPClient
-    from agentkit.mcp.oauth import FileTokenStorage, OAuth
-    from agentkit.mcp.server import serve
-    from agentkit.mcp.tool import MCPTool, MCPToolFunction
+from agentkit.mcp._config import HttpServer, StdioServer
 
 __all__ = [
+    "EmbeddedResource",
     "FileTokenStorage",
     "HttpServer",
+    "MCPApp",
     "MCPClient",
+    "MCPContext",
     "MCPTool",
     "MCPToolFunction",
     "OAuth",
     "StdioServer",
+    "check_bind",
     "create_resource_tool",
+    "mark_untrusted_content",
     "register_mcp_client",
     "remove_mcp_clients",
+    "reset_untrusted_content",
+    "resolve_token",
     "serve",
+    "tool_result",
 ]
 
-_LAZY = {
-    "FileTokenStorage": "agentkit.mcp.oauth",
-    "OAuth": "agentkit.mcp.oauth",
-    "MCPClient": "agentkit.mcp.client",
-    "MCPToolFunction": "agentkit.mcp.tool",
-    "MCPTool": "agentkit.mcp.tool",
-    "create_resource_tool": "agentkit.mcp.bridge",
-    "register_mcp_client": "agentkit.mcp.bridge",
-    "remove_mcp_clients": "agentkit.mcp.bridge",
-    "serve": "agentkit.mcp.server",
-}
+if TYPE_CHECKING:
+    from agentkit.mcp._app import EmbeddedResource, MCPApp, tool_result
+    from agentkit.mcp._bridge import create_resource_tool, register_mcp_client, remove_mcp_clients
+    from agentkit.mcp._client import MCPClient
+    from agentkit.mcp._context import MCPContext
+    from agentkit.mcp._defenses import mark_untrusted_content, reset_untrusted_content
+    from agentkit.mcp._http_auth import check_bind, resolve_token
+    from agentkit.mcp._oauth import FileTokenStorage, OAuth
+    from agentkit.mcp._server import serve
+    from agentkit.mcp._tool import MCPTool, MCPToolFunction
+else:
+    from agentkit._lazy import lazy_exports
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentkit.mcp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        __all__,
+        {
+            "FileTokenStorage": "._oauth",
+            "OAuth": "._oauth",
+            "MCPClient": "._client",
+            "MCPToolFunction": "._tool",
+            "MCPTool": "._tool",
+            "create_resource_tool": "._bridge",
+            "register_mcp_client": "._bridge",
+            "remove_mcp_clients": "._bridge",
+            "serve": "._server",
+            "EmbeddedResource": "._app",
+            "MCPApp": "._app",
+            "tool_result": "._app",
+            "MCPContext": "._context",
+            "check_bind": "._http_auth",
+            "resolve_token": "._http_auth",
+            "mark_untrusted_content": "._defenses",
+            "reset_untrusted_content": "._defenses",
+        },
+    )

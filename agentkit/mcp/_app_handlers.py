@@ -1,10 +1,11 @@
-"""The request handlers of an :class:`~agentkit.mcp.app.MCPApp` on the SDK's lowlevel Server."""
+"""The request handlers of an :class:`~agentkit.mcp._app.MCPApp` on the SDK's lowlevel Server."""
 
 from __future__ import annotations
 
 import inspect
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from agentkit.mcp._context import handshake_era_api
 from agentkit.mcp._served_items import (
     EmbeddedResource,
     ServedPrompt,
@@ -12,7 +13,6 @@ from agentkit.mcp._served_items import (
     block_to_wire,
     call_maybe_async,
 )
-from agentkit.mcp.context import handshake_era_api
 from agentkit.messages import Msg
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
 
-    from agentkit.mcp.app import MCPApp
+    from agentkit.mcp._app import MCPApp
 
 __all__ = ["build"]
 

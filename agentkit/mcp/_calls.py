@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit.mcp.convert import result_to_response
-from agentkit.mcp.defenses import cap_result
-from agentkit.tools.response import ToolResponse
+from agentkit.mcp._convert import result_to_response
+from agentkit.mcp._defenses import cap_result
+from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
     from mcp import Client
 
+    from agentkit.mcp._client import MCPClient
     from agentkit.mcp._connection import Connection
-    from agentkit.mcp.client import MCPClient
 
 __all__ = ["call_once", "call_stream"]
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
-from agentkit.mcp.defenses import ToolChange
+from agentkit.mcp._defenses import ToolChange
 
 if TYPE_CHECKING:
+    from agentkit.mcp._client import MCPClient
     from agentkit.mcp._connection import Connection
-    from agentkit.mcp.client import MCPClient
 
 __all__ = ["ClientEvents", "ListKind", "ResourceCallback", "ToolsChangedCallback"]
 

@@ -29,7 +29,7 @@ import anyio
 import anyio.abc
 
 from agentkit.exceptions import MCPConnectionError
-from agentkit.mcp.config import ServerConfig, StdioServer, open_transport, resolve_command
+from agentkit.mcp._config import ServerConfig, StdioServer, open_transport, resolve_command
 
 if TYPE_CHECKING:
     from mcp import Client

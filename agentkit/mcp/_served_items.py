@@ -1,4 +1,4 @@
-"""Content and registrations an :class:`~agentkit.mcp.app.MCPApp` serves.
+"""Content and registrations an :class:`~agentkit.mcp._app.MCPApp` serves.
 
 Shared by the app (registration) and its request handlers, so neither imports the other.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentkit.mcp._served_tools import MCP_CONTENT_KEY
-from agentkit.tools.response import ToolResponse, ToolResultContent
+from agentkit.tools._response import ToolResponse, ToolResultContent
 
 if TYPE_CHECKING:
     from mcp import types

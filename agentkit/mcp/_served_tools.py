@@ -1,12 +1,12 @@
 """The ``tools/list`` and ``tools/call`` side of a served Toolkit.
 
 - Listing: the toolkit's *active* tools, their JSON schemas unchanged, a title and hints from
-  :func:`agentkit.tools.annotations.annotate`, and an ``outputSchema`` when the function's
+  :func:`agentkit.tools._annotations.annotate`, and an ``outputSchema`` when the function's
   return annotation is a pydantic model, a TypedDict or a dataclass.
 - Calling: through ``Toolkit.call_tool_function`` (one validation path); progress chunks
   become ``notifications/progress`` (a first value of 0 stays 0); the final result carries
   ``structuredContent`` for tools with an output schema; a tool that returned
-  :func:`agentkit.mcp.app.tool_result` content (embedded resources...) gets it verbatim.
+  :func:`agentkit.mcp._app.tool_result` content (embedded resources...) gets it verbatim.
 - An unknown, inactive or refused tool is a JSON-RPC error that names only the tool asked
   for (never the hidden ones).
 """
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import is_typeddict  # also knows typing_extensions.TypedDict
 
+from agentkit.mcp._context import MCPContext
 from agentkit.mcp._input_rounds import InputRounds
-from agentkit.mcp.context import MCPContext
 from agentkit.messages import ToolUseBlock
-from agentkit.observability import seams as _obs
-from agentkit.tools.annotations import annotations_of
-from agentkit.tools.response import ToolResponse
+from agentkit.observability import _seams as _obs
+from agentkit.tools._annotations import annotations_of
+from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
     from mcp import types

@@ -6,10 +6,9 @@ cheap until the class is first used), so ``import agentkit`` never imports the p
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agentkit.models.base import (
+from agentkit.models._base import (
     AudioOutput,
     ChatModel,
     ChatResponse,
@@ -19,17 +18,6 @@ from agentkit.models.base import (
     ToolChoice,
     ToolDefinition,
 )
-
-if TYPE_CHECKING:
-    from agentkit.models._http import RetryPolicy
-    from agentkit.models.anthropic import AnthropicChatModel
-    from agentkit.models.azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
-    from agentkit.models.bedrock import AnthropicBedrockModel
-    from agentkit.models.fallback import FallbackModel
-    from agentkit.models.openai import OpenAIChatModel
-    from agentkit.models.openai_responses import OpenAIResponsesModel
-    from agentkit.models.registry import from_string
-    from agentkit.models.vertex import AnthropicVertexModel
 
 __all__ = [
     "AnthropicBedrockModel",
@@ -43,37 +31,50 @@ __all__ = [
     "ChatUsage",
     "FallbackModel",
     "ModelOutput",
+    "ModelPrice",
     "ModelSettings",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "RetryPolicy",
     "ToolChoice",
     "ToolDefinition",
+    "clear_prices",
     "from_string",
+    "preload",
+    "set_price",
 ]
 
-_LAZY = {
-    "OpenAIChatModel": "agentkit.models.openai",
-    "AnthropicChatModel": "agentkit.models.anthropic",
-    "OpenAIResponsesModel": "agentkit.models.openai_responses",
-    "AzureOpenAIChatModel": "agentkit.models.azure",
-    "AnthropicVertexModel": "agentkit.models.vertex",
-    "AnthropicBedrockModel": "agentkit.models.bedrock",
-    "AzureOpenAIResponsesModel": "agentkit.models.azure",
-    "FallbackModel": "agentkit.models.fallback",
-    "RetryPolicy": "agentkit.models._http",
-    "from_string": "agentkit.models.registry",
-}
+if TYPE_CHECKING:
+    from agentkit.models._anthropic import AnthropicChatModel
+    from agentkit.models._azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
+    from agentkit.models._bedrock import AnthropicBedrockModel
+    from agentkit.models._fallback import FallbackModel
+    from agentkit.models._http import RetryPolicy
+    from agentkit.models._openai import OpenAIChatModel
+    from agentkit.models._openai_responses import OpenAIResponsesModel
+    from agentkit.models._prices import ModelPrice, clear_prices, preload, set_price
+    from agentkit.models._registry import from_string
+    from agentkit.models._vertex import AnthropicVertexModel
+else:
+    from agentkit._lazy import lazy_exports
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentkit.models' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # cache: later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        __all__,
+        {
+            "OpenAIChatModel": "._openai",
+            "AnthropicChatModel": "._anthropic",
+            "OpenAIResponsesModel": "._openai_responses",
+            "AzureOpenAIChatModel": "._azure",
+            "AnthropicVertexModel": "._vertex",
+            "AnthropicBedrockModel": "._bedrock",
+            "AzureOpenAIResponsesModel": "._azure",
+            "FallbackModel": "._fallback",
+            "RetryPolicy": "._http",
+            "from_string": "._registry",
+            "ModelPrice": "._prices",
+            "clear_prices": "._prices",
+            "preload": "._prices",
+            "set_price": "._prices",
+        },
+    )

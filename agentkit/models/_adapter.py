@@ -18,18 +18,18 @@ import httpx2
 
 from agentkit.exceptions import AuthenticationError, ModelConnectionError, ModelResponseError
 from agentkit.messages import Msg
-from agentkit.models._clients import SDK, SDKClient, SDKErrors
-from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
-from agentkit.models._json import JSONObject, JSONValue
-from agentkit.models._lean import LeanConnectionError, LeanError, LeanHTTP, LeanStatusError
-from agentkit.models.base import (
+from agentkit.models._base import (
     ChatModel,
     ChatResponse,
     ModelSettings,
     ToolChoice,
     ToolDefinition,
 )
-from agentkit.models.prices import fill_cost
+from agentkit.models._clients import SDK, SDKClient, SDKErrors
+from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
+from agentkit.models._json import JSONObject, JSONValue
+from agentkit.models._lean import LeanConnectionError, LeanError, LeanHTTP, LeanStatusError
+from agentkit.models._prices import fill_cost
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

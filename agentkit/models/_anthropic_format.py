@@ -18,10 +18,10 @@ from typing import TypeAlias, TypedDict, cast
 from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
+from agentkit.models._base import ChatResponse, ChatUsage
 from agentkit.models._common import clean_body, split_tool_results, tool_use_block
 from agentkit.models._json import JSONObject, JSONValue, arr, obj
 from agentkit.models._openai_audio import is_audio_output
-from agentkit.models.base import ChatResponse, ChatUsage
 
 PROVIDER_ITEMS = "anthropic"
 """The ``provider`` of the ``provider_item`` blocks this format keeps and replays."""

@@ -14,8 +14,8 @@ from agentkit.messages import ContentBlock, ToolResultBlock, ToolUseBlock
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentkit.models._base import ChatResponse
     from agentkit.models._json import JSONObject, JSONValue
-    from agentkit.models.base import ChatResponse
 
 __all__ = [
     "apply_structured_output",

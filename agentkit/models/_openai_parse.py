@@ -11,10 +11,10 @@ from typing import cast
 
 from agentkit._text import StreamText
 from agentkit.messages import ContentBlock, ToolUseBlock
+from agentkit.models._base import ChatResponse, ChatUsage
 from agentkit.models._common import clean_body, tool_use_block
 from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import AudioStream, audio_block_of
-from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = ["OpenAIStreamState", "parse_completion"]
 

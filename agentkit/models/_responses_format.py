@@ -25,10 +25,10 @@ from agentkit.messages import (
     ToolResultBlock,
     URLSource,
 )
+from agentkit.models._base import ChatResponse, ChatUsage
 from agentkit.models._common import split_tool_results, tool_use_block
 from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import is_audio_output
-from agentkit.models.base import ChatResponse, ChatUsage
 
 __all__ = [
     "ResponsesStreamState",

@@ -30,7 +30,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from agentkit import __version__
-from agentkit.agent.result import stop_reason as run_stop_reason
+from agentkit.agent._result import stop_reason as run_stop_reason
 from agentkit.observability import _content
 from agentkit.observability._otel_attributes import (
     Attributes,
@@ -38,15 +38,15 @@ from agentkit.observability._otel_attributes import (
     metric_attributes,
     tool_attributes,
 )
-from agentkit.observability.seams import EventValue, Instrumentation, current_conversation
+from agentkit.observability._seams import EventValue, Instrumentation, current_conversation
 
 if TYPE_CHECKING:
-    from agentkit.agent.react import ReActAgent
-    from agentkit.agent.state import Run
+    from agentkit.agent._react import ReActAgent
+    from agentkit.agent._state import Run
     from agentkit.messages import Msg
-    from agentkit.models.base import ChatResponse
-    from agentkit.tools.response import ToolResponse
-    from agentkit.tools.toolkit import Toolkit
+    from agentkit.models._base import ChatResponse
+    from agentkit.tools._response import ToolResponse
+    from agentkit.tools._toolkit import Toolkit
 
 __all__ = ["OTelInstrumentation"]
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from opentelemetry.util.types import AttributeValue
 
-    from agentkit.tools.base import Tool
+    from agentkit.tools._base import Tool
 
 __all__ = [
     "PROVIDER_NAMES",

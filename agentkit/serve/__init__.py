@@ -17,10 +17,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'agentkit[serve]'"
     ) from exc
 
+from agentkit.serve._app import AgentFactory, DepsBuilder, create_app
 from agentkit.serve._events import TOOL_PROGRESS_EVENT
 from agentkit.serve._frontend import FrontendTool, current_state
 from agentkit.serve._runner import APPROVAL_SCHEMA, current_deps
-from agentkit.serve.app import AgentFactory, DepsBuilder, create_app
 
 __all__ = [
     "APPROVAL_SCHEMA",

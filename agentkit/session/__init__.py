@@ -3,18 +3,18 @@
 ``SQLiteSession`` is the embedded default; ``JSONSession`` writes one readable file per
 session; ``RedisSession`` needs the optional ``redis`` package and ``PostgresSession`` the
 optional ``psycopg`` package (both imported on first use). Every store versions its sessions
-and refuses a stale save with ``SessionConflictError`` (see ``agentkit.session.base``).
+and refuses a stale save with ``SessionConflictError`` (see ``agentkit.session._base``).
 ``interrupt_session`` stops a session's run on whichever worker holds it
-(``hold_session``; see ``agentkit.session.control``).
+(``hold_session``; see ``agentkit.session._control``).
 """
 
 from agentkit.exceptions import SessionConflictError
-from agentkit.session.base import Session, Stateful, StateGroup
-from agentkit.session.control import hold_session, interrupt_session
-from agentkit.session.json_session import JSONSession
-from agentkit.session.postgres_session import PostgresSession
-from agentkit.session.redis_session import RedisSession
-from agentkit.session.sqlite_session import SQLiteSession
+from agentkit.session._base import Session, Stateful, StateGroup
+from agentkit.session._control import hold_session, interrupt_session
+from agentkit.session._json_session import JSONSession
+from agentkit.session._postgres_session import PostgresSession
+from agentkit.session._redis_session import RedisSession
+from agentkit.session._sqlite_session import SQLiteSession
 
 __all__ = [
     "JSONSession",

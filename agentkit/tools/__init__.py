@@ -6,16 +6,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentkit.tools._annotations import ToolAnnotations, annotate
+from agentkit.tools._base import Tool
+from agentkit.tools._context import ToolContext
 from agentkit.tools._errors import INTERRUPTED_TEXT, ArgumentsError, interrupted_response
-from agentkit.tools.base import Tool
-from agentkit.tools.context import ToolContext
-from agentkit.tools.response import ToolResponse, ToolResultContent
-from agentkit.tools.toolkit import Namesake, ToolGroup, Toolkit
-
-if TYPE_CHECKING:
-    from agentkit.tools.function import FunctionTool
+from agentkit.tools._response import ToolResponse, ToolResultContent
+from agentkit.tools._toolkit import Namesake, ToolGroup, Toolkit
 
 __all__ = [
     "INTERRUPTED_TEXT",
@@ -23,18 +21,19 @@ __all__ = [
     "FunctionTool",
     "Namesake",
     "Tool",
+    "ToolAnnotations",
     "ToolContext",
     "ToolGroup",
     "ToolResponse",
     "ToolResultContent",
     "Toolkit",
+    "annotate",
     "interrupted_response",
 ]
 
+if TYPE_CHECKING:
+    from agentkit.tools._function import FunctionTool
+else:
+    from agentkit._lazy import lazy_exports
 
-def __getattr__(name: str) -> Any:
-    if name == "FunctionTool":
-        from agentkit.tools.function import FunctionTool
-
-        return FunctionTool
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__, __dir__ = lazy_exports(__name__, __all__, {"FunctionTool": "._function"})

@@ -27,13 +27,13 @@ from agentkit._text import MAX_JSON_DEPTH, too_deep
 from agentkit.exceptions import ApprovalRequired, MessageValidationError, ToolRetry
 from agentkit.messages import ToolUseBlock, validate_block
 from agentkit.tools import _errors
+from agentkit.tools._base import Tool
+from agentkit.tools._context import ProgressOutbox, ToolContext
 from agentkit.tools._convert import ChunkCollector, truncate
-from agentkit.tools.base import Tool
-from agentkit.tools.context import ProgressOutbox, ToolContext
-from agentkit.tools.response import ToolResponse
+from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
-    from agentkit.tools.toolkit import Toolkit
+    from agentkit.tools._toolkit import Toolkit
 
 __all__ = ["call_tool"]
 

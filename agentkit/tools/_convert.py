@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any, TypeGuard
 
 from agentkit.messages import DocumentBlock, ImageBlock, TextBlock
-from agentkit.tools.response import ToolResponse, ToolResultContent
+from agentkit.tools._response import ToolResponse, ToolResultContent
 
 __all__ = ["DONE_TEXT", "ChunkCollector", "merge_content", "to_content", "truncate"]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from agentkit.messages import TextBlock
-from agentkit.tools.response import ToolResponse, ToolResultContent
+from agentkit.tools._response import ToolResponse, ToolResultContent
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from agentkit.tools._base import Tool
 from agentkit.tools._errors import ArgumentsError
-from agentkit.tools.base import Tool
-from agentkit.tools.response import ToolResponse
+from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
-    from agentkit.tools.toolkit import Toolkit
+    from agentkit.tools._toolkit import Toolkit
 
 __all__ = ["MetaTool", "refresh_meta_tool"]
 

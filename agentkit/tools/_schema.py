@@ -27,8 +27,8 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import PydanticJsonSchemaWarning
 
 from agentkit.exceptions import ToolRegistrationError
-from agentkit.tools.base import ArgumentChecks
-from agentkit.tools.context import ToolContext
+from agentkit.tools._base import ArgumentChecks
+from agentkit.tools._context import ToolContext
 
 __all__ = ["CallKind", "FunctionSpec", "build_function_spec", "call_kind"]
 

@@ -28,7 +28,7 @@ def _agent(steps: int) -> Any:
     react, toolkit_cls, chat_model, chat_response, tool_use = (
         *require("agentkit.agent", "ReActAgent"),
         *require("agentkit.tools", "Toolkit"),
-        *require("agentkit.models.base", "ChatModel", "ChatResponse"),
+        *require("agentkit.models._base", "ChatModel", "ChatResponse"),
         *require("agentkit.testing", "tool_use"),
     )
 

@@ -132,7 +132,7 @@ async def responses_rows(cfg: Config, stream: bool) -> list[Row]:
     variants: dict[str, Variant] = {"sdk": sdk_variant}
     note, model = "", None
     try:
-        (cls,) = require("agentkit.models.openai_responses", "OpenAIResponsesModel")
+        (cls,) = require("agentkit.models._openai_responses", "OpenAIResponsesModel")
         model = cls(model_name, api_key="bench", base_url=cfg.base_url, stream=stream)
         toolkit = kit.toolkit_with(kit.step)
 

@@ -134,7 +134,7 @@ def _reuse_note(note: str, reuse: dict[str, float]) -> str:
 
 
 def _script(steps: int) -> list[Any]:
-    chat_response, chat_usage = require("agentkit.models.base", "ChatResponse", "ChatUsage")
+    chat_response, chat_usage = require("agentkit.models._base", "ChatResponse", "ChatUsage")
     tool_use, text = require("agentkit.testing", "tool_use", "text")
     items = [
         chat_response([tool_use("step", f"call_{k}", i=k)], usage=chat_usage(10, 5))
@@ -220,7 +220,7 @@ async def _anthropic_rows(cfg: Config, stream: bool) -> list[Row]:
     variants: dict[str, Variant] = {"sdk": sdk_variant}
     note, model = "", None
     try:
-        (cls,) = require("agentkit.models.anthropic", "AnthropicChatModel")
+        (cls,) = require("agentkit.models._anthropic", "AnthropicChatModel")
         model = cls(model_name, api_key="bench", base_url=cfg.url, stream=stream)
         toolkit = kit.toolkit_with(kit.step)
         kit.agent_class()

@@ -1,0 +1,323 @@
+"""The acting step: run the tool calls of one turn and store their results.
+
+Calls run concurrently in an anyio task group (sequentially with
+``parallel_tool_calls=False``). A tool registered with ``sequential=True`` is a barrier: the
+calls before it finish first, then it runs alone, then the calls after it. Each call writes
+its final ``ToolResponse`` into its own slot of ``run.results``; the results are stored as
+one message in call order, whatever the finish order. A call task never raises (anything
+unexpected becomes an error result), so one failure never cancels its siblings; only
+cancellation propagates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+
+from agentkit.agent._limits import LIMIT_TEXT
+from agentkit.agent._state import PENDING, new_msg, store
+from agentkit.agent._structured import RESPONSE_TOOL, validate_response
+from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
+from agentkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
+from agentkit.observability import _seams as _obs
+from agentkit.tools import INTERRUPTED_TEXT, interrupted_response
+from agentkit.tools._response import ToolResponse
+
+if TYPE_CHECKING:
+    from agentkit.agent._conversation import Conversation
+    from agentkit.agent._setup import RunSetup
+    from agentkit.agent._state import Run
+
+__all__ = [
+    "INTERRUPTED_TEXT",
+    "accept_answers",
+    "commit_results",
+    "denied_response",
+    "execute",
+    "refuse",
+    "result_block",
+    "settle",
+    "triage",
+]
+
+NEW_MESSAGE_TEXT = "The user denied this tool call: the user sent a new message instead."
+
+
+def denied_response(reason: bool | str) -> ToolResponse:
+    """The result of a call the user denied (``reason`` is False or the user's words)."""
+    if isinstance(reason, str) and reason:
+        return ToolResponse.error(f"The user denied this tool call: {reason}")
+    return ToolResponse.error("The user denied this tool call.")
+
+
+_CUT_SHORT = ("length", "max_tokens")
+
+
+def _invalid_json(call: ToolUseBlock, finish_reason: str | None) -> ToolResponse:
+    raw = call.get("raw_input", "")
+    hint = "Call the tool again with valid JSON arguments."
+    if finish_reason in _CUT_SHORT:  # truncated, not malformed: retrying as is fails again
+        hint = (
+            "Your answer reached the output token limit while writing them: call the tool "
+            "again with shorter arguments (split the work into smaller calls)."
+        )
+    return ToolResponse.error(
+        f"The arguments of this call were not a valid JSON object, so the tool was not run. "
+        f"Received: {raw[:500]!r}. {hint}"
+    )
+
+
+def result_block(call: ToolUseBlock, response: ToolResponse) -> ToolResultBlock:
+    """Turn a final ``ToolResponse`` into the ``tool_result`` block stored in memory."""
+    content = response.content
+    output: Any
+    if all(b["type"] == "text" for b in content):
+        output = "".join(cast(TextBlock, b)["text"] for b in content)
+    else:
+        output = list(content)
+    block = ToolResultBlock(type="tool_result", id=call["id"], name=call["name"], output=output)
+    if response.is_error or response.is_interrupted:
+        block["is_error"] = True
+    return block
+
+
+async def _invoke(setup: RunSetup, run: Run, call: ToolUseBlock) -> ToolResponse:
+    hooks = setup.hooks
+    kwargs: dict[str, Any] = {"tool_call": call}
+    if hooks is not None and hooks.has("pre_acting"):
+        kwargs = await hooks.run_pre("pre_acting", setup.owner, kwargs)
+    emit = run.emit
+    if emit is not None:
+        emit(ToolCallStarted(kwargs["tool_call"]))
+    final: ToolResponse | None = None
+    toolkit = setup.toolkit
+    if toolkit is None:
+        final = ToolResponse.error(f"Tool {call['name']!r} does not exist (no tools).")
+    else:
+        calling = toolkit.call_tool_function(
+            kwargs["tool_call"],
+            context=setup.owner,
+            deps=setup.deps,
+            approved=call["id"] in run.approved,
+        )
+        async with aclosing(calling) as chunks:
+            async for chunk in chunks:
+                if chunk.is_last:
+                    final = chunk
+                elif emit is not None:
+                    emit(ToolProgress(call["id"], chunk))
+    if final is None:
+        final = ToolResponse.error("The tool ended without a final result.")
+    if hooks is not None and hooks.has("post_acting"):
+        final = await hooks.run_post("post_acting", setup.owner, kwargs, final)
+    return final
+
+
+async def _run_call(setup: RunSetup, run: Run, index: int) -> None:
+    """Run one call into its slot. Never raises, except cancellation."""
+    # observability seam: tool span
+    with _obs.tool_span(setup.owner, run, index, setup.toolkit):
+        await _run_call_into_slot(setup, run, index)
+
+
+async def _run_call_into_slot(setup: RunSetup, run: Run, index: int) -> None:
+    batch = run.batch
+    assert batch is not None
+    call = batch[index]
+    run.counts.tool_calls += 1
+    try:
+        limiter = setup.limiter
+        if limiter is None:
+            final = await _invoke(setup, run, call)
+        else:
+            async with limiter:
+                final = await _invoke(setup, run, call)
+    except Exception as exc:  # a hook or toolkit bug must not cancel the sibling calls
+        final = ToolResponse.error(f"The tool call failed: {type(exc).__name__}: {exc}")
+    kind = (final.metadata or {}).get("error")
+    if kind == "approval_required" and call["id"] not in run.approved:
+        run.results[index] = PENDING  # the tool asked for a human: invoked again once approved
+        return
+    if kind == "retry":
+        final = _bounded_retry(setup.max_tool_retries, run, call, final)
+    settle(run, index, final)
+
+
+def _bounded_retry(allowed: int, run: Run, call: ToolUseBlock, final: ToolResponse) -> ToolResponse:
+    """A ``ToolRetry`` answer, or a plain failure once the tool used up its retries."""
+    name = call["name"]
+    count = run.retries[name] = run.retries.get(name, 0) + 1
+    if count <= allowed:
+        return final
+    text = "".join(b.get("text", "") for b in final.content if b["type"] == "text")
+    return ToolResponse.error(
+        f"The tool {name!r} failed: {text} (it asked for a retry {count} times, more than "
+        f"the {allowed} allowed; do not call it again for this task)."
+    )
+
+
+def settle(run: Run, index: int, final: ToolResponse) -> None:
+    """Put a call's final response in its slot and emit its ``ToolResult`` event."""
+    run.results[index] = final
+    if run.emit is not None and run.batch is not None:
+        call = run.batch[index]
+        run.emit(ToolResult(call["id"], result_block(call, final)))
+
+
+async def _run_parallel(setup: RunSetup, run: Run, indexes: list[int]) -> None:
+    if len(indexes) == 1:
+        await _run_call(setup, run, indexes[0])
+        return
+    fatal: list[BaseException] = []
+
+    async def guarded(index: int) -> None:
+        # Only a non-Exception (KeyboardInterrupt...) gets past _run_call. Left in a child
+        # task, asyncio would re-raise it out of the event loop itself; catch it here, stop
+        # the siblings, and raise it bare in the reply's own task (after the group).
+        try:
+            await _run_call(setup, run, index)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:
+            fatal.append(exc)
+            tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        for i in indexes:
+            tg.start_soon(guarded, i)
+    if fatal:
+        raise fatal[0]
+
+
+def _is_sequential(setup: RunSetup, call: ToolUseBlock) -> bool:
+    toolkit = setup.toolkit
+    tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
+    return bool(tool is not None and tool.sequential)
+
+
+async def execute(setup: RunSetup, run: Run, indexes: Sequence[int]) -> None:
+    """Run the calls ``run.batch[i]`` for ``i`` in ``indexes``, honouring barriers."""
+    if not setup.parallel_tool_calls:
+        for i in indexes:
+            await _run_call(setup, run, i)
+        return
+    batch = run.batch
+    assert batch is not None
+    segment: list[int] = []
+    for i in indexes:
+        if _is_sequential(setup, batch[i]):
+            if segment:
+                await _run_parallel(setup, run, segment)
+                segment = []
+            await _run_call(setup, run, i)
+        else:
+            segment.append(i)
+    if segment:
+        await _run_parallel(setup, run, segment)
+
+
+async def _needs_approval(setup: RunSetup, run: Run, call: ToolUseBlock) -> bool:
+    toolkit = setup.toolkit
+    tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
+    if tool is None or not tool.requires_approval_in(toolkit):
+        return False
+    policy = setup.approval_policy
+    if policy is None:
+        return True
+    approved = policy(call)
+    if not isinstance(approved, bool):
+        approved = await approved
+    if approved:
+        run.approved.add(call["id"])
+    return not approved
+
+
+def _accept(run: Run, index: int, call: ToolUseBlock) -> None:
+    """Validate a structured answer (a call of the response tool) and answer the call."""
+    assert run.structured is not None
+    response, value = validate_response(run.structured, call)
+    if value is None:
+        run.structured_failures += 1
+    else:
+        run.structured_value = value
+        run.structured_output = value.model_dump(mode="json")
+    settle(run, index, response)
+
+
+def accept_answers(run: Run) -> None:
+    """Validate the turn's structured answers, and only those (the run stops at a limit).
+
+    A valid structured answer is the run's final answer, already paid for: a usage limit
+    reached by the turn that gave it must not throw it away, as it never throws away a
+    text answer.
+    """
+    calls = run.batch
+    if run.structured is None or calls is None:
+        return
+    for i, call in enumerate(calls):
+        if call["name"] == RESPONSE_TOOL and "raw_input" not in call and run.results[i] is None:
+            _accept(run, i, call)
+
+
+def refuse(run: Run, limit: str) -> None:
+    """Answer every open call of the batch without running it: the run reached ``limit``.
+
+    Calls set aside for approval are answered too: the run ends here.
+    """
+    for i, result in enumerate(run.results):
+        if result is None or result is PENDING:
+            settle(run, i, ToolResponse.error(LIMIT_TEXT.format(limit=limit)))
+
+
+async def triage(setup: RunSetup, run: Run) -> list[int]:
+    """Answer what needs no tool run; return the indexes of the calls to run.
+
+    Calls with invalid JSON and structured answers are answered at once; calls that need
+    approval get a ``PENDING`` slot.
+    """
+    calls = run.batch
+    assert calls is not None
+    runnable: list[int] = []
+    for i, call in enumerate(calls):
+        if "raw_input" in call:
+            settle(run, i, _invalid_json(call, run.finish_reason))
+        elif run.structured is not None and call["name"] == RESPONSE_TOOL:
+            _accept(run, i, call)
+        elif await _needs_approval(setup, run, call):
+            run.results[i] = PENDING
+        else:
+            runnable.append(i)
+    return runnable
+
+
+async def commit_results(
+    setup: RunSetup, conv: Conversation, run: Run, missing: str = INTERRUPTED_TEXT
+) -> None:
+    """Store the batch's results as one message in call order; end the batch.
+
+    Calls without a result get an interrupted error result (``missing``); calls set aside
+    for approval join the conversation's pending calls. Safe to run shielded during
+    finalization.
+    """
+    calls, results = run.batch, run.results
+    if calls is None:
+        return
+    blocks: list[Any] = []
+    pending: list[ToolUseBlock] = []
+    for i, call in enumerate(calls):
+        result = results[i]
+        if result is PENDING:
+            pending.append(call)
+            continue
+        if result is None:
+            result = interrupted_response(call["name"], text=missing)
+            settle(run, i, result)
+        blocks.append(result_block(call, result))
+    if blocks:
+        await store(conv.memory, new_msg(setup.name, blocks, "user"), run)
+    conv.pending.extend(pending)
+    run.batch = None
+    run.results = []

@@ -1,0 +1,322 @@
+"""The reply loop: one function per step (see ``steps``), one driver, and finalization.
+
+Every step function takes the run's frozen ``RunSetup``, the ``Conversation`` and the
+``Run`` scratch state, and returns the next step. Each step leaves memory valid at every
+await: the assistant message and ``run.batch`` are set together, results are stored
+together, and :func:`finalize` (run shielded, outside the cancelled scope) answers whatever
+a cut left open.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.agent._acting import (
+    NEW_MESSAGE_TEXT,
+    accept_answers,
+    commit_results,
+    denied_response,
+    execute,
+    refuse,
+    settle,
+    triage,
+)
+from agentkit.agent._conversation import describe_call
+from agentkit.agent._reasoning import reason, unique_call_ids
+from agentkit.agent._state import answered_by, new_msg, store
+from agentkit.agent._steps import Execute, Finish, Reason, Settle, Step, Summarize, Triage
+from agentkit.agent._structured import MAX_STRUCTURED_RETRIES, RESPONSE_TOOL, response_schema
+from agentkit.events import ApprovalRequested, Interrupted
+from agentkit.exceptions import StructuredOutputError
+from agentkit.messages import Msg
+from agentkit.observability import _seams as _obs
+from agentkit.tools import INTERRUPTED_TEXT
+from agentkit.tools._response import ToolResponse
+
+if TYPE_CHECKING:
+    from agentkit.agent._conversation import Conversation
+    from agentkit.agent._setup import RunSetup
+    from agentkit.agent._state import Run
+
+__all__ = ["Settle", "drive", "finalize", "first_step", "limit_before", "run_step"]
+
+SUMMARY_HINT = (
+    "You have reached the maximum number of steps for this task. Do not call any tools. "
+    "Answer now: summarize what you did, what you found, and what is left to do."
+)
+CANCELLED_TEXT = "Tool call cancelled before it finished."
+
+
+def _missing_text(error: BaseException | None) -> str:
+    """The result of a call that a cut left unfinished."""
+    if error is None:
+        return INTERRUPTED_TEXT
+    if isinstance(error, anyio.get_cancelled_exc_class()):
+        return CANCELLED_TEXT
+    return f"{CANCELLED_TEXT[:-1]} because the reply failed ({type(error).__name__})."
+
+
+# -- replies -----------------------------------------------------------------------------
+def _tools_for(setup: RunSetup, run: Run) -> tuple[list[dict[str, object]] | None, str | None]:
+    toolkit = setup.toolkit
+    schemas = toolkit.get_json_schemas() if toolkit is not None else []
+    if run.structured is None:
+        return (schemas or None), None
+    choice = run.force_tool or "required"
+    return [*schemas, response_schema(run.structured)], choice
+
+
+def _finish(setup: RunSetup, run: Run, last: Msg, **extra: Any) -> Finish:
+    metadata = run.metadata()
+    metadata.update(extra)
+    if run.finish_reason is not None:  # "length"/"max_tokens": the answer was cut short
+        metadata["finish_reason"] = run.finish_reason
+    if run.structured_output is not None:
+        metadata["structured_output"] = run.structured_output
+        content: Any = run.last_text or [
+            {"type": "text", "text": json.dumps(run.structured_output, ensure_ascii=False)}
+        ]
+    else:
+        content = last.content
+    reply = Msg(setup.name, content, "assistant", metadata, id=last.id, timestamp=last.timestamp)
+    return Finish(reply)
+
+
+def _pending_reply(setup: RunSetup, conv: Conversation, run: Run) -> Finish:
+    calls = conv.pending_calls()
+    _obs.approval_required(calls)  # observability seam: span events
+    if run.emit is not None:
+        run.emit(ApprovalRequested(tuple(calls)))
+    metadata = run.metadata()
+    metadata["pending_tool_calls"] = calls
+    if run.structured_output is not None:
+        metadata["structured_output"] = run.structured_output
+    return Finish(Msg(setup.name, list(run.last_text), "assistant", metadata))
+
+
+def _limit_reply(setup: RunSetup, conv: Conversation, run: Run, limit: str) -> Finish:
+    """The reply of a run stopped by a usage limit (every call already answered)."""
+    run.usage_limit = limit
+    metadata = run.metadata()
+    metadata["usage_limit"] = limit
+    if run.structured_output is not None:
+        metadata["structured_output"] = run.structured_output
+    if conv.pending:
+        metadata["pending_tool_calls"] = conv.pending_calls()
+    return Finish(Msg(setup.name, list(run.last_text), "assistant", metadata))
+
+
+def _check_structured(run: Run) -> None:
+    if run.structured is not None and run.structured_failures > MAX_STRUCTURED_RETRIES:
+        raise StructuredOutputError(
+            f"the model failed to produce a valid {run.structured.__name__} "
+            f"after {MAX_STRUCTURED_RETRIES} retries"
+        )
+
+
+# -- steps -------------------------------------------------------------------------------
+async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -> Step:
+    if run.iteration >= setup.max_iters:
+        return Summarize()
+    run.iteration += 1
+    run.force_tool = step.force_tool
+    tools, choice = _tools_for(setup, run)
+    assistant = await reason(setup, conv, run, tools, choice)
+    run.force_tool = None
+    if run.batch is not None:
+        return Triage(assistant)
+    if run.structured is None:
+        return _finish(setup, run, assistant)
+    # Structured output was requested but the model answered in prose: insist.
+    run.structured_failures += 1
+    _check_structured(run)
+    return Reason(force_tool=RESPONSE_TOOL)
+
+
+async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
+    """At max_iters: one last model call that may not use tools (except the response tool)."""
+    hint = Msg("user", SUMMARY_HINT, "user")
+    run.max_iters_reached = True
+    if run.structured is None:
+        tools, _ = _tools_for(setup, run)
+        assistant = await reason(
+            setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
+        )
+        return _finish(setup, run, assistant, max_iters_reached=True)
+    only = [response_schema(run.structured)]
+    assistant = await reason(setup, conv, run, only, RESPONSE_TOOL, extra=hint)
+    if run.batch is not None:
+        await execute(setup, run, await triage(setup, run))
+        await commit_results(setup, conv, run)
+    if run.structured_output is None:
+        raise StructuredOutputError(
+            f"max_iters ({setup.max_iters}) reached without a valid {run.structured.__name__}"
+        )
+    return _finish(setup, run, assistant, max_iters_reached=True)
+
+
+async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute) -> Step:
+    await execute(setup, run, step.indexes)
+    await commit_results(setup, conv, run)
+    if conv.pending:
+        return _pending_reply(setup, conv, run)
+    if step.assistant is None:  # resumed approvals: the pause is over
+        with anyio.CancelScope(shield=True):
+            await conv.flush_deferred(run)  # messages observed while the calls were pending
+    if run.structured_output is not None:
+        last = step.assistant or Msg(setup.name, list(run.last_text), "assistant")
+        return _finish(setup, run, last)
+    _check_structured(run)
+    return Reason()
+
+
+async def _settle(setup: RunSetup, conv: Conversation, run: Run, step: Settle) -> Step:
+    approvals = dict(step.approvals)
+    decided = [c for c in conv.pending if c["id"] in approvals]
+    if not decided:
+        return _pending_reply(setup, conv, run)
+    conv.pending = [c for c in conv.pending if c["id"] not in approvals]
+    run.begin_batch(decided)
+    runnable = []
+    for i, call in enumerate(decided):
+        verdict = approvals[call["id"]]
+        if verdict is True:
+            runnable.append(i)
+            run.approved.add(call["id"])
+        else:
+            _obs.tool_denied(call, verdict)  # observability seam: span event
+            settle(run, i, denied_response(verdict))
+    return Execute(tuple(runnable))
+
+
+async def run_step(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Step:
+    """Run one step; return the next."""
+    match step:
+        case Reason():
+            return await _reason(setup, conv, run, step)
+        case Triage():
+            return Execute(tuple(await triage(setup, run)), step.assistant)
+        case Execute():
+            return await _execute(setup, conv, run, step)
+        case Settle():
+            return await _settle(setup, conv, run, step)
+        case Summarize():
+            return await _summarize(setup, conv, run)
+        case Finish():
+            return step
+
+
+def limit_before(setup: RunSetup, run: Run, step: Step) -> str | None:
+    """The usage limit that forbids ``step``, if any."""
+    limits = setup.limits
+    if limits is None:
+        return None
+    match step:
+        case Reason() | Summarize():
+            return limits.before_request(run.counts)
+        case Triage():
+            return limits.after_response(run.counts)
+        case Execute():
+            return limits.before_tools(run.counts, len(step.indexes))
+        case _:
+            return None
+
+
+async def _stop_at_limit(
+    setup: RunSetup, conv: Conversation, run: Run, step: Step, limit: str
+) -> Finish:
+    """Answer every open call without running it, then finish at ``limit``.
+
+    A valid structured answer in the turn that reached the limit is kept and ends the run
+    as final (like a text answer that reaches one); only its other calls are refused.
+    """
+    if run.batch is not None:
+        if isinstance(step, Triage):
+            accept_answers(run)
+        refuse(run, limit)
+        await commit_results(setup, conv, run)
+        if run.structured_output is not None and isinstance(step, Triage | Execute):
+            last = step.assistant or Msg(setup.name, list(run.last_text), "assistant")
+            return _finish(setup, run, last)
+    return _limit_reply(setup, conv, run, limit)
+
+
+async def drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Msg:
+    """Run steps from ``step`` until one finishes the run; return its reply."""
+    while not isinstance(step, Finish):
+        limit = limit_before(setup, run, step)
+        if limit is not None:  # answer every open call, then stop
+            step = await _stop_at_limit(setup, conv, run, step, limit)
+            break
+        step = await run_step(setup, conv, run, step)
+    return step.reply
+
+
+async def _deny_pending(setup: RunSetup, conv: Conversation, run: Run, text: str) -> None:
+    calls, conv.pending = conv.pending, []
+    run.begin_batch(calls)
+    for i in range(len(calls)):
+        _obs.tool_denied(calls[i], text)  # observability seam: span event
+        settle(run, i, ToolResponse.error(text))
+    await commit_results(setup, conv, run)
+    with anyio.CancelScope(shield=True):
+        await conv.flush_deferred(run)
+
+
+async def first_step(setup: RunSetup, conv: Conversation, run: Run, msgs: list[Msg]) -> Step:
+    """Store the input of ``await agent(msg)``; a new message denies pending calls."""
+    if conv.pending:
+        if not msgs:  # nothing decided: report the pending calls again
+            run.iteration = conv.iteration
+            return Settle(())
+        await _deny_pending(setup, conv, run, NEW_MESSAGE_TEXT)
+    if msgs:
+        await store(conv.memory, msgs, run)
+    run.inbox = []
+    return Reason()
+
+
+# -- after a cut -------------------------------------------------------------------------
+async def finalize(
+    setup: RunSetup, conv: Conversation, run: Run, error: BaseException | None
+) -> Msg:
+    """Repair memory after a cut (interrupt when ``error`` is None); build the reply.
+
+    Stores the partial assistant message (text kept, unfinished tool calls dropped), answers
+    every open call, then adds the messages given to ``interrupt``. Must run shielded.
+    """
+    partial, run.partial = run.partial, None
+    text: list[Any] = []
+    if partial is not None and run.batch is None:
+        content = [b for b in partial.content if not (b["type"] == "tool_use" and "raw_input" in b)]
+        content = unique_call_ids(content)
+        run.count_response(partial.usage, answered_by(setup.model, partial))
+        if content:
+            interrupted = new_msg(setup.name, content, "assistant", {"interrupted": True})
+            await store(conv.memory, interrupted, run)
+            text = [b for b in content if b["type"] == "text"]
+            calls = [b for b in content if b["type"] == "tool_use"]
+            if calls:
+                run.begin_batch(calls)  # complete calls that never ran: answer them
+    if not text:  # cut after the turn was stored (e.g. in post_reply): its text is the answer
+        text = list(run.last_text)
+    await commit_results(setup, conv, run, _missing_text(error))
+    if run.inbox:  # cut before the input was stored (e.g. in a pre_reply hook): keep it
+        if conv.pending:
+            await _deny_pending(setup, conv, run, NEW_MESSAGE_TEXT)
+        inbox, run.inbox = run.inbox, []
+        await store(conv.memory, inbox, run)
+    msgs, run.interrupt_msgs = run.interrupt_msgs, []
+    if msgs:
+        await store(conv.memory, msgs, run)
+    metadata = run.metadata()
+    metadata["interrupted"] = True
+    if conv.pending:
+        metadata["pending_tool_calls"] = [describe_call(c) for c in conv.pending]
+    result = Msg(setup.name, text, "assistant", metadata)
+    if error is None and run.emit is not None:
+        run.emit(Interrupted(result))
+    return result

@@ -1,0 +1,570 @@
+"""``ReActAgent``: the public agent class. The loop itself lives in ``loop.py``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from agentkit.agent import _loop as loop
+from agentkit.agent._cancel import cancel_run, current_task
+from agentkit.agent._compaction import compactor_of
+from agentkit.agent._construct import (
+    MsgInput,
+    as_input,
+    as_messages,
+    legacy_positional,
+    resolve_model,
+)
+from agentkit.agent._conversation import CallInfo, Conversation
+from agentkit.agent._copying import copy_slots
+from agentkit.agent._hooks import HookHost, HookRegistry
+from agentkit.agent._runs import TypedRuns
+from agentkit.agent._setup import ApprovalPolicy, RunSetup
+from agentkit.agent._state import Run, migrate_state, parse_agent_state, store
+from agentkit.agent._stream import fan_out
+from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
+from agentkit.exceptions import AgentBusyError, StateError, UsageError
+from agentkit.memory import InMemoryMemory, Memory
+from agentkit.messages import Msg
+from agentkit.observability import _seams as _obs
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from agentkit.agent._limits import UsageLimits
+    from agentkit.agent._printer import ConsolePrinter
+    from agentkit.models._base import ChatModel
+    from agentkit.tools import Tool, Toolkit
+
+__all__ = ["ApprovalPolicy", "ReActAgent"]
+
+
+class ReActAgent(TypedRuns, HookHost):
+    """A tool-using agent: reason (model call) -> act (tool calls) until it answers.
+
+    Args:
+        name: The agent's name (author of its messages).
+        sys_prompt: The system prompt.
+        model: The chat model.
+        toolkit: Tools the model may call (a ``Toolkit``; None: no tools yet).
+        memory: Conversation memory (an ``InMemoryMemory`` by default).
+        max_iters: Model calls per reply before the agent asks for a final summary.
+        parallel_tool_calls: Run the tool calls of one turn concurrently.
+        print_hint: Print the reply to the console as it streams (default False: a
+            library does not print; the CLI turns it on).
+        max_concurrency: At most this many tool calls in flight (None: no limit).
+        approval_policy: For tools registered with ``requires_approval=True``: called with
+            the ``tool_use`` block (sync or async); True approves the call automatically,
+            False leaves it to a human (``resume``). Without a policy every such call waits.
+        usage_limits: Bounds on every run (``agent.run(usage_limits=...)`` replaces them
+            for one run).
+        max_tool_retries: How many times one tool may raise ``ToolRetry`` in one run before
+            its call is answered as a plain failure.
+
+    Everything after ``toolkit`` is keyword-only; the round-1 positional form
+    (``memory, max_iters, parallel_tool_calls, print_hint``) still works with a
+    ``DeprecationWarning``. ``model`` may be a ``"provider:model"`` string, resolved by
+    ``agentkit.models.from_string``.
+
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_conv",
+        "_limiter",
+        "_listeners",
+        "_printer",
+        "_run",
+        "_sys_msg",
+        "_toolkit",
+        "approval_policy",
+        "max_iters",
+        "max_tool_retries",
+        "model",
+        "name",
+        "parallel_tool_calls",
+        "print_hint",
+        "sys_prompt",
+        "usage_limits",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        sys_prompt: str,
+        model: ChatModel | str,
+        toolkit: Toolkit | None = None,
+        *args: Any,
+        memory: Memory | None = None,
+        max_iters: int = 10,
+        parallel_tool_calls: bool = True,
+        print_hint: bool = False,
+        max_concurrency: int | None = None,
+        approval_policy: ApprovalPolicy | None = None,
+        usage_limits: UsageLimits | None = None,
+        max_tool_retries: int = 2,
+    ) -> None:
+        if args:  # the round-1 positional form: memory, max_iters, parallel, print_hint
+            memory, max_iters, parallel_tool_calls, print_hint = legacy_positional(
+                args, memory, max_iters, parallel_tool_calls, print_hint
+            )
+        if max_iters < 1:
+            raise UsageError("max_iters must be at least 1")
+        if max_tool_retries < 0:
+            raise UsageError("max_tool_retries must be >= 0")
+        self.name = name
+        self.sys_prompt = sys_prompt
+        self.model = resolve_model(model)
+        self._toolkit: Toolkit | None = toolkit
+        self._conv = Conversation(memory if memory is not None else InMemoryMemory())
+        self.max_iters = max_iters
+        self.parallel_tool_calls = parallel_tool_calls
+        self.print_hint = print_hint
+        self.approval_policy = approval_policy
+        self.usage_limits = usage_limits
+        self.max_tool_retries = max_tool_retries
+        self._limiter = anyio.CapacityLimiter(max_concurrency) if max_concurrency else None
+        self._hooks: HookRegistry | None = None
+        self._listeners: tuple[Callable[[AgentEvent], None], ...] = ()  # replaced, never mutated
+        self._printer: ConsolePrinter | None = None
+        self._run: Run | None = None
+        self._sys_msg: Msg | None = None
+
+    def copy(self, *, memory: Memory | None = None, toolkit: Toolkit | None = None) -> ReActAgent:
+        """A new agent with this one's configuration and a conversation of its own.
+
+        The copy shares the model, toolkit, hooks, approval policy, limits, concurrency
+        limiter and attached ``Compactor`` (configuration); it gets a fresh conversation
+        (``memory`` or an empty ``InMemoryMemory``), no pending calls and no listeners.
+        Cheap: use it to serve one template agent to many conversations (the template may
+        be replying meanwhile).
+        Pass ``toolkit=agent.toolkit.copy()`` for a toolkit of its own (copy-on-write, so
+        it costs nothing until the conversation changes its tools or groups).
+        """
+        fresh: dict[str, object] = {
+            "_conv": Conversation(memory if memory is not None else InMemoryMemory()),
+            "_listeners": (),
+            "_printer": None,
+            "_run": None,
+        }
+        if toolkit is not None:
+            fresh["_toolkit"] = toolkit
+        clone = copy_slots(self, fresh)
+        compactor = compactor_of(self)  # kept in a side table, by agent: attach it too
+        if compactor is not None:
+            compactor.attach(clone)  # a view of its own, from the copy's first request
+        return clone
+
+    # -- configuration -----------------------------------------------------------------
+    @property
+    def memory(self) -> Memory:
+        """The conversation memory."""
+        return self._conv.memory
+
+    @memory.setter
+    def memory(self, value: Memory) -> None:
+        self._conv.memory = value
+
+    @property
+    def conversation(self) -> Conversation:
+        """Memory plus what outlives a run (pending calls, deferred messages): the state."""
+        return self._conv
+
+    @property
+    def toolkit(self) -> Toolkit:
+        """The agent's ``Toolkit`` (an empty one is created on first access if none)."""
+        if self._toolkit is None:
+            from agentkit.tools import Toolkit
+
+            self._toolkit = Toolkit()
+        assert self._toolkit is not None
+        return self._toolkit
+
+    @toolkit.setter
+    def toolkit(self, value: Toolkit | None) -> None:
+        self._toolkit = value
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """At most this many tool calls in flight (None: unbounded)."""
+        return None if self._limiter is None else int(self._limiter.total_tokens)
+
+    @property
+    def is_replying(self) -> bool:
+        """Whether a reply is in progress."""
+        return self._run is not None
+
+    @property
+    def pending_tool_calls(self) -> list[CallInfo]:
+        """Calls waiting for approval, as ``{"id", "name", "input"}`` dicts."""
+        return self._conv.pending_calls()
+
+    def system_msg(self) -> Msg:
+        """The system message (rebuilt only when ``sys_prompt`` changes)."""
+        msg = self._sys_msg
+        if msg is None or msg.content != self.sys_prompt:
+            msg = self._sys_msg = Msg("system", self.sys_prompt, "system")
+        return msg
+
+    # -- replying ----------------------------------------------------------------------
+    async def __call__(
+        self,
+        msg: MsgInput = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
+        deps: object = None,
+    ) -> Msg:
+        """Reply to ``msg`` (None: continue from memory).
+
+        The AgentScope-compatible form; :meth:`run` returns the same reply in a typed
+        ``RunResult``.
+
+        Args:
+            msg: A Msg, a list of Msg, a string (a user message) or None.
+            structured_model: A pydantic model the final answer must match; the validated
+                value (JSON form) is put in ``reply.metadata["structured_output"]``.
+            output_type: The same as ``structured_model`` (the name :meth:`run` uses).
+            deps: Dependencies for this reply's tools (``ToolContext.deps``).
+
+        Returns:
+            The reply. ``metadata`` holds ``usage``, ``iterations`` and ``time``, and
+            ``interrupted``, ``pending_tool_calls`` or ``max_iters_reached`` when relevant.
+
+        Raises:
+            AgentBusyError: when a reply is already in progress on this agent.
+            MemoryInvariantError: when ``msg`` holds a tool call without its result (or a
+                result without its call); nothing is stored then.
+        """
+        output = _one_output_type(structured_model, output_type)
+        run, reply = await self._reply(as_input(msg), output, deps, self.usage_limits)
+        self._check_limit(run, None)
+        return reply
+
+    async def resume(
+        self,
+        approvals: dict[str, bool | str] | None = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
+    ) -> Msg:
+        """Settle calls waiting for approval and continue the reply.
+
+        The continued reply runs under the ``UsageLimits`` of the reply that paused (each
+        reply counts its own usage).
+
+        Args:
+            approvals: ``{call_id: True | False | "reason"}``: True runs the call; False or
+                a reason denies it (the model is told). Calls not listed stay pending.
+            structured_model: For a structured reply that paused; defaults to the model of
+                the paused reply.
+            output_type: The same as ``structured_model``.
+
+        Raises:
+            AgentBusyError: when a reply is in progress.
+            UsageError: for an id that is not pending or a verdict of the wrong type.
+            StateError: when no call is waiting for approval at all.
+        """
+        output = _one_output_type(structured_model, output_type)
+        limits = self._conv.paused_limits or self.usage_limits  # the paused run's, if any
+        run, reply = await self._resume(approvals or {}, output, None, limits)
+        self._check_limit(run, None)
+        return reply
+
+    async def _reply(
+        self,
+        msgs: list[Msg],
+        structured: type[BaseModel] | None,
+        deps: object,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
+        run, setup = self._start(structured, deps, limits)
+        run.inbox = msgs
+        conv = self._conv
+
+        async def body(kwargs: dict[str, Any]) -> Msg:
+            step = await loop.first_step(setup, conv, run, as_messages(kwargs["msg"]))
+            return await loop.drive(setup, conv, run, step)
+
+        kwargs: dict[str, Any] = {"msg": msgs, "structured_model": structured}
+        return run, await self._drive(run, setup, kwargs, body)
+
+    async def _resume(
+        self,
+        approvals: dict[str, bool | str],
+        structured_model: type[BaseModel] | None,
+        deps: object,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
+        if self._run is not None:
+            raise AgentBusyError(f"agent {self.name!r} is already replying")
+        conv = self._conv
+        conv.check_approvals(self.name, approvals, structured_model)
+        structured = structured_model or conv.paused_output
+        run, setup = self._start(structured, deps, limits)
+        run.iteration = conv.iteration
+
+        async def body(kwargs: dict[str, Any]) -> Msg:
+            step = loop.Settle(tuple(kwargs["approvals"].items()))
+            return await loop.drive(setup, conv, run, step)
+
+        kwargs: dict[str, Any] = {
+            "msg": [],
+            "approvals": approvals,
+            "structured_model": structured,
+        }
+        return run, await self._drive(run, setup, kwargs, body)
+
+    async def _abandon(self, msgs: list[Msg]) -> tuple[Run, Msg]:
+        """End a reply paused for approval as interrupted (``TypedRuns.interrupt_pending``)."""
+        conv = self._conv
+        if not conv.has_pending:
+            raise StateError(f"agent {self.name!r} has no tool calls waiting for approval")
+        run, setup = self._start(conv.paused_output, None, None)
+        run.iteration = conv.iteration
+
+        async def body(kwargs: dict[str, Any]) -> Msg:
+            # The pending calls become an open batch; the interrupt's repair (finalize)
+            # answers it exactly as it answers calls cut by a local interrupt.
+            calls, conv.pending = conv.pending, []
+            run.begin_batch(calls)
+            self._interrupt(msgs)
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")  # pragma: no cover
+
+        return run, await self._drive(run, setup, {"msg": [], "approvals": {}}, body)
+
+    async def observe(self, msg: Msg | Sequence[Msg] | None) -> None:
+        """Add messages to memory without replying (deferred while busy or pending).
+
+        Raises:
+            MemoryInvariantError: when they hold a tool call without its result (or a
+                result without its call); nothing is added then.
+        """
+        msgs = as_input(msg)
+        if self._run is not None or self._conv.has_pending:
+            self._conv.deferred.extend(msgs)
+        else:
+            await self.memory.add(msgs)
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """This agent as a ``Tool`` for another agent's toolkit (``agentkit.pipelines``)."""
+        from agentkit.pipelines import agent_as_tool
+
+        tool: Tool = agent_as_tool(self, name, description)
+        return tool
+
+    # -- interrupt ---------------------------------------------------------------------
+    async def interrupt(self, msg: MsgInput = None) -> bool:
+        """Interrupt the reply in progress (a no-op when idle).
+
+        Args:
+            msg: Messages added to memory after the repairs, seen by the next reply.
+
+        Returns:
+            Whether a reply was interrupted.
+        """
+        return self._interrupt(msg)
+
+    def interrupt_threadsafe(self, msg: MsgInput = None) -> bool:
+        """Like :meth:`interrupt`, from a thread other than the event loop's (a console)."""
+        run = self._run
+        if run is None or run.token is None:
+            return False
+        if threading.get_ident() == run.thread:  # on the loop's own thread: no hop needed
+            return self._interrupt(msg)
+        try:
+            return anyio.from_thread.run_sync(self._interrupt, msg, token=run.token)
+        except RuntimeError:  # the event loop is closed: nothing left to interrupt
+            return False
+
+    def _interrupt(self, msg: MsgInput) -> bool:
+        run = self._run
+        if run is None or run.scope is None:
+            return False
+        run.interrupt_msgs.extend(as_input(msg))
+        run.interrupted = True
+        cancel_run(run.scope, run.task)
+        return True
+
+    # -- run driving -------------------------------------------------------------------
+    def _start(
+        self, structured_model: type[BaseModel] | None, deps: object, limits: UsageLimits | None
+    ) -> tuple[Run, RunSetup]:
+        if self._run is not None:
+            raise AgentBusyError(f"agent {self.name!r} is already replying")
+        emit = None
+        if self.print_hint or self._listeners:
+            emit = self._make_emit()
+        run = self._run = Run(emit, structured_model)
+        run.limits = limits
+        run.token = anyio.lowlevel.current_token()
+        run.thread = threading.get_ident()
+        setup = RunSetup(
+            name=self.name,
+            model=self.model,
+            system=self.system_msg,
+            toolkit=self._toolkit,
+            owner=self,
+            hooks=self._hooks,
+            limiter=self._limiter,
+            limits=limits,
+            deps=deps,
+            max_iters=self.max_iters,
+            parallel_tool_calls=self.parallel_tool_calls,
+            approval_policy=self.approval_policy,
+            max_tool_retries=self.max_tool_retries,
+        )
+        return run, setup
+
+    def _make_emit(self) -> Callable[[AgentEvent], None]:
+        sinks: list[Callable[[AgentEvent], None]] = list(self._listeners)
+        if self.print_hint:
+            if self._printer is None or self._printer.name != self.name:
+                from agentkit.agent._printer import ConsolePrinter
+
+                self._printer = ConsolePrinter(self.name)
+            sinks.append(self._printer)
+        return fan_out(sinks)
+
+    def add_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Send the events of the next replies to ``sink`` too (``agent.stream`` uses it)."""
+        self._listeners = (*self._listeners, sink)
+
+    def remove_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Stop sending events to ``sink`` (from the next reply on)."""
+        listeners = list(self._listeners)
+        listeners.remove(sink)  # ValueError for a sink never added, as before
+        self._listeners = tuple(listeners)
+
+    async def _drive(
+        self,
+        run: Run,
+        setup: RunSetup,
+        kwargs: dict[str, Any],
+        body: Callable[[dict[str, Any]], Awaitable[Msg]],
+    ) -> Msg:
+        """Run ``body`` between the reply hooks, interruptible, inside the run's span."""
+        with _obs.run_span(self, run):  # observability seam: the invoke_agent span
+            return await self._drive_reply(run, setup, kwargs, body)
+
+    async def _drive_reply(
+        self,
+        run: Run,
+        setup: RunSetup,
+        kwargs: dict[str, Any],
+        body: Callable[[dict[str, Any]], Awaitable[Msg]],
+    ) -> Msg:
+        """Run ``body`` between the reply hooks, interruptible; repair memory after a cut."""
+        conv = self._conv
+        try:
+            try:
+                with anyio.CancelScope() as scope:
+                    run.scope = scope
+                    run.task = current_task()
+                    # Inside the scope: a listener may interrupt on this very event.
+                    if run.emit is not None:
+                        run.emit(ReplyStarted(self.name))
+                    reply = await self._with_reply_hooks(run, kwargs, body)
+            except BaseException as exc:
+                # An error, or a cancellation from outside (not our interrupt): repair
+                # memory, then let it propagate.
+                run.scope = None  # from here on, interrupt() is a no-op
+                with anyio.CancelScope(shield=True):
+                    await loop.finalize(setup, conv, run, exc)
+                    await conv.flush_deferred(run)
+                raise
+            run.scope = None
+            with anyio.CancelScope(shield=True):
+                if scope.cancelled_caught:
+                    reply = await loop.finalize(setup, conv, run, None)
+                elif run.interrupt_msgs:  # interrupted too late to cut anything
+                    await store(conv.memory, run.interrupt_msgs, run)
+                await conv.flush_deferred(run)
+            if run.emit is not None:
+                run.emit(ReplyFinished(reply))
+            return reply
+        finally:
+            # A reply paused for approval resumes with its structured model and iterations.
+            conv.pause(run.structured, run.iteration, run.limits)
+            run.counts.duration = time.perf_counter() - run.started
+            self._run = None
+
+    async def _with_reply_hooks(
+        self, run: Run, kwargs: dict[str, Any], body: Callable[[dict[str, Any]], Awaitable[Msg]]
+    ) -> Msg:
+        hooks = self._hooks
+        if hooks is not None and hooks.has("pre_reply"):
+            kwargs = await hooks.run_pre("pre_reply", self, kwargs)
+            run.structured = kwargs.get("structured_model")
+        reply = await body(kwargs)
+        if hooks is not None and hooks.has("post_reply"):
+            reply = await hooks.run_post("post_reply", self, kwargs, reply)
+        return reply
+
+    # -- state -------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, object]:
+        """A JSON-safe snapshot: memory, pending calls, iteration, toolkit state.
+
+        Deps, hooks and the model are not part of it (they are configuration, or live
+        objects that a state file cannot hold).
+
+        Raises:
+            AgentBusyError: while a model call or tool calls are in flight (memory is
+                mid-step then); from a ``post_reply`` hook it works.
+        """
+        run = self._run
+        if run is not None and (
+            run.calling_model or run.batch is not None or run.partial is not None
+        ):
+            raise AgentBusyError(f"agent {self.name!r} is mid-step; snapshot after the reply")
+        state = self._conv.state_dict(self.name, run.iteration if run is not None else None)
+        toolkit_state = getattr(self._toolkit, "state_dict", None)
+        if toolkit_state is not None:
+            state["toolkit"] = toolkit_state()
+        return state
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        """Restore a snapshot from :meth:`state_dict` (validated before anything changes).
+
+        States written by older agentkit versions are migrated first
+        (``agentkit.agent._state.migrate_state``).
+
+        Raises:
+            StateError: on an unknown ``schema_version`` or inconsistent content.
+            AgentBusyError: while a reply is in progress.
+        """
+        if self._run is not None:
+            raise AgentBusyError(f"agent {self.name!r} is replying; cannot load state now")
+        state = migrate_state(state)
+        parse_agent_state(state)  # refuse a corrupt state before anything changes
+        # The toolkit first (it may still refuse its part), then memory; if memory refuses,
+        # the toolkit gets its old state back: a failed load changes nothing.
+        toolkit, restore = self._toolkit, None
+        if "toolkit" in state and toolkit is not None and hasattr(toolkit, "load_state_dict"):
+            restore = toolkit.state_dict()
+            toolkit.load_state_dict(state["toolkit"])
+        try:
+            self._conv.load_state_dict(state)
+        except BaseException:
+            if restore is not None:
+                assert toolkit is not None
+                toolkit.load_state_dict(restore)
+            raise
+
+    def __repr__(self) -> str:
+        return f"ReActAgent(name={self.name!r}, model={self.model!r})"
+
+
+def _one_output_type(
+    structured_model: type[BaseModel] | None, output_type: type[BaseModel] | None
+) -> type[BaseModel] | None:
+    if structured_model is not None and output_type is not None:
+        raise UsageError("pass output_type= or structured_model= (its alias), not both")
+    return output_type or structured_model

@@ -1,0 +1,192 @@
+"""The reasoning step: one model call, streamed into events, stored as one assistant Msg.
+
+While the model streams, ``run.partial`` always holds the latest cumulative chunk, so an
+interrupt at any await can store what was received so far. Deltas for the event stream are
+computed by diffing consecutive cumulative chunks per block, and only when someone listens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.agent import _compaction
+from agentkit.agent._state import answered_by, new_msg, store
+from agentkit.events import TextDelta, ThinkingDelta
+from agentkit.messages import ContentBlock, Msg
+from agentkit.models._base import ChatResponse, ModelSettings, ToolDefinition
+from agentkit.observability import _seams as _obs
+
+if TYPE_CHECKING:
+    from agentkit.agent._conversation import Conversation
+    from agentkit.agent._setup import RunSetup
+    from agentkit.agent._state import Emit, Run
+
+__all__ = ["reason", "unique_call_ids"]
+
+# Closing a model stream must finish (it releases the HTTP connection) even when the reply
+# is being cancelled, but must not hang an interrupt on a misbehaving adapter.
+_CLOSE_TIMEOUT = 2.0
+
+
+def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> None:
+    """Emit the text/thinking that ``content`` adds over the lengths seen so far."""
+    for i, block in enumerate(content):
+        if block["type"] == "text":
+            kind, value = "text", block["text"]
+        elif block["type"] == "thinking":
+            kind, value = "thinking", block["thinking"]
+        else:
+            continue
+        while len(lengths) <= i:
+            lengths.append(0)
+        old = lengths[i]
+        if len(value) > old:
+            emit(TextDelta(value[old:]) if kind == "text" else ThinkingDelta(value[old:]))
+        lengths[i] = len(value)
+
+
+async def _consume(run: Run, stream: AsyncIterator[ChatResponse]) -> None:
+    """Read cumulative chunks into ``run.partial``; always close the stream."""
+    emit = run.emit
+    lengths: list[int] = []
+    try:
+        async for chunk in stream:
+            run.partial = chunk
+            if emit is not None:
+                _diff(lengths, chunk.content, emit)
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        # An async generator that raised or returned is closed already (``ag_frame`` is
+        # None): skip the bounded close, whose timer costs a tenth of an interrupt.
+        if aclose is not None and getattr(stream, "ag_frame", True) is not None:
+            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                await aclose()
+
+
+def unique_call_ids(content: list[ContentBlock]) -> list[ContentBlock]:
+    """Give every tool call of one turn its own id.
+
+    Some servers repeat an id within one turn (or send several empty ids the adapter could
+    not fill); two calls sharing an id could not each get their own result, which breaks
+    the memory invariant and the next request. A repeat gets the id plus a suffix.
+    """
+    seen: set[str] = set()
+    out: list[ContentBlock] | None = None
+    for i, block in enumerate(content):
+        if block["type"] != "tool_use":
+            continue
+        call_id: str = block["id"]
+        if call_id in seen:
+            n = 2
+            while f"{call_id}_{n}" in seen:
+                n += 1
+            call_id = f"{call_id}_{n}"
+            if out is None:
+                out = list(content)
+            out[i] = {**block, "id": call_id}
+        seen.add(call_id)
+    return content if out is None else out
+
+
+async def _call_model(
+    setup: RunSetup,
+    run: Run,
+    prompt: list[Msg],
+    tools: list[dict[str, object]] | None,
+    tool_choice: str | None,
+) -> None:
+    """One model call, its answer left in ``run.partial``."""
+    settings: ModelSettings = {}
+    if tool_choice is not None:
+        settings["tool_choice"] = tool_choice
+    if tools and not setup.parallel_tool_calls:
+        # Ask the provider for one call per turn too: running them one by one is then free.
+        settings["parallel_tool_calls"] = False
+    definitions = [ToolDefinition.from_openai(t) for t in tools] if tools else None
+    model = setup.model
+    if model.stream:
+        await _consume(run, model.request_stream(prompt, definitions, settings))
+        return
+    output = await model.request(prompt, definitions, settings)
+    run.partial = output
+    if run.emit is not None:
+        _diff([], output.content, run.emit)
+
+
+async def _request_view(
+    setup: RunSetup, conv: Conversation, run: Run, extra: Msg | None
+) -> list[Msg]:
+    """The prompt of the next request: system message, memory, ``extra``; compacted."""
+    prompt = [setup.system(), *(await conv.memory.get_memory())]
+    if extra is not None:
+        prompt.append(extra)
+    # compaction seam: the request view (a summary's tokens and cost are the run's)
+    return await _compaction.request_view(setup.owner, prompt, run.count_response)
+
+
+def _answer(setup: RunSetup, run: Run, allow_calls: bool) -> tuple[ChatResponse, Msg]:
+    """The model's complete answer and the assistant message made of it (not stored yet)."""
+    response = run.partial or ChatResponse(content=[])
+    finish = (response.metadata or {}).get("finish_reason")
+    run.finish_reason = finish if isinstance(finish, str) else None
+    content = response.content
+    if not allow_calls:
+        content = [b for b in content if b["type"] != "tool_use"]
+    content = unique_call_ids(content)
+    return response, new_msg(setup.name, list(content), "assistant")
+
+
+async def reason(
+    setup: RunSetup,
+    conv: Conversation,
+    run: Run,
+    tools: list[dict[str, object]] | None,
+    tool_choice: str | None,
+    *,
+    extra: Msg | None = None,
+    allow_calls: bool = True,
+) -> Msg:
+    """Call the model once and store its answer in memory.
+
+    Args:
+        setup: The run's frozen dependencies (model, hooks...).
+        conv: The conversation (memory).
+        run: The reply's run state (``partial`` and ``batch`` are updated).
+        tools: Function schemas offered to the model (None: no tools).
+        tool_choice: ``"auto"``/``"none"``/``"required"``/a tool name, or None.
+        extra: A transient message appended to the prompt only (never stored).
+        allow_calls: When False, tool_use blocks in the answer are dropped.
+
+    Returns:
+        The stored assistant message. Its tool calls (if any) are in ``run.batch``.
+    """
+    prompt = await _request_view(setup, conv, run, extra)
+    hooks = setup.hooks
+    kwargs: dict[str, Any] | None = None
+    if hooks is not None and hooks.has("pre_reasoning"):
+        kwargs = {"messages": prompt, "tools": tools, "tool_choice": tool_choice}
+        kwargs = await hooks.run_pre("pre_reasoning", setup.owner, kwargs)
+        prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
+    run.calling_model = True  # state_dict() refuses until the answer is stored
+    run.counts.requests += 1
+    try:
+        with _obs.model_span(setup.owner, run, prompt, tools):  # observability seam: chat span
+            await _call_model(setup, run, prompt, tools, tool_choice)
+    finally:
+        run.calling_model = False
+    response, msg = _answer(setup, run, allow_calls)
+    if hooks is not None and hooks.has("post_reasoning"):
+        msg = await hooks.run_post("post_reasoning", setup.owner, kwargs or {}, msg)
+    _compaction.record(setup.owner, msg, response)  # compaction seam: the decision, on the answer
+    await store(conv.memory, msg, run)
+    # Synchronous from here: memory holds the calls, and run.batch answers for them.
+    run.partial = None
+    run.count_response(response.usage, answered_by(setup.model, response))  # or in finalize
+    run.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
+    calls = msg.get_blocks("tool_use")
+    if calls:
+        run.begin_batch(calls)
+    return msg

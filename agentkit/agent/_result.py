@@ -1,0 +1,222 @@
+"""The typed result of ``agent.run()``: ``RunResult[T]``, ``RunUsage``, ``PendingCall``.
+
+``await agent(...)`` returns a ``Msg`` whose ``metadata`` dict says how the reply ended (the
+AgentScope form). ``agent.run(...)`` returns the same reply wrapped in a ``RunResult`` whose
+fields are typed, so ``mypy --strict`` checks the code that reads them::
+
+    result = await agent.run("Plan a weekend in Rome", output_type=TripPlan)
+    plan: TripPlan = result.output
+    print(result.usage.input_tokens, result.stop_reason)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, cast
+
+from typing_extensions import TypeVar
+
+from agentkit.exceptions import StateError
+from agentkit.messages import Msg
+
+if TYPE_CHECKING:
+    from agentkit.agent._state import Run
+    from agentkit.messages import ToolUseBlock
+    from agentkit.models._base import ChatUsage
+
+__all__ = [
+    "OutputT",
+    "PendingCall",
+    "RunResult",
+    "RunUsage",
+    "StopReason",
+    "make_result",
+    "stop_reason",
+]
+
+OutputT = TypeVar("OutputT", default=str)
+"""The type of a run's output: the ``output_type`` model, or ``str`` (the final text)."""
+
+StopReason: TypeAlias = Literal[
+    "final", "interrupted", "pending_approval", "max_iters", "usage_limit"
+]
+"""Why a run stopped.
+
+- ``"final"``: the model answered.
+- ``"interrupted"``: ``agent.interrupt()`` cut the run (memory repaired).
+- ``"pending_approval"``: tool calls wait for a human (``result.pending``).
+- ``"max_iters"``: the agent hit ``max_iters`` and answered with a summary.
+- ``"usage_limit"``: a ``UsageLimits`` bound was reached (``result.usage_limit`` names it).
+"""
+
+
+@dataclass(slots=True)
+class RunUsage:
+    """What one run consumed, summed over its model requests and tool calls.
+
+    Attributes:
+        requests: Model requests made.
+        input_tokens: Prompt tokens billed.
+        output_tokens: Completion tokens billed.
+        tool_calls: Tool calls run (calls answered without running are not counted).
+        duration: Seconds from the start of the run to its end.
+        cost: Cost in USD, the sum of every response's ``ChatUsage.cost``; None when any
+            response did not report one (never a partial sum).
+        models: How many answers each model gave (by model name): with a
+            ``FallbackModel``, the models that actually answered.
+    """
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tool_calls: int = 0
+    duration: float = 0.0
+    cost: float | None = 0.0
+    models: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def add_response(self, usage: ChatUsage | None, model: str | None = None) -> None:
+        """Count one model response's usage (a ``ChatUsage``, or None when unreported).
+
+        Args:
+            usage: The response's usage.
+            model: The name of the model that answered (counted in ``models``).
+        """
+        if model is not None:
+            self.models[model] = self.models.get(model, 0) + 1
+        if usage is None:
+            self.cost = None
+            return
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        cost = getattr(usage, "cost", None)  # set by adapters that know their prices
+        self.cost = None if cost is None or self.cost is None else self.cost + float(cost)
+
+    def copy(self) -> RunUsage:
+        """An independent copy (the run keeps counting into its own)."""
+        return RunUsage(
+            self.requests,
+            self.input_tokens,
+            self.output_tokens,
+            self.tool_calls,
+            self.duration,
+            self.cost,
+            dict(self.models),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A tool call waiting for a human's approval.
+
+    Attributes:
+        id: The call id (the key of ``approvals={id: True | False | "reason"}``).
+        name: The tool's name.
+        input: The arguments the model chose (JSON-safe).
+    """
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult(Generic[OutputT]):
+    """The outcome of ``agent.run()``.
+
+    Attributes:
+        reply: The reply message, the same ``Msg`` that ``await agent(...)`` returns.
+        new_messages: The messages this run added to memory, in order.
+        usage: Requests, tokens, tool calls, duration and cost of this run.
+        stop_reason: Why the run stopped (see ``StopReason``).
+        pending: Calls waiting for approval (empty unless ``stop_reason`` is
+            ``"pending_approval"``, or an interrupted run left some).
+        usage_limit: The name of the ``UsageLimits`` field that stopped the run, if any.
+    """
+
+    reply: Msg
+    new_messages: list[Msg]
+    usage: RunUsage
+    stop_reason: StopReason
+    pending: list[PendingCall] = field(default_factory=list)
+    usage_limit: str | None = None
+    _output: OutputT | None = None
+    _has_output: bool = False
+
+    @property
+    def output(self) -> OutputT:
+        """The validated ``output_type`` instance, or the final text without ``output_type``.
+
+        Raises:
+            StateError: for a structured run that stopped before the model gave a valid
+                answer (interrupted, paused for approval, usage limit).
+        """
+        if not self._has_output:
+            raise StateError(
+                f"this run has no output: it stopped with stop_reason={self.stop_reason!r} "
+                "before the model gave a valid structured answer"
+            )
+        return cast(OutputT, self._output)  # set together with _has_output
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether ``agent.interrupt()`` cut the run."""
+        return self.stop_reason == "interrupted"
+
+    @property
+    def text(self) -> str:
+        """The reply's text (also for a structured run)."""
+        return self.reply.get_text()
+
+    @property
+    def model_name(self) -> str | None:
+        """The model that gave the run's last answer; None when no model answered.
+
+        With a ``FallbackModel``, the one of its models that actually answered.
+        """
+        named = (self.reply.metadata or {}).get("model")
+        return named if isinstance(named, str) else None
+
+
+def stop_reason(run: Run, interrupted: bool, pending: bool) -> StopReason:
+    """Why ``run`` stopped, by precedence (the result's ``stop_reason``, the trace's too).
+
+    Args:
+        run: The finished run.
+        interrupted: Its reply was cut by ``interrupt()``.
+        pending: Calls wait for approval.
+    """
+    if interrupted:
+        return "interrupted"
+    if run.usage_limit is not None:
+        return "usage_limit"
+    if pending:
+        return "pending_approval"
+    if run.max_iters_reached:
+        return "max_iters"
+    return "final"
+
+
+def make_result(run: Run, reply: Msg, pending: list[ToolUseBlock]) -> RunResult[Any]:
+    """Build the ``RunResult`` of a finished ``Run`` (``pending``: the agent's calls)."""
+    calls = [PendingCall(c["id"], c["name"], dict(c["input"])) for c in pending]
+    output: Any
+    if run.structured is None:
+        output, has_output = reply.get_text(), True
+    else:
+        output = run.structured_value
+        has_output = output is not None
+    return RunResult(
+        reply=reply,
+        new_messages=list(run.added),
+        usage=run.counts.copy(),
+        stop_reason=stop_reason(run, bool((reply.metadata or {}).get("interrupted")), bool(calls)),
+        pending=calls,
+        usage_limit=run.usage_limit,
+        _output=output,
+        _has_output=has_output,
+    )

@@ -1,0 +1,275 @@
+"""``agent.run()`` and ``agent.run_sync()``: the typed entry points, as a mixin.
+
+``ReActAgent`` provides ``_reply``/``_resume`` (the same machinery as ``await agent(...)``
+and ``agent.resume(...)``); this module turns their outcome into a ``RunResult[T]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import anyio
+
+from agentkit.agent._construct import MsgInput, as_input, no_running_loop
+from agentkit.agent._result import RunResult, make_result
+from agentkit.agent._stream import EventStream
+from agentkit.exceptions import UsageError, UsageLimitExceeded
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from agentkit.agent._conversation import Conversation
+    from agentkit.agent._limits import UsageLimits
+    from agentkit.agent._state import Run
+    from agentkit.events import AgentEvent
+    from agentkit.messages import Msg
+
+__all__ = ["TypedRuns"]
+
+ModelT = TypeVar("ModelT", bound="BaseModel")
+
+
+class TypedRuns:
+    """``run`` / ``run_sync`` for an agent that implements ``_reply`` and ``_resume``."""
+
+    __slots__ = ()
+    usage_limits: UsageLimits | None
+
+    @property
+    def conversation(self) -> Conversation:
+        """The agent's conversation (memory and pending calls)."""
+        raise NotImplementedError
+
+    async def _reply(
+        self,
+        msgs: list[Msg],
+        structured: type[BaseModel] | None,
+        deps: Any,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
+        raise NotImplementedError
+
+    async def _resume(
+        self,
+        approvals: dict[str, bool | str],
+        structured_model: type[BaseModel] | None,
+        deps: Any,
+        limits: UsageLimits | None,
+    ) -> tuple[Run, Msg]:
+        raise NotImplementedError
+
+    async def _abandon(self, msgs: list[Msg]) -> tuple[Run, Msg]:
+        raise NotImplementedError
+
+    async def interrupt_pending(self, msg: MsgInput = None) -> RunResult[str]:
+        """End a run paused for approval as interrupted, instead of deciding its calls.
+
+        Every call waiting for approval gets an interrupted result (it never runs), then
+        ``msg`` (if any) is added to memory, as after ``interrupt(msg)`` of a running reply:
+        memory stays valid and the next message continues the conversation. Durable runs
+        use it when an interrupt arrives while they wait for a decision.
+
+        Returns:
+            The result, with ``stop_reason="interrupted"`` and nothing pending.
+
+        Raises:
+            StateError: when no call is waiting for approval.
+            AgentBusyError: when a reply is in progress.
+        """
+        run, reply = await self._abandon(as_input(msg))
+        result: RunResult[str] = make_result(run, reply, self.conversation.pending)
+        return result
+
+    @overload
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[str]: ...
+
+    @overload
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[ModelT]: ...
+
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[Any]:
+        """Run the agent on ``input`` and return a typed ``RunResult``.
+
+        Args:
+            input: A Msg, a list of Msg, a string (a user message) or None (continue).
+            deps: Dependencies for this run's tools (``ToolContext[D].deps``); never stored.
+            output_type: A pydantic model the answer must match; ``result.output`` is then
+                the validated instance (else the final text).
+            usage_limits: Bounds for this run (replacing the agent's ``usage_limits``). A
+                resume (``approvals=``) without them runs under the paused run's limits.
+            approvals: Resume a run paused for approval instead of starting one:
+                ``{call_id: True | False | "reason"}`` (``input`` must then be None).
+
+        Returns:
+            The result: ``output``, ``reply``, ``new_messages``, ``usage``, ``stop_reason``,
+            ``pending``.
+
+        Raises:
+            UsageLimitExceeded: when a limit is reached and ``raise_on_limit`` is set.
+            AgentBusyError: when a reply is already in progress on this agent.
+            UsageError: for ``input`` and ``approvals`` together, or a bad approval.
+        """
+        limits = usage_limits if usage_limits is not None else self.usage_limits
+        if approvals is not None:
+            if input is not None:
+                raise UsageError("pass input= to start a run or approvals= to resume one")
+            if usage_limits is None:  # a resume runs under the limits of the paused run
+                limits = self.conversation.paused_limits or limits
+            run, reply = await self._resume(dict(approvals), output_type, deps, limits)
+        else:
+            run, reply = await self._reply(as_input(input), output_type, deps, limits)
+        result: RunResult[Any] = make_result(run, reply, self.conversation.pending)
+        self._check_limit(run, result)
+        return result
+
+    @overload
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[str]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[ModelT]: ...
+
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, bool | str] | None = None,
+    ) -> RunResult[Any]:
+        """:meth:`run` for code without a running event loop (scripts, notebooks' cells).
+
+        Raises:
+            UsageError: when called from inside a running event loop (use ``await run``).
+        """
+        no_running_loop()
+
+        async def main() -> RunResult[Any]:
+            return await self.run(
+                input,
+                deps=deps,
+                output_type=output_type,
+                usage_limits=usage_limits,
+                approvals=approvals,
+            )
+
+        return anyio.run(main)
+
+    @overload
+    def stream(
+        self,
+        msg: MsgInput = None,
+        structured_model: None = None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+    ) -> EventStream[str]: ...
+
+    @overload
+    def stream(
+        self,
+        msg: MsgInput = None,
+        structured_model: None = None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+    ) -> EventStream[ModelT]: ...
+
+    @overload
+    def stream(
+        self,
+        msg: MsgInput,
+        structured_model: type[ModelT],
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+    ) -> EventStream[ModelT]: ...
+
+    def stream(
+        self,
+        msg: MsgInput = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
+    ) -> EventStream[Any]:
+        """Reply to ``msg`` and iterate over the events (see ``agentkit.agent._stream``).
+
+        Same arguments as :meth:`run` (``structured_model`` is the AgentScope alias of
+        ``output_type``). Once the reply has ended, ``events.result`` is the
+        ``RunResult`` that :meth:`run` would have returned.
+
+        Raises:
+            UsageError: for ``output_type`` and ``structured_model`` together.
+        """
+        if structured_model is not None and output_type is not None:
+            raise UsageError("pass output_type= or structured_model= (its alias), not both")
+        output = output_type or structured_model
+
+        def start() -> Awaitable[RunResult[Any]]:
+            return self.run(msg, deps=deps, output_type=output, usage_limits=usage_limits)
+
+        return EventStream(self, start)
+
+    def add_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Send the events of the next replies to ``sink`` too (``stream`` uses it)."""
+        raise NotImplementedError
+
+    def remove_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Stop sending events to ``sink`` (from the next reply on)."""
+        raise NotImplementedError
+
+    def interrupt_threadsafe(self, msg: MsgInput = None) -> bool:
+        """Interrupt the running reply from any thread."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _check_limit(run: Run, result: RunResult[Any] | None) -> None:
+        """Raise ``UsageLimitExceeded`` for a run stopped by a limit set to raise."""
+        limits = run.limits
+        if run.usage_limit is not None and limits is not None and limits.raise_on_limit:
+            raise UsageLimitExceeded(run.usage_limit, limits.describe(run.usage_limit), result)

@@ -1,0 +1,63 @@
+"""``RunSetup``: what the loop steps need that does not change during a run.
+
+The agent builds one when a run starts (its model, toolkit, hooks, limits, the run's deps),
+and every step receives it. Together with the ``Conversation`` (memory and pending calls)
+and the ``Run`` (the current step's scratch state), it is all a step can touch, so steps
+can be run and tested without a ``ReActAgent``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from agentkit.messages import Msg, ToolUseBlock
+
+if TYPE_CHECKING:
+    import anyio
+
+    from agentkit.agent._hooks import HookRegistry
+    from agentkit.agent._limits import UsageLimits
+    from agentkit.models._base import ChatModel
+    from agentkit.tools import Toolkit
+
+__all__ = ["ApprovalPolicy", "RunSetup"]
+
+ApprovalPolicy: TypeAlias = Callable[[ToolUseBlock], "bool | Awaitable[bool]"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSetup:
+    """The frozen dependencies of one run.
+
+    Attributes:
+        name: The agent's name (author of the messages it stores).
+        model: The chat model.
+        system: Returns the system message (rebuilt when the prompt changes).
+        toolkit: The tools (None: no tools).
+        owner: Passed to hooks as their first argument and to tools as
+            ``ToolContext.data`` / ``ctx.agent`` (the agent).
+        hooks: The hook registry (None: no hooks).
+        limiter: Bounds the tool calls in flight (None: unbounded).
+        limits: The run's usage limits (None: unbounded).
+        deps: The run's dependencies for tools (``ToolContext.deps``).
+        max_iters: Model calls per task before the agent must summarize.
+        parallel_tool_calls: Run the calls of one turn concurrently.
+        approval_policy: Decides calls to tools registered with ``requires_approval``.
+        max_tool_retries: ``ToolRetry`` answers allowed per tool and run.
+    """
+
+    name: str
+    model: ChatModel
+    system: Callable[[], Msg]
+    toolkit: Toolkit | None = None
+    owner: Any = None
+    hooks: HookRegistry | None = None
+    limiter: anyio.CapacityLimiter | None = None
+    limits: UsageLimits | None = None
+    deps: object = None
+    max_iters: int = 10
+    parallel_tool_calls: bool = True
+    approval_policy: ApprovalPolicy | None = None
+    max_tool_retries: int = 2

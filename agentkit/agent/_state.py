@@ -1,0 +1,301 @@
+"""Per-reply run state, and the agent's JSON state (``state_dict`` / ``load_state_dict``).
+
+``Run`` holds exactly what interrupt finalization needs to repair memory: the model's
+latest (cumulative) chunk while it streams, and the tool calls of the current turn with a
+result slot per call. Everything else lives in memory, so a reply can be cut at any await.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from random import getrandbits as _randbits
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.agent._result import RunUsage
+from agentkit.exceptions import StateError
+from agentkit.memory import MemoryInvariantError, check_memory_invariant
+from agentkit.messages import Msg, Role, ToolUseBlock, validate_block
+from agentkit.models._base import ChatResponse, ChatUsage
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from agentkit.agent._limits import UsageLimits
+    from agentkit.events import AgentEvent
+    from agentkit.memory import Memory
+    from agentkit.tools._response import ToolResponse
+
+__all__ = [
+    "MIGRATIONS",
+    "PENDING",
+    "SCHEMA_VERSION",
+    "Run",
+    "migrate_state",
+    "new_msg",
+    "parse_agent_state",
+    "store",
+]
+
+SCHEMA_VERSION = 1
+"""The version of the agent state layout this agentkit writes.
+
+Every bump ships a migration in ``MIGRATIONS`` (from the previous version) and fixture
+states written by the previous release under ``tests/fixtures/state_v<N>/``.
+"""
+
+MIGRATIONS: dict[int, Callable[[dict[str, object]], dict[str, object]]] = {}
+"""``{n: fn}``: ``fn`` turns a version-``n`` state into a version-``n + 1`` state."""
+
+
+def migrate_state(state: object) -> dict[str, object]:
+    """Bring a saved agent state to ``SCHEMA_VERSION``, one migration at a time.
+
+    The input is never modified (each migration returns a new dict).
+
+    Raises:
+        StateError: for something that is not a state dict, or a version this agentkit
+            cannot read (newer than ``SCHEMA_VERSION``, or older than any migration).
+    """
+    if not isinstance(state, dict):
+        raise StateError(f"agent state must be a dict, got {type(state).__name__}")
+    version = state.get("schema_version")
+    while isinstance(version, int) and version < SCHEMA_VERSION and version in MIGRATIONS:
+        state = MIGRATIONS[version](state)
+        version = state.get("schema_version")
+    return _check_version(state)
+
+
+class _Pending:
+    """Marks a result slot whose call waits for human approval."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING: Any = _Pending()
+
+Emit = Callable[["AgentEvent"], None]
+
+
+class Run:
+    """Mutable state of one reply (one ``await agent(...)`` or ``agent.resume(...)``).
+
+    Attributes:
+        scope: The cancel scope around the reply body (``interrupt`` cancels it).
+        task: The asyncio task that runs the reply (None under another event loop).
+        token: The event loop token, for ``interrupt_threadsafe``.
+        thread: The event loop's thread id.
+        emit: Event sink, or None when nobody listens (then no event is even built).
+        interrupted: ``interrupt`` was called during this reply.
+        interrupt_msgs: Messages given to ``interrupt``, added after the repairs.
+        inbox: The reply's input messages until they are stored (never lost to a cut).
+        partial: The latest model chunk not yet stored in memory.
+        calling_model: A model call is in flight (its answer is not stored yet).
+        finish_reason: The provider's finish reason of the latest model answer, if known.
+        batch: Tool calls of the current turn that are stored but not yet answered.
+        results: One slot per call in ``batch``: None (not finished), a final
+            ``ToolResponse``, or ``PENDING``.
+        usage: Token usage summed over the reply's model calls.
+        iteration: Model calls made for this task (kept across approval pauses).
+        structured: The pydantic model of a structured-output reply.
+        structured_output: The validated output (JSON form) once accepted.
+        structured_failures: Invalid or missing structured answers so far.
+        force_tool: Name of a tool the next model call must use.
+        last_text: Text blocks of the latest assistant turn (reply content).
+        limits: The run's ``UsageLimits`` (None: unbounded).
+        counts: Requests, tokens, tool calls and cost of this run (``RunUsage``).
+        usage_limit: The name of the limit that stopped the run, if any.
+        max_iters_reached: The run hit ``max_iters`` and asked for a summary.
+        added: Messages this run stored in memory, in order (``RunResult.new_messages``).
+        structured_value: The validated pydantic instance once accepted.
+        retries: ``ToolRetry`` answers per tool name in this run.
+        approved: Ids of calls a human approved in this run (``tool_call_approved``).
+    """
+
+    __slots__ = (
+        "added",
+        "answered_by",
+        "approved",
+        "batch",
+        "calling_model",
+        "counts",
+        "emit",
+        "finish_reason",
+        "force_tool",
+        "inbox",
+        "interrupt_msgs",
+        "interrupted",
+        "iteration",
+        "last_text",
+        "limits",
+        "max_iters_reached",
+        "partial",
+        "results",
+        "retries",
+        "scope",
+        "started",
+        "structured",
+        "structured_failures",
+        "structured_output",
+        "structured_value",
+        "task",
+        "thread",
+        "token",
+        "usage",
+        "usage_limit",
+    )
+
+    def __init__(self, emit: Emit | None, structured: type[BaseModel] | None) -> None:
+        self.scope: anyio.CancelScope | None = None
+        self.task: object = None
+        self.token: Any = None
+        self.thread = 0
+        self.emit = emit
+        self.interrupted = False
+        self.interrupt_msgs: list[Msg] = []
+        self.inbox: list[Msg] = []
+        self.partial: ChatResponse | None = None
+        self.calling_model = False
+        self.finish_reason: str | None = None
+        self.batch: list[ToolUseBlock] | None = None
+        self.results: list[ToolResponse | None] = []
+        self.usage = ChatUsage()
+        self.iteration = 0
+        self.started = time.perf_counter()
+        self.structured = structured
+        self.structured_output: dict[str, object] | None = None
+        self.structured_failures = 0
+        self.force_tool: str | None = None
+        self.last_text: list[Any] = []
+        self.limits: UsageLimits | None = None
+        self.counts = RunUsage()
+        self.usage_limit: str | None = None
+        self.max_iters_reached = False
+        self.added: list[Msg] = []
+        self.structured_value: BaseModel | None = None
+        self.retries: dict[str, int] = {}
+        self.approved: set[str] = set()
+        self.answered_by: str | None = None  # the model of the last answer (fallbacks)
+
+    def count_response(self, usage: ChatUsage | None, model: str | None = None) -> None:
+        """Add one model response's usage (and the model that gave it) to the totals."""
+        if usage is not None:
+            self.usage = self.usage + usage
+        self.counts.add_response(usage, model)
+        if model is not None:
+            self.answered_by = model
+
+    def begin_batch(self, calls: list[ToolUseBlock]) -> None:
+        """Record the calls of a turn that must be answered (call right after storing them)."""
+        self.batch = calls
+        self.results = [None] * len(calls)
+
+    def metadata(self) -> dict[str, object]:
+        """Reply metadata common to every outcome."""
+        metadata: dict[str, Any] = {
+            "usage": self.usage.to_dict(),
+            "iterations": self.iteration,
+            "time": time.perf_counter() - self.started,
+        }
+        if self.answered_by is not None:
+            metadata["model"] = self.answered_by
+        return metadata
+
+
+def answered_by(model: Any, response: ChatResponse) -> str:
+    """The name of the model that gave ``response``: a ``FallbackModel`` marks it."""
+    named = (response.metadata or {}).get("model")
+    return named if isinstance(named, str) and named else str(model.model_name)
+
+
+async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -> None:
+    """Add to memory so that a cancellation cannot cut the write halfway.
+
+    With ``run``, the messages are also recorded as the run's new messages.
+    """
+    if memory.atomic_add:
+        await memory.add(msgs)
+    else:
+        with anyio.CancelScope(shield=True):
+            await memory.add(msgs)
+    if run is not None:
+        run.added.extend([msgs] if isinstance(msgs, Msg) else msgs)
+
+
+def new_msg(name: str, content: Any, role: Role, metadata: dict[str, object] | None = None) -> Msg:
+    """A Msg with a cheap random id (``uuid4`` costs a system call per message)."""
+    return Msg(name, content, role, metadata, id=f"{_randbits(128):032x}")
+
+
+def _check_version(state: object) -> dict[str, object]:
+    if not isinstance(state, dict):
+        raise StateError(f"agent state must be a dict, got {type(state).__name__}")
+    version = state.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise StateError(
+            f"unsupported agent state schema_version {version!r}: this agentkit reads "
+            f"version {SCHEMA_VERSION}"
+        )
+    return state
+
+
+def parse_agent_state(state: object) -> tuple[list[ToolUseBlock], list[Msg], int]:
+    """Validate an agent state dict; return pending calls, deferred messages, iteration.
+
+    Memory messages (when given as ``{"messages": [...]}``) are checked against the
+    tool-call invariant, so a corrupt snapshot is rejected before anything is replaced.
+
+    Raises:
+        StateError: naming what is wrong.
+    """
+    data = _check_version(state)
+    pending_raw = data.get("pending_tool_calls", [])
+    if not isinstance(pending_raw, list):
+        raise StateError("'pending_tool_calls' must be a list")
+    pending: list[ToolUseBlock] = []
+    for i, block in enumerate(pending_raw):
+        try:
+            checked = validate_block(block, f"pending_tool_calls[{i}]")
+        except ValueError as exc:
+            raise StateError(str(exc)) from exc
+        if checked["type"] != "tool_use":
+            raise StateError(f"pending_tool_calls[{i}] must be a tool_use block")
+        pending.append(checked)
+    deferred = _parse_messages(data.get("deferred_messages", []), "deferred_messages")
+    iteration = data.get("iteration", 0)
+    if not isinstance(iteration, int) or iteration < 0:
+        raise StateError("'iteration' must be a non-negative int")
+    memory = data.get("memory")
+    if not isinstance(memory, dict):
+        raise StateError("agent state needs a 'memory' dict")
+    messages = memory.get("messages")
+    if isinstance(messages, list):
+        try:
+            check_memory_invariant(
+                _parse_messages(messages, "memory.messages"), [c["id"] for c in pending]
+            )
+        except MemoryInvariantError as exc:
+            raise StateError(f"agent state memory is inconsistent: {exc}") from exc
+    return pending, deferred, iteration
+
+
+def _parse_messages(raw: object, where: str) -> list[Msg]:
+    if not isinstance(raw, list):
+        raise StateError(f"{where!r} must be a list")
+    out = []
+    ids: set[str] = set()
+    for i, item in enumerate(raw):
+        try:
+            msg = Msg.from_dict(item)
+        except ValueError as exc:
+            raise StateError(f"{where}[{i}] is invalid: {exc}") from exc
+        if msg.id in ids:  # memory would keep one of them: the tool-call pairing breaks
+            raise StateError(f"{where}[{i}] repeats the message id {msg.id!r}")
+        ids.add(msg.id)
+        out.append(msg)
+    return out

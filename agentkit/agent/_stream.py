@@ -1,0 +1,276 @@
+"""``agent.stream(msg)``: the reply's events as an async iterator.
+
+Preferred form, fully structured (the reply runs in a task group entered and left in your
+task)::
+
+    async with agent.stream("hi") as events:
+        async for event in events:
+            ...
+
+Leaving the block early (``break``, an exception) interrupts the reply and waits until its
+memory is repaired. Events travel through an unbounded anyio memory object stream, so the
+reply never waits for a slow consumer.
+
+Once the reply has ended, ``events.result`` is its typed ``RunResult`` (built by the same code
+as ``agent.run()``): ``output`` is the ``output_type`` instance when one was given::
+
+    async with agent.stream("Weather in Rome?", output_type=Forecast) as events:
+        async for event in events:
+            ...
+    forecast: Forecast = events.result.output
+
+Plain ``async for event in agent.stream("hi")`` works too (asyncio only): the reply then runs
+in a task owned by the iterator. Reading to the end or ``await events.aclose()`` waits for
+it; an iterator abandoned after a ``break`` interrupts the reply when it is garbage
+collected (immediately, in CPython, once nothing refers to it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, Protocol
+
+import anyio
+
+from agentkit.agent._result import OutputT, RunResult
+from agentkit.events import AgentEvent
+from agentkit.exceptions import UsageError
+from agentkit.messages import Msg
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from anyio.abc import TaskGroup
+
+
+__all__ = ["EventSource", "EventStream", "StartRun", "fan_out"]
+
+logger = logging.getLogger("agentkit.agent")
+
+
+def fan_out(sinks: list[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent], None]:
+    """One event sink that feeds ``sinks`` in order.
+
+    Events are for display: a failing sink (a console printer on a closed or broken
+    stdout...) must not abort the reply's work. It is logged and dropped.
+    """
+
+    def emit(event: AgentEvent) -> None:
+        for sink in list(sinks):
+            try:
+                sink(event)
+            except Exception:
+                logger.warning(
+                    "event sink %r failed; it gets no more events of this reply",
+                    sink,
+                    exc_info=True,
+                )
+                sinks.remove(sink)
+
+    return emit
+
+
+class EventSource(Protocol):
+    """What an ``EventStream`` needs of the agent (``ReActAgent`` implements it)."""
+
+    def add_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Send the next replies' events to ``sink`` too."""
+
+    def remove_event_listener(self, sink: Callable[[AgentEvent], None]) -> None:
+        """Stop sending events to ``sink``."""
+
+    def interrupt_threadsafe(self, msg: None = None) -> bool:
+        """Interrupt the running reply."""
+
+
+StartRun = Callable[[], Awaitable["RunResult[OutputT] | Msg"]]
+"""Starts the reply: ``agent.run(...)`` (a ``RunResult``), or a ``Msg`` for older callers."""
+
+# Detached replies of plain iteration, referenced until done (asyncio keeps only weak refs).
+_DETACHED: set[asyncio.Task[Any]] = set()
+
+
+class _Feed(Generic[OutputT]):
+    """What a running reply shares with its EventStream.
+
+    It never refers to the EventStream itself, so dropping an abandoned iterator can
+    interrupt the reply from ``EventStream.__del__``.
+    """
+
+    __slots__ = (
+        "agent",
+        "closing",
+        "done",
+        "error",
+        "recv",
+        "reply",
+        "result",
+        "running",
+        "send",
+    )
+
+    def __init__(self, agent: EventSource) -> None:
+        self.agent = agent
+        self.send, self.recv = anyio.create_memory_object_stream[AgentEvent](math.inf)
+        self.reply: Msg | None = None
+        self.result: RunResult[OutputT] | None = None
+        self.error: Exception | None = None
+        self.running = False
+        self.done = False
+        self.closing = False
+
+    def sink(self, event: AgentEvent) -> None:
+        # The consumer may be gone: the reply is then being interrupted.
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.send.send_nowait(event)
+
+    async def run(self, start: StartRun[OutputT]) -> None:
+        with self.send:
+            if self.closing:
+                return
+            self.agent.add_event_listener(self.sink)
+            self.running = True
+            try:
+                outcome = await start()
+                if isinstance(outcome, Msg):
+                    self.reply = outcome
+                else:
+                    self.result, self.reply = outcome, outcome.reply
+            except Exception as exc:  # re-raised in the consumer's task, unwrapped
+                self.error = exc
+            finally:
+                self.running = False
+                self.done = True
+                self.agent.remove_event_listener(self.sink)
+
+    def stop(self) -> None:
+        """Interrupt the reply if it still runs, and stop delivering events."""
+        self.closing = True
+        if self.running and not self.done:
+            self.agent.interrupt_threadsafe(None)  # on the loop's thread: a direct call
+        self.recv.close()
+
+    def take_error(self) -> Exception | None:
+        error, self.error = self.error, None
+        return error
+
+
+class EventStream(Generic[OutputT]):
+    """Async iterator (and async context manager) over one reply's events.
+
+    ``OutputT`` is the type of ``result.output``: the ``output_type`` model given to
+    ``agent.stream``, or ``str``.
+    """
+
+    def __init__(self, agent: EventSource, start: StartRun[OutputT]) -> None:
+        self._agent = agent
+        self._start = start
+        self._feed: _Feed[OutputT] | None = None
+        self._tg: TaskGroup | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._thread = 0
+        self._exited = False
+
+    @property
+    def reply(self) -> Msg | None:
+        """The reply once it finished (None before, or when it failed)."""
+        return self._feed.reply if self._feed is not None else None
+
+    @property
+    def result(self) -> RunResult[OutputT]:
+        """The run's typed result, once the reply has ended (as ``agent.run()`` returns it).
+
+        Available after the events are read to the end or the ``async with`` block is left
+        (an early exit interrupts the run: ``stop_reason == "interrupted"``).
+
+        Raises:
+            UsageError: before the run ended, when it failed (its error was raised to the
+                consumer), or for a stream not started by ``agent.stream``.
+        """
+        feed = self._feed
+        if feed is not None and feed.result is not None:
+            return feed.result
+        if feed is None or not feed.done:
+            raise UsageError(
+                "the stream's result is not ready: read the events to the end (or leave the "
+                "'async with' block) first"
+            )
+        if feed.reply is not None:
+            raise UsageError("this stream was started without a RunResult (use agent.stream)")
+        raise UsageError("the run failed, so it has no result (its error was raised)")
+
+    def _open(self) -> _Feed[OutputT]:
+        if self._feed is not None:
+            raise RuntimeError("an EventStream can be consumed only once")
+        self._feed = _Feed[OutputT](self._agent)
+        return self._feed
+
+    async def __aenter__(self) -> EventStream[OutputT]:
+        feed = self._open()
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(feed.run, self._start)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._exited or self._tg is None or self._feed is None:
+            return
+        self._exited = True
+        self._feed.stop()
+        # The body's own exception (if any) propagates as is, not wrapped in a group: the
+        # runner never raises (it keeps the reply's error for the consumer).
+        await self._tg.__aexit__(None, None, None)
+        error = self._feed.take_error()
+        if exc is None and error is not None:
+            raise error
+
+    def __aiter__(self) -> EventStream[OutputT]:
+        return self
+
+    def _detach(self) -> None:
+        import asyncio
+
+        feed = self._open()
+        self._thread = threading.get_ident()
+        self._task = asyncio.get_running_loop().create_task(feed.run(self._start))
+        _DETACHED.add(self._task)
+        self._task.add_done_callback(_DETACHED.discard)
+
+    async def __anext__(self) -> AgentEvent:
+        if self._feed is None:
+            self._detach()
+        assert self._feed is not None
+        try:
+            return await self._feed.recv.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._feed.recv.close()
+        if self._task is not None:
+            await self._task
+        error = self._feed.take_error()
+        if error is not None:
+            raise error from None
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        """Stop early: interrupt the reply (if running) and wait until it is finalized."""
+        if self._tg is not None:
+            await self.__aexit__(None, None, None)
+        elif self._task is not None and self._feed is not None:
+            self._feed.stop()
+            await self._task
+
+    def __del__(self) -> None:
+        task, feed = self._task, self._feed
+        alive = task is not None and feed is not None and not task.done()
+        if alive and feed is not None and threading.get_ident() == self._thread:
+            feed.stop()

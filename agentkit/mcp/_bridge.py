@@ -1,0 +1,385 @@
+"""Registering an MCP client's tools in a Toolkit, and keeping them in sync.
+
+``Toolkit.register_mcp_client`` / ``remove_mcp_clients`` delegate here. A registration is
+remembered on the client, so when the server announces ``tools/list_changed`` (handshake era)
+or a ``ToolsListChanged`` listen event (2026-07-28), or after a reconnect, the toolkit's copy
+is refreshed: new tools are added, removed tools removed, changed ones replaced.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentkit._renamed import renamed
+from agentkit.exceptions import ToolRegistrationError
+from agentkit.mcp._defenses import ToolChange
+from agentkit.mcp._pins import take_pending_pins, withhold
+from agentkit.mcp._tool import MCPTool, tool_hash, toolkit_name
+from agentkit.tools._base import Tool
+from agentkit.tools._response import ToolResponse
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    import mcp_types
+
+    from agentkit.mcp._client import MCPClient
+
+__all__ = ["create_resource_tool", "register_mcp_client", "remove_mcp_clients"]
+
+
+class _ToolkitLike(Protocol):
+    """The part of ``agentkit.tools.Toolkit`` the bridge needs."""
+
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+    def register_tool(self, tool: Tool, *, namesake: Any = "raise") -> Tool: ...
+    def remove_tools(self, names: Iterable[str]) -> None: ...
+    def get_tool(self, name: str) -> Tool | None: ...
+
+
+@dataclass(eq=False)
+class Registration:
+    toolkit: _ToolkitLike
+    group: str
+    enable: frozenset[str] | None
+    disable: frozenset[str]
+    prefix: str | None
+    timeout: float | None
+    namesake: Any
+    names: list[str] = field(default_factory=list)
+    # Copies of ``toolkit`` (``Toolkit.copy()``: a conversation each) and the names each
+    # holds, refreshed with it; weak, so a finished conversation is not kept alive.
+    copies: weakref.WeakKeyDictionary[Any, list[str]] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+
+    def select(self, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
+        return [
+            t
+            for t in tools
+            if (self.enable is None or t.name in self.enable) and t.name not in self.disable
+        ]
+
+    def build(self, client: MCPClient, tool: mcp_types.Tool) -> MCPTool:
+        name = toolkit_name(tool.name, self.prefix)
+        built = MCPTool(
+            client, tool, name=name, group=self.group, timeout=self.timeout, toolkit=self.toolkit
+        )
+        pinned = client.pins.setdefault(tool.name, built.pin) if client.pin_tools else None
+        if pinned is not None and pinned != built.pin:  # changed since first registered
+            built.changed = _change(client, tool, pinned, built.pin)
+            withhold(built)  # the approved text is not at hand: show the model neither
+            client.report_tool_change(built.changed)
+        return built
+
+
+def _check_selection(client: MCPClient, reg: Registration, tools: list[mcp_types.Tool]) -> None:
+    available = {t.name for t in tools}
+    for label, names in (
+        ("enable_funcs", reg.enable or frozenset()),
+        ("disable_funcs", reg.disable),
+    ):
+        unknown = sorted(names - available)
+        if unknown:
+            raise ToolRegistrationError(
+                f"{label} names tools that MCP server {client.name!r} does not have: {unknown}"
+            )
+
+
+def _check_collisions(client: MCPClient, reg: Registration, tools: list[MCPTool]) -> None:
+    seen: dict[str, str] = {}
+    for tool in tools:
+        if tool.name in seen:
+            raise ToolRegistrationError(
+                f"MCP tools {seen[tool.name]!r} and {tool.mcp_name!r} of {client.name!r} both "
+                f"map to {tool.name!r} (provider-safe names allow only letters, digits, _ and -); "
+                f"pass disable_funcs=[{tool.mcp_name!r}] to register_mcp_client to skip one"
+            )
+        seen[tool.name] = tool.mcp_name
+    if reg.namesake != "raise":
+        return
+    taken = sorted(t.name for t in tools if reg.toolkit.get_tool(t.name) is not None)
+    if taken:
+        raise ToolRegistrationError(
+            f"MCP server {client.name!r} has tools whose names are already registered: {taken}; "
+            "pass prefix=... to register_mcp_client to keep both"
+        )
+
+
+async def register_mcp_client(
+    toolkit: _ToolkitLike,
+    client: MCPClient,
+    group: str = "basic",
+    enable_funcs: Iterable[str] | None = None,
+    disable_funcs: Iterable[str] | None = None,
+    prefix: str | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109 (the tools' timeout, not this call's)
+    namesake: Any = "raise",
+    *,
+    group_name: str | None = None,
+    execution_timeout: float | None = None,
+) -> list[Tool]:
+    """Register the tools of ``client`` in ``toolkit`` (connecting the client if needed).
+
+    Args:
+        toolkit: The Toolkit.
+        client: The MCP client (connected now if it was not).
+        group: Tool group of the registered tools.
+        enable_funcs: Only these server tools (server-side names).
+        disable_funcs: All but these server tools.
+        prefix: Registered names become ``{prefix}_{name}``, to keep two servers' tools apart.
+        timeout: Per-call timeout (seconds) enforced by the Toolkit.
+        namesake: What the Toolkit does on a name clash; ``"raise"`` checks every name
+            first, so a clash registers nothing.
+        group_name: Deprecated spelling of ``group``.
+        execution_timeout: Deprecated spelling of ``timeout``.
+
+    Returns:
+        The registered tools.
+
+    Raises:
+        ToolRegistrationError: a name clash, or enable/disable lists naming unknown tools.
+        MCPConnectionError: the server cannot be reached.
+    """
+    _refuse_override(namesake)
+    group = renamed("group_name", "group", group_name, group, "basic")
+    timeout = renamed("execution_timeout", "timeout", execution_timeout, timeout, None)
+    if not client.is_connected:
+        await client.connect()
+    reg = Registration(
+        toolkit=toolkit,
+        group=group,
+        enable=frozenset(enable_funcs) if enable_funcs is not None else None,
+        disable=frozenset(disable_funcs or ()),
+        prefix=prefix,
+        timeout=timeout,
+        namesake=namesake,
+    )
+    listed = _usable(client, await client.list_tools())
+    _check_selection(client, reg, listed)
+    _forget(client, toolkit)  # registering the same client again replaces its tools
+    take_pending_pins(toolkit, client)  # pins of a restored session (agentkit.mcp._pins)
+    tools = [reg.build(client, t) for t in reg.select(listed)]
+    _check_collisions(client, reg, tools)
+    registered = [toolkit.register_tool(t, namesake=namesake) for t in tools]
+    reg.names = [t.name for t in registered]
+    client.registrations.append(reg)
+    client.on_tools_changed(_refresh)
+    return registered
+
+
+def _refuse_override(namesake: object) -> None:
+    """A server could shadow a local tool: its tools never override registered ones."""
+    if namesake == "override":
+        raise ToolRegistrationError(
+            "an MCP server's tools may not override registered tools (a server could shadow a "
+            "local tool); pass prefix=... to keep both"
+        )
+
+
+def _usable(client: MCPClient, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
+    """Tools agentkit can call: not those that require the tasks extension."""
+    out = []
+    for tool in tools:
+        if tool.execution is not None and tool.execution.task_support == "required":
+            client.logger.info(
+                "MCP tool %r of %r not registered: it requires the tasks extension "
+                "(execution.taskSupport = required), which agentkit does not implement",
+                tool.name,
+                client.name,
+            )
+            continue
+        out.append(tool)
+    return out
+
+
+def _forget(client: MCPClient, toolkit: _ToolkitLike) -> None:
+    """Remove ``client``'s earlier registration in ``toolkit`` (tools and record)."""
+    for reg in [r for r in client.registrations if r.toolkit is toolkit]:
+        toolkit.remove_tools([n for n in reg.names if _owned(toolkit, n, client)])
+        client.registrations.remove(reg)
+    for reg in client.registrations:  # a copy registering the client on its own
+        names = reg.copies.pop(toolkit, None)
+        if names:
+            toolkit.remove_tools([n for n in names if _owned(toolkit, n, client)])
+
+
+def _owned(toolkit: _ToolkitLike, name: str, client: MCPClient) -> bool:
+    tool = toolkit.get_tool(name)
+    return isinstance(tool, MCPTool) and tool.client is client
+
+
+async def remove_mcp_clients(
+    toolkit: _ToolkitLike, clients_or_names: Iterable[MCPClient | str]
+) -> None:
+    """Remove every tool that came from the given clients (objects or client names).
+
+    The clients are not closed: they may serve other toolkits.
+    """
+    wanted = list(clients_or_names)
+    names = {c for c in wanted if isinstance(c, str)}
+    objects = [c for c in wanted if not isinstance(c, str)]
+    doomed: list[str] = []
+    clients: list[MCPClient] = list(objects)
+    for name, tool in toolkit.tools.items():
+        if isinstance(tool, MCPTool) and (tool.client in objects or tool.client.name in names):
+            doomed.append(name)
+            if tool.client not in clients:
+                clients.append(tool.client)
+    if doomed:
+        toolkit.remove_tools(doomed)
+    for client in clients:
+        client.registrations = [r for r in client.registrations if r.toolkit is not toolkit]
+        for reg in client.registrations:
+            reg.copies.pop(toolkit, None)
+
+
+async def _refresh(client: MCPClient) -> None:
+    """Bring every toolkit that registered ``client`` in line with its current tool list."""
+    if not client.registrations:
+        return
+    listed = _usable(client, await client.list_tools(refresh=True))
+    for reg in list(client.registrations):
+        _apply(client, reg, listed)
+
+
+def _change(client: MCPClient, tool: mcp_types.Tool, old: str, new: str) -> ToolChange:
+    change = ToolChange(client.name, tool.name, old, new, tool.description or "")
+    client.logger.warning(
+        "MCP server %r changed tool %r after it was registered: disabled until accepted "
+        "(client.accept_tool_changes())",
+        client.name,
+        tool.name,
+    )
+    return change
+
+
+def _hold_changed(
+    client: MCPClient, reg: Registration, toolkit: _ToolkitLike, wanted: dict[str, mcp_types.Tool]
+) -> list[str]:
+    """Pinned tools whose new definition differs: keep the old one, disabled. Their names."""
+    held = []
+    for name, definition in wanted.items():
+        tool = toolkit.get_tool(name)
+        if not (client.pin_tools and isinstance(tool, MCPTool) and tool.client is client):
+            continue
+        new = tool_hash(definition)
+        if new == client.pins.get(definition.name, new):
+            continue
+        held.append(name)
+        if tool.changed is None or tool.changed.new_hash != new:
+            tool.changed = _change(client, definition, client.pins[definition.name], new)
+            client.report_tool_change(tool.changed)
+    return held
+
+
+def follow_copy(source: _ToolkitLike, clone: _ToolkitLike) -> None:
+    """Refresh ``clone`` (a copy of ``source``) whenever ``source``'s MCP clients change.
+
+    Called by ``Toolkit.copy()`` once this module is loaded (an MCP client was registered).
+    """
+    clients = {t.client for t in source.tools.values() if isinstance(t, MCPTool)}
+    for client in clients:
+        for reg in client.registrations:
+            names = reg.names if reg.toolkit is source else reg.copies.get(source)
+            if names is not None:
+                reg.copies[clone] = list(names)
+
+
+def _apply(client: MCPClient, reg: Registration, listed: list[mcp_types.Tool]) -> None:
+    reg.names = _apply_to(client, reg, reg.toolkit, reg.names, listed)
+    for toolkit, names in list(reg.copies.items()):
+        reg.copies[toolkit] = _apply_to(client, reg, toolkit, names, listed)
+
+
+def _apply_to(
+    client: MCPClient,
+    reg: Registration,
+    toolkit: _ToolkitLike,
+    registered: list[str],
+    listed: list[mcp_types.Tool],
+) -> list[str]:
+    """Bring ``toolkit``'s tools of ``client`` (``registered``) in line; their new names."""
+    wanted = {toolkit_name(t.name, reg.prefix): t for t in reg.select(listed)}
+    current = [n for n in registered if _owned(toolkit, n, client)]
+    held = _hold_changed(client, reg, toolkit, wanted)
+    stale = [
+        n
+        for n in current
+        if n not in held and (n not in wanted or not _same(toolkit.get_tool(n), wanted[n]))
+    ]
+    if stale:
+        toolkit.remove_tools(stale)
+    names = [n for n in current if n not in stale]
+    for name, definition in wanted.items():
+        if name in names:
+            continue
+        if toolkit.get_tool(name) is not None:
+            client.logger.warning(
+                "new MCP tool %r of %r clashes with a registered tool; not registered",
+                name,
+                client.name,
+            )
+            continue
+        names.append(toolkit.register_tool(reg.build(client, definition), namesake="raise").name)
+    client.logger.debug("tools of %r refreshed: %s", client.name, names)
+    return names
+
+
+def _same(tool: Tool | None, definition: mcp_types.Tool) -> bool:
+    return isinstance(tool, MCPTool) and tool.same_definition(definition)
+
+
+class _ResourceTool(Tool):
+    """Reads one of an MCP server's resources by URI."""
+
+    def __init__(self, client: MCPClient, name: str, description: str, group: str) -> None:
+        params: dict[str, object] = {
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The resource URI."}},
+            "required": ["uri"],
+        }
+        super().__init__(name, description, params, group=group)
+        self.client = client
+
+    async def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
+        blocks = await self.client.read_resource(str(arguments["uri"]))
+        yield ToolResponse(content=blocks, metadata={"mcp_server": self.client.name})
+
+
+async def create_resource_tool(
+    client: MCPClient,
+    name: str | None = None,
+    group: str = "basic",
+    max_listed: int = 50,
+    *,
+    group_name: str | None = None,
+) -> Tool:
+    """A tool that reads ``client``'s resources, listing them in its description.
+
+    Register it with ``toolkit.register_tool(tool)``.
+
+    Args:
+        client: A connected MCP client.
+        name: Tool name (default ``read_<client name>_resource``).
+        group: Tool group.
+        max_listed: How many resources and templates the description names at most.
+        group_name: Deprecated spelling of ``group``.
+    """
+    resources = await client.list_resources()
+    templates = await client.list_resource_templates()
+    lines = [f"- {r.uri}: {r.description or r.name}" for r in resources]
+    lines += [f"- {t.uri_template} (template): {t.description or t.name}" for t in templates]
+    shown = "\n".join(lines[:max_listed])
+    more = f"\n(and {len(lines) - max_listed} more)" if len(lines) > max_listed else ""
+    description = (
+        f"Read a resource of the {client.name!r} MCP server by URI. Known resources:\n"
+        f"{shown or '(none listed)'}{more}"
+    )
+    tool_name = name or toolkit_name(f"read_{client.name}_resource", None)
+    group = renamed("group_name", "group", group_name, group, "basic")
+    return _ResourceTool(client, tool_name, description, group)

@@ -1,0 +1,244 @@
+"""``AnthropicChatModel``: Claude through the Anthropic Messages API.
+
+Like the OpenAI adapter, requests go through the official ``anthropic.AsyncAnthropic``
+client's low-level ``post`` with a pre-serialized body (its per-request body walk and typed
+layer skipped), SDK retries off, and events parsed straight from JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from agentkit.exceptions import AuthenticationError, ModelResponseError
+from agentkit.messages import ContentBlock, Msg
+from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
+from agentkit.models._anthropic_format import (
+    AnthropicStreamState,
+    format_messages,
+    format_tool_choice,
+    format_tools,
+    parse_message,
+)
+from agentkit.models._base import ChatResponse, ToolChoice
+from agentkit.models._clients import ANTHROPIC, SDKClient
+from agentkit.models._common import apply_structured_output
+from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._json import JSONObject, JSONValue
+from agentkit.models._openai_audio import reject_audio_output
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["AnthropicChatModel"]
+
+STRUCTURED_TOOL = "structured_output"
+"""Name of the tool the model is made to call to give a structured answer."""
+
+
+class AnthropicChatModel(HTTPChatModel):
+    """A Claude model served by the Anthropic Messages API.
+
+    Args:
+        model_name: Model name, e.g. ``"claude-sonnet-4-5"``.
+        api_key: API key; ``ANTHROPIC_API_KEY`` when None.
+        base_url: Server URL; ``ANTHROPIC_BASE_URL`` or the Anthropic API when None.
+        stream: Return an async iterator of cumulative chunks.
+        max_tokens: The answer's token limit (the API requires one).
+        thinking: Extended thinking configuration, sent as is, e.g.
+            ``{"type": "enabled", "budget_tokens": 2048}``. Thinking blocks come back with
+            their signature and are sent back verbatim in later turns.
+        client_kwargs: Extra ``anthropic.AsyncAnthropic`` arguments. Its ``max_retries`` is
+            always 0: retries follow ``retry``.
+        generate_kwargs: Extra body fields sent with every request (``temperature``,
+            ``top_k``, ``metadata``...). Per-call keyword arguments override them.
+        retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
+        max_retries: Shortcut overriding ``retry.max_retries``.
+        cache_prompt: Prompt caching: mark the system prompt and the tool definitions with
+            ``cache_control`` so later calls read them from Anthropic's cache (reported in
+            ``ChatUsage.cache_read_tokens`` / ``cache_write_tokens``). Off by default, as
+            cache writes cost more than plain input.
+        cache_ttl: The cache lifetime, ``"5m"`` (the API's default) or ``"1h"``.
+
+    Example:
+        >>> model = AnthropicChatModel("claude-sonnet-4-5", max_tokens=1024)
+    """
+
+    provider = "anthropic"
+    _path = "/v1/messages"
+    sdk = ANTHROPIC
+    client_class = "AsyncAnthropic"
+    check_api_credentials: ClassVar[bool] = True
+    """Check for an API key or token at construction (Bedrock and Vertex sign otherwise)."""
+
+    def __init__(
+        self,
+        model_name: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        stream: bool = True,
+        max_tokens: int = 4096,
+        thinking: dict[str, Any] | None = None,
+        client_kwargs: Mapping[str, object] | None = None,
+        generate_kwargs: Mapping[str, object] | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        max_retries: int | None = None,
+        cache_prompt: bool = False,
+        cache_ttl: str | None = None,
+    ) -> None:
+        super().__init__(
+            model_name,
+            api_key=api_key,
+            base_url=base_url,
+            stream=stream,
+            client_kwargs=client_kwargs,
+            generate_kwargs=generate_kwargs,
+            retry=retry,
+            max_retries=max_retries,
+        )
+        self.max_tokens = max_tokens
+        self.thinking = thinking
+        self.cache_prompt = cache_prompt
+        self.cache_ttl = cache_ttl
+        self._prepare_client()
+
+    def _make_client(self) -> SDKClient:
+        client = super()._make_client()
+        if not self.check_api_credentials:
+            return client
+        has_auth = any(getattr(client, k, None) for k in ("api_key", "auth_token", "credentials"))
+        if not has_auth and "default_headers" not in self.client_kwargs:
+            # Fail now with our error type rather than with the SDK's TypeError per request.
+            raise AuthenticationError(
+                "no Anthropic credentials: pass api_key= or set ANTHROPIC_API_KEY",
+                provider=self.provider,
+            )
+        return client
+
+    def format_request(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[Mapping[str, object]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        stream: bool | None = None,
+        **kwargs: object,
+    ) -> dict[str, object]:
+        """The Messages request body of a call (exactly what is sent).
+
+        Args:
+            messages: The conversation; leading system messages become ``system``.
+            tools: OpenAI-style function schemas (converted to ``input_schema`` tools).
+            tool_choice: ``"auto"``, ``"none"``, ``"required"`` (``any``) or a tool name.
+            structured_model: Ask for an answer matching this pydantic model, through a
+                forced call of a ``structured_output`` tool (``auto`` when thinking is on,
+                as the API forbids forcing a tool then).
+            stream: Override ``self.stream``.
+            **kwargs: Body fields; ``parallel_tool_calls=False`` sets
+                ``disable_parallel_tool_use``.
+
+        Returns:
+            The JSON body.
+        """
+        parallel = kwargs.pop("parallel_tool_calls", None)
+        system, turns = format_messages(messages)
+        body: dict[str, object] = {
+            "model": self.model_name,
+            "max_tokens": self.max_tokens,
+            "messages": turns,
+        }
+        if system:
+            body["system"] = system
+        if self.thinking is not None:
+            body["thinking"] = self.thinking
+        body.update(self.generate_kwargs)
+        body.update(kwargs)
+        reject_audio_output(body, self.provider, "the Anthropic Messages API")
+        specs = format_tools(tools or [])
+        if structured_model is not None:
+            specs.append(_structured_tool(structured_model))
+            forced = self.thinking is None or self.thinking.get("type") == "disabled"
+            tool_choice = STRUCTURED_TOOL if forced else "auto"
+        if self.cache_prompt:
+            self._mark_cache(system, specs)
+        if specs:
+            body["tools"] = specs
+            choice = format_tool_choice(tool_choice, None if parallel is None else bool(parallel))
+            if choice is not None:
+                body["tool_choice"] = choice
+        if self.stream if stream is None else stream:
+            body["stream"] = True
+        else:
+            body.pop("stream", None)
+        return body
+
+    def _mark_cache(self, system: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
+        """Put a cache breakpoint after the system prompt and after the tools.
+
+        The API caches the prefix up to a breakpoint: tools, then system, so these two cover
+        what stays the same across the calls of a conversation. A breakpoint the caller
+        placed on a block is kept.
+        """
+        control: dict[str, Any] = {"type": "ephemeral"}
+        if self.cache_ttl is not None:
+            control["ttl"] = self.cache_ttl
+        for blocks in (system, tools):
+            if blocks and "cache_control" not in blocks[-1]:
+                blocks[-1] = {**blocks[-1], "cache_control": control}
+
+    def _parse(
+        self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        if not isinstance(data, dict) or data.get("type") == "error" or "content" not in data:
+            if isinstance(data, dict) and "error" in data:
+                raise map_status_error(self.provider, status, data, "error in a 200 answer")
+            raise ModelResponseError(
+                f"{self.provider}: unexpected response shape: {str(data)[:200]!r}",
+                provider=self.provider,
+            )
+        return self._finish_stream(parse_message(data, elapsed), structured)
+
+    def _new_state(self) -> StreamState:
+        return AnthropicStreamState()
+
+    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
+        payload = loads_body(self.provider, data)
+        if not isinstance(payload, dict):
+            return None
+        kind = payload.get("type", event)
+        if kind == "message_stop":
+            raise EndOfStream
+        if kind == "error":
+            error = payload.get("error") or {}
+            status = 529 if error.get("type") == "overloaded_error" else 500
+            raise map_status_error(self.provider, status, payload, "error event in the stream")
+        return payload
+
+    def _finish_stream(
+        self, response: ChatResponse, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        if structured is None:
+            return response
+        raw: str | None = None
+        content: list[ContentBlock] = []
+        for block in response.content:
+            if block["type"] == "tool_use" and block["name"] == STRUCTURED_TOOL and raw is None:
+                # The forced call is the answer, not a tool to run: show it as JSON text.
+                raw = block.get("raw_input") or json.dumps(block["input"], ensure_ascii=False)
+                content.append({"type": "text", "text": raw})
+            else:
+                content.append(block)
+        response.content = content
+        apply_structured_output(response, structured, raw)
+        return response
+
+
+def _structured_tool(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "name": STRUCTURED_TOOL,
+        "description": "Give your final answer by calling this tool with it as the arguments.",
+        "input_schema": model.model_json_schema(),
+    }

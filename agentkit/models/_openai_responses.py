@@ -1,0 +1,208 @@
+"""``OpenAIResponsesModel``: OpenAI's Responses API (``POST /v1/responses``).
+
+The same lean request path as :class:`~agentkit.models.OpenAIChatModel`: the official
+``openai.AsyncOpenAI`` client's low-level ``post`` with a body we serialize ourselves, SDK
+retries off (:class:`~agentkit.models.RetryPolicy` retries), responses and SSE events parsed
+straight from JSON.
+
+State lives in agentkit's memory, not on OpenAI's servers: requests are sent with
+``store=False`` and ``include=["reasoning.encrypted_content"]``, and every reasoning item
+comes back as a ``thinking`` block holding its encrypted content, replayed verbatim on the
+next request, so a reasoning model keeps its chain of thought across tool calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentkit.exceptions import ModelResponseError
+from agentkit.messages import Msg
+from agentkit.models._adapter import HTTPChatModel, StreamState
+from agentkit.models._base import ChatResponse, ToolChoice
+from agentkit.models._clients import OPENAI
+from agentkit.models._common import apply_structured_output, json_schema_spec
+from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._json import JSONObject, JSONValue
+from agentkit.models._openai_audio import reject_audio_output
+from agentkit.models._responses_format import (
+    ResponsesStreamState,
+    format_input,
+    format_tool_choice,
+    format_tools,
+    parse_response,
+)
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["OpenAIResponsesModel"]
+
+_INCLUDE_REASONING = "reasoning.encrypted_content"
+
+
+class OpenAIResponsesModel(HTTPChatModel):
+    """A model served by the OpenAI Responses API (or a compatible server).
+
+    Args:
+        model_name: Model name, e.g. ``"gpt-5-mini"`` or ``"o4-mini"``.
+        api_key: API key; ``OPENAI_API_KEY`` when None.
+        base_url: Server URL; ``OPENAI_BASE_URL`` or the OpenAI API when None.
+        stream: Return an async iterator of cumulative chunks.
+        reasoning: The ``reasoning`` request field, e.g. ``{"effort": "low", "summary":
+            "auto"}`` (a summary makes the thinking blocks readable).
+        store: Let OpenAI store the responses. Off by default: the conversation is kept in
+            agentkit's memory and reasoning travels encrypted in it.
+        client_kwargs: Extra ``openai.AsyncOpenAI`` arguments (``timeout``,
+            ``default_headers``, ``http_client``...). Its ``max_retries`` is always 0:
+            retries follow ``retry``.
+        generate_kwargs: Extra body fields sent with every request (``temperature``,
+            ``max_output_tokens``, ``text``...). Per-call keyword arguments override them.
+        retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
+        max_retries: Shortcut overriding ``retry.max_retries``.
+        provider: Provider name reported in errors.
+
+    Example:
+        >>> model = OpenAIResponsesModel("o4-mini", reasoning={"effort": "low"})
+        >>> # response = await model([Msg("user", "Hello", "user")])
+    """
+
+    provider = "openai"  # the same provider as Chat Completions (prices, telemetry)
+    _path = "/responses"
+    sdk = OPENAI
+    client_class = "AsyncOpenAI"
+
+    def __init__(
+        self,
+        model_name: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        stream: bool = True,
+        reasoning: dict[str, Any] | None = None,
+        store: bool = False,
+        client_kwargs: Mapping[str, object] | None = None,
+        generate_kwargs: Mapping[str, object] | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        max_retries: int | None = None,
+        provider: str = "openai",
+    ) -> None:
+        super().__init__(
+            model_name,
+            api_key=api_key,
+            base_url=base_url,
+            stream=stream,
+            client_kwargs=client_kwargs,
+            generate_kwargs=generate_kwargs,
+            retry=retry,
+            max_retries=max_retries,
+        )
+        self.reasoning = reasoning
+        self.store = store
+        self.provider = provider
+        self._prepare_client()
+
+    def format_request(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[Mapping[str, object]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        structured_model: type[BaseModel] | None = None,
+        *,
+        stream: bool | None = None,
+        **kwargs: object,
+    ) -> dict[str, object]:
+        """The Responses request body of a call (exactly what is sent).
+
+        Args:
+            messages: The conversation (system messages stay in place in ``input``).
+            tools: OpenAI Chat-style function schemas (converted to Responses function
+                tools); built-in tool specs (``{"type": "web_search"}``) pass through.
+            tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+            structured_model: Ask for JSON matching this pydantic model (``text.format``
+                json_schema, strict when the schema allows it).
+            stream: Override ``self.stream``.
+            **kwargs: Body fields; ``parallel_tool_calls`` is sent only with tools.
+
+        Returns:
+            The JSON body.
+
+        Raises:
+            UnsupportedContentError: a block the Responses API cannot take where it sits.
+        """
+        parallel = kwargs.pop("parallel_tool_calls", None)
+        body: dict[str, object] = {
+            "model": self.model_name,
+            "input": format_input(messages),
+            "store": self.store,
+        }
+        if not self.store:
+            # Without stored state, reasoning can only be replayed from its encrypted form.
+            body["include"] = [_INCLUDE_REASONING]
+        if self.reasoning is not None:
+            body["reasoning"] = self.reasoning
+        body.update(self.generate_kwargs)
+        body.update(kwargs)
+        reject_audio_output(body, self.provider, "the OpenAI Responses API")
+        if tools:
+            body["tools"] = format_tools(tools)
+            if tool_choice is not None:
+                body["tool_choice"] = format_tool_choice(tool_choice)
+            if parallel is not None:
+                body["parallel_tool_calls"] = bool(parallel)
+        if structured_model is not None:
+            given = body.get("text")
+            text: dict[str, object] = dict(given) if isinstance(given, Mapping) else {}
+            text["format"] = {"type": "json_schema", **json_schema_spec(structured_model)}
+            body["text"] = text
+        if self.stream if stream is None else stream:
+            body["stream"] = True
+        else:
+            body.pop("stream", None)
+        return body
+
+    def _parse(
+        self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        if not isinstance(data, dict) or not isinstance(data.get("output"), list):
+            if isinstance(data, dict) and data.get("error"):
+                raise map_status_error(self.provider, status, data, "error in a 200 answer")
+            raise ModelResponseError(
+                f"{self.provider}: unexpected response shape: {str(data)[:200]!r}",
+                provider=self.provider,
+            )
+        if data.get("status") == "failed":
+            raise self._failed(data)
+        return self._finish_stream(parse_response(data, elapsed), structured)
+
+    def _failed(self, response: dict[str, Any]) -> Exception:
+        error = response.get("error") or {}
+        code = error.get("code") if isinstance(error, dict) else None
+        status = 429 if code == "rate_limit_exceeded" else 500
+        return map_status_error(
+            self.provider, status, {"error": error}, "the response failed", kind=code
+        )
+
+    def _new_state(self) -> StreamState:
+        return ResponsesStreamState()
+
+    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
+        if data == b"[DONE]":  # not sent by OpenAI; some compatible servers do
+            return None
+        payload = loads_body(self.provider, data)
+        if not isinstance(payload, dict):
+            return None
+        kind = payload.get("type", event)
+        if kind == "error":
+            status = 429 if payload.get("code") == "rate_limit_exceeded" else 500
+            raise map_status_error(self.provider, status, payload, "error event in the stream")
+        if kind == "response.failed":
+            raise self._failed(payload.get("response") or {})
+        return payload
+
+    def _finish_stream(
+        self, response: ChatResponse, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        if structured is not None:
+            apply_structured_output(response, structured, response.get_text() or None)
+        return response

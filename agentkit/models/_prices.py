@@ -1,0 +1,219 @@
+"""What a model call cost, in USD: a user price table first, then ``genai-prices``.
+
+``genai-prices`` (the ``agentkit[prices]`` extra) is a maintained table of provider prices;
+it is consulted only for the providers' own endpoints: OpenAI, Anthropic, Azure OpenAI, AWS
+Bedrock, Google Vertex and Gemini, DeepSeek, Groq, Mistral and OpenRouter, each recognised by
+the adapter's default endpoint or by the provider's URL pattern in the table. The same model
+name served by another endpoint (a proxy, a local server, another vendor's OpenAI-compatible
+API) may cost anything. Everything else needs an entry from :func:`set_price`. An unknown
+price is None, never a guess.
+
+Example:
+    >>> from agentkit.models._prices import ModelPrice, set_price
+    >>> set_price("my-llama", ModelPrice(input_per_mtok=0.2, output_per_mtok=0.6))
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentkit.models._base import ChatResponse, ChatUsage
+
+__all__ = ["ModelPrice", "clear_prices", "cost_of", "fill_cost", "preload", "set_price"]
+
+# agentkit provider name -> genai-prices provider id (whose URL pattern says which endpoints
+# are the provider's own).
+_GENAI_PROVIDER = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure": "azure",
+    "bedrock": "aws",
+    "vertex": "google",
+    "gemini": "google",
+    "deepseek": "deepseek",
+    "groq": "groq",
+    "mistral": "mistral",
+    "openrouter": "openrouter",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """USD per million tokens.
+
+    Args:
+        input_per_mtok: Price of an input (prompt) token.
+        output_per_mtok: Price of an output token.
+        cache_read_per_mtok: Price of an input token read from the prompt cache (None:
+            the input price).
+        cache_write_per_mtok: Price of an input token written to the cache (None: the
+            input price).
+        input_audio_per_mtok: Price of an input audio token (None: unknown, so a call
+            with audio input has no cost rather than a text-priced one).
+        output_audio_per_mtok: Price of an output audio token (None: unknown).
+    """
+
+    input_per_mtok: float
+    output_per_mtok: float
+    cache_read_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
+    input_audio_per_mtok: float | None = None
+    output_audio_per_mtok: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("input_per_mtok", "output_per_mtok"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+
+    def cost(self, usage: ChatUsage) -> float | None:
+        """The USD cost of ``usage`` at these prices (None: audio tokens without a price)."""
+        audio_in, audio_out = usage.input_audio_tokens, usage.output_audio_tokens
+        if (audio_in and self.input_audio_per_mtok is None) or (
+            audio_out and self.output_audio_per_mtok is None
+        ):
+            return None
+        read, write = usage.cache_read_tokens, usage.cache_write_tokens
+        plain = max(0, usage.input_tokens - read - write - audio_in)
+        read_price = (
+            self.input_per_mtok if self.cache_read_per_mtok is None else (self.cache_read_per_mtok)
+        )
+        write_price = (
+            self.input_per_mtok
+            if self.cache_write_per_mtok is None
+            else (self.cache_write_per_mtok)
+        )
+        total = (
+            plain * self.input_per_mtok
+            + read * read_price
+            + write * write_price
+            + (usage.output_tokens - audio_out) * self.output_per_mtok
+            + audio_in * (self.input_audio_per_mtok or 0.0)
+            + audio_out * (self.output_audio_per_mtok or 0.0)
+        )
+        return total / 1_000_000
+
+
+_table: dict[str, ModelPrice] = {}
+_lock = threading.Lock()
+
+
+def set_price(model: str, price: ModelPrice | None, *, provider: str | None = None) -> None:
+    """Set (or with None, remove) the price of ``model``, for one provider or for all.
+
+    A user price wins over ``genai-prices`` and applies whatever endpoint serves the model.
+
+    Args:
+        model: The model name as given to the adapter (``"gpt-4o"``, ``"my-llama"``).
+        price: Its prices, or None to remove the entry.
+        provider: Only for this provider (``"openai"``, ``"anthropic"``...); None: any.
+    """
+    key = f"{provider}:{model}" if provider else model
+    with _lock:
+        if price is None:
+            _table.pop(key, None)
+        else:
+            _table[key] = price
+
+
+def clear_prices() -> None:
+    """Remove every price set with :func:`set_price`."""
+    with _lock:
+        _table.clear()
+
+
+def preload() -> bool:
+    """Import the ``genai-prices`` table now (else the first priced answer does).
+
+    Loading the table takes a noticeable fraction of a second; an application may do it at
+    start-up (or in a worker thread) instead of inside its first model call.
+
+    Returns:
+        Whether ``genai-prices`` is installed.
+    """
+    try:
+        import genai_prices  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _official(genai_id: str, base_url: str | None) -> bool:
+    """Whether ``base_url`` (None: the adapter's default) is the provider's own endpoint."""
+    if base_url is None:
+        return True
+    from genai_prices import data
+
+    for entry in data.providers:
+        if entry.id == genai_id:
+            pattern = getattr(entry, "api_pattern", None)
+            return isinstance(pattern, str) and re.match(pattern, base_url) is not None
+    return False
+
+
+def _from_genai_prices(
+    usage: ChatUsage, provider: str, model: str, base_url: str | None
+) -> float | None:
+    genai_id = _GENAI_PROVIDER.get(provider)
+    if genai_id is None:
+        return None
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:
+        return None
+    if not _official(genai_id, base_url):
+        return None
+    counts: dict[str, Any] = {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+    }
+    if usage.cache_read_tokens:
+        counts["cache_read_tokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        counts["cache_write_tokens"] = usage.cache_write_tokens
+    if usage.input_audio_tokens:
+        counts["input_audio_tokens"] = usage.input_audio_tokens
+    if usage.output_audio_tokens:
+        counts["output_audio_tokens"] = usage.output_audio_tokens
+    try:
+        result = calc_price(Usage(**counts), model, provider_id=genai_id)
+    except Exception:  # unknown model, or a table problem: no number rather than a wrong one
+        return None
+    # An entry without audio prices prices audio tokens as text (many times too low).
+    prices = result.model_price
+    if (usage.input_audio_tokens and getattr(prices, "input_audio_mtok", None) is None) or (
+        usage.output_audio_tokens and getattr(prices, "output_audio_mtok", None) is None
+    ):
+        return None
+    return float(result.total_price)
+
+
+def cost_of(
+    usage: ChatUsage, model: str, provider: str, base_url: str | None = None
+) -> float | None:
+    """The USD cost of ``usage`` on ``model``, or None when the price is unknown.
+
+    Args:
+        usage: Token counts of one call.
+        model: The model name as requested.
+        provider: The adapter's provider (``ChatModel.provider``).
+        base_url: The endpoint the adapter talks to (None: the provider's own API).
+    """
+    with _lock:
+        price = _table.get(f"{provider}:{model}") or _table.get(model)
+    if price is not None:
+        return price.cost(usage)
+    return _from_genai_prices(usage, provider, model, base_url)
+
+
+def fill_cost(
+    response: ChatResponse, model: str, provider: str, base_url: str | None = None
+) -> ChatResponse:
+    """Set ``response.usage.cost`` (when the response has usage) and return the response."""
+    usage = response.usage
+    if usage is not None and usage.cost is None:
+        usage.cost = cost_of(usage, model, provider, base_url)
+    return response

@@ -1,0 +1,271 @@
+"""``JSONSession``: one JSON file per session in a directory, written atomically.
+
+Session ids become file names through a reversible encoding that cannot leave the directory:
+lowercase letters, digits, ``_`` and ``-`` are kept; an uppercase letter ``X`` becomes
+``^x`` (so ids that differ only in case stay distinct on case-insensitive file systems);
+every other character, ``.`` and ``/`` included, becomes ``%XX`` per UTF-8 byte. So
+``"../etc/passwd"`` is stored as ``%2E%2E%2Fetc%2Fpasswd.json`` inside the directory.
+
+A write goes to a temporary file in the same directory, is flushed and fsynced, then
+``os.replace``d over the target (and the directory is fsynced): a reader sees the old state
+or the new one, never a torn file, and a crash cannot lose both.
+
+A file holds ``{"agentkit_session": 1, "version": N, "state": {...}}`` (a file holding a
+bare state object, as written before versions existed, reads as version 1). Saves in one
+directory take an exclusive ``flock`` on ``.agentkit.lock`` around "read the version, write
+the temporary file, rename it", which makes the version check atomic across threads and
+processes (POSIX; without ``fcntl`` the check is best effort). A writer killed mid-save
+leaves its temporary file behind: opening a ``JSONSession`` removes such files when no save
+is in flight (the lock is free), so a live writer's file is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio.to_thread
+
+from agentkit.exceptions import SessionConflictError, StateError
+from agentkit.session._base import Session
+
+try:
+    import fcntl
+
+    _HAVE_FLOCK = True
+except ImportError:  # pragma: no cover - Windows: no flock; the version check is best effort
+    _HAVE_FLOCK = False
+
+__all__ = ["JSONSession", "decode_file_stem", "encode_file_stem"]
+
+_KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+_SUFFIX = ".json"
+_LOCK_NAME = ".agentkit.lock"
+_TMP_PREFIX, _TMP_SUFFIX = ".", ".tmp"
+_FORMAT_KEY = "agentkit_session"
+_MAX_STEM_BYTES = 240  # file names are limited to 255 bytes on common file systems
+
+
+def encode_file_stem(session_id: str) -> str:
+    """Encode a session id into a safe, reversible file name stem (see the module docs).
+
+    Raises:
+        ValueError: if the encoded name would be too long for a file system.
+    """
+    parts: list[str] = []
+    for char in session_id:
+        if char in _KEEP:
+            parts.append(char)
+        elif "A" <= char <= "Z":
+            parts.append("^" + char.lower())
+        else:
+            parts.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
+    stem = "".join(parts)
+    if len(stem) > _MAX_STEM_BYTES:
+        raise ValueError(
+            f"session id {session_id[:40]!r}... is too long for a file name once encoded "
+            f"({len(stem)} > {_MAX_STEM_BYTES} bytes); use a shorter id"
+        )
+    return stem
+
+
+def decode_file_stem(stem: str) -> str | None:
+    """Invert :func:`encode_file_stem`; None if ``stem`` is not one of its outputs."""
+    out = bytearray()
+    i = 0
+    while i < len(stem):
+        char = stem[i]
+        if char in _KEEP:
+            out += char.encode()
+            i += 1
+        elif char == "^" and i + 1 < len(stem) and "a" <= stem[i + 1] <= "z":
+            out += stem[i + 1].upper().encode()
+            i += 2
+        elif char == "%" and _is_hex(stem[i + 1 : i + 3]):
+            out.append(int(stem[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            return None
+    try:
+        session_id = out.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    # Only canonical encodings name sessions (e.g. "%61" is not the encoding of "a").
+    return session_id if session_id and encode_file_stem(session_id) == stem else None
+
+
+def _is_hex(pair: str) -> bool:
+    return len(pair) == 2 and all(c in "0123456789ABCDEF" for c in pair)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist a rename (POSIX only; Windows has no directory handles to fsync)."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _locked(directory: Path, *, blocking: bool = True) -> Iterator[bool]:
+    """Hold the directory's exclusive save lock; yield False if ``blocking`` and it is busy."""
+    if not _HAVE_FLOCK:  # pragma: no cover - see the module docs
+        yield True
+        return
+    fd = os.open(directory / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True  # closing the descriptor releases the lock (and so does dying)
+    finally:
+        os.close(fd)
+
+
+def _parse(text: str, session_id: str) -> tuple[dict[str, object] | str, int]:
+    """Split a file's text into (state, version); a pre-version bare state is version 1."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text, 1  # the base class reports the corrupt JSON
+    if isinstance(data, dict) and data.get(_FORMAT_KEY) == 1:
+        version, state = data.get("version"), data.get("state")
+        if not isinstance(version, int) or version < 1 or not isinstance(state, dict):
+            raise StateError(f"JSON session {session_id!r} has a malformed version header")
+        return state, version
+    return text, 1
+
+
+class JSONSession(Session):
+    """Sessions stored as ``<encoded id>.json`` files in ``directory``.
+
+    File I/O runs in worker threads, so the event loop never blocks on the disk. Saves are
+    atomic and versioned (see the module docs); files are created with mode 0600: a
+    conversation is private data.
+
+    Args:
+        directory: Where the files live; created (with parents) if missing. Temporary files
+            left by writers that died mid-save are removed.
+        indent: Pretty-print the files with this indent (None: compact).
+    """
+
+    backend = "JSON"
+
+    def __init__(self, directory: str | os.PathLike[str], *, indent: int | None = None) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.indent = indent
+        self.remove_stale_temporaries()
+
+    def remove_stale_temporaries(self) -> int:
+        """Delete temporary files of saves that died; return how many were removed.
+
+        Runs only when no save is in flight in the directory (the save lock is free):
+        every temporary file is then a leftover. Called on open.
+        """
+        removed = 0
+        with _locked(self.directory, blocking=False) as free:
+            if not free:
+                return 0
+            with os.scandir(self.directory) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith(_TMP_PREFIX) and name.endswith(_TMP_SUFFIX):
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(entry.path)
+                            removed += 1
+        return removed
+
+    @property
+    def store_key(self) -> str:
+        """The directory's resolved path."""
+        return f"json:{self.directory.resolve()}"
+
+    def path_for(self, session_id: str) -> Path:
+        """The file a session id is stored in (always directly inside ``directory``)."""
+        return self.directory / (encode_file_stem(session_id) + _SUFFIX)
+
+    async def _write(self, session_id: str, text: str, expected: int | None) -> int:
+        path = self.path_for(session_id)
+        return await anyio.to_thread.run_sync(self._write_sync, path, session_id, text, expected)
+
+    def _write_sync(self, path: Path, session_id: str, text: str, expected: int | None) -> int:
+        with _locked(self.directory):
+            current = self._read_sync(path, session_id)
+            actual = 0 if current is None else current[1]
+            if expected is not None and expected != actual:
+                raise SessionConflictError(session_id, expected, actual, self.backend)
+            version = actual + 1
+            self._replace(path, f'{{"{_FORMAT_KEY}":1,"version":{version},"state":{text}}}')
+        return version
+
+    def _replace(self, path: Path, text: str) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _fsync_directory(self.directory)
+
+    async def _read(self, session_id: str) -> tuple[dict[str, object] | str, int] | None:
+        path = self.path_for(session_id)
+        return await anyio.to_thread.run_sync(self._read_sync, path, session_id)
+
+    @staticmethod
+    def _read_sync(path: Path, session_id: str) -> tuple[dict[str, object] | str, int] | None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except UnicodeDecodeError as exc:
+            raise StateError(f"JSON session {session_id!r} is not UTF-8 text: {exc}") from exc
+        return _parse(text, session_id)
+
+    async def _exists(self, session_id: str) -> bool:
+        path = self.path_for(session_id)
+        return await anyio.to_thread.run_sync(path.is_file)
+
+    async def _delete(self, session_id: str) -> bool:
+        path = self.path_for(session_id)
+
+        def unlink() -> bool:
+            with _locked(self.directory):
+                try:
+                    path.unlink()
+                except FileNotFoundError:
+                    return False
+                return True
+
+        return await anyio.to_thread.run_sync(unlink)
+
+    async def _list_ids(self) -> list[str]:
+        def scan() -> list[str]:
+            ids: list[str] = []
+            with os.scandir(self.directory) as entries:
+                for entry in entries:
+                    if not entry.name.endswith(_SUFFIX) or not entry.is_file():
+                        continue
+                    session_id = decode_file_stem(entry.name[: -len(_SUFFIX)])
+                    if session_id is not None:  # skip foreign files and temporaries
+                        ids.append(session_id)
+            return ids
+
+        return await anyio.to_thread.run_sync(scan)
+
+    def __repr__(self) -> str:
+        return f"JSONSession({str(self.directory)!r})"

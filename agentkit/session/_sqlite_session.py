@@ -1,0 +1,180 @@
+"""``SQLiteSession``: the embedded default store, one table in one SQLite file.
+
+Every operation opens its own connection in a worker thread (``anyio.to_thread``), so the
+event loop never blocks on the disk and no connection is shared between threads. The file
+is in WAL mode: readers never wait for a writer, and concurrent writers (other tasks, other
+threads, other processes) queue on SQLite's lock for up to ``timeout`` seconds. Each save is
+one atomic statement; a versioned save (see ``Session``) is an ``UPDATE ... WHERE version =
+?`` (or an ``INSERT`` that must not find the row), so the check and the write cannot be
+separated by another writer. The database file is created with mode 0600, like
+``JSONSession``'s files (SQLite gives its ``-wal``/``-shm`` files the same mode).
+
+Table (name configurable; a table from before versions gets the column added)::
+
+    CREATE TABLE agentkit_sessions (
+        id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL,
+        version INTEGER NOT NULL DEFAULT 1)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+import anyio.to_thread
+
+from agentkit.exceptions import SessionConflictError
+from agentkit.session._base import Session, check_session_id
+
+__all__ = ["SQLiteSession"]
+
+_T = TypeVar("_T")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+# First-use set-up (WAL switch, table) runs one at a time in this process, for every store
+# object: concurrent first saves, also through two objects on one file, would race for the
+# exclusive lock the WAL switch needs, which ignores the busy timeout.
+_SETUP_LOCK = threading.Lock()
+
+
+class SQLiteSession(Session):
+    """Sessions stored as rows of one table in a SQLite database file.
+
+    Args:
+        path: The database file; created (with its parent directories) if missing. An
+            in-memory database (``":memory:"``) is refused: it would vanish between
+            operations, which each use their own connection.
+        table: Table name (letters, digits, ``_``).
+        timeout: Seconds a writer waits for another writer's lock before failing.
+    """
+
+    backend = "SQLite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        table: str = "agentkit_sessions",
+        timeout: float = 30.0,
+    ) -> None:
+        if str(path) == ":memory:" or str(path).startswith("file::memory:"):
+            raise ValueError(
+                "SQLiteSession needs a database file (each operation opens its own "
+                "connection); use a temporary file for throwaway sessions"
+            )
+        if not _IDENTIFIER.fullmatch(table):
+            raise ValueError(f"invalid table name {table!r}: use letters, digits and '_'")
+        self.path = Path(path)
+        self.table = table
+        self.timeout = timeout
+        self._ready = False
+
+    @property
+    def store_key(self) -> str:
+        """The database file's resolved path and the table."""
+        return f"sqlite:{self.path.resolve()}#{self.table}"
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self._ready:
+            with _SETUP_LOCK:
+                return self._connect_first()
+        return sqlite3.connect(self.path, timeout=self.timeout)
+
+    def _connect_first(self) -> sqlite3.Connection:
+        if not self._ready:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Create the file private before SQLite does (it would use 0644 under a
+            # usual umask); an existing file keeps its mode.
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        conn = sqlite3.connect(self.path, timeout=self.timeout)
+        if not self._ready:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table} ("
+                "id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL, "
+                "version INTEGER NOT NULL DEFAULT 1)"
+            )
+            columns = {row[1] for row in conn.execute(f"PRAGMA table_info({self.table})")}
+            if "version" not in columns:  # a table written before versions existed
+                conn.execute(
+                    f"ALTER TABLE {self.table} ADD COLUMN version INTEGER NOT NULL DEFAULT 1"
+                )
+            conn.commit()
+            self._ready = True
+        return conn
+
+    async def _run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``operation`` in one transaction on a fresh connection, in a worker thread."""
+
+        def run() -> _T:
+            with contextlib.closing(self._connect()) as conn, conn:
+                return operation(conn)
+
+        # Not abandoned on cancellation: a started write finishes (or rolls back) before
+        # the cancellation is delivered, so the file is never left mid-transaction.
+        return await anyio.to_thread.run_sync(run)
+
+    async def _write(self, session_id: str, text: str, expected: int | None) -> int:
+        now = datetime.now(UTC).isoformat()
+        table = self.table
+
+        def write(conn: sqlite3.Connection) -> int:
+            # BEGIN IMMEDIATE: take the write lock before reading the version.
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute(f"SELECT version FROM {table} WHERE id = ?", (session_id,))
+            found = row.fetchone()
+            actual = 0 if found is None else int(found[0])
+            if expected is not None and expected != actual:
+                raise SessionConflictError(session_id, expected, actual, self.backend)
+            if found is None:
+                conn.execute(
+                    f"INSERT INTO {table} (id, state, updated_at, version) VALUES (?, ?, ?, 1)",
+                    (session_id, text, now),
+                )
+            else:
+                conn.execute(
+                    f"UPDATE {table} SET state = ?, updated_at = ?, version = ? WHERE id = ?",
+                    (text, now, actual + 1, session_id),
+                )
+            return actual + 1
+
+        return await self._run(write)
+
+    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
+        sql = f"SELECT state, version FROM {self.table} WHERE id = ?"
+
+        def read(conn: sqlite3.Connection) -> tuple[str | dict[str, object], int] | None:
+            row = conn.execute(sql, (session_id,)).fetchone()
+            return None if row is None else (str(row[0]), int(row[1]))
+
+        return await self._run(read)
+
+    async def _exists(self, session_id: str) -> bool:
+        sql = f"SELECT 1 FROM {self.table} WHERE id = ?"
+        return await self._run(lambda conn: conn.execute(sql, (session_id,)).fetchone() is not None)
+
+    async def _delete(self, session_id: str) -> bool:
+        sql = f"DELETE FROM {self.table} WHERE id = ?"
+        return await self._run(lambda conn: conn.execute(sql, (session_id,)).rowcount > 0)
+
+    async def _list_ids(self) -> list[str]:
+        sql = f"SELECT id FROM {self.table}"
+        return await self._run(lambda conn: [str(row[0]) for row in conn.execute(sql)])
+
+    async def updated_at(self, session_id: str) -> datetime | None:
+        """When the session was last saved (UTC), or None if it does not exist."""
+        sql = f"SELECT updated_at FROM {self.table} WHERE id = ?"
+        key = check_session_id(session_id)
+        row = await self._run(lambda conn: conn.execute(sql, (key,)).fetchone())
+        return None if row is None else datetime.fromisoformat(row[0])
+
+    def __repr__(self) -> str:
+        return f"SQLiteSession({str(self.path)!r}, table={self.table!r})"
