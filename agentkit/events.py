@@ -1,9 +1,7 @@
 """Events an agent emits while it replies, for UIs, logs and the console printer.
 
-(Round 1 had these classes in ``agentkit.agent`` and at the top level; ``ApprovalRequested``
-was called ``ApprovalRequired``, a name that now belongs to the exception a tool raises to
-ask for approval, ``agentkit.ApprovalRequired``. The old paths still work, with a
-``DeprecationWarning``.)
+(``ApprovalRequested`` is the event; ``agentkit.ApprovalRequired`` is the exception a tool
+raises to ask for approval.)
 
 Every event is a small frozen dataclass with a ``type`` literal, so consumers can
 ``match event:`` on the class or dispatch on ``event.type``. The order within one reply is::

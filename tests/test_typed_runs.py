@@ -281,9 +281,8 @@ def test_constructor_checks_the_model_and_keyword_arguments() -> None:
     agent = ReActAgent("bot", "sys", "ollama:qwen3")
     assert agent.model.model_name == "qwen3"
     assert agent.print_hint is False  # a library does not print by default
-    with pytest.warns(DeprecationWarning, match="positionally"):
-        old = ReActAgent("bot", "sys", ScriptedModel([]), None, None, 3)  # type: ignore[misc]
-    assert old.max_iters == 3
+    with pytest.raises(TypeError):  # everything after toolkit is keyword-only
+        ReActAgent("bot", "sys", ScriptedModel([]), None, None, 3)  # type: ignore[misc]
     with pytest.raises(UsageError, match="max_iters"):
         ReActAgent("bot", "sys", ScriptedModel([]), max_iters=0)
 

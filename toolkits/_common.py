@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import unicodedata
-import warnings
 from pathlib import Path
 
 from agentkit.tools import Toolkit
@@ -116,15 +115,3 @@ def target_toolkit(into: Toolkit | None, group: str, description: str) -> Toolki
     if group not in tk.groups:
         tk.create_tool_group(group, description)
     return tk
-
-
-def chosen_group(group: str, group_name: str | None) -> str:
-    """``group``, or the deprecated ``group_name=`` spelling (with a ``DeprecationWarning``)."""
-    if group_name is None:
-        return group
-    warnings.warn(
-        "group_name= is deprecated and will be removed; use group=", DeprecationWarning, 3
-    )
-    if group not in ("basic", group_name):
-        raise ValueError("pass group= only (group_name= is its deprecated spelling)")
-    return group_name

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO, TypeVar
 import anyio.to_thread
 
 from agentkit.tools import Toolkit, annotate
-from toolkits._common import chosen_group, escape_name, looks_binary, target_toolkit
+from toolkits._common import escape_name, looks_binary, target_toolkit
 from toolkits._fsops import (
     PathLocks,
     ScanLimitError,
@@ -486,7 +486,6 @@ def toolkit(
     approve_writes: bool = False,
     group: str = "basic",
     into: Toolkit | None = None,
-    group_name: str | None = None,
     **limits: Any,
 ) -> Toolkit:
     """Build a Toolkit with the file tools confined to ``root``.
@@ -497,14 +496,12 @@ def toolkit(
         approve_writes: Register ``write_file`` and ``edit_file`` with ``requires_approval``.
         group: Tool group to register the tools in.
         into: Register into this Toolkit instead of a new one.
-        group_name: Deprecated spelling of ``group``.
         **limits: Keyword arguments for :class:`FileSystem` (``max_read_bytes``...).
 
     Returns:
         The Toolkit holding the tools.
     """
     fs = FileSystem(root, **limits)
-    group = chosen_group(group, group_name)
     tk = target_toolkit(into, group, f"Read, write and search files under {fs.root}")
     readers: list[Callable[..., Any]] = [fs.read_file, fs.list_directory, fs.glob, fs.grep]
     for reader in readers:

@@ -31,7 +31,7 @@ import anyio
 import anyio.to_thread
 
 from agentkit.tools import ToolContext, Toolkit, annotate
-from toolkits._common import chosen_group, target_toolkit
+from toolkits._common import target_toolkit
 from toolkits._process import run_capped
 
 __all__ = ["PythonRunner", "main", "toolkit"]
@@ -140,7 +140,6 @@ def toolkit(
     requires_approval: bool = True,
     group: str = "basic",
     into: Toolkit | None = None,
-    group_name: str | None = None,
     python: str = sys.executable,
     default_timeout: float = 30.0,
     max_timeout: float = 300.0,
@@ -153,7 +152,6 @@ def toolkit(
         requires_approval: A human must approve each run (the default).
         group: Tool group to register the tool in.
         into: Register into this Toolkit instead of a new one.
-        group_name: Deprecated spelling of ``group``.
         python: Interpreter to run.
         default_timeout: Seconds a snippet may run when the model does not say.
         max_timeout: Upper bound for a model-supplied timeout.
@@ -170,7 +168,6 @@ def toolkit(
         max_output_bytes=max_output_bytes,
         env=env,
     )
-    group = chosen_group(group, group_name)
     tk = target_toolkit(into, group, "Run Python programs in a subprocess")
     tool = tk.register_tool_function(
         runner.run_python, group=group, requires_approval=requires_approval

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.tools import ToolContext, Toolkit, annotate
-from toolkits._common import chosen_group, escape_name, resolve_inside, target_toolkit
+from toolkits._common import escape_name, resolve_inside, target_toolkit
 from toolkits._process import run_capped
 from toolkits._shellguard import (
     LAUNCHERS,
@@ -196,7 +196,6 @@ def toolkit(
     requires_approval: bool = True,
     group: str = "basic",
     into: Toolkit | None = None,
-    group_name: str | None = None,
     **options: Any,
 ) -> Toolkit:
     """Build a Toolkit with a ``run_command`` tool.
@@ -206,7 +205,6 @@ def toolkit(
         requires_approval: A human must approve each command (the default).
         group: Tool group to register the tool in.
         into: Register into this Toolkit instead of a new one.
-        group_name: Deprecated spelling of ``group``.
         **options: Keyword arguments for :class:`Shell` (``allowed_executables``,
             ``allow_shell``, ``default_timeout``, ``max_output_bytes``, ``env``...).
 
@@ -214,7 +212,6 @@ def toolkit(
         The Toolkit holding the tool.
     """
     sh = Shell(root, **options)
-    group = chosen_group(group, group_name)
     tk = target_toolkit(into, group, f"Run commands in {sh.root}")
     tool = tk.register_tool_function(
         sh.run_command, group=group, requires_approval=requires_approval

@@ -34,7 +34,7 @@ import anyio
 import anyio.to_thread
 
 from agentkit.tools import Toolkit, annotate
-from toolkits._common import chosen_group, decode_text, looks_binary, target_toolkit
+from toolkits._common import decode_text, looks_binary, target_toolkit
 from toolkits._html import html_to_text
 
 if TYPE_CHECKING:
@@ -292,7 +292,6 @@ def toolkit(
     *,
     group: str = "basic",
     into: Toolkit | None = None,
-    group_name: str | None = None,
     **options: Any,
 ) -> Toolkit:
     """Build a Toolkit with a ``fetch_url`` tool.
@@ -300,7 +299,6 @@ def toolkit(
     Args:
         group: Tool group to register the tool in.
         into: Register into this Toolkit instead of a new one.
-        group_name: Deprecated spelling of ``group``.
         **options: Keyword arguments for :class:`WebFetcher` (``allow_private``,
             ``trusted_hosts``, ``timeout``, ``max_bytes``, ``max_chars``, ``max_redirects``,
             ``user_agent``).
@@ -309,7 +307,6 @@ def toolkit(
         The Toolkit holding the tool.
     """
     fetcher = WebFetcher(**options)
-    group = chosen_group(group, group_name)
     tk = target_toolkit(into, group, "Fetch web pages as text")
     tool = tk.register_tool_function(fetcher.fetch_url, group=group)
     # Reads only, but what it returns comes from the open web (untrusted content).

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from agentkit.exceptions import UsageError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
@@ -12,13 +11,12 @@ from agentkit.messages import Msg
 from agentkit.models._base import ChatModel
 
 if TYPE_CHECKING:
-    from agentkit.memory import Memory
+    pass
 
 __all__ = [
     "MsgInput",
     "as_input",
     "as_messages",
-    "legacy_positional",
     "no_running_loop",
     "resolve_model",
 ]
@@ -59,25 +57,6 @@ def as_input(msg: MsgInput) -> list[Msg]:
                 "their results together, or edit agent.memory directly)",
             ) from None
     return msgs
-
-
-def legacy_positional(
-    args: tuple[Any, ...], memory: Memory | None, max_iters: int, parallel: bool, hint: bool
-) -> tuple[Memory | None, int, bool, bool]:
-    """Map the round-1 positional arguments after ``toolkit`` (deprecated)."""
-    if len(args) > 4:
-        raise UsageError(
-            "ReActAgent takes name, sys_prompt, model, toolkit positionally; pass the "
-            "rest as keywords (memory=, max_iters=, ...)"
-        )
-    warnings.warn(
-        "passing memory, max_iters, parallel_tool_calls or print_hint positionally is "
-        "deprecated; pass them as keywords",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    given = (*args, *(memory, max_iters, parallel, hint)[len(args) :])
-    return given[0], given[1], given[2], given[3]
 
 
 def resolve_model(model: object) -> ChatModel:

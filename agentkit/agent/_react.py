@@ -18,7 +18,6 @@ from agentkit.agent._construct import (
     MsgInput,
     as_input,
     as_messages,
-    legacy_positional,
     resolve_model,
 )
 from agentkit.agent._conversation import CallInfo, Conversation
@@ -67,10 +66,8 @@ class ReActAgent(TypedRuns, HookHost):
         max_tool_retries: How many times one tool may raise ``ToolRetry`` in one run before
             its call is answered as a plain failure.
 
-    Everything after ``toolkit`` is keyword-only; the round-1 positional form
-    (``memory, max_iters, parallel_tool_calls, print_hint``) still works with a
-    ``DeprecationWarning``. ``model`` may be a ``"provider:model"`` string, resolved by
-    ``agentkit.models.from_string``.
+    Everything after ``toolkit`` is keyword-only. ``model`` may be a ``"provider:model"``
+    string, resolved by ``agentkit.models.from_string``.
 
     """
 
@@ -100,7 +97,7 @@ class ReActAgent(TypedRuns, HookHost):
         sys_prompt: str,
         model: ChatModel | str,
         toolkit: Toolkit | None = None,
-        *args: Any,
+        *,
         memory: Memory | None = None,
         max_iters: int = 10,
         parallel_tool_calls: bool = True,
@@ -110,10 +107,6 @@ class ReActAgent(TypedRuns, HookHost):
         usage_limits: UsageLimits | None = None,
         max_tool_retries: int = 2,
     ) -> None:
-        if args:  # the round-1 positional form: memory, max_iters, parallel, print_hint
-            memory, max_iters, parallel_tool_calls, print_hint = legacy_positional(
-                args, memory, max_iters, parallel_tool_calls, print_hint
-            )
         if max_iters < 1:
             raise UsageError("max_iters must be at least 1")
         if max_tool_retries < 0:

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentkit._renamed import renamed
 from agentkit.exceptions import ToolRegistrationError
 from agentkit.mcp._defenses import ToolChange
 from agentkit.mcp._pins import take_pending_pins, withhold
@@ -119,9 +118,6 @@ async def register_mcp_client(
     prefix: str | None = None,
     timeout: float | None = None,  # noqa: ASYNC109 (the tools' timeout, not this call's)
     namesake: Any = "raise",
-    *,
-    group_name: str | None = None,
-    execution_timeout: float | None = None,
 ) -> list[Tool]:
     """Register the tools of ``client`` in ``toolkit`` (connecting the client if needed).
 
@@ -135,8 +131,6 @@ async def register_mcp_client(
         timeout: Per-call timeout (seconds) enforced by the Toolkit.
         namesake: What the Toolkit does on a name clash; ``"raise"`` checks every name
             first, so a clash registers nothing.
-        group_name: Deprecated spelling of ``group``.
-        execution_timeout: Deprecated spelling of ``timeout``.
 
     Returns:
         The registered tools.
@@ -146,8 +140,6 @@ async def register_mcp_client(
         MCPConnectionError: the server cannot be reached.
     """
     _refuse_override(namesake)
-    group = renamed("group_name", "group", group_name, group, "basic")
-    timeout = renamed("execution_timeout", "timeout", execution_timeout, timeout, None)
     if not client.is_connected:
         await client.connect()
     reg = Registration(
@@ -356,8 +348,6 @@ async def create_resource_tool(
     name: str | None = None,
     group: str = "basic",
     max_listed: int = 50,
-    *,
-    group_name: str | None = None,
 ) -> Tool:
     """A tool that reads ``client``'s resources, listing them in its description.
 
@@ -368,7 +358,6 @@ async def create_resource_tool(
         name: Tool name (default ``read_<client name>_resource``).
         group: Tool group.
         max_listed: How many resources and templates the description names at most.
-        group_name: Deprecated spelling of ``group``.
     """
     resources = await client.list_resources()
     templates = await client.list_resource_templates()
@@ -381,5 +370,4 @@ async def create_resource_tool(
         f"{shown or '(none listed)'}{more}"
     )
     tool_name = name or toolkit_name(f"read_{client.name}_resource", None)
-    group = renamed("group_name", "group", group_name, group, "basic")
     return _ResourceTool(client, tool_name, description, group)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
-from agentkit._renamed import renamed
 from agentkit.exceptions import StateError, ToolGroupError, ToolRegistrationError, UsageError
 from agentkit.messages import ToolUseBlock
 from agentkit.tools._base import Tool
@@ -167,7 +166,6 @@ class Toolkit:
         timeout: float | None = None,
         postprocess: PostProcess | None = None,
         namesake: Namesake = "raise",
-        group_name: str | None = None,
     ) -> Tool:
         """Register a Python function (sync or async, plain or generator) as a tool.
 
@@ -185,7 +183,6 @@ class Toolkit:
                 response or None (sync or async).
             namesake: What to do if the name is taken: "raise", "override", "skip" (keep
                 the existing tool) or "rename" (append ``_2``, ``_3``...).
-            group_name: Deprecated spelling of ``group``.
 
         Returns:
             The registered tool (the existing one for namesake="skip").
@@ -202,7 +199,7 @@ class Toolkit:
             fn,
             name=name,
             description=description,
-            group=renamed("group_name", "group", group_name, group, BASIC),
+            group=group,
             preset_kwargs=preset_kwargs,
             requires_approval=requires_approval,
             sequential=sequential,
@@ -229,7 +226,6 @@ class Toolkit:
         timeout: float | None = None,
         postprocess: PostProcess | None = None,
         namesake: Namesake = "raise",
-        group_name: str | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: F | None = None, /, **kwargs: Any) -> F | Callable[[F], F]:
@@ -542,8 +538,6 @@ class Toolkit:
         prefix: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 (the tools' timeout, not this call's)
         namesake: Namesake = "raise",
-        group_name: str | None = None,
-        execution_timeout: float | None = None,
     ) -> list[Tool]:
         """Register the tools of an MCP client (connecting it if needed).
 
@@ -555,8 +549,6 @@ class Toolkit:
             prefix: Registered names become ``{prefix}_{name}``.
             timeout: Per-call timeout (seconds) enforced by the Toolkit.
             namesake: What to do on a name clash; ``"raise"`` registers nothing then.
-            group_name: Deprecated spelling of ``group``.
-            execution_timeout: Deprecated spelling of ``timeout``.
 
         Returns:
             The registered tools (see ``agentkit.mcp.register_mcp_client``).
@@ -565,11 +557,11 @@ class Toolkit:
         tools: list[Tool] = await bridge.register_mcp_client(
             self,
             client,
-            group=renamed("group_name", "group", group_name, group, BASIC),
+            group=group,
             enable_funcs=enable_funcs,
             disable_funcs=disable_funcs,
             prefix=prefix,
-            timeout=renamed("execution_timeout", "timeout", execution_timeout, timeout, None),
+            timeout=timeout,
             namesake=namesake,
         )
         return tools
