@@ -1,6 +1,6 @@
 """Structured output: the final answer validated against a pydantic model.
 
-``await agent(msg, structured_model=TripPlan)`` offers the model an extra
+``await agent.run(msg, output_type=TripPlan)`` offers the model an extra
 ``generate_response`` tool whose schema is ``TripPlan``'s JSON schema. The agent may use its
 other tools first; its final answer must be a valid ``TripPlan``. An invalid attempt is
 answered with the validation error, and the model corrects itself (up to 3 retries). The

@@ -28,7 +28,7 @@ async def test_structured_output_success_without_touching_the_toolkit():
     )
     agent = agent_for(model)
     before = agent.toolkit.get_json_schemas()
-    reply = await agent("weather?", structured_model=Weather)
+    reply = await agent("weather?", output_type=Weather)
     assert reply.metadata["structured_output"] == {"city": "Oslo", "celsius": 4.5}
     assert Weather.model_validate(reply.metadata["structured_output"]).city == "Oslo"
     assert reply.get_text() == "Here it is."
@@ -56,7 +56,7 @@ async def test_structured_output_retry_then_success():
         ]
     )
     agent = agent_for(model)
-    reply = await agent("weather?", structured_model=Weather)
+    reply = await agent("weather?", output_type=Weather)
     assert reply.metadata["structured_output"] == {"city": "Oslo", "celsius": -3.0}
     memory = await checked_memory(agent)
     error, is_error = results_of(memory)["r1"]
@@ -69,7 +69,7 @@ async def test_structured_output_gives_up_after_bounded_retries():
     bad = [[tool_use("generate_response", f"r{i}", city="X")] for i in range(4)]
     agent = agent_for(ScriptedModel(bad))
     with pytest.raises(StructuredOutputError, match="Weather"):
-        await agent("weather?", structured_model=Weather)
+        await agent("weather?", output_type=Weather)
     memory = await checked_memory(agent)
     assert all(is_error for _, is_error in results_of(memory).values())
     assert len(results_of(memory)) == 4
@@ -83,7 +83,7 @@ async def test_structured_output_at_max_iters_forces_the_response_tool():
         ]
     )
     agent = agent_for(model, max_iters=1)
-    reply = await agent("go", structured_model=Weather)
+    reply = await agent("go", output_type=Weather)
     assert reply.metadata["max_iters_reached"] is True
     assert reply.metadata["structured_output"]["city"] == "Rome"
     assert model.requests[-1].tool_names == ["generate_response"]
@@ -97,17 +97,17 @@ async def test_paused_structured_reply_needs_its_model_again_after_a_reload():
     turn = [tool_use("guarded", "g1", label="g1")]
     answer = [tool_use("generate_response", "r1", city="Oslo", celsius=4.5)]
     agent = agent_for(ScriptedModel([turn]))
-    paused = await agent("weather?", structured_model=Weather)
+    paused = await agent("weather?", output_type=Weather)
     assert [c["id"] for c in paused.metadata["pending_tool_calls"]] == ["g1"]
     state = json.loads(json.dumps(agent.state_dict()))
     assert state["structured_model"].endswith("test_agent_structured.Weather")
 
     fresh = agent_for(ScriptedModel([answer]))
     fresh.load_state_dict(state)
-    with pytest.raises(StateError, match=r"structured_model="):
+    with pytest.raises(StateError, match=r"output_type="):
         await fresh.resume({"g1": True})
     assert fresh.pending_tool_calls  # the refusal changed nothing
-    reply = await fresh.resume({"g1": True}, structured_model=Weather)
+    reply = await fresh.resume({"g1": True}, output_type=Weather)
     assert reply.metadata["structured_output"] == {"city": "Oslo", "celsius": 4.5}
     assert fresh.state_dict()["structured_model"] is None
     await checked_memory(fresh)

@@ -63,14 +63,14 @@ async def test_stream_with_output_type_gives_the_validated_model() -> None:
     }
 
 
-async def test_stream_structured_model_alias_and_both_rejected() -> None:
+async def test_stream_takes_the_output_type_by_keyword_only() -> None:
     agent = agent_for(ScriptedModel([tool_use("generate_response", "r1", name="X", country="Y")]))
-    async with agent.stream("go", City) as events:
+    async with agent.stream("go", output_type=City) as events:
         async for _ in events:
             pass
     assert events.result.output == City(name="X", country="Y")
-    with pytest.raises(UsageError, match="not both"):
-        agent.stream("go", City, output_type=City)  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        agent.stream("go", City)  # type: ignore[call-overload]
 
 
 async def test_interrupted_stream_has_an_interrupted_result() -> None:

@@ -113,7 +113,7 @@ async def test_structured_input_validates_and_reasks() -> None:
     shown: list[str] = []
     human = Answers("not json", '{"city": "Oslo", "nights": 0}', '{"city": "Oslo", "nights": 2}')
     user = UserAgent("ann", human, output_fn=shown.append, max_attempts=3)
-    reply = await user(structured_model=Booking)
+    reply = await user(output_type=Booking)
     assert reply.metadata == {"structured_input": {"city": "Oslo", "nights": 2, "breakfast": False}}
     assert reply.get_text() == '{"city": "Oslo", "nights": 2}'
     assert len(human.prompts) == 3
@@ -126,14 +126,14 @@ async def test_structured_input_validates_and_reasks() -> None:
 async def test_structured_input_gives_up_after_max_attempts() -> None:
     user = UserAgent("ann", Answers("{}", "[]"), output_fn=lambda s: None, max_attempts=2)
     with pytest.raises(ValueError, match="no valid Booking in 2 attempts"):
-        await user(structured_model=Booking)
+        await user(output_type=Booking)
 
 
 async def test_structured_empty_line_accepts_defaults() -> None:
     class Prefs(BaseModel):
         verbose: bool = True
 
-    reply = await UserAgent("u", Answers(""), output_fn=lambda s: None)(structured_model=Prefs)
+    reply = await UserAgent("u", Answers(""), output_fn=lambda s: None)(output_type=Prefs)
     assert reply.metadata == {"structured_input": {"verbose": True}}
 
 

@@ -123,7 +123,7 @@ class Conversation:
         if output_type is None and self.paused_output is None and self.paused_output_name:
             raise StateError(
                 f"this state paused a structured reply for {self.paused_output_name}; pass "
-                "structured_model= (or output_type=) to resume (model classes are not "
+                "output_type= to resume (model classes are not "
                 "stored in a state)"
             )
 

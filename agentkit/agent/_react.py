@@ -209,7 +209,6 @@ class ReActAgent(TypedRuns, HookHost):
     async def __call__(
         self,
         msg: MsgInput = None,
-        structured_model: type[BaseModel] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
         deps: object = None,
@@ -221,9 +220,8 @@ class ReActAgent(TypedRuns, HookHost):
 
         Args:
             msg: A Msg, a list of Msg, a string (a user message) or None.
-            structured_model: A pydantic model the final answer must match; the validated
+            output_type: A pydantic model the final answer must match; the validated
                 value (JSON form) is put in ``reply.metadata["structured_output"]``.
-            output_type: The same as ``structured_model`` (the name :meth:`run` uses).
             deps: Dependencies for this reply's tools (``ToolContext.deps``).
 
         Returns:
@@ -235,15 +233,13 @@ class ReActAgent(TypedRuns, HookHost):
             MemoryInvariantError: when ``msg`` holds a tool call without its result (or a
                 result without its call); nothing is stored then.
         """
-        output = _one_output_type(structured_model, output_type)
-        run, reply = await self._reply(as_input(msg), output, deps, self.usage_limits)
+        run, reply = await self._reply(as_input(msg), output_type, deps, self.usage_limits)
         self._check_limit(run, None)
         return reply
 
     async def resume(
         self,
         approvals: dict[str, bool | str] | None = None,
-        structured_model: type[BaseModel] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
     ) -> Msg:
@@ -255,18 +251,16 @@ class ReActAgent(TypedRuns, HookHost):
         Args:
             approvals: ``{call_id: True | False | "reason"}``: True runs the call; False or
                 a reason denies it (the model is told). Calls not listed stay pending.
-            structured_model: For a structured reply that paused; defaults to the model of
-                the paused reply.
-            output_type: The same as ``structured_model``.
+            output_type: For a structured reply that paused; defaults to the model of the
+                paused reply.
 
         Raises:
             AgentBusyError: when a reply is in progress.
             UsageError: for an id that is not pending or a verdict of the wrong type.
             StateError: when no call is waiting for approval at all.
         """
-        output = _one_output_type(structured_model, output_type)
         limits = self._conv.paused_limits or self.usage_limits  # the paused run's, if any
-        run, reply = await self._resume(approvals or {}, output, None, limits)
+        run, reply = await self._resume(approvals or {}, output_type, None, limits)
         self._check_limit(run, None)
         return reply
 
@@ -285,21 +279,21 @@ class ReActAgent(TypedRuns, HookHost):
             step = await loop.first_step(setup, conv, run, as_messages(kwargs["msg"]))
             return await loop.drive(setup, conv, run, step)
 
-        kwargs: dict[str, Any] = {"msg": msgs, "structured_model": structured}
+        kwargs: dict[str, Any] = {"msg": msgs, "output_type": structured}
         return run, await self._drive(run, setup, kwargs, body)
 
     async def _resume(
         self,
         approvals: dict[str, bool | str],
-        structured_model: type[BaseModel] | None,
+        output_type: type[BaseModel] | None,
         deps: object,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
         conv = self._conv
-        conv.check_approvals(self.name, approvals, structured_model)
-        structured = structured_model or conv.paused_output
+        conv.check_approvals(self.name, approvals, output_type)
+        structured = output_type or conv.paused_output
         run, setup = self._start(structured, deps, limits)
         run.iteration = conv.iteration
 
@@ -310,7 +304,7 @@ class ReActAgent(TypedRuns, HookHost):
         kwargs: dict[str, Any] = {
             "msg": [],
             "approvals": approvals,
-            "structured_model": structured,
+            "output_type": structured,
         }
         return run, await self._drive(run, setup, kwargs, body)
 
@@ -388,14 +382,14 @@ class ReActAgent(TypedRuns, HookHost):
 
     # -- run driving -------------------------------------------------------------------
     def _start(
-        self, structured_model: type[BaseModel] | None, deps: object, limits: UsageLimits | None
+        self, output_type: type[BaseModel] | None, deps: object, limits: UsageLimits | None
     ) -> tuple[Run, RunSetup]:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
         emit = None
         if self.print_hint or self._listeners:
             emit = self._make_emit()
-        run = self._run = Run(emit, structured_model)
+        run = self._run = Run(emit, output_type)
         run.limits = limits
         run.token = anyio.lowlevel.current_token()
         run.thread = threading.get_ident()
@@ -495,7 +489,7 @@ class ReActAgent(TypedRuns, HookHost):
         hooks = self._hooks
         if hooks is not None and hooks.has("pre_reply"):
             kwargs = await hooks.run_pre("pre_reply", self, kwargs)
-            run.structured = kwargs.get("structured_model")
+            run.structured = kwargs.get("output_type")
         reply = await body(kwargs)
         if hooks is not None and hooks.has("post_reply"):
             reply = await hooks.run_post("post_reply", self, kwargs, reply)
@@ -553,11 +547,3 @@ class ReActAgent(TypedRuns, HookHost):
 
     def __repr__(self) -> str:
         return f"ReActAgent(name={self.name!r}, model={self.model!r})"
-
-
-def _one_output_type(
-    structured_model: type[BaseModel] | None, output_type: type[BaseModel] | None
-) -> type[BaseModel] | None:
-    if structured_model is not None and output_type is not None:
-        raise UsageError("pass output_type= or structured_model= (its alias), not both")
-    return output_type or structured_model

@@ -53,7 +53,7 @@ class TypedRuns:
     async def _resume(
         self,
         approvals: dict[str, bool | str],
-        structured_model: type[BaseModel] | None,
+        output_type: type[BaseModel] | None,
         deps: Any,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
@@ -199,7 +199,6 @@ class TypedRuns:
     def stream(
         self,
         msg: MsgInput = None,
-        structured_model: None = None,
         *,
         deps: Any = None,
         output_type: None = None,
@@ -210,28 +209,15 @@ class TypedRuns:
     def stream(
         self,
         msg: MsgInput = None,
-        structured_model: None = None,
         *,
         deps: Any = None,
         output_type: type[ModelT],
         usage_limits: UsageLimits | None = None,
     ) -> EventStream[ModelT]: ...
 
-    @overload
-    def stream(
-        self,
-        msg: MsgInput,
-        structured_model: type[ModelT],
-        *,
-        deps: Any = None,
-        output_type: None = None,
-        usage_limits: UsageLimits | None = None,
-    ) -> EventStream[ModelT]: ...
-
     def stream(
         self,
         msg: MsgInput = None,
-        structured_model: type[BaseModel] | None = None,
         *,
         deps: Any = None,
         output_type: type[BaseModel] | None = None,
@@ -239,16 +225,10 @@ class TypedRuns:
     ) -> EventStream[Any]:
         """Reply to ``msg`` and iterate over the events (see ``agentkit.agent._stream``).
 
-        Same arguments as :meth:`run` (``structured_model`` is the AgentScope alias of
-        ``output_type``). Once the reply has ended, ``events.result`` is the
+        Same arguments as :meth:`run`. Once the reply has ended, ``events.result`` is the
         ``RunResult`` that :meth:`run` would have returned.
-
-        Raises:
-            UsageError: for ``output_type`` and ``structured_model`` together.
         """
-        if structured_model is not None and output_type is not None:
-            raise UsageError("pass output_type= or structured_model= (its alias), not both")
-        output = output_type or structured_model
+        output = output_type
 
         def start() -> Awaitable[RunResult[Any]]:
             return self.run(msg, deps=deps, output_type=output, usage_limits=usage_limits)

@@ -6,7 +6,7 @@ console by default (a ``prompt_toolkit`` prompt on the event loop, cancellable, 
 loop keeps running while the human thinks) or from any sync or async
 ``input_fn(prompt) -> str`` (a web form, a chat widget, a test script).
 
-Structured input: with ``structured_model`` (a pydantic model), the human answers with one
+Structured input: with ``output_type`` (a pydantic model), the human answers with one
 JSON object (an empty line means ``{}``, accepting the defaults); an invalid answer is
 explained and asked again, up to ``max_attempts`` times.
 """
@@ -104,13 +104,14 @@ class UserAgent(HookHost):
     async def __call__(
         self,
         msg: Msg | list[Msg] | str | None = None,
-        structured_model: type[BaseModel] | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
     ) -> Msg:
         """Show ``msg`` (if any), read the human's answer and return it as a user message.
 
         Args:
             msg: What the human should see first.
-            structured_model: A pydantic model the answer must validate against (as JSON);
+            output_type: A pydantic model the answer must validate against (as JSON);
                 the validated dump goes into ``reply.metadata["structured_input"]``.
 
         Raises:
@@ -119,14 +120,14 @@ class UserAgent(HookHost):
         """
         if self._scope is not None:
             raise AgentBusyError(f"{self.name!r} is already waiting for input")
-        kwargs: dict[str, Any] = {"msg": msg, "structured_model": structured_model}
+        kwargs: dict[str, Any] = {"msg": msg, "output_type": output_type}
         self._scope = anyio.CancelScope()
         try:
             if self._hooks is not None:
                 kwargs = await self._hooks.run_pre("pre_reply", self, kwargs)
             reply: Msg | None = None
             with self._scope:
-                reply = await self.reply(kwargs["msg"], kwargs["structured_model"])
+                reply = await self.reply(kwargs["msg"], output_type=kwargs["output_type"])
             if reply is None:  # interrupted
                 reply = Msg(self.name, "", "user", metadata={"interrupted": True})
             if self._hooks is not None:
@@ -138,13 +139,14 @@ class UserAgent(HookHost):
     async def reply(
         self,
         msg: Msg | list[Msg] | str | None = None,
-        structured_model: type[BaseModel] | None = None,
+        *,
+        output_type: type[BaseModel] | None = None,
     ) -> Msg:
         """The reply itself, without hooks or interruption handling."""
         await self.observe(msg)
-        if structured_model is None:
+        if output_type is None:
             return Msg(self.name, await self._read(self.prompt), "user")
-        return await self._read_structured(structured_model)
+        return await self._read_structured(output_type)
 
     async def observe(self, msg: Msg | list[Msg] | str | None) -> None:
         """Show messages to the human (what other participants said in a ``MsgHub``)."""
