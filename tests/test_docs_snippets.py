@@ -38,30 +38,30 @@ from agentkit.models import RetryPolicy, from_string
 from agentkit.session import JSONSession
 
 agent: ReActAgent
-other: ReActAgent
+other: ReActAgent[Any, Any]
 toolkit: Toolkit
 model: ChatModel
 messages: list[Msg]
 client: MCPClient
 session: JSONSession
 user: UserAgent
-writer: ReActAgent
-editor: ReActAgent
-proofreader: ReActAgent
-researcher: ReActAgent
-security_reviewer: ReActAgent
-perf_reviewer: ReActAgent
-style_reviewer: ReActAgent
-alice: ReActAgent
-bob: ReActAgent
-judge: ReActAgent
+writer: ReActAgent[Any, Any]
+editor: ReActAgent[Any, Any]
+proofreader: ReActAgent[Any, Any]
+researcher: ReActAgent[Any, Any]
+security_reviewer: ReActAgent[Any, Any]
+perf_reviewer: ReActAgent[Any, Any]
+style_reviewer: ReActAgent[Any, Any]
+alice: ReActAgent[Any, Any]
+bob: ReActAgent[Any, Any]
+judge: ReActAgent[Any, Any]
 research_tools: Toolkit
 diff_msg: Msg
 chat_id: str
 ticket_id: str
 call_id: str
 fetch_page: Callable[..., Any]
-def build_agent() -> ReActAgent:
+def build_agent() -> ReActAgent[Any, Any]:
     raise NotImplementedError
 """
 TOP_LEVEL_ASYNC = re.compile(r"^(await |async with |async for )", re.M)
@@ -118,3 +118,41 @@ def test_docs_snippets_type_check_with_mypy_strict(tmp_path: pathlib.Path) -> No
     )
     errors = result.stdout.replace(str(package) + "/", "")
     assert result.returncode == 0, f"doc snippets fail mypy --strict:\n{errors}{result.stderr}"
+
+
+@pytest.mark.timeout(300)
+def test_a_wrong_deps_type_is_a_mypy_error(tmp_path: pathlib.Path) -> None:
+    """The generic agent: ``ReActAgent(..., deps_type=D)`` rejects ``deps=`` of another type."""
+    code = PRELUDE + (
+        "from dataclasses import dataclass\n"
+        "@dataclass\n"
+        "class Deps:\n"
+        "    user_id: int\n"
+        "class Ticket(BaseModel):\n"
+        "    id: int\n"
+        "typed = ReActAgent('a', 'sys', model, deps_type=Deps, output_type=Ticket)\n"
+        "async def ok() -> Ticket:\n"
+        "    result = await typed.run('q', deps=Deps(user_id=7))\n"
+        "    return result.output\n"
+        "async def wrong() -> None:\n"
+        "    await typed.run('q', deps='7')  # line A\n"
+        "async def wrong_output() -> str:\n"
+        "    result = await typed.run('q', deps=Deps(user_id=7))\n"
+        "    return result.output  # line B\n"
+        "async def no_deps() -> None:\n"
+        "    await agent.run('q', deps=Deps(user_id=7))  # line C\n"
+    )
+    (tmp_path / "wrong_deps.py").write_text(code)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    lines = code.splitlines()
+    errors = {
+        lines[int(m.group(1)) - 1].rsplit("# ", 1)[-1]
+        for m in re.finditer(r"wrong_deps.py:(\d+): error", result.stdout)
+    }
+    assert errors == {"line A", "line B", "line C"}, result.stdout

@@ -11,7 +11,8 @@ from agentkit.messages import Msg
 from agentkit.models._base import ChatModel
 
 if TYPE_CHECKING:
-    pass
+    from pydantic import BaseModel
+
 
 __all__ = [
     "MsgInput",
@@ -19,6 +20,7 @@ __all__ = [
     "as_messages",
     "no_running_loop",
     "resolve_model",
+    "structured_output",
 ]
 
 MsgInput: TypeAlias = Msg | Sequence[Msg] | str | None
@@ -82,3 +84,18 @@ def no_running_loop() -> None:
     except RuntimeError:
         return
     raise UsageError("run_sync() cannot run inside an event loop; use 'await agent.run(...)'")
+
+
+def structured_output(output_type: object) -> type[BaseModel] | None:
+    """The pydantic model of an agent's ``output_type=`` (None or ``str``: plain text).
+
+    Raises:
+        UsageError: for anything else (the output type must be a pydantic model).
+    """
+    if output_type is None or output_type is str:
+        return None
+    from pydantic import BaseModel  # only for structured agents: pydantic is not cheap
+
+    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
+        return output_type
+    raise UsageError(f"output_type must be a pydantic model class or str, got {output_type!r}")

@@ -19,11 +19,12 @@ from agentkit.agent._construct import (
     as_input,
     as_messages,
     resolve_model,
+    structured_output,
 )
 from agentkit.agent._conversation import CallInfo, Conversation
 from agentkit.agent._copying import copy_slots
 from agentkit.agent._hooks import HookHost, HookRegistry
-from agentkit.agent._runs import TypedRuns
+from agentkit.agent._runs import DepsT, OutputT, TypedRuns
 from agentkit.agent._setup import ApprovalPolicy, RunSetup
 from agentkit.agent._state import Run, migrate_state, parse_agent_state, store
 from agentkit.agent._stream import fan_out
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["ApprovalPolicy", "ReActAgent"]
 
 
-class ReActAgent(TypedRuns, HookHost):
+class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     """A tool-using agent: reason (model call) -> act (tool calls) until it answers.
 
     Args:
@@ -52,6 +53,12 @@ class ReActAgent(TypedRuns, HookHost):
         sys_prompt: The system prompt.
         model: The chat model.
         toolkit: Tools the model may call (a ``Toolkit``; None: no tools yet).
+        deps_type: The type of the runs' dependencies (``agent.run(..., deps=...)``, seen by
+            tools as ``ToolContext[D].deps``). It types the agent (``ReActAgent[D, ...]``)
+            so that a wrong ``deps=`` is a type error; None: the agent takes none.
+        output_type: A pydantic model every run's answer must match (``result.output`` is
+            the validated instance; ``run(output_type=...)`` overrides it for one run).
+            None or ``str``: the final text.
         memory: Conversation memory (an ``InMemoryMemory`` by default).
         max_iters: Model calls per reply before the agent asks for a final summary.
         parallel_tool_calls: Run the tool calls of one turn concurrently.
@@ -81,10 +88,12 @@ class ReActAgent(TypedRuns, HookHost):
         "_sys_msg",
         "_toolkit",
         "approval_policy",
+        "deps_type",
         "max_iters",
         "max_tool_retries",
         "model",
         "name",
+        "output_type",
         "parallel_tool_calls",
         "print_hint",
         "sys_prompt",
@@ -98,6 +107,8 @@ class ReActAgent(TypedRuns, HookHost):
         model: ChatModel | str,
         toolkit: Toolkit | None = None,
         *,
+        deps_type: type[DepsT] | None = None,
+        output_type: type[OutputT] | None = None,
         memory: Memory | None = None,
         max_iters: int = 10,
         parallel_tool_calls: bool = True,
@@ -113,6 +124,8 @@ class ReActAgent(TypedRuns, HookHost):
             raise UsageError("max_tool_retries must be >= 0")
         self.name = name
         self.sys_prompt = sys_prompt
+        self.deps_type = deps_type
+        self.output_type = structured_output(output_type)
         self.model = resolve_model(model)
         self._toolkit: Toolkit | None = toolkit
         self._conv = Conversation(memory if memory is not None else InMemoryMemory())
@@ -129,7 +142,9 @@ class ReActAgent(TypedRuns, HookHost):
         self._run: Run | None = None
         self._sys_msg: Msg | None = None
 
-    def copy(self, *, memory: Memory | None = None, toolkit: Toolkit | None = None) -> ReActAgent:
+    def copy(
+        self, *, memory: Memory | None = None, toolkit: Toolkit | None = None
+    ) -> ReActAgent[DepsT, OutputT]:
         """A new agent with this one's configuration and a conversation of its own.
 
         The copy shares the model, toolkit, hooks, approval policy, limits, concurrency
@@ -211,7 +226,7 @@ class ReActAgent(TypedRuns, HookHost):
         msg: MsgInput = None,
         *,
         output_type: type[BaseModel] | None = None,
-        deps: object = None,
+        deps: DepsT | None = None,
     ) -> Msg:
         """Reply to ``msg`` (None: continue from memory).
 
@@ -233,7 +248,8 @@ class ReActAgent(TypedRuns, HookHost):
             MemoryInvariantError: when ``msg`` holds a tool call without its result (or a
                 result without its call); nothing is stored then.
         """
-        run, reply = await self._reply(as_input(msg), output_type, deps, self.usage_limits)
+        output = output_type if output_type is not None else self.output_type
+        run, reply = await self._reply(as_input(msg), output, deps, self.usage_limits)
         self._check_limit(run, None)
         return reply
 

@@ -7,9 +7,10 @@ and ``agent.resume(...)``); this module turns their outcome into a ``RunResult[T
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 import anyio
+from typing_extensions import TypeVar
 
 from agentkit.agent._construct import MsgInput, as_input, no_running_loop
 from agentkit.agent._result import RunResult, make_result
@@ -28,13 +29,22 @@ if TYPE_CHECKING:
 __all__ = ["TypedRuns"]
 
 ModelT = TypeVar("ModelT", bound="BaseModel")
+DepsT = TypeVar("DepsT", default=None)
+"""The type of a run's dependencies (``deps_type=``; None: the agent takes none)."""
+OutputT = TypeVar("OutputT", default=str)
+"""The type of a run's output (``output_type=`` at construction; ``str`` by default)."""
 
 
-class TypedRuns:
-    """``run`` / ``run_sync`` for an agent that implements ``_reply`` and ``_resume``."""
+class TypedRuns(Generic[DepsT, OutputT]):
+    """``run`` / ``run_sync`` for an agent that implements ``_reply`` and ``_resume``.
+
+    Generic in the run's dependencies and output, so ``agent.run(..., deps=wrong)`` is a
+    type error and ``result.output`` is typed without ``output_type=`` per call.
+    """
 
     __slots__ = ()
     usage_limits: UsageLimits | None
+    output_type: type[BaseModel] | None
 
     @property
     def conversation(self) -> Conversation:
@@ -86,18 +96,18 @@ class TypedRuns:
         self,
         input: MsgInput = None,
         *,
-        deps: Any = None,
+        deps: DepsT | None = None,
         output_type: None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, bool | str] | None = None,
-    ) -> RunResult[str]: ...
+    ) -> RunResult[OutputT]: ...
 
     @overload
     async def run(
         self,
         input: MsgInput = None,
         *,
-        deps: Any = None,
+        deps: DepsT | None = None,
         output_type: type[ModelT],
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, bool | str] | None = None,
@@ -107,7 +117,7 @@ class TypedRuns:
         self,
         input: MsgInput = None,
         *,
-        deps: Any = None,
+        deps: DepsT | None = None,
         output_type: type[BaseModel] | None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, bool | str] | None = None,
@@ -134,6 +144,8 @@ class TypedRuns:
             UsageError: for ``input`` and ``approvals`` together, or a bad approval.
         """
         limits = usage_limits if usage_limits is not None else self.usage_limits
+        if output_type is None:
+            output_type = self.output_type
         if approvals is not None:
             if input is not None:
                 raise UsageError("pass input= to start a run or approvals= to resume one")
@@ -151,18 +163,18 @@ class TypedRuns:
         self,
         input: MsgInput = None,
         *,
-        deps: Any = None,
+        deps: DepsT | None = None,
         output_type: None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, bool | str] | None = None,
-    ) -> RunResult[str]: ...
+    ) -> RunResult[OutputT]: ...
 
     @overload
     def run_sync(
         self,
         input: MsgInput = None,
         *,
-        deps: Any = None,
+        deps: DepsT | None = None,
         output_type: type[ModelT],
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, bool | str] | None = None,
@@ -172,7 +184,7 @@ class TypedRuns:
         self,
         input: MsgInput = None,
         *,
-        deps: Any = None,
+        deps: DepsT | None = None,
         output_type: type[BaseModel] | None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, bool | str] | None = None,
@@ -200,17 +212,17 @@ class TypedRuns:
         self,
         msg: MsgInput = None,
         *,
-        deps: Any = None,
+        deps: DepsT | None = None,
         output_type: None = None,
         usage_limits: UsageLimits | None = None,
-    ) -> EventStream[str]: ...
+    ) -> EventStream[OutputT]: ...
 
     @overload
     def stream(
         self,
         msg: MsgInput = None,
         *,
-        deps: Any = None,
+        deps: DepsT | None = None,
         output_type: type[ModelT],
         usage_limits: UsageLimits | None = None,
     ) -> EventStream[ModelT]: ...
@@ -219,7 +231,7 @@ class TypedRuns:
         self,
         msg: MsgInput = None,
         *,
-        deps: Any = None,
+        deps: DepsT | None = None,
         output_type: type[BaseModel] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> EventStream[Any]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -124,7 +124,7 @@ class _RunScope(_Scope):
 
     __slots__ = ("agent", "run")
 
-    def __init__(self, tracer: trace.Tracer, agent: ReActAgent, run: Run) -> None:
+    def __init__(self, tracer: trace.Tracer, agent: ReActAgent[Any, Any], run: Run) -> None:
         attributes: Attributes = {
             **chat_attributes(agent.model),
             "gen_ai.operation.name": "invoke_agent",
@@ -304,13 +304,13 @@ class OTelInstrumentation(Instrumentation):
         )
         self.capture_content = capture_content
 
-    def run_span(self, agent: ReActAgent, run: Run) -> _Scope:
+    def run_span(self, agent: ReActAgent[Any, Any], run: Run) -> _Scope:
         """The ``invoke_agent {agent}`` span of one reply."""
         return _RunScope(self.tracer, agent, run)
 
     def model_span(
         self,
-        agent: ReActAgent,
+        agent: ReActAgent[Any, Any],
         run: Run,
         messages: Sequence[Msg],
         tools: list[dict[str, object]] | None,
@@ -338,7 +338,7 @@ class OTelInstrumentation(Instrumentation):
         self.duration.record(elapsed, sets.duration)
 
     def tool_span(
-        self, agent: ReActAgent, run: Run, index: int, toolkit: Toolkit | None = None
+        self, agent: ReActAgent[Any, Any], run: Run, index: int, toolkit: Toolkit | None = None
     ) -> _Scope:
         """The ``execute_tool {tool}`` span of call ``run.batch[index]``."""
         return _ToolScope(self, run, index, toolkit)

@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from agentkit.agent._react import ReActAgent
@@ -54,13 +54,13 @@ class Instrumentation:
     (an implementation must never change them).
     """
 
-    def run_span(self, agent: ReActAgent, run: Run) -> AbstractContextManager[None]:
+    def run_span(self, agent: ReActAgent[Any, Any], run: Run) -> AbstractContextManager[None]:
         """Wrap one reply (``await agent(...)`` or ``agent.resume(...)``)."""
         return _NULL
 
     def model_span(
         self,
-        agent: ReActAgent,
+        agent: ReActAgent[Any, Any],
         run: Run,
         messages: Sequence[Msg],
         tools: list[dict[str, object]] | None,
@@ -69,7 +69,7 @@ class Instrumentation:
         return _NULL
 
     def tool_span(
-        self, agent: ReActAgent, run: Run, index: int, toolkit: Toolkit | None = None
+        self, agent: ReActAgent[Any, Any], run: Run, index: int, toolkit: Toolkit | None = None
     ) -> AbstractContextManager[None]:
         """Wrap tool call ``run.batch[index]``; its result is in ``run.results[index]``."""
         return _NULL
@@ -98,14 +98,17 @@ def installed() -> Instrumentation | None:
     return _active
 
 
-def run_span(agent: ReActAgent, run: Run) -> AbstractContextManager[None]:
+def run_span(agent: ReActAgent[Any, Any], run: Run) -> AbstractContextManager[None]:
     """The ``invoke_agent`` span of one reply (a no-op unless instrumented)."""
     active = _active
     return _NULL if active is None else active.run_span(agent, run)
 
 
 def model_span(
-    agent: ReActAgent, run: Run, messages: Sequence[Msg], tools: list[dict[str, object]] | None
+    agent: ReActAgent[Any, Any],
+    run: Run,
+    messages: Sequence[Msg],
+    tools: list[dict[str, object]] | None,
 ) -> AbstractContextManager[None]:
     """The ``chat`` span of one model request (a no-op unless instrumented)."""
     active = _active
@@ -113,7 +116,7 @@ def model_span(
 
 
 def tool_span(
-    agent: ReActAgent, run: Run, index: int, toolkit: Toolkit | None = None
+    agent: ReActAgent[Any, Any], run: Run, index: int, toolkit: Toolkit | None = None
 ) -> AbstractContextManager[None]:
     """The ``execute_tool`` span of one tool call (a no-op unless instrumented).
 

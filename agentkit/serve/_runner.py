@@ -66,7 +66,7 @@ def current_deps() -> Any:
 
 
 def _start_call(
-    agent: ReActAgent,
+    agent: ReActAgent[Any, Any],
     msgs: list[Msg],
     approvals: dict[str, bool | str] | None,
     deps: object,
