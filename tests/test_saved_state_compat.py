@@ -43,6 +43,7 @@ from agentkit.session import (
     StateGroup,
 )
 from agentkit.session.base import GROUP_MIGRATIONS, GROUP_SCHEMA_VERSION
+from agentkit.session.json_session import encode_file_stem
 from agentkit.testing import FunctionModel, ScriptedModel, tool_use
 from tests._serve_helpers import running
 from tests.state_corpus.agents import PNG_1X1, Calls, Trip, corpus_agent
@@ -431,7 +432,8 @@ def served_dir(tmp_path: Path) -> Path:
 
 
 def _thread_file(directory: Path, thread_id: str) -> Path:
-    return JSONSession(directory).path_for(f"serve/local/{thread_id}")
+    # Not through a JSONSession: opening one writes its lock file (never in the corpus).
+    return directory / (encode_file_stem(f"serve/local/{thread_id}") + ".json")
 
 
 def _stored_thread(directory: Path, thread_id: str) -> dict[str, Any]:
@@ -501,3 +503,9 @@ async def test_a_served_thread_from_a_newer_agentkit_is_refused_clearly(served_d
         answer = await client.get("/threads/t-done")
     assert answer.status_code == 500
     assert "saved by a newer agentkit" in answer.json()["error"]["message"]
+
+
+def test_the_corpus_holds_only_saved_states() -> None:
+    # Nothing writes into the corpus (a store opened on it would leave its lock file).
+    names = [p.name for p in CORPUS.rglob("*") if p.is_file()]
+    assert names and not [n for n in names if n.startswith(".")]
