@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit._formats import Migration, upgrade
 from agentkit.agent._result import RunUsage
 from agentkit.exceptions import StateError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
@@ -40,13 +41,14 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-"""The version of the agent state layout this agentkit writes.
+"""The version of the agent state layout this agentkit writes (``state["schema_version"]``).
 
-Every bump ships a migration in ``MIGRATIONS`` (from the previous version) and fixture
-states written by the previous release under ``tests/fixtures/state_v<N>/``.
+agentkit 0.1 and 0.2 write version 1. Every bump ships a migration in ``MIGRATIONS`` (from
+the previous version) and keeps loading the saved-state corpora under
+``tests/state_corpus/`` (see ``agentkit._formats``).
 """
 
-MIGRATIONS: dict[int, Callable[[dict[str, object]], dict[str, object]]] = {}
+MIGRATIONS: dict[int, Migration] = {}
 """``{n: fn}``: ``fn`` turns a version-``n`` state into a version-``n + 1`` state."""
 
 
@@ -57,15 +59,15 @@ def migrate_state(state: object) -> dict[str, object]:
 
     Raises:
         StateError: for something that is not a state dict, or a version this agentkit
-            cannot read (newer than ``SCHEMA_VERSION``, or older than any migration).
+            cannot read (saved by a newer agentkit, or older than any migration).
     """
-    if not isinstance(state, dict):
-        raise StateError(f"agent state must be a dict, got {type(state).__name__}")
-    version = state.get("schema_version")
-    while isinstance(version, int) and version < SCHEMA_VERSION and version in MIGRATIONS:
-        state = MIGRATIONS[version](state)
-        version = state.get("schema_version")
-    return _check_version(state)
+    return upgrade(
+        state,
+        what="agent state",
+        key="schema_version",
+        current=SCHEMA_VERSION,
+        migrations=MIGRATIONS,
+    )
 
 
 class _Pending:
@@ -233,15 +235,10 @@ def new_msg(name: str, content: Any, role: Role, metadata: dict[str, object] | N
 
 
 def _check_version(state: object) -> dict[str, object]:
-    if not isinstance(state, dict):
-        raise StateError(f"agent state must be a dict, got {type(state).__name__}")
-    version = state.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise StateError(
-            f"unsupported agent state schema_version {version!r}: this agentkit reads "
-            f"version {SCHEMA_VERSION}"
-        )
-    return state
+    """The state itself if it is of ``SCHEMA_VERSION`` (no migration runs here)."""
+    return upgrade(
+        state, what="agent state", key="schema_version", current=SCHEMA_VERSION, migrations={}
+    )
 
 
 def parse_agent_state(state: object) -> tuple[list[ToolUseBlock], list[Msg], int]:

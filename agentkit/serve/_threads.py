@@ -8,6 +8,8 @@ A thread is saved under the session id ``serve/<owner>/<thread id>`` as::
 The owner prefix namespaces client-chosen thread ids: two owners may both use ``"t1"`` and
 never see each other's thread. ``aliases`` are the provisional message ids the server
 streamed (so a client that sends them back is recognised, not refused as forging).
+``serve_thread`` is the layout's version: a stored thread is migrated to it on load (a
+thread without it is version 1), and one from a newer agentkit is refused (``StateError``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from agentkit._formats import Migration, upgrade
 from agentkit.agent import ReActAgent
 from agentkit.messages import Msg
 from agentkit.session import Session
@@ -27,6 +30,10 @@ __all__ = ["RunChannel", "ThreadRecord", "ThreadStore"]
 
 _PREFIX = "serve"
 MAX_ALIASES = 2000  # oldest provisional ids are forgotten first
+THREAD_VERSION = 1
+"""The version of the stored thread layout this agentkit writes (``serve_thread``)."""
+THREAD_MIGRATIONS: dict[int, Migration] = {}
+"""``{n: fn}``: ``fn`` turns a version-``n`` thread into a version-``n + 1`` one."""
 
 
 def _now() -> str:
@@ -67,7 +74,7 @@ class ThreadRecord:
     def to_dict(self) -> dict[str, object]:
         """The stored form."""
         return {
-            "serve_thread": 1,
+            "serve_thread": THREAD_VERSION,
             "owner": self.owner,
             "thread_id": self.thread_id,
             "title": self.title,
@@ -110,6 +117,14 @@ class ThreadStore:
         data = await self.session.load_state(self.key(owner, thread_id))
         if data is None or data.get("owner") != owner:
             return None
+        data = upgrade(
+            data,
+            what="served thread",
+            key="serve_thread",
+            current=THREAD_VERSION,
+            migrations=THREAD_MIGRATIONS,
+            missing=1,
+        )
         return ThreadRecord(owner, thread_id, data)
 
     async def save(self, record: ThreadRecord, agent: ReActAgent | None = None) -> None:

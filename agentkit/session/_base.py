@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
+from agentkit._formats import Migration, upgrade
 from agentkit.exceptions import AgentkitError, SessionConflictError, SessionError, StateError
 
 __all__ = ["Session", "SessionConflictError", "StateGroup", "Stateful", "check_session_id"]
@@ -40,6 +41,15 @@ __all__ = ["Session", "SessionConflictError", "StateGroup", "Stateful", "check_s
 _TRACKED: weakref.WeakKeyDictionary[object, dict[tuple[str, str], int]] = (
     weakref.WeakKeyDictionary()
 )
+
+GROUP_SCHEMA_VERSION = 1
+"""The version of the :class:`StateGroup` layout this agentkit writes (``schema_version``).
+
+A group state without it (written before 0.2.0 was released) is version 1.
+"""
+
+GROUP_MIGRATIONS: dict[int, Migration] = {}
+"""``{n: fn}``: ``fn`` turns a version-``n`` group state into a version-``n + 1`` one."""
 
 MAX_SESSION_ID_LENGTH = 200
 """Longest accepted session id, in characters (keeps encoded file names under 255 bytes)."""
@@ -110,16 +120,28 @@ class StateGroup:
         self.members = dict(members)
 
     def state_dict(self) -> dict[str, object]:
-        """Return ``{"members": {key: member_state}}``."""
-        return {"members": {key: m.state_dict() for key, m in self.members.items()}}
+        """Return ``{"schema_version": 1, "members": {key: member_state}}``."""
+        return {
+            "schema_version": GROUP_SCHEMA_VERSION,
+            "members": {key: m.state_dict() for key, m in self.members.items()},
+        }
 
     def load_state_dict(self, state: dict[str, object]) -> None:
         """Load every member's state, or none of them.
 
         Raises:
-            StateError: if a member's state is missing or the shape is wrong.
+            StateError: if a member's state is missing, the shape is wrong, or the group
+                layout is from a newer agentkit.
         """
-        states = state.get("members") if isinstance(state, dict) else None
+        state = upgrade(
+            state,
+            what="StateGroup state",
+            key="schema_version",
+            current=GROUP_SCHEMA_VERSION,
+            migrations=GROUP_MIGRATIONS,
+            missing=1,
+        )
+        states = state.get("members")
         if not isinstance(states, dict):
             raise StateError("a StateGroup state needs a 'members' dict")
         missing = sorted(set(self.members) - set(states))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from agentkit.exceptions import SessionConflictError, StateError
+from agentkit.exceptions import SessionConflictError, SessionError, StateError
 from agentkit.session._base import Session
 
 try:
@@ -47,6 +47,7 @@ _SUFFIX = ".json"
 _LOCK_NAME = ".agentkit.lock"
 _TMP_PREFIX, _TMP_SUFFIX = ".", ".tmp"
 _FORMAT_KEY = "agentkit_session"
+_FORMAT = 1  # the file layout's version (the state inside carries its own)
 _MAX_STEM_BYTES = 240  # file names are limited to 255 bytes on common file systems
 
 
@@ -137,7 +138,12 @@ def _parse(text: str, session_id: str) -> tuple[dict[str, object] | str, int]:
         data = json.loads(text)
     except ValueError:
         return text, 1  # the base class reports the corrupt JSON
-    if isinstance(data, dict) and data.get(_FORMAT_KEY) == 1:
+    if isinstance(data, dict) and _FORMAT_KEY in data:
+        if data[_FORMAT_KEY] != _FORMAT:  # a file layout only a newer agentkit knows
+            raise SessionError(
+                f"JSON session {session_id!r} has file format {data[_FORMAT_KEY]!r}: this "
+                f"agentkit reads format {_FORMAT} (a newer agentkit wrote it? upgrade agentkit)"
+            )
         version, state = data.get("version"), data.get("state")
         if not isinstance(version, int) or version < 1 or not isinstance(state, dict):
             raise StateError(f"JSON session {session_id!r} has a malformed version header")
@@ -205,7 +211,7 @@ class JSONSession(Session):
             if expected is not None and expected != actual:
                 raise SessionConflictError(session_id, expected, actual, self.backend)
             version = actual + 1
-            self._replace(path, f'{{"{_FORMAT_KEY}":1,"version":{version},"state":{text}}}')
+            self._replace(path, f'{{"{_FORMAT_KEY}":{_FORMAT},"version":{version},"state":{text}}}')
         return version
 
     def _replace(self, path: Path, text: str) -> None:
