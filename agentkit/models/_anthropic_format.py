@@ -19,7 +19,7 @@ from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
 from agentkit.models._common import clean_body, split_tool_results, tool_use_block
-from agentkit.models._json import JSONObject, JSONValue, arr, obj
+from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import is_audio_output
 from agentkit.models.base import ChatResponse, ChatUsage
 
@@ -65,7 +65,8 @@ def _source(block: Mapping[str, object]) -> WireBlock:
     source = cast("Mapping[str, str]", block["source"])
     if source["type"] == "url":
         return {"type": "url", "url": source["url"]}
-    return {"type": "base64", "media_type": source["media_type"], "data": source["data"]}
+    # base64, or a document's plain text (``{"type": "text", "media_type": "text/plain"}``)
+    return {"type": source["type"], "media_type": source["media_type"], "data": source["data"]}
 
 
 def _no_audio(where: str) -> UnsupportedContentError:
@@ -279,26 +280,22 @@ def format_tool_choice(choice: str | None, parallel: bool | None) -> WireBlock |
 
 
 def _usage(data: JSONObject, elapsed: float) -> ChatUsage:
-    prompt = sum(
-        _int(data.get(k))
-        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    )
+    counts = {key: count(data.get(key), f"usage.{key}") for key in _USAGE_KEYS}
     return ChatUsage(
-        prompt,
-        _int(data.get("output_tokens")),
+        sum(counts.values()) - counts["output_tokens"],  # cache reads and writes included
+        counts["output_tokens"],
         elapsed,
-        cache_read_tokens=_int(data.get("cache_read_input_tokens")),
-        cache_write_tokens=_int(data.get("cache_creation_input_tokens")),
+        cache_read_tokens=counts["cache_read_input_tokens"],
+        cache_write_tokens=counts["cache_creation_input_tokens"],
     )
 
 
-def _int(value: JSONValue) -> int:
-    """A token count (a missing one is 0; a non-number is a shape error)."""
-    if not value:
-        return 0
-    if isinstance(value, int | float | str):
-        return int(value)
-    raise TypeError(f"expected a number, got {type(value).__name__}")
+_USAGE_KEYS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
 
 
 def _content_block(block: JSONObject) -> ContentBlock | None:

@@ -41,6 +41,7 @@ __all__ = [
     "map_status_error",
     "parse_retry_after",
     "send_with_retries",
+    "embedded_error_status",
 ]
 
 T = TypeVar("T")
@@ -188,6 +189,25 @@ def map_status_error(
     else:
         cls = ModelAPIError
     return cls(text, provider=provider, status_code=status)
+
+
+def embedded_error_status(event: object, default: int = 500) -> int:
+    """The HTTP status an error inside a 200 answer stands for (a stream event, a body).
+
+    The answer itself was a 200, so the error's own status decides: Groq sends
+    ``{"error": {...}, "status_code": 400}`` (``tool_use_failed``), others put ``status``
+    or ``code`` in the error object. Without one, the failure counts as the server's (5xx).
+    """
+    if not isinstance(event, dict):
+        return default
+    inner = event.get("error")
+    candidates = [event.get("status_code"), event.get("status"), event.get("code")]
+    if isinstance(inner, dict):
+        candidates += [inner.get("status_code"), inner.get("status"), inner.get("code")]
+    for value in candidates:
+        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
+            return value
+    return default
 
 
 async def send_with_retries(

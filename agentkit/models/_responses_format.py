@@ -61,19 +61,13 @@ def _data_url(source: Base64Source | URLSource) -> str:
 
 
 def _file_part(block: DocumentBlock) -> Item:
-    source = cast("Base64Source | URLSource | TextSource", block["source"])
+    source = block["source"]
     if source["type"] == "url":
         return {"type": "input_file", "file_url": source["url"]}
-    if source["type"] == "text":
-        raise _unsupported("plain-text document", "(send the text as a text block)")
+    if source["type"] == "text":  # a document's plain text: OpenAI's advice is to send text
+        return {"type": "input_text", "text": source["data"]}
     name = block.get("filename") or block.get("title") or "document.pdf"
     return {"type": "input_file", "filename": name, "file_data": _data_url(source)}
-
-
-class TextSource(TypedDict):
-    """A plain-text document source (not sent by this API)."""
-
-    type: Literal["text"]
 
 
 def _input_part(block: ContentBlock, where: str) -> Item:
@@ -258,11 +252,11 @@ def response_usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
     cached = obj(data.get("input_tokens_details")).get("cached_tokens")
     reasoning = obj(data.get("output_tokens_details")).get("reasoning_tokens")
     return ChatUsage(
-        input_tokens=count(data.get("input_tokens")),
-        output_tokens=count(data.get("output_tokens")),
+        input_tokens=count(data.get("input_tokens"), "usage.input_tokens"),
+        output_tokens=count(data.get("output_tokens"), "usage.output_tokens"),
         time=elapsed,
-        cache_read_tokens=count(cached),
-        reasoning_tokens=count(reasoning),
+        cache_read_tokens=count(cached, "usage.input_tokens_details.cached_tokens"),
+        reasoning_tokens=count(reasoning, "usage.output_tokens_details.reasoning_tokens"),
     )
 
 
