@@ -243,7 +243,12 @@ async def test_document_by_url_is_sent_as_a_file_part(
 # -- usage -------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("raw", "problem"),
-    [("-3920", "negative"), ('"12"', "not an integer"), ("Infinity", "not finite"), ("12.5", "not an integer")],
+    [
+        ("-3920", "negative"),
+        ('"12"', "not an integer"),
+        ("Infinity", "not finite"),
+        ("12.5", "not an integer"),
+    ],
 )
 async def test_hostile_usage_is_an_api_error(
     chat: OpenAIChatModel, server: WireServer, raw: str, problem: str
@@ -275,9 +280,7 @@ def test_empty_system_prompt_sends_no_system_message(
     chat: OpenAIChatModel, responses: OpenAIResponsesModel, claude: AnthropicChatModel
 ) -> None:
     assert chat.format_request(EMPTY_SYSTEM)["messages"] == [{"role": "user", "content": "hello"}]
-    assert responses.format_request(EMPTY_SYSTEM)["input"] == [
-        {"role": "user", "content": "hello"}
-    ]
+    assert responses.format_request(EMPTY_SYSTEM)["input"] == [{"role": "user", "content": "hello"}]
     assert "system" not in claude.format_request(EMPTY_SYSTEM)
     blocks = [Msg("system", [{"type": "text", "text": ""}], "system"), *USER]
     assert responses.format_request(blocks)["input"] == [{"role": "user", "content": "hello"}]

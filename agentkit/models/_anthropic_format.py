@@ -18,7 +18,13 @@ from typing import TypeAlias, TypedDict, cast
 from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
-from agentkit.models._common import clean_body, split_tool_results, tool_use_block
+from agentkit.models._common import (
+    ANTHROPIC_STOP_REASONS,
+    clean_body,
+    finish_metadata,
+    split_tool_results,
+    tool_use_block,
+)
 from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import is_audio_output
 from agentkit.models.base import ChatResponse, ChatUsage
@@ -344,7 +350,7 @@ def parse_message(data: JSONObject, elapsed: float) -> ChatResponse:
         content=content,
         usage=_usage(obj(data.get("usage")), elapsed),
         id=str(data.get("id") or uuid.uuid4().hex),
-        metadata={"finish_reason": data.get("stop_reason")},
+        metadata=finish_metadata(data.get("stop_reason"), ANTHROPIC_STOP_REASONS),
     )
 
 
@@ -449,7 +455,7 @@ class AnthropicStreamState:
         response = ChatResponse(content=content, id=self.id)
         if final:
             response.usage = _usage(self.usage_data, elapsed)
-            response.metadata = {"finish_reason": self.finish_reason}
+            response.metadata = finish_metadata(self.finish_reason, ANTHROPIC_STOP_REASONS)
         return response
 
 

@@ -36,12 +36,12 @@ if TYPE_CHECKING:
 __all__ = [
     "RetryPolicy",
     "dumps",
+    "embedded_error_status",
     "iter_sse",
     "loads_body",
     "map_status_error",
     "parse_retry_after",
     "send_with_retries",
-    "embedded_error_status",
 ]
 
 T = TypeVar("T")
@@ -66,8 +66,9 @@ class RetryPolicy:
     """How a model adapter retries failed requests.
 
     Retried: HTTP 408, 409, 429 and 5xx answers (unless the server says
-    ``x-should-retry: false``), connection errors and timeouts. Never retried: other 4xx, and
-    failures after a streamed answer has started (its chunks already reached the caller).
+    ``x-should-retry: false``), connection errors and timeouts, and a stream cut before its
+    first content or tool-call delta. Never retried: other 4xx, and failures after a
+    streamed answer has started (its chunks already reached the caller).
 
     Args:
         max_retries: Retries after the first attempt (0 disables retrying).
@@ -250,6 +251,12 @@ async def send_with_retries(
             if delay is None:
                 cause = f" ({err.__cause__!r})" if err.__cause__ else ""
                 raise ModelConnectionError(f"{provider}: {err}{cause}", provider=provider) from err
+        except ModelConnectionError:
+            # Ours, from an attempt that reads on past the HTTP answer: a stream cut before
+            # its first delta, which is retried like a refused connection.
+            delay = _retry_delay(policy, retry, None, None)
+            if delay is None:
+                raise
         except base_error as err:  # any other SDK failure (credentials provider...)
             raise ModelError(f"{provider}: {err}", provider=provider) from err
         retry += 1

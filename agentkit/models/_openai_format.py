@@ -271,7 +271,9 @@ def format_messages_uncached(
 
 def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, object]]:
     if isinstance(msg.content, str):
-        if msg.content or msg.role != "assistant":
+        # An empty system or assistant message is not sent (``sys_prompt=""``); an empty
+        # user turn still is: it stands for something the user did.
+        if msg.content or msg.role == "user":
             return [{"role": msg.role, "content": msg.content}]
         return []
     return _convert(msg.role, msg.content, reasoning)

@@ -11,7 +11,12 @@ from typing import cast
 
 from agentkit._text import StreamText
 from agentkit.messages import ContentBlock, ToolUseBlock
-from agentkit.models._common import clean_body, tool_use_block
+from agentkit.models._common import (
+    CHAT_FINISH_REASONS,
+    clean_body,
+    finish_metadata,
+    tool_use_block,
+)
 from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import AudioStream, audio_block_of
 from agentkit.models.base import ChatResponse, ChatUsage
@@ -124,7 +129,7 @@ def parse_completion(data: JSONObject, elapsed: float) -> ChatResponse:
             _opt_str(call.get("id")), str(function.get("name") or ""), raw, final=True
         )
         content.append(_with_extra(block, call.get("extra_content")))
-    metadata: dict[str, object] = {"finish_reason": choice.get("finish_reason")}
+    metadata = finish_metadata(choice.get("finish_reason"), CHAT_FINISH_REASONS)
     if isinstance(refusal, str) and refusal:
         metadata["refusal"] = refusal
     return ChatResponse(
@@ -244,5 +249,5 @@ class OpenAIStreamState:
         response = ChatResponse(content=content, id=self.id)
         if final:
             response.usage = _usage(self.usage_data, elapsed) or ChatUsage(time=elapsed)
-            response.metadata = {"finish_reason": self.finish_reason}
+            response.metadata = finish_metadata(self.finish_reason, CHAT_FINISH_REASONS)
         return response

@@ -19,7 +19,7 @@ from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
 from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, strict_schema
-from agentkit.models._http import RetryPolicy, loads_body, map_status_error, embedded_error_status
+from agentkit.models._http import RetryPolicy, embedded_error_status, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._lean import DEFAULT_TIMEOUT, LeanHTTP
 from agentkit.models._openai_format import (
