@@ -65,15 +65,18 @@ def count(value: JSONValue, field: str) -> int:
     """
     if value is None:
         return 0
-    problem: str | None = None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        problem = "not an integer"
-    elif isinstance(value, float) and not math.isfinite(value):
-        problem = "not finite"
-    elif isinstance(value, float) and not value.is_integer():
-        problem = "not an integer"
-    elif value < 0:
-        problem = "negative"
-    if problem is not None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        number: int | None = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    else:
+        number = None
+    if number is None or number < 0:
+        if number is not None:
+            problem = "negative"
+        elif isinstance(value, float) and not math.isfinite(value):
+            problem = "not finite"
+        else:
+            problem = "not an integer"
         raise ModelAPIError(f"the provider's token count {field} is {problem}: {value!r}")
-    return int(value)
+    return number
