@@ -33,6 +33,7 @@ __all__ = [
     "ProviderItemBlock",
     "Role",
     "TextBlock",
+    "TextSource",
     "ThinkingBlock",
     "ToolResultBlock",
     "ToolUseBlock",
@@ -61,6 +62,15 @@ class URLSource(TypedDict):
 
     type: Literal["url"]
     url: str
+
+
+class TextSource(TypedDict):
+    """A document's plain text, inline (documents only; Anthropic's ``text`` source)."""
+
+    type: Literal["text"]
+    media_type: str
+    """``"text/plain"``."""
+    data: str
 
 
 class TextBlock(TypedDict):
@@ -117,14 +127,14 @@ class AudioBlock(TypedDict):
 
 
 class DocumentBlock(TypedDict):
-    """A document (a PDF...), inline (base64) or by URL.
+    """A document (a PDF...), inline (base64), by URL, or plain text (``TextSource``).
 
     ``title`` and ``filename`` are optional hints some providers show the model (Anthropic
     document titles, OpenAI file names).
     """
 
     type: Literal["document"]
-    source: Base64Source | URLSource
+    source: Base64Source | URLSource | TextSource
     title: NotRequired[str]
     filename: NotRequired[str]
 
@@ -176,7 +186,11 @@ _REQUIRED: dict[str, tuple[tuple[str, type | tuple[type, ...]], ...]] = {
     "provider_item": (("provider", str), ("item", dict)),
 }
 _MEDIA = frozenset(("image", "audio", "document"))
-_SOURCE_KEYS: dict[str, tuple[str, ...]] = {"base64": ("media_type", "data"), "url": ("url",)}
+_SOURCE_KEYS: dict[str, tuple[str, ...]] = {
+    "base64": ("media_type", "data"),
+    "url": ("url",),
+    "text": ("media_type", "data"),  # documents only (see ``_check_source``)
+}
 # String fields checked for valid Unicode per block type.
 _TEXT_KEYS: dict[str, tuple[str, ...]] = {
     "text": ("text",),
@@ -204,11 +218,14 @@ def _clean_block(block: dict[str, object], kind: str, path: str) -> None:
             raise MessageValidationError(f"{path}.input", str(exc)) from None
 
 
-def _check_source(source: dict[str, object], path: str) -> None:
-    kind = source.get("type")
-    if kind not in _SOURCE_KEYS:
-        raise MessageValidationError(f"{path}.type", "must be 'base64' or 'url'")
-    for key in _SOURCE_KEYS[kind]:
+def _check_source(source: dict[str, object], path: str, kind: str) -> None:
+    """Check a media block's ``source``; a plain-text source is for documents only."""
+    source_type = source.get("type")
+    keys = _SOURCE_KEYS.get(source_type) if isinstance(source_type, str) else None
+    if keys is None or (source_type == "text" and kind != "document"):
+        allowed = "'base64', 'url' or 'text'" if kind == "document" else "'base64' or 'url'"
+        raise MessageValidationError(f"{path}.type", f"must be {allowed}")
+    for key in keys:
         if not isinstance(source.get(key), str):
             raise MessageValidationError(f"{path}.{key}", "required string is missing")
 
@@ -242,7 +259,7 @@ def validate_block(block: object, path: str = "block") -> ContentBlock:
             raise MessageValidationError(f"{path}.{key}", f"a {kind} block needs {key!r}")
     _clean_block(block, kind, path)
     if kind in _MEDIA:
-        _check_source(block["source"], f"{path}.source")
+        _check_source(block["source"], f"{path}.source", kind)
     elif kind == "tool_result" and isinstance(block["output"], list):
         for i, inner in enumerate(block["output"]):
             validate_block(inner, f"{path}.output[{i}]")

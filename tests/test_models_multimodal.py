@@ -219,8 +219,11 @@ def test_document_in_a_user_message_per_provider() -> None:
         "type": "url",
         "url": "https://x/a.pdf",
     }
-    with pytest.raises(UnsupportedContentError, match="documents by URL"):
-        oai.format_messages(by_url)
+    # Sent as a file part with the URL (OpenRouter takes it; OpenAI answers 400 itself).
+    assert oai.format_messages(by_url)[0]["content"][0] == {
+        "type": "file",
+        "file": {"filename": "document.pdf", "file_data": "https://x/a.pdf"},
+    }
 
 
 def test_audio_per_provider() -> None:

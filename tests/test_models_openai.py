@@ -151,7 +151,10 @@ async def test_unknown_finish_reason_does_not_crash(
     model.stream = True
     server.script(Stream(openai_chunks(text="ok", finish_reason="brand_new_reason")))
     chunks = await collect(await model(USER))
-    assert chunks[-1].metadata == {"finish_reason": "brand_new_reason"}
+    assert chunks[-1].metadata == {
+        "finish_reason": "other",
+        "provider_finish_reason": "brand_new_reason",
+    }
 
 
 async def test_reasoning_content_becomes_thinking(

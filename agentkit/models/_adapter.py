@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
 import anyio
 import httpx2
 
-from agentkit.exceptions import AuthenticationError, ModelConnectionError, ModelResponseError
+from agentkit.exceptions import (
+    AuthenticationError,
+    ModelConnectionError,
+    ModelError,
+    ModelResponseError,
+)
 from agentkit.messages import Msg
 from agentkit.models._base import (
     ChatModel,
@@ -44,6 +49,33 @@ _DRAIN_SECONDS = 0.1
 
 # What a well-typed parser hits on JSON of the wrong shape (a list where a dict belongs...).
 _SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError)
+
+
+def _shows_something(chunk: ChatResponse) -> bool:
+    """Whether a snapshot holds anything for the caller (not only empty blocks)."""
+    for block in chunk.content:
+        if block["type"] == "text":
+            if block["text"]:
+                return True
+        elif block["type"] == "thinking":
+            if block["thinking"] or "redacted_data" in block:
+                return True
+        else:
+            return True
+    return False
+
+
+async def _resumed(
+    first: ChatResponse | None, rest: AsyncGenerator[ChatResponse, None]
+) -> AsyncGenerator[ChatResponse, None]:
+    """``first``, then the chunks of ``rest``; ``rest`` is closed however this ends."""
+    try:
+        if first is not None:
+            yield first
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()
 
 
 def _running_loop() -> object:
@@ -328,6 +360,8 @@ class HTTPChatModel(ChatModel):
             parsed = self._parse(data, response.status_code, elapsed, call.structured)
         except _SHAPE_ERRORS as err:
             raise self._shape_error(data, err) from err
+        except ModelError as err:
+            raise self.owned(err) from err
         return fill_cost(parsed, self.model_name, self.provider, self.base_url)  # USD price
 
     async def request_stream(
@@ -343,13 +377,49 @@ class HTTPChatModel(ChatModel):
         """
         started = time.perf_counter()
         call = self._prepare(messages, tools, settings, stream=True)
-        response = await self._send(self.encode_body(call.body), True, call.options)
-        chunks = self._stream(response, started, call.structured)
+        attempt, errors = await self._attempt(self.encode_body(call.body), True, call.options)
+
+        async def open_stream() -> AsyncGenerator[ChatResponse, None]:
+            return self._stream(await attempt(), started, call.structured)
+
+        chunks = await self._start_stream(open_stream, errors)
         try:
             async for chunk in chunks:
                 yield chunk
         finally:
             await chunks.aclose()
+
+    async def _start_stream(
+        self,
+        open_stream: Callable[[], Awaitable[AsyncGenerator[ChatResponse, None]]],
+        errors: SDKErrors | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """The stream of one request, started: its first visible chunk received.
+
+        Opening the stream and reading it up to its first content or tool-call delta is one
+        attempt of the retry policy: a connection dropped before anything reached the
+        caller is retried like a refused connection (the snapshots before it, which show
+        nothing, are dropped). Once a chunk with content has been yielded, a failure is
+        raised, never retried: the caller has seen part of the answer.
+
+        Args:
+            open_stream: One attempt: send the request, return its snapshots.
+            errors: The client's error classes (see ``_with_retries``).
+        """
+
+        async def attempt() -> tuple[ChatResponse | None, AsyncGenerator[ChatResponse, None]]:
+            chunks = await open_stream()
+            try:
+                async for chunk in chunks:
+                    if chunk.usage is not None or _shows_something(chunk):  # or the final one
+                        return chunk, chunks
+            except BaseException:
+                await chunks.aclose()
+                raise
+            return None, chunks
+
+        first, rest = await self._with_retries(attempt, errors)
+        return _resumed(first, rest)
 
     def _prepare(
         self,
@@ -382,11 +452,22 @@ class HTTPChatModel(ChatModel):
         return dumps(body)
 
     async def _send(self, body: bytes, stream: bool, options: dict[str, object]) -> httpx2.Response:
+        attempt, errors = await self._attempt(body, stream, options)
+        return await self._with_retries(attempt, errors)
+
+    async def _attempt(
+        self, body: bytes, stream: bool, options: dict[str, object]
+    ) -> tuple[Callable[[], Awaitable[httpx2.Response]], SDKErrors | None]:
+        """One try at sending ``body`` on the current transport, and its client's errors.
+
+        Called once per request (the transport follows changed settings here); the try it
+        returns is what the retry policy repeats.
+        """
         self._follow_settings()
         if len(self._retired) > _KEEP_RETIRED:  # settings changed again and again: bounded
             await _close_transport(*self._retired.pop(0))
         if self._lean is not None:
-            return await self._send_lean(self._lean, body, stream, options)
+            return self._lean_attempt(self._lean, body, stream, options)
         client = self.client
         path = self._request_path(stream)
 
@@ -397,7 +478,7 @@ class HTTPChatModel(ChatModel):
             )
             return cast(httpx2.Response, result)
 
-        return await self._with_retries(attempt)
+        return attempt, None
 
     async def _with_retries(
         self, attempt: Callable[[], Awaitable[_T]], errors: SDKErrors | None = None
@@ -419,9 +500,9 @@ class HTTPChatModel(ChatModel):
             base_error=base_error,
         )
 
-    async def _send_lean(
+    def _lean_attempt(
         self, lean: LeanHTTP, body: bytes, stream: bool, options: dict[str, object]
-    ) -> httpx2.Response:
+    ) -> tuple[Callable[[], Awaitable[httpx2.Response]], SDKErrors]:
         loop = _running_loop()
         path, timeout = self._request_path(stream), options.get("timeout")
         given = options.get("headers")
@@ -432,7 +513,13 @@ class HTTPChatModel(ChatModel):
                 loop, path, body, stream=stream, headers=headers, request_timeout=timeout
             )
 
-        return await self._with_retries(attempt, (LeanStatusError, LeanConnectionError, LeanError))
+        return attempt, (LeanStatusError, LeanConnectionError, LeanError)
+
+    def owned(self, err: ModelError) -> ModelError:
+        """``err`` naming this model's provider (a parser raises without knowing it)."""
+        if err.provider is not None:
+            return err
+        return type(err)(f"{self.provider}: {err}", provider=self.provider)
 
     def _shape_error(self, data: object, err: Exception) -> ModelResponseError:
         return ModelResponseError(
@@ -464,6 +551,8 @@ class HTTPChatModel(ChatModel):
                     changed = state.feed(payload)
                 except _SHAPE_ERRORS as err:
                     raise self._shape_error(payload, err) from err
+                except ModelError as err:
+                    raise self.owned(err) from err
                 if changed:
                     yield state.snapshot(final=False)
             if done:
@@ -483,6 +572,9 @@ class HTTPChatModel(ChatModel):
                 f"{self.provider}: the stream ended before the answer was complete",
                 provider=self.provider,
             )
-        final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        try:
+            final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        except ModelError as err:  # usage that cannot be counted
+            raise self.owned(err) from err
         fill_cost(final, self.model_name, self.provider, self.base_url)  # USD price
         yield self._finish_stream(final, structured)

@@ -19,8 +19,14 @@ from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
 from agentkit.models._base import ChatResponse, ChatUsage
-from agentkit.models._common import clean_body, split_tool_results, tool_use_block
-from agentkit.models._json import JSONObject, JSONValue, arr, obj
+from agentkit.models._common import (
+    ANTHROPIC_STOP_REASONS,
+    clean_body,
+    finish_metadata,
+    split_tool_results,
+    tool_use_block,
+)
+from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import is_audio_output
 
 PROVIDER_ITEMS = "anthropic"
@@ -65,7 +71,8 @@ def _source(block: Mapping[str, object]) -> WireBlock:
     source = cast("Mapping[str, str]", block["source"])
     if source["type"] == "url":
         return {"type": "url", "url": source["url"]}
-    return {"type": "base64", "media_type": source["media_type"], "data": source["data"]}
+    # base64, or a document's plain text (``{"type": "text", "media_type": "text/plain"}``)
+    return {"type": source["type"], "media_type": source["media_type"], "data": source["data"]}
 
 
 def _no_audio(where: str) -> UnsupportedContentError:
@@ -279,26 +286,22 @@ def format_tool_choice(choice: str | None, parallel: bool | None) -> WireBlock |
 
 
 def _usage(data: JSONObject, elapsed: float) -> ChatUsage:
-    prompt = sum(
-        _int(data.get(k))
-        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    )
+    counts = {key: count(data.get(key), f"usage.{key}") for key in _USAGE_KEYS}
     return ChatUsage(
-        prompt,
-        _int(data.get("output_tokens")),
+        sum(counts.values()) - counts["output_tokens"],  # cache reads and writes included
+        counts["output_tokens"],
         elapsed,
-        cache_read_tokens=_int(data.get("cache_read_input_tokens")),
-        cache_write_tokens=_int(data.get("cache_creation_input_tokens")),
+        cache_read_tokens=counts["cache_read_input_tokens"],
+        cache_write_tokens=counts["cache_creation_input_tokens"],
     )
 
 
-def _int(value: JSONValue) -> int:
-    """A token count (a missing one is 0; a non-number is a shape error)."""
-    if not value:
-        return 0
-    if isinstance(value, int | float | str):
-        return int(value)
-    raise TypeError(f"expected a number, got {type(value).__name__}")
+_USAGE_KEYS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
 
 
 def _content_block(block: JSONObject) -> ContentBlock | None:
@@ -347,7 +350,7 @@ def parse_message(data: JSONObject, elapsed: float) -> ChatResponse:
         content=content,
         usage=_usage(obj(data.get("usage")), elapsed),
         id=str(data.get("id") or uuid.uuid4().hex),
-        metadata={"finish_reason": data.get("stop_reason")},
+        metadata=finish_metadata(data.get("stop_reason"), ANTHROPIC_STOP_REASONS),
     )
 
 
@@ -452,7 +455,7 @@ class AnthropicStreamState:
         response = ChatResponse(content=content, id=self.id)
         if final:
             response.usage = _usage(self.usage_data, elapsed)
-            response.metadata = {"finish_reason": self.finish_reason}
+            response.metadata = finish_metadata(self.finish_reason, ANTHROPIC_STOP_REASONS)
         return response
 
 

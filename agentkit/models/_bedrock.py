@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 import httpx2
 
-from agentkit.exceptions import ModelConnectionError
+from agentkit.exceptions import ModelConnectionError, ModelError
 from agentkit.messages import Msg
 from agentkit.models._anthropic import AnthropicChatModel
 from agentkit.models._anthropic_format import AnthropicStreamState
@@ -148,8 +148,10 @@ class AnthropicBedrockModel(AnthropicChatModel):
                 timeout=timeout if timeout is not None else NOT_GIVEN,
             )
 
-        events = await self._with_retries(attempt)
-        chunks = self._typed_stream(events, started, call.structured)
+        async def open_stream() -> AsyncGenerator[ChatResponse, None]:
+            return self._typed_stream(await attempt(), started, call.structured)
+
+        chunks = await self._start_stream(open_stream)  # a cut before any delta is retried
         try:
             async for chunk in chunks:
                 yield chunk
@@ -192,6 +194,9 @@ class AnthropicBedrockModel(AnthropicChatModel):
                 f"{self.provider}: the stream ended before the answer was complete",
                 provider=self.provider,
             )
-        final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        try:
+            final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        except ModelError as err:  # usage that cannot be counted
+            raise self.owned(err) from err
         fill_cost(final, self.model_name, self.provider, self.base_url)  # USD, when priced
         yield self._finish_stream(final, structured)

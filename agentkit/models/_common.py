@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -18,13 +19,77 @@ if TYPE_CHECKING:
     from agentkit.models._json import JSONObject, JSONValue
 
 __all__ = [
+    "ANTHROPIC_STOP_REASONS",
+    "CHAT_FINISH_REASONS",
+    "RESPONSES_FINISH_REASONS",
     "apply_structured_output",
+    "finish_metadata",
     "json_schema_spec",
     "parse_arguments",
     "require_extra",
     "split_tool_results",
     "tool_use_block",
 ]
+
+
+logger = logging.getLogger("agentkit.models")
+
+CHAT_FINISH_REASONS = frozenset(
+    (
+        "stop",
+        "length",
+        "tool_calls",
+        "content_filter",
+        "function_call",  # OpenAI's documented values
+        "model_length",  # Mistral: the context window is full
+        "error",  # Mistral
+        "insufficient_system_resource",  # DeepSeek: the answer was cut by the server
+    )
+)
+"""The finish reasons Chat Completions servers document; any other one is ``"other"``."""
+
+ANTHROPIC_STOP_REASONS = frozenset(
+    (
+        "end_turn",
+        "max_tokens",
+        "stop_sequence",
+        "tool_use",
+        "pause_turn",
+        "refusal",
+        "model_context_window_exceeded",
+    )
+)
+"""The Messages API's documented ``stop_reason`` values."""
+
+RESPONSES_FINISH_REASONS = frozenset(("stop", "length", "tool_calls", "content_filter"))
+"""What the Responses adapter reports (see ``_responses_format.finish_reason``)."""
+
+# Unknown finish reasons already warned about: a warning once per value, then debug lines.
+_WARNED: set[str] = set()
+_MAX_WARNED = 64
+
+
+def finish_metadata(reason: object, known: frozenset[str]) -> dict[str, object]:
+    """The ``finish_reason`` metadata of an answer, from the provider's own value.
+
+    A value outside ``known`` (the API's documented ones) reads ``"other"``, so code
+    testing for ``"length"`` or ``"tool_calls"`` never meets a value it cannot know; the
+    provider's value is kept as ``provider_finish_reason`` and logged (a warning the first
+    time a value is seen, debug after).
+
+    Args:
+        reason: The provider's finish reason (None when it gave none).
+        known: The documented values of the API.
+    """
+    if reason is None or (isinstance(reason, str) and reason in known):
+        return {"finish_reason": reason}
+    value = str(reason)[:100]
+    if value not in _WARNED and len(_WARNED) < _MAX_WARNED:
+        _WARNED.add(value)
+        logger.warning("unknown finish reason %r from the provider, reported as 'other'", value)
+    else:
+        logger.debug("unknown finish reason %r from the provider, reported as 'other'", value)
+    return {"finish_reason": "other", "provider_finish_reason": value}
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | None:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RetryPolicy",
     "dumps",
+    "embedded_error_status",
     "iter_sse",
     "loads_body",
     "map_status_error",
@@ -65,8 +66,9 @@ class RetryPolicy:
     """How a model adapter retries failed requests.
 
     Retried: HTTP 408, 409, 429 and 5xx answers (unless the server says
-    ``x-should-retry: false``), connection errors and timeouts. Never retried: other 4xx, and
-    failures after a streamed answer has started (its chunks already reached the caller).
+    ``x-should-retry: false``), connection errors and timeouts, and a stream cut before its
+    first content or tool-call delta. Never retried: other 4xx, and failures after a
+    streamed answer has started (its chunks already reached the caller).
 
     Args:
         max_retries: Retries after the first attempt (0 disables retrying).
@@ -190,6 +192,25 @@ def map_status_error(
     return cls(text, provider=provider, status_code=status)
 
 
+def embedded_error_status(event: object, default: int = 500) -> int:
+    """The HTTP status an error inside a 200 answer stands for (a stream event, a body).
+
+    The answer itself was a 200, so the error's own status decides: Groq sends
+    ``{"error": {...}, "status_code": 400}`` (``tool_use_failed``), others put ``status``
+    or ``code`` in the error object. Without one, the failure counts as the server's (5xx).
+    """
+    if not isinstance(event, dict):
+        return default
+    inner = event.get("error")
+    candidates = [event.get("status_code"), event.get("status"), event.get("code")]
+    if isinstance(inner, dict):
+        candidates += [inner.get("status_code"), inner.get("status"), inner.get("code")]
+    for value in candidates:
+        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
+            return value
+    return default
+
+
 async def send_with_retries(
     send: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
@@ -230,6 +251,12 @@ async def send_with_retries(
             if delay is None:
                 cause = f" ({err.__cause__!r})" if err.__cause__ else ""
                 raise ModelConnectionError(f"{provider}: {err}{cause}", provider=provider) from err
+        except ModelConnectionError:
+            # Ours, from an attempt that reads on past the HTTP answer: a stream cut before
+            # its first delta, which is retried like a refused connection.
+            delay = _retry_delay(policy, retry, None, None)
+            if delay is None:
+                raise
         except base_error as err:  # any other SDK failure (credentials provider...)
             raise ModelError(f"{provider}: {err}", provider=provider) from err
         retry += 1

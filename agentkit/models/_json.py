@@ -8,7 +8,10 @@ value of another shape raises ``TypeError`` (which the adapters turn into
 
 from __future__ import annotations
 
+import math
 from typing import TypeAlias
+
+from agentkit.exceptions import ModelAPIError
 
 __all__ = ["JSONObject", "JSONValue", "arr", "count", "obj"]
 
@@ -45,14 +48,35 @@ def arr(value: JSONValue) -> list[JSONValue]:
     raise TypeError(f"expected a JSON array, got {type(value).__name__}")
 
 
-def count(value: JSONValue) -> int:
-    """A token count (a missing one is 0; a non-number is a shape error).
+def count(value: JSONValue, field: str) -> int:
+    """A token count from a provider's usage (a missing one is 0).
+
+    Every adapter reads its usage numbers through here, so a count that would corrupt the
+    run's totals and limits (negative, fractional, a string, infinite) is refused in one
+    place, naming the field.
+
+    Args:
+        value: The decoded JSON value.
+        field: Where it sits in the answer (``usage.prompt_tokens``), for the message.
 
     Raises:
-        TypeError: ``value`` is neither a number nor a numeric string.
+        ModelAPIError: ``value`` is not a non-negative integer (an integral float such as
+            ``12.0`` is accepted: JSON does not tell them apart).
     """
-    if not value:
+    if value is None:
         return 0
-    if isinstance(value, int | float | str):
-        return int(value)
-    raise TypeError(f"expected a number, got {type(value).__name__}")
+    if isinstance(value, int) and not isinstance(value, bool):
+        number: int | None = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    else:
+        number = None
+    if number is None or number < 0:
+        if number is not None:
+            problem = "negative"
+        elif isinstance(value, float) and not math.isfinite(value):
+            problem = "not finite"
+        else:
+            problem = "not an integer"
+        raise ModelAPIError(f"the provider's token count {field} is {problem}: {value!r}")
+    return number

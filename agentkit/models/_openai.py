@@ -20,7 +20,7 @@ from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
 from agentkit.models._base import ChatResponse, ToolChoice
 from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, strict_schema
-from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._http import RetryPolicy, embedded_error_status, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._lean import DEFAULT_TIMEOUT, LeanHTTP
 from agentkit.models._openai_format import (
@@ -186,9 +186,7 @@ class OpenAIChatModel(HTTPChatModel):
         body.update(kwargs)
         _check_audio_output(body)
         if tools:
-            body["tools"] = [
-                t if "function" in t else {"type": "function", "function": t} for t in tools
-            ]
+            body["tools"] = [_wire_tool(t) for t in tools]
             if tool_choice is not None:
                 body["tool_choice"] = format_tool_choice(tool_choice)
             if parallel is not None:
@@ -207,6 +205,7 @@ class OpenAIChatModel(HTTPChatModel):
     ) -> ChatResponse:
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
             if isinstance(data, dict) and "error" in data:
+                status = embedded_error_status(data)
                 raise map_status_error(self.provider, status, data, "error in a 200 answer")
             raise ModelResponseError(
                 f"{self.provider}: unexpected response shape: {str(data)[:200]!r}",
@@ -224,7 +223,8 @@ class OpenAIChatModel(HTTPChatModel):
         if not isinstance(chunk, dict):
             return None
         if "error" in chunk and not chunk.get("choices"):
-            raise map_status_error(self.provider, 500, chunk, "error event in the stream")
+            status = embedded_error_status(chunk)
+            raise map_status_error(self.provider, status, chunk, "error event in the stream")
         return chunk
 
     def _finish_stream(
@@ -233,6 +233,18 @@ class OpenAIChatModel(HTTPChatModel):
         if structured is not None:
             apply_structured_output(response, structured, response.get_text() or None)
         return response
+
+
+def _wire_tool(tool: Mapping[str, object]) -> Mapping[str, object]:
+    """A tool as Chat Completions takes it.
+
+    A function tool may come without its ``{"type": "function", "function": ...}``
+    wrapper; any other ``type`` is a server's built-in tool (``openrouter:web_search``,
+    ``web_search_preview``...), sent exactly as given.
+    """
+    if "function" in tool or tool.get("type", "function") != "function":
+        return tool
+    return {"type": "function", "function": tool}
 
 
 def _check_audio_output(body: Mapping[str, object]) -> None:

@@ -61,12 +61,21 @@ def _unsupported(what: str) -> UnsupportedContentError:
 
 
 def _file_part(block: ContentBlock) -> dict[str, object]:
+    """A document as a ``file`` part; a plain-text document as text.
+
+    ``file_data`` holds a data URL, or the document's URL: OpenRouter takes URLs there,
+    OpenAI only inline data. Which servers take a URL is theirs to say, not refused here.
+    OpenAI's advice for a file's text on Chat Completions is to send it as text.
+    """
     extra = cast("Mapping[str, Any]", block)  # a document block, read by key
     source = extra["source"]
-    if source["type"] != "base64":
-        raise _unsupported("documents by URL")
+    if source["type"] == "text":
+        return {"type": "text", "text": source["data"]}
     name = extra.get("filename") or extra.get("title") or "document.pdf"
-    data = f"data:{source['media_type']};base64,{source['data']}"
+    if source["type"] == "url":
+        data = source["url"]
+    else:
+        data = f"data:{source['media_type']};base64,{source['data']}"
     return {"type": "file", "file": {"filename": name, "file_data": data}}
 
 
@@ -262,7 +271,9 @@ def format_messages_uncached(
 
 def _format_one(msg: Msg, reasoning: bool) -> list[dict[str, object]]:
     if isinstance(msg.content, str):
-        if msg.content or msg.role != "assistant":
+        # An empty system or assistant message is not sent (``sys_prompt=""``); an empty
+        # user turn still is: it stands for something the user did.
+        if msg.content or msg.role == "user":
             return [{"role": msg.role, "content": msg.content}]
         return []
     return _convert(msg.role, msg.content, reasoning)

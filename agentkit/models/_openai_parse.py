@@ -12,7 +12,12 @@ from typing import cast
 from agentkit._text import StreamText
 from agentkit.messages import ContentBlock, ToolUseBlock
 from agentkit.models._base import ChatResponse, ChatUsage
-from agentkit.models._common import clean_body, tool_use_block
+from agentkit.models._common import (
+    CHAT_FINISH_REASONS,
+    clean_body,
+    finish_metadata,
+    tool_use_block,
+)
 from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import AudioStream, audio_block_of
 
@@ -25,26 +30,24 @@ _encode = json.JSONEncoder(ensure_ascii=False).encode
 def _usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
     if not isinstance(data, dict):
         return None
-    prompt_details = data.get("prompt_tokens_details")
-    completion_details = data.get("completion_tokens_details")
-    cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else 0
-    reasoning = (
-        completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else 0
-    )
+    prompt = data.get("prompt_tokens_details")
+    completion = data.get("completion_tokens_details")
     return ChatUsage(
-        input_tokens=count(data.get("prompt_tokens")),
-        output_tokens=count(data.get("completion_tokens")),
+        input_tokens=count(data.get("prompt_tokens"), "usage.prompt_tokens"),
+        output_tokens=count(data.get("completion_tokens"), "usage.completion_tokens"),
         time=elapsed,
-        cache_read_tokens=count(cached),  # included in prompt_tokens, priced lower
-        reasoning_tokens=count(reasoning),
+        # Included in prompt_tokens, priced lower.
+        cache_read_tokens=_detail(prompt, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=_detail(completion, "completion_tokens_details", "reasoning_tokens"),
         # Included in the totals too, and priced many times higher than text.
-        input_audio_tokens=count(_detail(prompt_details, "audio_tokens")),
-        output_audio_tokens=count(_detail(completion_details, "audio_tokens")),
+        input_audio_tokens=_detail(prompt, "prompt_tokens_details", "audio_tokens"),
+        output_audio_tokens=_detail(completion, "completion_tokens_details", "audio_tokens"),
     )
 
 
-def _detail(details: JSONValue, key: str) -> JSONValue:
-    return details.get(key) if isinstance(details, dict) else 0
+def _detail(details: JSONValue, name: str, key: str) -> int:
+    value = details.get(key) if isinstance(details, dict) else None
+    return count(value, f"usage.{name}.{key}")
 
 
 def _arguments_text(value: JSONValue) -> str:
@@ -59,6 +62,34 @@ def _reasoning_of(message: JSONObject) -> str | None:
     if value is None:
         value = message.get("reasoning")  # OpenRouter / Ollama spelling
     return value if isinstance(value, str) else None
+
+
+def _content_of(value: JSONValue) -> tuple[str, str]:
+    """``(text, thinking)`` of a message's (or delta's) ``content``.
+
+    The content is a string on OpenAI; Mistral's reasoning models (Magistral) send a list of
+    parts: ``{"type": "text", "text": ...}`` and ``{"type": "thinking", "thinking": [text
+    parts]}``. Other parts (references...) carry nothing to show.
+    """
+    if value is None or isinstance(value, str):
+        return value or "", ""
+    texts: list[str] = []
+    thoughts: list[str] = []
+    for item in arr(value):
+        part = obj(item)
+        kind = part.get("type")
+        if kind == "text":
+            texts.append(_text_of(part.get("text")))
+        elif kind == "thinking":
+            thoughts.append(_text_of(part.get("thinking")))
+    return "".join(texts), "".join(thoughts)
+
+
+def _text_of(value: JSONValue) -> str:
+    """A part's text: a string, or a list of text parts (Mistral's ``thinking``)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    return _content_of(value)[0]
 
 
 def _with_extra(block: ToolUseBlock, extra_content: JSONValue) -> ToolUseBlock:
@@ -76,11 +107,11 @@ def parse_completion(data: JSONObject, elapsed: float) -> ChatResponse:
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = obj(choice.get("message"))
     content: list[ContentBlock] = []
-    reasoning = _reasoning_of(message)
+    text, thought = _content_of(message.get("content"))
+    reasoning = (_reasoning_of(message) or "") + thought
     if reasoning:
         content.append({"type": "thinking", "thinking": reasoning})
-    text = message.get("content")
-    if isinstance(text, str) and text:
+    if text:
         content.append({"type": "text", "text": text})
     refusal = message.get("refusal")
     if isinstance(refusal, str) and refusal:
@@ -98,7 +129,7 @@ def parse_completion(data: JSONObject, elapsed: float) -> ChatResponse:
             _opt_str(call.get("id")), str(function.get("name") or ""), raw, final=True
         )
         content.append(_with_extra(block, call.get("extra_content")))
-    metadata: dict[str, object] = {"finish_reason": choice.get("finish_reason")}
+    metadata = finish_metadata(choice.get("finish_reason"), CHAT_FINISH_REASONS)
     if isinstance(refusal, str) and refusal:
         metadata["refusal"] = refusal
     return ChatResponse(
@@ -160,11 +191,11 @@ class OpenAIStreamState:
 
     def _apply(self, delta: JSONObject) -> bool:
         changed = False
-        piece = delta.get("content")
-        if isinstance(piece, str) and piece:
+        piece, part_thought = _content_of(delta.get("content"))
+        if piece:
             self.text.add(piece)
             changed = True
-        thought = _reasoning_of(delta)
+        thought = (_reasoning_of(delta) or "") + part_thought
         if thought:
             self.reasoning.add(thought)
             changed = True
@@ -218,5 +249,5 @@ class OpenAIStreamState:
         response = ChatResponse(content=content, id=self.id)
         if final:
             response.usage = _usage(self.usage_data, elapsed) or ChatUsage(time=elapsed)
-            response.metadata = {"finish_reason": self.finish_reason}
+            response.metadata = finish_metadata(self.finish_reason, CHAT_FINISH_REASONS)
         return response

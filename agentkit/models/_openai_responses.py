@@ -22,7 +22,12 @@ from agentkit.models._adapter import HTTPChatModel, StreamState
 from agentkit.models._base import ChatResponse, ToolChoice
 from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, json_schema_spec
-from agentkit.models._http import RetryPolicy, loads_body, map_status_error
+from agentkit.models._http import (
+    RetryPolicy,
+    embedded_error_status,
+    loads_body,
+    map_status_error,
+)
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._openai_audio import reject_audio_output
 from agentkit.models._responses_format import (
@@ -166,6 +171,7 @@ class OpenAIResponsesModel(HTTPChatModel):
     ) -> ChatResponse:
         if not isinstance(data, dict) or not isinstance(data.get("output"), list):
             if isinstance(data, dict) and data.get("error"):
+                status = embedded_error_status(data)
                 raise map_status_error(self.provider, status, data, "error in a 200 answer")
             raise ModelResponseError(
                 f"{self.provider}: unexpected response shape: {str(data)[:200]!r}",
@@ -194,7 +200,8 @@ class OpenAIResponsesModel(HTTPChatModel):
             return None
         kind = payload.get("type", event)
         if kind == "error":
-            status = 429 if payload.get("code") == "rate_limit_exceeded" else 500
+            limited = payload.get("code") == "rate_limit_exceeded"
+            status = 429 if limited else embedded_error_status(payload)
             raise map_status_error(self.provider, status, payload, "error event in the stream")
         if kind == "response.failed":
             raise self._failed(payload.get("response") or {})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Literal, TypeAlias, TypedDict, cast
+from typing import TypeAlias, cast
 
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import (
@@ -26,7 +26,12 @@ from agentkit.messages import (
     URLSource,
 )
 from agentkit.models._base import ChatResponse, ChatUsage
-from agentkit.models._common import split_tool_results, tool_use_block
+from agentkit.models._common import (
+    RESPONSES_FINISH_REASONS,
+    finish_metadata,
+    split_tool_results,
+    tool_use_block,
+)
 from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import is_audio_output
 
@@ -61,19 +66,13 @@ def _data_url(source: Base64Source | URLSource) -> str:
 
 
 def _file_part(block: DocumentBlock) -> Item:
-    source = cast("Base64Source | URLSource | TextSource", block["source"])
+    source = block["source"]
     if source["type"] == "url":
         return {"type": "input_file", "file_url": source["url"]}
-    if source["type"] == "text":
-        raise _unsupported("plain-text document", "(send the text as a text block)")
+    if source["type"] == "text":  # a document's plain text: OpenAI's advice is to send text
+        return {"type": "input_text", "text": source["data"]}
     name = block.get("filename") or block.get("title") or "document.pdf"
     return {"type": "input_file", "filename": name, "file_data": _data_url(source)}
-
-
-class TextSource(TypedDict):
-    """A plain-text document source (not sent by this API)."""
-
-    type: Literal["text"]
 
 
 def _input_part(block: ContentBlock, where: str) -> Item:
@@ -199,7 +198,7 @@ def format_input(messages: Sequence[Msg]) -> list[Item]:
     out: list[Item] = []
     for msg in messages:
         if isinstance(msg.content, str):
-            if msg.content or msg.role != "assistant":
+            if msg.content or msg.role == "user":  # no empty system prompt (as in Chat)
                 out.append({"role": msg.role, "content": msg.content})
             continue
         others, results = split_tool_results(msg.content)
@@ -210,14 +209,40 @@ def format_input(messages: Sequence[Msg]) -> list[Item]:
             continue
         out += [_result_item(r) for r in results]
         if msg.role == "system":
-            texts = [b["text"] for b in others if b["type"] == "text"]
-            if texts or not results:
-                out.append({"role": "system", "content": "\n".join(texts)})
+            text = "\n".join(b["text"] for b in others if b["type"] == "text")
+            if text:
+                out.append({"role": "system", "content": text})
             continue
         item = _user_item("user", others)
         if item is not None:
             out.append(item)
-    return out
+    return _without_orphan_reasoning(out)
+
+
+def _without_orphan_reasoning(items: list[Item]) -> list[Item]:
+    """``items`` without the reasoning items not directly followed by their output item.
+
+    The API answers 400 ("provided without its required following item") to a reasoning
+    item sent back alone: the answer that followed it was cut off (an interrupt, a stream
+    broken after the reasoning), or left out of the conversation. Its thinking text stays in
+    agentkit's memory; only the replay of the lone item is dropped.
+    """
+    if not any(item.get("type") == "reasoning" for item in items):
+        return items
+    kept: list[Item] = []
+    for index, item in enumerate(items):
+        following = items[index + 1] if index + 1 < len(items) else None
+        if item.get("type") == "reasoning" and (following is None or not _is_output(following)):
+            continue
+        kept.append(item)
+    return kept
+
+
+def _is_output(item: Item) -> bool:
+    """Whether an input item is one the model produced (the item a reasoning item precedes)."""
+    if "role" in item:
+        return item["role"] == "assistant"
+    return item.get("type") not in ("reasoning", "function_call_output")
 
 
 def format_tools(tools: Sequence[Mapping[str, object]]) -> list[Item]:
@@ -258,11 +283,11 @@ def response_usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
     cached = obj(data.get("input_tokens_details")).get("cached_tokens")
     reasoning = obj(data.get("output_tokens_details")).get("reasoning_tokens")
     return ChatUsage(
-        input_tokens=count(data.get("input_tokens")),
-        output_tokens=count(data.get("output_tokens")),
+        input_tokens=count(data.get("input_tokens"), "usage.input_tokens"),
+        output_tokens=count(data.get("output_tokens"), "usage.output_tokens"),
         time=elapsed,
-        cache_read_tokens=count(cached),
-        reasoning_tokens=count(reasoning),
+        cache_read_tokens=count(cached, "usage.input_tokens_details.cached_tokens"),
+        reasoning_tokens=count(reasoning, "usage.output_tokens_details.reasoning_tokens"),
     )
 
 
@@ -354,7 +379,7 @@ def parse_response(data: JSONObject, elapsed: float) -> ChatResponse:
     refusals: list[str] = []
     items = [i for i in arr(data.get("output")) if isinstance(i, dict)]
     content = output_blocks(items, refusals)
-    metadata: dict[str, object] = {"finish_reason": finish_reason(data, content)}
+    metadata = finish_metadata(finish_reason(data, content), RESPONSES_FINISH_REASONS)
     if refusals:
         metadata["refusal"] = "".join(refusals)
     return ChatResponse(
@@ -455,7 +480,8 @@ class ResponsesStreamState:
         if final:
             data = self.final or {}
             response.usage = response_usage(data.get("usage"), elapsed) or ChatUsage(time=elapsed)
-            response.metadata = {"finish_reason": finish_reason(data, content)}
+            reason = finish_reason(data, content)
+            response.metadata = finish_metadata(reason, RESPONSES_FINISH_REASONS)
             if refusals:
                 response.metadata["refusal"] = "".join(refusals)
         return response
