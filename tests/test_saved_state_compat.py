@@ -408,6 +408,8 @@ async def test_postgres_rows_of_0_2_0_load(postgres_url: str) -> None:
                     "VALUES (%s, %s, %s, %s::timestamptz)",
                     (row["id"], row["state"], row["version"], row["updated_at"]),
                 )
+    # A store opened on the 0.2.0 table (it brings the table up to date on first use).
+    async with PostgresSession(postgres_url, table=table) as session:
 
         async def raw(session_id: str) -> str:
             async with session.connection() as conn:

@@ -246,9 +246,12 @@ async def test_json_write_is_atomic_and_private(tmp_path: Path) -> None:
     await store.save("s", Box([1, 2]))
     path = store.path_for("s")
     text = path.read_text()
-    assert json.loads(text) == {
+    stored = json.loads(text)
+    assert stored.pop("updated_at")  # listing metadata, on the file's first line
+    assert stored == {
         "agentkit_session": 1,
         "version": 1,
+        "title": None,
         "state": {"schema_version": 1, "value": [1, 2]},
     }
     assert "\n  " in text  # indent applied
@@ -320,7 +323,7 @@ async def test_sqlite_schema_wal_and_updated_at(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         cols = [r[1] for r in conn.execute("PRAGMA table_info(my_sessions)")]
-        assert cols == ["id", "state", "updated_at", "version"]
+        assert cols == ["id", "state", "updated_at", "version", "title"]
         row = conn.execute("SELECT state FROM my_sessions WHERE id='x'").fetchone()
         assert json.loads(row[0]) == {"schema_version": 1, "value": 1}
     conn.close()

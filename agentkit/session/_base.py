@@ -20,22 +20,38 @@ the physical store (the directory, database file, URL + table or prefix), not th
 object: two ``SQLiteSession`` objects on one file share the tracking. The tracking holds the
 agent weakly. A save with nothing tracked (the agent was never loaded or saved through this
 store under this id) is a plain overwrite, as is ``save(..., force=True)``.
+
+Listing: ``list_sessions`` pages through the stored sessions' metadata (id, version, time of
+the last save, the ``title`` given to ``save``), most recently saved first, without reading a
+single state.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import json
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from agentkit._formats import Migration, upgrade
 from agentkit.exceptions import AgentkitError, SessionConflictError, SessionError, StateError
 
-__all__ = ["Session", "SessionConflictError", "StateGroup", "Stateful", "check_session_id"]
+__all__ = [
+    "Session",
+    "SessionConflictError",
+    "SessionInfo",
+    "SessionPage",
+    "StateGroup",
+    "Stateful",
+    "check_session_id",
+]
 
 # agent -> {(store key, session id): version it was loaded at / last saved as}
 _TRACKED: weakref.WeakKeyDictionary[object, dict[tuple[str, str], int]] = (
@@ -53,6 +69,73 @@ GROUP_MIGRATIONS: dict[int, Migration] = {}
 
 MAX_SESSION_ID_LENGTH = 200
 """Longest accepted session id, in characters (keeps encoded file names under 255 bytes)."""
+
+MAX_TITLE_LENGTH = 1000
+"""Longest accepted session title, in characters."""
+
+MAX_PAGE_SIZE = 1000
+"""Most sessions one ``list_sessions`` call returns."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One stored session's metadata, as ``Session.list_sessions`` returns it.
+
+    Attributes:
+        session_id: The session id.
+        version: Its stored version (see the module docs).
+        updated_at: When it was last saved (timezone-aware; the epoch for entries saved
+            before agentkit recorded it).
+        title: The title given to its last save that had one (None: never given).
+    """
+
+    session_id: str
+    version: int
+    updated_at: datetime
+    title: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """One page of ``Session.list_sessions``.
+
+    Attributes:
+        sessions: Most recently saved first.
+        next_cursor: Pass it as ``cursor`` for the next page; None on the last page.
+    """
+
+    sessions: list[SessionInfo]
+    next_cursor: str | None
+
+
+def _encode_cursor(info: SessionInfo) -> str:
+    raw = json.dumps([info.updated_at.isoformat(), info.session_id], ensure_ascii=False)
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        updated, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+        when = datetime.fromisoformat(updated)
+        if when.tzinfo is None:
+            raise ValueError("naive time")
+        return when, check_session_id(session_id)
+    except (ValueError, TypeError, UnicodeError, binascii.Error, AttributeError):
+        raise ValueError(f"not a cursor from list_sessions: {str(cursor)[:80]!r}") from None
+
+
+def _check_title(title: str | None) -> str | None:
+    if title is None:
+        return None
+    if not isinstance(title, str):
+        raise TypeError(f"a session title must be a str or None, got {type(title).__name__}")
+    if len(title) > MAX_TITLE_LENGTH:
+        raise ValueError(f"a session title must be at most {MAX_TITLE_LENGTH} characters")
+    try:
+        title.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"a session title must be valid Unicode text: {title!r}") from None
+    return title
 
 
 @runtime_checkable
@@ -189,7 +272,9 @@ class Session(ABC):
         """Identity of the physical store (what version tracking is keyed on)."""
         return repr(self)
 
-    async def save(self, session_id: str, agent: Stateful, *, force: bool = False) -> int:
+    async def save(
+        self, session_id: str, agent: Stateful, *, force: bool = False, title: str | None = None
+    ) -> int:
         """Save ``agent.state_dict()`` under ``session_id``; return the new version.
 
         Save between replies: a state taken while a reply is running reflects a half-done
@@ -199,6 +284,8 @@ class Session(ABC):
             session_id: The session.
             agent: What to save.
             force: Overwrite whatever is stored, even a newer version.
+            title: A short label kept beside the state for ``list_sessions`` (None: keep the
+                stored one).
 
         Raises:
             SessionConflictError: the store holds a newer version than the one ``agent``
@@ -207,7 +294,9 @@ class Session(ABC):
         """
         key = (self.store_key, check_session_id(session_id))
         expected = None if force else self._tracked(agent).get(key)
-        version = await self.save_state(session_id, agent.state_dict(), expected_version=expected)
+        version = await self.save_state(
+            session_id, agent.state_dict(), expected_version=expected, title=title
+        )
         self._track(agent, key, version)
         return version
 
@@ -236,7 +325,12 @@ class Session(ABC):
         return self._tracked(agent).get((self.store_key, check_session_id(session_id)))
 
     async def save_state(
-        self, session_id: str, state: dict[str, object], *, expected_version: int | None = None
+        self,
+        session_id: str,
+        state: dict[str, object],
+        *,
+        expected_version: int | None = None,
+        title: str | None = None,
     ) -> int:
         """Save a raw state dict (what ``save`` does after calling ``state_dict()``).
 
@@ -245,6 +339,8 @@ class Session(ABC):
             state: A JSON-safe dict.
             expected_version: Write only if the stored version is this one (0: only if the
                 session does not exist); None writes unconditionally.
+            title: A short label kept beside the state for ``list_sessions`` (None: keep the
+                stored one).
 
         Returns:
             The new version.
@@ -256,8 +352,9 @@ class Session(ABC):
             raise ValueError(f"expected_version must be >= 0 or None, not {expected_version}")
         text = _encode(state, self.indent)
         key = check_session_id(session_id)
+        title = _check_title(title)
         with self._storage("save", key):
-            return await self._write(key, text, expected_version)
+            return await self._write(key, text, expected_version, title)
 
     async def load_state(self, session_id: str) -> dict[str, object] | None:
         """Return the raw state dict saved under ``session_id``, or None if there is none.
@@ -320,6 +417,34 @@ class Session(ABC):
         with self._storage("list", None):
             return sorted(await self._list_ids())
 
+    async def list_sessions(
+        self, *, prefix: str = "", limit: int = 100, cursor: str | None = None
+    ) -> SessionPage:
+        """One page of the stored sessions' metadata, most recently saved first.
+
+        No state is read: this is the cheap way to show a list of conversations. Pages are
+        stable under concurrent saves in the sense that no session is returned twice across
+        pages unless it was saved again in between (it then moves to the front).
+
+        Args:
+            prefix: Only ids that start with this.
+            limit: Most entries on the page (1 to 1000).
+            cursor: ``next_cursor`` of the previous page (None: the first page).
+
+        Raises:
+            ValueError: on a bad ``limit`` or a cursor this method did not make.
+        """
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
+            raise ValueError(f"limit must be an int from 1 to {MAX_PAGE_SIZE}, got {limit!r}")
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+        after = None if cursor is None else _decode_cursor(cursor)
+        with self._storage("list", None):
+            infos = await self._list_page(prefix, limit + 1, after)
+        if len(infos) <= limit:
+            return SessionPage(infos, None)
+        return SessionPage(infos[:limit], _encode_cursor(infos[limit - 1]))
+
     async def close(self) -> None:
         """Release the backend's resources (a no-op for file-based sessions)."""
         return  # file-based backends hold nothing open between operations
@@ -368,10 +493,13 @@ class Session(ABC):
 
     # -- backend primitives ------------------------------------------------------------
     @abstractmethod
-    async def _write(self, session_id: str, text: str, expected: int | None) -> int:
+    async def _write(
+        self, session_id: str, text: str, expected: int | None, title: str | None
+    ) -> int:
         """Store ``text`` atomically if the stored version is ``expected``; return the new one.
 
-        ``expected`` None: write whatever is stored; 0: only if nothing is stored.
+        ``expected`` None: write whatever is stored; 0: only if nothing is stored. ``title``
+        None keeps the stored title. The time of the save is recorded for ``list_sessions``.
 
         Raises:
             SessionConflictError: the stored version differs; nothing was written.
@@ -395,3 +523,22 @@ class Session(ABC):
     async def _exists(self, session_id: str) -> bool:
         """Whether the entry exists (backends override this with a cheaper check)."""
         return await self._read(session_id) is not None
+
+    async def _list_page(
+        self, prefix: str, limit: int, after: tuple[datetime, str] | None
+    ) -> list[SessionInfo]:
+        """Up to ``limit`` entries under ``prefix``, (updated_at, id) descending, after ``after``.
+
+        This default sorts what ``_list_infos`` returns; an indexed backend overrides it.
+        """
+        infos = [
+            info
+            for info in await self._list_infos(prefix)
+            if after is None or (info.updated_at, info.session_id) < after
+        ]
+        infos.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
+        return infos[:limit]
+
+    async def _list_infos(self, prefix: str) -> list[SessionInfo]:
+        """Every entry's metadata under ``prefix``, in any order, without reading states."""
+        raise NotImplementedError(f"{type(self).__name__} cannot list session metadata")

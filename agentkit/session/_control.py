@@ -108,7 +108,7 @@ class RedisControlChannel(ControlChannel):
     @asynccontextmanager
     async def subscribe(self, channel: str, handler: Handler) -> AsyncIterator[None]:
         """``SUBSCRIBE`` on a connection of its own; confirmed before the block runs."""
-        pubsub = self.store.client.pubsub()
+        pubsub = self.store.subscriber.pubsub()  # outside the bounded command pool
         try:
             await pubsub.subscribe(channel)
             while True:  # the server's confirmation: from here on nothing is missed

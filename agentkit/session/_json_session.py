@@ -10,8 +10,12 @@ A write goes to a temporary file in the same directory, is flushed and fsynced, 
 ``os.replace``d over the target (and the directory is fsynced): a reader sees the old state
 or the new one, never a torn file, and a crash cannot lose both.
 
-A file holds ``{"agentkit_session": 1, "version": N, "state": {...}}`` (a file holding a
-bare state object, as written before versions existed, reads as version 1). Saves in one
+A file holds ``{"agentkit_session": 1, "version": N, "updated_at": ..., "title": ...,`` on its
+first line and ``"state": {...}}`` after it, so ``list_sessions`` reads the first line of each
+file, never a state (a file holding a bare state object, as written before versions existed,
+reads as version 1). A failed write (a full disk, a read-only directory) raises
+``SessionError`` and leaves the stored file as it was; so does the constructor on a directory
+it cannot create or write. Saves in one
 directory take an exclusive ``flock`` on ``.agentkit.lock`` around "read the version, write
 the temporary file, rename it", which makes the version check atomic across threads and
 processes (POSIX; without ``fcntl`` the check is best effort). A writer killed mid-save
@@ -26,12 +30,13 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio.to_thread
 
 from agentkit.exceptions import SessionConflictError, SessionError, StateError
-from agentkit.session._base import Session
+from agentkit.session._base import Session, SessionInfo
 
 try:
     import fcntl
@@ -132,6 +137,35 @@ def _locked(directory: Path, *, blocking: bool = True) -> Iterator[bool]:
         os.close(fd)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (``os.write`` may write fewer), or raise."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _header(version: int, title: str | None) -> str:
+    """The file's first line (JSON text of its own keeps newlines escaped: one line)."""
+    now = datetime.now(UTC).isoformat(timespec="microseconds")
+    fields = {_FORMAT_KEY: _FORMAT, "version": version, "updated_at": now, "title": title}
+    return json.dumps(fields, ensure_ascii=False)[:-1] + ",\n"
+
+
+def _parse_header(line: str, session_id: str) -> SessionInfo | None:
+    """The metadata on a file's first line; None if the file has no such line (old format)."""
+    if not line.startswith(f'{{"{_FORMAT_KEY}":') or not line.endswith(",\n"):
+        return None
+    try:
+        fields = json.loads(line[:-2] + "}")
+        version, title = fields["version"], fields["title"]
+        updated = datetime.fromisoformat(fields["updated_at"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(version, int) or not (title is None or isinstance(title, str)):
+        return None
+    return SessionInfo(session_id, version, updated, title)
+
+
 def _parse(text: str, session_id: str) -> tuple[dict[str, object] | str, int]:
     """Split a file's text into (state, version); a pre-version bare state is version 1."""
     try:
@@ -162,15 +196,21 @@ class JSONSession(Session):
         directory: Where the files live; created (with parents) if missing. Temporary files
             left by writers that died mid-save are removed.
         indent: Pretty-print the files with this indent (None: compact).
+
+    Raises:
+        SessionError: if the directory cannot be created or written.
     """
 
     backend = "JSON"
 
     def __init__(self, directory: str | os.PathLike[str], *, indent: int | None = None) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.indent = indent
-        self.remove_stale_temporaries()
+        with self._storage("open", None):
+            self.directory.mkdir(parents=True, exist_ok=True)
+            # Opening the save lock (in remove_stale_temporaries) needs a writable directory:
+            # a read-only one fails here rather than at the first save.
+            self.remove_stale_temporaries()
 
     def remove_stale_temporaries(self) -> int:
         """Delete temporary files of saves that died; return how many were removed.
@@ -200,27 +240,44 @@ class JSONSession(Session):
         """The file a session id is stored in (always directly inside ``directory``)."""
         return self.directory / (encode_file_stem(session_id) + _SUFFIX)
 
-    async def _write(self, session_id: str, text: str, expected: int | None) -> int:
+    async def _write(
+        self, session_id: str, text: str, expected: int | None, title: str | None
+    ) -> int:
         path = self.path_for(session_id)
-        return await anyio.to_thread.run_sync(self._write_sync, path, session_id, text, expected)
+        return await anyio.to_thread.run_sync(
+            self._write_sync, path, session_id, text, expected, title
+        )
 
-    def _write_sync(self, path: Path, session_id: str, text: str, expected: int | None) -> int:
+    def _write_sync(
+        self, path: Path, session_id: str, text: str, expected: int | None, title: str | None
+    ) -> int:
         with _locked(self.directory):
             current = self._read_sync(path, session_id)
             actual = 0 if current is None else current[1]
             if expected is not None and expected != actual:
                 raise SessionConflictError(session_id, expected, actual, self.backend)
+            if title is None and current is not None:
+                title = self._stored_title(path)
             version = actual + 1
-            self._replace(path, f'{{"{_FORMAT_KEY}":{_FORMAT},"version":{version},"state":{text}}}')
+            self._replace(path, f'{_header(version, title)}"state":{text}}}')
         return version
+
+    @staticmethod
+    def _stored_title(path: Path) -> str | None:
+        with path.open(encoding="utf-8") as handle:
+            info = _parse_header(handle.readline(), "-")
+        return None if info is None else info.title
 
     def _replace(self, path: Path, text: str) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
+            try:
+                # Unbuffered: an error (ENOSPC, EIO) surfaces from this write or the fsync,
+                # never from a flush at close that nothing would check.
+                _write_all(fd, text.encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -272,6 +329,38 @@ class JSONSession(Session):
             return ids
 
         return await anyio.to_thread.run_sync(scan)
+
+    async def _list_infos(self, prefix: str) -> list[SessionInfo]:
+        def scan() -> list[SessionInfo]:
+            infos: list[SessionInfo] = []
+            with os.scandir(self.directory) as entries:
+                for entry in entries:
+                    if not entry.name.endswith(_SUFFIX) or not entry.is_file():
+                        continue
+                    session_id = decode_file_stem(entry.name[: -len(_SUFFIX)])
+                    if session_id is None or not session_id.startswith(prefix):
+                        continue
+                    info = self._info_sync(Path(entry.path), session_id)
+                    if info is not None:
+                        infos.append(info)
+            return infos
+
+        return await anyio.to_thread.run_sync(scan)
+
+    def _info_sync(self, path: Path, session_id: str) -> SessionInfo | None:
+        try:
+            with path.open(encoding="utf-8") as handle:
+                line = handle.readline()
+                mtime = os.fstat(handle.fileno()).st_mtime
+        except FileNotFoundError:  # deleted since the scan
+            return None
+        info = _parse_header(line, session_id)
+        if info is not None:
+            return info
+        # A file from before the header line: parse it whole (once; its next save adds it).
+        found = self._read_sync(path, session_id)
+        version = 1 if found is None else found[1]
+        return SessionInfo(session_id, version, datetime.fromtimestamp(mtime, UTC), None)
 
     def __repr__(self) -> str:
         return f"JSONSession({str(self.directory)!r})"

@@ -1,21 +1,29 @@
 """``PostgresSession``: sessions as rows of one PostgreSQL table (optional; needs ``psycopg`` 3).
 
-``psycopg`` is imported on first use (``pip install 'agentkit[postgres]'``). Every save is one
-statement, so it is atomic; a versioned save (see ``Session``) is an ``UPDATE ... WHERE
-version = %s`` or an ``INSERT ... ON CONFLICT DO NOTHING``, so the check and the write are
-one step and a stale save cannot overwrite a newer state. States are stored as ``text``
-(byte-exact JSON, not ``jsonb``, which would reorder keys).
+``psycopg`` and ``psycopg_pool`` are imported on first use (``pip install
+'agentkit[postgres]'``). Every save is one statement, so it is atomic; a versioned save (see
+``Session``) is an ``UPDATE ... WHERE version = %s`` or an ``INSERT ... ON CONFLICT DO
+NOTHING``, so the check and the write are one step and a stale save cannot overwrite a newer
+state. States are stored as ``text`` (byte-exact JSON, not ``jsonb``, which would reorder
+keys).
 
 Table (name configurable, created on first use under an advisory lock so that several
-workers starting at once do not race on the DDL)::
+workers starting at once do not race on the DDL; a table from before titles gets the column
+and the listing index added)::
 
     CREATE TABLE agentkit_sessions (
         id text PRIMARY KEY, state text NOT NULL, version bigint NOT NULL,
-        updated_at timestamptz NOT NULL DEFAULT now())
+        updated_at timestamptz NOT NULL DEFAULT now(), title text)
 
-The store keeps a few idle connections (``max_idle``) and opens more when operations run
-concurrently; ``close()`` closes them. The same URL serves the control channel
-(``LISTEN/NOTIFY``, see :mod:`agentkit.session._control`).
+Connections come from a bounded pool (``psycopg_pool.AsyncConnectionPool``), opened on first
+use and closed by ``close()``: at most ``max_size`` connections per store object, however many
+operations run at once; an operation that finds none free within ``pool_timeout`` seconds
+raises ``SessionError``. Size it so that workers x ``max_size`` stays under the server's
+``max_connections`` (see docs/scaling.md). Each borrowed connection is checked first, so after
+the server restarts the pool replaces its dead connections and the next operation succeeds.
+The same URL serves the control channel (``LISTEN/NOTIFY``, see
+:mod:`agentkit.session._control`; a subscription holds a connection of its own, outside the
+pool).
 """
 
 from __future__ import annotations
@@ -27,8 +35,10 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from agentkit.exceptions import SessionConflictError
-from agentkit.session._base import Session, check_session_id
+import anyio
+
+from agentkit.exceptions import SessionConflictError, SessionError
+from agentkit.session._base import Session, SessionInfo, check_session_id
 
 __all__ = ["PostgresSession"]
 
@@ -37,35 +47,61 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 def import_psycopg() -> Any:
     """Import ``psycopg`` with an install hint when it is missing."""
+    return _import("psycopg")
+
+
+def _import(name: str) -> Any:
     try:
-        return importlib.import_module("psycopg")
+        return importlib.import_module(name)
     except ImportError as exc:
         raise ImportError(
-            "PostgresSession needs the 'psycopg' package: pip install 'agentkit[postgres]'"
+            f"PostgresSession needs the '{name.replace('_', '-')}' package: "
+            "pip install 'agentkit[postgres]'"
         ) from exc
 
 
 class PostgresSession(Session):
-    """Sessions stored in a PostgreSQL table.
+    """Sessions stored in a PostgreSQL table, through a bounded connection pool.
 
     Args:
         url: A libpq URL (``postgresql://user:pass@host:5432/db``, or with ``?host=/socket/dir``).
         table: Table name (letters, digits, ``_``).
-        max_idle: Idle connections kept open between operations.
+        min_size: Connections the pool keeps open once it is in use.
+        max_size: Most connections the pool opens (operations beyond it wait for one).
+        pool_timeout: Seconds an operation waits for a free connection before it raises
+            ``SessionError``.
 
     Raises:
-        ImportError: on first use, if ``psycopg`` is not installed.
+        ValueError: on a bad table name or pool size.
+        ImportError: on first use, if ``psycopg`` or ``psycopg-pool`` is not installed.
     """
 
     backend = "Postgres"
 
-    def __init__(self, url: str, *, table: str = "agentkit_sessions", max_idle: int = 4) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        table: str = "agentkit_sessions",
+        min_size: int = 1,
+        max_size: int = 10,
+        pool_timeout: float = 30.0,
+    ) -> None:
         if not _IDENTIFIER.fullmatch(table):
             raise ValueError(f"invalid table name {table!r}: use letters, digits and '_'")
+        if max_size < 1 or not 0 <= min_size <= max_size:
+            raise ValueError(
+                f"need 0 <= min_size <= max_size and max_size >= 1, got {min_size}, {max_size}"
+            )
+        if pool_timeout <= 0:
+            raise ValueError(f"pool_timeout must be positive, got {pool_timeout}")
         self.url = url
         self.table = table
-        self.max_idle = max_idle
-        self._idle: list[Any] = []
+        self.min_size = min_size
+        self.max_size = max_size
+        self.pool_timeout = pool_timeout
+        self._pool: Any = None
+        self._pool_lock = anyio.Lock()
         self._ready = False
 
     @property
@@ -73,32 +109,69 @@ class PostgresSession(Session):
         """The URL and the table."""
         return f"postgres:{self.url}#{self.table}"
 
+    @property
+    def pool(self) -> Any:
+        """The ``psycopg_pool.AsyncConnectionPool`` (None until first use and after close)."""
+        return self._pool
+
+    async def _open_pool(self) -> Any:
+        async with self._pool_lock:  # two first operations at once open one pool
+            if self._pool is None:
+                pool_class = _import("psycopg_pool").AsyncConnectionPool
+                pool = pool_class(
+                    self.url,
+                    min_size=self.min_size,
+                    max_size=self.max_size,
+                    timeout=self.pool_timeout,
+                    kwargs={"autocommit": True},
+                    # One round trip per borrow buys this: a connection the server dropped
+                    # (restart, failover, idle kill) is replaced instead of failing a save.
+                    check=pool_class.check_connection,
+                    name=f"agentkit:{self.table}",
+                    open=False,
+                )
+                await pool.open()
+                self._pool = pool
+            return self._pool
+
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
-        """Borrow an autocommit ``psycopg.AsyncConnection`` (returned to the idle pool)."""
-        conn = self._idle.pop() if self._idle else None
-        if conn is None or conn.closed:
-            conn = await import_psycopg().AsyncConnection.connect(self.url, autocommit=True)
+        """Borrow an autocommit ``psycopg.AsyncConnection`` from the pool.
+
+        Raises:
+            SessionError: if no connection is free within ``pool_timeout`` seconds.
+        """
+        pool = self._pool or await self._open_pool()
+        try:
+            conn = await pool.getconn()
+        except _import("psycopg_pool").PoolTimeout as exc:
+            raise SessionError(
+                f"{self!r}: no database connection free within {self.pool_timeout} s "
+                f"(max_size={self.max_size} busy, or the server is unreachable)"
+            ) from exc
         try:
             if not self._ready:
                 await self._create_table(conn)
             yield conn
-        except BaseException:
-            await conn.close()  # its state is unknown after an error or a cancellation
-            raise
-        if len(self._idle) < self.max_idle and not conn.closed:
-            self._idle.append(conn)
-        else:
-            await conn.close()
+        finally:
+            # Shielded: a cancelled borrower must still hand the connection back (the pool
+            # resets or discards it by its state), or the pool shrinks for good.
+            with anyio.CancelScope(shield=True):
+                await pool.putconn(conn)
 
     async def _create_table(self, conn: Any) -> None:
+        t = self.table
         async with conn.transaction():
             # Concurrent CREATE TABLE IF NOT EXISTS can still collide in pg_type.
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (t,))
             await conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.table} ("
+                f"CREATE TABLE IF NOT EXISTS {t} ("
                 "id text PRIMARY KEY, state text NOT NULL, version bigint NOT NULL, "
-                "updated_at timestamptz NOT NULL DEFAULT now())"
+                "updated_at timestamptz NOT NULL DEFAULT now(), title text)"
+            )
+            await conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS title text")
+            await conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {t[:48]}_by_update ON {t} (updated_at DESC, id DESC)"
             )
         self._ready = True
 
@@ -107,27 +180,30 @@ class PostgresSession(Session):
             cursor = await conn.execute(sql, params)
             return await cursor.fetchone()
 
-    async def _write(self, session_id: str, text: str, expected: int | None) -> int:
+    async def _write(
+        self, session_id: str, text: str, expected: int | None, title: str | None
+    ) -> int:
         t = self.table
         if expected is None:
             sql = (
-                f"INSERT INTO {t} AS t (id, state, version) VALUES (%s, %s, 1) "
+                f"INSERT INTO {t} AS t (id, state, version, title) VALUES (%s, %s, 1, %s) "
                 "ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, "
-                "version = t.version + 1, updated_at = now() RETURNING version"
+                "version = t.version + 1, updated_at = now(), "
+                "title = COALESCE(EXCLUDED.title, t.title) RETURNING version"
             )
-            row = await self._fetch(sql, (session_id, text))
+            row = await self._fetch(sql, (session_id, text, title))
         elif expected == 0:
             sql = (
-                f"INSERT INTO {t} (id, state, version) VALUES (%s, %s, 1) "
+                f"INSERT INTO {t} (id, state, version, title) VALUES (%s, %s, 1, %s) "
                 "ON CONFLICT (id) DO NOTHING RETURNING version"
             )
-            row = await self._fetch(sql, (session_id, text))
+            row = await self._fetch(sql, (session_id, text, title))
         else:
             sql = (
-                f"UPDATE {t} SET state = %s, version = version + 1, updated_at = now() "
-                "WHERE id = %s AND version = %s RETURNING version"
+                f"UPDATE {t} SET state = %s, version = version + 1, updated_at = now(), "
+                "title = COALESCE(%s, title) WHERE id = %s AND version = %s RETURNING version"
             )
-            row = await self._fetch(sql, (text, session_id, expected))
+            row = await self._fetch(sql, (text, title, session_id, expected))
         if row is None:
             actual = await self.version(session_id)
             raise SessionConflictError(session_id, expected or 0, actual, self.backend)
@@ -154,6 +230,20 @@ class PostgresSession(Session):
             cursor = await conn.execute(f"SELECT id FROM {self.table}")
             return [str(row[0]) for row in await cursor.fetchall()]
 
+    async def _list_page(
+        self, prefix: str, limit: int, after: tuple[datetime, str] | None
+    ) -> list[SessionInfo]:
+        sql = f"SELECT id, version, updated_at, title FROM {self.table} WHERE starts_with(id, %s)"
+        params: tuple[Any, ...] = (prefix,)
+        if after is not None:
+            sql += " AND (updated_at, id) < (%s, %s)"
+            params += after
+        sql += " ORDER BY updated_at DESC, id DESC LIMIT %s"
+        async with self.connection() as conn:
+            cursor = await conn.execute(sql, (*params, limit))
+            rows = await cursor.fetchall()
+        return [SessionInfo(str(r[0]), int(r[1]), r[2], r[3]) for r in rows]
+
     async def updated_at(self, session_id: str) -> datetime | None:
         """When the session was last saved, or None if it does not exist."""
         key = check_session_id(session_id)
@@ -161,10 +251,10 @@ class PostgresSession(Session):
         return None if row is None else row[0]
 
     async def close(self) -> None:
-        """Close the idle connections."""
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            await conn.close()
+        """Close the pool and its connections (a later operation opens a new pool)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
 
     def __repr__(self) -> str:
         return f"PostgresSession({_redact(self.url)!r}, table={self.table!r})"

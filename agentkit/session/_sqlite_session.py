@@ -9,11 +9,18 @@ one atomic statement; a versioned save (see ``Session``) is an ``UPDATE ... WHER
 separated by another writer. The database file is created with mode 0600, like
 ``JSONSession``'s files (SQLite gives its ``-wal``/``-shm`` files the same mode).
 
-Table (name configurable; a table from before versions gets the column added)::
+A full disk or a read-only file fails the save's transaction as a whole (``SessionError``):
+the stored state stays the one before it.
+
+Table (name configurable; a table from before versions or titles gets the columns added)::
 
     CREATE TABLE agentkit_sessions (
         id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL,
-        version INTEGER NOT NULL DEFAULT 1)
+        version INTEGER NOT NULL DEFAULT 1, title TEXT)
+    CREATE INDEX agentkit_sessions_by_update ON agentkit_sessions (updated_at DESC, id DESC)
+
+``updated_at`` is UTC ISO 8601 with microseconds (``2025-01-02T03:04:05.000006+00:00``), so
+text order is time order and ``list_sessions`` pages along the index.
 """
 
 from __future__ import annotations
@@ -31,12 +38,17 @@ from typing import TypeVar
 import anyio.to_thread
 
 from agentkit.exceptions import SessionConflictError
-from agentkit.session._base import Session, check_session_id
+from agentkit.session._base import Session, SessionInfo, check_session_id
 
 __all__ = ["SQLiteSession"]
 
 _T = TypeVar("_T")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def _timestamp(when: datetime) -> str:
+    """The stored form of a time: fixed width, so that text order is time order."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
 # First-use set-up (WAL switch, table) runs one at a time in this process, for every store
@@ -100,13 +112,25 @@ class SQLiteSession(Session):
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.table} ("
                 "id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL, "
-                "version INTEGER NOT NULL DEFAULT 1)"
+                "version INTEGER NOT NULL DEFAULT 1, title TEXT)"
             )
             columns = {row[1] for row in conn.execute(f"PRAGMA table_info({self.table})")}
             if "version" not in columns:  # a table written before versions existed
                 conn.execute(
                     f"ALTER TABLE {self.table} ADD COLUMN version INTEGER NOT NULL DEFAULT 1"
                 )
+            if "title" not in columns:  # ... or before titles
+                conn.execute(f"ALTER TABLE {self.table} ADD COLUMN title TEXT")
+                # Times were written without microseconds when they were 0: widen them so
+                # that text order stays time order.
+                conn.execute(
+                    f"UPDATE {self.table} SET updated_at = substr(updated_at, 1, 19) || "
+                    "'.000000' || substr(updated_at, 20) WHERE length(updated_at) = 25"
+                )
+            conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {self.table}_by_update "
+                f"ON {self.table} (updated_at DESC, id DESC)"
+            )
             conn.commit()
             self._ready = True
         return conn
@@ -122,8 +146,10 @@ class SQLiteSession(Session):
         # the cancellation is delivered, so the file is never left mid-transaction.
         return await anyio.to_thread.run_sync(run)
 
-    async def _write(self, session_id: str, text: str, expected: int | None) -> int:
-        now = datetime.now(UTC).isoformat()
+    async def _write(
+        self, session_id: str, text: str, expected: int | None, title: str | None
+    ) -> int:
+        now = _timestamp(datetime.now(UTC))
         table = self.table
 
         def write(conn: sqlite3.Connection) -> int:
@@ -136,13 +162,15 @@ class SQLiteSession(Session):
                 raise SessionConflictError(session_id, expected, actual, self.backend)
             if found is None:
                 conn.execute(
-                    f"INSERT INTO {table} (id, state, updated_at, version) VALUES (?, ?, ?, 1)",
-                    (session_id, text, now),
+                    f"INSERT INTO {table} (id, state, updated_at, version, title) "
+                    "VALUES (?, ?, ?, 1, ?)",
+                    (session_id, text, now, title),
                 )
             else:
                 conn.execute(
-                    f"UPDATE {table} SET state = ?, updated_at = ?, version = ? WHERE id = ?",
-                    (text, now, actual + 1, session_id),
+                    f"UPDATE {table} SET state = ?, updated_at = ?, version = ?, "
+                    "title = COALESCE(?, title) WHERE id = ?",
+                    (text, now, actual + 1, title, session_id),
                 )
             return actual + 1
 
@@ -168,6 +196,18 @@ class SQLiteSession(Session):
     async def _list_ids(self) -> list[str]:
         sql = f"SELECT id FROM {self.table}"
         return await self._run(lambda conn: [str(row[0]) for row in conn.execute(sql)])
+
+    async def _list_page(
+        self, prefix: str, limit: int, after: tuple[datetime, str] | None
+    ) -> list[SessionInfo]:
+        sql = f"SELECT id, version, updated_at, title FROM {self.table} WHERE substr(id, 1, ?) = ?"
+        params: tuple[object, ...] = (len(prefix), prefix)
+        if after is not None:
+            sql += " AND (updated_at, id) < (?, ?)"
+            params += (_timestamp(after[0]), after[1])
+        sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+        rows = await self._run(lambda conn: conn.execute(sql, (*params, limit)).fetchall())
+        return [SessionInfo(str(r[0]), int(r[1]), datetime.fromisoformat(r[2]), r[3]) for r in rows]
 
     async def updated_at(self, session_id: str) -> datetime | None:
         """When the session was last saved (UTC), or None if it does not exist."""
