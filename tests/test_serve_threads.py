@@ -136,7 +136,7 @@ async def test_thread_endpoints(tmp_path: Path) -> None:
         assert [t["threadId"] for t in listed] == [thread_id]
         assert listed[0]["title"] == "weather in Lima"
         idle = await c.post(f"/threads/{thread_id}/interrupt")
-        assert idle.json()["interrupted"] is False
+        assert idle.json()["status"] == "no_run" and idle.json()["worker"] is None
         assert (await c.delete(f"/threads/{thread_id}")).json()["deleted"] is True
         assert (await c.get(f"/threads/{thread_id}")).status_code == 404
         assert (await c.get("/threads")).json()["threads"] == []
