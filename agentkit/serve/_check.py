@@ -107,14 +107,14 @@ def _verify(thread: str, messages: list[dict[str, Any]], sent: list[tuple[str, b
     if [t for t in order if t in stored] != list(dict.fromkeys(stored)):
         problems.append(f"order: thread {thread}: stored turns {stored} are out of order")
     bounds = [i for i, _ in users] + [len(messages)]
-    for k, (index, text) in enumerate(users):
-        if not any(text == s and ok for s, ok in sent):
+    for k, (index, content) in enumerate(users):
+        if not any(content == s and ok for s, ok in sent):
             continue
         between = messages[index + 1 : bounds[k + 1]]
         answers = [m for m in between if m.get("role") == "assistant" and m.get("content")]
         if len(answers) != 1:
             problems.append(
-                f"answers: thread {thread}: turn {text!r} has {len(answers)} answers, not 1"
+                f"answers: thread {thread}: turn {content!r} has {len(answers)} answers, not 1"
             )
     called = {
         c.get("id")
