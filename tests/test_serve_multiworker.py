@@ -22,7 +22,9 @@ import httpx2
 import pytest
 
 from agentkit.serve import check_served_threads
+from agentkit.session import interrupt_session
 from tests._serve_helpers import run_events, run_input, sse_events, user
+from tests._serve_worker_app import store_for
 
 pytestmark = pytest.mark.anyio
 
@@ -233,3 +235,21 @@ async def test_a_paused_holder_is_fenced_and_a_killed_one_frees_its_thread(
             assert paired(thread_now["messages"])
     finally:
         victim.stop()
+
+
+async def test_interrupt_session_from_another_process_stops_a_served_run(
+    store: str, workers: list[Worker]
+) -> None:
+    thread = thread_id()
+    sessions = store_for(store)
+    try:
+        async with httpx2.AsyncClient(timeout=60) as c:
+            sink: list[dict[str, Any]] = []
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(post_run, c, workers[1].url, run_input(thread, user(SLOW)), sink)
+                await until(sink, "CUSTOM")
+                await interrupt_session(sessions, f"serve/local/{thread}")
+            assert sink[-1]["outcome"] == {"type": "cancelled"}
+            assert paired((await stored(c, workers[0].url, thread))["messages"])
+    finally:
+        await sessions.close()
