@@ -396,18 +396,20 @@ async def test_postgres_rows_of_0_2_0_load(postgres_url: str) -> None:
         + (f" DEFAULT {c['default']}" if c["default"] else "")
         for c in dump["columns"]
     )
-    async with PostgresSession(postgres_url, table=table) as session:
-        async with session.connection() as conn:  # creates the table the 0.2.0 way first
-            await conn.execute(f"DROP TABLE {table}")
+    async with (
+        PostgresSession(postgres_url, table=table) as setup,
+        setup.connection() as conn,  # creates the table the new way first
+    ):
+        await conn.execute(f"DROP TABLE {table}")
+        await conn.execute(
+            f"CREATE TABLE {table} ({columns}, PRIMARY KEY ({', '.join(dump['primary_key'])}))"
+        )
+        for row in dump["rows"]:
             await conn.execute(
-                f"CREATE TABLE {table} ({columns}, PRIMARY KEY ({', '.join(dump['primary_key'])}))"
+                f"INSERT INTO {table} (id, state, version, updated_at) "
+                "VALUES (%s, %s, %s, %s::timestamptz)",
+                (row["id"], row["state"], row["version"], row["updated_at"]),
             )
-            for row in dump["rows"]:
-                await conn.execute(
-                    f"INSERT INTO {table} (id, state, version, updated_at) "
-                    "VALUES (%s, %s, %s, %s::timestamptz)",
-                    (row["id"], row["state"], row["version"], row["updated_at"]),
-                )
     # A store opened on the 0.2.0 table (it brings the table up to date on first use).
     async with PostgresSession(postgres_url, table=table) as session:
 

@@ -136,12 +136,37 @@ async def test_thread_endpoints(tmp_path: Path) -> None:
         assert [t["threadId"] for t in listed] == [thread_id]
         assert listed[0]["title"] == "weather in Lima"
         idle = await c.post(f"/threads/{thread_id}/interrupt")
-        assert idle.json()["interrupted"] is False
+        assert idle.json()["status"] == "no_run" and idle.json()["worker"] is None
         assert (await c.delete(f"/threads/{thread_id}")).json()["deleted"] is True
         assert (await c.get(f"/threads/{thread_id}")).status_code == 404
         assert (await c.get("/threads")).json()["threads"] == []
         health = (await c.get("/healthz")).json()
         assert health == {"status": "ok", "activeRuns": 0}
+
+
+async def test_thread_list_is_paged_metadata(tmp_path: Path) -> None:
+    async with running(app_for(tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
+        made = [(await c.post("/threads")).json()["threadId"] for _ in range(5)]
+        seen: list[str] = []
+        cursor: str | None = None
+        pages = 0
+        while True:
+            params = {"limit": "2", **({"cursor": cursor} if cursor else {})}
+            body = (await c.get("/threads", params=params)).json()
+            assert len(body["threads"]) <= 2
+            for t in body["threads"]:
+                assert set(t) == {"threadId", "title", "updatedAt"}  # no messages, no state
+            seen += [t["threadId"] for t in body["threads"]]
+            pages += 1
+            cursor = body["nextCursor"]
+            if cursor is None:
+                break
+        assert sorted(seen) == sorted(made) and pages == 3
+        assert seen == list(reversed(made))  # most recently saved first
+        bad = await c.get("/threads", params={"limit": "0"})
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_request"
+        forged = await c.get("/threads", params={"cursor": "not-a-cursor"})
+        assert forged.status_code == 400
 
 
 async def test_deps_are_built_per_request_and_reach_tools(tmp_path: Path) -> None:

@@ -175,7 +175,9 @@ class PrivatePostgres:
         # immediate: every backend aborts at once, as in a crash (a "fast" stop ends the
         # lock holder first, and the waiting save could still commit before its own end).
         self._pg_ctl(
-            ["-w", "-m", "immediate", "stop"], pgdata=self.server.pgdata, user=self.server.system_user
+            ["-w", "-m", "immediate", "stop"],
+            pgdata=self.server.pgdata,
+            user=self.server.system_user,
         )
 
     def start(self) -> None:

@@ -18,6 +18,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from agentkit.serve._app import AgentFactory, DepsBuilder, create_app
+from agentkit.serve._check import ServedCheck, check_served_threads
 from agentkit.serve._events import TOOL_PROGRESS_EVENT
 from agentkit.serve._frontend import FrontendTool, current_state
 from agentkit.serve._runner import APPROVAL_SCHEMA, current_deps
@@ -28,6 +29,8 @@ __all__ = [
     "AgentFactory",
     "DepsBuilder",
     "FrontendTool",
+    "ServedCheck",
+    "check_served_threads",
     "create_app",
     "current_deps",
     "current_state",

@@ -31,10 +31,19 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agentkit.agent import ReActAgent
+from agentkit.exceptions import SessionError
 from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_messages
 from agentkit.serve._frontend import FrontendTool, instructions_with_context
 from agentkit.serve._http import DEFAULT_MAX_BODY, Guard, error_response, read_json
 from agentkit.serve._input import RunInput, parse_approvals, parse_run_input
+from agentkit.serve._ownership import (
+    DEFAULT_LEASE_SECONDS,
+    Claim,
+    ThreadBusy,
+    live_lease,
+    new_worker_id,
+    stop_remote,
+)
 from agentkit.serve._runner import RunRequest, execute_run, interrupt_for
 from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
 from agentkit.session import Session, SQLiteSession
@@ -77,8 +86,12 @@ class ServeState:
         guard: Guard,
         deps: DepsBuilder | None,
         max_body: int,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         self.factory = factory
+        self.worker = new_worker_id()  # named in the leases of this worker's runs
+        self.lease_seconds = lease_seconds
+        self.stop_timeout = max(10.0, lease_seconds)  # a Stop sent to another worker
         self.store = ThreadStore(session)
         self.guard = guard
         self.deps = deps
@@ -146,19 +159,29 @@ async def _settled(state: ServeState, owner: str, thread_id: str) -> RunChannel 
     while channel is not None and channel.ended:
         await channel.wait()
         channel = state.active.get(key)
+    if channel is not None and channel.unavailable:  # its commit is being retried
+        raise ClientInputError(
+            503,
+            "store_unavailable",
+            f"thread {thread_id!r} is being saved; the thread store is unavailable, retry soon",
+        )
     return channel
+
+
+def _busy(thread_id: str) -> ClientInputError:
+    return ClientInputError(
+        409,
+        "run_in_progress",
+        f"thread {thread_id!r} is already running a reply; wait for it, or stop it with "
+        f"POST /threads/{thread_id}/interrupt",
+    )
 
 
 async def _reserve(state: ServeState, owner: str, thread_id: str, run_id: str) -> RunChannel:
     """Claim the thread for one run (no await between the last check and the claim)."""
     key = ThreadStore.key(owner, thread_id)
     if await _settled(state, owner, thread_id) is not None:
-        raise ClientInputError(
-            409,
-            "run_in_progress",
-            f"thread {thread_id!r} is already running a reply; wait for it, or stop it with "
-            f"POST /threads/{thread_id}/interrupt",
-        )
+        raise _busy(thread_id)
     channel = state.active[key] = RunChannel(owner, thread_id, run_id)
     return channel
 
@@ -172,6 +195,8 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     try:
         stored = await state.store.load(owner, run.thread_id)
         record = stored or ThreadRecord(owner, run.thread_id)
+        if live_lease(record) is not None:  # a run on another worker holds it
+            raise _busy(run.thread_id)
         agent = await state.agent_for(record)
         run.prepare(agent, record)  # the client's tools, context and state (AG-UI)
         agent.sys_prompt = instructions_with_context(agent.sys_prompt, run.context)
@@ -179,11 +204,14 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
             record.state = run.state
         msgs, approvals = await run.resolve(agent, record)
         deps = await state.build_deps(request)
-        titled = not record.title and bool(msgs)
-        if titled:
+        if not record.title and msgs:  # listed with its title while its first run is going
             record.set_title(msgs)
-        if stored is None or titled:  # listed (with its title) while its first run is going
-            await state.store.save(record, agent)
+        # The claim: one compare-and-set write of the thread, across every worker.
+        claim = Claim(state.store, record, channel, state.worker, state.lease_seconds)
+        try:
+            await claim.acquire()
+        except ThreadBusy:
+            raise _busy(run.thread_id) from None
     except BaseException:
         state.active.pop(key, None)
         channel.close()  # wakes an interrupt request that waits on this (never started) run
@@ -194,7 +222,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     def release() -> None:
         state.active.pop(key, None)
 
-    state.task_group.start_soon(execute_run, req, state.store, release)
+    state.task_group.start_soon(execute_run, req, claim, release)
     return StreamingResponse(channel.read(), media_type="text/event-stream", headers=_SSE_HEADERS)
 
 
@@ -216,34 +244,66 @@ async def approvals(request: Request) -> Response:
 
 
 async def interrupt(request: Request) -> Response:
-    """``POST /threads/{id}/interrupt``: stop the running reply; returns once it stopped."""
+    """``POST /threads/{id}/interrupt``: stop the running reply, on whichever worker it runs.
+
+    Answers ``{"status": "stopped" | "no_run" | "unreachable", "worker": id | None}`` once
+    the run has stopped and its turn is committed.
+    """
     owner = _owner(request)
     thread_id = _thread_id(request)
-    state = _state(request)
-    channel = await _settled(state, owner, thread_id)
-    if channel is None:
-        await _load(state, owner, thread_id)
-        return JSONResponse({"threadId": thread_id, "interrupted": False})
     received = time.perf_counter()
-    channel.stop_requested = True
-    if channel.agent is not None:
-        await channel.agent.interrupt()
-    await channel.wait()
-    body = {"threadId": thread_id, "interrupted": True, "runId": channel.run_id}
-    return JSONResponse(body, headers=_stop_timing(received, channel))
+    status, worker, run_id, channel = await _stop(_state(request), owner, thread_id)
+    body = {"threadId": thread_id, "status": status, "worker": worker, "runId": run_id}
+    headers = _stop_timing(received, channel) if channel is not None else None
+    return JSONResponse(body, headers=headers)
+
+
+async def _stop(
+    state: ServeState, owner: str, thread_id: str
+) -> tuple[str, str | None, str | None, RunChannel | None]:
+    """Stop the thread's run: ``(status, worker, run id, the local channel if here)``."""
+    channel = await _settled(state, owner, thread_id)
+    if channel is not None:  # it runs here: no network hop
+        channel.stop_requested = True
+        if channel.agent is not None:
+            await channel.agent.interrupt()
+        await channel.wait()
+        if channel.readers:  # Stop answers once the stream's end went out too
+            with anyio.move_on_after(2):
+                await channel.written.wait()
+        return "stopped", state.worker, channel.run_id, channel
+    record = await _load(state, owner, thread_id)
+    lease = live_lease(record)
+    if lease is None:
+        return "no_run", None, None, None
+    run_id = str(lease.get("run"))
+
+    async def still_held() -> bool:
+        current = await state.store.load(owner, thread_id)
+        held = None if current is None else live_lease(current)
+        return held is not None and held.get("run") == run_id
+
+    key = ThreadStore.key(owner, thread_id)
+    outcome = await stop_remote(
+        state.store.session, key, run_id, still_held=still_held, wait=state.stop_timeout
+    )
+    if outcome == "gone":
+        return "no_run", None, None, None
+    return outcome, str(lease.get("worker")), run_id, None
 
 
 def _stop_timing(received: float, channel: RunChannel) -> dict[str, str]:
-    """``Server-Timing`` of a Stop: until the stream's last event was written, and the save.
+    """``Server-Timing`` of a local Stop: until the turn was committed, and the stream's end.
 
     For monitoring Stop's responsiveness from outside (browsers show it in their network
     tools); ``stream-end`` is absent when no reader was attached to the stream.
     """
-    now = time.perf_counter()
-    timings = [f"saved;dur={(now - received) * 1e3:.1f}"]
+    timings = []
+    if channel.committed_at is not None:
+        timings.append(f"committed;dur={(channel.committed_at - received) * 1e3:.1f}")
     if channel.written_at is not None:
-        timings.insert(0, f"stream-end;dur={(channel.written_at - received) * 1e3:.1f}")
-    return {"Server-Timing": ", ".join(timings)}
+        timings.append(f"stream-end;dur={(channel.written_at - received) * 1e3:.1f}")
+    return {"Server-Timing": ", ".join(timings)} if timings else {}
 
 
 async def events(request: Request) -> Response:
@@ -259,10 +319,20 @@ async def events(request: Request) -> Response:
 
 # -- threads -------------------------------------------------------------------------------
 async def list_threads(request: Request) -> Response:
-    """``GET /threads``: this owner's threads, most recent first."""
+    """``GET /threads?limit=N&cursor=C``: a page of this owner's threads, most recent first.
+
+    Metadata only (``threadId``, ``title``, ``updatedAt``); ``nextCursor`` (None on the last
+    page) fetches the next page.
+    """
     owner = _owner(request)
-    records = await _state(request).store.list(owner)
-    return JSONResponse({"threads": [r.summary() for r in records]})
+    try:
+        limit = int(request.query_params.get("limit", "100"))
+        threads, cursor = await _state(request).store.list(
+            owner, limit=limit, cursor=request.query_params.get("cursor")
+        )
+    except ValueError as exc:
+        return error_response(400, "bad_request", f"bad limit or cursor: {exc}")
+    return JSONResponse({"threads": threads, "nextCursor": cursor})
 
 
 async def create_thread(request: Request) -> Response:
@@ -292,8 +362,10 @@ async def get_thread(request: Request) -> Response:
         if not isinstance(agent.toolkit.get_tool(c["name"]), FrontendTool)
     ]
     body["state"] = record.state
-    body["running"] = channel is not None
-    body["runId"] = channel.run_id if channel is not None else None
+    lease = live_lease(record)  # a run on any worker
+    run_id = channel.run_id if channel is not None else lease and str(lease.get("run"))
+    body["running"] = run_id is not None
+    body["runId"] = run_id
     return JSONResponse(body)
 
 
@@ -303,12 +375,11 @@ async def delete_thread(request: Request) -> Response:
     thread_id = _thread_id(request)
     state = _state(request)
     await _load(state, owner, thread_id)
-    channel = await _settled(state, owner, thread_id)
-    if channel is not None:
-        channel.stop_requested = True
-        if channel.agent is not None:
-            await channel.agent.interrupt()
-        await channel.wait()
+    status, *_ = await _stop(state, owner, thread_id)
+    if status == "unreachable":
+        raise ClientInputError(
+            409, "run_in_progress", f"thread {thread_id!r} is running on a worker not answering"
+        )
     await state.store.delete(owner, thread_id)
     return JSONResponse({"threadId": thread_id, "deleted": True})
 
@@ -356,6 +427,12 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     message = f"the server failed: {type(exc).__name__}: {exc}"
     return error_response(500, "server_error", message)
+
+
+async def _store_error(request: Request, exc: Exception) -> Response:
+    logger.error("%s %s: the thread store failed", request.method, request.url.path, exc_info=exc)
+    message = "the thread store is unavailable; nothing was changed, retry soon"
+    return error_response(503, "store_unavailable", message)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -416,6 +493,7 @@ def create_app(
     allowed_hosts: Collection[str] | None = None,
     cors_origins: Collection[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
 ) -> Starlette:
     """Serve an agent over HTTP: AG-UI at ``POST /agui``, a web chat at ``GET /``.
 
@@ -435,6 +513,9 @@ def create_app(
         cors_origins: Browser origins allowed to call the API cross-origin (CORS is off
             when empty).
         max_body_bytes: Largest accepted request body.
+        lease_seconds: How long a run's claim on its thread lasts without renewal (it is
+            renewed every third of it): a worker killed mid-run frees its thread after
+            this long. At most 30.
 
     Returns:
         A Starlette app; run it with uvicorn. Its lifespan must run (uvicorn does; when
@@ -442,10 +523,14 @@ def create_app(
     """
     from pathlib import Path
 
+    if not 0 < lease_seconds <= 30:
+        raise ValueError(f"lease_seconds must be in (0, 30], got {lease_seconds!r}")
     session = sessions or SQLiteSession(Path("~/.agentkit/serve.db").expanduser())
     state = ServeState(
         factory, session, Guard(auth_token, allowed_hosts, cors_origins), deps, max_body_bytes
     )
+    state.lease_seconds = lease_seconds
+    state.stop_timeout = max(10.0, lease_seconds)
 
     app = Starlette(
         routes=_ROUTES,
@@ -453,6 +538,7 @@ def create_app(
         lifespan=_lifespan(state, session),
         exception_handlers={
             ClientInputError: _client_error,
+            SessionError: _store_error,
             HTTPException: _http_error,
             Exception: _server_error,
         },

@@ -2,8 +2,9 @@
 
 A run is a task of the server's task group, not of the HTTP request: a client that
 disconnects does not stop it (Stop is explicit: ``POST /threads/{id}/interrupt``). The thread
-is saved when the run ends, whatever the outcome, with the cleanup shielded from
-cancellation, so a restart finds the history and the pending approvals.
+is committed when the run ends, whatever the outcome, before the run's last event, with the
+cleanup shielded from cancellation, so a restart (or another worker) finds the history and
+the pending approvals.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -36,7 +38,8 @@ from agentkit.pipelines import AgentTool
 from agentkit.serve._convert import to_agui_messages
 from agentkit.serve._events import Translator
 from agentkit.serve._frontend import FrontendTool, set_current_state
-from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
+from agentkit.serve._ownership import Claim, CommitFailed
+from agentkit.serve._threads import RunChannel, ThreadRecord
 
 __all__ = ["APPROVAL_SCHEMA", "RunRequest", "current_deps", "execute_run", "interrupt_for"]
 
@@ -202,17 +205,42 @@ def _finished(req: RunRequest, translator: Translator, interrupted: bool) -> Run
     return RunFinishedEvent(thread_id=channel.thread_id, run_id=channel.run_id, outcome=outcome)
 
 
-async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], None]) -> None:
-    """Run one reply of a thread to its end; always save the thread and close the channel.
+async def execute_run(req: RunRequest, claim: Claim, on_end: Callable[[], None]) -> None:
+    """Run one reply of a thread to its end; commit it, then finish the stream.
 
-    The stream ends first (the agent has stopped, its memory is repaired), then the thread
-    is saved: a disk sync is not on the path from Stop to the end of the stream. The thread
-    stays claimed until the save is done; a next run waits for it instead of a 409.
+    The run holds its thread's lease (renewed) and its session on the control channel (a
+    Stop from any worker) while the agent runs. When the agent has stopped (its memory is
+    repaired), the turn is committed to the store and only then do the last events go out:
+    a client that sees ``RUN_FINISHED`` (or the next request, on any worker) finds the turn
+    stored. A commit that fails ends the run with ``RUN_ERROR`` instead.
     """
     channel, agent = req.channel, req.agent
     known = {c["id"] for c in agent.pending_tool_calls}
     translator = Translator(channel.run_id, _is_agent_tool(agent), known_calls=known)
     final: BaseEvent | None = None
+    try:
+        async with claim.holding(agent):
+            final = await _turn(req, translator)
+    except Exception as exc:  # the hold itself failed (the control channel's connection)
+        logger.exception("run %s of thread %s failed", channel.run_id, channel.thread_id)
+        _emit(channel, translator.finish())
+        final = RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="agent_error")
+    finally:
+        with anyio.CancelScope(shield=True):
+            if final is None:  # cancelled from outside: the server is shutting down
+                _emit(channel, translator.finish())
+                message = "the server stopped during this run; the thread is saved"
+                final = RunErrorEvent(message=message, code="server_shutdown")
+            final = await _commit(req, claim, translator, final)
+            _emit(channel, [await _snapshot(agent), final])
+            channel.close()
+            on_end()
+            await claim.answer_stops()
+
+
+async def _turn(req: RunRequest, translator: Translator) -> BaseEvent:
+    """The agent's part of the run: every event but the last; returns the last one."""
+    channel, agent = req.channel, req.agent
     try:
         _emit(channel, [RunStartedEvent(thread_id=channel.thread_id, run_id=channel.run_id)])
         _emit(channel, [await _snapshot(agent, req.msgs)])
@@ -228,22 +256,11 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
         _emit(channel, translator.finish())
         if _state_json(req.record.state) != state_before:  # a tool changed it
             _emit(channel, [StateSnapshotEvent(snapshot=req.record.state)])
-        final = _finished(req, translator, interrupted)
+        return _finished(req, translator, interrupted)
     except Exception as exc:
         logger.exception("run %s of thread %s failed", channel.run_id, channel.thread_id)
         _emit(channel, translator.finish())
-        final = RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="agent_error")
-    finally:
-        with anyio.CancelScope(shield=True):
-            if final is None:  # cancelled from outside: the server is shutting down
-                _emit(channel, translator.finish())
-                message = "the server stopped during this run; the thread is saved"
-                final = RunErrorEvent(message=message, code="server_shutdown")
-            _emit(channel, [await _snapshot(agent), final])
-            channel.end_stream()
-            await _save(req, store, translator)
-            channel.close()
-            on_end()
+        return RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="agent_error")
 
 
 def _state_json(state: object) -> str:
@@ -251,10 +268,26 @@ def _state_json(state: object) -> str:
     return json.dumps(state, sort_keys=True, default=repr)
 
 
-async def _save(req: RunRequest, store: ThreadStore, translator: Translator) -> None:
-    record = req.record
-    record.aliases.extend(translator.aliases)
+async def _commit(
+    req: RunRequest, claim: Claim, translator: Translator, final: BaseEvent
+) -> BaseEvent:
+    """Commit the turn (releasing the thread); the run's last event, or the commit's error."""
+    req.record.aliases.extend(translator.aliases)
     try:
-        await store.save(record, req.agent)
-    except Exception:  # the run's outcome still reaches the client; the log says why
-        logger.exception("could not save thread %s", req.channel.thread_id)
+        await claim.commit(req.agent)
+    except CommitFailed as exc:
+        logger.error(
+            "lost the turn of run %s of thread %s (%s): %s",
+            req.channel.run_id,
+            req.channel.thread_id,
+            exc.code,
+            exc,
+        )
+        message = (
+            "this reply could not be saved (the thread store is unavailable); send it again"
+            if exc.code == "store_unavailable"
+            else "another run took over this thread; this reply was not saved"
+        )
+        return RunErrorEvent(message=message, code=exc.code)
+    req.channel.committed_at = time.perf_counter()
+    return final

@@ -3,13 +3,18 @@
 A thread is saved under the session id ``serve/<owner>/<thread id>`` as::
 
     {"serve_thread": 1, "owner": ..., "thread_id": ..., "title": ..., "created_at": ...,
-     "updated_at": ..., "aliases": [...], "agent": <agent.state_dict()>}
+     "updated_at": ..., "aliases": [...], "agent": <agent.state_dict()>,
+     "lease": {"worker": ..., "run": ..., "expires": <epoch seconds>} | null}
 
 The owner prefix namespaces client-chosen thread ids: two owners may both use ``"t1"`` and
 never see each other's thread. ``aliases`` are the provisional message ids the server
 streamed (so a client that sends them back is recognised, not refused as forging).
 ``serve_thread`` is the layout's version: a stored thread is migrated to it on load (a
 thread without it is version 1), and one from a newer agentkit is refused (``StateError``).
+
+``lease`` names the run that owns the thread now (see :mod:`agentkit.serve._ownership`):
+the claim, its renewals and the final commit are one key, each written with the store's
+version check, so a worker that lost the lease cannot overwrite the newer state.
 """
 
 from __future__ import annotations
@@ -48,15 +53,26 @@ class ThreadRecord:
         "aliases",
         "created_at",
         "frontend_tools",
+        "lease",
         "owner",
         "state",
         "thread_id",
         "title",
         "updated_at",
+        "version",
     )
 
-    def __init__(self, owner: str, thread_id: str, data: dict[str, object] | None = None) -> None:
+    def __init__(
+        self,
+        owner: str,
+        thread_id: str,
+        data: dict[str, object] | None = None,
+        version: int = 0,
+    ) -> None:
         data = data or {}
+        self.version = version  # the store's version of what was read (0: not stored yet)
+        lease = data.get("lease")
+        self.lease: dict[str, Any] | None = lease if isinstance(lease, dict) else None
         self.owner = owner
         self.thread_id = thread_id
         self.title: str = str(data.get("title") or "")
@@ -84,6 +100,7 @@ class ThreadRecord:
             "agent": self.agent_state,
             "frontend_tools": self.frontend_tools,
             "state": self.state,
+            "lease": self.lease,
         }
 
     def set_title(self, msgs: Sequence[Msg]) -> None:
@@ -114,41 +131,68 @@ class ThreadStore:
 
     async def load(self, owner: str, thread_id: str) -> ThreadRecord | None:
         """The stored thread, or None when this owner has no such thread."""
-        data = await self.session.load_state(self.key(owner, thread_id))
-        if data is None or data.get("owner") != owner:
+        found = await self.session.load_versioned(self.key(owner, thread_id))
+        if found is None or found[0].get("owner") != owner:
             return None
         data = upgrade(
-            data,
+            found[0],
             what="served thread",
             key="serve_thread",
             current=THREAD_VERSION,
             migrations=THREAD_MIGRATIONS,
             missing=1,
         )
-        return ThreadRecord(owner, thread_id, data)
+        return ThreadRecord(owner, thread_id, data, found[1])
 
     async def save(self, record: ThreadRecord, agent: ReActAgent | None = None) -> None:
-        """Save the record (with ``agent``'s state when given)."""
+        """Save the record (with ``agent``'s state when given), if the store still holds it.
+
+        Every save is based on ``record.version`` (the version it was read at, or last
+        saved as; 0 creates the thread), and updates it.
+
+        Raises:
+            SessionConflictError: another writer changed the thread since; nothing written.
+        """
         if agent is not None:
             record.agent_state = agent.state_dict()
         record.updated_at = _now()
-        await self.session.save_state(self.key(record.owner, record.thread_id), record.to_dict())
+        key = self.key(record.owner, record.thread_id)
+        record.version = await self.session.save_state(
+            key, record.to_dict(), expected_version=record.version, title=record.title
+        )
 
     async def delete(self, owner: str, thread_id: str) -> bool:
         """Delete a thread; return whether it existed."""
         return await self.session.delete(self.key(owner, thread_id))
 
-    async def list(self, owner: str) -> list[ThreadRecord]:
-        """This owner's threads, most recently updated first."""
+    async def list(
+        self, owner: str, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[dict[str, object]], str | None]:
+        """One page of this owner's threads, most recently saved first: summaries only.
+
+        Reads the store's metadata (``Session.list_sessions``), not the threads: a page
+        costs the same with 10 threads or 10,000. A thread saved before titles were kept in
+        the metadata is read once for its title.
+
+        Returns:
+            The page's summaries (``threadId``, ``title``, ``updatedAt``) and the cursor of
+            the next page (None: this was the last).
+        """
         prefix = f"{_PREFIX}/{owner}/"
-        records = []
-        for key in await self.session.list_ids():
-            if key.startswith(prefix):
-                record = await self.load(owner, key[len(prefix) :])
-                if record is not None:
-                    records.append(record)
-        records.sort(key=lambda r: r.updated_at, reverse=True)
-        return records
+        page = await self.session.list_sessions(prefix=prefix, limit=limit, cursor=cursor)
+        out: list[dict[str, object]] = []
+        for info in page.sessions:
+            thread_id = info.session_id[len(prefix) :]
+            title = info.title
+            if title is None:  # stored before titles were metadata
+                record = await self.load(owner, thread_id)
+                if record is None:
+                    continue
+                title = record.title
+            out.append(
+                {"threadId": thread_id, "title": title, "updatedAt": info.updated_at.isoformat()}
+            )
+        return out, page.next_cursor
 
 
 class RunChannel:
@@ -167,7 +211,11 @@ class RunChannel:
         self.done = anyio.Event()  # the run ended and its thread is saved
         self.ended = False  # the last event was pushed (the save may still be running)
         self.stop_requested = False
+        self.unavailable = False  # its commit is failing: the thread's requests get 503
         self.written_at: float | None = None  # perf_counter() when a reader wrote the end
+        self.written = anyio.Event()  # set with written_at
+        self.committed_at: float | None = None  # perf_counter() when the turn was stored
+        self.readers = 0
         self._changed = anyio.Event()
 
     def push(self, encoded: str) -> None:
@@ -194,17 +242,23 @@ class RunChannel:
         last ones, instead of one each.
         """
         index = 0
-        while True:
-            end = len(self.events)
-            if index < end:
-                yield self.events[index] if end - index == 1 else "".join(self.events[index:end])
-                index = end
-                if self.ended and index == len(self.events) and self.written_at is None:
-                    self.written_at = time.perf_counter()  # the last event is on its way
-                continue  # more may have been pushed while the chunk was being written
-            if self.ended:
-                return
-            await self._changed.wait()
+        self.readers += 1
+        try:
+            while True:
+                end = len(self.events)
+                if index < end:
+                    chunk = self.events[index:end]
+                    yield chunk[0] if len(chunk) == 1 else "".join(chunk)
+                    index = end
+                    if self.ended and index == len(self.events) and self.written_at is None:
+                        self.written_at = time.perf_counter()  # the last event is on its way
+                        self.written.set()
+                    continue  # more may have been pushed while the chunk was being written
+                if self.ended:
+                    return
+                await self._changed.wait()
+        finally:
+            self.readers -= 1
 
     async def wait(self) -> None:
         """Wait until the run has ended (and its thread is saved)."""

@@ -187,7 +187,7 @@ async def _converse(client: Any, conv: _Conversation) -> None:
     if stop is not None:
         conv.latency = time.perf_counter() - t0
         answer = await stop
-        assert answer.json()["interrupted"] is True
+        assert answer.json()["status"] == "stopped"
         conv.server_latency = _stream_end(answer.headers.get("server-timing", ""))
 
 

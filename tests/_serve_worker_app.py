@@ -1,0 +1,47 @@
+"""One uvicorn worker of a multi-worker deployment, for tests/test_serve_multiworker.py.
+
+``python -m tests._serve_worker_app STORE LEASE_SECONDS`` serves the test agent
+(:func:`tests._serve_agents.make_agent`: the scripted demo model, the slow tool) on a port the
+OS picks (printed as ``port N``), with threads in STORE: ``sqlite:<path>``, ``postgres:<url>``
+or ``redis:<url>``. Several such processes on one store are the workers behind a balancer.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+
+from agentkit.session import PostgresSession, RedisSession, Session, SQLiteSession
+from tests._serve_agents import make_agent
+
+
+def store_for(spec: str) -> Session:
+    """The session store named by ``spec``."""
+    kind, _, where = spec.partition(":")
+    if kind == "sqlite":
+        return SQLiteSession(where)
+    if kind == "postgres":
+        return PostgresSession(where)
+    if kind == "redis":
+        return RedisSession(where)
+    raise SystemExit(f"unknown store {spec!r}")
+
+
+def main() -> None:
+    import uvicorn
+
+    from agentkit.serve import create_app
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    store, lease = store_for(sys.argv[1]), float(sys.argv[2])
+    app = create_app(make_agent, sessions=store, lease_seconds=lease)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(f"port {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
