@@ -90,12 +90,15 @@ def _start_call(
 
 
 def interrupt_for(call: CallInfo) -> Interrupt:
-    """The AG-UI ``Interrupt`` asking for approval of one pending tool call."""
+    """The AG-UI ``Interrupt`` asking for approval of one pending tool call.
+
+    The arguments are shown whole: nothing a person approves is hidden behind a cut.
+    """
     args = json.dumps(call.get("input", {}), ensure_ascii=False)
     return Interrupt(
         id=call["id"],
         reason="tool_approval",
-        message=f"Approve the call {call['name']}({args[:500]})?",
+        message=f"Approve the call {call['name']}({args})?",
         tool_call_id=call["id"],
         response_schema=APPROVAL_SCHEMA,
     )

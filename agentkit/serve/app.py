@@ -52,21 +52,6 @@ _CSP = (
 _STATIC = {"chat.js": "text/javascript", "chat.css": "text/css", "index.html": "text/html"}
 
 
-def _copy_agent(template: ReActAgent) -> ReActAgent:
-    """A fresh agent configured like ``template`` (model and toolkit shared, memory not)."""
-    return ReActAgent(
-        template.name,
-        template.sys_prompt,
-        template.model,
-        template.toolkit,
-        max_iters=template.max_iters,
-        parallel_tool_calls=template.parallel_tool_calls,
-        print_hint=False,
-        max_concurrency=template.max_concurrency,
-        approval_policy=template.approval_policy,
-    )
-
-
 class ServeState:
     """What the app shares between requests: the store, live runs, the run task group."""
 
@@ -89,10 +74,11 @@ class ServeState:
     async def new_agent(self) -> ReActAgent:
         """A fresh agent from the factory (or a copy of the template agent)."""
         if isinstance(self.factory, ReActAgent):
-            return _copy_agent(self.factory)
-        agent = self.factory()
-        if inspect.isawaitable(agent):
-            agent = await agent
+            agent = self.factory.copy()  # all of its configuration: limits, compactor, hooks
+        else:
+            agent = self.factory()
+            if inspect.isawaitable(agent):
+                agent = await agent
         if not isinstance(agent, ReActAgent):
             raise TypeError(f"the agent factory returned {type(agent).__name__}, not ReActAgent")
         agent.print_hint = False  # a server has no console to print replies to
@@ -421,8 +407,8 @@ def create_app(
 
     Args:
         factory: A callable returning a fresh ``ReActAgent`` (sync or async), or an agent
-            to copy per conversation (model, toolkit and settings shared; hooks are not
-            copied: use a factory for those).
+            to copy per conversation with ``agent.copy()`` (model, toolkit, hooks, usage
+            limits, compactor and every other setting shared; the conversation not).
         sessions: Where threads are stored (default: ``SQLiteSession`` in
             ``~/.agentkit/serve.db``).
         auth_token: A bearer token required on every API request, or ``{token: user}``
