@@ -105,7 +105,13 @@ async def test_a_client_tool_pattern_is_matched_in_linear_time(tmp_path: Path) -
     model = ScriptedModel([[tool_use("lookup", "c1", code="a" * 64 + "!")], "Sorry."])
     app = create_app(agent(model), sessions=SQLiteSession(tmp_path / "t.db"))
     async with running(app) as base, httpx2.AsyncClient(base_url=base) as c:
-        status, events = await post_run(c, run_input("p1", user("look it up"), tools=[evil]))
+        status, first = await post_run(c, run_input("p1", user("look it up"), tools=[evil]))
+        assert status == 200 and first[-1]["outcome"] == {"type": "success"}, first
+        # The client ran its tool: the call's arguments are checked as it is answered.
+        snapshot = [e for e in first if e["type"] == "MESSAGES_SNAPSHOT"][-1]["messages"]
+        answer = {"id": "r1", "role": "tool", "toolCallId": "c1", "content": "found"}
+        body = run_input("p1", *snapshot, answer, tools=[evil])
+        status, events = await post_run(c, body)
         assert status == 200, events
         (result,) = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
         assert "does not match" in result["content"]
