@@ -4,6 +4,7 @@
 
     from agentkit.serve import create_app
     app = create_app(make_agent)          # an ASGI app; run it with uvicorn
+    configure_logging("INFO")             # failed runs and saves reach stderr
 
 See docs/serving.md for the protocol mapping, the endpoints and the security model.
 """
@@ -19,6 +20,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from agentkit.serve._events import TOOL_PROGRESS_EVENT
 from agentkit.serve._frontend import FrontendTool, current_state
+from agentkit.serve._logging import configure_logging
 from agentkit.serve._runner import APPROVAL_SCHEMA, current_deps
 from agentkit.serve.app import AgentFactory, DepsBuilder, create_app
 
@@ -28,6 +30,7 @@ __all__ = [
     "AgentFactory",
     "DepsBuilder",
     "FrontendTool",
+    "configure_logging",
     "create_app",
     "current_deps",
     "current_state",

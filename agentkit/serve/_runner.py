@@ -89,6 +89,11 @@ def _start_call(
     return start
 
 
+def failed_run_message(run_id: str) -> str:
+    """What the person sees when a run fails: no exception text (the log has the detail)."""
+    return f"Sorry, something went wrong while answering. (reference: run {run_id})"
+
+
 def interrupt_for(call: CallInfo) -> Interrupt:
     """The AG-UI ``Interrupt`` asking for approval of one pending tool call.
 
@@ -233,9 +238,16 @@ async def execute_run(req: RunRequest, store: ThreadStore, on_end: Callable[[], 
             _emit(channel, [StateSnapshotEvent(snapshot=req.record.state)])
         final = _finished(req, translator, interrupted)
     except Exception as exc:
-        logger.exception("run %s of thread %s failed", channel.run_id, channel.thread_id)
+        logger.error(
+            "run %s of thread %s failed: %s: %s",
+            channel.run_id,
+            channel.thread_id,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+        )
         _emit(channel, translator.finish())
-        final = RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="agent_error")
+        final = RunErrorEvent(message=failed_run_message(channel.run_id), code="agent_error")
     finally:
         with anyio.CancelScope(shield=True):
             if final is None:  # cancelled from outside: the server is shutting down
@@ -259,5 +271,12 @@ async def _save(req: RunRequest, store: ThreadStore, translator: Translator) -> 
     record.aliases.extend(translator.aliases)
     try:
         await store.save(record, req.agent)
-    except Exception:  # the run's outcome still reaches the client; the log says why
-        logger.exception("could not save thread %s", req.channel.thread_id)
+    except Exception as exc:  # the run's outcome still reaches the client; the log says why
+        logger.error(
+            "could not save thread %s (run %s): %s: %s",
+            req.channel.thread_id,
+            req.channel.run_id,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+        )

@@ -339,8 +339,18 @@ async def _client_error(request: Request, exc: Exception) -> Response:
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
-    logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    message = f"the server failed: {type(exc).__name__}: {exc}"
+    reference = secrets.token_hex(6)
+    logger.error(
+        "%s %s failed (reference %s): %s: %s",
+        request.method,
+        request.url.path,
+        reference,
+        type(exc).__name__,
+        exc,
+        exc_info=exc,
+    )
+    # The client sees no exception text (it may hold paths, queries, secrets): the log has it.
+    message = f"the server failed; the server log has the details (reference {reference})"
     return error_response(500, "server_error", message)
 
 
