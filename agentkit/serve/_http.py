@@ -37,9 +37,12 @@ def is_loopback(host: str) -> bool:
     return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
-def error_response(status: int, code: str, message: str) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     """The JSON error body every refusal uses."""
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+    body = {"error": {"code": code, "message": message}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 # A JSON string (escapes included), matched without backtracking (possessive quantifiers).

@@ -35,6 +35,7 @@ from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_m
 from agentkit.serve._frontend import FrontendTool, instructions_with_context
 from agentkit.serve._http import DEFAULT_MAX_BODY, Guard, error_response, read_json
 from agentkit.serve._input import RunInput, parse_approvals, parse_run_input
+from agentkit.serve._limits import DEFAULT_MAX_RUNS_PER_CLIENT, RunsPerClient
 from agentkit.serve._runner import RunRequest, execute_run, interrupt_for
 from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
 from agentkit.session import Session, SQLiteSession
@@ -62,8 +63,10 @@ class ServeState:
         guard: Guard,
         deps: DepsBuilder | None,
         max_body: int,
+        runs_per_client: RunsPerClient,
     ) -> None:
         self.factory = factory
+        self.runs_per_client = runs_per_client
         self.store = ThreadStore(session)
         self.guard = guard
         self.deps = deps
@@ -153,7 +156,12 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     state = _state(request)
     if state.task_group is None:
         raise ClientInputError(503, "not_started", "the app's lifespan has not started")
-    channel = await _reserve(state, owner, run.thread_id, run.run_id)
+    slot = state.runs_per_client.acquire(request, owner)  # 429 over the client's cap
+    try:
+        channel = await _reserve(state, owner, run.thread_id, run.run_id)
+    except BaseException:
+        slot.release()
+        raise
     key = ThreadStore.key(owner, run.thread_id)
     try:
         stored = await state.store.load(owner, run.thread_id)
@@ -171,6 +179,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
         if stored is None or titled:  # listed (with its title) while its first run is going
             await state.store.save(record, agent)
     except BaseException:
+        slot.release()
         state.active.pop(key, None)
         channel.close()  # wakes an interrupt request that waits on this (never started) run
         raise
@@ -178,6 +187,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     req = RunRequest(channel, record, agent, msgs, approvals, deps)
 
     def release() -> None:
+        slot.release()
         state.active.pop(key, None)
 
     state.task_group.start_soon(execute_run, req, state.store, release)
@@ -335,7 +345,7 @@ async def static(request: Request) -> Response:
 # -- errors and assembly -------------------------------------------------------------------
 async def _client_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ClientInputError)
-    return error_response(exc.status, exc.code, str(exc))
+    return error_response(exc.status, exc.code, str(exc), exc.headers)
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
@@ -412,6 +422,7 @@ def create_app(
     allowed_hosts: Collection[str] | None = None,
     cors_origins: Collection[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY,
+    max_runs_per_client: int | None = DEFAULT_MAX_RUNS_PER_CLIENT,
 ) -> Starlette:
     """Serve an agent over HTTP: AG-UI at ``POST /agui``, a web chat at ``GET /``.
 
@@ -431,6 +442,9 @@ def create_app(
         cors_origins: Browser origins allowed to call the API cross-origin (CORS is off
             when empty).
         max_body_bytes: Largest accepted request body.
+        max_runs_per_client: Most runs one client may have going at once (a run over it
+            is answered ``429 too_many_runs`` with ``Retry-After``); the client is the
+            token's owner when there are tokens, else the peer address. None: no cap.
 
     Returns:
         A Starlette app; run it with uvicorn. Its lifespan must run (uvicorn does; when
@@ -439,9 +453,9 @@ def create_app(
     from pathlib import Path
 
     session = sessions or SQLiteSession(Path("~/.agentkit/serve.db").expanduser())
-    state = ServeState(
-        factory, session, Guard(auth_token, allowed_hosts, cors_origins), deps, max_body_bytes
-    )
+    guard = Guard(auth_token, allowed_hosts, cors_origins)
+    runs = RunsPerClient(max_runs_per_client, by_owner=bool(guard.tokens))
+    state = ServeState(factory, session, guard, deps, max_body_bytes, runs)
 
     app = Starlette(
         routes=_ROUTES,
