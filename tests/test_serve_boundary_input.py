@@ -116,8 +116,13 @@ async def test_a_client_tool_pattern_is_matched_in_linear_time(tmp_path: Path) -
         (result,) = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
         assert "does not match" in result["content"]
         assert events[-1]["outcome"] == {"type": "success"}
-        refused = {**evil, "parameters": {"type": "object", "properties": {
-            "code": {"type": "string", "pattern": "(a)\\1"}}}}
+        refused = {
+            **evil,
+            "parameters": {
+                "type": "object",
+                "properties": {"code": {"type": "string", "pattern": "(a)\\1"}},
+            },
+        }
         status, (error,) = await post_run(c, run_input("p2", user("x"), tools=[refused]))
         assert status == 400 and error["error"]["code"] == "invalid_tool", error
         assert "RE2" in error["error"]["message"]

@@ -13,7 +13,7 @@ from agentkit import ReActAgent
 from agentkit.serve import create_app
 from agentkit.session import SQLiteSession
 from agentkit.testing import FunctionModel
-from tests._serve_helpers import run_input, stream_into, running, user, wait_for
+from tests._serve_helpers import run_input, running, stream_into, user, wait_for
 
 
 async def test_runs_over_the_per_client_cap_get_429_and_other_clients_still_run(

@@ -65,8 +65,9 @@ async def test_a_failed_run_is_one_log_line_and_a_friendly_message(
 async def test_a_failed_save_is_one_log_line_naming_the_thread(
     tmp_path: Path, log: io.StringIO
 ) -> None:
-    app = create_app(ReActAgent("a", "s", ScriptedModel(["Hello."])), sessions=FailingSaves(
-        tmp_path / "t.db"))
+    app = create_app(
+        ReActAgent("a", "s", ScriptedModel(["Hello."])), sessions=FailingSaves(tmp_path / "t.db")
+    )
     async with running(app) as base, httpx2.AsyncClient(base_url=base) as c:
         await run_events(c, "/agui", run_input("t2", user("hi")))
     (line,) = lines(log, "could not save thread")

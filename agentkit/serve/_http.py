@@ -63,16 +63,14 @@ def nests_too_deep(data: bytes) -> bool:
     if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
         return False  # the common case: too few brackets to nest that deep
     brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
-    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0) > (
-        MAX_JSON_DEPTH
-    )
+    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0) > (MAX_JSON_DEPTH)
 
 
 def parse_client_json(data: bytes) -> Any:
-    """A client's JSON body, bounded in depth and made valid Unicode.
+    r"""A client's JSON body, bounded in depth and made valid Unicode.
 
     Nesting is measured before parsing (so neither the parser nor any later walk can run
-    out of stack); lone surrogates (``"\\ud800"`` escapes) become U+FFFD, so every text a
+    out of stack); lone surrogates (``\ud800`` escapes) become U+FFFD, so every text a
     client sends can be stored, sent to a model and streamed back.
 
     Raises:

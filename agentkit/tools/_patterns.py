@@ -135,13 +135,15 @@ def _validator_class() -> Any:
         patterns = list(schema["patternProperties"])
         named = schema.get("properties", {})
         extras = {
-            k: v for k, v in instance.items() if k not in named and not any(
-                _search(p, k) for p in patterns)
+            k: v
+            for k, v in instance.items()
+            if k not in named and not any(_search(p, k) for p in patterns)
         }
         rest = {k: v for k, v in schema.items() if k != "patternProperties"}
         yield from original(validator, given, extras, {**rest, "properties": {}})
 
-    return validators.extend(
+    extend: Any = validators.extend  # untyped in jsonschema's stubs
+    return extend(
         Draft202012Validator,
         {
             "pattern": pattern,
