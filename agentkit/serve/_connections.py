@@ -22,20 +22,20 @@ One timer per server sweeps every second; the bookkeeping is a few attribute wri
 from __future__ import annotations
 
 import asyncio
-import logging
-import resource
 import time
 from typing import Any
 
 __all__ = ["ConnectionGuard", "ConnectionLimits", "default_total", "guarded_protocol"]
-
-logger = logging.getLogger("agentkit.serve")
 
 SWEEP_INTERVAL = 1.0
 
 
 def default_total() -> int:
     """Connections allowed in all: three quarters of the file descriptor limit."""
+    try:
+        import resource  # POSIX only
+    except ImportError:  # pragma: no cover - Windows: no such limit to stay under
+        return 4096
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft <= 0:
         return 4096
