@@ -227,7 +227,7 @@ async def _failed_run(factory: Any, tmp_path: Path) -> tuple[str, list[str]]:
 
 
 async def test_a_translation_failure_stops_the_run_with_run_error_and_valid_memory(
-    tmp_path: Path, monkeypatch: Any
+    tmp_path: Path, monkeypatch: Any, caplog: Any
 ) -> None:
     from agentkit.events import ToolResult
     from agentkit.serve._events import Translator
@@ -246,12 +246,15 @@ async def test_a_translation_failure_stops_the_run_with_run_error_and_valid_memo
         return ReActAgent("a", "s", model, print_hint=False)
 
     message, roles = await _failed_run(factory, tmp_path)
-    assert "cannot translate this" in message
+    assert "cannot translate this" not in message  # the person sees no exception text
+    assert "of thread f1 failed: ValueError: cannot translate this" in caplog.text
     # Stopped at its next checkpoint (this scripted model has none): every call answered.
     assert roles[:3] == ["user", "assistant", "tool"]
 
 
-async def test_agent_error_ends_with_run_error_and_valid_memory(tmp_path: Path) -> None:
+async def test_agent_error_ends_with_run_error_and_valid_memory(
+    tmp_path: Path, caplog: Any
+) -> None:
     from agentkit.exceptions import ModelAPIError
 
     def factory() -> ReActAgent:
@@ -259,5 +262,6 @@ async def test_agent_error_ends_with_run_error_and_valid_memory(tmp_path: Path) 
         return ReActAgent("a", "s", model, print_hint=False)
 
     message, roles = await _failed_run(factory, tmp_path)
-    assert "provider down" in message
+    assert "provider down" not in message and "went wrong" in message
+    assert "of thread f1 failed: ModelAPIError: provider down" in caplog.text
     assert roles == ["user", "assistant", "tool"]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "load_target", "open_sessions", "run"]
 
 DEFAULT_DB = Path("~/.agentkit/serve.db")
+DEFAULT_MAX_RUNS_PER_CLIENT = 8  # agentkit.serve._limits (not imported: it needs the extra)
 TOKEN_ENV = "AGENTKIT_SERVE_TOKEN"
 
 
@@ -54,6 +55,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cors-origin", action="append", default=[], metavar="ORIGIN", help="allow CORS from"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="agentkit's and uvicorn's log level (default info: failed runs and saves shown)",
+    )
+    parser.add_argument(
+        "--max-runs-per-client",
+        type=int,
+        default=DEFAULT_MAX_RUNS_PER_CLIENT,
+        metavar="N",
+        help=f"runs one client (token, else address) may have going at once (default "
+        f"{DEFAULT_MAX_RUNS_PER_CLIENT}; more get 429)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=8.0,
+        metavar="S",
+        help="seconds for a request's headers to arrive before the connection is closed "
+        "(default 8; checked every second)",
+    )
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=64,
+        metavar="N",
+        help="connections one address may hold (default 64; raise it behind a proxy)",
     )
 
 
@@ -132,16 +162,23 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import uvicorn
 
-    from agentkit.serve import create_app
+    from agentkit.serve import configure_logging, create_app
 
+    configure_logging(args.log_level)
     hosts = args.allowed_host or None
-    app = create_app(
-        target,
-        sessions=sessions,
-        auth_token=token,
-        allowed_hosts=hosts,
-        cors_origins=args.cors_origin,
-    )
+    try:
+        app = create_app(
+            target,
+            sessions=sessions,
+            auth_token=token,
+            allowed_hosts=hosts,
+            cors_origins=args.cors_origin,
+            max_runs_per_client=args.max_runs_per_client,
+        )
+        http = _guarded_http(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         sock = _bind(args.host, args.port)
     except OSError as exc:
@@ -152,9 +189,29 @@ def run(args: argparse.Namespace) -> int:
     shown = f"[{shown}]" if ":" in shown else shown
     fragment = "#token=<your token>" if token else ""
     print(f"agentkit serve: open http://{shown}:{port}/{fragment}", flush=True)
-    config = uvicorn.Config(app, timeout_graceful_shutdown=3)
+    config = uvicorn.Config(
+        app,
+        http=http,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=3,
+        timeout_keep_alive=5,  # idle keep-alive connections (uvicorn's own timer)
+        h11_max_incomplete_event_size=16 * 1024,  # headers larger than this: 400
+    )
     uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def _guarded_http(args: argparse.Namespace) -> type[Any]:
+    """Uvicorn's HTTP protocol with header/body timeouts and connection caps (slowloris)."""
+    from uvicorn.config import HTTP_PROTOCOLS
+    from uvicorn.importer import import_from_string
+
+    from agentkit.serve._connections import ConnectionGuard, ConnectionLimits, guarded_protocol
+
+    limits = ConnectionLimits(
+        header_timeout=args.header_timeout, per_client=args.max_connections_per_client
+    )
+    return guarded_protocol(import_from_string(HTTP_PROTOCOLS["auto"]), ConnectionGuard(limits))
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -4,6 +4,7 @@
 
     from agentkit.serve import create_app
     app = create_app(make_agent)          # an ASGI app; run it with uvicorn
+    configure_logging("INFO")             # failed runs and saves reach stderr
 
 See docs/serving.md for the protocol mapping, the endpoints and the security model.
 """
@@ -21,6 +22,7 @@ from agentkit.serve._app import AgentFactory, DepsBuilder, create_app
 from agentkit.serve._check import ServedCheck, check_served_threads
 from agentkit.serve._events import TOOL_PROGRESS_EVENT
 from agentkit.serve._frontend import FrontendTool, current_state
+from agentkit.serve._logging import configure_logging
 from agentkit.serve._runner import APPROVAL_SCHEMA, current_deps
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "FrontendTool",
     "ServedCheck",
     "check_served_threads",
+    "configure_logging",
     "create_app",
     "current_deps",
     "current_state",

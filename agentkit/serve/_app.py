@@ -36,6 +36,7 @@ from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_m
 from agentkit.serve._frontend import FrontendTool, instructions_with_context
 from agentkit.serve._http import DEFAULT_MAX_BODY, Guard, error_response, read_json
 from agentkit.serve._input import RunInput, parse_approvals, parse_run_input
+from agentkit.serve._limits import DEFAULT_MAX_RUNS_PER_CLIENT, RunsPerClient
 from agentkit.serve._ownership import (
     DEFAULT_LEASE_SECONDS,
     Claim,
@@ -61,21 +62,6 @@ _CSP = (
 _STATIC = {"chat.js": "text/javascript", "chat.css": "text/css", "index.html": "text/html"}
 
 
-def _copy_agent(template: ReActAgent) -> ReActAgent:
-    """A fresh agent configured like ``template`` (model and toolkit shared, memory not)."""
-    return ReActAgent(
-        template.name,
-        template.sys_prompt,
-        template.model,
-        template.toolkit,
-        max_iters=template.max_iters,
-        parallel_tool_calls=template.parallel_tool_calls,
-        print_hint=False,
-        max_concurrency=template.max_concurrency,
-        approval_policy=template.approval_policy,
-    )
-
-
 class ServeState:
     """What the app shares between requests: the store, live runs, the run task group."""
 
@@ -86,9 +72,11 @@ class ServeState:
         guard: Guard,
         deps: DepsBuilder | None,
         max_body: int,
+        runs_per_client: RunsPerClient,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         self.factory = factory
+        self.runs_per_client = runs_per_client
         self.worker = new_worker_id()  # named in the leases of this worker's runs
         self.lease_seconds = lease_seconds
         self.stop_timeout = max(10.0, lease_seconds)  # a Stop sent to another worker
@@ -102,10 +90,11 @@ class ServeState:
     async def new_agent(self) -> ReActAgent:
         """A fresh agent from the factory (or a copy of the template agent)."""
         if isinstance(self.factory, ReActAgent):
-            return _copy_agent(self.factory)
-        agent = self.factory()
-        if inspect.isawaitable(agent):
-            agent = await agent
+            agent = self.factory.copy()  # all of its configuration: limits, compactor, hooks
+        else:
+            agent = self.factory()
+            if inspect.isawaitable(agent):
+                agent = await agent
         if not isinstance(agent, ReActAgent):
             raise TypeError(f"the agent factory returned {type(agent).__name__}, not ReActAgent")
         agent.print_hint = False  # a server has no console to print replies to
@@ -190,7 +179,12 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     state = _state(request)
     if state.task_group is None:
         raise ClientInputError(503, "not_started", "the app's lifespan has not started")
-    channel = await _reserve(state, owner, run.thread_id, run.run_id)
+    slot = state.runs_per_client.acquire(request, owner)  # 429 over the client's cap
+    try:
+        channel = await _reserve(state, owner, run.thread_id, run.run_id)
+    except BaseException:
+        slot.release()
+        raise
     key = ThreadStore.key(owner, run.thread_id)
     try:
         stored = await state.store.load(owner, run.thread_id)
@@ -213,6 +207,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
         except ThreadBusy:
             raise _busy(run.thread_id) from None
     except BaseException:
+        slot.release()
         state.active.pop(key, None)
         channel.close()  # wakes an interrupt request that waits on this (never started) run
         raise
@@ -220,6 +215,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     req = RunRequest(channel, record, agent, msgs, approvals, deps)
 
     def release() -> None:
+        slot.release()
         state.active.pop(key, None)
 
     state.task_group.start_soon(execute_run, req, claim, release)
@@ -420,12 +416,22 @@ async def static(request: Request) -> Response:
 # -- errors and assembly -------------------------------------------------------------------
 async def _client_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ClientInputError)
-    return error_response(exc.status, exc.code, str(exc))
+    return error_response(exc.status, exc.code, str(exc), exc.headers)
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
-    logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    message = f"the server failed: {type(exc).__name__}: {exc}"
+    reference = secrets.token_hex(6)
+    logger.error(
+        "%s %s failed (reference %s): %s: %s",
+        request.method,
+        request.url.path,
+        reference,
+        type(exc).__name__,
+        exc,
+        exc_info=exc,
+    )
+    # The client sees no exception text (it may hold paths, queries, secrets): the log has it.
+    message = f"the server failed; the server log has the details (reference {reference})"
     return error_response(500, "server_error", message)
 
 
@@ -494,13 +500,14 @@ def create_app(
     cors_origins: Collection[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    max_runs_per_client: int | None = DEFAULT_MAX_RUNS_PER_CLIENT,
 ) -> Starlette:
     """Serve an agent over HTTP: AG-UI at ``POST /agui``, a web chat at ``GET /``.
 
     Args:
         factory: A callable returning a fresh ``ReActAgent`` (sync or async), or an agent
-            to copy per conversation (model, toolkit and settings shared; hooks are not
-            copied: use a factory for those).
+            to copy per conversation with ``agent.copy()`` (model, toolkit, hooks, usage
+            limits, compactor and every other setting shared; the conversation not).
         sessions: Where threads are stored (default: ``SQLiteSession`` in
             ``~/.agentkit/serve.db``).
         auth_token: A bearer token required on every API request, or ``{token: user}``
@@ -516,6 +523,9 @@ def create_app(
         lease_seconds: How long a run's claim on its thread lasts without renewal (it is
             renewed every third of it): a worker killed mid-run frees its thread after
             this long. At most 30.
+        max_runs_per_client: Most runs one client may have going at once (a run over it
+            is answered ``429 too_many_runs`` with ``Retry-After``); the client is the
+            token's owner when there are tokens, else the peer address. None: no cap.
 
     Returns:
         A Starlette app; run it with uvicorn. Its lifespan must run (uvicorn does; when
@@ -526,11 +536,9 @@ def create_app(
     if not 0 < lease_seconds <= 30:
         raise ValueError(f"lease_seconds must be in (0, 30], got {lease_seconds!r}")
     session = sessions or SQLiteSession(Path("~/.agentkit/serve.db").expanduser())
-    state = ServeState(
-        factory, session, Guard(auth_token, allowed_hosts, cors_origins), deps, max_body_bytes
-    )
-    state.lease_seconds = lease_seconds
-    state.stop_timeout = max(10.0, lease_seconds)
+    guard = Guard(auth_token, allowed_hosts, cors_origins)
+    runs = RunsPerClient(max_runs_per_client, by_owner=bool(guard.tokens))
+    state = ServeState(factory, session, guard, deps, max_body_bytes, runs, lease_seconds)
 
     app = Starlette(
         routes=_ROUTES,

@@ -47,12 +47,16 @@ class ClientInputError(ValueError):
     Attributes:
         status: The HTTP status code.
         code: A short machine-readable error code.
+        headers: Extra response headers (``Retry-After`` of a 429).
     """
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, *, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.headers = headers or {}
 
 
 def check_client_id(value: str, what: str) -> str:

@@ -104,7 +104,8 @@ def tool_specs(tools: Sequence[Tool] | None) -> list[dict[str, Any]]:
 
     Raises:
         ClientInputError: 400 for too many tools, a bad or repeated name, or parameters
-            that are not a JSON object schema.
+            that are not a valid JSON object schema (or use a pattern that cannot be matched
+            in linear time).
     """
     specs: list[dict[str, Any]] = []
     if len(tools or ()) > MAX_TOOLS:
@@ -121,8 +122,21 @@ def tool_specs(tools: Sequence[Tool] | None) -> list[dict[str, Any]]:
                 "invalid_tool",
                 f"client tool {tool.name!r}: parameters must be a JSON schema of an object",
             )
-        specs.append({"name": tool.name, "description": tool.description, "parameters": parameters})
+        spec = {"name": tool.name, "description": tool.description, "parameters": parameters}
+        _check_schema(spec)
+        specs.append(spec)
     return specs
+
+
+def _check_schema(spec: dict[str, Any]) -> None:
+    """Compile the client's schema now, as the toolkit will (patterns on RE2 included)."""
+    try:
+        FrontendTool(spec, {}).get_validator()
+    except Exception as exc:  # jsonschema SchemaError: a broken or unusable schema
+        reason = str(getattr(exc, "message", exc)).strip().splitlines()[0][:300]
+        raise ClientInputError(
+            400, "invalid_tool", f"client tool {spec['name']!r}: unusable parameters: {reason}"
+        ) from None
 
 
 def install_frontend_tools(

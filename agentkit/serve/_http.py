@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,6 +17,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from agentkit._text import MAX_JSON_DEPTH, clean_json
 from agentkit.serve._convert import ClientInputError
 
 __all__ = [
@@ -34,16 +37,65 @@ def is_loopback(host: str) -> bool:
     return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
-def error_response(status: int, code: str, message: str) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     """The JSON error body every refusal uses."""
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+    body = {"error": {"code": code, "message": message}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+# A JSON string (escapes included), matched without backtracking (possessive quantifiers).
+_JSON_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+_BRACKETS = b"[]{}"
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in _BRACKETS)
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+
+
+def nests_too_deep(data: bytes) -> bool:
+    """Whether JSON text ``data`` nests arrays/objects deeper than ``MAX_JSON_DEPTH``.
+
+    Measured without parsing or recursion, linear in ``data`` and in C loops: strings are
+    cut out, then the brackets outside them are summed.
+    """
+    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
+        return False  # the common case: too few brackets to nest that deep
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0) > (MAX_JSON_DEPTH)
+
+
+def parse_client_json(data: bytes) -> Any:
+    r"""A client's JSON body, bounded in depth and made valid Unicode.
+
+    Nesting is measured before parsing (so neither the parser nor any later walk can run
+    out of stack); lone surrogates (``\ud800`` escapes) become U+FFFD, so every text a
+    client sends can be stored, sent to a model and streamed back.
+
+    Raises:
+        ClientInputError: 400 for malformed JSON or nesting deeper than ``MAX_JSON_DEPTH``.
+    """
+    if nests_too_deep(data):
+        raise ClientInputError(
+            400, "too_deep", f"the body nests deeper than {MAX_JSON_DEPTH} levels"
+        )
+    try:
+        return clean_json(json.loads(data or b"null"))
+    except ValueError as exc:
+        raise ClientInputError(
+            400, "malformed_json", f"the body is not valid JSON: {exc}"
+        ) from None
 
 
 async def read_json(request: Request, limit: int) -> Any:
-    """The request body parsed as JSON, refusing bodies over ``limit`` bytes.
+    """The request body parsed by :func:`parse_client_json`, refusing bodies over ``limit``.
+
+    Every JSON body of the API enters here: the one place where client data is bounded
+    and cleaned.
 
     Raises:
-        ClientInputError: 413 for an oversized body, 400 for malformed JSON.
+        ClientInputError: 413 for an oversized body, 400 for malformed or too deep JSON.
     """
     declared = request.headers.get("content-length")
     too_big = ClientInputError(
@@ -58,12 +110,7 @@ async def read_json(request: Request, limit: int) -> Any:
         if size > limit:
             raise too_big
         chunks.append(chunk)
-    try:
-        return json.loads(b"".join(chunks) or b"null")
-    except ValueError as exc:
-        raise ClientInputError(
-            400, "malformed_json", f"the body is not valid JSON: {exc}"
-        ) from None
+    return parse_client_json(b"".join(chunks))
 
 
 def _host_name(host_header: str) -> str:

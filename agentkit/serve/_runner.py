@@ -92,13 +92,21 @@ def _start_call(
     return start
 
 
+def failed_run_message(run_id: str) -> str:
+    """What the person sees when a run fails: no exception text (the log has the detail)."""
+    return f"Sorry, something went wrong while answering. (reference: run {run_id})"
+
+
 def interrupt_for(call: CallInfo) -> Interrupt:
-    """The AG-UI ``Interrupt`` asking for approval of one pending tool call."""
+    """The AG-UI ``Interrupt`` asking for approval of one pending tool call.
+
+    The arguments are shown whole: nothing a person approves is hidden behind a cut.
+    """
     args = json.dumps(call.get("input", {}), ensure_ascii=False)
     return Interrupt(
         id=call["id"],
         reason="tool_approval",
-        message=f"Approve the call {call['name']}({args[:500]})?",
+        message=f"Approve the call {call['name']}({args})?",
         tool_call_id=call["id"],
         response_schema=APPROVAL_SCHEMA,
     )
@@ -222,9 +230,16 @@ async def execute_run(req: RunRequest, claim: Claim, on_end: Callable[[], None])
         async with claim.holding(agent):
             final = await _turn(req, translator)
     except Exception as exc:  # the hold itself failed (the control channel's connection)
-        logger.exception("run %s of thread %s failed", channel.run_id, channel.thread_id)
+        logger.error(
+            "run %s of thread %s failed: %s: %s",
+            channel.run_id,
+            channel.thread_id,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+        )
         _emit(channel, translator.finish())
-        final = RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="agent_error")
+        final = RunErrorEvent(message=failed_run_message(channel.run_id), code="agent_error")
     finally:
         with anyio.CancelScope(shield=True):
             if final is None:  # cancelled from outside: the server is shutting down
@@ -258,9 +273,16 @@ async def _turn(req: RunRequest, translator: Translator) -> BaseEvent:
             _emit(channel, [StateSnapshotEvent(snapshot=req.record.state)])
         return _finished(req, translator, interrupted)
     except Exception as exc:
-        logger.exception("run %s of thread %s failed", channel.run_id, channel.thread_id)
+        logger.error(
+            "run %s of thread %s failed: %s: %s",
+            channel.run_id,
+            channel.thread_id,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+        )
         _emit(channel, translator.finish())
-        return RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="agent_error")
+        return RunErrorEvent(message=failed_run_message(channel.run_id), code="agent_error")
 
 
 def _state_json(state: object) -> str:

@@ -211,11 +211,24 @@ class FileControlChannel(ControlChannel):
 
 
 async def dispatch(data: Any, handler: Handler) -> None:
-    """Decode one command (JSON text) and run ``handler`` on it; log what is malformed."""
+    """Decode one command (JSON text) and run ``handler`` on it; log and skip what is malformed.
+
+    Anyone who can write to the mailbox or publish on the channel may send anything: text
+    that is not JSON, JSON that is not an object, or nesting deep enough to exhaust the
+    parser's recursion. None of it may end the listener (and with it the held run).
+    """
     try:
         command = json.loads(data)
-    except (TypeError, ValueError):
-        logger.warning("ignored a malformed control message: %r", data)
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else "not JSON"
+        _ignored(data, reason)
         return
-    if isinstance(command, dict):
-        await handler(command)
+    if not isinstance(command, dict):
+        _ignored(data, "not a JSON object")
+        return
+    await handler(command)
+
+
+def _ignored(data: object, reason: str) -> None:
+    excerpt = repr(data[:120] if isinstance(data, str | bytes) else data)[:160]
+    logger.warning("ignored a malformed control message (%s): %s", reason, excerpt)

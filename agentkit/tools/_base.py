@@ -40,14 +40,14 @@ def _compiled(parameters: dict[str, object]) -> tuple[Validator, QuickCheck | No
     found = _COMPILED.get(key) if key is not None else None
     if found is None:
         # Imported here: jsonschema costs ~35 ms and ``import agentkit`` must stay cheap.
-        from jsonschema import Draft202012Validator
+        from agentkit.tools._patterns import linear_validator
 
         # A private copy: a tool that later edits its ``parameters`` dict must not change
         # the checks shared with other tools.
         schema = parameters if key is None else json.loads(key)
-        Draft202012Validator.check_schema(schema)
+        # Draft 2020-12 with ``pattern`` on RE2: a schema from outside cannot freeze us.
         # The fast path of argument checking (see ``_quickcheck``), built alongside.
-        found = (Draft202012Validator(schema), compile_check(schema))
+        found = (linear_validator(schema), compile_check(schema))
         if key is not None:
             if len(_COMPILED) >= _COMPILED_LIMIT:
                 _COMPILED.clear()

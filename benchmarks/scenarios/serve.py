@@ -121,7 +121,8 @@ def _serve(port: int, db: str) -> None:
     from agentkit.serve import create_app
     from agentkit.session import SQLiteSession
 
-    app = create_app(make_agent, sessions=SQLiteSession(db))
+    # The load client is one client with hundreds of streams: no per-client cap here.
+    app = create_app(make_agent, sessions=SQLiteSession(db), max_runs_per_client=None)
     mount = baseline_app()
     from starlette.routing import Mount
 
