@@ -7,6 +7,13 @@ run) and after each response (actual tokens and cost). Reaching one stops the ru
 every tool call of the turn is answered, memory stays valid, and the result says
 ``stop_reason="usage_limit"``; with ``raise_on_limit=True`` the run raises
 ``UsageLimitExceeded`` after that repair instead.
+
+Two bounds are time: ``max_wall_time`` (seconds for the whole reply loop) and
+``model_call_timeout`` (seconds for one model call, streaming included). They are deadlines
+on cancel scopes around the run's steps, so reaching one cuts the run the way
+``agent.interrupt()`` does (the model stream is closed, running tools are cancelled), and
+the repair is the interrupt's: what the model streamed is kept, every call gets a result.
+The run then ends like at any other limit.
 """
 
 from __future__ import annotations
@@ -19,9 +26,11 @@ from agentkit.exceptions import UsageError
 if TYPE_CHECKING:
     from agentkit.agent._result import RunUsage
 
-__all__ = ["LIMIT_TEXT", "UsageLimits"]
+__all__ = ["CUT_TEXT", "LIMIT_TEXT", "TIME_LIMITS", "UsageLimits"]
 
 LIMIT_TEXT = "Tool call not run: the run reached its usage limit ({limit})."
+CUT_TEXT = "Tool call cancelled before it finished: the run reached its usage limit ({limit})."
+TIME_LIMITS = ("max_wall_time", "model_call_timeout")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +44,15 @@ class UsageLimits:
         max_total_tokens: Prompt plus completion tokens, summed.
         max_tool_calls: Tool calls run.
         max_cost: Cost in USD (only enforced when the model reports a cost).
+        max_wall_time: Seconds from the start of the run to its end. Counted from the
+            run's start (``pre_reply`` hooks included); the steps (model calls, tool
+            calls) are cut when it runs out. A run resumed after an approval is a run of
+            its own, with a budget of its own: the wait for a human is never counted.
+        model_call_timeout: Seconds for one model call: the request, the provider's
+            retries and the whole streamed answer. Unlike the HTTP client's ``timeout``
+            (per attempt, retried by the model's ``RetryPolicy``), a call that reaches it
+            is not retried: the run stops, since the run's remaining work would wait on
+            the same provider.
         raise_on_limit: Raise ``UsageLimitExceeded`` instead of returning a result with
             ``stop_reason="usage_limit"``.
     """
@@ -45,6 +63,8 @@ class UsageLimits:
     max_total_tokens: int | None = None
     max_tool_calls: int | None = None
     max_cost: float | None = None
+    max_wall_time: float | None = None
+    model_call_timeout: float | None = None
     raise_on_limit: bool = False
 
     def __post_init__(self) -> None:
@@ -52,6 +72,11 @@ class UsageLimits:
             value = getattr(self, f.name)
             if f.name != "raise_on_limit" and value is not None and value < 0:
                 raise UsageError(f"UsageLimits.{f.name} must be >= 0, got {value!r}")
+
+    @property
+    def timed(self) -> bool:
+        """Whether a time bound is set (the loop then runs its steps under deadlines)."""
+        return self.max_wall_time is not None or self.model_call_timeout is not None
 
     def before_request(self, usage: RunUsage) -> str | None:
         """The limit one more model request would pass (None: the request may be made)."""

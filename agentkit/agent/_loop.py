@@ -10,6 +10,7 @@ a cut left open.
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -25,8 +26,9 @@ from agentkit.agent._acting import (
     triage,
 )
 from agentkit.agent._conversation import describe_call
+from agentkit.agent._limits import CUT_TEXT, LIMIT_TEXT
 from agentkit.agent._reasoning import reason, unique_call_ids
-from agentkit.agent._state import answered_by, new_msg, store
+from agentkit.agent._state import PENDING, answered_by, new_msg, store
 from agentkit.agent._steps import Execute, Finish, Reason, Settle, Step, Summarize, Triage
 from agentkit.agent._structured import MAX_STRUCTURED_RETRIES, RESPONSE_TOOL, response_schema
 from agentkit.events import ApprovalRequested, Interrupted
@@ -245,14 +247,63 @@ async def _stop_at_limit(
 
 
 async def drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Msg:
-    """Run steps from ``step`` until one finishes the run; return its reply."""
+    """Run steps from ``step`` until one finishes the run; return its reply.
+
+    With a time bound (``max_wall_time``, ``model_call_timeout``) the steps run under cancel
+    scopes with deadlines: a deadline that passes cancels the step where it is, as
+    ``interrupt()`` would, and :func:`_cut_at_limit` repairs memory and ends the run at
+    that limit.
+    """
+    limits = setup.limits
+    if limits is None or not limits.timed:
+        return await _steps(setup, conv, run, step, None)
+    wall = limits.max_wall_time
+    deadline = float("inf")
+    if wall is not None:  # counted from the run's start: pre_reply hooks took their share
+        deadline = anyio.current_time() + wall - (time.perf_counter() - run.started)
+    with anyio.CancelScope(deadline=deadline) as budget:
+        return await _steps(setup, conv, run, step, limits.model_call_timeout)
+    # Only reached when the budget's own deadline cut the steps (an interrupt propagates).
+    assert budget.cancelled_caught
+    return await _cut_at_limit(setup, conv, run, "max_wall_time")
+
+
+async def _steps(
+    setup: RunSetup, conv: Conversation, run: Run, step: Step, call_timeout: float | None
+) -> Msg:
     while not isinstance(step, Finish):
         limit = limit_before(setup, run, step)
         if limit is not None:  # answer every open call, then stop
             step = await _stop_at_limit(setup, conv, run, step, limit)
             break
-        step = await run_step(setup, conv, run, step)
+        if call_timeout is None or not isinstance(step, Reason | Summarize):
+            step = await run_step(setup, conv, run, step)
+            continue
+        with anyio.move_on_after(call_timeout) as call:
+            step = await run_step(setup, conv, run, step)
+        if call.cancelled_caught:
+            return await _cut_at_limit(setup, conv, run, "model_call_timeout")
     return step.reply
+
+
+async def _cut_at_limit(setup: RunSetup, conv: Conversation, run: Run, limit: str) -> Msg:
+    """End a run whose time bound ``limit`` cut a step: the interrupt's repair, then the limit.
+
+    What the model streamed is kept, calls that were cut get a cancelled result and calls
+    waiting for approval are refused (the run ends here, as at any limit). A structured
+    answer accepted before the cut ends the run as final, as in :func:`_stop_at_limit`.
+    """
+    with anyio.CancelScope(shield=True):
+        text = await _store_partial(setup, conv, run, {"usage_limit": limit})
+        if text:
+            run.last_text = text
+        for i, result in enumerate(run.results):
+            if result is PENDING:
+                settle(run, i, ToolResponse.error(LIMIT_TEXT.format(limit=limit)))
+        await commit_results(setup, conv, run, CUT_TEXT.format(limit=limit))
+    if run.structured_output is not None:
+        return _finish(setup, run, Msg(setup.name, list(run.last_text), "assistant")).reply
+    return _limit_reply(setup, conv, run, limit).reply
 
 
 async def _deny_pending(setup: RunSetup, conv: Conversation, run: Run, text: str) -> None:
@@ -280,6 +331,30 @@ async def first_step(setup: RunSetup, conv: Conversation, run: Run, msgs: list[M
 
 
 # -- after a cut -------------------------------------------------------------------------
+async def _store_partial(
+    setup: RunSetup, conv: Conversation, run: Run, marker: dict[str, object]
+) -> list[Any]:
+    """Store what the model streamed before a cut; return its text blocks.
+
+    Text is kept and unfinished tool calls are dropped; the complete calls, which never
+    ran, become the open batch so that they get a result. ``marker`` is the stored
+    message's metadata (why it was cut).
+    """
+    partial, run.partial = run.partial, None
+    if partial is None or run.batch is not None:
+        return []
+    content = [b for b in partial.content if not (b["type"] == "tool_use" and "raw_input" in b)]
+    content = unique_call_ids(content)
+    run.count_response(partial.usage, answered_by(setup.model, partial))
+    if not content:
+        return []
+    await store(conv.memory, new_msg(setup.name, content, "assistant", dict(marker)), run)
+    calls = [b for b in content if b["type"] == "tool_use"]
+    if calls:
+        run.begin_batch(calls)  # complete calls that never ran: answer them
+    return [b for b in content if b["type"] == "text"]
+
+
 async def finalize(
     setup: RunSetup, conv: Conversation, run: Run, error: BaseException | None
 ) -> Msg:
@@ -288,19 +363,7 @@ async def finalize(
     Stores the partial assistant message (text kept, unfinished tool calls dropped), answers
     every open call, then adds the messages given to ``interrupt``. Must run shielded.
     """
-    partial, run.partial = run.partial, None
-    text: list[Any] = []
-    if partial is not None and run.batch is None:
-        content = [b for b in partial.content if not (b["type"] == "tool_use" and "raw_input" in b)]
-        content = unique_call_ids(content)
-        run.count_response(partial.usage, answered_by(setup.model, partial))
-        if content:
-            interrupted = new_msg(setup.name, content, "assistant", {"interrupted": True})
-            await store(conv.memory, interrupted, run)
-            text = [b for b in content if b["type"] == "text"]
-            calls = [b for b in content if b["type"] == "tool_use"]
-            if calls:
-                run.begin_batch(calls)  # complete calls that never ran: answer them
+    text = await _store_partial(setup, conv, run, {"interrupted": True})
     if not text:  # cut after the turn was stored (e.g. in post_reply): its text is the answer
         text = list(run.last_text)
     await commit_results(setup, conv, run, _missing_text(error))

@@ -25,26 +25,52 @@ Interrupts: the run holds its session (or its workflow id) on the control channe
 ``control=`` (:mod:`agentkit.session._control`), so ``interrupt_session(control,
 session_id)`` from any process stops it; the workflow then records the repaired memory and
 ends with ``interrupted=True``.
+
+Typed runs: ``run(..., deps=, output_type=, usage_limits=)``. What the workflow records is
+JSON: the output type by name (``"module:qualname"``), the limits by their fields, and of
+the deps only that there were some. Deps are objects of this process (a database pool, a
+client): they reach the run's tools when this process executes the workflow for the call
+that gave them; any other execution (recovery after a crash, a queued run taken by another
+worker, a fork) gets them from ``deps_factory(workflow_id, session_id)``, and without a
+factory a run that had deps fails before its first step rather than run its tools with
+``ctx.deps`` None. The output type is found again by its name among the types this process
+has run with, or in its already imported modules (nothing is imported because a record
+names it); the result is validated again from the recorded JSON.
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-from collections.abc import Sequence
+import dataclasses
+import inspect
+import sys
+import uuid
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
-from agentkit.agent._result import PendingCall, RunResult, RunUsage, StopReason
+from agentkit.agent._construct import no_running_loop
+from agentkit.agent._limits import UsageLimits
+from agentkit.agent._result import OutputT, PendingCall, RunResult, RunUsage, StopReason
 from agentkit.durable._records import RunOutput, RunRequest, UsageRecord
 from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
-from agentkit.exceptions import SessionConflictError
+from agentkit.exceptions import SessionConflictError, StateError, UsageError
 from agentkit.messages import Msg
 from agentkit.session._control import hold_session
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from agentkit.agent import ReActAgent
     from agentkit.session._base import Session
+
+ModelT = TypeVar("ModelT", bound="BaseModel")
+
+DepsFactory = Callable[[str, "str | None"], Any]
+"""``deps_factory(workflow_id, session_id)``: the deps of a run executed without the ones
+its caller gave (sync or async)."""
 
 __all__ = ["APPROVALS_TOPIC", "PENDING_EVENT", "DBOSAgent", "DurableRunResult"]
 
@@ -55,8 +81,8 @@ INTERRUPT_KEY = "agentkit.interrupt"
 
 
 @dataclass(frozen=True, slots=True)
-class DurableRunResult(RunResult[str]):
-    """A durable run's ``RunResult``, with what the workflow recorded besides.
+class DurableRunResult(RunResult[OutputT]):
+    """A durable run's ``RunResult[T]``, with what the workflow recorded besides.
 
     Attributes:
         state: The conversation state after the run (agentkit JSON).
@@ -67,6 +93,50 @@ class DurableRunResult(RunResult[str]):
     state: dict[str, object] = field(default_factory=dict)
     workflow_id: str = ""
     session_version: int | None = None
+
+
+_KNOWN_TYPES: weakref.WeakValueDictionary[str, type[BaseModel]] = weakref.WeakValueDictionary()
+"""Output types this process ran durable runs with, by recorded name."""
+
+
+def _type_name(cls: type[BaseModel] | None) -> str | None:
+    """The name a workflow records for ``cls`` (and remembers it by)."""
+    if cls is None:
+        return None
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    _KNOWN_TYPES[name] = cls
+    return name
+
+
+def resolve_output_type(name: str) -> type[BaseModel]:
+    """The output type a workflow recorded as ``name`` (``"module:qualname"``).
+
+    Looked up among the types this process ran with, then in the modules it has already
+    imported: a record never makes this process import anything.
+
+    Raises:
+        UsageError: when this process does not know the type.
+    """
+    from pydantic import BaseModel
+
+    known = _KNOWN_TYPES.get(name)
+    if known is not None:
+        return known
+    module, _, qualname = name.partition(":")
+    found: object = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if isinstance(found, type) and issubclass(found, BaseModel):
+        return found
+    raise UsageError(
+        f"this durable run's output type {name!r} is not known to this process: import the "
+        "module that defines it before DBOS.launch() (a class defined inside a function "
+        "cannot be found by name), or pass output_type= to DBOSAgent.result"
+    )
+
+
+def _limits_record(limits: UsageLimits | None) -> dict[str, Any] | None:
+    return None if limits is None else dataclasses.asdict(limits)
 
 
 def _sum_usage(total: UsageRecord, usage: RunUsage) -> UsageRecord:
@@ -95,15 +165,24 @@ def _as_input(msg: Msg | Sequence[Msg] | str | None) -> list[dict[str, object]]:
     return [m.to_dict() for m in items]
 
 
+@dataclass(frozen=True, slots=True)
+class _Typed:
+    """What a workflow execution runs with besides its messages (never recorded as is)."""
+
+    deps: Any
+    output_type: type[BaseModel] | None
+    limits: UsageLimits | None
+
+
 @dataclass
 class _Outcome:
     """A durable run's replies so far: the last one, summed usage, every new message."""
 
-    run: RunResult[str]
+    run: RunResult[Any]
     usage: UsageRecord
     new_messages: list[Msg]
 
-    def add(self, run: RunResult[str]) -> None:
+    def add(self, run: RunResult[Any]) -> None:
         self.run = run
         self.usage = _sum_usage(self.usage, run.usage)
         self.new_messages += run.new_messages
@@ -160,6 +239,10 @@ class DBOSAgent:
         control: Store whose control channel delivers interrupts (default: ``sessions``).
         approval_timeout: Seconds a run waits for approval decisions before it ends with
             the calls still pending.
+        deps_factory: ``deps_factory(workflow_id, session_id)`` (sync or async) builds the
+            deps of a run executed without the ones its caller passed: a recovery after a
+            crash, a queued run taken by another worker, a forked workflow. Without it such
+            an execution of a run that had deps fails before its first step.
     """
 
     def __init__(
@@ -170,6 +253,7 @@ class DBOSAgent:
         sessions: Session | None = None,
         control: Session | None = None,
         approval_timeout: float = 7 * 24 * 3600,
+        deps_factory: DepsFactory | None = None,
     ) -> None:
         from dbos import DBOS, WorkflowSerializationFormat
 
@@ -178,7 +262,11 @@ class DBOSAgent:
         self.sessions = sessions
         self.control = control if control is not None else sessions
         self.approval_timeout = approval_timeout
+        self.deps_factory = deps_factory
         self.workflow_name = f"agentkit.{name}"
+        # Deps given to run()/enqueue() in this process, by workflow id, until the workflow
+        # takes them: they are never part of its input.
+        self._live_deps: dict[str, Any] = {}
 
         async def run_workflow(request: RunRequest) -> RunOutput:
             return await self._run_workflow(request)
@@ -195,10 +283,13 @@ class DBOSAgent:
         *,
         session_id: str | None = None,
         state: dict[str, object] | None = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunRequest:
         """The workflow input for a run (JSON): what ``DBOSClient.enqueue`` needs too.
 
         With ``session_id`` (and ``sessions``), the session's state and version are read now.
+        The output type is recorded by name and the limits by their fields.
         """
         version = None
         if session_id is not None and self.sessions is not None and state is None:
@@ -209,20 +300,57 @@ class DBOSAgent:
             "state": state,
             "session_id": session_id,
             "session_version": version,
+            "output_type": _type_name(output_type),
+            "usage_limits": _limits_record(usage_limits),
+            "has_deps": False,
         }
+
+    @overload
+    async def run(
+        self,
+        msg: Msg | Sequence[Msg] | str | None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+        session_id: str | None = None,
+        state: dict[str, object] | None = None,
+        workflow_id: str | None = None,
+    ) -> DurableRunResult[str]: ...
+
+    @overload
+    async def run(
+        self,
+        msg: Msg | Sequence[Msg] | str | None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+        session_id: str | None = None,
+        state: dict[str, object] | None = None,
+        workflow_id: str | None = None,
+    ) -> DurableRunResult[ModelT]: ...
 
     async def run(
         self,
         msg: Msg | Sequence[Msg] | str | None,
         *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
         session_id: str | None = None,
         state: dict[str, object] | None = None,
         workflow_id: str | None = None,
-    ) -> DurableRunResult:
+    ) -> DurableRunResult[Any]:
         """Run durably and wait for the result.
 
         Args:
             msg: The new input (a string is a user message).
+            deps: The run's dependencies (its tools' ``ctx.deps``), in this process only:
+                never recorded. Another execution of the run gets ``deps_factory``'s.
+            output_type: A pydantic model the answer must match (``result.output``).
+            usage_limits: Bounds for the run (replacing the template's); recorded, so a
+                recovered run keeps them.
             session_id: Load and save the conversation in ``sessions``.
             state: The conversation state to start from (without a session store).
             workflow_id: The workflow id (idempotency: a second run with the same id
@@ -230,40 +358,184 @@ class DBOSAgent:
 
         Raises:
             SessionConflictError: the session changed while the run was going on.
+            UsageError: when called in a DBOS step (a workflow starts runs, a step cannot).
         """
         from dbos import DBOS, SetWorkflowID
 
-        request = await self.request(msg, session_id=session_id, state=state)
-        scope = SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext()
-        with scope:
-            handle = await DBOS.start_workflow_async(self.workflow, request)
-        return self.result(await handle.get_result(), handle.get_workflow_id())
+        _not_in_step("run")
+        request = await self.request(
+            msg,
+            session_id=session_id,
+            state=state,
+            output_type=output_type,
+            usage_limits=usage_limits,
+        )
+        wid = workflow_id or str(uuid.uuid4())
+        if deps is not None:
+            request["has_deps"] = True
+            self._live_deps[wid] = deps
+        try:
+            with SetWorkflowID(wid):
+                handle = await DBOS.start_workflow_async(self.workflow, request)
+            output = await handle.get_result()
+        finally:
+            self._live_deps.pop(wid, None)
+        return self.result(output, handle.get_workflow_id(), output_type)
+
+    @overload
+    def run_sync(
+        self,
+        msg: Msg | Sequence[Msg] | str | None,
+        *,
+        deps: Any = None,
+        output_type: None = None,
+        usage_limits: UsageLimits | None = None,
+        session_id: str | None = None,
+        state: dict[str, object] | None = None,
+        workflow_id: str | None = None,
+    ) -> DurableRunResult[str]: ...
+
+    @overload
+    def run_sync(
+        self,
+        msg: Msg | Sequence[Msg] | str | None,
+        *,
+        deps: Any = None,
+        output_type: type[ModelT],
+        usage_limits: UsageLimits | None = None,
+        session_id: str | None = None,
+        state: dict[str, object] | None = None,
+        workflow_id: str | None = None,
+    ) -> DurableRunResult[ModelT]: ...
+
+    def run_sync(
+        self,
+        msg: Msg | Sequence[Msg] | str | None,
+        *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
+        session_id: str | None = None,
+        state: dict[str, object] | None = None,
+        workflow_id: str | None = None,
+    ) -> DurableRunResult[Any]:
+        """:meth:`run` for code without a running event loop, outside DBOS workflows.
+
+        Raises:
+            UsageError: inside a DBOS workflow or step (the run would be a second event
+                loop's, outside the workflow's step log: use ``await durable.run(...)`` in
+                an async workflow), or inside a running event loop.
+        """
+        from dbos import DBOS
+
+        if DBOS.workflow_id is not None:
+            raise UsageError(
+                "DBOSAgent.run_sync() cannot be used inside a DBOS workflow or step: its "
+                "run would not be part of the workflow; use 'await durable.run(...)' in an "
+                "async workflow"
+            )
+        no_running_loop()
+        import anyio
+
+        call = partial(
+            self.run,
+            msg,
+            deps=deps,
+            output_type=output_type,
+            usage_limits=usage_limits,
+            session_id=session_id,
+            state=state,
+            workflow_id=workflow_id,
+        )
+        result: DurableRunResult[Any] = anyio.run(call)
+        return result
+
+    def stream(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refused: a durable run does not stream.
+
+        Each model answer is one DBOS step whose record is the complete answer, so there
+        are no chunks to replay; a stream would have to run the agent outside DBOS, which
+        a durable agent never does silently.
+
+        Raises:
+            UsageError: always.
+        """
+        raise UsageError(
+            "DBOSAgent.stream() is not available: a durable run records each model answer "
+            "whole, so it cannot stream. Use 'await durable.run(...)' (the reply and new "
+            "messages are in the result), or stream the template agent, which is not durable"
+        )
 
     async def enqueue(
         self,
         msg: Msg | Sequence[Msg] | str | None,
         queue_name: str,
         *,
+        deps: Any = None,
+        output_type: type[BaseModel] | None = None,
+        usage_limits: UsageLimits | None = None,
         session_id: str | None = None,
         state: dict[str, object] | None = None,
         workflow_id: str | None = None,
     ) -> Any:
         """Enqueue a run on a DBOS queue; return the DBOS handle.
 
-        ``DBOSAgent.result(await handle.get_result())`` is the run's result. The queue
-        (registered by the workers with ``DBOS.register_queue_async``) bounds how many
-        runs execute at once, per worker and in total.
+        ``DBOSAgent.result(await handle.get_result(), output_type=...)`` is the run's
+        result. The queue (registered by the workers with ``DBOS.register_queue_async``)
+        bounds how many runs execute at once, per worker and in total. ``deps`` reach the
+        run when this process takes it from the queue; a run another worker takes gets
+        that worker's ``deps_factory``.
         """
         from dbos import DBOS, SetWorkflowID
 
-        request = await self.request(msg, session_id=session_id, state=state)
-        scope = SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext()
-        with scope:
+        _not_in_step("enqueue")
+        request = await self.request(
+            msg,
+            session_id=session_id,
+            state=state,
+            output_type=output_type,
+            usage_limits=usage_limits,
+        )
+        wid = workflow_id or str(uuid.uuid4())
+        if deps is not None:
+            request["has_deps"] = True
+            self._live_deps[wid] = deps  # taken by the workflow when it starts here
+        with SetWorkflowID(wid):
             return await DBOS.enqueue_workflow_async(queue_name, self.workflow, request)
 
+    @overload
     @staticmethod
-    def result(output: RunOutput, workflow_id: str = "") -> DurableRunResult:
-        """Turn a workflow's JSON output into a result (raises its session conflict)."""
+    def result(
+        output: RunOutput, workflow_id: str = "", output_type: None = None
+    ) -> DurableRunResult[Any]: ...
+
+    @overload
+    @staticmethod
+    def result(
+        output: RunOutput, workflow_id: str = "", *, output_type: type[ModelT]
+    ) -> DurableRunResult[ModelT]: ...
+
+    @overload
+    @staticmethod
+    def result(
+        output: RunOutput, workflow_id: str, output_type: type[ModelT]
+    ) -> DurableRunResult[ModelT]: ...
+
+    @staticmethod
+    def result(
+        output: RunOutput, workflow_id: str = "", output_type: type[BaseModel] | None = None
+    ) -> DurableRunResult[Any]:
+        """Turn a workflow's JSON output into a result (raises its session conflict).
+
+        A structured run's output is validated again from its record, as ``output_type``
+        or else as the type the workflow recorded (by name, see ``resolve_output_type``).
+
+        Raises:
+            SessionConflictError: the session changed while the run was going on.
+            StateError: the recorded output is not a valid ``output_type`` (the model
+                class changed since the run).
+            UsageError: the recorded output type is not known to this process.
+        """
         conflict = output.get("session_conflict")
         if conflict is not None:
             raise SessionConflictError(
@@ -275,14 +547,16 @@ class DBOSAgent:
         stop: StopReason = output.get("stop_reason") or (
             "interrupted" if interrupted else "pending_approval" if pending else "final"
         )
+        value, has_value = _recorded_output(output, workflow_id, output_type, reply)
         return DurableRunResult(
             reply=reply,
             new_messages=[Msg.from_dict(m) for m in output.get("new_messages") or []],
             usage=RunUsage(**output.get("usage") or {}),
             stop_reason=stop,
             pending=pending,
-            _output=reply.get_text(),
-            _has_output=True,
+            usage_limit=output.get("usage_limit"),
+            _output=value,
+            _has_output=has_value,
             state=output["state"],
             workflow_id=workflow_id,
             session_version=output.get("session_version"),
@@ -304,30 +578,59 @@ class DBOSAgent:
         agent.print_hint = False
         return agent
 
+    async def _typed(self, request: RunRequest, workflow_id: str) -> _Typed:
+        """The deps, output type and limits of this execution (see the module docs).
+
+        Runs before the first step, so a run that cannot have them fails having done
+        nothing.
+        """
+        name = request.get("output_type")
+        output_type = resolve_output_type(name) if name else None
+        recorded = request.get("usage_limits")
+        limits = UsageLimits(**recorded) if recorded is not None else None
+        deps = self._live_deps.pop(workflow_id, None)
+        if deps is None and self.deps_factory is not None:
+            deps = self.deps_factory(workflow_id, request.get("session_id"))
+            if inspect.isawaitable(deps):
+                deps = await deps
+        elif deps is None and request.get("has_deps"):
+            raise UsageError(
+                f"durable run {workflow_id!r} was started with deps=, which are never "
+                "recorded, and this execution of it (a recovery, a queued run taken by "
+                "another process, a fork) has none: give DBOSAgent(..., deps_factory=...) "
+                "to build them"
+            )
+        return _Typed(deps, output_type, limits)
+
     async def _run_workflow(self, request: RunRequest) -> RunOutput:
         from dbos import DBOS
 
+        workflow_id = str(DBOS.workflow_id)
+        typed = await self._typed(request, workflow_id)
         steps = RunSteps()
         agent = self.fresh_copy(steps)
         state = request.get("state")
         if state is not None:
             agent.load_state_dict(state)
-        key = str(request.get("session_id") or DBOS.workflow_id)
+        key = str(request.get("session_id") or workflow_id)
         msgs = [Msg.from_dict(m) for m in request.get("input") or []]
         if self.control is None:
-            return await self._finish(request, agent, await self._drive(agent, msgs))
+            return await self._finish(request, agent, await self._drive(agent, msgs, typed))
         # Held for the whole run, approval waits included: an interrupt that finds no
         # reply running but calls pending is mailed to the workflow's own recv.
-        holder = _DurableHolder(agent, str(DBOS.workflow_id))
+        holder = _DurableHolder(agent, workflow_id)
         async with hold_session(self.control, key, holder):
-            outcome = await self._drive(agent, msgs)
+            outcome = await self._drive(agent, msgs, typed)
         return await self._finish(request, agent, outcome)
 
-    async def _drive(self, agent: ReActAgent, msgs: list[Msg]) -> _Outcome:
+    async def _drive(self, agent: ReActAgent, msgs: list[Msg], typed: _Typed) -> _Outcome:
         """The first reply, then one more per approval decision, until nothing is pending."""
         from dbos import DBOS
 
-        run = await agent.run(msgs)
+        output_type: Any = typed.output_type  # one call for both run() overloads
+        run = await agent.run(
+            msgs, deps=typed.deps, output_type=output_type, usage_limits=typed.limits
+        )
         outcome = _Outcome(run, _sum_usage({}, run.usage), list(run.new_messages))
         while agent.pending_tool_calls and not outcome.run.interrupted:
             await DBOS.set_event_async(PENDING_EVENT, agent.pending_tool_calls)
@@ -340,7 +643,7 @@ class DBOSAgent:
             else:
                 pending_ids = {c["id"] for c in agent.pending_tool_calls}
                 approvals = {k: v for k, v in decisions.items() if k in pending_ids}
-                run = await agent.run(approvals=approvals)
+                run = await agent.run(approvals=approvals, deps=typed.deps, output_type=output_type)
             outcome.add(run)
         return outcome
 
@@ -350,6 +653,7 @@ class DBOSAgent:
 
         run = outcome.run
         state = agent.state_dict()
+        structured = (run.reply.metadata or {}).get("structured_output")
         output: RunOutput = {
             "reply": run.reply.to_dict(),
             "state": state,
@@ -358,6 +662,9 @@ class DBOSAgent:
             "session_version": None,
             "usage": outcome.usage,
             "stop_reason": run.stop_reason,
+            "usage_limit": run.usage_limit,
+            "output_type": request.get("output_type"),
+            "output": structured if isinstance(structured, dict) else None,
             "new_messages": [m.to_dict() for m in outcome.new_messages],
         }
         if request.get("session_id") is not None and self.sessions is not None:
@@ -386,3 +693,36 @@ class DBOSAgent:
                 }
             }
         return {"session_version": version}
+
+
+def _not_in_step(what: str) -> None:
+    """Refuse starting a durable run from inside a DBOS step (outside the step log)."""
+    from dbos import DBOS
+
+    if DBOS.step_id is not None and DBOS.workflow_id is not None:
+        raise UsageError(
+            f"DBOSAgent.{what}() cannot be called inside a DBOS step: start durable runs "
+            "from workflow code or outside DBOS"
+        )
+
+
+def _recorded_output(
+    output: RunOutput, workflow_id: str, output_type: type[BaseModel] | None, reply: Msg
+) -> tuple[Any, bool]:
+    """The run's output validated again from its record; whether it has one."""
+    from pydantic import ValidationError
+
+    name = output.get("output_type")
+    if output_type is None and not name:
+        return reply.get_text(), True
+    cls = output_type or resolve_output_type(str(name))
+    data = output.get("output")
+    if data is None:  # stopped before a valid answer (interrupted, pending, limit)
+        return None, False
+    try:
+        return cls.model_validate(data), True
+    except ValidationError as exc:
+        raise StateError(
+            f"the recorded output of durable run {workflow_id!r} is not a valid "
+            f"{cls.__qualname__} any more (the class changed since the run): {exc}"
+        ) from exc

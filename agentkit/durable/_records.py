@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from agentkit.agent._result import StopReason
@@ -24,12 +24,21 @@ class UsageRecord(TypedDict, total=False):
 
 
 class RunRequest(TypedDict):
-    """The workflow's input: new messages, the state to start from, the session."""
+    """The workflow's input: new messages, the state to start from, the session.
+
+    The typed parts are recorded by name or as plain values, never as objects: the output
+    type as ``"module:qualname"``, the usage limits as their fields, and of the deps only
+    whether the run had any (``has_deps``); a recovered run gets them from
+    ``DBOSAgent(deps_factory=...)``.
+    """
 
     input: list[dict[str, object]]
     state: dict[str, object] | None
     session_id: str | None
     session_version: int | None
+    output_type: NotRequired[str | None]
+    usage_limits: NotRequired[dict[str, Any] | None]
+    has_deps: NotRequired[bool]
 
 
 class SessionConflict(TypedDict):
@@ -54,5 +63,8 @@ class RunOutput(TypedDict, total=False):
     session_version: int | None
     usage: UsageRecord
     stop_reason: StopReason
+    usage_limit: str | None
+    output_type: str | None  # "module:qualname" of a structured run's output type
+    output: dict[str, object] | None  # the structured output as JSON (validated again on read)
     new_messages: list[dict[str, object]]
     session_conflict: SessionConflict
