@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from agentkit.mcp import HttpServer, MCPClient, StdioServer, register_mcp_client
     from agentkit.models.registry import from_string
 
-__version__ = "0.2.0.dev0"
+__version__ = "0.2.0"
 
 # A library never prints on its own: without this, Python's last-resort handler would write
 # every agentkit WARNING to stderr of an application that did not configure logging.
