@@ -61,7 +61,7 @@ def _options(ignore_case: bool = False, dot_nl: bool = False) -> re2.Options:
     return options
 
 
-def _compile(pattern: str, options: re2.Options, what: str) -> Any:
+def _compile(pattern: str, options: re2.Options, what: str) -> UserPattern:
     if len(pattern) > MAX_PATTERN_CHARS:
         raise PatternError(
             f"the {what} is {len(pattern)} characters; the limit is {MAX_PATTERN_CHARS}"
@@ -71,7 +71,7 @@ def _compile(pattern: str, options: re2.Options, what: str) -> Any:
     except UnicodeEncodeError:
         raise PatternError(f"the {what} contains a lone surrogate (not valid Unicode)") from None
     try:
-        compiled = re2.compile(pattern, options)
+        compiled: UserPattern = re2.compile(pattern, options)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         if isinstance(reason, bytes):
