@@ -52,7 +52,7 @@ from agentkit.pipelines import (
 )
 from agentkit.tools import Tool, ToolContext, ToolGroup, Toolkit, ToolResponse
 
-__version__ = "0.2.0.dev0"
+__version__ = "0.2.0"
 
 # A library never prints on its own: without this, Python's last-resort handler would write
 # every agentkit WARNING to stderr of an application that did not configure logging.

@@ -20,24 +20,39 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "api.md"
 
-# Module -> one-line description. Order is the order of the page.
-MODULES = {
-    "agentkit": "Top-level re-exports.",
-    "agentkit.messages": "Messages and content blocks.",
-    "agentkit.models": "The `ChatModel` interface and the provider adapters.",
-    "agentkit.testing": "Test doubles: scripted models.",
-    "agentkit.tools": "Tools, the `Toolkit`, tool responses and context.",
-    "agentkit.mcp": "MCP clients, server configs, serving a Toolkit over MCP.",
-    "agentkit.agent": "The ReAct agent, typed runs and usage limits.",
-    "agentkit.events": "Events an agent emits while it replies.",
-    "agentkit.agent._user": "A human participant.",
-    "agentkit.memory": "Conversation memory.",
-    "agentkit.session": "Saving and loading agent state.",
-    "agentkit.pipelines": "Multi-agent building blocks.",
-    "agentkit.exceptions": "The error hierarchy.",
-    "agentkit.cli": "The `agentkit` command line.",
-    "agentkit.cli._demo_model": "The offline demo model and model selection from the environment.",
-}
+# The public modules that are not packages. Every package's ``__init__`` (its face) is found
+# by walking agentkit/; implementation modules are not listed, so a module's own ``__all__``
+# is documented only when the module is named here as part of the public API.
+PUBLIC_MODULES = (
+    "agentkit.events",
+    "agentkit.exceptions",
+    "agentkit.memory",
+    "agentkit.messages",
+    "agentkit.testing",
+)
+
+
+def packages() -> list[str]:
+    """Every public package of agentkit (a folder with an ``__init__.py``, no ``_`` name)."""
+    found = []
+    for init in sorted((ROOT / "agentkit").rglob("__init__.py")):
+        parts = init.parent.relative_to(ROOT).parts
+        if not any(part.startswith("_") for part in parts):
+            found.append(".".join(parts))
+    return found
+
+
+def public_modules() -> list[str]:
+    """The modules the page documents: ``agentkit`` first, then the others by name."""
+    names = sorted(set(packages()) | set(PUBLIC_MODULES))
+    names.remove("agentkit")
+    return ["agentkit", *names]
+
+
+def _description(module_name: str) -> str:
+    """The first line of the module's docstring."""
+    doc = inspect.getdoc(importlib.import_module(module_name)) or ""
+    return doc.splitlines()[0].strip() if doc else ""
 
 
 def _own_doc(obj: Any) -> bool:
@@ -119,33 +134,39 @@ def _anchor(module: str) -> str:
     return module.replace(".", "")
 
 
-def _homes() -> dict[int, str]:
-    """Object id -> the most specific listed module exporting it (its documented home)."""
+def _homes(modules: list[str]) -> dict[int, str]:
+    """Object id -> the most specific listed module exporting it (its documented home).
+
+    The most specific is the deepest (``agentkit.agent._user`` over ``agentkit.agent`` over
+    ``agentkit``); between equally deep ones, the first by name.
+    """
     homes: dict[int, str] = {}
-    for module_name in MODULES:
+    for module_name in modules:
         module = importlib.import_module(module_name)
         for name in getattr(module, "__all__", []):
             obj = getattr(module, name)
             if isinstance(obj, str | int | float | tuple | frozenset):
                 continue  # constants are documented where they are listed
             current = homes.get(id(obj))
-            if current is None or current == "agentkit":
+            if current is None or current.count(".") < module_name.count("."):
                 homes[id(obj)] = module_name
     return homes
 
 
 def generate() -> str:
     """The whole page."""
-    homes = _homes()
+    modules = public_modules()
+    homes = _homes(modules)
     out = [
         "# API reference\n",
         "Generated from the docstrings by `scripts/gen_api_docs.py`: do not edit by hand.",
         "Each public name (a module's `__all__`) is described once, under the most specific",
         "module that exports it; the others point there.\n",
     ]
-    out += [f"- [`{m}`](#{_anchor(m)}): {d}" for m, d in MODULES.items()]
+    descriptions = {m: _description(m) for m in modules}
+    out += [f"- [`{m}`](#{_anchor(m)}): {d}" for m, d in descriptions.items()]
     out.append("")
-    for module_name, description in MODULES.items():
+    for module_name, description in descriptions.items():
         module = importlib.import_module(module_name)
         out.append(f"## {module_name}\n\n{description}\n")
         pointers: list[str] = []

@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio.lowlevel
 import pytest
 from _wire_server import Reply, WireServer, openai_completion, openai_error
 from pydantic import BaseModel
@@ -272,7 +273,9 @@ def test_client_is_recreated_for_a_new_event_loop() -> None:
     assert first is not second
 
     async def same_loop() -> None:
-        assert model.client is model.client
+        client = model.client
+        await anyio.lowlevel.checkpoint()  # another task may have run in between
+        assert model.client is client  # kept while this loop uses it
         await model.aclose()
         await model.aclose()
 

@@ -42,17 +42,27 @@ def test_all_is_sorted() -> None:
 
 
 def test_models_and_testing_names() -> None:
-    from agentkit.mcp import HttpServer, MCPClient, StdioServer  # noqa: F401
-    from agentkit.models import (  # noqa: F401
-        AnthropicChatModel,
-        ChatModel,
-        ChatResponse,
-        ChatUsage,
-        OpenAIChatModel,
-        from_string,
-    )
-    from agentkit.session import JSONSession, RedisSession, SQLiteSession  # noqa: F401
-    from agentkit.testing import FunctionModel, ScriptedModel  # noqa: F401
+    import agentkit.mcp
+    import agentkit.models
+    import agentkit.session
+    import agentkit.testing
+
+    public = {
+        agentkit.mcp: {"HttpServer", "MCPClient", "StdioServer"},
+        agentkit.models: {
+            "AnthropicChatModel",
+            "ChatModel",
+            "ChatResponse",
+            "ChatUsage",
+            "OpenAIChatModel",
+            "from_string",
+        },
+        agentkit.session: {"JSONSession", "RedisSession", "SQLiteSession"},
+        agentkit.testing: {"FunctionModel", "ScriptedModel", "TestModel"},
+    }
+    for module, names in public.items():
+        assert names <= set(module.__all__), (module.__name__, names - set(module.__all__))
+        assert all(hasattr(module, name) for name in names), module.__name__
 
 
 def test_import_does_not_load_heavy_sdks() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 import agentkit.session
 from agentkit.cli import main
-from agentkit.cli._serve_cmd import load_target, open_sessions
+from agentkit.cli._serve_cmd import describe_store, load_target, open_sessions
 from agentkit.session import RedisSession, SQLiteSession
 
 ROOT = Path(__file__).parent.parent
@@ -67,6 +67,7 @@ def test_serve_command_serves(tmp_path: Path) -> None:
         line = proc.stdout.readline()
         match = re.search(r"open http://127\.0\.0\.1:(\d+)/#token=<your token>", line)
         assert match, line
+        assert f"threads in SQLite {db}" in line
         base = f"http://127.0.0.1:{match.group(1)}"
         headers = {"Authorization": "Bearer cli-token"}
         for _ in range(300):
@@ -83,3 +84,28 @@ def test_serve_command_serves(tmp_path: Path) -> None:
         proc.terminate()
         proc.communicate(timeout=15)
     assert db.exists()
+
+
+def _help(capsys: pytest.CaptureFixture[str], *command: str) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    assert exit_.value.code == 0
+    return " ".join(capsys.readouterr().out.split())  # argparse wraps: compare unwrapped
+
+
+def test_help_is_plain_text_and_complete(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (("serve",), ("durable",), ("durable", "recover")):
+        text = _help(capsys, *command)
+        assert "``" not in text and "::" not in text, command
+    text = _help(capsys, "serve")
+    assert "--cors-origin ORIGIN a browser origin allowed to call the API" in text
+    # The default thread store is a file in the home directory: the help says so.
+    assert "in your home directory" in text and "~/.agentkit/serve.db" in text
+
+
+def test_startup_line_names_the_thread_store() -> None:
+    default = describe_store(None)
+    assert str(Path("~/.agentkit/serve.db").expanduser()) in default and "default" in default
+    assert describe_store("sqlite:///threads.db") == "SQLite threads.db"
+    shown = describe_store("postgresql://app:s3cret@db.internal:5433/agents")
+    assert shown == "postgresql://db.internal:5433" and "s3cret" not in shown

@@ -25,6 +25,7 @@ from tests._toolkits_helpers import assert_same_over_mcp, call, stdio_client
 from toolkits import web
 from toolkits.web import FetchError, WebFetcher, is_public_address
 
+DEEP_JSON = b"[" * 50_000 + b"]" * 50_000
 HTML = b"""<!doctype html><html><head><title>Test page</title>
 <script>document.write("EVIL SCRIPT")</script><style>body { color: red }</style></head>
 <body><h1>Welcome</h1><p>Read <a href="/docs/intro">the intro</a> first.</p>
@@ -57,6 +58,7 @@ class Handler(BaseHTTPRequestHandler):
         routes = {
             "/html": lambda: self.send(200, "text/html; charset=utf-8", HTML),
             "/json": lambda: self.send(200, "application/json", b'{"a": [1, 2], "b": "\xc3\xa9"}'),
+            "/deep-json": lambda: self.send(200, "application/json", DEEP_JSON),
             "/latin1": lambda: self.send(
                 200, "text/plain; charset=iso-8859-1", "café".encode("latin-1")
             ),
@@ -203,6 +205,14 @@ async def test_json_text_and_charsets(fetcher: WebFetcher, base_url: str) -> Non
     assert (await fetcher.fetch_url(f"{base_url}/latin1")).endswith("\ncafé")
     assert (await fetcher.fetch_url(f"{base_url}/bad-utf8")).endswith("ok \ufffd\ufffd end")
     assert (await fetcher.fetch_url(f"{base_url}/untyped-text")).endswith("\njust words")
+
+
+async def test_json_too_deep_to_parse_is_shown_as_sent(fetcher: WebFetcher, base_url: str) -> None:
+    # json.loads raises RecursionError on this body; the page is shown as sent, saying why.
+    page = await fetcher.fetch_url(f"{base_url}/deep-json")
+    note = "[JSON nested too deeply to pretty-print: shown as sent]\n"
+    assert note in page
+    assert page.split(note, 1)[1].startswith("\n" + "[" * 1000)
 
 
 async def test_binary_is_refused(fetcher: WebFetcher, base_url: str) -> None:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from agentkit import ReActAgent, UserAgent
 from agentkit._text import StreamText, clean_json, clean_text
+from agentkit.events import ToolProgress, ToolResult
 from agentkit.mcp._convert import content_to_blocks, result_to_response
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
@@ -141,7 +142,12 @@ async def test_generator_tool_progress_with_lone_surrogates(tmp_path: Path) -> N
         yield ToolResponse.text(" two \udce9", is_last=False)
 
     agent = _tool_agent(stream, {})
-    await agent("go")
+    events = [event async for event in agent.stream("go")]
+    progress = [e.chunk.get_text() for e in events if isinstance(e, ToolProgress)]
+    results = [e.result["output"] for e in events if isinstance(e, ToolResult)]
+    # Each chunk is made valid where it enters, for the UI (progress) and the model alike.
+    assert progress == [clean_text("one \ud800"), clean_text(" two \udce9")]
+    assert results == [clean_text("one \ud800 two \udce9")]
     await _assert_usable(agent, tmp_path)
 
 

@@ -138,9 +138,10 @@ async def test_structured_empty_line_accepts_defaults() -> None:
 
 
 async def test_interrupt_abandons_a_blocking_read() -> None:
-    release = threading.Event()
+    entered, release = threading.Event(), threading.Event()
 
     def blocked(prompt: str) -> str:
+        entered.set()
         release.wait(10)
         return "too late"
 
@@ -153,13 +154,13 @@ async def test_interrupt_abandons_a_blocking_read() -> None:
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(ask)
-            await anyio.sleep(0.1)
+            await anyio.to_thread.run_sync(entered.wait, 10)  # the read is blocking
             with pytest.raises(AgentBusyError):
                 await user()
-            started = time.monotonic()
             assert user.is_replying
             assert await user.interrupt() is True
-        assert time.monotonic() - started < 2
+        # The interrupted call returned while the read was still blocked: it did not wait.
+        assert result and not release.is_set()
     finally:
         release.set()
     assert result[0].metadata == {"interrupted": True}

@@ -21,7 +21,6 @@ or serve it over MCP: ``python -m toolkits.web``.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 import socket
@@ -233,12 +232,19 @@ class WebFetcher:
         if kind == "binary":
             raise FetchError(f"{fetched.url} is binary content; only text can be fetched")
         text = decode_text(fetched.body, fetched.charset or "utf-8")
+        note = ""
         if kind == "html":
             text = html_to_text(text, fetched.url)
         elif kind == "json" and not fetched.truncated:
-            with contextlib.suppress(ValueError):  # not valid JSON after all: show it as is
+            try:
                 text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-        header = f"URL: {fetched.url}\nContent-Type: {fetched.mime or 'unknown'}\n"
+            except ValueError:
+                pass  # not valid JSON after all: show it as is
+            except RecursionError:
+                # The stdlib parser recurses per nesting level: a hostile (or odd) body can
+                # nest past the interpreter's limit. The model still gets the text.
+                note = "[JSON nested too deeply to pretty-print: shown as sent]\n"
+        header = f"URL: {fetched.url}\nContent-Type: {fetched.mime or 'unknown'}\n{note}"
         if fetched.truncated:
             header += f"[the document was cut at {self.max_bytes} bytes]\n"
         if start >= len(text) and text:

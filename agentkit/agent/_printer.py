@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import OrderedDict
 from typing import TextIO
 
 from agentkit._text import terminal_safe
@@ -16,16 +17,48 @@ from agentkit.events import (
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
+    ToolProgress,
     ToolResult,
 )
 
-__all__ = ["ConsolePrinter"]
+__all__ = ["ConsolePrinter", "printed_on_console"]
 
 _MAX_SHOWN = 300
+
+# Ids of the replies ConsolePrinters streamed to this process's stdout, newest last (bounded),
+# so that a UserAgent showing messages on that same console does not print one again.
+_PRINTED: OrderedDict[str, None] = OrderedDict()
+_PRINTED_MAX = 256
+
+
+def printed_on_console(msg_id: str) -> bool:
+    """Whether a ``ConsolePrinter`` already streamed the reply ``msg_id`` to stdout."""
+    return msg_id in _PRINTED
+
+
+def _remember_printed(msg_id: str) -> None:
+    _PRINTED[msg_id] = None
+    _PRINTED.move_to_end(msg_id)
+    while len(_PRINTED) > _PRINTED_MAX:
+        _PRINTED.popitem(last=False)
 
 
 def _short(text: str) -> str:
     return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN] + "…"
+
+
+def _progress_text(event: ToolProgress) -> str:
+    """A progress chunk on one line: its text, else its ``progress/total`` counter."""
+    shown = " ".join(event.chunk.get_text().split())
+    if shown:
+        return shown
+    meta = event.chunk.metadata or {}
+    progress, total = meta.get("progress"), meta.get("total")
+    if not isinstance(progress, int | float):
+        return ""
+    if isinstance(total, int | float) and total:
+        return f"{progress:g}/{total:g}"
+    return f"{progress:g}"
 
 
 class ConsolePrinter:
@@ -36,13 +69,14 @@ class ConsolePrinter:
         out: Where to write (``sys.stdout`` by default, looked up at each write).
     """
 
-    __slots__ = ("_at_line_start", "_mode", "name", "out")
+    __slots__ = ("_at_line_start", "_mode", "_tools", "name", "out")
 
     def __init__(self, name: str, out: TextIO | None = None) -> None:
         self.name = name
         self.out = out
         self._mode = ""  # "text" / "thinking" while streaming one of them
         self._at_line_start = True
+        self._tools: dict[str, str] = {}  # call id -> tool name, for progress lines
 
     def _write(self, text: str) -> None:
         out = self.out or sys.stdout
@@ -70,7 +104,13 @@ class ConsolePrinter:
         elif isinstance(event, ToolCallStarted):
             call = event.tool_call
             args = _short(json.dumps(call["input"], ensure_ascii=False))
+            self._tools[call["id"]] = call["name"]
             self._line(f"-> {call['name']}({args})")
+        elif isinstance(event, ToolProgress):
+            shown = _progress_text(event)
+            if shown:
+                name = self._tools.get(event.tool_call_id, "tool")
+                self._line(f"   {name}: {_short(shown)}")
         elif isinstance(event, ToolResult):
             block = event.result
             output = block["output"]
@@ -86,5 +126,8 @@ class ConsolePrinter:
             if not self._at_line_start:
                 self._write("\n")
             self._mode = ""
+            self._tools.clear()
+            if self.out is None:
+                _remember_printed(event.reply.id)
         elif isinstance(event, ReplyStarted):
             self._mode = ""

@@ -22,6 +22,7 @@ import anyio.to_thread
 
 from agentkit._console import console_input
 from agentkit.agent._hooks import HookHost, HookRegistry
+from agentkit.agent._printer import printed_on_console
 from agentkit.exceptions import AgentBusyError, UsageError
 from agentkit.messages import Msg
 
@@ -149,12 +150,19 @@ class UserAgent(HookHost):
         return await self._read_structured(output_type)
 
     async def observe(self, msg: Msg | list[Msg] | str | None) -> None:
-        """Show messages to the human (what other participants said in a ``MsgHub``)."""
+        """Show messages to the human (what other participants said in a ``MsgHub``).
+
+        On the console (the default ``output_fn``), a reply that an agent with
+        ``print_hint=True`` already streamed there is not printed a second time.
+        """
         if msg is None:
             return
         if isinstance(msg, str):
             msg = Msg("user", msg, "user")
+        on_console = self.output_fn is print
         for one in msg if isinstance(msg, list) else [msg]:
+            if on_console and printed_on_console(one.id):
+                continue
             self.output_fn(_render(one))
 
     @property

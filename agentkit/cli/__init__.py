@@ -1,4 +1,4 @@
-"""The ``agentkit`` command line: ``agentkit chat``, ``agentkit serve`` and ``agentkit mcp``.
+"""The ``agentkit`` command line: ``chat``, ``serve``, ``mcp`` and ``durable``.
 
 Run ``agentkit --help`` (or ``python -m agentkit --help``). The sub-commands import what
 they need lazily, so ``agentkit --help`` is instant.
@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="agentkit",
-        description="Chat with a tool-using agent, or inspect MCP servers.",
+        description="Chat with a tool-using agent, serve it over HTTP, inspect MCP servers, "
+        "or recover durable runs.",
     )
     parser.add_argument("--version", action="version", version=f"agentkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{chat,serve,mcp,durable}")
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(
             "serve",
             help="serve an agent over HTTP (AG-UI) with a web chat",
-            description=serve_cmd.__doc__,
+            description=_plain(serve_cmd.__doc__),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
@@ -94,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(
             "durable",
             help="durable runs: recover a dead worker's runs",
-            description=durable_cmd.__doc__,
+            description=_plain(durable_cmd.__doc__),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )

@@ -4,7 +4,9 @@
 then loaded with the thread's state) or a ``ReActAgent`` to copy per conversation. Open the
 printed URL in a browser. The server binds 127.0.0.1 unless ``--host`` says otherwise; any
 other address needs ``--token`` (or ``AGENTKIT_SERVE_TOKEN``): a bearer token every API
-request must carry (the page reads it from the ``#token=...`` part of the URL).
+request must carry (the page reads it from the ``#token=...`` part of the URL). Threads
+are saved in the SQLite file ``~/.agentkit/serve.db`` in your home directory unless
+``--sessions`` names another store; the startup line says which.
 
 Examples:
     agentkit serve examples.web_chat:make_agent
@@ -21,13 +23,14 @@ import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from agentkit.exceptions import AgentkitError
 
 if TYPE_CHECKING:
     from agentkit.session import Session
 
-__all__ = ["add_arguments", "load_target", "open_sessions", "run"]
+__all__ = ["add_arguments", "describe_store", "load_target", "open_sessions", "run"]
 
 DEFAULT_DB = Path("~/.agentkit/serve.db")
 DEFAULT_MAX_RUNS_PER_CLIENT = 8  # agentkit.serve._limits (not imported: it needs the extra)
@@ -42,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sessions",
         metavar="URL",
-        help=f"thread store: sqlite:///path.db, redis://..., postgresql://... "
-        f"(default: SQLite in {DEFAULT_DB})",
+        help=f"where threads are saved: sqlite:///path.db, redis://..., postgresql://... "
+        f"(default: the SQLite file {DEFAULT_DB} in your home directory)",
     )
     parser.add_argument("--token", help=f"bearer token required on every request (${TOKEN_ENV})")
     parser.add_argument(
@@ -54,7 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Host header value to accept (DNS-rebinding protection); repeatable",
     )
     parser.add_argument(
-        "--cors-origin", action="append", default=[], metavar="ORIGIN", help="allow CORS from"
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed to call the API from its own pages "
+        "(e.g. https://app.example.com); repeatable; default: none (CORS off)",
     )
     parser.add_argument(
         "--log-level",
@@ -141,6 +149,19 @@ def open_sessions(url: str | None) -> Session:
     )
 
 
+def describe_store(url: str | None) -> str:
+    """The thread store of a ``--sessions`` URL, for the startup line (no credentials)."""
+    if not url:
+        return f"SQLite {DEFAULT_DB.expanduser()} (the default; --sessions to choose)"
+    if url.lower().startswith("sqlite:///"):
+        return f"SQLite {Path(url[len('sqlite:///') :]).expanduser()}"
+    # A user name or password in a redis:// or postgresql:// URL stays off the terminal.
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}"
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; return the exit status."""
     from agentkit.serve._http import is_loopback
@@ -188,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     shown = f"[{shown}]" if ":" in shown else shown
     fragment = "#token=<your token>" if token else ""
-    print(f"agentkit serve: open http://{shown}:{port}/{fragment}", flush=True)
+    store = describe_store(args.sessions)
+    print(f"agentkit serve: open http://{shown}:{port}/{fragment} (threads in {store})", flush=True)
     config = uvicorn.Config(
         app,
         http=http,

@@ -303,12 +303,18 @@ def _stop_timing(received: float, channel: RunChannel) -> dict[str, str]:
 
 
 async def events(request: Request) -> Response:
-    """``GET /threads/{id}/events``: replay and follow the live run (204 when idle)."""
+    """``GET /threads/{id}/events``: replay and follow the live run (204 when idle).
+
+    A run whose last event is out but whose thread is still saving counts as ended: the
+    answer waits for the save and is 204, as it is a moment later, so the thread read next
+    holds the whole run (never a replay of a finished run).
+    """
     owner = _owner(request)
     thread_id = _thread_id(request)
-    channel = _state(request).active.get(ThreadStore.key(owner, thread_id))
+    state = _state(request)
+    await _load(state, owner, thread_id)  # 404 for a thread this owner does not have
+    channel = await _settled(state, owner, thread_id)
     if channel is None:
-        await _load(_state(request), owner, thread_id)
         return Response(status_code=204)
     return StreamingResponse(channel.read(), media_type="text/event-stream", headers=_SSE_HEADERS)
 

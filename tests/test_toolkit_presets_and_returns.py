@@ -1,4 +1,4 @@
-"""Adversarial QA of the Toolkit: presets the model must not override, odd return values."""
+"""The Toolkit keeps presets out of the model's reach and turns odd return values into text."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Regression tests for stdio client hardening (issue 13 items 10, 23, 24).
+"""The stdio client survives servers that misbehave: invalid UTF-8, huge lines, odd commands.
 
 Real servers over real pipes: ``tests/mcp_servers/raw_server.py`` writes what SDK servers
 never do (an invalid UTF-8 byte, a 50 MB line); ``mcp-server-time`` is the README's example.

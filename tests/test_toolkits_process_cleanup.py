@@ -1,4 +1,4 @@
-"""toolkits.shell / toolkits.python hardening (issue 13): nothing outlives a command."""
+"""toolkits.shell / toolkits.python: nothing a command started outlives the call."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import anyio
 import psutil
 import pytest
 
-from tests._hardening_helpers import REPO, kill_all, tagged_processes
+from tests._child_process import REPO, kill_all, tagged_processes
 from toolkits.python import PythonRunner
 from toolkits.shell import Shell
 

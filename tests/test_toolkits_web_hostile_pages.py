@@ -1,10 +1,10 @@
-"""toolkits.web hardening (issue 13, item 3): a hostile page cannot freeze the agent."""
+"""toolkits.web: a hostile page cannot freeze the agent."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests._hardening_helpers import run_child
+from tests._child_process import run_child
 from toolkits._html import html_to_text
 
 # What made html.parser give up (an unterminated "<![") followed by "<" after "<" with no

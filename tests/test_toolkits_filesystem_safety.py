@@ -1,4 +1,4 @@
-"""toolkits.filesystem hardening (issue 13): ReDoS, races, locks, byte caps, names, umask."""
+"""toolkits.filesystem stays safe: linear-time patterns, no root escapes by races, per-file locks, byte caps, escaped names, umask."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests._hardening_helpers import run_child
+from tests._child_process import run_child
 from tests._toolkits_helpers import call, stdio_client
 from toolkits import filesystem
 from toolkits.filesystem import FileSystem

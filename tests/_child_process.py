@@ -1,4 +1,4 @@
-"""Helpers for the toolkit hardening tests: run a scenario in a child interpreter.
+"""Run a test scenario in a child interpreter, so that a freeze fails the test instead of hanging it.
 
 A regex or parser that holds the GIL freezes everything in its process, pytest's own timeout
 included, so scenarios that would freeze on a regression run in a child process with a
