@@ -14,6 +14,7 @@ import logging as _logging
 from typing import TYPE_CHECKING
 
 from agentkit._console import interrupt_on_sigint
+from agentkit._version import __version__
 from agentkit.agent import (
     AgentHooks,
     PendingCall,
@@ -51,8 +52,6 @@ from agentkit.pipelines import (
     sequential_pipeline,
 )
 from agentkit.tools import Tool, ToolContext, ToolGroup, Toolkit, ToolResponse
-
-__version__ = "0.2.0"
 
 # A library never prints on its own: without this, Python's last-resort handler would write
 # every agentkit WARNING to stderr of an application that did not configure logging.

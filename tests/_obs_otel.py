@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 # Attributes whose values change from run to run (random ids, machine paths).
-VOLATILE = {"gen_ai.response.id", "agentkit.mcp._server.command"}
+VOLATILE = {"gen_ai.response.id", "agentkit.mcp.server.command"}
 
 
 class FileSpanExporter(SpanExporter):

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
+import agentkit._seams as _obs
 from agentkit.agent._limits import LIMIT_TEXT
 from agentkit.agent._state import PENDING, new_msg, store
 from agentkit.agent._structured import RESPONSE_TOOL, validate_response
 from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
 from agentkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
-from agentkit.observability import _seams as _obs
 from agentkit.tools import INTERRUPTED_TEXT, interrupted_response
 from agentkit.tools._response import ToolResponse
 

@@ -33,10 +33,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+import agentkit._seams as seams
 from agentkit.exceptions import ContextWindowError
 from agentkit.messages import Msg
 from agentkit.models._base import ChatResponse
-from agentkit.observability import _seams as seams
 
 if TYPE_CHECKING:
     from agentkit.models._base import ChatModel, ChatUsage

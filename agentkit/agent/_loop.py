@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+import agentkit._seams as _obs
 from agentkit.agent._acting import (
     NEW_MESSAGE_TEXT,
     accept_answers,
@@ -34,7 +35,6 @@ from agentkit.agent._structured import MAX_STRUCTURED_RETRIES, RESPONSE_TOOL, re
 from agentkit.events import ApprovalRequested, Interrupted
 from agentkit.exceptions import StructuredOutputError
 from agentkit.messages import Msg
-from agentkit.observability import _seams as _obs
 from agentkit.tools import INTERRUPTED_TEXT
 from agentkit.tools._response import ToolResponse
 

@@ -11,6 +11,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+import agentkit._seams as _obs
 from agentkit.agent import _loop as loop
 from agentkit.agent._cancel import cancel_run, current_task
 from agentkit.agent._compaction import compactor_of
@@ -32,7 +33,6 @@ from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.exceptions import AgentBusyError, StateError, UsageError
 from agentkit.memory import InMemoryMemory, Memory
 from agentkit.messages import Msg
-from agentkit.observability import _seams as _obs
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

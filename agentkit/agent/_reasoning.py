@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+import agentkit._seams as _obs
 from agentkit.agent import _compaction
 from agentkit.agent._state import answered_by, new_msg, store
 from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
 from agentkit.models._base import ChatResponse, ModelSettings, ToolDefinition
-from agentkit.observability import _seams as _obs
 
 if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation

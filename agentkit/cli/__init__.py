@@ -53,7 +53,7 @@ def _plain(doc: str | None) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agentkit`` command."""
-    from agentkit import __version__
+    from agentkit._version import __version__
     from agentkit.cli import _chat as chat
     from agentkit.cli import _mcp_cmd as mcp_cmd
     from agentkit.cli import _serve_cmd as serve_cmd

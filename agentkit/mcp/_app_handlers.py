@@ -48,7 +48,7 @@ def build(app: MCPApp) -> Server:
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
-    from agentkit import __version__
+    from agentkit._version import __version__
 
     handlers = _Handlers(app)
     app.bus = InMemorySubscriptionBus()

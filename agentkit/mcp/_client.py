@@ -221,7 +221,7 @@ class MCPClient(ClientEvents):
         from mcp import Client
         from mcp_types import Implementation, SamplingCapability, SamplingToolsCapability
 
-        from agentkit import __version__
+        from agentkit._version import __version__
 
         kwargs: dict[str, Any] = {
             "mode": self.protocol,

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import is_typeddict  # also knows typing_extensions.TypedDict
 
+import agentkit._seams as _obs
 from agentkit.mcp._context import MCPContext
 from agentkit.mcp._input_rounds import InputRounds
 from agentkit.messages import ToolUseBlock
-from agentkit.observability import _seams as _obs
 from agentkit.tools._annotations import annotations_of
 from agentkit.tools._response import ToolResponse
 

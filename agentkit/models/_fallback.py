@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING
 
+import agentkit._seams as seams
 from agentkit.exceptions import ModelAPIError, ModelConnectionError
 from agentkit.models._base import ChatModel, ChatResponse, ModelSettings, ToolDefinition
-from agentkit.observability import _seams as seams
 
 if TYPE_CHECKING:
     from agentkit.messages import Msg

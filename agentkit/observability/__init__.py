@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentkit.observability._seams import conversation, current_conversation, install, installed
+from agentkit._seams import conversation, current_conversation, install, installed
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider

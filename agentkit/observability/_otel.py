@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -29,7 +29,8 @@ from opentelemetry.propagate import extract
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from agentkit import __version__
+from agentkit._seams import EventValue, Instrumentation, current_conversation
+from agentkit._version import __version__
 from agentkit.agent._result import stop_reason as run_stop_reason
 from agentkit.observability import _content
 from agentkit.observability._otel_attributes import (
@@ -38,7 +39,6 @@ from agentkit.observability._otel_attributes import (
     metric_attributes,
     tool_attributes,
 )
-from agentkit.observability._seams import EventValue, Instrumentation, current_conversation
 
 if TYPE_CHECKING:
     from agentkit.agent._react import ReActAgent
@@ -304,22 +304,24 @@ class OTelInstrumentation(Instrumentation):
         )
         self.capture_content = capture_content
 
-    def run_span(self, agent: ReActAgent[Any, Any], run: Run) -> _Scope:
+    # The seams pass the loop's objects as ``object`` (agentkit._seams sits below the agent
+    # package); these are the agent's own ReActAgent, Run and Toolkit.
+    def run_span(self, agent: object, run: object) -> _Scope:
         """The ``invoke_agent {agent}`` span of one reply."""
-        return _RunScope(self.tracer, agent, run)
+        return _RunScope(self.tracer, cast("ReActAgent[Any, Any]", agent), cast("Run", run))
 
     def model_span(
         self,
-        agent: ReActAgent[Any, Any],
-        run: Run,
+        agent: object,
+        run: object,
         messages: Sequence[Msg],
         tools: list[dict[str, object]] | None,
     ) -> _Scope:
         """The ``chat {model}`` span of one model request; the answer is in ``run.partial``."""
-        request = chat_attributes(agent.model)
+        request = chat_attributes(cast("ReActAgent[Any, Any]", agent).model)
         if self.capture_content:
             request = {**request, **_content.request_attributes(messages)}
-        return _ChatScope(self, request, run)
+        return _ChatScope(self, request, cast("Run", run))
 
     def record(
         self,
@@ -337,11 +339,9 @@ class OTelInstrumentation(Instrumentation):
             self.tokens.record(usage.output_tokens, sets.output_tokens)
         self.duration.record(elapsed, sets.duration)
 
-    def tool_span(
-        self, agent: ReActAgent[Any, Any], run: Run, index: int, toolkit: Toolkit | None = None
-    ) -> _Scope:
+    def tool_span(self, agent: object, run: object, index: int, toolkit: object = None) -> _Scope:
         """The ``execute_tool {tool}`` span of call ``run.batch[index]``."""
-        return _ToolScope(self, run, index, toolkit)
+        return _ToolScope(self, cast("Run", run), index, cast("Toolkit | None", toolkit))
 
     def server_tool_span(
         self, name: str, call_id: str, meta: Mapping[str, object] | None

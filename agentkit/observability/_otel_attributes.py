@@ -102,7 +102,7 @@ def mcp_attributes(tool: object) -> Attributes:
     attributes: Attributes = {
         "mcp.method.name": "tools/call",
         "gen_ai.tool.type": "extension",
-        "agentkit.mcp._server.name": str(getattr(client, "name", "")),
+        "agentkit.mcp.server.name": str(getattr(client, "name", "")),
     }
     url = getattr(server, "url", None)
     if isinstance(url, str):
@@ -115,7 +115,7 @@ def mcp_attributes(tool: object) -> Attributes:
     else:
         attributes["network.transport"] = "pipe"
         command = " ".join([str(server.command), *map(str, getattr(server, "args", ()))])
-        attributes["agentkit.mcp._server.command"] = command
+        attributes["agentkit.mcp.server.command"] = command
     return attributes
 
 

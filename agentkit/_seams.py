@@ -6,7 +6,10 @@ asked for, a call denied). Without instrumentation every seam returns one shared
 ``nullcontext`` or does nothing: no OpenTelemetry import, no allocation, one global read.
 ``instrument()`` installs an :class:`Instrumentation` that does the real work.
 
-This module imports nothing beyond the standard library, so importing it is free.
+This module imports nothing beyond the standard library, so importing it is free, and it
+sits below every package that calls it (models, tools, mcp, agent): the loop's objects are
+passed as ``object`` and the installed instrumentation (``agentkit.observability``, which may
+import the agent) reads them with their real types.
 """
 
 from __future__ import annotations
@@ -18,11 +21,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
-    from agentkit.agent._react import ReActAgent
-    from agentkit.agent._state import Run
-    from agentkit.events import CallInfo
     from agentkit.messages import Msg, ToolUseBlock
-    from agentkit.tools._toolkit import Toolkit
 
 __all__ = [
     "Instrumentation",
@@ -54,14 +53,14 @@ class Instrumentation:
     (an implementation must never change them).
     """
 
-    def run_span(self, agent: ReActAgent[Any, Any], run: Run) -> AbstractContextManager[None]:
+    def run_span(self, agent: object, run: object) -> AbstractContextManager[None]:
         """Wrap one reply (``await agent(...)`` or ``agent.resume(...)``)."""
         return _NULL
 
     def model_span(
         self,
-        agent: ReActAgent[Any, Any],
-        run: Run,
+        agent: object,
+        run: object,
         messages: Sequence[Msg],
         tools: list[dict[str, object]] | None,
     ) -> AbstractContextManager[None]:
@@ -69,7 +68,7 @@ class Instrumentation:
         return _NULL
 
     def tool_span(
-        self, agent: ReActAgent[Any, Any], run: Run, index: int, toolkit: Toolkit | None = None
+        self, agent: object, run: object, index: int, toolkit: object = None
     ) -> AbstractContextManager[None]:
         """Wrap tool call ``run.batch[index]``; its result is in ``run.results[index]``."""
         return _NULL
@@ -98,15 +97,15 @@ def installed() -> Instrumentation | None:
     return _active
 
 
-def run_span(agent: ReActAgent[Any, Any], run: Run) -> AbstractContextManager[None]:
+def run_span(agent: object, run: object) -> AbstractContextManager[None]:
     """The ``invoke_agent`` span of one reply (a no-op unless instrumented)."""
     active = _active
     return _NULL if active is None else active.run_span(agent, run)
 
 
 def model_span(
-    agent: ReActAgent[Any, Any],
-    run: Run,
+    agent: object,
+    run: object,
     messages: Sequence[Msg],
     tools: list[dict[str, object]] | None,
 ) -> AbstractContextManager[None]:
@@ -116,7 +115,7 @@ def model_span(
 
 
 def tool_span(
-    agent: ReActAgent[Any, Any], run: Run, index: int, toolkit: Toolkit | None = None
+    agent: object, run: object, index: int, toolkit: object = None
 ) -> AbstractContextManager[None]:
     """The ``execute_tool`` span of one tool call (a no-op unless instrumented).
 
@@ -135,7 +134,7 @@ def server_tool_span(
     return _NULL if active is None else active.server_tool_span(name, call_id, meta)
 
 
-def approval_required(calls: list[CallInfo]) -> None:
+def approval_required(calls: Sequence[Mapping[str, Any]]) -> None:
     """Calls set aside for a human's approval (``{"id", "name", "input"}`` dicts)."""
     if _active is not None:
         for call in calls:
