@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, set_span_in_context
 
-from agentkit.observability import _seams as seams
+import agentkit._seams as seams
 from agentkit.observability import instrument, uninstrument
 from benchmarks import kit
 from benchmarks.common import median, timed
