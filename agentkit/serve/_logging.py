@@ -17,7 +17,7 @@ __all__ = ["configure_logging"]
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-class _ServeHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _ServeHandler(logging.StreamHandler[TextIO]):
     """The handler :func:`configure_logging` installs (found again to be replaced)."""
 
 
