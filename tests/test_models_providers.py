@@ -223,6 +223,8 @@ async def test_gemini_thought_signature_in_a_stream(server: WireServer) -> None:
         ("openrouter", "OPENROUTER_API_KEY", "https://openrouter.ai/api/v1"),
         ("groq", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
         ("mistral", "MISTRAL_API_KEY", "https://api.mistral.ai/v1"),
+        ("cerebras", "CEREBRAS_API_KEY", "https://api.cerebras.ai/v1"),
+        ("huggingface", "HF_TOKEN", "https://router.huggingface.co/v1"),
     ],
 )
 def test_from_string_hosted_compatible(

@@ -39,6 +39,9 @@ _OPENAI_COMPATIBLE: dict[str, _Compatible] = {
     "openrouter": _Compatible("https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)),
     "groq": _Compatible("https://api.groq.com/openai/v1", ("GROQ_API_KEY",), None, "GROQ_BASE_URL"),
     "mistral": _Compatible("https://api.mistral.ai/v1", ("MISTRAL_API_KEY",)),
+    "cerebras": _Compatible("https://api.cerebras.ai/v1", ("CEREBRAS_API_KEY",)),
+    # Hugging Face's inference router (OpenAI-compatible): model ids like "org/model:provider".
+    "huggingface": _Compatible("https://router.huggingface.co/v1", ("HF_TOKEN",)),
 }
 _OTHERS = ("openai-responses", "azure", "azure-responses", "anthropic", "bedrock", "vertex")
 
