@@ -506,6 +506,7 @@ async def test_a_served_thread_from_a_newer_agentkit_is_refused_clearly(served_d
     async with running(app) as base, httpx2.AsyncClient(base_url=base) as client:
         answer = await client.get("/threads/t-done")
     assert answer.status_code == 500
+    assert answer.json()["error"]["code"] == "thread_unreadable"
     assert "saved by a newer agentkit" in answer.json()["error"]["message"]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -243,54 +242,19 @@ async def test_new_message_instead_of_resume_denies_pending_calls(tmp_path: Path
     await stored_agent(tmp_path, "mv")
 
 
-class _SaveGate(SQLiteSession):
-    """Holds the save of a thread whose state carries ``marker`` until ``release`` is set."""
-
-    def __init__(self, path: Path, marker: str) -> None:
-        super().__init__(path)
-        self.marker = marker
-        self.holding = anyio.Event()  # the marked save is waiting
-        self.read_while_holding = anyio.Event()  # a request loaded the thread meanwhile
-        self.release = anyio.Event()
-
-    async def save_state(self, session_id: str, state: Any, **kw: Any) -> Any:
-        if self.marker in json.dumps(state):
-            self.holding.set()
-            await self.release.wait()
-        return await super().save_state(session_id, state, **kw)
-
-    async def load_state(self, session_id: str) -> Any:
-        if self.holding.is_set():
-            self.read_while_holding.set()
-        return await super().load_state(session_id)
-
-
-async def test_events_of_a_run_that_just_ended_is_204_once_the_thread_is_saved(
+async def test_events_right_after_a_run_ended_is_204_and_the_thread_holds_the_run(
     tmp_path: Path,
 ) -> None:
-    # Right after a run's last event its thread may still be saving. /events answers as it
-    # does a second later: 204 (no live run), once the save is done, so that the thread read
-    # next holds the whole run; never a replay of the finished run.
-    store = _SaveGate(tmp_path / "gate.db", "FINAL-ANSWER-XYZ")
-
+    # RUN_FINISHED goes out only after the turn is committed, so the moment a client sees
+    # the end, /events answers as it does a second later (204: no live run, never a replay
+    # of the finished run) and the thread read next holds the whole run.
     def factory() -> ReActAgent:
         return ReActAgent("bot", "sys", ScriptedModel(["FINAL-ANSWER-XYZ"]), Toolkit())
 
-    statuses: list[int] = []
-    app = create_app(factory, sessions=store)
+    app = create_app(factory, sessions=SQLiteSession(tmp_path / "t.db"))
     async with running(app) as base, httpx2.AsyncClient(base_url=base) as c:
         events = await run_events(c, "/agui", run_input("t1", user("hi")))
         assert events[-1]["outcome"] == {"type": "success"}
-        await store.holding.wait()  # the run ended; its save is held
-
-        async def attach() -> None:
-            statuses.append((await c.get("/threads/t1/events")).status_code)
-            store.read_while_holding.set()  # answered without waiting for the save
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(attach)
-            await store.read_while_holding.wait()  # the request is being handled
-            store.release.set()
-        assert statuses == [204]
+        assert (await c.get("/threads/t1/events")).status_code == 204
         assert "FINAL-ANSWER-XYZ" in str((await c.get("/threads/t1")).json()["messages"])
         assert (await c.get("/threads/t1/events")).status_code == 204

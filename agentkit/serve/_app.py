@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agentkit.agent import ReActAgent
-from agentkit.exceptions import SessionError
+from agentkit.exceptions import SessionError, StateError
 from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_messages
 from agentkit.serve._frontend import FrontendTool, instructions_with_context
 from agentkit.serve._http import DEFAULT_MAX_BODY, Guard, error_response, read_json
@@ -447,6 +447,13 @@ async def _store_error(request: Request, exc: Exception) -> Response:
     return error_response(503, "store_unavailable", message)
 
 
+async def _state_error(request: Request, exc: Exception) -> Response:
+    # A stored thread this agentkit cannot read (a newer agentkit's layout, a corrupt
+    # record): the message names the thread and the layout, nothing secret.
+    logger.error("%s %s: %s", request.method, request.url.path, exc)
+    return error_response(500, "thread_unreadable", str(exc))
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
@@ -553,6 +560,7 @@ def create_app(
         exception_handlers={
             ClientInputError: _client_error,
             SessionError: _store_error,
+            StateError: _state_error,
             HTTPException: _http_error,
             Exception: _server_error,
         },
