@@ -220,3 +220,37 @@ async def test_steer_when_a_usage_limit_ends_the_run_is_kept_and_not_answered():
     assert gate.outcomes == ["next_request"]
     assert len(model.requests) == 1
     assert (await _valid(agent))[-1].get_text() == "also Lyon"
+
+
+async def test_steer_session_reaches_a_run_held_in_another_process(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from agentkit.session import SQLiteSession, steer_session
+
+    root = Path(__file__).resolve().parent.parent
+    db = tmp_path / "s.db"
+    async with SQLiteSession(db) as store:
+        assert await steer_session(store, "chat-1", "nobody holds it") == "no_run"
+        proc = subprocess.Popen(
+            [sys.executable, str(root / "tests" / "_steer_worker.py"), str(db), "chat-1"],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
+        try:
+            assert proc.stdout is not None
+            line = await anyio.to_thread.run_sync(proc.stdout.readline)
+            assert line.strip() == "running"
+            assert await steer_session(store, "chat-1", "also Lyon") == "next_request"
+            done = json.loads(await anyio.to_thread.run_sync(proc.stdout.readline))
+            assert done == {"second": "also Lyon", "reply": "done", "ok": True}
+        finally:
+            proc.kill()
+            proc.wait()
+            assert proc.stdout is not None
+            proc.stdout.close()
