@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 import agentkit._seams as _obs
+from agentkit.agent import _steer
 from agentkit.agent._acting import (
     NEW_MESSAGE_TEXT,
     accept_answers,
@@ -271,7 +272,9 @@ async def drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Ms
 async def _steps(
     setup: RunSetup, conv: Conversation, run: Run, step: Step, call_timeout: float | None
 ) -> Msg:
-    while not isinstance(step, Finish):
+    while not isinstance(step, Finish) or await _follow_up(setup, conv, run):
+        if isinstance(step, Finish):  # steering: a follow-up turn answers a late steer
+            step = Reason()
         limit = limit_before(setup, run, step)
         if limit is not None:  # answer every open call, then stop
             step = await _stop_at_limit(setup, conv, run, step, limit)
@@ -284,6 +287,11 @@ async def _steps(
         if call.cancelled_caught:
             return await _cut_at_limit(setup, conv, run, "model_call_timeout")
     return step.reply
+
+
+async def _follow_up(setup: RunSetup, conv: Conversation, run: Run) -> bool:
+    """Steers queued after the last request: stored for a follow-up turn (if one may run)."""
+    return await _steer.follow_up(conv, run, limit_before(setup, run, Reason()) is None)
 
 
 async def _cut_at_limit(setup: RunSetup, conv: Conversation, run: Run, limit: str) -> Msg:

@@ -13,6 +13,7 @@ import anyio.lowlevel
 
 import agentkit._seams as _obs
 from agentkit.agent import _loop as loop
+from agentkit.agent import _steer
 from agentkit.agent._cancel import cancel_run, current_task
 from agentkit.agent._compaction import compactor_of
 from agentkit.agent._construct import (
@@ -28,6 +29,7 @@ from agentkit.agent._hooks import HookHost, HookRegistry
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
 from agentkit.agent._setup import ApprovalPolicy, RunSetup
 from agentkit.agent._state import Run, migrate_state, parse_agent_state, store
+from agentkit.agent._steer import SteerOutcome
 from agentkit.agent._stream import fan_out
 from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.exceptions import AgentBusyError, StateError, UsageError
@@ -356,6 +358,38 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         else:
             await self.memory.add(msgs)
 
+    async def steer(self, msg: MsgInput) -> SteerOutcome:
+        """Add a user message to the run in progress, without stopping it.
+
+        The message is stored right before the run's next model request (never between a
+        tool call and its result). Accepted while the final answer streams, or after the
+        last request, it gets a follow-up turn of the same run that answers it. While calls
+        wait for approval it is kept (with the state) and stored when the run resumes,
+        before its next request. A run that ends otherwise (a usage limit, an interrupt, an
+        error) keeps it for the conversation's next request. Accepted is never lost.
+
+        Args:
+            msg: A string (a user message), a Msg or a list of Msg.
+
+        Returns:
+            ``"next_request"`` (stored before a model request of this run, or of the
+            conversation's next one when the run ended first) or ``"follow_up"`` (the run
+            made one more turn to answer it). Returns once the message is placed: while a
+            tool runs, that is when the tools have finished.
+
+        Raises:
+            StateError: when no run is in progress and no call waits for approval.
+            UsageError: for an empty message.
+            MemoryInvariantError: when ``msg`` holds a tool call without its result.
+        """
+        msgs = as_input(msg)  # no await before the message is queued: order is call order
+        if not msgs:
+            raise UsageError("steer needs a message")
+        if self._run is None and not self._conv.has_pending:
+            raise StateError(f"agent {self.name!r} has no run in progress to steer")
+        queued = _steer.accept(self._conv, self._run, msgs)
+        return "next_request" if queued is None else await queued.wait()
+
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a ``Tool`` for another agent's toolkit (``agentkit.pipelines``)."""
         from agentkit.pipelines import agent_as_tool
@@ -481,6 +515,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                 run.scope = None  # from here on, interrupt() is a no-op
                 with anyio.CancelScope(shield=True):
                     await loop.finalize(setup, conv, run, exc)
+                    _steer.close(conv, run)  # undelivered steers: kept for the next request
                     await conv.flush_deferred(run)
                 raise
             run.scope = None
@@ -489,6 +524,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                     reply = await loop.finalize(setup, conv, run, None)
                 elif run.interrupt_msgs:  # interrupted too late to cut anything
                     await store(conv.memory, run.interrupt_msgs, run)
+                _steer.close(conv, run)  # undelivered steers: kept for the next request
                 await conv.flush_deferred(run)
             if run.emit is not None:
                 run.emit(ReplyFinished(reply))

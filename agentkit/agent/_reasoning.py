@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 import agentkit._seams as _obs
-from agentkit.agent import _compaction
+from agentkit.agent import _compaction, _steer
 from agentkit.agent._state import answered_by, new_msg, store
 from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
@@ -163,6 +163,7 @@ async def reason(
     Returns:
         The stored assistant message. Its tool calls (if any) are in ``run.batch``.
     """
+    await _steer.deliver(conv.memory, run)  # steering: queued user messages, before the request
     prompt = await _request_view(setup, conv, run, extra)
     hooks = setup.hooks
     kwargs: dict[str, Any] | None = None

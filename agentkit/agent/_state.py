@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from agentkit.agent._limits import UsageLimits
+    from agentkit.agent._steer import Steer
     from agentkit.events import AgentEvent
     from agentkit.memory import Memory
     from agentkit.tools._response import ToolResponse
@@ -117,6 +118,8 @@ class Run:
         structured_value: The validated pydantic instance once accepted.
         retries: ``ToolRetry`` answers per tool name in this run.
         approved: Ids of calls a human approved in this run (``tool_call_approved``).
+        steering: Steers queued by ``agent.steer`` for the next model request
+            (``agentkit.agent._steer``); None once the loop is over.
     """
 
     __slots__ = (
@@ -141,6 +144,7 @@ class Run:
         "retries",
         "scope",
         "started",
+        "steering",
         "structured",
         "structured_failures",
         "structured_output",
@@ -183,6 +187,7 @@ class Run:
         self.retries: dict[str, int] = {}
         self.approved: set[str] = set()
         self.answered_by: str | None = None  # the model of the last answer (fallbacks)
+        self.steering: list[Steer] | None = []
 
     def count_response(self, usage: ChatUsage | None, model: str | None = None) -> None:
         """Add one model response's usage (and the model that gave it) to the totals."""

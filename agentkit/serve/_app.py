@@ -5,7 +5,8 @@ Endpoints (all JSON errors, all behind the bearer token when one is configured):
 * ``POST /agui``: a ``RunAgentInput``; answers an SSE stream of AG-UI events.
 * ``GET /threads``, ``POST /threads`` (a new server-chosen 128-bit id), ``GET|DELETE
   /threads/{id}``, ``GET /threads/{id}/events`` (re-attach to the live run),
-  ``POST /threads/{id}/interrupt`` (returns once stopped), ``POST /threads/{id}/approvals``.
+  ``POST /threads/{id}/interrupt`` (returns once stopped), ``POST /threads/{id}/steer``
+  (a user message into the running reply), ``POST /threads/{id}/approvals``.
 * ``GET /healthz``; ``GET /`` and ``/static/*``: the web chat (no data, no token needed).
 """
 
@@ -31,7 +32,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agentkit.agent import ReActAgent
-from agentkit.exceptions import SessionError, StateError
+from agentkit.exceptions import SessionConflictError, SessionError, StateError
 from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_messages
 from agentkit.serve._frontend import FrontendTool, instructions_with_context
 from agentkit.serve._http import DEFAULT_MAX_BODY, Guard, error_response, read_json
@@ -46,8 +47,9 @@ from agentkit.serve._ownership import (
     stop_remote,
 )
 from agentkit.serve._runner import RunRequest, execute_run, interrupt_for
-from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
+from agentkit.serve._threads import FinishedRuns, RunChannel, ThreadRecord, ThreadStore
 from agentkit.session import Session, SQLiteSession
+from agentkit.session._control import send_steer
 
 __all__ = ["AgentFactory", "DepsBuilder", "ServeState", "create_app"]
 
@@ -85,6 +87,7 @@ class ServeState:
         self.deps = deps
         self.max_body = max_body
         self.active: dict[str, RunChannel] = {}
+        self.finished = FinishedRuns()
         self.task_group: TaskGroup | None = None
 
     async def new_agent(self) -> ReActAgent:
@@ -217,6 +220,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     def release() -> None:
         slot.release()
         state.active.pop(key, None)
+        state.finished.keep(key, channel)  # a reconnect may still want its last events
 
     state.task_group.start_soon(execute_run, req, claim, release)
     return StreamingResponse(channel.read(), media_type="text/event-stream", headers=_SSE_HEADERS)
@@ -288,6 +292,71 @@ async def _stop(
     return outcome, str(lease.get("worker")), run_id, None
 
 
+async def steer(request: Request) -> Response:
+    """``POST /threads/{id}/steer``: ``{"message": str}`` into the running reply, anywhere.
+
+    Answers ``{"status": "next_request" | "follow_up" | "no_run" | "unreachable", "worker":
+    id | None}`` once the run has placed the message (see ``ReActAgent.steer``). A thread
+    paused for approval keeps it for the resumed run (``next_request``).
+    """
+    owner = _owner(request)
+    thread_id = _thread_id(request)
+    state = _state(request)
+    data = await read_json(request, state.max_body)
+    message = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(message, str) or not message.strip():
+        raise ClientInputError(400, "bad_request", 'the body must be {"message": "<text>"}')
+    status, worker, run_id = await _steer(state, owner, thread_id, message)
+    body = {"threadId": thread_id, "status": status, "worker": worker, "runId": run_id}
+    return JSONResponse(body)
+
+
+async def _steer(
+    state: ServeState, owner: str, thread_id: str, message: str
+) -> tuple[str, str | None, str | None]:
+    """Steer the thread's run: ``(status, worker, run id)``."""
+    channel = await _settled(state, owner, thread_id)
+    if channel is not None and channel.agent is not None:  # it runs here: no network hop
+        try:
+            return await channel.agent.steer(message), state.worker, channel.run_id
+        except StateError:  # its reply ended meanwhile (the turn is being committed)
+            return "no_run", None, None
+    record = await _load(state, owner, thread_id)
+    lease = live_lease(record)
+    if lease is None:
+        return await _steer_paused(state, record, message), None, None
+    run_id = str(lease.get("run"))
+
+    async def still_held() -> bool:
+        current = await state.store.load(owner, thread_id)
+        held = None if current is None else live_lease(current)
+        return held is not None and held.get("run") == run_id
+
+    key = ThreadStore.key(owner, thread_id)
+    status, worker = await send_steer(
+        state.store.session,
+        key,
+        message,
+        run=run_id,
+        wait=state.stop_timeout,
+        still_held=still_held,
+    )
+    return status, worker, run_id if status != "no_run" else None
+
+
+async def _steer_paused(state: ServeState, record: ThreadRecord, message: str) -> str:
+    """A thread with calls waiting for approval keeps the steer for its resumed run."""
+    agent = await state.agent_for(record)
+    if not agent.pending_tool_calls:
+        return "no_run"
+    status = await agent.steer(message)  # paused: kept as a deferred message
+    try:
+        await state.store.save(record, agent)  # with the version check: no run slipped in
+    except SessionConflictError:
+        raise _busy(record.thread_id) from None
+    return status
+
+
 def _stop_timing(received: float, channel: RunChannel) -> dict[str, str]:
     """``Server-Timing`` of a local Stop: until the turn was committed, and the stream's end.
 
@@ -305,6 +374,11 @@ def _stop_timing(received: float, channel: RunChannel) -> dict[str, str]:
 async def events(request: Request) -> Response:
     """``GET /threads/{id}/events``: replay and follow the live run (204 when idle).
 
+    Every event has an SSE id ``<run id>:<seq>``: a reconnect with ``Last-Event-ID`` gets
+    every later event of that run once, in order (also just after the run ended: the
+    worker keeps its threads' last runs for a minute); without one, or with another run's,
+    the live run is replayed from its start.
+
     A run whose last event is out but whose thread is still saving counts as ended: the
     answer waits for the save and is 204, as it is a moment later, so the thread read next
     holds the whole run (never a replay of a finished run).
@@ -313,10 +387,17 @@ async def events(request: Request) -> Response:
     thread_id = _thread_id(request)
     state = _state(request)
     await _load(state, owner, thread_id)  # 404 for a thread this owner does not have
+    last = request.headers.get("last-event-id")
     channel = await _settled(state, owner, thread_id)
+    if channel is None or (last and channel.resume_index(last) == 0):
+        # A reconnect into a run that has ended since: the rest of it, if still kept.
+        ended = state.finished.get(ThreadStore.key(owner, thread_id))
+        if last and ended is not None and ended.resume_index(last) > 0:
+            channel = ended
     if channel is None:
         return Response(status_code=204)
-    return StreamingResponse(channel.read(), media_type="text/event-stream", headers=_SSE_HEADERS)
+    stream = channel.read(channel.resume_index(last))
+    return StreamingResponse(stream, media_type="text/event-stream", headers=_SSE_HEADERS)
 
 
 # -- threads -------------------------------------------------------------------------------
@@ -471,6 +552,7 @@ _ROUTES = [
     Route("/threads/{thread_id}", delete_thread, methods=["DELETE"]),
     Route("/threads/{thread_id}/events", events, methods=["GET"]),
     Route("/threads/{thread_id}/interrupt", interrupt, methods=["POST"]),
+    Route("/threads/{thread_id}/steer", steer, methods=["POST"]),
     Route("/threads/{thread_id}/approvals", approvals, methods=["POST"]),
 ]
 

@@ -21,8 +21,9 @@ While a run holds its thread it also holds the thread's session on the control c
 and ``POST /threads/{id}/interrupt`` on any worker reach it. A command is
 ``{"command": name, "run": run id | None, "reply_to": channel | None, "id": str | None,
 ...}``: ``interrupt`` stops the run; the holder answers ``{"command": "stopped", "id": ...,
-"worker": ...}`` on ``reply_to`` once the turn is committed. Other command names (``steer``)
-are handled by :data:`COMMANDS` entries added beside ``interrupt``.
+"worker": ...}`` on ``reply_to`` once the turn is committed; ``steer`` (``"message": str``)
+queues the message into the run (``agent.steer``) and answers through
+:class:`~agentkit.session._control.SteerReplies`. :data:`COMMANDS` maps the names to handlers.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from agentkit.agent import ReActAgent
 from agentkit.exceptions import SessionConflictError, SessionError
 from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
 from agentkit.session import Session
-from agentkit.session._control import channel_name, control_channel
+from agentkit.session._control import SteerReplies, channel_name, control_channel
 
 __all__ = [
     "COMMANDS",
@@ -106,7 +107,12 @@ async def _interrupt(claim: Claim, command: dict[str, Any]) -> None:
         await claim.agent.interrupt(text if isinstance(text, str) and text else None)
 
 
-COMMANDS: dict[str, Command] = {"interrupt": _interrupt}
+async def _steer(claim: Claim, command: dict[str, Any]) -> None:
+    if claim.steers is not None:  # queued into the run; answered once it is placed
+        await claim.steers.handle(command)
+
+
+COMMANDS: dict[str, Command] = {"interrupt": _interrupt, "steer": _steer}
 """Control-channel commands a served run obeys, by name."""
 
 
@@ -135,6 +141,7 @@ class Claim:
         self.worker = worker
         self.seconds = seconds
         self.agent: ReActAgent | None = None
+        self.steers: SteerReplies | None = None  # while the run is held
         self.expires = 0.0
         self.replies: dict[str, str] = {}  # Stop requests to answer: nonce -> reply channel
         self.lost = False
@@ -238,6 +245,7 @@ class Claim:
 
         name = channel_name(self.session, self.key)
         async with (
+            SteerReplies(self.session, agent, self.worker) as self.steers,
             control_channel(self.session).subscribe(name, on_command),
             anyio.create_task_group() as tg,
         ):

@@ -31,10 +31,13 @@ from agentkit.agent import ReActAgent
 from agentkit.messages import Msg
 from agentkit.session import Session
 
-__all__ = ["RunChannel", "ThreadRecord", "ThreadStore"]
+__all__ = ["FINISHED_KEEP_SECONDS", "FinishedRuns", "RunChannel", "ThreadRecord", "ThreadStore"]
 
 _PREFIX = "serve"
 MAX_ALIASES = 2000  # oldest provisional ids are forgotten first
+FINISHED_KEEP_SECONDS = 60.0
+"""How long a worker keeps the events of a thread's last run for reconnects."""
+FINISHED_KEEP_RUNS = 256  # at most this many finished runs kept (the oldest go first)
 THREAD_VERSION = 1
 """The version of the stored thread layout this agentkit writes (``serve_thread``)."""
 THREAD_MIGRATIONS: dict[int, Migration] = {}
@@ -199,7 +202,8 @@ class RunChannel:
     """One live run: its agent, and its encoded events for any number of readers.
 
     Events are kept for the whole run, so a reader that attaches late (a reloaded page)
-    replays the run from ``RUN_STARTED``; the run never waits for a reader.
+    replays the run from ``RUN_STARTED``, and one that reconnects with ``Last-Event-ID``
+    gets every later event once, in order; the run never waits for a reader.
     """
 
     def __init__(self, owner: str, thread_id: str, run_id: str) -> None:
@@ -219,8 +223,8 @@ class RunChannel:
         self._changed = anyio.Event()
 
     def push(self, encoded: str) -> None:
-        """Append one encoded event and wake the readers."""
-        self.events.append(encoded)
+        """Append one encoded event, with its SSE ``id`` (``<run id>:<seq>``); wake readers."""
+        self.events.append(f"id: {self.run_id}:{len(self.events)}\n{encoded}")
         self._changed.set()
         self._changed = anyio.Event()
 
@@ -234,14 +238,25 @@ class RunChannel:
         self.end_stream()
         self.done.set()
 
-    async def read(self) -> AsyncIterator[str]:
-        """Yield the encoded events from the first one until the run ends.
+    def resume_index(self, last_event_id: str | None) -> int:
+        """Where a reader that saw ``last_event_id`` (SSE ``Last-Event-ID``) continues.
+
+        An id of this run continues after that event; anything else (none, another run's,
+        malformed) replays this run from its first event.
+        """
+        run, _, seq = (last_event_id or "").strip().rpartition(":")
+        if run != self.run_id or not seq.isdigit():
+            return 0
+        return min(int(seq) + 1, len(self.events))
+
+    async def read(self, start: int = 0) -> AsyncIterator[str]:
+        """Yield the encoded events from index ``start`` until the run ends.
 
         Events pushed since the last read go out together, as one chunk: one write (and
         one trip through the ASGI stack) for a tool call's four events or a stopped run's
         last ones, instead of one each.
         """
-        index = 0
+        index = start
         self.readers += 1
         try:
             while True:
@@ -263,3 +278,36 @@ class RunChannel:
     async def wait(self) -> None:
         """Wait until the run has ended (and its thread is saved)."""
         await self.done.wait()
+
+
+class FinishedRuns:
+    """The last finished run of recently active threads, for reconnects (bounded, expiring).
+
+    A client whose connection dropped just before ``RUN_FINISHED`` reconnects with
+    ``Last-Event-ID`` and still gets the run's last events exactly once.
+    """
+
+    def __init__(
+        self, seconds: float = FINISHED_KEEP_SECONDS, most: int = FINISHED_KEEP_RUNS
+    ) -> None:
+        self.seconds = seconds
+        self.most = most
+        self._runs: dict[str, tuple[float, RunChannel]] = {}  # insertion order: oldest first
+
+    def keep(self, key: str, channel: RunChannel) -> None:
+        """Remember ``channel`` as the last run of thread ``key``."""
+        self._runs.pop(key, None)
+        self._runs[key] = (time.monotonic() + self.seconds, channel)
+        while len(self._runs) > self.most:
+            del self._runs[next(iter(self._runs))]
+
+    def get(self, key: str) -> RunChannel | None:
+        """The thread's last finished run, if still kept."""
+        now = time.monotonic()
+        while self._runs:  # expired ones first (they are the oldest)
+            oldest = next(iter(self._runs))
+            if self._runs[oldest][0] > now:
+                break
+            del self._runs[oldest]
+        found = self._runs.get(key)
+        return None if found is None else found[1]

@@ -5,12 +5,13 @@ session; ``RedisSession`` needs the optional ``redis`` package and ``PostgresSes
 optional ``psycopg`` package (both imported on first use). Every store versions its sessions
 and refuses a stale save with ``SessionConflictError`` (see ``agentkit.session._base``).
 ``interrupt_session`` stops a session's run on whichever worker holds it
-(``hold_session``; see ``agentkit.session._control``).
+(``hold_session``; see ``agentkit.session._control``), and ``steer_session`` queues a user
+message into it.
 """
 
 from agentkit.exceptions import SessionConflictError
 from agentkit.session._base import Session, Stateful, StateGroup
-from agentkit.session._control import hold_session, interrupt_session
+from agentkit.session._control import hold_session, interrupt_session, steer_session
 from agentkit.session._json_session import JSONSession
 from agentkit.session._postgres_session import PostgresSession
 from agentkit.session._redis_session import RedisSession
@@ -27,4 +28,5 @@ __all__ = [
     "Stateful",
     "hold_session",
     "interrupt_session",
+    "steer_session",
 ]

@@ -29,12 +29,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import AsyncIterator
+import os
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
+from anyio.abc import TaskGroup
 
+from agentkit.exceptions import AgentkitError, UsageError
 from agentkit.session._base import Session, check_session_id
 from agentkit.session._file_control import (
     ControlChannel,
@@ -56,12 +60,24 @@ __all__ = [
     "LocalControlChannel",
     "PostgresControlChannel",
     "RedisControlChannel",
+    "SteerReplies",
+    "SteerStatus",
     "control_channel",
     "hold_session",
     "interrupt_session",
+    "send_steer",
+    "steer_session",
 ]
 
 logger = logging.getLogger("agentkit.session")
+
+SteerStatus = Literal["next_request", "follow_up", "no_run", "unreachable"]
+"""What became of a steer sent to a session's holder: the agent's own answer
+(``agent.steer``), ``"no_run"`` (nobody runs the session) or ``"unreachable"`` (no answer in
+time)."""
+
+_REPUBLISH = 0.2  # a steer is sent again this often until the holder acknowledges it
+_ANSWER_GRACE = 2.0  # seconds a holder's answer may still take once its run has ended
 
 MAILBOX_NAME = ".agentkit-control"
 """The mailbox folder of a ``JSONSession``'s control channel, inside its directory."""
@@ -162,6 +178,182 @@ class PostgresControlChannel(ControlChannel):
 _dispatch = dispatch
 
 
+class SteerReplies:
+    """The holder's side of ``steer``: queue it into the agent's run, answer the sender.
+
+    A ``steer`` command is ``{"command": "steer", "message": str, "id": nonce, "reply_to":
+    channel}``. The holder answers ``{"command": "steer_received", "id"}`` at once (the
+    sender stops sending it again: a command seen twice is queued once) and ``{"command":
+    "steered", "id", "outcome", "worker"}`` once the run has placed the message (the outcome
+    of ``agent.steer``, or ``"no_run"``). Waiting for the run happens in a task of its own:
+    the channel's listener is never held up.
+
+    Use as an async context manager around the held run; on exit it lets the answers that
+    are due go out (the run is over, so each is immediate) before it stops.
+    """
+
+    def __init__(self, store: Session, agent: Any, worker: str | None = None) -> None:
+        self.control = control_channel(store)
+        self.agent = agent
+        self.worker = worker or f"pid-{os.getpid()}"
+        self._seen: set[str] = set()
+        self._tg: TaskGroup | None = None
+
+    async def __aenter__(self) -> SteerReplies:
+        self._tg = await anyio.create_task_group().__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        tg, self._tg = self._tg, None
+        assert tg is not None
+        tg.cancel_scope.deadline = anyio.current_time() + _ANSWER_GRACE
+        await tg.__aexit__(None, None, None)
+
+    async def handle(self, command: dict[str, Any]) -> None:
+        """Obey one ``steer`` command (malformed ones are ignored)."""
+        nonce, reply_to, text = command.get("id"), command.get("reply_to"), command.get("message")
+        if not (isinstance(nonce, str) and isinstance(reply_to, str)) or self._tg is None:
+            return
+        await self._publish(reply_to, {"command": "steer_received", "id": nonce})
+        if nonce in self._seen:  # sent again before our receipt arrived: queued already
+            return
+        self._seen.add(nonce)
+        self._tg.start_soon(self._answer, nonce, reply_to, text)
+
+    async def _answer(self, nonce: str, reply_to: str, text: object) -> None:
+        outcome: str = "no_run"
+        steer = getattr(self.agent, "steer", None)
+        if isinstance(text, str) and text and steer is not None:
+            try:
+                outcome = await steer(text)
+            except AgentkitError:  # no run in progress (ended meanwhile)
+                outcome = "no_run"
+        answer = {"command": "steered", "id": nonce, "outcome": outcome, "worker": self.worker}
+        with anyio.CancelScope(shield=True):
+            await self._publish(reply_to, answer)
+
+    async def _publish(self, channel: str, command: dict[str, Any]) -> None:
+        try:
+            await self.control.publish(channel, command)
+        except Exception:  # the sender times out ("unreachable"); the steer is queued
+            logger.warning("could not answer a steer on %s", channel, exc_info=True)
+
+
+async def send_steer(
+    store: Session,
+    session_id: str,
+    message: str,
+    *,
+    run: str | None = None,
+    wait: float = 10.0,
+    still_held: Callable[[], Awaitable[bool]] | None = None,
+) -> tuple[SteerStatus, str | None]:
+    """Send a steer to whoever holds ``session_id``; wait for what became of it.
+
+    The command is sent again every 0.2 s until the holder acknowledges it (a holder that
+    claimed its session a moment ago may not listen yet; ``NOTIFY`` does not say whether
+    anyone heard it); the holder queues it once. Then the answer comes when the run has
+    placed the message: before its next model request, or in a follow-up turn, so at the
+    latest when the tools running now have finished.
+
+    Args:
+        store: The session store.
+        session_id: The held session.
+        message: The user's text.
+        run: Only the run with this id obeys (served threads), or any holder (None).
+        wait: Seconds to wait for the acknowledgement, and (without ``still_held``) for
+            the answer after it.
+        still_held: Whether the run still holds the session (read from the store): with
+            it, the answer is awaited as long as the run lives.
+
+    Returns:
+        ``(status, worker)``: the holder's outcome and its id, ``("no_run", None)`` when
+        nobody holds the session, or ``("unreachable", None)`` without an answer in time
+        (after an acknowledgement the message is queued there all the same).
+    """
+    if not isinstance(message, str) or not message:
+        raise UsageError("a steer needs a non-empty message")
+    control = control_channel(store)
+    channel = channel_name(store, check_session_id(session_id))
+    nonce = secrets.token_hex(8)
+    reply_to = channel_name(store, f"{session_id}\0steer\0{nonce}")
+    received, answered = anyio.Event(), anyio.Event()
+    answer: dict[str, Any] = {}
+
+    async def on_reply(reply: dict[str, Any]) -> None:
+        if reply.get("id") != nonce:
+            return
+        if reply.get("command") == "steered":
+            answer.update(reply)
+            answered.set()
+        received.set()
+
+    command: dict[str, object] = {
+        "command": "steer",
+        "run": run,
+        "reply_to": reply_to,
+        "id": nonce,
+        "message": message,
+    }
+    async with control.subscribe(reply_to, on_reply):
+        with anyio.move_on_after(wait):
+            while not received.is_set():
+                reached = await control.publish(channel, command)
+                if reached == 0 and still_held is None:
+                    return "no_run", None  # the transport counts its holders: none
+                with anyio.move_on_after(_REPUBLISH):
+                    await received.wait()
+                if not received.is_set() and still_held is not None and not await still_held():
+                    return "no_run", None
+        if not received.is_set():
+            return "unreachable", None
+        if still_held is None:
+            with anyio.move_on_after(wait):
+                await answered.wait()
+        while not answered.is_set():
+            with anyio.move_on_after(1.0):
+                await answered.wait()
+            if not answered.is_set() and not await still_held():  # type: ignore[misc]
+                with anyio.move_on_after(_ANSWER_GRACE):
+                    await answered.wait()
+                break
+    if not answered.is_set():
+        return "unreachable", None
+    outcome = answer.get("outcome")
+    worker = answer.get("worker")
+    status: SteerStatus = "no_run"
+    if outcome in ("next_request", "follow_up"):
+        status = outcome
+    return status, worker if isinstance(worker, str) else None
+
+
+async def steer_session(
+    store: Session, session_id: str, message: str, *, wait: float = 30.0
+) -> SteerStatus:
+    """Queue ``message`` into the run holding ``session_id``, on whichever worker it runs.
+
+    The twin of :func:`interrupt_session`: the holder (``hold_session``) calls
+    ``agent.steer(message)``, so the message reaches the run's next model request or a
+    follow-up turn, and answers which.
+
+    Args:
+        store: The session store the worker holds the session in.
+        session_id: The session.
+        message: The user's text.
+        wait: Seconds to wait for the holder's receipt, then for its answer.
+
+    Returns:
+        ``"next_request"`` or ``"follow_up"`` (see ``ReActAgent.steer``), ``"no_run"``
+        (nobody holds the session, or its agent has no run to steer) or ``"unreachable"``
+        (no answer within ``wait``).
+
+    Raises:
+        UsageError: for an empty message.
+    """
+    status, _ = await send_steer(store, session_id, message, wait=wait)
+    return status
+
+
 def control_channel(store: Session) -> ControlChannel:
     """The control channel that fits ``store`` (see the module docs)."""
     if isinstance(store, PostgresSession):
@@ -199,7 +391,9 @@ async def interrupt_session(
 async def hold_session(
     store: Session, session_id: str, agent: Interruptible
 ) -> AsyncIterator[None]:
-    """Make ``agent`` interruptible through ``interrupt_session`` while the block runs.
+    """Make ``agent`` interruptible (``interrupt_session``) and steerable while the block runs.
+
+    ``steer_session`` reaches it too when the agent has a ``steer`` method (``ReActAgent``).
 
     The subscription is active when the block starts; it ends with the block.
 
@@ -209,10 +403,14 @@ async def hold_session(
     """
     channel = channel_name(store, check_session_id(session_id))
 
-    async def on_command(command: dict[str, object]) -> None:
-        if command.get("command") == "interrupt":
-            text = command.get("message")
-            await agent.interrupt(text if isinstance(text, str) and text else None)
+    async with SteerReplies(store, agent) as steers:
 
-    async with control_channel(store).subscribe(channel, on_command):
-        yield
+        async def on_command(command: dict[str, Any]) -> None:
+            if command.get("command") == "interrupt":
+                text = command.get("message")
+                await agent.interrupt(text if isinstance(text, str) and text else None)
+            elif command.get("command") == "steer":
+                await steers.handle(command)
+
+        async with control_channel(store).subscribe(channel, on_command):
+            yield
