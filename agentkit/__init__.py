@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from agentkit._console import interrupt_on_sigint
 from agentkit.agent import (
     AgentHooks,
+    Decision,
     PendingCall,
     ReActAgent,
     RunResult,
@@ -65,6 +66,7 @@ __all__ = [
     "ApprovalRequired",
     "AudioBlock",
     "ContentBlock",
+    "Decision",
     "DocumentBlock",
     "HttpServer",
     "ImageBlock",

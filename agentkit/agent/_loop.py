@@ -176,21 +176,30 @@ async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute)
 
 
 async def _settle(setup: RunSetup, conv: Conversation, run: Run, step: Settle) -> Step:
-    approvals = dict(step.approvals)
-    decided = [c for c in conv.pending if c["id"] in approvals]
+    # Decisions on calls waiting inside a call (nested approvals) re-invoke that call with
+    # a ``NestedResume``: its tool routes them to the agent holding the calls.
+    decisions, run.resumes = conv.route(dict(step.approvals))
+    decided = [c for c in conv.pending if c["id"] in decisions or c["id"] in run.resumes]
     if not decided:
         return _pending_reply(setup, conv, run)
-    conv.pending = [c for c in conv.pending if c["id"] not in approvals]
-    run.begin_batch(decided)
-    runnable = []
+    conv.pending = [c for c in conv.pending if c not in decided]
+    batch, runnable, denied = [], [], []
     for i, call in enumerate(decided):
-        verdict = approvals[call["id"]]
-        if verdict is True:
+        decision = decisions.get(call["id"])
+        if decision is None or decision.approved:
             runnable.append(i)
-            run.approved.add(call["id"])
+            if decision is not None:
+                run.approved.add(call["id"])
+                if decision.input is not None:  # the human's arguments replace the model's
+                    call = call.copy()
+                    call["input"] = dict(decision.input)
         else:
-            _obs.tool_denied(call, verdict)  # observability seam: span event
-            settle(run, i, denied_response(verdict))
+            denied.append((i, decision.reason or False))
+        batch.append(call)
+    run.begin_batch(batch)
+    for i, why in denied:
+        _obs.tool_denied(batch[i], why)  # observability seam: span event
+        settle(run, i, denied_response(why))
     return Execute(tuple(runnable))
 
 

@@ -21,7 +21,7 @@ from agentkit.agent._construct import (
     resolve_model,
     structured_output,
 )
-from agentkit.agent._conversation import CallInfo, Conversation
+from agentkit.agent._conversation import CallInfo, Conversation, Verdict
 from agentkit.agent._copying import copy_slots
 from agentkit.agent._hooks import HookHost, HookRegistry
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
@@ -255,7 +255,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 
     async def resume(
         self,
-        approvals: dict[str, bool | str] | None = None,
+        approvals: dict[str, Verdict] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
     ) -> Msg:
@@ -300,7 +300,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 
     async def _resume(
         self,
-        approvals: dict[str, bool | str],
+        approvals: dict[str, Verdict],
         output_type: type[BaseModel] | None,
         deps: object,
         limits: UsageLimits | None,

@@ -24,6 +24,7 @@ from agentkit.models._base import ChatResponse, ChatUsage
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentkit.agent._conversation import NestedResume, NestedWait
     from agentkit.agent._limits import UsageLimits
     from agentkit.events import AgentEvent
     from agentkit.memory import Memory
@@ -40,15 +41,23 @@ __all__ = [
     "store",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the agent state layout this agentkit writes (``state["schema_version"]``).
 
-agentkit 0.1 and 0.2 write version 1. Every bump ships a migration in ``MIGRATIONS`` (from
-the previous version) and keeps loading the saved-state corpora under
-``tests/state_corpus/`` (see ``agentkit._formats``).
+agentkit 0.1 and 0.2 write version 1. Version 2 adds ``nested_calls`` (present only while a
+pending call waits on calls inside it: an agent used as a tool, paused for approval), so an
+agentkit that cannot resume those refuses the state instead of re-running the tool.
+Every bump ships a migration in ``MIGRATIONS`` (from the previous version) and keeps
+loading the saved-state corpora under ``tests/state_corpus/`` (see ``agentkit._formats``).
 """
 
-MIGRATIONS: dict[int, Migration] = {}
+
+def _v1_to_v2(state: dict[str, object]) -> dict[str, object]:
+    """Version 1 had no nested waits: only the version changes."""
+    return {**state, "schema_version": 2}
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 """``{n: fn}``: ``fn`` turns a version-``n`` state into a version-``n + 1`` state."""
 
 
@@ -117,6 +126,8 @@ class Run:
         structured_value: The validated pydantic instance once accepted.
         retries: ``ToolRetry`` answers per tool name in this run.
         approved: Ids of calls a human approved in this run (``tool_call_approved``).
+        waits: Calls of the batch that wait on calls inside them, by id (``NestedWait``).
+        resumes: Calls re-invoked to route decisions inside them, by id (``NestedResume``).
     """
 
     __slots__ = (
@@ -138,6 +149,7 @@ class Run:
         "max_iters_reached",
         "partial",
         "results",
+        "resumes",
         "retries",
         "scope",
         "started",
@@ -150,6 +162,7 @@ class Run:
         "token",
         "usage",
         "usage_limit",
+        "waits",
     )
 
     def __init__(self, emit: Emit | None, structured: type[BaseModel] | None) -> None:
@@ -182,6 +195,8 @@ class Run:
         self.structured_value: BaseModel | None = None
         self.retries: dict[str, int] = {}
         self.approved: set[str] = set()
+        self.waits: dict[str, NestedWait] = {}
+        self.resumes: dict[str, NestedResume] = {}
         self.answered_by: str | None = None  # the model of the last answer (fallbacks)
 
     def count_response(self, usage: ChatUsage | None, model: str | None = None) -> None:
