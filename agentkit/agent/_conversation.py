@@ -347,10 +347,8 @@ class Conversation:
             StateError: when nothing is pending, or a paused structured reply loaded
                 from a state needs its ``output_type`` again.
         """
-        pending_ids = {c["id"] for c in self._pending or ()}
-        if pending_ids:
-            self.route(approvals)
-        if not pending_ids:  # a silent empty "reply" would hide the caller's mistake
+        self.route(approvals)
+        if not self._pending:  # a silent empty "reply" would hide the caller's mistake
             raise StateError(f"agent {agent!r} has no tool calls waiting for approval")
         if output_type is None and self.paused_output is None and self.paused_output_name:
             raise StateError(
