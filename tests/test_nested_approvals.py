@@ -320,13 +320,11 @@ async def test_a_nested_call_resumes_through_the_agui_resume(tmp_path: Path) -> 
     app = create_app(_served_factory(calls), sessions=SQLiteSession(tmp_path / "t.db"))
     async with running(app) as base, httpx2.AsyncClient(base_url=base) as client:
         await run_events(client, "/agui", run_input("n2", user("clean up")))
-        resume = [
-            {
-                "interruptId": "c1/t1",
-                "status": "resolved",
-                "payload": {"approved": False, "reason": "no"},
-            }
-        ]
+        payload = {"approved": True, "input": {"path": "b"}}
+        resume = [{"interruptId": "c1/t1", "status": "resolved", "payload": payload}]
         events = await run_events(client, "/agui", run_input("n2", resume=resume))
         assert events[-1]["outcome"] == {"type": "success"}
-        assert calls == []
+        assert calls == [("janitor", "b")]  # the reviewer's arguments, exactly once
+        bad = {"c1/t1": {"approved": False, "input": {"path": "c"}}}
+        refused = await client.post("/threads/n2/approvals", json=bad)
+        assert refused.status_code == 400

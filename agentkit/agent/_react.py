@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -255,7 +255,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 
     async def resume(
         self,
-        approvals: dict[str, Verdict] | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
     ) -> Msg:
@@ -265,8 +265,10 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         reply counts its own usage).
 
         Args:
-            approvals: ``{call_id: True | False | "reason"}``: True runs the call; False or
-                a reason denies it (the model is told). Calls not listed stay pending.
+            approvals: ``{call_id: True | False | "reason" | Decision(...)}``: True runs the
+                call; False or a reason denies it (the model is told); a ``Decision`` may
+                also replace the arguments (``input=``). Calls waiting inside an agent used
+                as a tool have the ids ``"outer/inner"``. Calls not listed stay pending.
             output_type: For a structured reply that paused; defaults to the model of the
                 paused reply.
 
@@ -276,7 +278,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             StateError: when no call is waiting for approval at all.
         """
         limits = self._conv.paused_limits or self.usage_limits  # the paused run's, if any
-        run, reply = await self._resume(approvals or {}, output_type, None, limits)
+        run, reply = await self._resume(dict(approvals or {}), output_type, None, limits)
         self._check_limit(run, None)
         return reply
 
