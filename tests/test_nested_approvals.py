@@ -206,6 +206,28 @@ async def test_denying_the_outer_call_cancels_the_inner_run() -> None:
     await valid(outer, janitor)
 
 
+async def test_a_new_message_cancels_the_calls_waiting_inside() -> None:
+    calls: list[tuple[str, str]] = []
+    janitor = leaf("janitor", [[tool_use("delete", "t1", path="a")], "Listed the files."], calls)
+    outer = boss(
+        [
+            [tool_use("janitor", "c1", task="delete a")],
+            [tool_use("janitor", "c2", task="list files")],
+            "Here they are.",
+        ],
+        janitor,
+    )
+    await outer.run("delete a")
+    done = await outer.run("never mind, list the files")
+    assert done.output == "Here they are." and calls == []
+    assert "new message" in (await results(outer))["c1"]["output"]
+    assert "t1" in await results(janitor)  # the inner call was answered, never run
+    # The inner agent itself took the next task (no copy): it remembers both.
+    texts = [m.get_text() for m in await janitor.memory.get_memory()]
+    assert "delete a" in texts and "list files" in texts
+    await valid(outer, janitor)
+
+
 async def test_a_pause_survives_a_json_save_and_load_into_new_agents() -> None:
     calls: list[tuple[str, str]] = []
     janitor = leaf("janitor", [[tool_use("delete", "t1", path="a")]], calls)

@@ -333,6 +333,19 @@ class Conversation:
             resumes[call_id] = NestedResume(call_id, nested[call_id], cancel=decisions.pop(call_id))
         return decisions, resumes
 
+    def cancel_nested(self, text: str) -> dict[str, NestedResume]:
+        """Resumes that cancel every nested wait, answering each call with ``text``.
+
+        For a run that ends the pending calls without a decision (a new message): the
+        calls inside them must not stay paused in the inner agents.
+        """
+        prefix = "The user denied this tool call: "  # denied_response adds it again
+        reason = text.removeprefix(prefix)
+        return {
+            k: NestedResume(k, w, cancel=Decision(False, reason=reason))
+            for k, w in self.nested.items()
+        }
+
     def check_approvals(
         self,
         agent: str,

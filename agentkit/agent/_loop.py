@@ -25,7 +25,6 @@ from agentkit.agent._acting import (
     settle,
     triage,
 )
-from agentkit.agent._conversation import describe_call
 from agentkit.agent._limits import CUT_TEXT, LIMIT_TEXT
 from agentkit.agent._reasoning import reason, unique_call_ids
 from agentkit.agent._state import PENDING, answered_by, new_msg, store
@@ -316,11 +315,19 @@ async def _cut_at_limit(setup: RunSetup, conv: Conversation, run: Run, limit: st
 
 
 async def _deny_pending(setup: RunSetup, conv: Conversation, run: Run, text: str) -> None:
+    # A call waiting on calls inside it is re-invoked to cancel them (nested approvals).
+    run.resumes = conv.cancel_nested(text)
     calls, conv.pending = conv.pending, []
     run.begin_batch(calls)
+    nested = []
     for i in range(len(calls)):
         _obs.tool_denied(calls[i], text)  # observability seam: span event
-        settle(run, i, ToolResponse.error(text))
+        if calls[i]["id"] in run.resumes:
+            nested.append(i)
+        else:
+            settle(run, i, ToolResponse.error(text))
+    if nested:
+        await execute(setup, run, nested)
     await commit_results(setup, conv, run)
     with anyio.CancelScope(shield=True):
         await conv.flush_deferred(run)
@@ -387,7 +394,7 @@ async def finalize(
     metadata = run.metadata()
     metadata["interrupted"] = True
     if conv.pending:
-        metadata["pending_tool_calls"] = [describe_call(c) for c in conv.pending]
+        metadata["pending_tool_calls"] = conv.pending_calls()
     result = Msg(setup.name, text, "assistant", metadata)
     if error is None and run.emit is not None:
         run.emit(Interrupted(result))
