@@ -89,6 +89,9 @@ async def test_two_levels_use_the_ids_of_every_level() -> None:
     assert manager.pending_tool_calls[0]["id"] == "m1/t1"
     with pytest.raises(UsageError, match="waits on the calls inside it"):
         await outer.run(approvals={"c1/m1": True})  # approve what actually waits
+    with pytest.raises(UsageError, match="cannot also have decisions"):
+        await outer.run(approvals={"c1/m1": False, "c1/m1/t1": True})
+    assert [c["id"] for c in outer.pending_tool_calls] == ["c1/m1/t1"]  # nothing changed
 
     done = await outer.run(approvals={"c1/m1/t1": True})
     assert done.output == "Done." and calls == [("janitor", "a")]

@@ -324,6 +324,13 @@ class Conversation:
             inner.setdefault(outer, {})[rest] = verdict
         resumes: dict[str, NestedResume] = {}
         for outer, decided in inner.items():
+            # Checked here, at any depth, so the inner agent never refuses what we pass on.
+            clash = next((k for k in decided for j in decided if j.startswith(k + "/")), None)
+            if clash is not None:
+                raise UsageError(
+                    f"tool call {outer + '/' + clash!r} was denied: it cannot also have decisions "
+                    "inside it"
+                )
             if outer in decisions:
                 raise UsageError(
                     f"tool call {outer!r} was denied: it cannot also have decisions inside it"
