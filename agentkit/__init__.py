@@ -17,6 +17,7 @@ from agentkit._console import interrupt_on_sigint
 from agentkit._version import __version__
 from agentkit.agent import (
     AgentHooks,
+    Decision,
     PendingCall,
     ReActAgent,
     RunResult,
@@ -64,6 +65,7 @@ __all__ = [
     "ApprovalRequired",
     "AudioBlock",
     "ContentBlock",
+    "Decision",
     "DocumentBlock",
     "HttpServer",
     "ImageBlock",

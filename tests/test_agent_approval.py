@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from agentkit.agent._state import SCHEMA_VERSION
 from agentkit.events import ApprovalRequested
 from agentkit.exceptions import StateError
 from agentkit.memory import InMemoryMemory
@@ -70,7 +71,7 @@ async def test_denied_without_reason_and_unknown_ids():
     await agent("go")
     with pytest.raises(ValueError, match="nope"):
         await agent.resume({"nope": True})
-    with pytest.raises(ValueError, match="True, False or a reason"):
+    with pytest.raises(ValueError, match="True, False, a reason or a Decision"):
         await agent.resume({"g1": 1})  # type: ignore[dict-item]
     await agent.resume({"g1": False, "g2": False})
     results = results_of(await checked_memory(agent))
@@ -128,7 +129,7 @@ async def test_state_round_trips_while_pending_and_resumes_elsewhere():
     await agent("go")
     await agent.observe(Msg("carol", "note while pending", "user"))
     state = json.loads(json.dumps(agent.state_dict()))
-    assert state["schema_version"] == 1
+    assert state["schema_version"] == SCHEMA_VERSION
     assert [c["id"] for c in state["pending_tool_calls"]] == ["g1", "g2"]
     assert state["iteration"] == 1
     assert "toolkit" in state
@@ -151,8 +152,8 @@ async def test_load_state_dict_validates():
     agent = agent_for(ScriptedModel(["hi"]))
     await agent("hello")
     good = agent.state_dict()
-    with pytest.raises(StateError, match="schema_version 2"):
-        agent.load_state_dict({**good, "schema_version": 2})
+    with pytest.raises(StateError, match=f"schema_version {SCHEMA_VERSION + 1}"):
+        agent.load_state_dict({**good, "schema_version": SCHEMA_VERSION + 1})
     with pytest.raises(StateError, match="must be a dict"):
         agent.load_state_dict([])  # type: ignore[arg-type]
     orphan = {

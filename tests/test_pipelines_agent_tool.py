@@ -224,7 +224,7 @@ async def test_parallel_calls_to_one_agent_tool_are_served_in_turn() -> None:
     check_memory_invariant(await inner.memory.get_memory())
 
 
-async def test_inner_agent_waiting_for_approval_is_reported() -> None:
+async def test_inner_agent_waiting_for_approval_pauses_the_outer_run() -> None:
     inner_tools = Toolkit()
 
     @inner_tools.tool(requires_approval=True)
@@ -238,9 +238,10 @@ async def test_inner_agent_waiting_for_approval_is_reported() -> None:
         [[tool_use("janitor", "d1", task="clean up")], "ok"],
         with_tools(agent_as_tool(inner)),
     )
-    await outer("go")
-    [result] = await results(outer)
-    assert "janitor waits for approval of: delete_everything" in str(result["output"])
+    result = await outer.run("go")
+    assert result.stop_reason == "pending_approval"
+    assert [c.id for c in result.pending] == ["d1/x1"]
+    assert await results(outer) == []  # the outer call waits: no result yet
     assert inner.pending_tool_calls[0]["id"] == "x1"
 
 

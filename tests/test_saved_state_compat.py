@@ -29,7 +29,7 @@ import pytest
 
 from agentkit._formats import upgrade
 from agentkit.agent._compaction import Compactor, Summarize
-from agentkit.agent._state import migrate_state
+from agentkit.agent._state import SCHEMA_VERSION, migrate_state
 from agentkit.exceptions import SessionError, StateError
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
@@ -287,10 +287,10 @@ async def test_a_field_renamed_without_a_migration_is_caught(
 def test_an_agent_state_from_a_newer_agentkit_is_refused_clearly() -> None:
     agent = corpus_agent(ScriptedModel([]))
     with pytest.raises(StateError, match="saved by a newer agentkit"):
-        agent.load_state_dict({**entry("conversation"), "schema_version": 2})
+        agent.load_state_dict({**entry("conversation"), "schema_version": SCHEMA_VERSION + 1})
     group = StateGroup({"alice": corpus_agent(ScriptedModel([]), name="alice")})
     with pytest.raises(StateError, match="saved by a newer agentkit"):
-        group.load_state_dict({**entry("team"), "schema_version": 2})
+        group.load_state_dict({**entry("team"), "schema_version": GROUP_SCHEMA_VERSION + 1})
     assert agent.state_dict()["memory"] == {"messages": []}  # nothing was loaded
 
 

@@ -4,6 +4,7 @@ The event classes live in ``agentkit.events``.
 """
 
 from agentkit.agent._compaction import CompactionStrategy, Compactor, DropOldest, Summarize
+from agentkit.agent._conversation import Decision
 from agentkit.agent._hooks import AgentHooks
 from agentkit.agent._limits import UsageLimits
 from agentkit.agent._react import ApprovalPolicy, ReActAgent
@@ -15,6 +16,7 @@ __all__ = [
     "ApprovalPolicy",
     "CompactionStrategy",
     "Compactor",
+    "Decision",
     "DropOldest",
     "EventStream",
     "PendingCall",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 import agentkit._seams as _obs
+from agentkit.agent._conversation import nested_wait, resume_scope
 from agentkit.agent._limits import LIMIT_TEXT
 from agentkit.agent._state import PENDING, new_msg, store
 from agentkit.agent._structured import RESPONSE_TOOL, validate_response
@@ -103,12 +104,14 @@ async def _invoke(setup: RunSetup, run: Run, call: ToolUseBlock) -> ToolResponse
             deps=setup.deps,
             approved=call["id"] in run.approved,
         )
-        async with aclosing(calling) as chunks:
-            async for chunk in chunks:
-                if chunk.is_last:
-                    final = chunk
-                elif emit is not None:
-                    emit(ToolProgress(call["id"], chunk))
+        # Nested approvals: a call resumed for decisions inside it reads them from here.
+        with resume_scope(run.resumes.pop(call["id"], None)):
+            async with aclosing(calling) as chunks:
+                async for chunk in chunks:
+                    if chunk.is_last:
+                        final = chunk
+                    elif emit is not None:
+                        emit(ToolProgress(call["id"], chunk))
     if final is None:
         final = ToolResponse.error("The tool ended without a final result.")
     if hooks is not None and hooks.has("post_acting"):
@@ -137,6 +140,11 @@ async def _run_call_into_slot(setup: RunSetup, run: Run, index: int) -> None:
                 final = await _invoke(setup, run, call)
     except Exception as exc:  # a hook or toolkit bug must not cancel the sibling calls
         final = ToolResponse.error(f"The tool call failed: {type(exc).__name__}: {exc}")
+    wait = nested_wait(final.metadata)
+    if wait is not None:  # calls inside this one wait for a human: so does this one
+        run.waits[call["id"]] = wait
+        run.results[index] = PENDING
+        return
     kind = (final.metadata or {}).get("error")
     if kind == "approval_required" and call["id"] not in run.approved:
         run.results[index] = PENDING  # the tool asked for a human: invoked again once approved
@@ -318,6 +326,6 @@ async def commit_results(
         blocks.append(result_block(call, result))
     if blocks:
         await store(conv.memory, new_msg(setup.name, blocks, "user"), run)
-    conv.pending.extend(pending)
+    conv.hold(pending, run.waits)
     run.batch = None
     run.results = []

@@ -27,7 +27,6 @@ from agentkit.agent._acting import (
     settle,
     triage,
 )
-from agentkit.agent._conversation import describe_call
 from agentkit.agent._limits import CUT_TEXT, LIMIT_TEXT
 from agentkit.agent._reasoning import reason, unique_call_ids
 from agentkit.agent._state import PENDING, answered_by, new_msg, store
@@ -177,21 +176,30 @@ async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute)
 
 
 async def _settle(setup: RunSetup, conv: Conversation, run: Run, step: Settle) -> Step:
-    approvals = dict(step.approvals)
-    decided = [c for c in conv.pending if c["id"] in approvals]
+    # Decisions on calls waiting inside a call (nested approvals) re-invoke that call with
+    # a ``NestedResume``: its tool routes them to the agent holding the calls.
+    decisions, run.resumes = conv.route(dict(step.approvals))
+    decided = [c for c in conv.pending if c["id"] in decisions or c["id"] in run.resumes]
     if not decided:
         return _pending_reply(setup, conv, run)
-    conv.pending = [c for c in conv.pending if c["id"] not in approvals]
-    run.begin_batch(decided)
-    runnable = []
+    conv.pending = [c for c in conv.pending if c not in decided]
+    batch, runnable, denied = [], [], []
     for i, call in enumerate(decided):
-        verdict = approvals[call["id"]]
-        if verdict is True:
+        decision = decisions.get(call["id"])
+        if decision is None or decision.approved:
             runnable.append(i)
-            run.approved.add(call["id"])
+            if decision is not None:
+                run.approved.add(call["id"])
+                if decision.input is not None:  # the human's arguments replace the model's
+                    call = call.copy()
+                    call["input"] = dict(decision.input)
         else:
-            _obs.tool_denied(call, verdict)  # observability seam: span event
-            settle(run, i, denied_response(verdict))
+            denied.append((i, decision.reason or False))
+        batch.append(call)
+    run.begin_batch(batch)
+    for i, why in denied:
+        _obs.tool_denied(batch[i], why)  # observability seam: span event
+        settle(run, i, denied_response(why))
     return Execute(tuple(runnable))
 
 
@@ -315,11 +323,19 @@ async def _cut_at_limit(setup: RunSetup, conv: Conversation, run: Run, limit: st
 
 
 async def _deny_pending(setup: RunSetup, conv: Conversation, run: Run, text: str) -> None:
+    # A call waiting on calls inside it is re-invoked to cancel them (nested approvals).
+    run.resumes = conv.cancel_nested(text)
     calls, conv.pending = conv.pending, []
     run.begin_batch(calls)
+    nested = []
     for i in range(len(calls)):
         _obs.tool_denied(calls[i], text)  # observability seam: span event
-        settle(run, i, ToolResponse.error(text))
+        if calls[i]["id"] in run.resumes:
+            nested.append(i)
+        else:
+            settle(run, i, ToolResponse.error(text))
+    if nested:
+        await execute(setup, run, nested)
     await commit_results(setup, conv, run)
     with anyio.CancelScope(shield=True):
         await conv.flush_deferred(run)
@@ -386,7 +402,7 @@ async def finalize(
     metadata = run.metadata()
     metadata["interrupted"] = True
     if conv.pending:
-        metadata["pending_tool_calls"] = [describe_call(c) for c in conv.pending]
+        metadata["pending_tool_calls"] = conv.pending_calls()
     result = Msg(setup.name, text, "assistant", metadata)
     if error is None and run.emit is not None:
         run.emit(Interrupted(result))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -23,7 +23,7 @@ from agentkit.agent._construct import (
     resolve_model,
     structured_output,
 )
-from agentkit.agent._conversation import CallInfo, Conversation
+from agentkit.agent._conversation import CallInfo, Conversation, Verdict
 from agentkit.agent._copying import copy_slots
 from agentkit.agent._hooks import HookHost, HookRegistry
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
@@ -257,7 +257,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 
     async def resume(
         self,
-        approvals: dict[str, bool | str] | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
         *,
         output_type: type[BaseModel] | None = None,
     ) -> Msg:
@@ -267,8 +267,10 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         reply counts its own usage).
 
         Args:
-            approvals: ``{call_id: True | False | "reason"}``: True runs the call; False or
-                a reason denies it (the model is told). Calls not listed stay pending.
+            approvals: ``{call_id: True | False | "reason" | Decision(...)}``: True runs the
+                call; False or a reason denies it (the model is told); a ``Decision`` may
+                also replace the arguments (``input=``). Calls waiting inside an agent used
+                as a tool have the ids ``"outer/inner"``. Calls not listed stay pending.
             output_type: For a structured reply that paused; defaults to the model of the
                 paused reply.
 
@@ -278,7 +280,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             StateError: when no call is waiting for approval at all.
         """
         limits = self._conv.paused_limits or self.usage_limits  # the paused run's, if any
-        run, reply = await self._resume(approvals or {}, output_type, None, limits)
+        run, reply = await self._resume(dict(approvals or {}), output_type, None, limits)
         self._check_limit(run, None)
         return reply
 
@@ -302,7 +304,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 
     async def _resume(
         self,
-        approvals: dict[str, bool | str],
+        approvals: dict[str, Verdict],
         output_type: type[BaseModel] | None,
         deps: object,
         limits: UsageLimits | None,

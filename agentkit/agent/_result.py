@@ -21,7 +21,7 @@ from agentkit.messages import Msg
 
 if TYPE_CHECKING:
     from agentkit.agent._state import Run
-    from agentkit.messages import ToolUseBlock
+    from agentkit.events import CallInfo
     from agentkit.models._base import ChatUsage
 
 __all__ = [
@@ -114,7 +114,9 @@ class PendingCall:
     """A tool call waiting for a human's approval.
 
     Attributes:
-        id: The call id (the key of ``approvals={id: True | False | "reason"}``).
+        id: The call id (the key of ``approvals={id: True | False | "reason" | Decision}``);
+            a call waiting inside an agent used as a tool has the id ``"outer/inner"``
+            (the outer call's id, then the inner one's, at any depth).
         name: The tool's name.
         input: The arguments the model chose (JSON-safe).
     """
@@ -134,7 +136,8 @@ class RunResult(Generic[OutputT]):
         usage: Requests, tokens, tool calls, duration and cost of this run.
         stop_reason: Why the run stopped (see ``StopReason``).
         pending: Calls waiting for approval (empty unless ``stop_reason`` is
-            ``"pending_approval"``, or an interrupted run left some).
+            ``"pending_approval"``, or an interrupted run left some), including the calls
+            waiting inside agents used as tools (ids ``"outer/inner"``).
         usage_limit: The name of the ``UsageLimits`` field that stopped the run, if any.
     """
 
@@ -201,8 +204,8 @@ def stop_reason(run: Run, interrupted: bool, pending: bool) -> StopReason:
     return "final"
 
 
-def make_result(run: Run, reply: Msg, pending: list[ToolUseBlock]) -> RunResult[Any]:
-    """Build the ``RunResult`` of a finished ``Run`` (``pending``: the agent's calls)."""
+def make_result(run: Run, reply: Msg, pending: list[CallInfo]) -> RunResult[Any]:
+    """Build the ``RunResult`` of a finished ``Run`` (``pending``: the calls waiting)."""
     calls = [PendingCall(c["id"], c["name"], dict(c["input"])) for c in pending]
     output: Any
     if run.structured is None:

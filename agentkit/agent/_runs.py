@@ -20,7 +20,7 @@ from agentkit.exceptions import UsageError, UsageLimitExceeded
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from agentkit.agent._conversation import Conversation
+    from agentkit.agent._conversation import Conversation, Verdict
     from agentkit.agent._limits import UsageLimits
     from agentkit.agent._state import Run
     from agentkit.events import AgentEvent
@@ -62,7 +62,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
 
     async def _resume(
         self,
-        approvals: dict[str, bool | str],
+        approvals: dict[str, Verdict],
         output_type: type[BaseModel] | None,
         deps: Any,
         limits: UsageLimits | None,
@@ -88,7 +88,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
             AgentBusyError: when a reply is in progress.
         """
         run, reply = await self._abandon(as_input(msg))
-        result: RunResult[str] = make_result(run, reply, self.conversation.pending)
+        result: RunResult[str] = make_result(run, reply, self.conversation.pending_calls())
         return result
 
     @overload
@@ -99,7 +99,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         output_type: None = None,
         usage_limits: UsageLimits | None = None,
-        approvals: Mapping[str, bool | str] | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[OutputT]: ...
 
     @overload
@@ -110,7 +110,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         output_type: type[ModelT],
         usage_limits: UsageLimits | None = None,
-        approvals: Mapping[str, bool | str] | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[ModelT]: ...
 
     async def run(
@@ -120,7 +120,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         output_type: type[BaseModel] | None = None,
         usage_limits: UsageLimits | None = None,
-        approvals: Mapping[str, bool | str] | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[Any]:
         """Run the agent on ``input`` and return a typed ``RunResult``.
 
@@ -132,7 +132,10 @@ class TypedRuns(Generic[DepsT, OutputT]):
             usage_limits: Bounds for this run (replacing the agent's ``usage_limits``). A
                 resume (``approvals=``) without them runs under the paused run's limits.
             approvals: Resume a run paused for approval instead of starting one:
-                ``{call_id: True | False | "reason"}`` (``input`` must then be None).
+                ``{call_id: True | False | "reason" | Decision(...)}`` (``input`` must then
+                be None). Calls waiting inside an agent used as a tool have the ids
+                ``"outer_id/inner_id"`` (as in ``result.pending``); each decision reaches
+                the agent holding the call. Calls not listed stay pending.
 
         Returns:
             The result: ``output``, ``reply``, ``new_messages``, ``usage``, ``stop_reason``,
@@ -154,7 +157,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
             run, reply = await self._resume(dict(approvals), output_type, deps, limits)
         else:
             run, reply = await self._reply(as_input(input), output_type, deps, limits)
-        result: RunResult[Any] = make_result(run, reply, self.conversation.pending)
+        result: RunResult[Any] = make_result(run, reply, self.conversation.pending_calls())
         self._check_limit(run, result)
         return result
 
@@ -166,7 +169,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         output_type: None = None,
         usage_limits: UsageLimits | None = None,
-        approvals: Mapping[str, bool | str] | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[OutputT]: ...
 
     @overload
@@ -177,7 +180,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         output_type: type[ModelT],
         usage_limits: UsageLimits | None = None,
-        approvals: Mapping[str, bool | str] | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[ModelT]: ...
 
     def run_sync(
@@ -187,7 +190,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         output_type: type[BaseModel] | None = None,
         usage_limits: UsageLimits | None = None,
-        approvals: Mapping[str, bool | str] | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[Any]:
         """:meth:`run` for code without a running event loop (scripts, notebooks' cells).
 

@@ -24,6 +24,7 @@ from agentkit.models._base import ChatResponse, ChatUsage
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentkit.agent._conversation import NestedResume, NestedWait
     from agentkit.agent._limits import UsageLimits
     from agentkit.agent._steer import Steer
     from agentkit.events import AgentEvent
@@ -41,15 +42,23 @@ __all__ = [
     "store",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the agent state layout this agentkit writes (``state["schema_version"]``).
 
-agentkit 0.1 and 0.2 write version 1. Every bump ships a migration in ``MIGRATIONS`` (from
-the previous version) and keeps loading the saved-state corpora under
-``tests/state_corpus/`` (see ``agentkit._formats``).
+agentkit 0.1 and 0.2 write version 1. Version 2 adds ``nested_calls`` (present only while a
+pending call waits on calls inside it: an agent used as a tool, paused for approval), so an
+agentkit that cannot resume those refuses the state instead of re-running the tool.
+Every bump ships a migration in ``MIGRATIONS`` (from the previous version) and keeps
+loading the saved-state corpora under ``tests/state_corpus/`` (see ``agentkit._formats``).
 """
 
-MIGRATIONS: dict[int, Migration] = {}
+
+def _v1_to_v2(state: dict[str, object]) -> dict[str, object]:
+    """Version 1 had no nested waits: only the version changes."""
+    return {**state, "schema_version": 2}
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 """``{n: fn}``: ``fn`` turns a version-``n`` state into a version-``n + 1`` state."""
 
 
@@ -120,6 +129,8 @@ class Run:
         approved: Ids of calls a human approved in this run (``tool_call_approved``).
         steering: Steers queued by ``agent.steer`` for the next model request
             (``agentkit.agent._steer``); None once the loop is over.
+        waits: Calls of the batch that wait on calls inside them, by id (``NestedWait``).
+        resumes: Calls re-invoked to route decisions inside them, by id (``NestedResume``).
     """
 
     __slots__ = (
@@ -141,6 +152,7 @@ class Run:
         "max_iters_reached",
         "partial",
         "results",
+        "resumes",
         "retries",
         "scope",
         "started",
@@ -154,6 +166,7 @@ class Run:
         "token",
         "usage",
         "usage_limit",
+        "waits",
     )
 
     def __init__(self, emit: Emit | None, structured: type[BaseModel] | None) -> None:
@@ -186,6 +199,8 @@ class Run:
         self.structured_value: BaseModel | None = None
         self.retries: dict[str, int] = {}
         self.approved: set[str] = set()
+        self.waits: dict[str, NestedWait] = {}
+        self.resumes: dict[str, NestedResume] = {}
         self.answered_by: str | None = None  # the model of the last answer (fallbacks)
         self.steering: list[Steer] | None = []
 

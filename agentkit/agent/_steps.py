@@ -19,9 +19,12 @@ Each step leaves memory valid at every await; an interrupt may cut any of them, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from agentkit.messages import Msg
+
+if TYPE_CHECKING:
+    from agentkit.agent._conversation import Verdict
 
 __all__ = ["Execute", "Finish", "Reason", "Settle", "Step", "Summarize", "Triage"]
 
@@ -66,7 +69,7 @@ class Execute:
 class Settle:
     """Resume: settle the pending calls decided in ``approvals``."""
 
-    approvals: tuple[tuple[str, bool | str], ...]
+    approvals: tuple[tuple[str, Verdict], ...]
     kind: Literal["settle"] = "settle"
 
 

@@ -9,6 +9,15 @@ Cancellation: when the outer call is cancelled (the outer agent is interrupted, 
 tool's timeout fires), the inner reply is *interrupted* (not merely cancelled: it runs
 shielded in a child task and gets ``agent.interrupt()``), so its tool calls are answered
 as interrupted and the inner agent is left with valid memory, ready for its next task.
+
+Nested approvals: when the inner agent's run pauses for approval (and it can resume: a
+``ReActAgent``), the outer call pauses too. Its final response says so
+(``metadata["error"] == "nested_approval"``, with the inner calls and the inner agent's
+state), the outer agent keeps the call pending and lists the inner calls as
+``outer_id/inner_id``. Decisions on them re-invoke this call with a ``NestedResume``; the
+inner agent that paused (or, after the outer state was loaded elsewhere, an agent given
+the saved inner state) resumes with them; denying the outer call itself ends the inner
+run as interrupted (its calls never run) and answers the call as denied.
 """
 
 from __future__ import annotations
@@ -20,6 +29,13 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import anyio
 
+from agentkit.agent._acting import denied_response
+from agentkit.agent._conversation import (
+    NESTED_APPROVAL,
+    NestedResume,
+    nested_resume,
+    resume_scope,
+)
 from agentkit.events import (
     ApprovalRequested,
     ReplyFinished,
@@ -28,9 +44,15 @@ from agentkit.events import (
     ToolProgress,
     ToolResult,
 )
+from agentkit.exceptions import StateError
 from agentkit.messages import Msg
 from agentkit.pipelines._hub import audible_copy
-from agentkit.pipelines._protocols import AgentLike, StreamingAgent, deps_kwargs
+from agentkit.pipelines._protocols import (
+    AgentLike,
+    StreamingAgent,
+    can_resume,
+    deps_kwargs,
+)
 from agentkit.tools._base import Tool
 from agentkit.tools._response import ToolResponse, ToolResultContent
 
@@ -68,7 +90,9 @@ class AgentTool(Tool):
 
     The inner agent keeps its memory between calls (it remembers earlier tasks). Calls are
     served one at a time: a second parallel call waits for the first to finish, because an
-    agent replies to one thing at a time.
+    agent replies to one thing at a time. While the inner agent holds a run paused for
+    approval (a nested approval of an earlier call), a new call runs on a copy of it
+    (``agent.copy()``), so that neither disturbs the other.
 
     Args:
         agent: The inner agent. With a ``stream()`` method its events are forwarded as
@@ -103,6 +127,8 @@ class AgentTool(Tool):
         )
         self.agent = agent
         self._lock = anyio.Lock()
+        # Outer call id -> the agent instance holding that call's paused inner run.
+        self._waiting: dict[str, AgentLike] = {}
 
     def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Run the inner agent on ``arguments["task"]`` without a Toolkit.
@@ -125,20 +151,31 @@ class AgentTool(Tool):
         """Run the inner agent, streaming its events live through ``context``.
 
         The whole inner reply runs inside one step of this generator: the inner agent's
-        event stream (a task group) is never left open across a ``yield``.
+        event stream (a task group) is never left open across a ``yield``. A call resumed
+        for decisions on the calls waiting inside it (``NestedResume``) resumes the inner
+        run instead of starting one.
         """
         caller = getattr(context.data, "name", None)
 
         def forward(chunk: ToolResponse) -> None:
             context.emit_progress(chunk.content, metadata=chunk.metadata)
 
-        reply = await self.delegate(
-            str(arguments["task"]),
-            caller=caller if isinstance(caller, str) else "user",
-            on_progress=forward,
-            deps=context.deps,
-        )
-        yield self._final(reply)
+        resume = nested_resume(context.call_id)
+        async with self._lock:
+            with resume_scope(None):  # the inner agent's own calls are not resumed by it
+                if resume is not None:
+                    response = await self._resume(resume, forward, context.deps)
+                else:
+                    agent = self._idle_agent()
+                    reply = await self._delegate_on(
+                        agent,
+                        str(arguments["task"]),
+                        caller if isinstance(caller, str) else "user",
+                        forward,
+                        context.deps,
+                    )
+                    response = self._outcome(context.call_id, agent, reply)
+        yield response
 
     async def delegate(
         self,
@@ -157,13 +194,109 @@ class AgentTool(Tool):
             deps: The outer run's dependencies, handed to the inner agent's tools when it
                 takes ``deps=`` (a ``ReActAgent`` does).
         """
-        msg = Msg(caller, task, "user")
-        agent = self.agent
-        extra = deps_kwargs(agent, deps)
         async with self._lock:
-            if not _can_stream(agent):
-                return await self._interruptible(lambda: agent(msg, **extra))
-            return await self._interruptible(lambda: self._consume(agent, msg, on_progress, extra))
+            return await self._delegate_on(self.agent, task, caller, on_progress, deps)
+
+    async def _delegate_on(
+        self,
+        agent: AgentLike,
+        task: str,
+        caller: str,
+        on_progress: Callable[[ToolResponse], object] | None,
+        deps: object,
+    ) -> Msg:
+        msg = Msg(caller, task, "user")
+        extra = deps_kwargs(agent, deps)
+        if not _can_stream(agent):
+            return await self._interruptible(agent, lambda: agent(msg, **extra))
+        streaming = agent
+        return await self._interruptible(
+            agent, lambda: self._consume(streaming, msg, on_progress, extra)
+        )
+
+    def _idle_agent(self) -> AgentLike:
+        """The agent a new task runs on: a copy while the agent holds another call's pause."""
+        self._waiting = {k: a for k, a in self._waiting.items() if _pending_ids(a)}
+        agent = self.agent
+        copy = getattr(agent, "copy", None)
+        if callable(copy) and any(a is agent for a in self._waiting.values()):
+            fresh: AgentLike = copy()
+            return fresh
+        return agent
+
+    def _outcome(self, call_id: str, agent: AgentLike, reply: Msg) -> ToolResponse:
+        """The call's final response: the reply, or a nested wait if the inner run paused."""
+        metadata = reply.metadata or {}
+        pending = metadata.get("pending_tool_calls")
+        if not pending or metadata.get("interrupted") or not can_resume(agent):
+            return self._final(reply)
+        self._waiting[call_id] = agent
+        names = ", ".join(str(c.get("name")) for c in pending)
+        return ToolResponse(
+            content=[{"type": "text", "text": f"[{agent.name} waits for approval of: {names}]"}],
+            metadata={
+                "error": NESTED_APPROVAL,
+                "agent": agent.name,
+                "calls": pending,
+                "state": agent.state_dict(),
+            },
+            is_last=True,
+        )
+
+    async def _resume(
+        self,
+        resume: NestedResume,
+        on_progress: Callable[[ToolResponse], object] | None,
+        deps: object,
+    ) -> ToolResponse:
+        """Route decisions to the inner agent holding the call's paused run."""
+        agent = self._waiting.pop(resume.call_id, None)
+        expected = {c["id"] for c in resume.wait.calls}
+        restore = agent is None or _pending_ids(agent) != expected
+        if agent is None or restore:
+            # Loaded elsewhere, or the agent moved on: resume from the saved inner state.
+            agent = self._idle_agent()
+        if not can_resume(agent):
+            raise StateError(f"agent {agent.name!r} cannot resume a run paused for approval")
+        if restore:
+            agent.load_state_dict(resume.wait.state)
+        if resume.cancel is not None:  # the outer call was denied: its inner calls never run
+            await agent.interrupt_pending()
+            return denied_response(resume.cancel.reason or False)
+        resumable = agent
+        extra = deps_kwargs(agent, deps)
+
+        async def work() -> Msg:
+            result = await self._forwarding(
+                resumable, on_progress, resumable.run(approvals=resume.approvals, **extra)
+            )
+            reply: Msg = result.reply
+            return reply
+
+        return self._outcome(resume.call_id, agent, await self._interruptible(agent, work))
+
+    async def _forwarding(
+        self,
+        agent: AgentLike,
+        on_progress: Callable[[ToolResponse], object] | None,
+        work: Awaitable[Any],
+    ) -> Any:
+        """Await ``work`` with the agent's events forwarded as progress (when it has them)."""
+        add = getattr(agent, "add_event_listener", None)
+        remove = getattr(agent, "remove_event_listener", None)
+        if on_progress is None or not callable(add) or not callable(remove):
+            return await work
+
+        def listen(event: object) -> None:
+            chunk = self._progress(event)
+            if chunk is not None:
+                on_progress(chunk)
+
+        add(listen)
+        try:
+            return await work
+        finally:
+            remove(listen)
 
     async def _consume(
         self,
@@ -183,7 +316,7 @@ class AgentTool(Tool):
             raise RuntimeError(f"agent {agent.name!r} ended its stream without a reply")
         return reply
 
-    async def _interruptible(self, work: Callable[[], Awaitable[Msg]]) -> Msg:
+    async def _interruptible(self, agent: AgentLike, work: Callable[[], Awaitable[Msg]]) -> Msg:
         """Run ``work`` so that cancelling the caller *interrupts* the inner agent.
 
         A plain cancellation would reach the inner reply as a failure ("the reply failed");
@@ -211,14 +344,16 @@ class AgentTool(Tool):
                 await done.wait()
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
-                    await self._stop_inner(shield, done)
+                    await self._stop_inner(agent, shield, done)
                 raise
         if errors:
             raise errors[0]
         return outcome[0]
 
-    async def _stop_inner(self, shield: anyio.CancelScope, done: anyio.Event) -> None:
-        interrupt = getattr(self.agent, "interrupt", None)
+    async def _stop_inner(
+        self, agent: AgentLike, shield: anyio.CancelScope, done: anyio.Event
+    ) -> None:
+        interrupt = getattr(agent, "interrupt", None)
         # ``interrupt()`` returning False means no reply was running (not started yet, or
         # already over): nothing to wait for, so cancelling is immediate and safe.
         if callable(interrupt) and await interrupt() is not False:
@@ -278,6 +413,12 @@ class AgentTool(Tool):
 
 def _can_stream(agent: AgentLike) -> TypeGuard[StreamingAgent]:
     return callable(getattr(agent, "stream", None))
+
+
+def _pending_ids(agent: AgentLike) -> set[str]:
+    """The ids of the calls ``agent`` holds waiting for approval (none for a plain agent)."""
+    calls = getattr(agent, "pending_tool_calls", None) or ()
+    return {str(c["id"]) for c in calls}
 
 
 def agent_as_tool(

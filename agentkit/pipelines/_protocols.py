@@ -7,9 +7,9 @@ methods, so pipelines never import the agent implementation.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from agentkit.messages import Msg
 
@@ -21,8 +21,10 @@ __all__ = [
     "EventStreamLike",
     "HubParticipant",
     "InterruptibleAgent",
+    "ResumableAgent",
     "StreamingAgent",
     "accepts_deps",
+    "can_resume",
     "deps_kwargs",
 ]
 
@@ -74,6 +76,35 @@ class StreamingAgent(InterruptibleAgent, Protocol):
         ...
 
 
+class ResumableAgent(InterruptibleAgent, Protocol):
+    """An agent whose run can pause for approval and resume from its saved state.
+
+    ``ReActAgent`` is one. ``AgentTool`` needs these to surface the calls waiting inside
+    such an agent in the outer run (nested approvals) and to route the decisions back.
+    """
+
+    @property
+    def pending_tool_calls(self) -> Sequence[Mapping[str, object]]:
+        """Calls waiting for approval (``{"id", "name", "input"}``)."""
+        ...
+
+    def state_dict(self) -> dict[str, object]:
+        """A JSON-safe snapshot of the agent's conversation."""
+        ...
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        """Restore a snapshot from :meth:`state_dict`."""
+        ...
+
+    async def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Resume a run paused for approval (``run(approvals=...)``); a ``RunResult``."""
+        ...
+
+    async def interrupt_pending(self, msg: MsgInput = None) -> Any:
+        """End a run paused for approval as interrupted (its calls never run)."""
+        ...
+
+
 class EventStreamLike(Protocol):
     """What ``agent.stream()`` returns: ``async with agent.stream(m) as events: async for ...``.
 
@@ -111,3 +142,11 @@ def accepts_deps(agent: object) -> bool:
 def deps_kwargs(agent: object, deps: object) -> dict[str, object]:
     """``{"deps": deps}`` for an agent that takes them and deps that were given, else ``{}``."""
     return {"deps": deps} if deps is not None and accepts_deps(agent) else {}
+
+
+def can_resume(agent: object) -> TypeGuard[ResumableAgent]:
+    """Whether ``agent`` pauses for approval in a way ``AgentTool`` can resume."""
+    return all(
+        callable(getattr(agent, name, None))
+        for name in ("state_dict", "load_state_dict", "run", "interrupt_pending")
+    ) and hasattr(agent, "pending_tool_calls")

@@ -12,6 +12,7 @@ from ag_ui.core import Context, RunAgentInput, ToolMessage
 from pydantic import ValidationError
 
 from agentkit.agent import ReActAgent
+from agentkit.agent._conversation import Decision, Verdict
 from agentkit.messages import Msg
 from agentkit.serve._convert import (
     ClientInputError,
@@ -35,12 +36,22 @@ def _pydantic_message(exc: ValidationError) -> str:
     return "invalid RunAgentInput: " + "; ".join(parts) + more
 
 
-def _verdict(value: object, where: str) -> bool | str:
-    """An approval verdict: True, False, a denial reason, or ``{"approved", "reason"}``."""
-    if isinstance(value, dict):
+def _verdict(value: object, where: str) -> Verdict:
+    """An approval verdict: True, False, a denial reason, or ``{"approved", "reason", "input"}``.
+
+    ``input`` (an object, with ``approved: true``) replaces the call's arguments.
+    """
+    if isinstance(value, dict) and set(value) <= {"approved", "reason", "input"}:
         approved = value.get("approved")
         reason = value.get("reason")
-        if isinstance(approved, bool) and (reason is None or isinstance(reason, str)):
+        arguments = value.get("input")
+        if (
+            isinstance(approved, bool)
+            and (reason is None or isinstance(reason, str))
+            and (arguments is None or (approved and isinstance(arguments, dict)))
+        ):
+            if arguments is not None:
+                return Decision(True, input=arguments)
             return True if approved else (reason or False)
     elif isinstance(value, bool | str):
         return value
@@ -48,11 +59,11 @@ def _verdict(value: object, where: str) -> bool | str:
         400,
         "invalid_approval",
         f"{where}: an approval is true, false, a reason (denial) or "
-        '{"approved": bool, "reason": str}',
+        '{"approved": bool, "reason": str, "input": {arguments, when approved}}',
     )
 
 
-def parse_approvals(body: object) -> dict[str, bool | str]:
+def parse_approvals(body: object) -> dict[str, Verdict]:
     """The body of ``POST /threads/{id}/approvals``: ``{call_id: verdict}``.
 
     Raises:
@@ -77,7 +88,7 @@ class RunInput:
         thread_id: str,
         run_id: str,
         messages: list[Any],
-        approvals: dict[str, bool | str] | None,
+        approvals: dict[str, Verdict] | None,
         *,
         tools: list[dict[str, Any]] | None = None,
         context: list[Context] | None = None,
@@ -128,7 +139,7 @@ class RunInput:
 
     async def resolve(
         self, agent: ReActAgent, record: ThreadRecord
-    ) -> tuple[list[Msg], dict[str, bool | str] | None]:
+    ) -> tuple[list[Msg], dict[str, Verdict] | None]:
         """The new user messages and the approvals, checked against the stored thread.
 
         Results the client sent for its own (frontend) tools' pending calls become approvals
@@ -176,7 +187,7 @@ def parse_run_input(body: object) -> RunInput:
         run = RunAgentInput.model_validate(body)
     except ValidationError as exc:
         raise ClientInputError(422, "invalid_input", _pydantic_message(exc)) from None
-    approvals: dict[str, bool | str] | None = None
+    approvals: dict[str, Verdict] | None = None
     if run.resume:
         approvals = {}
         for entry in run.resume:

@@ -32,6 +32,7 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from agentkit.agent import ReActAgent
+from agentkit.agent._conversation import Verdict
 from agentkit.events import AgentEvent, CallInfo, Interrupted, ReplyStarted
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
@@ -71,7 +72,7 @@ def current_deps() -> Any:
 def _start_call(
     agent: ReActAgent[Any, Any],
     msgs: list[Msg],
-    approvals: dict[str, bool | str] | None,
+    approvals: dict[str, Verdict] | None,
     deps: object,
     state: Any = None,
 ) -> Callable[[], Awaitable[Msg]]:
@@ -121,7 +122,7 @@ class RunRequest:
         record: ThreadRecord,
         agent: ReActAgent,
         msgs: Sequence[Msg],
-        approvals: dict[str, bool | str] | None,
+        approvals: dict[str, Verdict] | None,
         deps: object,
     ) -> None:
         self.channel = channel
