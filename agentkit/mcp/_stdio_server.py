@@ -6,6 +6,13 @@ stdin; and a line that is not JSON-RPC was dropped silently, leaving the client 
 Here stdin is read without threads (the event loop waits for it to become readable), so
 cancellation is immediate; a line that is not JSON gets ``-32700 Parse error`` and a JSON
 value that is not a JSON-RPC message gets ``-32600 Invalid Request``, as JSON-RPC 2.0 says.
+Whatever one line holds, it is answered and the next one is read:
+
+- nesting deeper than :data:`MAX_DEPTH` is refused before it is parsed (a 100 KB line of
+  brackets would otherwise exhaust the parser's recursion and end the server);
+- an ``id`` that is not a string or an integer (an object, ``null``, ``true``, ``1.5``) is an
+  invalid request answered with ``id: null``; the SDK's model would have taken the message
+  for a notification and answered nothing.
 
 Like the SDK, fd 0 and fd 1 are diverted while serving (to ``/dev/null`` and stderr) so that
 tool code and child processes can neither read the protocol stream nor write into it.
@@ -17,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -27,28 +35,59 @@ import anyio.to_thread
 
 from agentkit.mcp._stdio import Overflow, split_lines
 
-__all__ = ["error_reply", "stdio_server"]
+__all__ = ["MAX_DEPTH", "parse_message", "stdio_server"]
 
 _MAX_REQUEST_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 100
+"""Deepest nesting of arrays and objects a request may have (real ones stay far below)."""
+
+# A JSON string (escapes included) or one bracket: what nesting depth is counted from.
+_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
-def error_reply(line: bytes | Overflow) -> dict[str, object] | None:
-    """The JSON-RPC error answering ``line`` when it is not a valid message, else None."""
+def _too_deep(line: bytes) -> bool:
+    """Whether ``line`` nests arrays and objects deeper than :data:`MAX_DEPTH`."""
+    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:  # the usual case, at C speed
+        return False
+    depth = 0
+    for token in _STRING_OR_BRACKET.finditer(line):
+        first = token.group()[:1]
+        if first in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif first in (b"]", b"}"):
+            depth -= 1
+    return False
+
+
+def _valid_id(value: object) -> bool:
+    """MCP request ids are strings or integers (never null, a bool or a fraction)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def parse_message(line: bytes | Overflow) -> tuple[Any, dict[str, object] | None]:
+    """``(message, None)`` for a valid JSON-RPC line, else ``(None, the error to answer)``."""
     from mcp_types import jsonrpc_message_adapter
 
     if isinstance(line, Overflow):
-        return _error(None, -32600, f"Invalid Request: message over {len(line.head)} bytes")
+        return None, _error(None, -32600, f"Invalid Request: message over {len(line.head)} bytes")
+    if _too_deep(line):
+        return None, _error(
+            None, -32600, f"Invalid Request: JSON nested deeper than {MAX_DEPTH} levels"
+        )
     try:
         value = json.loads(line)
-    except ValueError as exc:
-        return _error(None, -32700, f"Parse error: {exc}")
+    except (ValueError, RecursionError) as exc:
+        return None, _error(None, -32700, f"Parse error: {exc}")
+    if isinstance(value, dict) and "id" in value and not _valid_id(value["id"]):
+        return None, _error(None, -32600, "Invalid Request: id must be a string or an integer")
     try:
-        jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except ValueError:
+        message = jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except (ValueError, RecursionError):
         rid = value.get("id") if isinstance(value, dict) else None
-        rid = rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
-        return _error(rid, -32600, "Invalid Request: not a JSON-RPC 2.0 message")
-    return None
+        return None, _error(rid, -32600, "Invalid Request: not a JSON-RPC 2.0 message")
+    return message, None
 
 
 def _error(rid: object, code: int, message: str) -> dict[str, object]:
@@ -112,7 +151,6 @@ async def _write_all(fd: int, data: bytes) -> None:
 async def stdio_server() -> AsyncIterator[tuple[Any, Any]]:
     """Serve over this process's stdin/stdout; yields the SDK's ``(read, write)`` streams."""
     from mcp.shared.message import SessionMessage
-    from mcp_types import jsonrpc_message_adapter
 
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -131,12 +169,10 @@ async def stdio_server() -> AsyncIterator[tuple[Any, Any]]:
             async with read_writer:
                 async for chunk in _read_chunks(wire_in):
                     for line in feed(chunk):
-                        reply = error_reply(line)
+                        message, reply = parse_message(line)
                         if reply is not None:
                             await send_line(json.dumps(reply).encode())
                             continue
-                        assert isinstance(line, bytes)
-                        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
                         await read_writer.send(SessionMessage(message))
 
         async def writer() -> None:

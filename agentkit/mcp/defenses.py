@@ -3,14 +3,17 @@
 Threats and what answers them:
 
 - **Rug pull**: a server changes a tool's description after the user approved it, to slip new
-  instructions to the model. Each tool's definition (name, description, input schema) is
-  pinned by hash when first registered (``MCPClient.pins``); a later change does *not* reach
-  the model: the tool keeps its pinned definition, refuses calls ("server X changed tool Y"),
-  and ``on_tool_change`` is called. ``client.accept_tool_changes()`` re-pins
-  (``pin_tools=False`` turns pinning off).
-- **Hidden instructions**: invisible characters (zero-width, Unicode tags) and bidirectional
-  controls in descriptions and schemas are stripped and flagged (``MCPTool.flags``);
-  descriptions are capped (``max_description_chars``).
+  instructions to the model, or its annotations, to drop the approval it needs (a tool
+  relabelled ``readOnlyHint: true``). Each tool's definition (name, title, description,
+  input schema, annotations) is pinned by hash when first registered (``MCPClient.pins``);
+  a later change does *not* reach the model: the tool keeps its pinned definition (and
+  hints), refuses calls ("server X changed tool Y"), and ``on_tool_change`` is called.
+  ``client.accept_tool_changes()`` re-pins (``pin_tools=False`` turns pinning off).
+- **Hidden instructions**: characters that print nothing (format and control characters,
+  every default-ignorable code point such as Unicode tags, variation selectors and Hangul
+  fillers, and blank-rendering ones such as braille blank) and bidirectional controls in
+  descriptions and schemas are stripped and flagged (``MCPTool.flags``), so no message can
+  be bit-encoded in them; descriptions are capped (``max_description_chars``).
 - **Shadowing**: a server tool never replaces a local or another server's tool: registration
   refuses the clash (``prefix=`` keeps both) and ``namesake="override"`` is refused.
 - **Flooding**: results are capped (``max_result_chars``; stdio messages at
@@ -20,9 +23,11 @@ Threats and what answers them:
   ``readOnlyHint: true`` requires a human's approval, so a prompt injected through a tool
   result cannot silently trigger a destructive call. Open-world content is: the result of a
   server tool marked ``openWorldHint: true`` (the web...), which counts for every server; the
-  result of a server tool without the hint, which counts for the *other* servers' tools
-  (another server's output); anything passed to :func:`mark_untrusted_content`.
-  ``trust="trusted"`` relaxes this per server.
+  result of any other tool of an untrusted server, which counts for the *other* servers'
+  tools (another server's output), even when the server marks it ``openWorldHint: false``:
+  a server's own claims never lower the trust the user configured; anything passed to
+  :func:`mark_untrusted_content`. ``trust="trusted"`` relaxes this per server (and only a
+  trusted server's ``openWorldHint: false`` is believed).
 """
 
 from __future__ import annotations
