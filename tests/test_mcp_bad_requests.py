@@ -131,6 +131,10 @@ def test_a_request_id_that_is_not_a_string_or_integer_is_an_invalid_request(
         answer = wire.ask(line, then_ping=10 + n)
         assert answer["jsonrpc"] == "2.0" and _error(answer) == (None, -32600), rid
     assert wire.ask(b'{"jsonrpc": "2.0", "id": "s", "method": "ping"}')["id"] == "s"
+    # JSON-RPC's own exception: an error about a request that could not be read has id null.
+    # It is taken, not answered (two peers must not answer each other's errors forever).
+    wire.send(b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "?"}}')
+    assert wire.ask(_ping(20)) == {"jsonrpc": "2.0", "id": 20, "result": {}}
 
 
 # -- the OAuth loopback listener -------------------------------------------------------

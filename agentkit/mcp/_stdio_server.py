@@ -8,8 +8,9 @@ cancellation is immediate; a line that is not JSON gets ``-32700 Parse error`` a
 value that is not a JSON-RPC message gets ``-32600 Invalid Request``, as JSON-RPC 2.0 says.
 Whatever one line holds, it is answered and the next one is read:
 
-- nesting deeper than :data:`MAX_DEPTH` is refused before it is parsed (a 100 KB line of
-  brackets would otherwise exhaust the parser's recursion and end the server);
+- nesting deeper than :data:`MAX_DEPTH` is refused (a 100 KB line of brackets exhausted
+  the parser's recursion and ended the server; and the SDK's own parser stops at about
+  250 levels, so what got past the first parse still ended it);
 - an ``id`` that is not a string or an integer (an object, ``null``, ``true``, ``1.5``) is an
   invalid request answered with ``id: null``; the SDK's model would have taken the message
   for a notification and answered nothing.
@@ -24,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import stat
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -41,29 +41,42 @@ _MAX_REQUEST_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 100
 """Deepest nesting of arrays and objects a request may have (real ones stay far below)."""
 
-# A JSON string (escapes included) or one bracket: what nesting depth is counted from.
-_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_CONTAINERS = (dict, list)  # what json.loads builds; exact types, checked by identity
 
 
-def _too_deep(line: bytes) -> bool:
-    """Whether ``line`` nests arrays and objects deeper than :data:`MAX_DEPTH`."""
+def _too_deep(line: bytes, value: object) -> bool:
+    """Whether ``value`` (parsed from ``line``) nests deeper than :data:`MAX_DEPTH`.
+
+    Only when the line has more brackets than that at all; then walked level by level,
+    without recursion, looking at containers only (cheaper than the parse that built them).
+    """
     if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:  # the usual case, at C speed
         return False
-    depth = 0
-    for token in _STRING_OR_BRACKET.finditer(line):
-        first = token.group()[:1]
-        if first in (b"[", b"{"):
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        elif first in (b"]", b"}"):
-            depth -= 1
-    return False
+    level: list[Any] = [value] if type(value) in _CONTAINERS else []
+    for _ in range(MAX_DEPTH):
+        below: list[Any] = []
+        for node in level:
+            items = node.values() if type(node) is dict else node
+            below += [item for item in items if type(item) in _CONTAINERS]
+        if not below:
+            return False
+        level = below
+    return True
 
 
-def _valid_id(value: object) -> bool:
-    """MCP request ids are strings or integers (never null, a bool or a fraction)."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+def _bad_id(message: object) -> bool:
+    """Whether ``message`` has an ``id`` that is not a string or an integer.
+
+    MCP ids are never null, a bool or a fraction; JSON-RPC allows null only on an error
+    response whose request could not be read (such as the ones sent here): accepting those
+    keeps two peers from answering each other's errors forever.
+    """
+    if not isinstance(message, dict) or "id" not in message:
+        return False
+    rid = message["id"]
+    if rid is None:
+        return "method" in message or "error" not in message
+    return not (isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)))
 
 
 def parse_message(line: bytes | Overflow) -> tuple[Any, dict[str, object] | None]:
@@ -72,15 +85,18 @@ def parse_message(line: bytes | Overflow) -> tuple[Any, dict[str, object] | None
 
     if isinstance(line, Overflow):
         return None, _error(None, -32600, f"Invalid Request: message over {len(line.head)} bytes")
-    if _too_deep(line):
-        return None, _error(
-            None, -32600, f"Invalid Request: JSON nested deeper than {MAX_DEPTH} levels"
-        )
+    deep = _error(None, -32600, f"Invalid Request: JSON nested deeper than {MAX_DEPTH} levels")
     try:
+        # The parser's own recursion is bounded (RecursionError, the interpreter's limit);
+        # MAX_DEPTH, far below it, is checked on what it built.
         value = json.loads(line)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        return None, deep
+    except ValueError as exc:
         return None, _error(None, -32700, f"Parse error: {exc}")
-    if isinstance(value, dict) and "id" in value and not _valid_id(value["id"]):
+    if _too_deep(line, value):
+        return None, deep
+    if _bad_id(value):
         return None, _error(None, -32600, "Invalid Request: id must be a string or an integer")
     try:
         message = jsonrpc_message_adapter.validate_python(value, by_name=False)
