@@ -8,9 +8,9 @@ cancellation is immediate; a line that is not JSON gets ``-32700 Parse error`` a
 value that is not a JSON-RPC message gets ``-32600 Invalid Request``, as JSON-RPC 2.0 says.
 Whatever one line holds, it is answered and the next one is read:
 
-- nesting deeper than :data:`MAX_DEPTH` is refused (a 100 KB line of brackets exhausted
-  the parser's recursion and ended the server; and the SDK's own parser stops at about
-  250 levels, so what got past the first parse still ended it);
+- nesting deeper than ``agentkit._text.MAX_JSON_DEPTH`` (100 levels) is refused: a 100 KB
+  line of brackets exhausted the parser's recursion and ended the server (and the SDK's
+  own parser stops at about 250 levels, so what got past the first parse still ended it);
 - an ``id`` that is not a string or an integer (an object, ``null``, ``true``, ``1.5``) is an
   invalid request answered with ``id: null``; the SDK's model would have taken the message
   for a notification and answered nothing.
@@ -33,35 +33,12 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from agentkit._text import MAX_JSON_DEPTH, too_deep
 from agentkit.mcp._stdio import Overflow, split_lines
 
-__all__ = ["MAX_DEPTH", "parse_message", "stdio_server"]
+__all__ = ["parse_message", "stdio_server"]
 
 _MAX_REQUEST_BYTES = 64 * 1024 * 1024
-MAX_DEPTH = 100
-"""Deepest nesting of arrays and objects a request may have (real ones stay far below)."""
-
-_CONTAINERS = (dict, list)  # what json.loads builds; exact types, checked by identity
-
-
-def _too_deep(line: bytes, value: object) -> bool:
-    """Whether ``value`` (parsed from ``line``) nests deeper than :data:`MAX_DEPTH`.
-
-    Only when the line has more brackets than that at all; then walked level by level,
-    without recursion, looking at containers only (cheaper than the parse that built them).
-    """
-    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:  # the usual case, at C speed
-        return False
-    level: list[Any] = [value] if type(value) in _CONTAINERS else []
-    for _ in range(MAX_DEPTH):
-        below: list[Any] = []
-        for node in level:
-            items = node.values() if type(node) is dict else node
-            below += [item for item in items if type(item) in _CONTAINERS]
-        if not below:
-            return False
-        level = below
-    return True
 
 
 def _bad_id(message: object) -> bool:
@@ -85,16 +62,16 @@ def parse_message(line: bytes | Overflow) -> tuple[Any, dict[str, object] | None
 
     if isinstance(line, Overflow):
         return None, _error(None, -32600, f"Invalid Request: message over {len(line.head)} bytes")
-    deep = _error(None, -32600, f"Invalid Request: JSON nested deeper than {MAX_DEPTH} levels")
+    deep = _error(None, -32600, f"Invalid Request: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         # The parser's own recursion is bounded (RecursionError, the interpreter's limit);
-        # MAX_DEPTH, far below it, is checked on what it built.
+        # MAX_JSON_DEPTH, far below it, is checked on what it built.
         value = json.loads(line)
     except RecursionError:
         return None, deep
     except ValueError as exc:
         return None, _error(None, -32700, f"Parse error: {exc}")
-    if _too_deep(line, value):
+    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH and too_deep(value):
         return None, deep
     if _bad_id(value):
         return None, _error(None, -32600, "Invalid Request: id must be a string or an integer")
