@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 
 from agentkit.mcp._server import build_server
 from agentkit.tools import Toolkit, ToolResponse
@@ -64,9 +64,12 @@ async def test_approval_tools_are_not_served_by_default(mode: str) -> None:
     async with Client(build_server(build()), mode=mode, cache=None) as client:  # type: ignore[arg-type]
         names = [t.name for t in (await client.list_tools()).tools]
         assert names == ["gen", "boom", "sleepy"]
-        result = await client.call_tool("delete_everything", {})
-        assert result.is_error
-        assert "approval" in text(result) and "deleted" not in text(result)
+        with pytest.raises(MCPError) as refused:  # hidden: as unknown as a missing tool
+            await client.call_tool("delete_everything", {})
+        assert (refused.value.code, refused.value.message) == (
+            -32602,
+            "Unknown tool: delete_everything",
+        )
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -24,6 +24,7 @@ __all__ = [
     "MCPToolFunction",
     "OAuth",
     "StdioServer",
+    "build_server",
     "check_bind",
     "create_resource_tool",
     "mark_untrusted_content",
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from agentkit.mcp._defenses import mark_untrusted_content, reset_untrusted_content
     from agentkit.mcp._http_auth import check_bind, resolve_token
     from agentkit.mcp._oauth import FileTokenStorage, OAuth
-    from agentkit.mcp._server import serve
+    from agentkit.mcp._server import build_server, serve
     from agentkit.mcp._tool import MCPTool, MCPToolFunction
 else:
     from agentkit._lazy import lazy_exports
@@ -61,6 +62,7 @@ else:
             "register_mcp_client": "._bridge",
             "remove_mcp_clients": "._bridge",
             "serve": "._server",
+            "build_server": "._server",
             "EmbeddedResource": "._app",
             "MCPApp": "._app",
             "tool_result": "._app",

@@ -9,7 +9,9 @@ loopback interface only, for exactly that request. What it refuses, and why:
   local process that guesses the port cannot end (or hijack) the flow; it never learns the
   state;
 - an ``error=`` redirect with the right state (the user clicked *deny*): the flow ends with
-  the server's error.
+  the server's error;
+- anything malformed (a target that does not parse, a state that is not ASCII or not even
+  UTF-8): 400, keep waiting. Only the real redirect, or the user's denial, ends the flow.
 
 A small hand-written HTTP/1.1 reader is enough: one GET line and its headers, bounded in
 size and time, and no dependency on a web framework.
@@ -86,11 +88,16 @@ def _judge(head: bytes, path: str, state: str) -> tuple[str, CallbackResult | st
     parts = line.split(" ")
     if len(parts) != 3 or parts[0] != "GET":
         return "405 Method Not Allowed", None
-    target = urlparse(parts[1])
+    try:
+        target = urlparse(parts[1])
+    except ValueError:  # e.g. an unclosed "[" host: a stranger's request, not the redirect
+        return "400 Bad Request", None
     if target.path != path:
         return "404 Not Found", None
     query = {k: v[0] for k, v in parse_qs(target.query).items()}
-    if not secrets.compare_digest(query.get("state", ""), state):
+    # Compared as bytes: compare_digest refuses non-ASCII str, and a forged state must be
+    # one more wrong guess, not an exception that ends the login.
+    if not secrets.compare_digest(query.get("state", "").encode(), state.encode()):
         return "400 Bad Request", None
     if "error" in query:
         described = query.get("error_description")

@@ -1,6 +1,6 @@
 """Tool pins in saved state: a restored conversation still catches a changed tool.
 
-``MCPClient.pins`` (tool name -> hash of name, description, input schema) lives in memory.
+``MCPClient.pins`` (tool name -> hash of its definition, annotations included) lives in memory.
 A rug pull that happens while the process is down (the server's tools are rewritten
 between two sessions) would go unnoticed if a restarted process pinned whatever the server
 shows first. So the pins travel with the toolkit's state: ``Toolkit.state_dict()`` (and

@@ -6,9 +6,9 @@
 - Calling: through ``Toolkit.call_tool_function`` (one validation path); progress chunks
   become ``notifications/progress`` (a first value of 0 stays 0); the final result carries
   ``structuredContent`` for tools with an output schema; a tool that returned
-  :func:`agentkit.mcp._app.tool_result` content (embedded resources...) gets it verbatim.
-- An unknown, inactive or refused tool is a JSON-RPC error that names only the tool asked
-  for (never the hidden ones).
+  :func:`agentkit.mcp.tool_result` content (embedded resources...) gets it verbatim.
+- An unknown, inactive or hidden tool (one needing approval) is the same JSON-RPC error,
+  naming only the tool asked for: hidden tools are indistinguishable from missing ones.
 """
 
 from __future__ import annotations
@@ -134,17 +134,9 @@ class ServedTools:
         from mcp import MCPError, types
 
         if params.name not in {s["function"]["name"] for s in self.visible()}:
-            tool = self.toolkit.get_tool(params.name)
-            active = {s["function"]["name"] for s in self.toolkit.get_json_schemas()}
-            if tool is not None and params.name in active:  # needs approval: say why
-                text = (
-                    f"Error: the tool {params.name!r} needs a human's approval before each "
-                    "call, which this MCP server cannot ask for; it is not served."
-                )
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=text)], is_error=True
-                )
-            # -32602 per the spec; naming only what was asked keeps hidden tools hidden.
+            # -32602 per the spec, for a tool that does not exist, is inactive or is hidden
+            # (it needs approval) alike: the answer names only what was asked, so a client
+            # cannot tell a hidden tool from a missing one.
             raise MCPError(code=-32602, message=f"Unknown tool: {params.name}")
         mcp = MCPContext(ctx, self.levels.get(level_key), InputRounds.from_params(params))
         with mcp.activate():

@@ -6,6 +6,14 @@ stdin; and a line that is not JSON-RPC was dropped silently, leaving the client 
 Here stdin is read without threads (the event loop waits for it to become readable), so
 cancellation is immediate; a line that is not JSON gets ``-32700 Parse error`` and a JSON
 value that is not a JSON-RPC message gets ``-32600 Invalid Request``, as JSON-RPC 2.0 says.
+Whatever one line holds, it is answered and the next one is read:
+
+- nesting deeper than ``agentkit._text.MAX_JSON_DEPTH`` (100 levels) is refused: a 100 KB
+  line of brackets exhausted the parser's recursion and ended the server (and the SDK's
+  own parser stops at about 250 levels, so what got past the first parse still ended it);
+- an ``id`` that is not a string or an integer (an object, ``null``, ``true``, ``1.5``) is an
+  invalid request answered with ``id: null``; the SDK's model would have taken the message
+  for a notification and answered nothing.
 
 Like the SDK, fd 0 and fd 1 are diverted while serving (to ``/dev/null`` and stderr) so that
 tool code and child processes can neither read the protocol stream nor write into it.
@@ -25,30 +33,54 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from agentkit._text import MAX_JSON_DEPTH, too_deep
 from agentkit.mcp._stdio import Overflow, split_lines
 
-__all__ = ["error_reply", "stdio_server"]
+__all__ = ["parse_message", "stdio_server"]
 
 _MAX_REQUEST_BYTES = 64 * 1024 * 1024
 
 
-def error_reply(line: bytes | Overflow) -> dict[str, object] | None:
-    """The JSON-RPC error answering ``line`` when it is not a valid message, else None."""
+def _bad_id(message: object) -> bool:
+    """Whether ``message`` has an ``id`` that is not a string or an integer.
+
+    MCP ids are never null, a bool or a fraction; JSON-RPC allows null only on an error
+    response whose request could not be read (such as the ones sent here): accepting those
+    keeps two peers from answering each other's errors forever.
+    """
+    if not isinstance(message, dict) or "id" not in message:
+        return False
+    rid = message["id"]
+    if rid is None:
+        return "method" in message or "error" not in message
+    return not (isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)))
+
+
+def parse_message(line: bytes | Overflow) -> tuple[Any, dict[str, object] | None]:
+    """``(message, None)`` for a valid JSON-RPC line, else ``(None, the error to answer)``."""
     from mcp_types import jsonrpc_message_adapter
 
     if isinstance(line, Overflow):
-        return _error(None, -32600, f"Invalid Request: message over {len(line.head)} bytes")
+        return None, _error(None, -32600, f"Invalid Request: message over {len(line.head)} bytes")
+    deep = _error(None, -32600, f"Invalid Request: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
+        # The parser's own recursion is bounded (RecursionError, the interpreter's limit);
+        # MAX_JSON_DEPTH, far below it, is checked on what it built.
         value = json.loads(line)
+    except RecursionError:
+        return None, deep
     except ValueError as exc:
-        return _error(None, -32700, f"Parse error: {exc}")
+        return None, _error(None, -32700, f"Parse error: {exc}")
+    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH and too_deep(value):
+        return None, deep
+    if _bad_id(value):
+        return None, _error(None, -32600, "Invalid Request: id must be a string or an integer")
     try:
-        jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except ValueError:
+        message = jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except (ValueError, RecursionError):
         rid = value.get("id") if isinstance(value, dict) else None
-        rid = rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
-        return _error(rid, -32600, "Invalid Request: not a JSON-RPC 2.0 message")
-    return None
+        return None, _error(rid, -32600, "Invalid Request: not a JSON-RPC 2.0 message")
+    return message, None
 
 
 def _error(rid: object, code: int, message: str) -> dict[str, object]:
@@ -112,7 +144,6 @@ async def _write_all(fd: int, data: bytes) -> None:
 async def stdio_server() -> AsyncIterator[tuple[Any, Any]]:
     """Serve over this process's stdin/stdout; yields the SDK's ``(read, write)`` streams."""
     from mcp.shared.message import SessionMessage
-    from mcp_types import jsonrpc_message_adapter
 
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -131,12 +162,10 @@ async def stdio_server() -> AsyncIterator[tuple[Any, Any]]:
             async with read_writer:
                 async for chunk in _read_chunks(wire_in):
                     for line in feed(chunk):
-                        reply = error_reply(line)
+                        message, reply = parse_message(line)
                         if reply is not None:
                             await send_line(json.dumps(reply).encode())
                             continue
-                        assert isinstance(line, bytes)
-                        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
                         await read_writer.send(SessionMessage(message))
 
         async def writer() -> None:

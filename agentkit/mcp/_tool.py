@@ -56,8 +56,15 @@ def _object_schema(schema: dict[str, object]) -> dict[str, object]:
 
 
 def tool_hash(tool: mcp_types.Tool) -> str:
-    """The pin of a server tool's definition (as the server sent it)."""
-    return definition_hash(tool.name, tool.description, tool.input_schema)
+    """The pin of a server tool's definition (as the server sent it), annotations included."""
+    annotations = (
+        tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if tool.annotations
+        else None
+    )
+    return definition_hash(
+        tool.name, tool.description, tool.input_schema, title=tool.title, annotations=annotations
+    )
 
 
 class MCPTool(Tool):
@@ -162,13 +169,26 @@ class MCPTool(Tool):
                 metadata={"mcp_server": self.client.name, "mcp_tool_changed": True},
             )
             return
-        open_world = self.annotations.get("openWorldHint")
+        taint = self._taint()
         async for chunk in self.client.call_tool_stream(self.mcp_name, arguments):
-            if chunk.is_last and open_world is not False and toolkit is not None:
-                # Its output may carry instructions: from anyone (open world), or at least
-                # from this server (untrusted input for the other servers' tools).
-                mark_untrusted_content(toolkit, "*" if open_world else self.client.name)
+            if chunk.is_last and taint is not None and toolkit is not None:
+                mark_untrusted_content(toolkit, taint)
             yield chunk
+
+    def _taint(self) -> str | None:
+        """Where this tool's output counts as coming from (see ``mark_untrusted_content``).
+
+        Its output may carry instructions: from anyone (``openWorldHint: true``), or at least
+        from this server (untrusted input for the other servers' tools). Only a server the
+        user trusts is believed when it says a tool is closed-world: an untrusted server's
+        own claim never lowers the trust the user configured.
+        """
+        open_world = self.annotations.get("openWorldHint")
+        if open_world is True:
+            return "*"
+        if open_world is False and self.client.trust == "trusted":
+            return None
+        return self.client.name
 
     def __repr__(self) -> str:
         return f"MCPTool(name={self.name!r}, server={self.client.name!r}, group={self.group!r})"

@@ -9,6 +9,7 @@ mutated after they are cached: the OpenTelemetry SDK copies what it is given.
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
@@ -114,8 +115,9 @@ def mcp_attributes(tool: object) -> Attributes:
             attributes["server.port"] = parts.port
     else:
         attributes["network.transport"] = "pipe"
-        command = " ".join([str(server.command), *map(str, getattr(server, "args", ()))])
-        attributes["agentkit.mcp.server.command"] = command
+        # The executable's name only: arguments (and a path's directories) can carry
+        # secrets (``--api-key=...``), and spans leave the process even without content.
+        attributes["agentkit.mcp.server.command"] = os.path.basename(str(server.command))
     return attributes
 
 
