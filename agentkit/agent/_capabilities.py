@@ -162,8 +162,6 @@ class Capabilities:
 
     def bind(self, ctx: RunContext[Any]) -> Capabilities:
         """The capabilities of one run: ``for_run`` applied where it is overridden."""
-        if not self.for_run:
-            return self
         bound: list[AnyCapability] = []
         for cap in self.all:
             if _overrides(cap, "for_run"):

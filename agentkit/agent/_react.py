@@ -427,7 +427,9 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             memory=self._conv.memory,
             model=self.model,
         )
-        capabilities = self._capabilities.bind(context)  # may raise: before the run is set
+        capabilities = self._capabilities
+        if capabilities.for_run:  # per-run instances; may raise: before the run is set
+            capabilities = capabilities.bind(context)
         self._run = run
         run.limits = limits
         run.token = anyio.lowlevel.current_token()

@@ -106,7 +106,7 @@ class ModelView(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class _NoUsage:
     """The usage of a call made outside any run: nothing."""
 
@@ -117,6 +117,9 @@ class _NoUsage:
     cost: float | None = 0.0
     total_tokens: int = 0
 
+    def __repr__(self) -> str:
+        return "NO_USAGE"
+
 
 class _NoMemory:
     """The conversation of a call made outside any run: empty."""
@@ -125,6 +128,9 @@ class _NoMemory:
 
     async def get_memory(self) -> list[Msg]:
         return []
+
+    def __repr__(self) -> str:
+        return "NO_MEMORY"
 
 
 _NO_USAGE = _NoUsage()
