@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from agentkit import ReActAgent, ToolContext, Toolkit, UsageError, UsageLimits
+from agentkit.agent import Compactor
 from agentkit.testing import ScriptedModel, text, tool_use
 
 
@@ -91,6 +92,7 @@ def _non_default(name: str) -> Any:
         "approval_policy": lambda call: True,
         "usage_limits": UsageLimits(max_requests=5),
         "max_tool_retries": 1,
+        "capabilities": (Compactor(8000),),
     }
     return values[name]
 

@@ -1,14 +1,14 @@
 """``ReActAgent.copy()`` keeps the template's context compaction.
 
 A chat server serves one template agent to many conversations with ``template.copy()``; a
-``Compactor`` attached to the template must keep every conversation's requests under the
+``Compactor`` among the template's capabilities must keep every conversation's requests under the
 budget too, each with a view of its own.
 """
 
 from __future__ import annotations
 
 from agentkit import ReActAgent
-from agentkit.agent._compaction import Compactor, compactor_of
+from agentkit.agent._compaction import Compactor
 from agentkit.memory import InMemoryMemory
 from agentkit.messages import Msg
 from agentkit.testing import ScriptedModel
@@ -24,10 +24,10 @@ async def _long_memory(turns: int) -> InMemoryMemory:
 
 async def test_a_copy_compacts_like_its_template() -> None:
     model = ScriptedModel(["done"] * 3)
-    template = ReActAgent("bot", "Be brief.", model)
-    compactor = Compactor(context_window=6000, reserve_output=1000).attach(template)
+    compactor = Compactor(context_window=6000, reserve_output=1000)
+    template = ReActAgent("bot", "Be brief.", model, capabilities=[compactor])
     conversation = template.copy(memory=await _long_memory(10))
-    assert compactor_of(conversation) is compactor
+    assert conversation.capabilities == (compactor,)
     await conversation("next")
     sent = model.requests[-1].messages
     assert len(sent) < 21  # older turns left out (or summarized): under the budget

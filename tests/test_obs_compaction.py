@@ -16,7 +16,6 @@ from agentkit.agent._compaction import (
     Compactor,
     DropOldest,
     Summarize,
-    compactor_of,
     context_window,
 )
 from agentkit.models import FallbackModel, OpenAIChatModel
@@ -105,9 +104,10 @@ def summarizer() -> tuple[FunctionModel, list[int]]:
 
 def make_agent(conv: Conversation, strategy: Any) -> ReActAgent:
     model = FunctionModel(conv.answer, model_name="big")
-    agent = ReActAgent("helper", "You look things up.", model, make_toolkit(), print_hint=False)
-    Compactor(WINDOW, strategy=strategy, reserve_output=RESERVE).attach(agent)
-    return agent
+    compactor = Compactor(WINDOW, strategy=strategy, reserve_output=RESERVE)
+    return ReActAgent(
+        "helper", "You look things up.", model, make_toolkit(), capabilities=[compactor]
+    )
 
 
 async def _turns(agent: ReActAgent, first: int, last: int) -> None:
@@ -203,7 +203,7 @@ async def test_recorded_summary_is_reused_after_a_state_round_trip() -> None:
 async def test_without_a_compactor_the_prompt_is_untouched() -> None:
     model = ScriptedModel(["hi"])
     agent = ReActAgent("a", "s", model, print_hint=False)
-    assert compactor_of(agent) is None
+    assert agent.capabilities == ()
     await agent("hello")
     assert [m.role for m in model.requests[0].messages] == ["system", "user"]
     assert "compaction" not in ((await agent.memory.get_memory())[-1].metadata or {})
@@ -293,8 +293,8 @@ async def test_images_count_as_images_not_as_their_base64_text() -> None:
         sizes.append(len(messages))
         return ChatResponse([text("ok")], ChatUsage(sum(map(estimate_tokens, messages)), 2))
 
-    agent = ReActAgent("a", "s", FunctionModel(answer, model_name="m"), print_hint=False)
-    Compactor(20_000, reserve_output=1000).attach(agent)
+    compactor = Compactor(20_000, reserve_output=1000)
+    agent = ReActAgent("a", "s", FunctionModel(answer, model_name="m"), capabilities=[compactor])
     for k in range(3):
         await agent(f"question {k}")
     await agent(inline)
@@ -336,8 +336,9 @@ async def test_a_system_prompt_over_the_budget_is_a_clear_error_before_any_reque
     from agentkit.exceptions import ContextWindowError
 
     model = ScriptedModel(["never"])
-    agent = ReActAgent("a", "word " * 5000, model, print_hint=False)
-    Compactor(2000, reserve_output=500).attach(agent)
+    agent = ReActAgent(
+        "a", "word " * 5000, model, capabilities=[Compactor(2000, reserve_output=500)]
+    )
     for _ in range(2):
         with pytest.raises(ContextWindowError, match="system prompt"):
             await agent("hi")
@@ -365,9 +366,11 @@ async def test_the_summarizers_tokens_and_cost_are_the_runs() -> None:
         return out
 
     model = FunctionModel(answer, model_name="big")
-    agent = ReActAgent("helper", "You look things up.", model, make_toolkit(), print_hint=False)
     cheap = FunctionModel(summarize, model_name="cheap")
-    Compactor(WINDOW, strategy=Summarize(cheap, 150), reserve_output=RESERVE).attach(agent)
+    compactor = Compactor(WINDOW, strategy=Summarize(cheap, 150), reserve_output=RESERVE)
+    agent = ReActAgent(
+        "helper", "You look things up.", model, make_toolkit(), capabilities=[compactor]
+    )
     checked = 0
     for k in range(1, 80):
         before_s, before_a = len(summaries), len(answers)
@@ -401,8 +404,10 @@ async def test_a_turn_too_big_for_the_budget_keeps_its_question() -> None:
         """Read the big file."""
         return "data " * 4000
 
-    agent = ReActAgent("a", "s", FunctionModel(answer, model_name="m"), tk, print_hint=False)
-    Compactor(WINDOW, reserve_output=RESERVE).attach(agent)
+    compactor = Compactor(WINDOW, reserve_output=RESERVE)
+    agent = ReActAgent(
+        "a", "s", FunctionModel(answer, model_name="m"), tk, capabilities=[compactor]
+    )
     await agent("hello")
     await agent("please read the file")
     last = views[-1]

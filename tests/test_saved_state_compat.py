@@ -20,13 +20,14 @@ import copy
 import json
 import shutil
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
+from agentkit import Capability
 from agentkit._formats import upgrade
 from agentkit.agent._compaction import Compactor, Summarize
 from agentkit.agent._state import SCHEMA_VERSION, migrate_state
@@ -77,14 +78,19 @@ def current_form(state: dict[str, Any]) -> dict[str, object]:
     return migrate_state(state)
 
 
-async def loaded(state: dict[str, Any], model: Any = None, calls: Calls | None = None) -> Any:
+async def loaded(
+    state: dict[str, Any],
+    model: Any = None,
+    calls: Calls | None = None,
+    capabilities: Sequence[Capability[Any]] = (),
+) -> Any:
     """Load ``state`` into fresh corpus agents; check it saves back as its current form."""
     fresh: Any
     if "members" in state:
         fresh = StateGroup({k: corpus_agent(ScriptedModel([]), name=k) for k in state["members"]})
         agents = list(fresh.members.values())
     else:
-        fresh = corpus_agent(model or ScriptedModel([]), calls)
+        fresh = corpus_agent(model or ScriptedModel([]), calls, capabilities=capabilities)
         agents = [fresh]
     fresh.load_state_dict(copy.deepcopy(state))
     assert fresh.state_dict() == current_form(state)
@@ -184,9 +190,9 @@ async def check_compacted(state: dict[str, Any]) -> None:
         return "a new summary"
 
     model = FunctionModel(answer, model_name="big")
-    agent = await loaded(state, model)
     strategy = Summarize(FunctionModel(summarize, model_name="cheap"), summary_tokens=50)
-    Compactor(1400, strategy=strategy, reserve_output=200).attach(agent)
+    compactor = Compactor(1400, strategy=strategy, reserve_output=200)
+    agent = await loaded(state, model, capabilities=[compactor])
     memory = await agent.memory.get_memory()
     start = entry("compacted")["memory"]["messages"][-1]["metadata"]["compaction"]["start"]
     await agent("turn 7: one more, please.")

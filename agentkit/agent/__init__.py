@@ -3,6 +3,7 @@
 The event classes live in ``agentkit.events``.
 """
 
+from agentkit.agent._capabilities import Capability
 from agentkit.agent._compaction import CompactionStrategy, Compactor, DropOldest, Summarize
 from agentkit.agent._conversation import Decision
 from agentkit.agent._hooks import AgentHooks
@@ -10,17 +11,22 @@ from agentkit.agent._limits import UsageLimits
 from agentkit.agent._react import ApprovalPolicy, ReActAgent
 from agentkit.agent._result import PendingCall, RunResult, RunUsage, StopReason
 from agentkit.agent._stream import EventStream
+from agentkit.models._base import ModelRequest
+from agentkit.tools._context import RunContext
 
 __all__ = [
     "AgentHooks",
     "ApprovalPolicy",
+    "Capability",
     "CompactionStrategy",
     "Compactor",
     "Decision",
     "DropOldest",
     "EventStream",
+    "ModelRequest",
     "PendingCall",
     "ReActAgent",
+    "RunContext",
     "RunResult",
     "RunUsage",
     "StopReason",

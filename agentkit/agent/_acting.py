@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation
     from agentkit.agent._setup import RunSetup
     from agentkit.agent._state import Run
+    from agentkit.tools._context import ToolContext
 
 __all__ = [
     "INTERRUPTED_TEXT",
@@ -90,32 +91,55 @@ async def _invoke(setup: RunSetup, run: Run, call: ToolUseBlock) -> ToolResponse
     kwargs: dict[str, Any] = {"tool_call": call}
     if hooks is not None and hooks.has("pre_acting"):
         kwargs = await hooks.run_pre("pre_acting", setup.owner, kwargs)
+    block: ToolUseBlock = kwargs["tool_call"]
+    caps = setup.capabilities
+    ctx: ToolContext[Any] | None = None
+    veto: ToolResponse | None = None
+    if caps.before_tool or caps.after_tool:
+        ctx = setup.context.for_call(
+            block["id"],
+            block["name"],
+            setup.toolkit,
+            setup.owner,
+            tool_call_approved=call["id"] in run.approved,
+        )
+        if caps.before_tool:
+            outcome = await caps.run_before_tool(ctx, block)
+            if isinstance(outcome, ToolResponse):
+                veto = outcome  # the call is answered without running
+            else:
+                block = outcome
     emit = run.emit
     if emit is not None:
-        emit(ToolCallStarted(kwargs["tool_call"]))
-    final: ToolResponse | None = None
-    toolkit = setup.toolkit
-    if toolkit is None:
-        final = ToolResponse.error(f"Tool {call['name']!r} does not exist (no tools).")
-    else:
-        calling = toolkit.call_tool_function(
-            kwargs["tool_call"],
-            context=setup.owner,
-            deps=setup.deps,
-            approved=call["id"] in run.approved,
-        )
-        # Nested approvals: a call resumed for decisions inside it reads them from here.
-        with resume_scope(run.resumes.pop(call["id"], None)):
-            async with aclosing(calling) as chunks:
-                async for chunk in chunks:
-                    if chunk.is_last:
-                        final = chunk
-                    elif emit is not None:
-                        emit(ToolProgress(call["id"], chunk))
-    if final is None:
-        final = ToolResponse.error("The tool ended without a final result.")
+        emit(ToolCallStarted(block))
+    final = veto if veto is not None else await _call(setup, run, call, block)
     if hooks is not None and hooks.has("post_acting"):
         final = await hooks.run_post("post_acting", setup.owner, kwargs, final)
+    if ctx is not None and caps.after_tool:
+        final = await caps.run_after_tool(ctx, final)
+    return final
+
+
+async def _call(setup: RunSetup, run: Run, call: ToolUseBlock, block: ToolUseBlock) -> ToolResponse:
+    """Run ``block`` (the call as the hooks and capabilities left it) in the toolkit."""
+    toolkit = setup.toolkit
+    if toolkit is None:
+        return ToolResponse.error(f"Tool {call['name']!r} does not exist (no tools).")
+    final: ToolResponse | None = None
+    emit = run.emit
+    calling = toolkit.call_tool_function(
+        block, context=setup.owner, run=setup.context, approved=call["id"] in run.approved
+    )
+    # Nested approvals: a call resumed for decisions inside it reads them from here.
+    with resume_scope(run.resumes.pop(call["id"], None)):
+        async with aclosing(calling) as chunks:
+            async for chunk in chunks:
+                if chunk.is_last:
+                    final = chunk
+                elif emit is not None:
+                    emit(ToolProgress(call["id"], chunk))
+    if final is None:
+        final = ToolResponse.error("The tool ended without a final result.")
     return final
 
 

@@ -16,42 +16,41 @@ Token counts: the provider's usage of the previous request (input plus output to
 an estimate for the messages added since (about 4 characters per token, scaled by how far
 the previous estimate was from the provider's count). No tokenizer is downloaded.
 
-Example:
-    >>> from agentkit.agent._compaction import Compactor, Summarize
-    >>> compactor = Compactor(32_000, strategy=Summarize(cheap_model))  # doctest: +SKIP
-    >>> compactor.attach(agent)  # doctest: +SKIP
+The ``Compactor`` is a capability: give it to the agent, and every run (of the agent and
+of its copies) compacts its requests in ``before_model`` and records the decision in
+``after_model``; each run gets a view of its own (``for_run``)::
+
+    compactor = Compactor(32_000, strategy=Summarize(cheap_model))
+    agent = ReActAgent("a", "sys", model, capabilities=[compactor])
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
-import weakref
-from collections.abc import Callable, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import agentkit._seams as seams
+from agentkit.agent._capabilities import MESSAGE_METADATA, Capability, spent
 from agentkit.exceptions import ContextWindowError
 from agentkit.messages import Msg
 from agentkit.models._base import ChatResponse
 
 if TYPE_CHECKING:
-    from agentkit.models._base import ChatModel, ChatUsage
+    from agentkit.models._base import ChatModel, ModelRequest
+    from agentkit.tools._context import ModelView, RunContext
 
 __all__ = [
     "CompactionStrategy",
     "Compactor",
     "DropOldest",
     "Summarize",
-    "compactor_of",
     "context_window",
     "estimate_tokens",
-    "record",
-    "request_view",
-    "spent",
 ]
 
 logger = logging.getLogger("agentkit.agent")
@@ -81,24 +80,7 @@ KNOWN_WINDOWS: dict[str, int] = {
 }
 
 
-# Where the usage of a strategy's model calls goes: the run whose request is compacted.
-_spend: ContextVar[Callable[[ChatUsage | None], None] | None] = ContextVar(
-    "agentkit_compaction_spend", default=None
-)
-
-
-def spent(response: ChatResponse) -> None:
-    """Count a strategy's model answer in the usage (tokens, cost) of the compacted run.
-
-    :class:`Summarize` calls it; a strategy of your own that asks a model should too, so
-    ``RunResult.usage`` and the run's ``UsageLimits`` see what the summaries cost.
-    """
-    spend = _spend.get()
-    if spend is not None:
-        spend(response.usage)
-
-
-def context_window(model: ChatModel) -> int | None:
+def context_window(model: ModelView) -> int | None:
     """The context window of ``model`` from :data:`KNOWN_WINDOWS` (None when unknown).
 
     A ``FallbackModel`` has the smallest window of its models (every one must fit).
@@ -255,8 +237,12 @@ class _View:
 
 
 @dataclass
-class Compactor:
+class Compactor(Capability[Any]):
     """Keeps an agent's requests under a token budget (see the module docs).
+
+    A capability: ``ReActAgent(..., capabilities=[Compactor(...)])``. The compactor is
+    configuration (shared by the agent's copies, with its caches of estimates and
+    summaries, both keyed by message ids); each run compacts through a view of its own.
 
     Args:
         context_window: The model's context window in tokens (None: look it up in
@@ -282,14 +268,13 @@ class Compactor:
         if self.context_window is not None and self.context_window <= self.reserve_output:
             raise ValueError("context_window must be larger than reserve_output")
 
-    def attach(self, agent: object) -> Compactor:
-        """Compact ``agent``'s requests from its next model call on; returns self."""
-        _attached[agent] = _Attachment(self)
-        return self
+    def for_run(self, ctx: RunContext[Any]) -> Capability[Any]:
+        """A view of its own for one run: the request's decision, until its answer."""
+        return _CompactingRun(self)
 
-    def budget(self, model: ChatModel) -> int:
+    def budget(self, model: ModelView | None) -> int:
         """Input tokens a request may use with ``model``."""
-        window = self.context_window or context_window(model)
+        window = self.context_window or (None if model is None else context_window(model))
         if window is None:
             raise ValueError(
                 f"the context window of {getattr(model, 'model_name', model)!r} is unknown: "
@@ -334,19 +319,32 @@ class Compactor:
         return self._summaries[key]
 
 
-@dataclass
-class _Attachment:
-    compactor: Compactor
-    pending: _View | None = None
+class _CompactingRun(Capability[Any]):
+    """One run's compaction: the view of each request, recorded on its answer."""
 
+    __slots__ = ("compactor", "pending")
 
-_attached: weakref.WeakKeyDictionary[object, _Attachment] = weakref.WeakKeyDictionary()
+    def __init__(self, compactor: Compactor) -> None:
+        self.compactor = compactor
+        self.pending: _View | None = None  # the current request's decision
 
+    async def before_model(self, ctx: RunContext[Any], request: ModelRequest) -> ModelRequest:
+        """The request with its messages compacted to the budget."""
+        messages, self.pending = await request_view(self.compactor, ctx.model, request.messages)
+        if messages is request.messages:
+            return request
+        return dataclasses.replace(request, messages=messages)
 
-def compactor_of(agent: object) -> Compactor | None:
-    """The compactor attached to ``agent``, if any."""
-    attachment = None if agent is None else _attached.get(agent)
-    return None if attachment is None else attachment.compactor
+    async def after_model(self, ctx: RunContext[Any], response: ChatResponse) -> ChatResponse:
+        """The answer, carrying the request's decision for its stored message."""
+        view, self.pending = self.pending, None
+        if view is None:
+            return response
+        metadata = dict(response.metadata or {})
+        stored = dict(metadata.get(MESSAGE_METADATA) or {})
+        stored[RECORD_KEY] = record(view, response)
+        metadata[MESSAGE_METADATA] = stored
+        return dataclasses.replace(response, metadata=metadata)
 
 
 def _latest_records(
@@ -449,20 +447,18 @@ def _opens_turn(msg: Msg) -> bool:
 
 
 async def request_view(
-    agent: Any, prompt: list[Msg], spend: Callable[[ChatUsage | None], None] | None = None
-) -> list[Msg]:
+    c: Compactor, model: ModelView | None, prompt: list[Msg]
+) -> tuple[list[Msg], _View | None]:
     """The messages to send for ``prompt`` (system message first, then memory).
 
-    Without an attached :class:`Compactor` this returns ``prompt`` itself. ``spend``
-    counts the usage of the strategy's model calls (a summary) in the run's.
+    Returns the view and the decision to record on the answer (None for an empty prompt,
+    which is returned as it is). A strategy's summary is counted in the run's usage.
 
     Raises:
         ContextWindowError: when the system prompt alone exceeds the budget.
     """
-    attachment = None if agent is None else _attached.get(agent)
-    if attachment is None or not prompt:
-        return prompt
-    c = attachment.compactor
+    if not prompt:
+        return prompt, None
     system, history = prompt[0], prompt[1:]
     rec_at, rec, summary = _latest_records(history)
     recorded_start = rec.get("start") if rec else None
@@ -471,28 +467,21 @@ async def request_view(
     start = ids.index(start_id) if start_id in ids else 0
     if start == 0:
         start_id, summary = None, None
-    budget = c.budget(agent.model)
+    budget = c.budget(model)
     view = _build(system, summary, history[start:], start > 0)
     tokens = _current_tokens(c, history, start, view[0], rec_at, rec)
     if tokens <= budget:
-        attachment.pending = _View(start_id, summary, False, _estimate(c, view))
-        return view
+        return view, _View(start_id, summary, False, _estimate(c, view))
     ratio = _ratio(rec) * _MARGIN
     _check_system_fits(system, _ratio(rec), budget)
     fixed = estimate_tokens(system) + c.strategy.summary_tokens + 2 * _PER_MESSAGE + 30
     cut = _choose_cut(c, history, start, fixed, ratio, budget)
     if cut is None:
-        attachment.pending = _View(start_id, summary, False, _estimate(c, view))
-        return view
-    token = _spend.set(spend)
-    try:
-        summary = await c.summary(history, start, cut, summary)
-    finally:
-        _spend.reset(token)
+        return view, _View(start_id, summary, False, _estimate(c, view))
+    summary = await c.summary(history, start, cut, summary)
     seams.compacted(cut, len(history) - cut, summary is not None)
     view = _build(system, summary, history[cut:], True)
-    attachment.pending = _View(history[cut].id, summary, True, _estimate(c, view))
-    return view
+    return view, _View(history[cut].id, summary, True, _estimate(c, view))
 
 
 def _check_system_fits(system: Msg, ratio: float, budget: int) -> None:
@@ -513,17 +502,13 @@ def _estimate(c: Compactor, view: list[Msg]) -> int:
     return estimate_tokens(view[0]) + sum(c.estimate(m) for m in view[1:])
 
 
-def record(agent: object, msg: Msg, response: ChatResponse | None) -> None:
-    """Record the request's compaction decision (and token counts) on its answer ``msg``."""
-    attachment = None if agent is None else _attached.get(agent)
-    if attachment is None or attachment.pending is None:
-        return
-    view, attachment.pending = attachment.pending, None
+def record(view: _View, response: ChatResponse) -> dict[str, object]:
+    """The record of a request's decision (and token counts), for its answer's metadata."""
     rec: dict[str, object] = {"start": view.start, "estimate": view.estimate}
-    usage = response.usage if response is not None else None
+    usage = response.usage
     if usage is not None and usage.input_tokens:
         rec["input_tokens"] = usage.input_tokens
         rec["output_tokens"] = usage.output_tokens
     if view.new_summary:
         rec["summary"] = view.summary
-    msg.metadata = {**(msg.metadata or {}), RECORD_KEY: rec}
+    return rec

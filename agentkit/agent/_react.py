@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -15,7 +16,7 @@ import agentkit._seams as _obs
 from agentkit.agent import _loop as loop
 from agentkit.agent import _steer
 from agentkit.agent._cancel import cancel_run, current_task
-from agentkit.agent._compaction import compactor_of
+from agentkit.agent._capabilities import Capabilities, Capability, spending
 from agentkit.agent._construct import (
     MsgInput,
     as_input,
@@ -26,15 +27,17 @@ from agentkit.agent._construct import (
 from agentkit.agent._conversation import CallInfo, Conversation, Verdict
 from agentkit.agent._copying import copy_slots
 from agentkit.agent._hooks import HookHost, HookRegistry
+from agentkit.agent._result import make_result
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
 from agentkit.agent._setup import ApprovalPolicy, RunSetup
-from agentkit.agent._state import Run, migrate_state, parse_agent_state, store
+from agentkit.agent._state import Run, migrate_state, new_id, parse_agent_state, store
 from agentkit.agent._steer import SteerOutcome
 from agentkit.agent._stream import fan_out
 from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.exceptions import AgentBusyError, StateError, UsageError
 from agentkit.memory import InMemoryMemory, Memory
 from agentkit.messages import Msg
+from agentkit.tools._context import RunContext
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -45,6 +48,8 @@ if TYPE_CHECKING:
     from agentkit.tools import Tool, Toolkit
 
 __all__ = ["ApprovalPolicy", "ReActAgent"]
+
+_logger = logging.getLogger("agentkit.agent")
 
 
 class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
@@ -74,6 +79,10 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             for one run).
         max_tool_retries: How many times one tool may raise ``ToolRetry`` in one run before
             its call is answered as a plain failure.
+        capabilities: Typed participants of every run (``Capability`` subclasses: the
+            ``Compactor``, guardrails, your own), called in this order at each point of
+            the run; ``copy()`` keeps them. A capability with per-run state gives each run
+            a fresh instance through ``for_run``.
 
     Everything after ``toolkit`` is keyword-only. ``model`` may be a ``"provider:model"``
     string, resolved by ``agentkit.models.from_string``.
@@ -82,6 +91,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 
     __slots__ = (
         "__weakref__",
+        "_capabilities",
         "_conv",
         "_limiter",
         "_listeners",
@@ -119,6 +129,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         approval_policy: ApprovalPolicy | None = None,
         usage_limits: UsageLimits | None = None,
         max_tool_retries: int = 2,
+        capabilities: Sequence[Capability[DepsT]] = (),
     ) -> None:
         if max_iters < 1:
             raise UsageError("max_iters must be at least 1")
@@ -138,6 +149,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         self.usage_limits = usage_limits
         self.max_tool_retries = max_tool_retries
         self._limiter = anyio.CapacityLimiter(max_concurrency) if max_concurrency else None
+        self._capabilities = Capabilities.of(capabilities)  # sorted by method, once
         self._hooks: HookRegistry | None = None
         self._listeners: tuple[Callable[[AgentEvent], None], ...] = ()  # replaced, never mutated
         self._printer: ConsolePrinter | None = None
@@ -149,8 +161,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     ) -> ReActAgent[DepsT, OutputT]:
         """A new agent with this one's configuration and a conversation of its own.
 
-        The copy shares the model, toolkit, hooks, approval policy, limits, concurrency
-        limiter and attached ``Compactor`` (configuration); it gets a fresh conversation
+        The copy shares the model, toolkit, hooks, capabilities, approval policy, limits
+        and concurrency limiter (configuration); it gets a fresh conversation
         (``memory`` or an empty ``InMemoryMemory``), no pending calls and no listeners.
         Cheap: use it to serve one template agent to many conversations (the template may
         be replying meanwhile).
@@ -165,11 +177,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         }
         if toolkit is not None:
             fresh["_toolkit"] = toolkit
-        clone = copy_slots(self, fresh)
-        compactor = compactor_of(self)  # kept in a side table, by agent: attach it too
-        if compactor is not None:
-            compactor.attach(clone)  # a view of its own, from the copy's first request
-        return clone
+        return copy_slots(self, fresh)
 
     # -- configuration -----------------------------------------------------------------
     @property
@@ -199,6 +207,11 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     @toolkit.setter
     def toolkit(self, value: Toolkit | None) -> None:
         self._toolkit = value
+
+    @property
+    def capabilities(self) -> tuple[Capability[DepsT], ...]:
+        """The agent's capabilities, in the order they are called."""
+        return self._capabilities.all
 
     @property
     def max_concurrency(self) -> int | None:
@@ -441,7 +454,19 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         emit = None
         if self.print_hint or self._listeners:
             emit = self._make_emit()
-        run = self._run = Run(emit, output_type)
+        run = Run(emit, output_type)
+        context: RunContext[Any] = RunContext(
+            deps=deps,
+            run_id=new_id(),
+            agent_name=self.name,
+            usage=run.counts,
+            memory=self._conv.memory,
+            model=self.model,
+        )
+        capabilities = self._capabilities
+        if capabilities.for_run:  # per-run instances; may raise: before the run is set
+            capabilities = capabilities.bind(context)
+        self._run = run
         run.limits = limits
         run.token = anyio.lowlevel.current_token()
         run.thread = threading.get_ident()
@@ -454,7 +479,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             hooks=self._hooks,
             limiter=self._limiter,
             limits=limits,
-            deps=deps,
+            context=context,
+            capabilities=capabilities,
             max_iters=self.max_iters,
             parallel_tool_calls=self.parallel_tool_calls,
             approval_policy=self.approval_policy,
@@ -491,7 +517,10 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     ) -> Msg:
         """Run ``body`` between the reply hooks, interruptible, inside the run's span."""
         with _obs.run_span(self, run):  # observability seam: the invoke_agent span
-            return await self._drive_reply(run, setup, kwargs, body)
+            if not setup.capabilities.all:
+                return await self._drive_reply(run, setup, kwargs, body)
+            with spending(run.count_response):  # a capability's own model calls: this run's
+                return await self._drive_reply(run, setup, kwargs, body)
 
     async def _drive_reply(
         self,
@@ -502,6 +531,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     ) -> Msg:
         """Run ``body`` between the reply hooks, interruptible; repair memory after a cut."""
         conv = self._conv
+        caps = setup.capabilities
         try:
             try:
                 with anyio.CancelScope() as scope:
@@ -510,6 +540,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                     # Inside the scope: a listener may interrupt on this very event.
                     if run.emit is not None:
                         run.emit(ReplyStarted(self.name))
+                    if caps.before_run:
+                        await caps.run_before_run(setup.context)
                     reply = await self._with_reply_hooks(run, kwargs, body)
             except BaseException as exc:
                 # An error, or a cancellation from outside (not our interrupt): repair
@@ -519,6 +551,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                     await loop.finalize(setup, conv, run, exc)
                     _steer.close(conv, run)  # undelivered steers: kept for the next request
                     await conv.flush_deferred(run)
+                if caps.on_error:
+                    await _report_error(caps, setup.context, exc)
                 raise
             run.scope = None
             with anyio.CancelScope(shield=True):
@@ -528,6 +562,9 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                     await store(conv.memory, run.interrupt_msgs, run)
                 _steer.close(conv, run)  # undelivered steers: kept for the next request
                 await conv.flush_deferred(run)
+            if caps.after_run:
+                run.counts.duration = time.perf_counter() - run.started
+                await caps.run_after_run(setup.context, make_result(run, reply, conv.pending_calls()))
             if run.emit is not None:
                 run.emit(ReplyFinished(reply))
             return reply
@@ -601,3 +638,16 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 
     def __repr__(self) -> str:
         return f"ReActAgent(name={self.name!r}, model={self.model!r})"
+
+
+# A failing run must not hang on a capability's error report (it runs shielded).
+_ON_ERROR_TIMEOUT = 5.0
+
+
+async def _report_error(caps: Capabilities, ctx: RunContext[Any], error: BaseException) -> None:
+    """``on_error`` of the capabilities, shielded and bounded; their own errors are logged."""
+    with anyio.move_on_after(_ON_ERROR_TIMEOUT, shield=True):
+        try:
+            await caps.run_on_error(ctx, error)
+        except Exception:  # the run's own error is what propagates
+            _logger.exception("a capability's on_error failed")

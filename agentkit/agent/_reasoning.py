@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 import agentkit._seams as _obs
-from agentkit.agent import _compaction, _steer
+from agentkit.agent import _steer
+from agentkit.agent._capabilities import MESSAGE_METADATA
 from agentkit.agent._state import answered_by, new_msg, store
 from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
-from agentkit.models._base import ChatResponse, ModelSettings, ToolDefinition
+from agentkit.models._base import ChatResponse, ModelRequest, ModelSettings, OutputSpec
 
 if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation
@@ -91,21 +92,28 @@ def unique_call_ids(content: list[ContentBlock]) -> list[ContentBlock]:
     return content if out is None else out
 
 
-async def _call_model(
+def _request(
     setup: RunSetup,
     run: Run,
     prompt: list[Msg],
     tools: list[dict[str, object]] | None,
     tool_choice: str | None,
-) -> None:
-    """One model call, its answer left in ``run.partial``."""
+) -> ModelRequest:
+    """The request for ``prompt`` offering ``tools`` (OpenAI-style schemas)."""
     settings: ModelSettings = {}
     if tool_choice is not None:
         settings["tool_choice"] = tool_choice
     if tools and not setup.parallel_tool_calls:
         # Ask the provider for one call per turn too: running them one by one is then free.
         settings["parallel_tool_calls"] = False
-    definitions = [ToolDefinition.from_openai(t) for t in tools] if tools else None
+    output = None if run.structured is None else OutputSpec(run.structured)
+    return ModelRequest.build(prompt, tools, settings, output)
+
+
+async def _call_model(setup: RunSetup, run: Run, request: ModelRequest) -> None:
+    """One model call, its answer left in ``run.partial``."""
+    # The adapters still take (messages, tools, settings): one conversion, in the request.
+    prompt, definitions, settings = request.messages, request.tool_definitions(), request.settings
     model = setup.model
     if model.stream:
         await _consume(run, model.request_stream(prompt, definitions, settings))
@@ -116,15 +124,16 @@ async def _call_model(
         _diff([], output.content, run.emit)
 
 
-async def _request_view(
-    setup: RunSetup, conv: Conversation, run: Run, extra: Msg | None
-) -> list[Msg]:
-    """The prompt of the next request: system message, memory, ``extra``; compacted."""
-    prompt = [setup.system(), *(await conv.memory.get_memory())]
+async def _prompt(setup: RunSetup, conv: Conversation, extra: Msg | None) -> list[Msg]:
+    """The prompt of the next request: system message (with instructions), memory, ``extra``."""
+    system = setup.system()
+    caps = setup.capabilities
+    if caps.instructions:  # this request's only: never stored
+        system = await caps.system(setup.context, system)
+    prompt = [system, *(await conv.memory.get_memory())]
     if extra is not None:
         prompt.append(extra)
-    # compaction seam: the request view (a summary's tokens and cost are the run's)
-    return await _compaction.request_view(setup.owner, prompt, run.count_response)
+    return prompt
 
 
 def _answer(setup: RunSetup, run: Run, allow_calls: bool) -> tuple[ChatResponse, Msg]:
@@ -136,7 +145,9 @@ def _answer(setup: RunSetup, run: Run, allow_calls: bool) -> tuple[ChatResponse,
     if not allow_calls:
         content = [b for b in content if b["type"] != "tool_use"]
     content = unique_call_ids(content)
-    return response, new_msg(setup.name, list(content), "assistant")
+    recorded = (response.metadata or {}).get(MESSAGE_METADATA)
+    metadata = dict(recorded) if isinstance(recorded, dict) else None
+    return response, new_msg(setup.name, list(content), "assistant", metadata)
 
 
 async def reason(
@@ -164,24 +175,33 @@ async def reason(
         The stored assistant message. Its tool calls (if any) are in ``run.batch``.
     """
     await _steer.deliver(conv.memory, run)  # steering: queued user messages, before the request
-    prompt = await _request_view(setup, conv, run, extra)
+    prompt = await _prompt(setup, conv, extra)
     hooks = setup.hooks
+    caps = setup.capabilities
     kwargs: dict[str, Any] | None = None
     if hooks is not None and hooks.has("pre_reasoning"):
         kwargs = {"messages": prompt, "tools": tools, "tool_choice": tool_choice}
         kwargs = await hooks.run_pre("pre_reasoning", setup.owner, kwargs)
         prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
+    request = _request(setup, run, prompt, tools, tool_choice)
+    if caps.before_model:  # e.g. the Compactor: the request view
+        request = await caps.run_before_model(setup.context, request)
+        prompt = request.messages
+        tools = [t.to_openai() for t in request.tools] + list(request.builtin_tools)
     run.calling_model = True  # state_dict() refuses until the answer is stored
     run.counts.requests += 1
     try:
         with _obs.model_span(setup.owner, run, prompt, tools):  # observability seam: chat span
-            await _call_model(setup, run, prompt, tools, tool_choice)
+            await _call_model(setup, run, request)
     finally:
         run.calling_model = False
+    if caps.after_model:
+        run.partial = await caps.run_after_model(
+            setup.context, run.partial or ChatResponse(content=[])
+        )
     response, msg = _answer(setup, run, allow_calls)
     if hooks is not None and hooks.has("post_reasoning"):
         msg = await hooks.run_post("post_reasoning", setup.owner, kwargs or {}, msg)
-    _compaction.record(setup.owner, msg, response)  # compaction seam: the decision, on the answer
     await store(conv.memory, msg, run)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.partial = None

@@ -1,9 +1,9 @@
 """``RunSetup``: what the loop steps need that does not change during a run.
 
-The agent builds one when a run starts (its model, toolkit, hooks, limits, the run's deps),
-and every step receives it. Together with the ``Conversation`` (memory and pending calls)
-and the ``Run`` (the current step's scratch state), it is all a step can touch, so steps
-can be run and tested without a ``ReActAgent``.
+The agent builds one when a run starts (its model, toolkit, hooks, capabilities, limits, the
+run's ``RunContext``), and every step receives it. Together with the ``Conversation``
+(memory and pending calls) and the ``Run`` (the current step's scratch state), it is all a
+step can touch, so steps can be run and tested without a ``ReActAgent``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from agentkit.agent._capabilities import NO_CAPABILITIES, Capabilities
 from agentkit.messages import Msg, ToolUseBlock
+from agentkit.tools._context import RunContext
 
 if TYPE_CHECKING:
     import anyio
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["ApprovalPolicy", "RunSetup"]
 
 ApprovalPolicy: TypeAlias = Callable[[ToolUseBlock], "bool | Awaitable[bool]"]
+
+_NO_RUN: RunContext[Any] = RunContext(deps=None)  # steps run without an agent (tests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +45,9 @@ class RunSetup:
         hooks: The hook registry (None: no hooks).
         limiter: Bounds the tool calls in flight (None: unbounded).
         limits: The run's usage limits (None: unbounded).
-        deps: The run's dependencies for tools (``ToolContext.deps``).
+        context: What the run's participants see (deps, run id, usage...); tools get it
+            plus their call as ``ToolContext``.
+        capabilities: The run's capabilities (``for_run`` already applied).
         max_iters: Model calls per task before the agent must summarize.
         parallel_tool_calls: Run the calls of one turn concurrently.
         approval_policy: Decides calls to tools registered with ``requires_approval``.
@@ -56,7 +62,8 @@ class RunSetup:
     hooks: HookRegistry | None = None
     limiter: anyio.CapacityLimiter | None = None
     limits: UsageLimits | None = None
-    deps: object = None
+    context: RunContext[Any] = _NO_RUN
+    capabilities: Capabilities = NO_CAPABILITIES
     max_iters: int = 10
     parallel_tool_calls: bool = True
     approval_policy: ApprovalPolicy | None = None

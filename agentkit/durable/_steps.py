@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from dbos import DBOS, StepOptions, StepReservation
     from pydantic import BaseModel
 
+    from agentkit.tools._context import RunContext
+
 __all__ = ["DurableModel", "DurableToolkit", "RunSteps", "idempotency_key"]
 
 _CURRENT_CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -217,16 +219,16 @@ class DurableToolkit(Toolkit):
         block: ToolUseBlock,
         *,
         context: object = None,
-        deps: object = None,
+        run: RunContext[Any] | None = None,
         approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call as a step at its reserved id (or replay its recorded result)."""
         if not in_workflow():
-            return super().call_tool_function(block, context=context, deps=deps, approved=approved)
-        return self._durable_call(block, context, deps, approved)
+            return super().call_tool_function(block, context=context, run=run, approved=approved)
+        return self._durable_call(block, context, run, approved)
 
     async def _durable_call(
-        self, block: ToolUseBlock, context: Any, deps: object, approved: bool
+        self, block: ToolUseBlock, context: Any, run: RunContext[Any] | None, approved: bool
     ) -> AsyncGenerator[ToolResponse, None]:
         dbos = _dbos()
         key = f"{dbos.workflow_id}/{block['id']}"
@@ -236,7 +238,7 @@ class DurableToolkit(Toolkit):
             token = _CURRENT_CALL.set(key)
             final = ToolResponse.error("The tool produced no result.")
             try:
-                chunks = base(block, context=context, deps=deps, approved=approved)
+                chunks = base(block, context=context, run=run, approved=approved)
                 async with aclosing(chunks):
                     async for chunk in chunks:
                         final = chunk

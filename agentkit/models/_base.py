@@ -29,7 +29,9 @@ __all__ = [
     "ChatResponse",
     "ChatUsage",
     "ModelOutput",
+    "ModelRequest",
     "ModelSettings",
+    "OutputSpec",
     "ToolChoice",
     "ToolDefinition",
 ]
@@ -139,6 +141,69 @@ class ModelSettings(TypedDict, total=False):
     Completions audio models); APIs without audio output raise ``UnsupportedContentError``."""
     audio: AudioOutput
     """Voice and format of a spoken answer (see ``modalities``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """The structured answer a request asks for.
+
+    Attributes:
+        model: The pydantic model the answer must match.
+        mode: How it is asked for: ``"tool"``, a response tool the model calls with the
+            answer as arguments (its definition is among the request's ``tools``).
+    """
+
+    model: type[BaseModel]
+    mode: Literal["tool"] = "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One model request, as the agent's loop builds it (a capability may replace it).
+
+    Attributes:
+        messages: The prompt: the system message first, then the conversation's view.
+        tools: The function tools offered.
+        builtin_tools: A provider's built-in tool specs, sent as they are
+            (``{"type": "web_search_20250305", ...}``).
+        settings: Generation settings (``tool_choice``, ``parallel_tool_calls``...).
+        output: The structured answer asked for (None: free text).
+    """
+
+    messages: list[Msg]
+    tools: list[ToolDefinition] = field(default_factory=list)
+    builtin_tools: list[dict[str, object]] = field(default_factory=list)
+    settings: ModelSettings = field(default_factory=lambda: ModelSettings())
+    output: OutputSpec | None = None
+
+    @classmethod
+    def build(
+        cls,
+        messages: list[Msg],
+        schemas: Sequence[Mapping[str, Any]] | None,
+        settings: ModelSettings,
+        output: OutputSpec | None = None,
+    ) -> ModelRequest:
+        """A request offering the OpenAI-style ``schemas`` (function and built-in tools)."""
+        tools: list[ToolDefinition] = []
+        builtin: list[dict[str, object]] = []
+        for schema in schemas or ():
+            if "function" not in schema and schema.get("type", "function") != "function":
+                builtin.append(dict(schema))
+            else:
+                tools.append(ToolDefinition.from_openai(schema))
+        return cls(messages, tools, builtin, settings, output)
+
+    def tool_definitions(self) -> list[ToolDefinition] | None:
+        """Every tool as the adapters take them today (None: no tools).
+
+        The one place where a request becomes the adapters' arguments: built-in tools
+        travel as ``ToolDefinition.native``, after the function tools.
+        """
+        if not self.builtin_tools:
+            return self.tools or None
+        builtin = [ToolDefinition.from_openai(spec) for spec in self.builtin_tools]
+        return [*self.tools, *builtin]
 
 
 @dataclass(slots=True)

@@ -28,7 +28,7 @@ from agentkit.exceptions import ApprovalRequired, MessageValidationError, ToolRe
 from agentkit.messages import ToolUseBlock, validate_block
 from agentkit.tools import _errors
 from agentkit.tools._base import Tool
-from agentkit.tools._context import ProgressOutbox, ToolContext
+from agentkit.tools._context import ProgressOutbox, RunContext, ToolContext
 from agentkit.tools._convert import ChunkCollector, truncate
 from agentkit.tools._response import ToolResponse
 
@@ -41,6 +41,8 @@ logger = logging.getLogger("agentkit.tools")
 _RESULT_TYPES = frozenset(("text", "image", "audio", "document"))
 # Bound on a tool's cleanup when its call is cut short (consumer stopped or cancelled).
 _CLOSE_TIMEOUT = 5.0
+# The context of a call made outside any run (``toolkit.execute(block)``): no deps.
+_OUTSIDE_RUN: RunContext[Any] = RunContext(deps=None)
 
 
 def call_tool(
@@ -48,13 +50,14 @@ def call_tool(
     block: ToolUseBlock,
     data: object = None,
     *,
-    deps: object = None,
+    run: RunContext[Any] | None = None,
     approved: bool = False,
 ) -> AsyncGenerator[ToolResponse, None]:
     """Run the call ``block`` asks for; yield progress chunks, then one final chunk.
 
     The checks run now (they are synchronous); the returned generator runs the tool.
-    ``deps`` and ``approved`` are handed to the tool's ``ToolContext``.
+    The tool's ``ToolContext`` is ``run`` (the run's context; an empty one outside a run)
+    plus the call: ``data`` and ``approved`` included.
     """
     name = block.get("name", "")
     tool, error = _check(toolkit, block, name)
@@ -62,18 +65,12 @@ def call_tool(
         return _single(error)
     assert tool is not None
     outbox = ProgressOutbox()
-    ctx: ToolContext[Any] = ToolContext(
-        block.get("id", ""),
-        name,
-        toolkit,
-        data,
-        deps=deps,
-        tool_call_approved=approved,
-        outbox=outbox,
+    ctx: ToolContext[Any] = (run or _OUTSIDE_RUN).for_call(
+        block.get("id", ""), name, toolkit, data, tool_call_approved=approved, outbox=outbox
     )
     timeout = tool.timeout if tool.timeout is not None else toolkit.default_timeout
-    run = _run_live if tool.reports_progress else _run
-    return run(tool, block["input"], ctx, outbox, timeout, toolkit.max_output_chars)
+    drive = _run_live if tool.reports_progress else _run
+    return drive(tool, block["input"], ctx, outbox, timeout, toolkit.max_output_chars)
 
 
 async def _single(response: ToolResponse) -> AsyncGenerator[ToolResponse, None]:

@@ -140,7 +140,8 @@ class FunctionTool(Tool):
 
     def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Run without a call context (a context parameter receives a detached one)."""
-        return self.invoke_with_context(arguments, ToolContext("", self.name))
+        detached: ToolContext[None] = ToolContext(deps=None, call_id="", tool_name=self.name)
+        return self.invoke_with_context(arguments, detached)
 
     async def invoke_with_context(
         self, arguments: dict[str, object], context: ToolContext

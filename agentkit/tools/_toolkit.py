@@ -26,6 +26,7 @@ from agentkit.tools._response import ToolResponse
 if TYPE_CHECKING:
     from agentkit.mcp._client import MCPClient
     from agentkit.models._base import ToolDefinition
+    from agentkit.tools._context import RunContext
     from agentkit.tools._function import PostProcess
 
 __all__ = ["Namesake", "ToolGroup", "Toolkit"]
@@ -344,7 +345,7 @@ class Toolkit:
         block: ToolUseBlock,
         *,
         context: object = None,
-        deps: object = None,
+        run: RunContext[Any] | None = None,
         approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call ``block`` asks for.
@@ -360,12 +361,13 @@ class Toolkit:
         Args:
             block: The ``tool_use`` block.
             context: Passed to the tool as ``ToolContext.data`` (the agent passes itself).
-            deps: The run's dependencies, passed to the tool as ``ToolContext.deps``.
+            run: The run's context (its deps, id, usage...); the tool's ``ToolContext`` is
+                it plus the call. None: a call outside any run (no deps).
             approved: A human approved this call (``ToolContext.tool_call_approved``).
         """
         from agentkit.tools._call import call_tool
 
-        return call_tool(self, block, context, deps=deps, approved=approved)
+        return call_tool(self, block, context, run=run, approved=approved)
 
     async def execute(
         self,

@@ -7,12 +7,13 @@ Keep these definitions as they are: the corpus was written with them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 from pydantic import BaseModel
 
-from agentkit import ReActAgent
+from agentkit import Capability, ReActAgent
 from agentkit.messages import Msg
 from agentkit.testing import RequestInfo, ScriptItem, text, tool_use
 from agentkit.tools import Toolkit, ToolResponse
@@ -116,9 +117,16 @@ def corpus_toolkit(calls: Calls | None = None) -> Toolkit:
     return toolkit
 
 
-def corpus_agent(model: Any, calls: Calls | None = None, name: str = "bot") -> ReActAgent:
+def corpus_agent(
+    model: Any,
+    calls: Calls | None = None,
+    name: str = "bot",
+    capabilities: Sequence[Capability[Any]] = (),
+) -> ReActAgent:
     """An agent with the corpus toolkit (the instructions are configuration, not state)."""
-    return ReActAgent(name, "You help.", model, corpus_toolkit(calls), print_hint=False)
+    return ReActAgent(
+        name, "You help.", model, corpus_toolkit(calls), print_hint=False, capabilities=capabilities
+    )
 
 
 def served_model_answer(messages: list[Msg], info: RequestInfo) -> ScriptItem:

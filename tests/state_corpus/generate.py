@@ -163,9 +163,9 @@ async def compacted() -> ReActAgent:
         return summaries[-1]
 
     model = FunctionModel(answer, model_name="big")
-    agent = corpus_agent(model)
     strategy = Summarize(FunctionModel(summarize, model_name="cheap"), summary_tokens=50)
-    Compactor(1400, strategy=strategy, reserve_output=200).attach(agent)
+    compactor = Compactor(1400, strategy=strategy, reserve_output=200)
+    agent = corpus_agent(model, capabilities=[compactor])
     for k in range(1, 7):
         await agent(f"turn {k}: tell me about item {k}. " + "details " * 80)
     records = [m.metadata["compaction"] for m in await agent.memory.get_memory() if m.metadata]

@@ -1,0 +1,269 @@
+"""Capabilities: typed participants of every run of an agent, each method optional.
+
+A capability is a subclass of :class:`Capability` that overrides the methods it needs::
+
+    class Support(Capability[Deps]):
+        async def instructions(self, ctx: RunContext[Deps]) -> str | None:
+            return f"The customer is {ctx.deps.customer}."
+
+        async def before_tool(
+            self, ctx: ToolContext[Deps], call: ToolUseBlock
+        ) -> ToolUseBlock | ToolResponse:
+            if call["name"] == "refund" and not ctx.deps.may_refund:
+                return ToolResponse.error("Refunds need a manager.")  # the call is skipped
+            return call
+
+    agent = ReActAgent("a", "sys", model, toolkit, deps_type=Deps, capabilities=[Support()])
+
+The loop calls, for each run, in the order the capabilities were given:
+
+- ``for_run(ctx)`` when the run starts: the instance the run uses (per-run state: return a
+  fresh one; the default returns ``self``, so a capability without state is shared);
+- ``before_run(ctx)``, then for each model request ``instructions(ctx)`` (appended to that
+  request's system prompt, never stored), ``before_model(ctx, request)`` and
+  ``after_model(ctx, response)``;
+- for each tool call about to run ``before_tool(ctx, call)`` (a ``ToolResponse`` skips the
+  call and is its result: a typed veto) and ``after_tool(ctx, result)``;
+- ``after_run(ctx, result)`` with the run's ``RunResult``, or ``on_error(ctx, error)`` when
+  the run raises (memory is repaired first; the error propagates afterwards).
+
+Capabilities run inside the agent's hooks (``pre_reasoning`` before ``before_model``,
+``post_reasoning`` after ``after_model``, likewise for acting). Only the methods a
+capability overrides are called: which ones is found once, when the agent is built, so an
+agent without capabilities pays nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic
+
+from agentkit.exceptions import UsageError
+from agentkit.messages import Msg, ToolUseBlock
+from agentkit.tools._context import DepsT, RunContext, ToolContext
+from agentkit.tools._response import ToolResponse
+
+if TYPE_CHECKING:
+    from agentkit.agent._result import RunResult
+    from agentkit.models._base import ChatResponse, ChatUsage, ModelRequest
+
+__all__ = [
+    "MESSAGE_METADATA",
+    "NO_CAPABILITIES",
+    "Capabilities",
+    "Capability",
+    "spending",
+    "spent",
+]
+
+MESSAGE_METADATA = "message_metadata"
+"""``response.metadata[MESSAGE_METADATA]``: a dict merged into the metadata of the assistant
+message stored for the answer (how an ``after_model`` capability, the ``Compactor``,
+records something on the answer that a saved session keeps)."""
+
+
+class Capability(Generic[DepsT]):
+    """A participant of every run of an agent; override only the methods you need."""
+
+    def for_run(self, ctx: RunContext[DepsT]) -> Capability[DepsT]:
+        """The instance this run uses: a fresh one for per-run state (default: ``self``)."""
+        return self
+
+    async def before_run(self, ctx: RunContext[DepsT]) -> None:
+        """Called when the run starts, before its first step."""
+
+    async def instructions(self, ctx: RunContext[DepsT]) -> str | None:
+        """Text appended to the system prompt of each model request of the run (None: none)."""
+        return None
+
+    async def before_model(self, ctx: RunContext[DepsT], request: ModelRequest) -> ModelRequest:
+        """The request to send instead of ``request`` (default: ``request`` itself)."""
+        return request
+
+    async def after_model(self, ctx: RunContext[DepsT], response: ChatResponse) -> ChatResponse:
+        """The model's answer to use instead of ``response`` (before it is stored)."""
+        return response
+
+    async def before_tool(
+        self, ctx: ToolContext[DepsT], call: ToolUseBlock
+    ) -> ToolUseBlock | ToolResponse:
+        """The call to run instead of ``call``, or a ``ToolResponse``: its result, unrun."""
+        return call
+
+    async def after_tool(self, ctx: ToolContext[DepsT], result: ToolResponse) -> ToolResponse:
+        """The result to store instead of ``result`` (vetoed calls' results too)."""
+        return result
+
+    async def after_run(self, ctx: RunContext[DepsT], result: RunResult[Any]) -> None:
+        """Called with the run's result once it ended (interrupted or paused runs too)."""
+
+    async def on_error(self, ctx: RunContext[DepsT], error: BaseException) -> None:
+        """Called when the run raises, after memory was repaired; ``error`` propagates."""
+
+
+_METHODS = (
+    "for_run",
+    "before_run",
+    "instructions",
+    "before_model",
+    "after_model",
+    "before_tool",
+    "after_tool",
+    "after_run",
+    "on_error",
+)
+
+
+def _overrides(cap: Capability[Any], method: str) -> bool:
+    return getattr(type(cap), method) is not getattr(Capability, method)
+
+
+AnyCapability = Capability[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """An agent's capabilities, with the ones that override each method listed apart.
+
+    Built once per agent (and again per run only when some capability has per-run state),
+    so that each hook point costs one empty-tuple check when nothing overrides it.
+    """
+
+    all: tuple[AnyCapability, ...] = ()
+    for_run: tuple[AnyCapability, ...] = ()
+    before_run: tuple[AnyCapability, ...] = ()
+    instructions: tuple[AnyCapability, ...] = ()
+    before_model: tuple[AnyCapability, ...] = ()
+    after_model: tuple[AnyCapability, ...] = ()
+    before_tool: tuple[AnyCapability, ...] = ()
+    after_tool: tuple[AnyCapability, ...] = ()
+    after_run: tuple[AnyCapability, ...] = ()
+    on_error: tuple[AnyCapability, ...] = ()
+
+    @classmethod
+    def of(cls, capabilities: Sequence[object]) -> Capabilities:
+        """Sort ``capabilities`` by the methods they override.
+
+        Raises:
+            UsageError: for an item that is not a ``Capability``.
+        """
+        caps: list[AnyCapability] = []
+        for cap in capabilities:
+            if not isinstance(cap, Capability):
+                raise UsageError(
+                    f"capabilities must be Capability instances (subclass "
+                    f"agentkit.Capability); got {type(cap).__name__}"
+                )
+            caps.append(cap)
+        return _sort(caps) if caps else NO_CAPABILITIES
+
+    def bind(self, ctx: RunContext[Any]) -> Capabilities:
+        """The capabilities of one run: ``for_run`` applied where it is overridden."""
+        bound: list[AnyCapability] = []
+        for cap in self.all:
+            if _overrides(cap, "for_run"):
+                fresh = cap.for_run(ctx)
+                if not isinstance(fresh, Capability):
+                    raise UsageError(
+                        f"{type(cap).__name__}.for_run() must return a Capability, "
+                        f"got {type(fresh).__name__}"
+                    )
+                bound.append(fresh)
+            else:
+                bound.append(cap)
+        return _sort(bound)
+
+    async def system(self, ctx: RunContext[Any], system: Msg) -> Msg:
+        """``system`` with the capabilities' instructions for this request appended."""
+        parts = []
+        for cap in self.instructions:
+            text = await cap.instructions(ctx)
+            if text:
+                parts.append(text)
+        if not parts:
+            return system
+        base = system.content if isinstance(system.content, str) else system.get_text()
+        return Msg(system.name, "\n\n".join([base, *parts] if base else parts), "system")
+
+    async def run_before_model(self, ctx: RunContext[Any], request: ModelRequest) -> ModelRequest:
+        """``before_model`` of each capability, in order."""
+        for cap in self.before_model:
+            request = await cap.before_model(ctx, request)
+        return request
+
+    async def run_after_model(self, ctx: RunContext[Any], response: ChatResponse) -> ChatResponse:
+        """``after_model`` of each capability, in order."""
+        for cap in self.after_model:
+            response = await cap.after_model(ctx, response)
+        return response
+
+    async def run_before_tool(
+        self, ctx: ToolContext[Any], call: ToolUseBlock
+    ) -> ToolUseBlock | ToolResponse:
+        """``before_tool`` of each capability, in order, until one answers the call."""
+        for cap in self.before_tool:
+            outcome = await cap.before_tool(ctx, call)
+            if isinstance(outcome, ToolResponse):
+                return outcome
+            call = outcome
+        return call
+
+    async def run_after_tool(self, ctx: ToolContext[Any], result: ToolResponse) -> ToolResponse:
+        """``after_tool`` of each capability, in order."""
+        for cap in self.after_tool:
+            result = await cap.after_tool(ctx, result)
+        return result
+
+    async def run_before_run(self, ctx: RunContext[Any]) -> None:
+        """``before_run`` of each capability, in order."""
+        for cap in self.before_run:
+            await cap.before_run(ctx)
+
+    async def run_after_run(self, ctx: RunContext[Any], result: RunResult[Any]) -> None:
+        """``after_run`` of each capability, in order."""
+        for cap in self.after_run:
+            await cap.after_run(ctx, result)
+
+    async def run_on_error(self, ctx: RunContext[Any], error: BaseException) -> None:
+        """``on_error`` of each capability, in order."""
+        for cap in self.on_error:
+            await cap.on_error(ctx, error)
+
+
+def _sort(caps: Sequence[AnyCapability]) -> Capabilities:
+    lists = {m: tuple(c for c in caps if _overrides(c, m)) for m in _METHODS}
+    return Capabilities(tuple(caps), **lists)
+
+
+NO_CAPABILITIES = Capabilities()
+"""An agent without capabilities: every list empty."""
+
+
+# Where the usage of a capability's own model calls goes: the run it takes part in.
+_spend: ContextVar[Callable[[ChatUsage | None], None] | None] = ContextVar(
+    "agentkit_capability_spend", default=None
+)
+
+
+def spent(response: ChatResponse) -> None:
+    """Count a capability's own model answer in the usage (tokens, cost) of its run.
+
+    ``Summarize`` (compaction) calls it; a capability or strategy of your own that asks a
+    model should too, so ``RunResult.usage`` and the run's ``UsageLimits`` see it.
+    """
+    spend = _spend.get()
+    if spend is not None:
+        spend(response.usage)
+
+
+@contextmanager
+def spending(count: Callable[[ChatUsage | None], None]) -> Iterator[None]:
+    """Within the block, :func:`spent` counts into ``count`` (the run's usage)."""
+    token = _spend.set(count)
+    try:
+        yield
+    finally:
+        _spend.reset(token)
