@@ -144,9 +144,7 @@ _FAILED: set[str] = set()
 def make_agent() -> ReActAgent:
     """The serve tests' demo agent with :class:`WebChatModel`."""
     agent = make_demo_agent()
-    return ReActAgent(
-        agent.name, agent.sys_prompt, WebChatModel(), agent.toolkit, print_hint=False
-    )
+    return ReActAgent(agent.name, agent.sys_prompt, WebChatModel(), agent.toolkit, print_hint=False)
 
 
 def main() -> None:

@@ -175,6 +175,13 @@ function setResult(callId, content, status) {
 }
 
 function renderMessages(messages) {
+  // Rendered answers are kept (a snapshot repeats them under their stored ids): a run's
+  // closing snapshot must not re-parse a long answer that streamed in.
+  const rendered = new Map();
+  for (const md of state.md.values()) {
+    if (md.final) rendered.set(md.src, (rendered.get(md.src) || []).concat([md]));
+  }
+  state.reuse = rendered;
   $("log").replaceChildren();
   state.calls.clear();
   state.messages.clear();
@@ -189,6 +196,7 @@ function renderMessages(messages) {
       setResult(m.toolCallId, m.content, status);
     }
   }
+  state.reuse = null;
   for (const [callId, node] of state.calls) {
     if (node.getAttribute("data-status") === "running") {
       setCallStatus(callId, state.pending.has(callId) ? "pending" : state.running ? "running" : "interrupted");
@@ -204,7 +212,12 @@ function textOf(content) {
 
 function renderAssistant(m) {
   const node = messageEl(m.id, "assistant");
-  if (m.content) {
+  const kept = m.content && state.reuse && state.reuse.get(m.content);
+  if (kept && kept.length) {
+    const md = kept.shift();
+    node.replaceChild(md.root, node.querySelector(".text"));
+    state.md.set(m.id, md);
+  } else if (m.content) {
     const md = assistantText(m.id);
     md.append(m.content);
     md.render(true);
@@ -284,10 +297,12 @@ function onError(ev) {
   loadThreads().catch(report);   // the failed first message still titles the thread
 }
 
+// The answer this run was writing when it was stopped (the last one after the last question).
 function markStopped() {
-  const id = state.runTexts[state.runTexts.length - 1];
-  const node = id && state.messages.get(id);
-  if (!node || node.querySelector(".stopped-mark")) return;
+  const nodes = Array.from($("log").querySelectorAll(".message[data-role=user], .message[data-role=assistant]"));
+  const node = nodes.pop();
+  if (!node || node.dataset.role !== "assistant" || !node.querySelector(".md") ||
+      !state.runTexts.length || node.querySelector(".stopped-mark")) return;
   node.dataset.stopped = "1";
   node.appendChild(el("span", { class: "stopped-mark", "data-testid": "stopped-mark" }, "stopped"));
   node.setAttribute("aria-description", "this answer was stopped before it finished");

@@ -387,6 +387,7 @@ const MD = (() => {
     append(delta) { this.src += delta; }
 
     render(final) {
+      this.final = final;
       if (this.code && !final && this.appendCode()) return;
       this.code = null;
       for (const node of this.tail) node.remove();
