@@ -22,7 +22,7 @@ const browser = await pw.launch({
 const problems = [];
 
 async function open(viewport, hash = "") {
-  const page = await browser.newPage({ viewport });
+  const page = await browser.newPage({ viewport, reducedMotion: "reduce" });
   page.on("pageerror", (err) => problems.push("page error: " + err.message));
   page.on("dialog", (d) => { problems.push("dialog opened: " + d.message()); d.dismiss(); });
   page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
