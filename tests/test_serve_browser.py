@@ -50,7 +50,7 @@ def test_web_chat_in_chromium(tmp_path: Path) -> None:
     ]
     assert shot.stat().st_size > 1000
     # The server's memory is valid for every thread, after Stop, follow-ups and approvals.
-
+    assert anyio.run(check_stored_threads, db) >= 4
 
 
 def _start_webchat_server(db: Path, token: str) -> tuple[subprocess.Popen[str], int]:
@@ -109,4 +109,4 @@ def test_web_chat_layout_markdown_states_and_accessibility(tmp_path: Path) -> No
         shutil.copyfile(
             tmp_path / "webchat_desktop.png", Path(__file__).parent.parent / "docs" / "serving.png"
         )
-
+    assert anyio.run(check_stored_threads, db) >= 3
