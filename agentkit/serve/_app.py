@@ -61,7 +61,12 @@ _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-_STATIC = {"chat.js": "text/javascript", "chat.css": "text/css", "index.html": "text/html"}
+_STATIC = {
+    "chat.js": "text/javascript",
+    "markdown.js": "text/javascript",
+    "chat.css": "text/css",
+    "index.html": "text/html",
+}
 
 
 class ServeState:

@@ -14,6 +14,11 @@ const state = {
   calls: new Map(),     // tool call id -> its <details> element
   messages: new Map(),  // message id -> its element
   opening: null,        // the thread switch in progress (a Promise), if any
+  md: new Map(),        // assistant message id -> its MD.Stream (markdown as it streams)
+  dirty: new Set(),     // MD.Streams with text not rendered yet
+  runTexts: [],         // ids of the assistant texts streamed in the current run
+  lastUser: null,       // the last message sent (Retry sends it again, same id)
+  threads: [],          // the thread list as last loaded
 };
 
 // ---------------------------------------------------------------- http
@@ -49,6 +54,13 @@ function el(tag, attrs, text) {
 
 function setStatus(text) { $("status").textContent = text; }
 
+// A polite announcement for screen readers: once per finished message, never per delta.
+function announce(text) {
+  const box = $("announce");
+  box.textContent = "";
+  setTimeout(() => { box.textContent = text; }, 50);
+}
+
 function setRunning(running) {
   state.running = running;
   $("stop").hidden = !running;
@@ -72,6 +84,41 @@ function appendText(node, delta) {
   scrollDown();
 }
 
+// The markdown of an assistant message: buffered per delta, rendered per network read.
+function assistantText(id) {
+  let md = state.md.get(id);
+  if (!md) {
+    const node = messageEl(id, "assistant");
+    const text = node.querySelector(".text");
+    text.classList.add("md");
+    md = new MD.Stream(text);
+    state.md.set(id, md);
+  }
+  return md;
+}
+
+function renderDirty() {
+  if (!state.dirty.size) return;
+  const follow = nearBottom();
+  for (const md of state.dirty) md.render(false);
+  state.dirty.clear();
+  if (follow) scrollDown();
+}
+
+function endText(id) {
+  const md = state.md.get(id);
+  if (!md) return;
+  state.dirty.delete(md);
+  md.render(true);
+  const text = md.src.trim();
+  if (text) announce("Assistant: " + (text.length > 400 ? text.slice(0, 400) + "…" : text));
+}
+
+function nearBottom() {
+  const log = $("log");
+  return log.scrollHeight - log.scrollTop - log.clientHeight < 120;
+}
+
 function scrollDown() { const log = $("log"); log.scrollTop = log.scrollHeight; }
 
 function setCallStatus(callId, status) {
@@ -80,13 +127,22 @@ function setCallStatus(callId, status) {
   node.setAttribute("data-status", status);
   node.querySelector(".badge").textContent = status;
   const actions = node.querySelector(".actions");
-  if (status === "pending") node.open = true;   // the decision must be visible
-  if (status === "pending" && !actions) node.appendChild(approvalButtons(callId));
+  if (status === "pending") {
+    node.open = true;   // the decision must be visible: whole arguments, buttons in view
+    const args = node.querySelector(".args");
+    args.textContent = prettyJson(args.textContent);
+    if (!actions) node.appendChild(approvalButtons(callId, node.querySelector("summary").firstChild.data.trim()));
+    node.scrollIntoView({ block: "nearest" });
+  }
   if (status !== "pending" && actions) actions.remove();
 }
 
-function approvalButtons(callId) {
-  const box = el("div", { class: "actions" });
+function prettyJson(text) {
+  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
+}
+
+function approvalButtons(callId, name) {
+  const box = el("div", { class: "actions", role: "group", "aria-label": "Approve the call " + name + "?" });
   const approve = el("button", { type: "button", class: "approve", "data-testid": "approve" }, "Approve");
   const deny = el("button", { type: "button", class: "deny", "data-testid": "deny" }, "Deny");
   approve.addEventListener("click", () => answer(callId, true));
@@ -103,7 +159,8 @@ function toolCallEl(callId, name, parentId) {
   const summary = el("summary", {}, name + " ");
   // Progress sits in the summary so that it shows while the call is collapsed.
   summary.append(el("span", { class: "badge" }, "running"), el("span", { class: "progress" }));
-  node.append(summary, el("pre", { class: "args" }), el("pre", { class: "result" }));
+  node.append(summary, el("pre", { class: "args", tabindex: "0", "aria-label": "arguments" }),
+              el("pre", { class: "result", tabindex: "0", "aria-label": "result" }));
   messageEl(parentId || "call-" + callId, "assistant").appendChild(node);
   state.calls.set(callId, node);
   return node;
@@ -118,9 +175,18 @@ function setResult(callId, content, status) {
 }
 
 function renderMessages(messages) {
+  // Rendered answers are kept (a snapshot repeats them under their stored ids): a run's
+  // closing snapshot must not re-parse a long answer that streamed in.
+  const rendered = new Map();
+  for (const md of state.md.values()) {
+    if (md.final) rendered.set(md.src, (rendered.get(md.src) || []).concat([md]));
+  }
+  state.reuse = rendered;
   $("log").replaceChildren();
   state.calls.clear();
   state.messages.clear();
+  state.md.clear();
+  state.dirty.clear();
   for (const m of messages) {
     if (m.role === "user") appendText(messageEl(m.id, "user"), textOf(m.content));
     else if (m.role === "assistant") renderAssistant(m);
@@ -130,6 +196,7 @@ function renderMessages(messages) {
       setResult(m.toolCallId, m.content, status);
     }
   }
+  state.reuse = null;
   for (const [callId, node] of state.calls) {
     if (node.getAttribute("data-status") === "running") {
       setCallStatus(callId, state.pending.has(callId) ? "pending" : state.running ? "running" : "interrupted");
@@ -145,9 +212,19 @@ function textOf(content) {
 
 function renderAssistant(m) {
   const node = messageEl(m.id, "assistant");
-  if (m.content) appendText(node, m.content);
+  const kept = m.content && state.reuse && state.reuse.get(m.content);
+  if (kept && kept.length) {
+    const md = kept.shift();
+    node.replaceChild(md.root, node.querySelector(".text"));
+    state.md.set(m.id, md);
+  } else if (m.content) {
+    const md = assistantText(m.id);
+    md.append(m.content);
+    md.render(true);
+  }
   for (const call of m.toolCalls || []) {
-    toolCallEl(call.id, call.function.name, m.id).querySelector(".args").textContent = call.function.arguments;
+    toolCallEl(call.id, call.function.name, m.id).querySelector(".args").textContent =
+      prettyJson(call.function.arguments);
   }
 }
 
@@ -165,10 +242,16 @@ function reasoningEl(id) {
 // ---------------------------------------------------------------- AG-UI events
 function onEvent(ev) {
   switch (ev.type) {
-    case "RUN_STARTED": setRunning(true); break;
+    case "RUN_STARTED": setRunning(true); state.runTexts = []; break;
     case "MESSAGES_SNAPSHOT": renderMessages(ev.messages); break;
-    case "TEXT_MESSAGE_START": messageEl(ev.messageId, "assistant"); break;
-    case "TEXT_MESSAGE_CONTENT": appendText(messageEl(ev.messageId, "assistant"), ev.delta); break;
+    case "TEXT_MESSAGE_START": assistantText(ev.messageId); state.runTexts.push(ev.messageId); break;
+    case "TEXT_MESSAGE_CONTENT": {
+      const md = assistantText(ev.messageId);
+      md.append(ev.delta);
+      state.dirty.add(md);
+      break;
+    }
+    case "TEXT_MESSAGE_END": endText(ev.messageId); break;
     case "REASONING_MESSAGE_START": reasoningEl(ev.messageId); break;
     case "REASONING_MESSAGE_CONTENT": reasoningEl(ev.messageId).lastChild.appendChild(document.createTextNode(ev.delta)); break;
     case "TOOL_CALL_START": toolCallEl(ev.toolCallId, ev.toolCallName, ev.parentMessageId); break;
@@ -185,15 +268,49 @@ function onEvent(ev) {
       break;
     case "TOOL_CALL_RESULT": setResult(ev.toolCallId, ev.content, (ev.metadata && ev.metadata.status) || "done"); break;
     case "RUN_FINISHED": onFinished(ev.outcome || { type: "success" }); break;
-    case "RUN_ERROR":
-      setRunning(false);
-      appendText(messageEl("error-" + randomId(), "error"), "Error: " + ev.message);
-      break;
+    case "RUN_ERROR": onError(ev); break;
     default: break;
   }
 }
 
+// The server's message is already meant for the person (the detail is in its log).
+function onError(ev) {
+  renderDirty();
+  for (const id of state.runTexts) endText(id);
+  setRunning(false);
+  const node = messageEl("error-" + randomId(), "error");
+  node.setAttribute("role", "alert");
+  node.querySelector(".text").textContent = ev.message || "Something went wrong.";
+  if (ev.code) {
+    const more = el("details", { class: "detail" });
+    more.append(el("summary", {}, "Details"), el("code", {}, "code: " + ev.code));
+    node.appendChild(more);
+  }
+  if (state.lastUser) {
+    const again = state.lastUser;
+    const retry = el("button", { type: "button", class: "retry", "data-testid": "retry" }, "Retry");
+    retry.addEventListener("click", () => { retry.disabled = true; resend(again).catch(report); });
+    node.appendChild(retry);
+  }
+  setStatus("something went wrong");
+  scrollDown();
+  loadThreads().catch(report);   // the failed first message still titles the thread
+}
+
+// The answer this run was writing when it was stopped (the last one after the last question).
+function markStopped() {
+  const nodes = Array.from($("log").querySelectorAll(".message[data-role=user], .message[data-role=assistant]"));
+  const node = nodes.pop();
+  if (!node || node.dataset.role !== "assistant" || !node.querySelector(".md") ||
+      !state.runTexts.length || node.querySelector(".stopped-mark")) return;
+  node.dataset.stopped = "1";
+  node.appendChild(el("span", { class: "stopped-mark", "data-testid": "stopped-mark" }, "stopped"));
+  node.setAttribute("aria-description", "this answer was stopped before it finished");
+}
+
 function onFinished(outcome) {
+  renderDirty();
+  for (const id of state.runTexts) endText(id);
   setRunning(false);
   state.pending = new Set();
   if (outcome.type === "interrupt") {
@@ -206,34 +323,97 @@ function onFinished(outcome) {
     for (const [callId, node] of state.calls) {
       if (node.getAttribute("data-status") === "running") setCallStatus(callId, "interrupted");
     }
+    markStopped();
     setStatus("stopped");
   }
-  loadThreads();
+  loadThreads().catch(report);
 }
 
+const SLICE_MS = 12;   // the longest stretch of event handling before the page may paint
+const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+// Read an SSE stream of AG-UI events. Returns true when it ended with the run's last event,
+// false when it dropped first (the caller reconnects). A burst (a replay) is handled in
+// slices, so the page stays responsive however much arrives at once.
 async function follow(response, threadId, controller) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
+  let ended = false;
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
       buffer += decoder.decode(value, { stream: true });
+      let start = 0;
       let cut;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        const chunk = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
+      let slice = performance.now();
+      while ((cut = buffer.indexOf("\n\n", start)) >= 0) {
+        const chunk = buffer.slice(start, cut);
+        start = cut + 2;
         for (const line of chunk.split("\n")) {
-          if (line.startsWith("data: ") && state.threadId === threadId) onEvent(JSON.parse(line.slice(6)));
+          if (!line.startsWith("data: ") || state.threadId !== threadId) continue;
+          const ev = JSON.parse(line.slice(6));
+          if (ev.type === "RUN_FINISHED" || ev.type === "RUN_ERROR") ended = true;
+          onEvent(ev);
+        }
+        if (performance.now() - slice > SLICE_MS) {
+          renderDirty();
+          await nextTask();
+          slice = performance.now();
         }
       }
+      buffer = buffer.slice(start);
+      renderDirty();
     }
   } catch (err) {
-    if (!controller.signal.aborted) setStatus("connection lost: " + err.message);
+    if (controller.signal.aborted) return true;
   } finally {
     if (state.stream === controller) state.stream = null;
   }
+  renderDirty();
+  return ended || controller.signal.aborted || state.threadId !== threadId;
+}
+
+// The stream dropped mid-run: show it, and re-attach through GET /threads/{id}/events
+// (which replays the run from its start) until the run is followed to its end or is over.
+async function reconnect(threadId) {
+  document.body.dataset.connection = "reconnecting";
+  $("connection").hidden = false;
+  setStatus("reconnecting…");
+  try {
+    for (let attempt = 0; state.threadId === threadId; attempt++) {
+      if (attempt) await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** attempt)));
+      const controller = new AbortController();
+      state.stream = controller;
+      let res;
+      try {
+        res = await fetch("threads/" + encodeURIComponent(threadId) + "/events",
+                          { headers: headers(), signal: controller.signal });
+      } catch (err) {
+        if (controller.signal.aborted) return;
+        continue;   // the server is unreachable: try again
+      }
+      if (res.status === 204) {   // the run is over: the stored thread has all of it
+        if (state.stream === controller) state.stream = null;
+        if (state.threadId === threadId) await refreshThread(threadId);
+        return;
+      }
+      if (!res.ok) continue;
+      clearReconnecting();
+      if (await follow(res, threadId, controller)) return;
+      document.body.dataset.connection = "reconnecting";
+      $("connection").hidden = false;
+      setStatus("reconnecting…");
+    }
+  } finally {
+    clearReconnecting();
+  }
+}
+
+function clearReconnecting() {
+  delete document.body.dataset.connection;
+  $("connection").hidden = true;
 }
 
 async function stream(method, path, body) {
@@ -251,7 +431,7 @@ async function stream(method, path, body) {
     state.stream = null;
     throw new Error((data.error && data.error.message) || res.statusText);
   }
-  await follow(res, threadId, controller);
+  if (!(await follow(res, threadId, controller))) await reconnect(threadId);
 }
 
 // ---------------------------------------------------------------- actions
@@ -273,7 +453,17 @@ async function send(text) {
   if (!state.threadId) await newThread();
   if (state.running) await stop();   // as in `agentkit chat`: interrupt, then follow up
   const message = { id: randomId(), role: "user", content: text };
+  state.lastUser = message;
   appendText(messageEl(message.id, "user"), text);
+  await stream("POST", "agui", runInput([message]));
+}
+
+// Retry after a failed run: the same message (same id) again. When the failed run stored
+// it, the server knows the id and runs the agent again on the thread as stored.
+async function resend(message) {
+  await settled();
+  if (state.running) return;
+  setStatus("retrying…");
   await stream("POST", "agui", runInput([message]));
 }
 
@@ -309,7 +499,12 @@ function openThread(threadId) {
 async function showThread(threadId) {
   if (state.stream) state.stream.abort();
   state.threadId = threadId;
+  state.lastUser = null;
   history.replaceState(null, "", "#thread=" + encodeURIComponent(threadId));
+  await refreshThread(threadId);
+}
+
+async function refreshThread(threadId) {
   const thread = await api("GET", "threads/" + encodeURIComponent(threadId));
   $("title").textContent = thread.title || "New chat";
   state.pending = new Set(thread.pending.map((p) => p.toolCallId || p.id));
@@ -322,21 +517,79 @@ async function showThread(threadId) {
 
 async function loadThreads() {
   const data = await api("GET", "threads");
-  const nav = $("threads");
-  nav.replaceChildren();
+  state.threads = data.threads;
+  const list = $("threads");
+  list.replaceChildren();
   for (const t of data.threads) {
-    const button = el("button", { type: "button", "data-testid": "thread" }, t.title || "New chat");
+    const button = el("button", { type: "button", "data-testid": "thread" });
+    button.append(el("span", { class: "thread-title" }, t.title || "New chat"));
+    if (t.updatedAt) {
+      const when = el("time", { datetime: t.updatedAt, title: new Date(t.updatedAt).toLocaleString() });
+      when.textContent = relativeTime(t.updatedAt);
+      button.append(when);
+    }
     button.dataset.threadId = t.threadId;
     if (t.threadId === state.threadId) {
       button.classList.add("current");
+      button.setAttribute("aria-current", "true");
       $("title").textContent = t.title || "New chat";
     }
-    button.addEventListener("click", () => openThread(t.threadId).catch(report));
-    nav.appendChild(button);
+    button.addEventListener("click", () => {
+      showSidebar(false, true);
+      openThread(t.threadId).catch(report);
+    });
+    const item = el("li");
+    item.appendChild(button);
+    list.appendChild(item);
+  }
+}
+
+const UNITS = [["year", 31536e6], ["month", 2592e6], ["week", 6048e5], ["day", 864e5],
+               ["hour", 36e5], ["minute", 6e4]];
+const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+
+function relativeTime(iso) {
+  const ms = Date.parse(iso) - Date.now();
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(ms) >= size) return RELATIVE.format(Math.round(ms / size), unit);
+  }
+  return "just now";
+}
+
+function refreshTimes() {
+  for (const t of document.querySelectorAll("#threads time")) t.textContent = relativeTime(t.getAttribute("datetime"));
+}
+
+// ---------------------------------------------------------------- the off-canvas sidebar
+const narrow = window.matchMedia("(max-width: 700px)");
+
+function showSidebar(open, toInput) {
+  if (!narrow.matches) open = false;
+  const was = document.body.classList.contains("nav-open");
+  document.body.classList.toggle("nav-open", open);
+  $("menu").setAttribute("aria-expanded", String(open));
+  $("main").inert = open;   // while it covers the page, focus stays in the sidebar
+  if (open && !was) {
+    ($("threads").querySelector(".current") || $("new-thread")).focus();
+  } else if (!open && was) {
+    (toInput ? $("input") : $("menu")).focus();
   }
 }
 
 function report(err) { setStatus("error: " + err.message); }
+
+async function copyCode(button) {
+  const code = button.closest(".code-block").querySelector("code");
+  try {
+    await navigator.clipboard.writeText(code.textContent);
+    button.textContent = "Copied";
+  } catch {
+    // No clipboard permission: select the code, so that Ctrl+C copies it.
+    getSelection().selectAllChildren(code);
+    button.textContent = "Press Ctrl+C";
+  }
+  setTimeout(() => { button.textContent = "Copy"; }, 2000);
+}
 
 // ---------------------------------------------------------------- start
 function readLocation() {
@@ -364,7 +617,25 @@ document.addEventListener("DOMContentLoaded", () => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit(); }
   });
   $("stop").addEventListener("click", () => stop().catch(report));
-  $("new-thread").addEventListener("click", () => newThread().catch(report));
+  $("new-thread").addEventListener("click", () => {
+    showSidebar(false, true);
+    newThread().catch(report);
+  });
+  $("menu").addEventListener("click", () =>
+    showSidebar(!document.body.classList.contains("nav-open")));
+  $("backdrop").addEventListener("click", () => showSidebar(false));
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && document.body.classList.contains("nav-open")) {
+      e.preventDefault();
+      showSidebar(false);
+    }
+  });
+  narrow.addEventListener("change", () => showSidebar(false));
+  $("log").addEventListener("click", (e) => {
+    const button = e.target.closest("button.copy");
+    if (button) copyCode(button);
+  });
+  setInterval(refreshTimes, 30000);
   window.addEventListener("hashchange", () => {
     const wanted = readLocation();
     if (wanted && wanted !== state.threadId) openThread(wanted).catch(report);
