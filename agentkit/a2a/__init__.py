@@ -22,8 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     from agentkit.exceptions import MissingDependencyError
 
     raise MissingDependencyError(
-        f"agentkit.a2a needs the 'a2a' extra ({exc.name} is missing): "
-        "pip install 'agentkit[a2a]'"
+        f"agentkit.a2a needs the 'a2a' extra ({exc.name} is missing): pip install 'agentkit[a2a]'"
     ) from exc
 
 from agentkit.a2a._app import to_a2a

@@ -46,6 +46,7 @@ from agentkit._version import __version__
 from agentkit.a2a._executor import AgentFactory, AgentkitExecutor
 from agentkit.a2a._guard import DEFAULT_MAX_BODY, Guard
 from agentkit.a2a._store import SessionTaskStore, context_key
+from agentkit.agent import ReActAgent
 from agentkit.session import Session, SQLiteSession, interrupt_session
 
 __all__ = ["to_a2a"]
@@ -53,6 +54,7 @@ __all__ = ["to_a2a"]
 _MAX_ID = 150  # a context id becomes part of a session id (at most 200 characters)
 _PART_KINDS = {"text", "data", "url"}
 _MODES = ["text/plain", "application/json"]
+_CHAT_SKILL = AgentSkill(id="chat", name="chat", description="Answers messages.", tags=["chat"])
 
 
 def _check_id(value: str, what: str) -> None:
@@ -81,6 +83,7 @@ class _Handler(DefaultRequestHandlerV2):
 
     def __init__(self, executor: AgentkitExecutor, store: SessionTaskStore, card: AgentCard):
         super().__init__(agent_executor=executor, task_store=store, agent_card=card)
+        self.tasks = store
         self.session = executor.session
         self.executor = executor
 
@@ -88,7 +91,8 @@ class _Handler(DefaultRequestHandlerV2):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
         _check_message(params.message)
-        return await super().on_message_send(params, context)
+        result: Message | Task = await super().on_message_send(params, context)
+        return result
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -103,14 +107,17 @@ class _Handler(DefaultRequestHandlerV2):
         # A task running on another worker: reach its run through the store's control
         # channel (agentkit's interrupt), then let the SDK record the cancel.
         if params.id not in self.executor.live:
-            task = await self.task_store.get(params.id, context)
+            task = await self.tasks.get(params.id, context)
             running = (TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_SUBMITTED)
             if task is not None and task.status.state in running:
                 await interrupt_session(self.session, context_key(task.context_id))
-        return await super().on_cancel_task(params, context)
+        canceled: Task | None = await super().on_cancel_task(params, context)
+        return canceled
 
 
-def _skills(agent: Any, given: Sequence[AgentSkill | dict[str, Any]] | None) -> list[AgentSkill]:
+def _skills(
+    agent: ReActAgent[Any, Any], given: Sequence[AgentSkill | dict[str, Any]] | None
+) -> list[AgentSkill]:
     if given is not None:
         return [s if isinstance(s, AgentSkill) else AgentSkill(**s) for s in given]
     skills = [
@@ -119,8 +126,9 @@ def _skills(agent: Any, given: Sequence[AgentSkill | dict[str, Any]] | None) -> 
     ]
     if not skills:  # an agent without tools still answers: one skill, the agent itself
         skills = [
-            AgentSkill(id=agent.name, name=agent.name, description=agent.sys_prompt[:500],
-                       tags=["chat"])
+            AgentSkill(
+                id=agent.name, name=agent.name, description=agent.sys_prompt[:500], tags=["chat"]
+            )
         ]
     return skills
 
@@ -163,9 +171,12 @@ def to_a2a(
     session = sessions or SQLiteSession(Path("~/.agentkit/a2a.db").expanduser())
     store = SessionTaskStore(session)
     executor = AgentkitExecutor(agent_or_factory, session, store)
+    # A template agent fills the card now; a factory's agent fills it on the first fetch.
+    template = agent_or_factory if isinstance(agent_or_factory, ReActAgent) else None
     card = AgentCard(
-        name=name or "agent",
-        description=description or "",
+        name=name or (template.name if template else "agent"),
+        description=description or (template.sys_prompt[:500] if template else "An agent."),
+        skills=_skills(template, skills) if template else [_CHAT_SKILL],
         version=version or __version__,
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=_MODES,
@@ -191,7 +202,7 @@ def to_a2a(
         )
     handler = _Handler(executor, store, card)
     filled = anyio.Lock()
-    ready: list[bool] = []
+    ready: list[bool] = [True] if template else []
 
     async def fill_card() -> None:
         """Name, description and skills from the agent (built once, on first need)."""
@@ -231,7 +242,7 @@ def to_a2a(
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.add_middleware(
-        Guard,  # type: ignore[arg-type]
+        Guard,
         token=auth_token,
         max_body=max_body_bytes,
         public_paths=frozenset({AGENT_CARD_WELL_KNOWN_PATH}),

@@ -94,7 +94,9 @@ class _Outcome:
 
 def _status_text(status: TaskStatus) -> tuple[str, list[Any]]:
     text = [p.text for p in status.message.parts if p.WhichOneof("content") == "text"]
-    data = [MessageToDict(p.data) for p in status.message.parts if p.WhichOneof("content") == "data"]
+    data = [
+        MessageToDict(p.data) for p in status.message.parts if p.WhichOneof("content") == "data"
+    ]
     return "\n".join(text), data
 
 
@@ -230,13 +232,13 @@ class A2AAgent:
             outcome.artifacts["message"] = list(response.message.parts)
             self.context_id = response.message.context_id or self.context_id
         elif kind == "status_update":
-            event = response.status_update
-            outcome.task_id = event.task_id
-            self.context_id = event.context_id or self.context_id
-            outcome.state = event.status.state
-            outcome.status_text, outcome.status_data = _status_text(event.status)
+            update = response.status_update
+            outcome.task_id = update.task_id
+            self.context_id = update.context_id or self.context_id
+            outcome.state = update.status.state
+            outcome.status_text, outcome.status_data = _status_text(update.status)
             if on_progress is not None and outcome.status_text:
-                state = TaskState.Name(event.status.state)
+                state = TaskState.Name(update.status.state)
                 on_progress(outcome.status_text + "\n", {"a2a": "status", "state": state})
         elif kind == "artifact_update":
             event = response.artifact_update
@@ -279,7 +281,7 @@ class A2AAgent:
         with anyio.CancelScope(shield=True), anyio.move_on_after(self.cancel_timeout):
             try:
                 await client.cancel_task(CancelTaskRequest(id=task_id))
-            except Exception:  # noqa: BLE001 - best effort: the caller's cancel goes on
+            except Exception:
                 return
 
     # -- the agent interface (pipelines) -----------------------------------------------
@@ -319,7 +321,11 @@ class A2AAgent:
         return True
 
     def as_tool(
-        self, name: str | None = None, description: str | None = None, *, timeout: float | None = None
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        timeout: float | None = None,
     ) -> Tool:
         """This remote agent as a ``Tool`` taking ``{"task": str}``.
 
@@ -371,7 +377,10 @@ class _RemoteAgentTool(Tool):
         chunks = [text] if text else []
         chunks += [json.dumps(d, ensure_ascii=False) for d in data]
         body = "\n".join(chunks) or f"[{self.agent.name} gave no answer]"
-        meta: dict[str, object] = {"agent": self.agent.name, "a2a_context_id": self.agent.context_id}
+        meta: dict[str, object] = {
+            "agent": self.agent.name,
+            "a2a_context_id": self.agent.context_id,
+        }
         if data:
             meta["structured_output"] = data[0] if len(data) == 1 else data
         yield ToolResponse.text(body, metadata=meta)

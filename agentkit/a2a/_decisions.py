@@ -58,8 +58,9 @@ def parse_decision(message: Message, pending: Collection[str]) -> dict[str, bool
     head, _, reason = text.partition(":")
     word = head.strip().lower().rstrip(".!")
     if word in _YES and not reason:
-        return dict.fromkeys(pending, True)
+        approve: bool | str = True
+        return dict.fromkeys(pending, approve)
     if word in _NO:
-        verdict: bool | str = reason.strip() or False
-        return dict.fromkeys(pending, verdict)
+        denial: bool | str = reason.strip() or False
+        return dict.fromkeys(pending, denial)
     return None

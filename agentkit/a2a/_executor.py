@@ -31,8 +31,9 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types.a2a_pb2 import Message, Part, Task, TaskState, TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream
 from google.protobuf import struct_pb2
-from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.json_format import MessageToDict, Parse
 from pydantic import BaseModel
 
 from agentkit.a2a._decisions import DECISION_HELP, DecisionError, parse_decision
@@ -68,7 +69,8 @@ def message_text(message: Message) -> str:
 
 
 def _data_part(value: object) -> Part:
-    return Part(data=ParseDict(value, struct_pb2.Value()))
+    data = Parse(json.dumps(value, ensure_ascii=False), struct_pb2.Value())
+    return Part(data=data)
 
 
 class _ContextState:
@@ -144,8 +146,12 @@ class AgentkitExecutor(AgentExecutor):
             await event_queue.enqueue_event(task)
         running = self._busy.get(context_id)
         if running is not None and running != task_id:
-            await updater.reject(self._say(updater, f"context {context_id!r} is running task "
-                                           f"{running!r}; wait for it or cancel it"))
+            await updater.reject(
+                self._say(
+                    updater,
+                    f"context {context_id!r} is running task {running!r}; wait for it or cancel it",
+                )
+            )
             return
         live = self.live[task_id] = _Live(context_id)
         self._busy[context_id] = task_id
@@ -183,11 +189,13 @@ class AgentkitExecutor(AgentExecutor):
         elif pending:
             waiting = await self._waiting_task(holder.pending_task)
             if waiting is not None:
-                await updater.reject(self._say(
-                    updater,
-                    f"context {live.context_id!r} waits for a decision in task {waiting!r}: "
-                    "answer it there or cancel it",
-                ))
+                await updater.reject(
+                    self._say(
+                        updater,
+                        f"context {live.context_id!r} waits for a decision in task {waiting!r}: "
+                        "answer it there or cancel it",
+                    )
+                )
                 return
             # The task that paused was canceled or ended elsewhere: its calls never run.
             await agent.interrupt_pending()
@@ -236,13 +244,15 @@ class AgentkitExecutor(AgentExecutor):
             tg.start_soon(self._pump, receive, updater)
             try:
                 if approvals is not None:
-                    return await agent.run(approvals=approvals)
-                return await agent.run(Msg("user", message_text(message), "user"))
+                    result = await agent.run(approvals=approvals)
+                else:
+                    result = await agent.run(Msg("user", message_text(message), "user"))
             finally:
                 send.close()  # the pump drains what is left, then ends
+        return result
 
     async def _pump(
-        self, receive: anyio.abc.ObjectReceiveStream[AgentEvent], updater: TaskUpdater
+        self, receive: MemoryObjectReceiveStream[AgentEvent], updater: TaskUpdater
     ) -> None:
         """Forward agent events as task updates, coalescing text while a write is going."""
         started = False
@@ -304,8 +314,9 @@ class AgentkitExecutor(AgentExecutor):
             return
         if result.stop_reason == "pending_approval":
             calls = [{"id": p.id, "name": p.name, "input": p.input} for p in result.pending]
-            names = ", ".join(f"{p.name}({json.dumps(p.input, ensure_ascii=False)})"
-                              for p in result.pending)
+            names = ", ".join(
+                f"{p.name}({json.dumps(p.input, ensure_ascii=False)})" for p in result.pending
+            )
             say = self._say(
                 updater, f"approval needed: {names}; {DECISION_HELP}", {"pendingApprovals": calls}
             )
@@ -319,7 +330,10 @@ class AgentkitExecutor(AgentExecutor):
             parts.append(_data_part(output.model_dump(mode="json")))
         if parts:
             await updater.add_artifact(
-                parts, artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT, append=False,
+                parts,
+                artifact_id=ANSWER_ARTIFACT,
+                name=ANSWER_ARTIFACT,
+                append=False,
                 last_chunk=True,
             )
         await updater.update_status(TaskState.TASK_STATE_COMPLETED, metadata=meta)

@@ -1,4 +1,4 @@
-"""The A2A endpoint's front door: bearer token, body size, and input that must never be stored.
+r"""The A2A endpoint's front door: bearer token, body size, and input that must never be stored.
 
 A pure ASGI middleware in front of the SDK's JSON-RPC route. It reads the whole request
 body (up to ``max_body`` bytes), and refuses with a JSON-RPC error, before the SDK sees
@@ -130,7 +130,9 @@ class Guard:
             return
         if scope.get("path") not in self.public_paths and not self._authorized(scope):
             await _respond(
-                send, 401, rpc_error(None, -32600, "a bearer token is required"),
+                send,
+                401,
+                rpc_error(None, -32600, "a bearer token is required"),
                 [(b"www-authenticate", b'Bearer realm="a2a"')],
             )
             return

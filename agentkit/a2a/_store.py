@@ -41,7 +41,8 @@ def _to_state(task: Task) -> dict[str, object]:
 
 def _from_state(state: dict[str, object]) -> Task:
     task = Task()
-    ParseDict(state.get("task", {}), task, ignore_unknown_fields=True)
+    stored = state.get("task")
+    ParseDict(stored if isinstance(stored, dict) else {}, task, ignore_unknown_fields=True)
     return task
 
 
