@@ -13,6 +13,7 @@ the remote task ends ``canceled`` instead of running on unobserved.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import uuid
@@ -80,7 +81,10 @@ class _Outcome:
 
     @property
     def text(self) -> str:
-        return "\n".join(p.text for parts in self.artifacts.values() for p in parts if p.text)
+        # The chunks of one artifact are one text; separate artifacts, one per line.
+        return "\n".join(
+            "".join(p.text for p in parts if p.text) for parts in self.artifacts.values()
+        ).strip("\n")
 
     @property
     def data(self) -> list[Any]:
@@ -200,7 +204,6 @@ class A2AAgent:
         """
         async with self._lock:  # one remote task at a time per context
             client = await self._ensure_client()
-            outcome = _Outcome()
             request = SendMessageRequest(
                 message=Message(
                     message_id=uuid.uuid4().hex,
@@ -209,14 +212,62 @@ class A2AAgent:
                     context_id=self.context_id or "",
                 )
             )
-            try:
-                async for response in client.send_message(request):
-                    self._apply(response, outcome, on_progress)
-            except BaseException:
-                if outcome.task_id and outcome.state not in _TERMINAL | _PAUSED:
-                    await self._cancel_remote(client, outcome.task_id)
-                raise
+            outcome = await self._follow(client, request, on_progress)
         return self._result(outcome)
+
+    async def _follow(
+        self,
+        client: Client,
+        request: SendMessageRequest,
+        on_progress: Callable[[str, dict[str, object]], object] | None,
+    ) -> _Outcome:
+        """Read the task's stream in a shielded child, so a cancel can still name the task.
+
+        Cancelling the caller must not simply drop the stream: the task id may not have
+        arrived yet, and the remote task would run on unobserved. Instead the reader keeps
+        going (shielded) until the id is known, ``CancelTask`` is sent, and the stream's
+        end is awaited, all within ``cancel_timeout``.
+        """
+        outcome = _Outcome()
+        known, done = anyio.Event(), anyio.Event()
+        shield = anyio.CancelScope(shield=True)
+        errors: list[Exception] = []
+
+        async def read() -> None:
+            with shield:
+                try:
+                    async for response in client.send_message(request):
+                        self._apply(response, outcome, on_progress)
+                        if outcome.task_id:
+                            known.set()
+                except Exception as exc:  # re-raised in the caller, outside the task group
+                    errors.append(exc)
+            known.set()
+            done.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            try:
+                await done.wait()
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._stop(client, outcome, known, done)
+                    shield.cancel()
+                raise
+        if errors:
+            raise RemoteAgentError(f"remote agent {self.name!r}: {errors[0]}") from errors[0]
+        return outcome
+
+    async def _stop(
+        self, client: Client, outcome: _Outcome, known: anyio.Event, done: anyio.Event
+    ) -> None:
+        """``CancelTask`` for the running remote task, bounded by ``cancel_timeout``."""
+        with anyio.move_on_after(self.cancel_timeout):
+            await known.wait()
+            if outcome.task_id and outcome.state not in _TERMINAL | _PAUSED:
+                with contextlib.suppress(Exception):  # best effort: the caller's cancel goes on
+                    await client.cancel_task(CancelTaskRequest(id=outcome.task_id))
+            await done.wait()  # the stream ends with the canceled status
 
     def _apply(
         self,
@@ -275,14 +326,6 @@ class A2AAgent:
         raise RemoteAgentError(
             f"remote agent {self.name!r} ended task {outcome.task_id!r} {label}: {detail}"
         )
-
-    async def _cancel_remote(self, client: Client, task_id: str) -> None:
-        """Send ``CancelTask`` (shielded, bounded): the caller is being cancelled."""
-        with anyio.CancelScope(shield=True), anyio.move_on_after(self.cancel_timeout):
-            try:
-                await client.cancel_task(CancelTaskRequest(id=task_id))
-            except Exception:
-                return
 
     # -- the agent interface (pipelines) -----------------------------------------------
     async def __call__(self, msg: Msg | list[Msg] | str | None = None) -> Msg:

@@ -18,6 +18,7 @@ any worker). Events map as follows:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
@@ -239,7 +240,14 @@ class AgentkitExecutor(AgentExecutor):
         approvals: dict[str, bool | str] | None,
     ) -> RunResult[Any]:
         send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
-        agent.add_event_listener(send.send_nowait)
+
+        def sink(event: AgentEvent) -> None:
+            # Never raise into the agent: an event after the pump stopped (the task is
+            # being torn down) is dropped, and the agent's repairs go on.
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                send.send_nowait(event)
+
+        agent.add_event_listener(sink)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._pump, receive, updater)
             try:
