@@ -36,13 +36,14 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, Parse
+from pydantic import BaseModel
 from starlette.applications import Starlette
 
 from agentkit import ReActAgent, Toolkit
 from agentkit.a2a import A2AAgent, to_a2a
 from agentkit.events import ToolProgress
 from agentkit.session import SQLiteSession
-from agentkit.testing import ScriptedModel, tool_use
+from agentkit.testing import ScriptedModel, text, tool_use
 from tests._serve_helpers import running
 
 pytestmark = pytest.mark.anyio
@@ -259,6 +260,26 @@ async def test_a_pending_approval_is_input_required_and_the_decision_resumes_it(
         task = await client.get_task(GetTaskRequest(id=task_id))
         assert task.artifacts[0].parts[0].text == "Done, deleted."
     assert ran == ["/tmp/a"]
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: float
+
+
+async def test_a_structured_output_is_a_data_part_of_the_answer(store: SQLiteSession) -> None:
+    model = ScriptedModel(
+        [[text("Here it is."), tool_use("generate_response", "r1", city="Oslo", celsius=4.5)]]
+    )
+    agent = ReActAgent("weather", "You report weather.", model, output_type=Weather)
+    async with (
+        running(to_a2a(agent, sessions=store)) as url,
+        sdk_client(url, streaming=False) as client,
+    ):
+        (event,) = await _collect(client, _text_message("weather?"))
+    parts = event.task.artifacts[0].parts
+    assert parts[0].text == "Here it is."
+    assert MessageToDict(parts[1].data) == {"city": "Oslo", "celsius": 4.5}
 
 
 async def test_push_notification_config_is_refused_with_the_spec_error(
