@@ -39,6 +39,7 @@ LAYER = {
     "observability": 9,
     "durable": 10,
     "serve": 10,
+    "a2a": 10,
     "cli": 11,
 }
 
