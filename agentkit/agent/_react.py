@@ -564,7 +564,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                 await conv.flush_deferred(run)
             if caps.after_run:
                 run.counts.duration = time.perf_counter() - run.started
-                await caps.run_after_run(setup.context, make_result(run, reply, conv.pending_calls()))
+                result = make_result(run, reply, conv.pending_calls())
+                await caps.run_after_run(setup.context, result)
             if run.emit is not None:
                 run.emit(ReplyFinished(reply))
             return reply
