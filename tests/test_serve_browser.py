@@ -88,6 +88,7 @@ def test_web_chat_layout_markdown_states_and_accessibility(tmp_path: Path) -> No
         "long answer",
         "approved by keyboard",
         "stopped marked",
+        "stopped mark kept after a reload",
         "error and retry",
         "reconnected",
         "axe desktop",

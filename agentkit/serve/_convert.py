@@ -116,9 +116,16 @@ def _assistant(msg: Msg) -> list[Message]:
         if b["type"] == "tool_use"
     ]
     text = msg.get_text()
+    # An answer cut by Stop is stored with {"interrupted": True}: the page marks it "stopped"
+    # after a reload too.
+    cut = bool(msg.metadata and msg.metadata.get("interrupted"))
     out.append(
         AssistantMessage(
-            id=msg.id, content=text or None, tool_calls=calls or None, name=msg.name or None
+            id=msg.id,
+            content=text or None,
+            tool_calls=calls or None,
+            name=msg.name or None,
+            metadata={"interrupted": True} if cut else None,
         )
     )
     return out

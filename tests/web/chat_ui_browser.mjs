@@ -147,6 +147,9 @@ try {
   check((await lastAnswer.getAttribute("aria-description") || "").includes("stopped"), "the mark is announced");
   await idle();
   report("stopped marked");
+  await page.reload();  // the stored answer carries the cut: marked after a reload too
+  await page.waitForSelector("[data-testid=message][data-stopped] [data-testid=stopped-mark]");
+  report("stopped mark kept after a reload");
 
   // 6. A failed run: a friendly message, a Retry that works, and the thread keeps its title.
   await page.click("[data-testid=new-thread]");

@@ -226,6 +226,7 @@ function renderAssistant(m) {
     toolCallEl(call.id, call.function.name, m.id).querySelector(".args").textContent =
       prettyJson(call.function.arguments);
   }
+  if (m.metadata && m.metadata.interrupted && m.content) addStoppedMark(node);
 }
 
 function reasoningEl(id) {
@@ -302,7 +303,12 @@ function markStopped() {
   const nodes = Array.from($("log").querySelectorAll(".message[data-role=user], .message[data-role=assistant]"));
   const node = nodes.pop();
   if (!node || node.dataset.role !== "assistant" || !node.querySelector(".md") ||
-      !state.runTexts.length || node.querySelector(".stopped-mark")) return;
+      !state.runTexts.length) return;
+  addStoppedMark(node);
+}
+
+function addStoppedMark(node) {
+  if (node.querySelector(".stopped-mark")) return;
   node.dataset.stopped = "1";
   node.appendChild(el("span", { class: "stopped-mark", "data-testid": "stopped-mark" }, "stopped"));
   node.setAttribute("aria-description", "this answer was stopped before it finished");
