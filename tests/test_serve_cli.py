@@ -109,3 +109,24 @@ def test_startup_line_names_the_thread_store() -> None:
     assert describe_store("sqlite:///threads.db") == "SQLite threads.db"
     shown = describe_store("postgresql://app:s3cret@db.internal:5433/agents")
     assert shown == "postgresql://db.internal:5433" and "s3cret" not in shown
+
+
+async def test_serve_with_a2a_mounts_both_protocols(tmp_path: Path) -> None:
+    import httpx2
+
+    from agentkit import ReActAgent
+    from agentkit.cli._serve_cmd import with_a2a
+    from agentkit.serve import create_app
+    from agentkit.session import SQLiteSession
+    from agentkit.testing import ScriptedModel
+    from tests._serve_helpers import running
+
+    agent = ReActAgent("helper", "You help.", ScriptedModel(["hi"]))
+    sessions = SQLiteSession(tmp_path / "both.db")
+    app = with_a2a(create_app(agent, sessions=sessions), agent, sessions=sessions, auth_token=None)
+    async with running(app) as base, httpx2.AsyncClient(base_url=base) as client:
+        card = (await client.get("/a2a/.well-known/agent-card.json")).json()
+        assert card["name"] == "helper"
+        assert card["supportedInterfaces"][0]["url"].startswith(f"{base}/a2a")
+        assert (await client.get("/healthz")).json()["status"] == "ok"
+        assert (await client.get("/threads")).status_code == 200

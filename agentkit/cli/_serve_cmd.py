@@ -12,6 +12,7 @@ Examples:
     agentkit serve examples.web_chat:make_agent
     agentkit serve myapp.agents:support --sessions sqlite:///threads.db --port 9000
     agentkit serve myapp.agents:support --host 0.0.0.0 --token "$TOKEN"
+    agentkit serve myapp.agents:support --a2a     # also A2A at /a2a
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ from urllib.parse import urlsplit
 from agentkit.exceptions import AgentkitError
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from starlette.applications import Starlette
+
     from agentkit.session import Session
 
-__all__ = ["add_arguments", "describe_store", "load_target", "open_sessions", "run"]
+__all__ = ["add_arguments", "describe_store", "load_target", "open_sessions", "run", "with_a2a"]
 
 DEFAULT_DB = Path("~/.agentkit/serve.db")
 DEFAULT_MAX_RUNS_PER_CLIENT = 8  # agentkit.serve._limits (not imported: it needs the extra)
@@ -92,6 +97,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=64,
         metavar="N",
         help="connections one address may hold (default 64; raise it behind a proxy)",
+    )
+    parser.add_argument(
+        "--a2a",
+        action="store_true",
+        help="also serve the agent over A2A at /a2a (agent card at "
+        "/a2a/.well-known/agent-card.json; needs the 'a2a' extra)",
     )
 
 
@@ -196,8 +207,10 @@ def run(args: argparse.Namespace) -> int:
             cors_origins=args.cors_origin,
             max_runs_per_client=args.max_runs_per_client,
         )
+        if args.a2a:
+            app = with_a2a(app, target, sessions=sessions, auth_token=token)
         http = _guarded_http(args)
-    except ValueError as exc:
+    except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
@@ -221,6 +234,31 @@ def run(args: argparse.Namespace) -> int:
     )
     uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def with_a2a(
+    app: Starlette, target: Any, *, sessions: Session | None, auth_token: str | None
+) -> Starlette:
+    """``app`` (the AG-UI server) with the same agent served over A2A under ``/a2a``.
+
+    Both apps' lifespans run (a mounted app's would not on its own); they share the store
+    (threads and A2A contexts use separate keys) and the token.
+    """
+    from contextlib import asynccontextmanager
+
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from agentkit.a2a import to_a2a
+
+    a2a = to_a2a(target, sessions=sessions, auth_token=auth_token)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with app.router.lifespan_context(app), a2a.router.lifespan_context(a2a):
+            yield
+
+    return Starlette(routes=[Mount("/a2a", app=a2a), Mount("/", app=app)], lifespan=lifespan)
 
 
 def _guarded_http(args: argparse.Namespace) -> type[Any]:
