@@ -2,7 +2,7 @@
 
 The layers, bottom first (DESIGN.md section 2): the root's own modules (messages,
 exceptions, ...) <- models <- tools <- mcp; {models, tools, mcp, memory, events} <- agent
-<- {session, pipelines, observability} <- {durable, serve} <- cli. An import counts
+<- {session, pipelines, observability, testing (its contract suite drives agents)} <- {durable, serve} <- cli. An import counts
 wherever it is: at the top, under ``TYPE_CHECKING``, inside a function, or as a string given
 to ``importlib.import_module`` / ``sys.modules``. The package face ``agentkit`` (its
 ``__init__``) is for users: no module of the library imports it.
@@ -32,7 +32,7 @@ LAYER = {
     "tools": 5,
     "events": 6,
     "mcp": 7,
-    "testing": 7,
+    "testing": 9,
     "agent": 8,
     "pipelines": 9,
     "session": 9,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
+from agentkit._lazy import lazy_exports
 from agentkit.exceptions import ScriptExhaustedError, UsageError
 from agentkit.messages import (
     ContentBlock,
@@ -49,7 +50,17 @@ from agentkit.models._base import (
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentkit.testing._contracts import (
+        AgentFactory,
+        ContractFailure,
+        ContractReport,
+        check_contracts,
+    )
+
 __all__ = [
+    "AgentFactory",
+    "ContractFailure",
+    "ContractReport",
     "FunctionModel",
     "ModelRequest",
     "RequestInfo",
@@ -57,10 +68,23 @@ __all__ = [
     "ScriptedModel",
     "TestModel",
     "block_model_requests",
+    "check_contracts",
     "text",
     "thinking",
     "tool_use",
 ]
+
+# The contract suite drives agents: imported on first use, so that a test importing only
+# the models does not load the agent loop.
+_CONTRACTS = "agentkit.testing._contracts"
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        __all__,
+        dict.fromkeys(
+            ("AgentFactory", "ContractFailure", "ContractReport", "check_contracts"), _CONTRACTS
+        ),
+    )
 
 ScriptItem: TypeAlias = ChatResponse | str | list[ContentBlock] | dict[str, Any] | BaseException
 """One scripted answer: a response, a text answer, a list of blocks, one block, or an error."""
