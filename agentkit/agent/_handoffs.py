@@ -43,6 +43,7 @@ from agentkit.events import (
     ReplyFinished,
     ReplyStarted,
     ToolCallStarted,
+    ToolResult,
 )
 from agentkit.exceptions import UsageError
 from agentkit.messages import Msg, ToolUseBlock
@@ -300,6 +301,7 @@ async def hand_off(
     batch = run.batch
     assert batch is not None
     call = batch[index]
+    run.counts.tool_calls += 1  # a call of an offered tool, as UsageLimits count it
     if run.emit is not None:
         run.emit(ToolCallStarted(call))
     resume = run.resumes.pop(call["id"], None)
@@ -316,7 +318,10 @@ async def hand_off(
             history = list(target.input_filter(history))
         await agent.memory.add(history)
     forward = _forwarder(run)
-    if forward is not None:
+    if forward is not None and run.emit is not None:
+        # The call is answered for the client before the target speaks (its slot is set
+        # once the target is done: a target that pauses leaves it pending).
+        run.emit(ToolResult(call["id"], result_block(call, _transferred(target))))
         agent.add_event_listener(forward)
     result = await _interruptible(setup, conv, run, index, target, agent, resume)
     _count(run, result)
@@ -325,7 +330,7 @@ async def hand_off(
         run.waits[call["id"]] = NestedWait(tuple(calls), agent.state_dict())
         run.results[index] = PENDING
         return None
-    settle(run, index, _transferred(target))
+    run.results[index] = _transferred(target)  # its ToolResult event went out already
     return result
 
 
@@ -404,7 +409,7 @@ async def _keep_interrupted(
     result: RunResult[Any],
 ) -> None:
     """Store what an interrupted target said in the source's memory (shielded caller)."""
-    settle(run, index, _transferred(target))
+    run.results[index] = _transferred(target)  # its ToolResult event went out already
     await commit_results(setup, conv, run)
     text = [b for b in result.reply.get_content_blocks() if b["type"] == "text"]
     if text:
