@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def model_of(a: ReActAgent) -> ScriptedModel:
 
 async def valid(a: ReActAgent) -> list[Msg]:
     memory = await a.memory.get_memory()
-    check_memory_invariant(memory, [c["id"] for c in a.pending_tool_calls])
+    check_memory_invariant(memory, [c["id"] for c in a.conversation.pending])
     return memory
 
 
@@ -216,3 +217,34 @@ def test_handoff_builds_a_default_tool_name_and_description() -> None:
     assert isinstance(h, Handoff) and h.tool_name == "transfer_to_Tech_Support"
     assert "Tech Support" in h.description
     assert handoff(agent("x", []), name="escalate").tool_name == "escalate"
+
+
+async def test_an_approval_inside_the_target_pauses_the_run_like_a_nested_one() -> None:
+    deleted: list[str] = []
+    tools = Toolkit()
+
+    @tools.tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    ops = ReActAgent(
+        "ops",
+        "You delete files.",
+        ScriptedModel([[tool_use("delete", "d1", path="/tmp/x")], "Deleted it."]),
+        tools,
+    )
+    triage = agent("triage", [[tool_use("transfer_to_ops", "h1")]], handoffs=[ops])
+    paused = await triage.run("remove /tmp/x")
+    assert paused.stop_reason == "pending_approval"
+    assert [(p.id, p.name) for p in paused.pending] == [("h1/d1", "delete")]
+    await valid(triage)
+    # The pause survives a JSON round trip of the source's state (a served thread's store).
+    restored = agent("triage", [], handoffs=[ops])
+    restored.load_state_dict(json.loads(json.dumps(triage.state_dict())))
+    done = await restored.run(approvals={"h1/d1": True})
+    assert done.stop_reason == "final" and done.last_agent == "ops"
+    assert done.text == "Deleted it." and deleted == ["/tmp/x"]
+    memory = await valid(restored)
+    assert memory[-1].name == "ops"
