@@ -86,7 +86,7 @@ _PARAMETERS: dict[str, object] = {"type": "object", "properties": {}, "additiona
 
 @dataclass(frozen=True, slots=True)
 class Handoff:
-    """A target an agent may hand the conversation to (build one with :func:`handoff`).
+    """A target an agent may hand the conversation to (built by ``handoff(agent, ...)``).
 
     Attributes:
         agent: The target agent (each handoff runs on ``agent.copy()``).

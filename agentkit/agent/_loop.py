@@ -172,11 +172,11 @@ async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute)
     await commit_results(setup, conv, run)
     if conv.pending:
         return _pending_reply(setup, conv, run)
-    if handed is not None:
-        return Finish(await _handoffs.finish_handoff(conv, run, handed))
     if step.assistant is None:  # resumed approvals: the pause is over
         with anyio.CancelScope(shield=True):
             await conv.flush_deferred(run)  # messages observed while the calls were pending
+    if handed is not None:
+        return Finish(await _handoffs.finish_handoff(conv, run, handed))
     if run.structured_output is not None:
         last = step.assistant or Msg(setup.name, list(run.last_text), "assistant")
         return _finish(setup, run, last)
