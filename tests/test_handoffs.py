@@ -248,3 +248,24 @@ async def test_an_approval_inside_the_target_pauses_the_run_like_a_nested_one() 
     assert done.text == "Deleted it." and deleted == ["/tmp/x"]
     memory = await valid(restored)
     assert memory[-1].name == "ops"
+
+
+async def test_denying_the_handoff_call_cancels_the_targets_calls() -> None:
+    deleted: list[str] = []
+    tools = Toolkit()
+
+    @tools.tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return "deleted"
+
+    ops = ReActAgent(
+        "ops", "You delete.", ScriptedModel([[tool_use("delete", "d1", path="/x")]]), tools
+    )
+    triage = agent("triage", [[tool_use("transfer_to_ops", "h1")], "Not done."], handoffs=[ops])
+    assert (await triage.run("remove /x")).stop_reason == "pending_approval"
+    result = await triage.run(approvals={"h1": "no handoff"})
+    assert result.stop_reason == "final" and result.last_agent == "triage"
+    assert result.text == "Not done." and deleted == []
+    await valid(triage)
