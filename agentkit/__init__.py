@@ -19,6 +19,7 @@ from agentkit.agent import (
     AgentHooks,
     Capability,
     Decision,
+    Handoff,
     ModelRequest,
     PendingCall,
     ReActAgent,
@@ -27,6 +28,7 @@ from agentkit.agent import (
     RunUsage,
     StopReason,
     UsageLimits,
+    handoff,
 )
 from agentkit.agent._user import UserAgent
 from agentkit.exceptions import (
@@ -71,6 +73,7 @@ __all__ = [
     "ContentBlock",
     "Decision",
     "DocumentBlock",
+    "Handoff",
     "HttpServer",
     "ImageBlock",
     "InMemoryMemory",
@@ -104,6 +107,7 @@ __all__ = [
     "check_memory_invariant",
     "fanout_pipeline",
     "from_string",
+    "handoff",
     "interrupt_on_sigint",
     "register_mcp_client",
     "sequential_pipeline",

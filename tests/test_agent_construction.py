@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agentkit import ReActAgent, ToolContext, Toolkit, UsageError, UsageLimits
+from agentkit import ReActAgent, ToolContext, Toolkit, UsageError, UsageLimits, handoff
 from agentkit.agent import Compactor
 from agentkit.testing import ScriptedModel, text, tool_use
 
@@ -93,6 +93,7 @@ def _non_default(name: str) -> Any:
         "usage_limits": UsageLimits(max_requests=5),
         "max_tool_retries": 1,
         "capabilities": (Compactor(8000),),
+        "handoffs": (handoff(ReActAgent("billing", "Bills.", ScriptedModel([]))),),
     }
     return values[name]
 

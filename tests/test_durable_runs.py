@@ -63,7 +63,7 @@ class Env:
             await anyio.sleep_forever()
             return "unreachable"
 
-        self.agents = {name: self.make(name) for name in ("par", "appr", "intr", "sess")}
+        self.agents = {name: self.make(name) for name in ("par", "appr", "intr", "sess", "hand")}
 
     def make(self, name: str) -> DBOSAgent:
         model = self.models[name] = ScriptedModel([])
@@ -118,6 +118,15 @@ async def test_parallel_calls_get_steps_in_the_models_order(env: Env) -> None:
     ]
     outputs = [json.loads(json.dumps(s["output"])) for s in steps[1:4]]
     assert [o["content"][0]["text"] for o in outputs] == ["slow done", "mid done", "fast done"]
+    check_memory_invariant([Msg.from_dict(m) for m in result.state["memory"]["messages"]])
+
+
+async def test_the_durable_result_records_the_agent_a_handoff_reached(env: Env) -> None:
+    billing = ReActAgent("billing", "You bill.", ScriptedModel(["42 EUR."]))
+    env.agents["hand"].template.handoffs = [billing]
+    env.script("hand", [[tool_use("transfer_to_billing", "h1")]])
+    result = await env.agents["hand"].run("how much?")
+    assert result.last_agent == "billing" and result.output == "42 EUR."
     check_memory_invariant([Msg.from_dict(m) for m in result.state["memory"]["messages"]])
 
 

@@ -6,6 +6,7 @@ The event classes live in ``agentkit.events``.
 from agentkit.agent._capabilities import Capability
 from agentkit.agent._compaction import CompactionStrategy, Compactor, DropOldest, Summarize
 from agentkit.agent._conversation import Decision
+from agentkit.agent._handoffs import Handoff, handoff
 from agentkit.agent._hooks import AgentHooks
 from agentkit.agent._limits import UsageLimits
 from agentkit.agent._react import ApprovalPolicy, ReActAgent
@@ -23,6 +24,7 @@ __all__ = [
     "Decision",
     "DropOldest",
     "EventStream",
+    "Handoff",
     "ModelRequest",
     "PendingCall",
     "ReActAgent",
@@ -32,4 +34,5 @@ __all__ = [
     "StopReason",
     "Summarize",
     "UsageLimits",
+    "handoff",
 ]

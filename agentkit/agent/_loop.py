@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 import agentkit._seams as _obs
-from agentkit.agent import _steer
+from agentkit.agent import _handoffs, _steer
 from agentkit.agent._acting import (
     NEW_MESSAGE_TEXT,
     accept_answers,
@@ -65,6 +65,9 @@ def _missing_text(error: BaseException | None) -> str:
 def _tools_for(setup: RunSetup, run: Run) -> tuple[list[dict[str, object]] | None, str | None]:
     toolkit = setup.toolkit
     schemas = toolkit.get_json_schemas() if toolkit is not None else []
+    handoffs = _handoffs.handoffs_of(setup)
+    if handoffs:  # offered beside the toolkit's tools (see _handoffs)
+        schemas = [*schemas, *_handoffs.handoff_schemas(handoffs)]
     if run.structured is None:
         return (schemas or None), None
     choice = run.force_tool or "required"
@@ -161,13 +164,19 @@ async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
 
 
 async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute) -> Step:
-    await execute(setup, run, step.indexes)
+    indexes, taken = _handoffs.split_handoffs(setup, run, step.indexes)
+    await execute(setup, run, indexes)
+    handed = None
+    if taken is not None:  # after the turn's other calls: the target sees their results
+        handed = await _handoffs.hand_off(setup, conv, run, *taken)
     await commit_results(setup, conv, run)
     if conv.pending:
         return _pending_reply(setup, conv, run)
     if step.assistant is None:  # resumed approvals: the pause is over
         with anyio.CancelScope(shield=True):
             await conv.flush_deferred(run)  # messages observed while the calls were pending
+    if handed is not None:
+        return Finish(await _handoffs.finish_handoff(conv, run, handed))
     if run.structured_output is not None:
         last = step.assistant or Msg(setup.name, list(run.last_text), "assistant")
         return _finish(setup, run, last)

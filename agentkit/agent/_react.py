@@ -26,6 +26,7 @@ from agentkit.agent._construct import (
 )
 from agentkit.agent._conversation import CallInfo, Conversation, Verdict
 from agentkit.agent._copying import copy_slots
+from agentkit.agent._handoffs import Handoff, HandoffInput, as_handoffs
 from agentkit.agent._hooks import HookHost, HookRegistry
 from agentkit.agent._result import make_result
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
@@ -83,6 +84,11 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             ``Compactor``, guardrails, your own), called in this order at each point of
             the run; ``copy()`` keeps them. A capability with per-run state gives each run
             a fresh instance through ``for_run``.
+        handoffs: Agents this one may hand the conversation to (an agent, or
+            ``handoff(agent, input_filter=..., description=...)`` for more control): the
+            model is offered one ``transfer_to_<name>`` tool per target, and the target
+            answers in its place on a copy of itself (``result.last_agent`` names it);
+            ``copy()`` keeps them. See ``agentkit.agent._handoffs``.
 
     Everything after ``toolkit`` is keyword-only. ``model`` may be a ``"provider:model"``
     string, resolved by ``agentkit.models.from_string``.
@@ -93,6 +99,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         "__weakref__",
         "_capabilities",
         "_conv",
+        "_handoffs",
         "_limiter",
         "_listeners",
         "_printer",
@@ -130,6 +137,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         usage_limits: UsageLimits | None = None,
         max_tool_retries: int = 2,
         capabilities: Sequence[Capability[DepsT]] = (),
+        handoffs: Sequence[HandoffInput] = (),
     ) -> None:
         if max_iters < 1:
             raise UsageError("max_iters must be at least 1")
@@ -150,6 +158,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         self.max_tool_retries = max_tool_retries
         self._limiter = anyio.CapacityLimiter(max_concurrency) if max_concurrency else None
         self._capabilities = Capabilities.of(capabilities)  # sorted by method, once
+        self._handoffs = as_handoffs(handoffs)
         self._hooks: HookRegistry | None = None
         self._listeners: tuple[Callable[[AgentEvent], None], ...] = ()  # replaced, never mutated
         self._printer: ConsolePrinter | None = None
@@ -212,6 +221,16 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     def capabilities(self) -> tuple[Capability[DepsT], ...]:
         """The agent's capabilities, in the order they are called."""
         return self._capabilities.all
+
+    @property
+    def handoffs(self) -> tuple[Handoff, ...]:
+        """The agents this one may hand the conversation to (one tool each)."""
+        return self._handoffs
+
+    @handoffs.setter
+    def handoffs(self, value: Sequence[HandoffInput]) -> None:
+        # Settable after construction: two agents that hand off to each other.
+        self._handoffs = as_handoffs(value)
 
     @property
     def max_concurrency(self) -> int | None:

@@ -139,6 +139,8 @@ class RunResult(Generic[OutputT]):
             ``"pending_approval"``, or an interrupted run left some), including the calls
             waiting inside agents used as tools (ids ``"outer/inner"``).
         usage_limit: The name of the ``UsageLimits`` field that stopped the run, if any.
+        last_agent: The name of the agent that answered: the agent run, or the target
+            of the last handoff (``ReActAgent(handoffs=...)``).
     """
 
     reply: Msg
@@ -147,6 +149,7 @@ class RunResult(Generic[OutputT]):
     stop_reason: StopReason
     pending: list[PendingCall] = field(default_factory=list)
     usage_limit: str | None = None
+    last_agent: str = ""
     _output: OutputT | None = None
     _has_output: bool = False
 
@@ -220,6 +223,7 @@ def make_result(run: Run, reply: Msg, pending: list[CallInfo]) -> RunResult[Any]
         stop_reason=stop_reason(run, bool((reply.metadata or {}).get("interrupted")), bool(calls)),
         pending=calls,
         usage_limit=run.usage_limit,
+        last_agent=run.last_agent or reply.name,
         _output=output,
         _has_output=has_output,
     )

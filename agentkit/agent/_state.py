@@ -120,6 +120,7 @@ class Run:
         structured_failures: Invalid or missing structured answers so far.
         force_tool: Name of a tool the next model call must use.
         last_text: Text blocks of the latest assistant turn (reply content).
+        last_agent: The agent that answered after a handoff (None: this one did).
         limits: The run's ``UsageLimits`` (None: unbounded).
         counts: Requests, tokens, tool calls and cost of this run (``RunUsage``).
         usage_limit: The name of the limit that stopped the run, if any.
@@ -148,6 +149,7 @@ class Run:
         "interrupt_msgs",
         "interrupted",
         "iteration",
+        "last_agent",
         "last_text",
         "limits",
         "max_iters_reached",
@@ -192,6 +194,7 @@ class Run:
         self.structured_failures = 0
         self.force_tool: str | None = None
         self.last_text: list[Any] = []
+        self.last_agent: str | None = None  # set when a handoff's target answered
         self.limits: UsageLimits | None = None
         self.counts = RunUsage()
         self.usage_limit: str | None = None
@@ -227,6 +230,8 @@ class Run:
         }
         if self.answered_by is not None:
             metadata["model"] = self.answered_by
+        if self.last_agent is not None:
+            metadata["last_agent"] = self.last_agent
         return metadata
 
 

@@ -64,6 +64,7 @@ class RunOutput(TypedDict, total=False):
     usage: UsageRecord
     stop_reason: StopReason
     usage_limit: str | None
+    last_agent: str  # the agent that answered (a handoff's target)
     output_type: str | None  # "module:qualname" of a structured run's output type
     output: dict[str, object] | None  # the structured output as JSON (validated again on read)
     new_messages: list[dict[str, object]]
