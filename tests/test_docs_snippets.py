@@ -55,6 +55,7 @@ style_reviewer: ReActAgent[Any, Any]
 alice: ReActAgent[Any, Any]
 bob: ReActAgent[Any, Any]
 judge: ReActAgent[Any, Any]
+boss: ReActAgent[Any, Any]
 research_tools: Toolkit
 diff_msg: Msg
 chat_id: str
