@@ -282,3 +282,61 @@ async def test_a_capability_tool_may_not_shadow_a_toolkit_tool(skills_dir: Path)
     )
     with pytest.raises(UsageError, match="'load_skill'"):
         await agent.run("hi")
+
+
+SKILLS_SERVER = """
+import anyio
+from agentkit.mcp import MCPApp, serve
+
+app = MCPApp(name="skills")
+BODY = "---\\nname: pdf-forms\\ndescription: Fill PDF forms.\\n---\\nRead references/fields.md.\\n"
+
+
+@app.resource("skill://pdf-forms/SKILL.md")
+def skill_md() -> str:
+    return BODY
+
+
+@app.resource("skill://pdf-forms/references/fields.md")
+def fields() -> str:
+    return "Field names are case-sensitive."
+
+
+@app.resource("file:///skills/meeting-notes/SKILL.md")
+def notes() -> str:
+    return "---\\nname: meeting-notes\\ndescription: Write notes.\\n---\\nUse headings."
+
+
+@app.resource("file:///elsewhere/secret.txt")
+def secret() -> str:
+    return "TOP SECRET"
+
+
+anyio.run(serve, app)
+"""
+
+
+async def test_skills_from_an_mcp_server_load_and_read_through_it(tmp_path: Path) -> None:
+    import sys
+
+    from agentkit.mcp import MCPClient, StdioServer
+
+    script = tmp_path / "skills_server.py"
+    script.write_text(SKILLS_SERVER)
+    async with MCPClient("skills", StdioServer(sys.executable, [str(script)])) as client:
+        skills = await SkillSet.from_mcp(client)
+        assert list(skills.skills) == ["meeting-notes", "pdf-forms"]
+        assert skills.skills["pdf-forms"].location == "skill://pdf-forms/SKILL.md"
+        _, got = await run_calls(
+            skills,
+            tool_use("load_skill", "c1", name="pdf-forms"),
+            tool_use("read_skill_file", "c2", name="pdf-forms", path="references/fields.md"),
+            tool_use("read_skill_file", "c3", name="pdf-forms", path="../../elsewhere/secret.txt"),
+            tool_use("read_skill_file", "c4", name="meeting-notes", path="secret.txt"),
+        )
+    body, error = got["c1"]
+    assert not error and "Read references/fields.md." in body
+    assert "Files of this skill (read_skill_file): references/fields.md" in body
+    assert got["c2"] == ("Field names are case-sensitive.", False)
+    assert got["c3"][1] and "'..' is not allowed" in got["c3"][0]
+    assert got["c4"][1] and "no such file" in got["c4"][0]
