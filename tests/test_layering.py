@@ -37,6 +37,7 @@ LAYER = {
     "pipelines": 9,
     "session": 9,
     "observability": 9,
+    "skills": 9,
     "durable": 10,
     "serve": 10,
     "a2a": 10,

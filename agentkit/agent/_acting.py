@@ -11,7 +11,7 @@ cancellation propagates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,12 +25,14 @@ from agentkit.agent._structured import RESPONSE_TOOL, validate_response
 from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
 from agentkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from agentkit.tools import INTERRUPTED_TEXT, interrupted_response
+from agentkit.tools._call import call_offered_tool
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation
     from agentkit.agent._setup import RunSetup
     from agentkit.agent._state import Run
+    from agentkit.tools._base import Tool
     from agentkit.tools._context import ToolContext
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "commit_results",
     "denied_response",
     "execute",
+    "offered_tools",
     "refuse",
     "result_block",
     "settle",
@@ -120,16 +123,47 @@ async def _invoke(setup: RunSetup, run: Run, call: ToolUseBlock) -> ToolResponse
     return final
 
 
-async def _call(setup: RunSetup, run: Run, call: ToolUseBlock, block: ToolUseBlock) -> ToolResponse:
-    """Run ``block`` (the call as the hooks and capabilities left it) in the toolkit."""
+async def offered_tools(setup: RunSetup, run: Run) -> dict[str, Tool]:
+    """The capabilities' tools (``Capability.tools``) of the latest request, by name.
+
+    Asked for here when no request was made yet in this run (calls resumed after an
+    approval); each request asks again (:func:`agentkit.agent._loop`).
+    """
+    if run.offered is None:
+        caps = setup.capabilities
+        run.offered = await caps.offered_tools(setup.context, setup.toolkit) if caps.tools else {}
+    return run.offered
+
+
+def _tool_named(setup: RunSetup, run: Run, name: str) -> Tool | None:
+    offered = run.offered
+    if offered and name in offered:
+        return offered[name]
     toolkit = setup.toolkit
-    if toolkit is None:
+    return toolkit.get_tool(name) if toolkit is not None else None
+
+
+async def _call(setup: RunSetup, run: Run, call: ToolUseBlock, block: ToolUseBlock) -> ToolResponse:
+    """Run ``block`` (the call as the hooks and capabilities left it).
+
+    A capability's tool of the latest request is resolved first, then the toolkit's.
+    """
+    toolkit = setup.toolkit
+    approved = call["id"] in run.approved
+    offered = (await offered_tools(setup, run)).get(block["name"])
+    calling: AsyncGenerator[ToolResponse, None]
+    if offered is not None:
+        calling = call_offered_tool(
+            offered, block, setup.owner, toolkit=toolkit, run=setup.context, approved=approved
+        )
+    elif toolkit is None:
         return ToolResponse.error(f"Tool {call['name']!r} does not exist (no tools).")
+    else:
+        calling = toolkit.call_tool_function(
+            block, context=setup.owner, run=setup.context, approved=approved
+        )
     final: ToolResponse | None = None
     emit = run.emit
-    calling = toolkit.call_tool_function(
-        block, context=setup.owner, run=setup.context, approved=call["id"] in run.approved
-    )
     # Nested approvals: a call resumed for decisions inside it reads them from here.
     with resume_scope(run.resumes.pop(call["id"], None)):
         async with aclosing(calling) as chunks:
@@ -224,9 +258,8 @@ async def _run_parallel(setup: RunSetup, run: Run, indexes: list[int]) -> None:
         raise fatal[0]
 
 
-def _is_sequential(setup: RunSetup, call: ToolUseBlock) -> bool:
-    toolkit = setup.toolkit
-    tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
+def _is_sequential(setup: RunSetup, run: Run, call: ToolUseBlock) -> bool:
+    tool = _tool_named(setup, run, call["name"])
     return bool(tool is not None and tool.sequential)
 
 
@@ -240,7 +273,7 @@ async def execute(setup: RunSetup, run: Run, indexes: Sequence[int]) -> None:
     assert batch is not None
     segment: list[int] = []
     for i in indexes:
-        if _is_sequential(setup, batch[i]):
+        if _is_sequential(setup, run, batch[i]):
             if segment:
                 await _run_parallel(setup, run, segment)
                 segment = []
@@ -253,7 +286,8 @@ async def execute(setup: RunSetup, run: Run, indexes: Sequence[int]) -> None:
 
 async def _needs_approval(setup: RunSetup, run: Run, call: ToolUseBlock) -> bool:
     toolkit = setup.toolkit
-    tool = toolkit.get_tool(call["name"]) if toolkit is not None else None
+    await offered_tools(setup, run)
+    tool = _tool_named(setup, run, call["name"])
     if tool is None or not tool.requires_approval_in(toolkit):
         return False
     policy = setup.approval_policy

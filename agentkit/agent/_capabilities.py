@@ -20,12 +20,22 @@ The loop calls, for each run, in the order the capabilities were given:
 - ``for_run(ctx)`` when the run starts: the instance the run uses (per-run state: return a
   fresh one; the default returns ``self``, so a capability without state is shared);
 - ``before_run(ctx)``, then for each model request ``instructions(ctx)`` (appended to that
-  request's system prompt, never stored), ``before_model(ctx, request)`` and
-  ``after_model(ctx, response)``;
+  request's system prompt, never stored), ``tools(ctx)`` (tools offered beside the
+  toolkit's, see below), ``before_model(ctx, request)`` and ``after_model(ctx, response)``;
 - for each tool call about to run ``before_tool(ctx, call)`` (a ``ToolResponse`` skips the
   call and is its result: a typed veto) and ``after_tool(ctx, result)``;
 - ``after_run(ctx, result)`` with the run's ``RunResult``, or ``on_error(ctx, error)`` when
   the run raises (memory is repaired first; the error propagates afterwards).
+
+Tools of a capability: ``tools(ctx)`` returns the ``Tool`` objects (``FunctionTool`` or any
+``Tool``) the capability offers the model in the next request. Their definitions follow the
+toolkit's in the request, in capability order; a call to one runs through the same path as
+a toolkit tool (argument validation, timeout, output limit, approval when the tool requires
+it, ``before_tool``/``after_tool``, events), and works for an agent without a toolkit. The
+tools are asked for before each request, so the list may change during a run (a tool
+search offering what it found); keep it stable where you can, so the prompt cache holds. A
+name that a toolkit tool or another capability's tool already has is a ``UsageError``. To
+hide toolkit tools from a request, filter ``request.tools`` in ``before_model``.
 
 Capabilities run inside the agent's hooks (``pre_reasoning`` before ``before_model``,
 ``post_reasoning`` after ``after_model``, likewise for acting). Only the methods a
@@ -49,6 +59,8 @@ from agentkit.tools._response import ToolResponse
 if TYPE_CHECKING:
     from agentkit.agent._result import RunResult
     from agentkit.models._base import ChatResponse, ChatUsage, ModelRequest
+    from agentkit.tools._base import Tool
+    from agentkit.tools._toolkit import Toolkit
 
 __all__ = [
     "MESSAGE_METADATA",
@@ -79,6 +91,13 @@ class Capability(Generic[DepsT]):
         """Text appended to the system prompt of each model request of the run (None: none)."""
         return None
 
+    async def tools(self, ctx: RunContext[DepsT]) -> Sequence[Tool]:
+        """Tools offered to the model in the next request, beside the toolkit's (default: none).
+
+        Called before each model request; a call to one of them runs like a toolkit tool's.
+        """
+        return ()
+
     async def before_model(self, ctx: RunContext[DepsT], request: ModelRequest) -> ModelRequest:
         """The request to send instead of ``request`` (default: ``request`` itself)."""
         return request
@@ -108,6 +127,7 @@ _METHODS = (
     "for_run",
     "before_run",
     "instructions",
+    "tools",
     "before_model",
     "after_model",
     "before_tool",
@@ -136,6 +156,7 @@ class Capabilities:
     for_run: tuple[AnyCapability, ...] = ()
     before_run: tuple[AnyCapability, ...] = ()
     instructions: tuple[AnyCapability, ...] = ()
+    tools: tuple[AnyCapability, ...] = ()
     before_model: tuple[AnyCapability, ...] = ()
     after_model: tuple[AnyCapability, ...] = ()
     before_tool: tuple[AnyCapability, ...] = ()
@@ -187,6 +208,25 @@ class Capabilities:
             return system
         base = system.content if isinstance(system.content, str) else system.get_text()
         return Msg(system.name, "\n\n".join([base, *parts] if base else parts), "system")
+
+    async def offered_tools(self, ctx: RunContext[Any], toolkit: Toolkit | None) -> dict[str, Tool]:
+        """The tools the capabilities offer for the next request, by name, in order.
+
+        Raises:
+            UsageError: for a name a toolkit tool or an earlier capability's tool has.
+        """
+        offered: dict[str, Tool] = {}
+        for cap in self.tools:
+            for tool in await cap.tools(ctx):
+                name = tool.name
+                if name in offered or (toolkit is not None and toolkit.get_tool(name) is not None):
+                    where = "another capability" if name in offered else "the toolkit"
+                    raise UsageError(
+                        f"{type(cap).__name__} offers a tool named {name!r}, a name {where} "
+                        f"already has; rename one of them"
+                    )
+                offered[name] = tool
+        return offered
 
     async def run_before_model(self, ctx: RunContext[Any], request: ModelRequest) -> ModelRequest:
         """``before_model`` of each capability, in order."""

@@ -23,6 +23,7 @@ from agentkit.agent._acting import (
     commit_results,
     denied_response,
     execute,
+    offered_tools,
     refuse,
     settle,
     triage,
@@ -62,12 +63,18 @@ def _missing_text(error: BaseException | None) -> str:
 
 
 # -- replies -----------------------------------------------------------------------------
-def _tools_for(setup: RunSetup, run: Run) -> tuple[list[dict[str, object]] | None, str | None]:
+async def _tools_for(
+    setup: RunSetup, run: Run
+) -> tuple[list[dict[str, object]] | None, str | None]:
     toolkit = setup.toolkit
     schemas = toolkit.get_json_schemas() if toolkit is not None else []
     handoffs = _handoffs.handoffs_of(setup)
     if handoffs:  # offered beside the toolkit's tools (see _handoffs)
         schemas = [*schemas, *_handoffs.handoff_schemas(handoffs)]
+    if setup.capabilities.tools:  # asked again for each request: they may change
+        run.offered = None
+        offered = await offered_tools(setup, run)
+        schemas = [*schemas, *(tool.json_schema for tool in offered.values())]
     if run.structured is None:
         return (schemas or None), None
     choice = run.force_tool or "required"
@@ -128,7 +135,7 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
         return Summarize()
     run.iteration += 1
     run.force_tool = step.force_tool
-    tools, choice = _tools_for(setup, run)
+    tools, choice = await _tools_for(setup, run)
     assistant = await reason(setup, conv, run, tools, choice)
     run.force_tool = None
     if run.batch is not None:
@@ -146,7 +153,7 @@ async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
     hint = Msg("user", SUMMARY_HINT, "user")
     run.max_iters_reached = True
     if run.structured is None:
-        tools, _ = _tools_for(setup, run)
+        tools, _ = await _tools_for(setup, run)
         assistant = await reason(
             setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
         )

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from agentkit.agent._steer import Steer
     from agentkit.events import AgentEvent
     from agentkit.memory import Memory
+    from agentkit.tools._base import Tool
     from agentkit.tools._response import ToolResponse
 
 __all__ = [
@@ -133,6 +134,8 @@ class Run:
             (``agentkit.agent._steer``); None once the loop is over.
         waits: Calls of the batch that wait on calls inside them, by id (``NestedWait``).
         resumes: Calls re-invoked to route decisions inside them, by id (``NestedResume``).
+        offered: The tools the capabilities offered for the latest request, by name (None:
+            not asked yet); calls to them are resolved here before the toolkit.
     """
 
     __slots__ = (
@@ -153,6 +156,7 @@ class Run:
         "last_text",
         "limits",
         "max_iters_reached",
+        "offered",
         "partial",
         "results",
         "resumes",
@@ -207,6 +211,7 @@ class Run:
         self.resumes: dict[str, NestedResume] = {}
         self.answered_by: str | None = None  # the model of the last answer (fallbacks)
         self.steering: list[Steer] | None = []
+        self.offered: dict[str, Tool] | None = None
 
     def count_response(self, usage: ChatUsage | None, model: str | None = None) -> None:
         """Add one model response's usage (and the model that gave it) to the totals."""

@@ -35,7 +35,7 @@ from agentkit.tools._response import ToolResponse
 if TYPE_CHECKING:
     from agentkit.tools._toolkit import Toolkit
 
-__all__ = ["call_tool"]
+__all__ = ["call_offered_tool", "call_tool"]
 
 logger = logging.getLogger("agentkit.tools")
 _RESULT_TYPES = frozenset(("text", "image", "audio", "document"))
@@ -43,6 +43,8 @@ _RESULT_TYPES = frozenset(("text", "image", "audio", "document"))
 _CLOSE_TIMEOUT = 5.0
 # The context of a call made outside any run (``toolkit.execute(block)``): no deps.
 _OUTSIDE_RUN: RunContext[Any] = RunContext(deps=None)
+# The output limit of an offered tool in a run without a toolkit: ``Toolkit()``'s default.
+_NO_TOOLKIT_OUTPUT_CHARS = 100_000
 
 
 def call_tool(
@@ -60,51 +62,89 @@ def call_tool(
     plus the call: ``data`` and ``approved`` included.
     """
     name = block.get("name", "")
-    tool, error = _check(toolkit, block, name)
+    tool, error = _lookup(toolkit, name)
     if error is not None:
         return _single(error)
     assert tool is not None
+    return _call_checked(tool, name, block, data, toolkit, run, approved)
+
+
+def call_offered_tool(
+    tool: Tool,
+    block: ToolUseBlock,
+    data: object = None,
+    *,
+    toolkit: Toolkit | None = None,
+    run: RunContext[Any] | None = None,
+    approved: bool = False,
+) -> AsyncGenerator[ToolResponse, None]:
+    """Run ``block`` with ``tool``, a tool offered outside any toolkit (a capability's).
+
+    The same checks, timeout, errors and output limit as :func:`call_tool` (``toolkit``,
+    the run's toolkit if any, gives the default timeout and output limit and is the
+    context's ``toolkit``); no lookup and no group: the caller resolved the tool.
+    """
+    return _call_checked(tool, tool.name, block, data, toolkit, run, approved)
+
+
+def _call_checked(
+    tool: Tool,
+    name: str,
+    block: ToolUseBlock,
+    data: object,
+    toolkit: Toolkit | None,
+    run: RunContext[Any] | None,
+    approved: bool,
+) -> AsyncGenerator[ToolResponse, None]:
+    error = _check_arguments(tool, block, name)
+    if error is not None:
+        return _single(error)
     outbox = ProgressOutbox()
     ctx: ToolContext[Any] = (run or _OUTSIDE_RUN).for_call(
         block.get("id", ""), name, toolkit, data, tool_call_approved=approved, outbox=outbox
     )
-    timeout = tool.timeout if tool.timeout is not None else toolkit.default_timeout
+    default_timeout = toolkit.default_timeout if toolkit is not None else None
+    limit = toolkit.max_output_chars if toolkit is not None else _NO_TOOLKIT_OUTPUT_CHARS
+    timeout = tool.timeout if tool.timeout is not None else default_timeout
     drive = _run_live if tool.reports_progress else _run
-    return drive(tool, block["input"], ctx, outbox, timeout, toolkit.max_output_chars)
+    return drive(tool, block["input"], ctx, outbox, timeout, limit)
 
 
 async def _single(response: ToolResponse) -> AsyncGenerator[ToolResponse, None]:
     yield response
 
 
-def _check(
-    toolkit: Toolkit, block: ToolUseBlock, name: str
-) -> tuple[Tool | None, ToolResponse | None]:
-    """Everything that can be refused before the tool runs."""
+def _lookup(toolkit: Toolkit, name: str) -> tuple[Tool | None, ToolResponse | None]:
+    """The tool ``name`` in ``toolkit``, or the error answering a call of it."""
     tool = toolkit.get_tool(name)
     if tool is None:
         return None, _errors.unknown_tool(name, (t.name for t in toolkit.active_tools()))
     if not toolkit.is_active(tool):
         return None, _errors.inactive_group(name, tool.group, toolkit.meta_tool_name)
+    return tool, None
+
+
+def _check_arguments(tool: Tool, block: ToolUseBlock, name: str) -> ToolResponse | None:
+    """Everything about the arguments that can be refused before the tool runs."""
     arguments = block.get("input")
     if "raw_input" in block or not isinstance(arguments, dict):
         raw = block.get("raw_input")
-        return None, _errors.invalid_json(name, raw, _json_problem(raw, arguments))
+        return _errors.invalid_json(name, raw, _json_problem(raw, arguments))
     checks = tool.checks
     try:
         validator = checks.get_validator()
     except Exception as exc:  # jsonschema SchemaError: the tool's own schema is broken
         logger.error("tool %r has an invalid parameters schema", name, exc_info=exc)
-        return None, _errors.bad_tool_schema(name, _first_line(exc))
+        return _errors.bad_tool_schema(name, _first_line(exc))
     if checks.certainly_valid(arguments):
-        return tool, None  # certainly valid: jsonschema would find no error
+        return None  # certainly valid: jsonschema would find no error
     errors = list(validator.iter_errors(arguments))
     if errors:
         from jsonschema.exceptions import relevance
 
         errors.sort(key=relevance, reverse=True)
-        return None, _errors.invalid_arguments(name, errors, tool.parameters)
-    return tool, None
+        return _errors.invalid_arguments(name, errors, tool.parameters)
+    return None
 
 
 def _json_problem(raw: str | None, arguments: object) -> str | None:
