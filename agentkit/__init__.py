@@ -26,6 +26,7 @@ from agentkit.agent import (
     RunResult,
     RunUsage,
     StopReason,
+    ToolSearch,
     UsageLimits,
 )
 from agentkit.agent._user import UserAgent
@@ -92,6 +93,7 @@ __all__ = [
     "ToolGroup",
     "ToolResponse",
     "ToolResultBlock",
+    "ToolSearch",
     "ToolRetry",
     "ToolUseBlock",
     "Toolkit",
