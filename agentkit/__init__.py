@@ -27,6 +27,7 @@ from agentkit.agent import (
     RunResult,
     RunUsage,
     StopReason,
+    ToolSearch,
     UsageLimits,
     handoff,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "ToolResponse",
     "ToolResultBlock",
     "ToolRetry",
+    "ToolSearch",
     "ToolUseBlock",
     "Toolkit",
     "UsageError",

@@ -12,6 +12,7 @@ from agentkit.agent._limits import UsageLimits
 from agentkit.agent._react import ApprovalPolicy, ReActAgent
 from agentkit.agent._result import PendingCall, RunResult, RunUsage, StopReason
 from agentkit.agent._stream import EventStream
+from agentkit.agent._tool_search import ToolSearch
 from agentkit.models._base import ModelRequest
 from agentkit.tools._context import RunContext
 
@@ -33,6 +34,7 @@ __all__ = [
     "RunUsage",
     "StopReason",
     "Summarize",
+    "ToolSearch",
     "UsageLimits",
     "handoff",
 ]

@@ -4,28 +4,36 @@
 remembered on the client, so when the server announces ``tools/list_changed`` (handshake era)
 or a ``ToolsListChanged`` listen event (2026-07-28), or after a reconnect, the toolkit's copy
 is refreshed: new tools are added, removed tools removed, changed ones replaced.
+
+A *deferred* registration (``defer=True``: a cold server) registers the tools of the
+manifest cached on disk (:mod:`agentkit.mcp._manifest_cache`) without starting the server;
+the first call of one of its tools starts it, lists its tools again and applies that
+listing like a ``list_changed``, so a definition that changed while the server was cold is
+caught by the pins before the call runs.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentkit.exceptions import ToolRegistrationError
+import anyio
+
+from agentkit.exceptions import MCPError, ToolRegistrationError
 from agentkit.mcp._defenses import ToolChange
+from agentkit.mcp._manifest_cache import Manifest, load_manifest, save_manifest
 from agentkit.mcp._pins import take_pending_pins, withhold
 from agentkit.mcp._tool import MCPTool, tool_hash, toolkit_name
 from agentkit.tools._base import Tool
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     import mcp_types
 
     from agentkit.mcp._client import MCPClient
+    from agentkit.tools._context import ToolContext
 
 __all__ = ["create_resource_tool", "register_mcp_client", "remove_mcp_clients"]
 
@@ -49,6 +57,7 @@ class Registration:
     prefix: str | None
     timeout: float | None
     namesake: Any
+    cold: bool = False  # defer=True: the tools start the server on their first call
     names: list[str] = field(default_factory=list)
     # Copies of ``toolkit`` (``Toolkit.copy()``: a conversation each) and the names each
     # holds, refreshed with it; weak, so a finished conversation is not kept alive.
@@ -65,7 +74,8 @@ class Registration:
 
     def build(self, client: MCPClient, tool: mcp_types.Tool) -> MCPTool:
         name = toolkit_name(tool.name, self.prefix)
-        built = MCPTool(
+        kind = ColdMCPTool if self.cold else MCPTool
+        built = kind(
             client, tool, name=name, group=self.group, timeout=self.timeout, toolkit=self.toolkit
         )
         pinned = client.pins.setdefault(tool.name, built.pin) if client.pin_tools else None
@@ -118,6 +128,7 @@ async def register_mcp_client(
     prefix: str | None = None,
     timeout: float | None = None,  # noqa: ASYNC109 (the tools' timeout, not this call's)
     namesake: Any = "raise",
+    defer: bool = False,
 ) -> list[Tool]:
     """Register the tools of ``client`` in ``toolkit`` (connecting the client if needed).
 
@@ -131,6 +142,9 @@ async def register_mcp_client(
         timeout: Per-call timeout (seconds) enforced by the Toolkit.
         namesake: What the Toolkit does on a name clash; ``"raise"`` checks every name
             first, so a clash registers nothing.
+        defer: A cold server: register the tools of its cached manifest and start the
+            server only on the first call of one of them. Without a cached manifest the
+            server is started once to list its tools, then stopped.
 
     Returns:
         The registered tools.
@@ -140,8 +154,12 @@ async def register_mcp_client(
         MCPConnectionError: the server cannot be reached.
     """
     _refuse_override(namesake)
-    if not client.is_connected:
-        await client.connect()
+    if defer:
+        listed = _usable(client, await _manifest_tools(client))
+    else:
+        if not client.is_connected:
+            await client.connect()
+        listed = _usable(client, await client.list_tools())
     reg = Registration(
         toolkit=toolkit,
         group=group,
@@ -150,8 +168,8 @@ async def register_mcp_client(
         prefix=prefix,
         timeout=timeout,
         namesake=namesake,
+        cold=defer,
     )
-    listed = _usable(client, await client.list_tools())
     _check_selection(client, reg, listed)
     _forget(client, toolkit)  # registering the same client again replaces its tools
     take_pending_pins(toolkit, client)  # pins of a restored session (agentkit.mcp._pins)
@@ -161,7 +179,118 @@ async def register_mcp_client(
     reg.names = [t.name for t in registered]
     client.registrations.append(reg)
     client.on_tools_changed(_refresh)
+    if defer:
+        client.on_tools_changed(_recache)
     return registered
+
+
+# -- cold servers ----------------------------------------------------------------------------
+# One lock per client: concurrent first calls start its server once.
+_STARTING: weakref.WeakKeyDictionary[Any, anyio.Lock] = weakref.WeakKeyDictionary()
+
+
+async def _stop(client: MCPClient) -> None:
+    with anyio.CancelScope(shield=True):  # an interrupted start leaves no process behind
+        await client.close()
+
+
+async def _manifest_tools(client: MCPClient) -> list[mcp_types.Tool]:
+    """The tools of a deferred client: the cached manifest, else listed once (then stopped)."""
+    if client.is_connected:  # already running: its live list is the better manifest
+        listed = await client.list_tools()
+        _save(client, listed)
+        return listed
+    manifest = load_manifest(client.server)
+    if manifest is not None:
+        return manifest.tools
+    try:
+        await client.connect()
+        listed = await client.list_tools(refresh=True)
+        _save(client, listed)
+    finally:
+        await _stop(client)
+    return listed
+
+
+def _save(client: MCPClient, listed: list[mcp_types.Tool]) -> None:
+    info = client.server_info
+    version = info.version if info is not None else None
+    cached = load_manifest(client.server)
+    if cached is None or cached.server_version != version or not cached.same_tools(listed):
+        save_manifest(client.server, Manifest(version, listed))
+
+
+async def _recache(client: MCPClient) -> None:
+    """``list_changed`` of a deferred client's server: keep the cached manifest current."""
+    _save(client, await client.list_tools())
+
+
+def _up(client: MCPClient) -> bool:
+    return client.is_connected
+
+
+async def _start_cold(client: MCPClient) -> str | None:
+    """Start a deferred client's server for its first call. None, or why it cannot run."""
+    if client.is_connected:
+        return None
+    lock = _STARTING.setdefault(client, anyio.Lock())
+    async with lock:
+        if _up(client):  # another first call started it while this one waited
+            return None
+        try:
+            await client.connect()  # bounded by the client's connect_timeout
+            listed = await client.list_tools(refresh=True)
+        except MCPError as exc:
+            await _stop(client)
+            return f"MCP server {client.name!r} could not be started for this call: {exc}"
+        except BaseException:
+            await _stop(client)
+            raise
+        _save(client, listed)  # a new server version or tool list: the next cold start uses it
+        usable = _usable(client, listed)
+        for reg in list(client.registrations):  # changed definitions meet the pins here
+            _apply(client, reg, usable)
+    return None
+
+
+class ColdMCPTool(MCPTool):
+    """A tool of a deferred (cold) server: its first call starts the server."""
+
+    def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
+        """Start the server if it is cold, then call the tool."""
+        return self._cold_call(arguments, None)
+
+    def invoke_with_context(
+        self, arguments: dict[str, object], context: ToolContext
+    ) -> AsyncIterator[ToolResponse]:
+        """Start the server if it is cold, then call the tool (see ``MCPTool``)."""
+        return self._cold_call(arguments, context)
+
+    async def _cold_call(
+        self, arguments: dict[str, object], context: ToolContext | None
+    ) -> AsyncIterator[ToolResponse]:
+        meta = {"mcp_server": self.client.name, "error": "mcp_start"}
+        problem = await _start_cold(self.client)
+        if problem is not None:
+            yield ToolResponse.error(problem, metadata=meta)
+            return
+        # The start may have replaced this tool (a changed, unpinned definition) or removed
+        # it; the call goes to what the toolkit holds under this name now.
+        toolkit: Any = context.toolkit if context is not None and context.toolkit else None
+        current = toolkit.get_tool(self.name) if toolkit is not None else self
+        if not isinstance(current, MCPTool) or current.client is not self.client:
+            yield ToolResponse.error(
+                f"MCP server {self.client.name!r} no longer offers the tool {self.mcp_name!r}",
+                metadata=meta,
+            )
+            return
+        calls = (
+            MCPTool.invoke_with_context(current, arguments, context)
+            if context is not None
+            else MCPTool.invoke(current, arguments)
+        )
+        async for chunk in calls:
+            yield chunk
 
 
 def _refuse_override(namesake: object) -> None:

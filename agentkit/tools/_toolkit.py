@@ -540,6 +540,7 @@ class Toolkit:
         prefix: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 (the tools' timeout, not this call's)
         namesake: Namesake = "raise",
+        defer: bool = False,
     ) -> list[Tool]:
         """Register the tools of an MCP client (connecting it if needed).
 
@@ -551,6 +552,8 @@ class Toolkit:
             prefix: Registered names become ``{prefix}_{name}``.
             timeout: Per-call timeout (seconds) enforced by the Toolkit.
             namesake: What to do on a name clash; ``"raise"`` registers nothing then.
+            defer: A cold server: register the tools of its manifest cached on disk and
+                start the server only on the first call that needs it (see docs/mcp.md).
 
         Returns:
             The registered tools (see ``agentkit.mcp.register_mcp_client``).
@@ -565,6 +568,7 @@ class Toolkit:
             prefix=prefix,
             timeout=timeout,
             namesake=namesake,
+            defer=defer,
         )
         return tools
 
