@@ -6,6 +6,16 @@ The event classes live in ``agentkit.events``.
 from agentkit.agent._capabilities import Capability
 from agentkit.agent._compaction import CompactionStrategy, Compactor, DropOldest, Summarize
 from agentkit.agent._conversation import Decision
+from agentkit.agent._guardrails import (
+    GuardrailResult,
+    GuardrailTripped,
+    InputGuardrail,
+    OutputGuardrail,
+    ToolGuardrail,
+    input_guardrail,
+    output_guardrail,
+    tool_guardrail,
+)
 from agentkit.agent._hooks import AgentHooks
 from agentkit.agent._limits import UsageLimits
 from agentkit.agent._react import ApprovalPolicy, ReActAgent
@@ -23,7 +33,11 @@ __all__ = [
     "Decision",
     "DropOldest",
     "EventStream",
+    "GuardrailResult",
+    "GuardrailTripped",
+    "InputGuardrail",
     "ModelRequest",
+    "OutputGuardrail",
     "PendingCall",
     "ReActAgent",
     "RunContext",
@@ -31,5 +45,9 @@ __all__ = [
     "RunUsage",
     "StopReason",
     "Summarize",
+    "ToolGuardrail",
     "UsageLimits",
+    "input_guardrail",
+    "output_guardrail",
+    "tool_guardrail",
 ]

@@ -33,6 +33,7 @@ from agentkit.agent._setup import ApprovalPolicy, RunSetup
 from agentkit.agent._state import Run, migrate_state, new_id, parse_agent_state, store
 from agentkit.agent._steer import SteerOutcome
 from agentkit.agent._stream import fan_out
+from agentkit.agent._validators import OutputValidator, ValidatorT
 from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.exceptions import AgentBusyError, StateError, UsageError
 from agentkit.memory import InMemoryMemory, Memory
@@ -99,6 +100,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         "_run",
         "_sys_msg",
         "_toolkit",
+        "_validators",
         "approval_policy",
         "deps_type",
         "max_iters",
@@ -155,15 +157,17 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         self._printer: ConsolePrinter | None = None
         self._run: Run | None = None
         self._sys_msg: Msg | None = None
+        self._validators: tuple[OutputValidator, ...] = ()  # replaced, never mutated
 
     def copy(
         self, *, memory: Memory | None = None, toolkit: Toolkit | None = None
     ) -> ReActAgent[DepsT, OutputT]:
         """A new agent with this one's configuration and a conversation of its own.
 
-        The copy shares the model, toolkit, hooks, capabilities, approval policy, limits
-        and concurrency limiter (configuration); it gets a fresh conversation
-        (``memory`` or an empty ``InMemoryMemory``), no pending calls and no listeners.
+        The copy shares the model, toolkit, hooks, capabilities, output validators,
+        approval policy, limits and concurrency limiter (configuration); it gets a fresh
+        conversation (``memory`` or an empty ``InMemoryMemory``), no pending calls and no
+        listeners.
         Cheap: use it to serve one template agent to many conversations (the template may
         be replying meanwhile).
         Pass ``toolkit=agent.toolkit.copy()`` for a toolkit of its own (copy-on-write, so
@@ -180,6 +184,24 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         return copy_slots(self, fresh)
 
     # -- configuration -----------------------------------------------------------------
+    def output_validator(self, function: ValidatorT) -> ValidatorT:
+        """Register ``function`` to check every final answer (a decorator).
+
+        ``function(ctx: RunContext[D], output: T) -> T``, sync or async, receives the
+        validated ``output_type`` instance (or the final text of a text run) and returns
+        the answer to use. Raising ``ToolRetry("...")`` rejects it: the model is told
+        the message and answers again, within the structured-output retry budget (past
+        it the run raises ``StructuredOutputError``). Validators run in the order they
+        were registered; ``copy()`` keeps them.
+        """
+        self._validators = (*self._validators, function)
+        return function
+
+    @property
+    def output_validators(self) -> tuple[OutputValidator, ...]:
+        """The registered output validators, in order."""
+        return self._validators
+
     @property
     def memory(self) -> Memory:
         """The conversation memory."""
@@ -325,6 +347,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
         conv = self._conv
+        output_type = structured_output(output_type)
         conv.check_approvals(self.name, approvals, output_type)
         structured = output_type or conv.paused_output
         run, setup = self._start(structured, deps, limits)
@@ -454,7 +477,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         emit = None
         if self.print_hint or self._listeners:
             emit = self._make_emit()
-        run = Run(emit, output_type)
+        run = Run(emit, structured_output(output_type))  # a union: its stand-in class
         context: RunContext[Any] = RunContext(
             deps=deps,
             run_id=new_id(),
@@ -485,6 +508,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             parallel_tool_calls=self.parallel_tool_calls,
             approval_policy=self.approval_policy,
             max_tool_retries=self.max_tool_retries,
+            output_validators=self._validators,
         )
         return run, setup
 
@@ -564,7 +588,9 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                 await conv.flush_deferred(run)
             if caps.after_run:
                 run.counts.duration = time.perf_counter() - run.started
-                await caps.run_after_run(setup.context, make_result(run, reply, conv.pending_calls()))
+                await caps.run_after_run(
+                    setup.context, make_result(run, reply, conv.pending_calls())
+                )
             if run.emit is not None:
                 run.emit(ReplyFinished(reply))
             return reply
