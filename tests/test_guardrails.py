@@ -18,6 +18,7 @@ from agentkit import (
     InputGuardrail,
     ReActAgent,
     RunContext,
+    RunResult,
     ToolContext,
     ToolGuardrail,
     Toolkit,
@@ -139,7 +140,8 @@ async def test_parallel_input_guardrail_trip_drops_the_raced_answer_but_counts_i
     model = raced_model(answered, stream=False)
     agent = ReActAgent("a", "sys", model, adder(ran), capabilities=[slow_check])
     events, result = await collect(agent, "1 + 2?")
-    assert result.stop_reason == "guardrail" and result.guardrail.name == "slow_check"
+    assert result.stop_reason == "guardrail"
+    assert result.guardrail is not None and result.guardrail.name == "slow_check"
     assert len(model.requests) == 1 and result.usage.requests == 1
     assert result.usage.output_tokens > 0  # the raced answer was paid for
     assert ran == [] and not [e for e in events if isinstance(e, TextDelta | ToolCallStarted)]
@@ -205,10 +207,11 @@ async def test_output_guardrail_checks_the_structured_instance() -> None:
     model = ScriptedModel([[tool_use("generate_response", title="secret plan")]])
     agent = ReActAgent("a", "sys", model, output_type=Ticket, capabilities=[no_secrets])
     result = await agent.run("file it")
-    assert result.stop_reason == "guardrail" and result.guardrail.kind == "output"
+    assert result.stop_reason == "guardrail"
+    assert result.guardrail is not None and result.guardrail.kind == "output"
     await memory_is_valid(agent)
     agent.model = ScriptedModel([[tool_use("generate_response", title="public plan")]])
-    ok = await agent.run("again")
+    ok: RunResult[Ticket] = await agent.run("again")
     assert (ok.stop_reason, ok.output) == ("final", Ticket(title="public plan"))
 
 
@@ -250,7 +253,8 @@ async def test_tool_guardrail_with_stop_run_ends_the_run_after_answering_every_c
 
 async def test_tool_guardrail_after_the_call_withholds_its_result() -> None:
     def no_big_results(ctx: ToolContext[Any], result: ToolResponse) -> GuardrailResult:
-        big = any(b.get("text", "").isdigit() and int(b["text"]) > 5 for b in result.content)
+        texts = [str(b.get("text", "")) for b in result.content]
+        big = any(t.isdigit() and int(t) > 5 for t in texts)
         return GuardrailResult.trip("result too big") if big else GuardrailResult.passed()
 
     ran: list[int] = []
@@ -274,7 +278,7 @@ async def test_tool_guardrail_checks_only_the_tools_it_names() -> None:
 
 # -- misuse --------------------------------------------------------------------------------
 async def test_a_guardrail_that_returns_no_verdict_is_a_clear_error() -> None:
-    bad = InputGuardrail(lambda ctx, messages: True, name="bad")
+    bad: InputGuardrail[Any] = InputGuardrail(lambda ctx, messages: True, name="bad")  # type: ignore[arg-type, return-value]
     agent = ReActAgent("a", "sys", ScriptedModel(["hi"]), capabilities=[bad])
     with pytest.raises(UsageError, match="guardrail 'bad' must return a GuardrailResult"):
         await agent.run("hi")

@@ -278,7 +278,8 @@ async def _accept(setup: RunSetup, run: Run, index: int, call: ToolUseBlock) -> 
     response, value = validate_response(run.structured, call)
     if value is not None and setup.output_validators:
         value, retry = await validate_output(setup, value)
-        if retry is not None:
+        if retry is not None:  # rejected: not the answer, however schema-valid
+            value = None
             response = ToolResponse.error(f"{retry}\nCall {call['name']} again, corrected.")
     if value is None:
         run.structured_failures += 1

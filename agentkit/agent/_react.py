@@ -41,6 +41,8 @@ from agentkit.messages import Msg
 from agentkit.tools._context import RunContext
 
 if TYPE_CHECKING:
+    from types import UnionType
+
     from pydantic import BaseModel
 
     from agentkit.agent._limits import UsageLimits
@@ -65,8 +67,9 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             tools as ``ToolContext[D].deps``). It types the agent (``ReActAgent[D, ...]``)
             so that a wrong ``deps=`` is a type error; None: the agent takes none.
         output_type: A pydantic model every run's answer must match (``result.output`` is
-            the validated instance; ``run(output_type=...)`` overrides it for one run).
-            None or ``str``: the final text.
+            the validated instance; ``run(output_type=...)`` overrides it for one run), or
+            a union of them (``A | B``: one response tool per member; annotate the agent
+            as ``ReActAgent[D, A | B]``). None or ``str``: the final text.
         memory: Conversation memory (an ``InMemoryMemory`` by default).
         max_iters: Model calls per reply before the agent asks for a final summary.
         parallel_tool_calls: Run the tool calls of one turn concurrently.
@@ -122,7 +125,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         toolkit: Toolkit | None = None,
         *,
         deps_type: type[DepsT] | None = None,
-        output_type: type[OutputT] | None = None,
+        output_type: type[OutputT] | UnionType | None = None,
         memory: Memory | None = None,
         max_iters: int = 10,
         parallel_tool_calls: bool = True,
