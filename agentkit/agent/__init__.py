@@ -6,6 +6,16 @@ The event classes live in ``agentkit.events``.
 from agentkit.agent._capabilities import Capability
 from agentkit.agent._compaction import CompactionStrategy, Compactor, DropOldest, Summarize
 from agentkit.agent._conversation import Decision
+from agentkit.agent._guardrails import (
+    GuardrailResult,
+    GuardrailTripped,
+    InputGuardrail,
+    OutputGuardrail,
+    ToolGuardrail,
+    input_guardrail,
+    output_guardrail,
+    tool_guardrail,
+)
 from agentkit.agent._handoffs import Handoff, handoff
 from agentkit.agent._hooks import AgentHooks
 from agentkit.agent._limits import UsageLimits
@@ -25,8 +35,12 @@ __all__ = [
     "Decision",
     "DropOldest",
     "EventStream",
+    "GuardrailResult",
+    "GuardrailTripped",
     "Handoff",
+    "InputGuardrail",
     "ModelRequest",
+    "OutputGuardrail",
     "PendingCall",
     "ReActAgent",
     "RunContext",
@@ -34,7 +48,11 @@ __all__ = [
     "RunUsage",
     "StopReason",
     "Summarize",
+    "ToolGuardrail",
     "ToolSearch",
     "UsageLimits",
     "handoff",
+    "input_guardrail",
+    "output_guardrail",
+    "tool_guardrail",
 ]

@@ -21,7 +21,8 @@ import agentkit._seams as _obs
 from agentkit.agent._conversation import nested_wait, resume_scope
 from agentkit.agent._limits import LIMIT_TEXT
 from agentkit.agent._state import PENDING, new_msg, store
-from agentkit.agent._structured import RESPONSE_TOOL, validate_response
+from agentkit.agent._structured import is_response, validate_response
+from agentkit.agent._validators import validate_output
 from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
 from agentkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from agentkit.tools import INTERRUPTED_TEXT, interrupted_response
@@ -301,10 +302,19 @@ async def _needs_approval(setup: RunSetup, run: Run, call: ToolUseBlock) -> bool
     return not approved
 
 
-def _accept(run: Run, index: int, call: ToolUseBlock) -> None:
-    """Validate a structured answer (a call of the response tool) and answer the call."""
+async def _accept(setup: RunSetup, run: Run, index: int, call: ToolUseBlock) -> None:
+    """Validate a structured answer (a call of a response tool) and answer the call.
+
+    The agent's output validators see a schema-valid answer; one that raises ``ToolRetry``
+    makes the call's result the retry message, counted like a schema failure.
+    """
     assert run.structured is not None
     response, value = validate_response(run.structured, call)
+    if value is not None and setup.output_validators:
+        value, retry = await validate_output(setup, value)
+        if retry is not None:  # rejected: not the answer, however schema-valid
+            value = None
+            response = ToolResponse.error(f"{retry}\nCall {call['name']} again, corrected.")
     if value is None:
         run.structured_failures += 1
     else:
@@ -313,7 +323,7 @@ def _accept(run: Run, index: int, call: ToolUseBlock) -> None:
     settle(run, index, response)
 
 
-def accept_answers(run: Run) -> None:
+async def accept_answers(setup: RunSetup, run: Run) -> None:
     """Validate the turn's structured answers, and only those (the run stops at a limit).
 
     A valid structured answer is the run's final answer, already paid for: a usage limit
@@ -324,8 +334,9 @@ def accept_answers(run: Run) -> None:
     if run.structured is None or calls is None:
         return
     for i, call in enumerate(calls):
-        if call["name"] == RESPONSE_TOOL and "raw_input" not in call and run.results[i] is None:
-            _accept(run, i, call)
+        answer = is_response(run.structured, call["name"]) and "raw_input" not in call
+        if answer and run.results[i] is None:
+            await _accept(setup, run, i, call)
 
 
 def refuse(run: Run, limit: str) -> None:
@@ -350,8 +361,8 @@ async def triage(setup: RunSetup, run: Run) -> list[int]:
     for i, call in enumerate(calls):
         if "raw_input" in call:
             settle(run, i, _invalid_json(call, run.finish_reason))
-        elif run.structured is not None and call["name"] == RESPONSE_TOOL:
-            _accept(run, i, call)
+        elif run.structured is not None and is_response(run.structured, call["name"]):
+            await _accept(setup, run, i, call)
         elif await _needs_approval(setup, run, call):
             run.results[i] = PENDING
         else:

@@ -87,15 +87,14 @@ def no_running_loop() -> None:
 
 
 def structured_output(output_type: object) -> type[BaseModel] | None:
-    """The pydantic model of an agent's ``output_type=`` (None or ``str``: plain text).
+    """The pydantic model of an ``output_type=`` (None or ``str``: plain text).
+
+    A union of pydantic models (``A | B``) becomes the class that stands for it in a run
+    (``agentkit.agent._structured.output_model``).
 
     Raises:
         UsageError: for anything else (the output type must be a pydantic model).
     """
-    if output_type is None or output_type is str:
-        return None
-    from pydantic import BaseModel  # only for structured agents: pydantic is not cheap
+    from agentkit.agent._structured import output_model
 
-    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
-        return output_type
-    raise UsageError(f"output_type must be a pydantic model class or str, got {output_type!r}")
+    return output_model(output_type)

@@ -28,11 +28,13 @@ from agentkit.agent._acting import (
     settle,
     triage,
 )
+from agentkit.agent._guardrails import check_output, guarded_reason, guarding, input_guards
 from agentkit.agent._limits import CUT_TEXT, LIMIT_TEXT
 from agentkit.agent._reasoning import reason, unique_call_ids
 from agentkit.agent._state import PENDING, answered_by, new_msg, store
 from agentkit.agent._steps import Execute, Finish, Reason, Settle, Step, Summarize, Triage
-from agentkit.agent._structured import MAX_STRUCTURED_RETRIES, RESPONSE_TOOL, response_schema
+from agentkit.agent._structured import MAX_STRUCTURED_RETRIES, forced_choice, response_schemas
+from agentkit.agent._validators import validate_text
 from agentkit.events import ApprovalRequested, Interrupted
 from agentkit.exceptions import StructuredOutputError
 from agentkit.messages import Msg
@@ -78,7 +80,7 @@ async def _tools_for(
     if run.structured is None:
         return (schemas or None), None
     choice = run.force_tool or "required"
-    return [*schemas, response_schema(run.structured)], choice
+    return [*schemas, *response_schemas(run.structured)], choice
 
 
 def _finish(setup: RunSetup, run: Run, last: Msg, **extra: Any) -> Finish:
@@ -121,6 +123,19 @@ def _limit_reply(setup: RunSetup, conv: Conversation, run: Run, limit: str) -> F
     return Finish(Msg(setup.name, list(run.last_text), "assistant", metadata))
 
 
+def _guardrail_reply(setup: RunSetup, conv: Conversation, run: Run) -> Finish:
+    """The reply of a run a guardrail stopped (every call already answered), like a limit's.
+
+    The reply carries no answer: a refused answer is not the run's to return.
+    """
+    assert run.guardrail is not None
+    metadata = run.metadata()
+    metadata["guardrail"] = run.guardrail.to_dict()
+    if conv.pending:
+        metadata["pending_tool_calls"] = conv.pending_calls()
+    return Finish(Msg(setup.name, [], "assistant", metadata))
+
+
 def _check_structured(run: Run) -> None:
     if run.structured is not None and run.structured_failures > MAX_STRUCTURED_RETRIES:
         raise StructuredOutputError(
@@ -133,19 +148,34 @@ def _check_structured(run: Run) -> None:
 async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -> Step:
     if run.iteration >= setup.max_iters:
         return Summarize()
+    # A run's first request waits for its input guardrails (a resume's first is not one).
+    guards = input_guards(setup) if run.iteration == 0 and setup.capabilities.all else ()
     run.iteration += 1
     run.force_tool = step.force_tool
     tools, choice = await _tools_for(setup, run)
-    assistant = await reason(setup, conv, run, tools, choice)
+    if guards:
+        answer = await guarded_reason(
+            setup, run, guards, lambda s: reason(s, conv, run, tools, choice)
+        )
+        if answer is None:
+            return _guardrail_reply(setup, conv, run)
+        assistant = answer
+    else:
+        assistant = await reason(setup, conv, run, tools, choice)
     run.force_tool = None
     if run.batch is not None:
         return Triage(assistant)
     if run.structured is None:
+        if setup.output_validators:
+            checked = await validate_text(setup, conv, run, assistant)
+            if checked is None:  # rejected: the model was told why, it answers again
+                return Reason()
+            assistant = checked
         return _finish(setup, run, assistant)
     # Structured output was requested but the model answered in prose: insist.
     run.structured_failures += 1
     _check_structured(run)
-    return Reason(force_tool=RESPONSE_TOOL)
+    return Reason(force_tool=forced_choice(run.structured))
 
 
 async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
@@ -158,8 +188,8 @@ async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
             setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
         )
         return _finish(setup, run, assistant, max_iters_reached=True)
-    only = [response_schema(run.structured)]
-    assistant = await reason(setup, conv, run, only, RESPONSE_TOOL, extra=hint)
+    only = response_schemas(run.structured)
+    assistant = await reason(setup, conv, run, only, forced_choice(run.structured), extra=hint)
     if run.batch is not None:
         await execute(setup, run, await triage(setup, run))
         await commit_results(setup, conv, run)
@@ -262,7 +292,7 @@ async def _stop_at_limit(
     """
     if run.batch is not None:
         if isinstance(step, Triage):
-            accept_answers(run)
+            await accept_answers(setup, run)
         refuse(run, limit)
         await commit_results(setup, conv, run)
         if run.structured_output is not None and isinstance(step, Triage | Execute):
@@ -279,6 +309,11 @@ async def drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Ms
     ``interrupt()`` would, and :func:`_cut_at_limit` repairs memory and ends the run at
     that limit.
     """
+    with guarding(run):  # where a tool guardrail records a trip that stops the run
+        return await _drive(setup, conv, run, step)
+
+
+async def _drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Msg:
     limits = setup.limits
     if limits is None or not limits.timed:
         return await _steps(setup, conv, run, step, None)
@@ -305,12 +340,29 @@ async def _steps(
             break
         if call_timeout is None or not isinstance(step, Reason | Summarize):
             step = await run_step(setup, conv, run, step)
-            continue
-        with anyio.move_on_after(call_timeout) as call:
-            step = await run_step(setup, conv, run, step)
-        if call.cancelled_caught:
-            return await _cut_at_limit(setup, conv, run, "model_call_timeout")
-    return step.reply
+        else:
+            with anyio.move_on_after(call_timeout) as call:
+                step = await run_step(setup, conv, run, step)
+            if call.cancelled_caught:
+                return await _cut_at_limit(setup, conv, run, "model_call_timeout")
+        if run.guardrail is not None:  # a guardrail tripped: the run ends, like at a limit
+            return _guardrail_reply(setup, conv, run).reply
+    return await _checked_output(setup, conv, run, step.reply)
+
+
+async def _checked_output(setup: RunSetup, conv: Conversation, run: Run, reply: Msg) -> Msg:
+    """``reply``, or the guardrail's reply when an output guardrail refuses the answer."""
+    if not setup.capabilities.all or conv.pending or run.usage_limit is not None:
+        return reply  # no answer to check (paused, or stopped at a limit)
+    if run.structured is None:
+        output: Any = reply.get_text()
+    elif run.structured_value is not None:
+        output = run.structured_value
+    else:
+        return reply
+    if await check_output(setup, run, output):
+        return _guardrail_reply(setup, conv, run).reply
+    return reply
 
 
 async def _follow_up(setup: RunSetup, conv: Conversation, run: Run) -> bool:

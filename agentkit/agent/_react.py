@@ -34,6 +34,7 @@ from agentkit.agent._setup import ApprovalPolicy, RunSetup
 from agentkit.agent._state import Run, migrate_state, new_id, parse_agent_state, store
 from agentkit.agent._steer import SteerOutcome
 from agentkit.agent._stream import fan_out
+from agentkit.agent._validators import OutputValidator, ValidatorT
 from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.exceptions import AgentBusyError, StateError, UsageError
 from agentkit.memory import InMemoryMemory, Memory
@@ -41,6 +42,8 @@ from agentkit.messages import Msg
 from agentkit.tools._context import RunContext
 
 if TYPE_CHECKING:
+    from types import UnionType
+
     from pydantic import BaseModel
 
     from agentkit.agent._limits import UsageLimits
@@ -65,8 +68,9 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             tools as ``ToolContext[D].deps``). It types the agent (``ReActAgent[D, ...]``)
             so that a wrong ``deps=`` is a type error; None: the agent takes none.
         output_type: A pydantic model every run's answer must match (``result.output`` is
-            the validated instance; ``run(output_type=...)`` overrides it for one run).
-            None or ``str``: the final text.
+            the validated instance; ``run(output_type=...)`` overrides it for one run), or
+            a union of them (``A | B``: one response tool per member; annotate the agent
+            as ``ReActAgent[D, A | B]``). None or ``str``: the final text.
         memory: Conversation memory (an ``InMemoryMemory`` by default).
         max_iters: Model calls per reply before the agent asks for a final summary.
         parallel_tool_calls: Run the tool calls of one turn concurrently.
@@ -106,6 +110,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         "_run",
         "_sys_msg",
         "_toolkit",
+        "_validators",
         "approval_policy",
         "deps_type",
         "max_iters",
@@ -127,7 +132,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         toolkit: Toolkit | None = None,
         *,
         deps_type: type[DepsT] | None = None,
-        output_type: type[OutputT] | None = None,
+        output_type: type[OutputT] | UnionType | None = None,
         memory: Memory | None = None,
         max_iters: int = 10,
         parallel_tool_calls: bool = True,
@@ -164,15 +169,17 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         self._printer: ConsolePrinter | None = None
         self._run: Run | None = None
         self._sys_msg: Msg | None = None
+        self._validators: tuple[OutputValidator, ...] = ()  # replaced, never mutated
 
     def copy(
         self, *, memory: Memory | None = None, toolkit: Toolkit | None = None
     ) -> ReActAgent[DepsT, OutputT]:
         """A new agent with this one's configuration and a conversation of its own.
 
-        The copy shares the model, toolkit, hooks, capabilities, approval policy, limits
-        and concurrency limiter (configuration); it gets a fresh conversation
-        (``memory`` or an empty ``InMemoryMemory``), no pending calls and no listeners.
+        The copy shares the model, toolkit, hooks, capabilities, output validators,
+        approval policy, limits and concurrency limiter (configuration); it gets a fresh
+        conversation (``memory`` or an empty ``InMemoryMemory``), no pending calls and no
+        listeners.
         Cheap: use it to serve one template agent to many conversations (the template may
         be replying meanwhile).
         Pass ``toolkit=agent.toolkit.copy()`` for a toolkit of its own (copy-on-write, so
@@ -189,6 +196,24 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         return copy_slots(self, fresh)
 
     # -- configuration -----------------------------------------------------------------
+    def output_validator(self, function: ValidatorT) -> ValidatorT:
+        """Register ``function`` to check every final answer (a decorator).
+
+        ``function(ctx: RunContext[D], output: T) -> T``, sync or async, receives the
+        validated ``output_type`` instance (or the final text of a text run) and returns
+        the answer to use. Raising ``ToolRetry("...")`` rejects it: the model is told
+        the message and answers again, within the structured-output retry budget (past
+        it the run raises ``StructuredOutputError``). Validators run in the order they
+        were registered; ``copy()`` keeps them.
+        """
+        self._validators = (*self._validators, function)
+        return function
+
+    @property
+    def output_validators(self) -> tuple[OutputValidator, ...]:
+        """The registered output validators, in order."""
+        return self._validators
+
     @property
     def memory(self) -> Memory:
         """The conversation memory."""
@@ -344,6 +369,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
         conv = self._conv
+        output_type = structured_output(output_type)
         conv.check_approvals(self.name, approvals, output_type)
         structured = output_type or conv.paused_output
         run, setup = self._start(structured, deps, limits)
@@ -473,7 +499,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         emit = None
         if self.print_hint or self._listeners:
             emit = self._make_emit()
-        run = Run(emit, output_type)
+        run = Run(emit, structured_output(output_type))  # a union: its stand-in class
         context: RunContext[Any] = RunContext(
             deps=deps,
             run_id=new_id(),
@@ -504,6 +530,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             parallel_tool_calls=self.parallel_tool_calls,
             approval_policy=self.approval_policy,
             max_tool_retries=self.max_tool_retries,
+            output_validators=self._validators,
         )
         return run, setup
 

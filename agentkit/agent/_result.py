@@ -20,6 +20,7 @@ from agentkit.exceptions import StateError
 from agentkit.messages import Msg
 
 if TYPE_CHECKING:
+    from agentkit.agent._guardrails import GuardrailTripped
     from agentkit.agent._state import Run
     from agentkit.events import CallInfo
     from agentkit.models._base import ChatUsage
@@ -38,7 +39,7 @@ OutputT = TypeVar("OutputT", default=str)
 """The type of a run's output: the ``output_type`` model, or ``str`` (the final text)."""
 
 StopReason: TypeAlias = Literal[
-    "final", "interrupted", "pending_approval", "max_iters", "usage_limit"
+    "final", "interrupted", "pending_approval", "max_iters", "usage_limit", "guardrail"
 ]
 """Why a run stopped.
 
@@ -47,6 +48,7 @@ StopReason: TypeAlias = Literal[
 - ``"pending_approval"``: tool calls wait for a human (``result.pending``).
 - ``"max_iters"``: the agent hit ``max_iters`` and answered with a summary.
 - ``"usage_limit"``: a ``UsageLimits`` bound was reached (``result.usage_limit`` names it).
+- ``"guardrail"``: a guardrail tripped (``result.guardrail`` says which and why).
 """
 
 
@@ -141,6 +143,8 @@ class RunResult(Generic[OutputT]):
         usage_limit: The name of the ``UsageLimits`` field that stopped the run, if any.
         last_agent: The name of the agent that answered: the agent run, or the target
             of the last handoff (``ReActAgent(handoffs=...)``).
+        guardrail: The guardrail that tripped and stopped the run (a value, not an
+            exception), if any; such a run has no ``output``.
     """
 
     reply: Msg
@@ -150,6 +154,7 @@ class RunResult(Generic[OutputT]):
     pending: list[PendingCall] = field(default_factory=list)
     usage_limit: str | None = None
     last_agent: str = ""
+    guardrail: GuardrailTripped | None = None
     _output: OutputT | None = None
     _has_output: bool = False
 
@@ -159,12 +164,14 @@ class RunResult(Generic[OutputT]):
 
         Raises:
             StateError: for a structured run that stopped before the model gave a valid
-                answer (interrupted, paused for approval, usage limit).
+                answer (interrupted, paused for approval, usage limit), and for a run a
+                guardrail stopped.
         """
         if not self._has_output:
             raise StateError(
                 f"this run has no output: it stopped with stop_reason={self.stop_reason!r} "
-                "before the model gave a valid structured answer"
+                "without an answer it may return (no valid structured answer, or a "
+                "guardrail tripped)"
             )
         return cast(OutputT, self._output)  # set together with _has_output
 
@@ -198,6 +205,8 @@ def stop_reason(run: Run, interrupted: bool, pending: bool) -> StopReason:
     """
     if interrupted:
         return "interrupted"
+    if run.guardrail is not None:
+        return "guardrail"
     if run.usage_limit is not None:
         return "usage_limit"
     if pending:
@@ -211,7 +220,9 @@ def make_result(run: Run, reply: Msg, pending: list[CallInfo]) -> RunResult[Any]
     """Build the ``RunResult`` of a finished ``Run`` (``pending``: the calls waiting)."""
     calls = [PendingCall(c["id"], c["name"], dict(c["input"])) for c in pending]
     output: Any
-    if run.structured is None:
+    if run.guardrail is not None:  # the answer, if any, was refused
+        output, has_output = None, False
+    elif run.structured is None:
         output, has_output = reply.get_text(), True
     else:
         output = run.structured_value
@@ -224,6 +235,7 @@ def make_result(run: Run, reply: Msg, pending: list[CallInfo]) -> RunResult[Any]
         pending=calls,
         usage_limit=run.usage_limit,
         last_agent=run.last_agent or reply.name,
+        guardrail=run.guardrail,
         _output=output,
         _has_output=has_output,
     )

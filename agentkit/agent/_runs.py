@@ -7,17 +7,20 @@ and ``agent.resume(...)``); this module turns their outcome into a ``RunResult[T
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, overload
 
 import anyio
 from typing_extensions import TypeVar
 
-from agentkit.agent._construct import MsgInput, as_input, no_running_loop
+from agentkit.agent._construct import MsgInput, as_input, no_running_loop, structured_output
 from agentkit.agent._result import RunResult, make_result
 from agentkit.agent._stream import EventStream
 from agentkit.exceptions import UsageError, UsageLimitExceeded
 
 if TYPE_CHECKING:
+    import types
+    import typing
+
     from pydantic import BaseModel
 
     from agentkit.agent._conversation import Conversation, Verdict
@@ -29,6 +32,10 @@ if TYPE_CHECKING:
 __all__ = ["TypedRuns"]
 
 ModelT = TypeVar("ModelT", bound="BaseModel")
+UnionOutput: TypeAlias = "types.UnionType | typing._SpecialForm | type[BaseModel]"
+"""A union of pydantic models given as ``output_type`` (``A | B``, ``Union[A, B]``): static
+typing cannot name its members from the value, so such a run is ``RunResult[Any]``; write
+``result: RunResult[A | B] = await agent.run(q, output_type=A | B)``."""
 DepsT = TypeVar("DepsT", default=None)
 """The type of a run's dependencies (``deps_type=``; None: the agent takes none)."""
 OutputT = TypeVar("OutputT", default=str)
@@ -113,12 +120,23 @@ class TypedRuns(Generic[DepsT, OutputT]):
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[ModelT]: ...
 
+    @overload
     async def run(
         self,
         input: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: type[BaseModel] | None = None,
+        output_type: UnionOutput,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
+    ) -> RunResult[Any]: ...
+
+    async def run(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: DepsT | None = None,
+        output_type: UnionOutput | None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[Any]:
@@ -127,8 +145,9 @@ class TypedRuns(Generic[DepsT, OutputT]):
         Args:
             input: A Msg, a list of Msg, a string (a user message) or None (continue).
             deps: Dependencies for this run's tools (``ToolContext[D].deps``); never stored.
-            output_type: A pydantic model the answer must match; ``result.output`` is then
-                the validated instance (else the final text).
+            output_type: A pydantic model the answer must match, or a union of them
+                (``A | B``); ``result.output`` is then the validated instance (of the
+                member the model chose), else the final text.
             usage_limits: Bounds for this run (replacing the agent's ``usage_limits``). A
                 resume (``approvals=``) without them runs under the paused run's limits.
             approvals: Resume a run paused for approval instead of starting one:
@@ -147,16 +166,15 @@ class TypedRuns(Generic[DepsT, OutputT]):
             UsageError: for ``input`` and ``approvals`` together, or a bad approval.
         """
         limits = usage_limits if usage_limits is not None else self.usage_limits
-        if output_type is None:
-            output_type = self.output_type
+        structured = self.output_type if output_type is None else structured_output(output_type)
         if approvals is not None:
             if input is not None:
                 raise UsageError("pass input= to start a run or approvals= to resume one")
             if usage_limits is None:  # a resume runs under the limits of the paused run
                 limits = self.conversation.paused_limits or limits
-            run, reply = await self._resume(dict(approvals), output_type, deps, limits)
+            run, reply = await self._resume(dict(approvals), structured, deps, limits)
         else:
-            run, reply = await self._reply(as_input(input), output_type, deps, limits)
+            run, reply = await self._reply(as_input(input), structured, deps, limits)
         result: RunResult[Any] = make_result(run, reply, self.conversation.pending_calls())
         self._check_limit(run, result)
         return result
@@ -183,12 +201,23 @@ class TypedRuns(Generic[DepsT, OutputT]):
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[ModelT]: ...
 
+    @overload
     def run_sync(
         self,
         input: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: type[BaseModel] | None = None,
+        output_type: UnionOutput,
+        usage_limits: UsageLimits | None = None,
+        approvals: Mapping[str, Verdict] | None = None,
+    ) -> RunResult[Any]: ...
+
+    def run_sync(
+        self,
+        input: MsgInput = None,
+        *,
+        deps: DepsT | None = None,
+        output_type: UnionOutput | None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[Any]:
@@ -230,12 +259,22 @@ class TypedRuns(Generic[DepsT, OutputT]):
         usage_limits: UsageLimits | None = None,
     ) -> EventStream[ModelT]: ...
 
+    @overload
     def stream(
         self,
         msg: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: type[BaseModel] | None = None,
+        output_type: UnionOutput,
+        usage_limits: UsageLimits | None = None,
+    ) -> EventStream[Any]: ...
+
+    def stream(
+        self,
+        msg: MsgInput = None,
+        *,
+        deps: DepsT | None = None,
+        output_type: UnionOutput | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> EventStream[Any]:
         """Reply to ``msg`` and iterate over the events (see ``agentkit.agent._stream``).

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from agentkit.agent._hooks import HookRegistry
     from agentkit.agent._limits import UsageLimits
+    from agentkit.agent._validators import OutputValidator
     from agentkit.models._base import ChatModel
     from agentkit.tools import Toolkit
 
@@ -52,6 +53,7 @@ class RunSetup:
         parallel_tool_calls: Run the calls of one turn concurrently.
         approval_policy: Decides calls to tools registered with ``requires_approval``.
         max_tool_retries: ``ToolRetry`` answers allowed per tool and run.
+        output_validators: The agent's ``@output_validator`` functions, in order.
     """
 
     name: str
@@ -68,3 +70,4 @@ class RunSetup:
     parallel_tool_calls: bool = True
     approval_policy: ApprovalPolicy | None = None
     max_tool_retries: int = 2
+    output_validators: tuple[OutputValidator, ...] = ()

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from agentkit.agent._conversation import NestedResume, NestedWait
+    from agentkit.agent._guardrails import GuardrailTripped
     from agentkit.agent._limits import UsageLimits
     from agentkit.agent._steer import Steer
     from agentkit.events import AgentEvent
@@ -125,6 +126,7 @@ class Run:
         limits: The run's ``UsageLimits`` (None: unbounded).
         counts: Requests, tokens, tool calls and cost of this run (``RunUsage``).
         usage_limit: The name of the limit that stopped the run, if any.
+        guardrail: The guardrail that tripped and stopped the run, if any.
         max_iters_reached: The run hit ``max_iters`` and asked for a summary.
         added: Messages this run stored in memory, in order (``RunResult.new_messages``).
         structured_value: The validated pydantic instance once accepted.
@@ -148,6 +150,7 @@ class Run:
         "emit",
         "finish_reason",
         "force_tool",
+        "guardrail",
         "inbox",
         "interrupt_msgs",
         "interrupted",
@@ -202,6 +205,7 @@ class Run:
         self.limits: UsageLimits | None = None
         self.counts = RunUsage()
         self.usage_limit: str | None = None
+        self.guardrail: GuardrailTripped | None = None
         self.max_iters_reached = False
         self.added: list[Msg] = []
         self.structured_value: BaseModel | None = None
