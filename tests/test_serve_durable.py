@@ -50,6 +50,15 @@ class Served:
             self.calls.append(name)
             return f"{name} done"
 
+        self.blocking = anyio.Event()
+
+        @toolkit.tool
+        async def block() -> str:
+            """Block until interrupted."""
+            self.blocking.set()
+            await anyio.sleep_forever()
+            return "unreachable"
+
         self.model = ScriptedModel([])
         self.agent = ReActAgent("worker", "You work.", self.model, toolkit, print_hint=False)
         self.sessions = SQLiteSession(tmp / "threads.db")
@@ -113,6 +122,32 @@ async def test_a_durable_turn_streams_while_its_workflow_runs(served: Served) ->
     assert workflow.status == "SUCCESS"
     steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async(workflow.workflow_id)]
     assert steps == ["model:scripted", "tool:work", "model:scripted", "agentkit.save"]
+
+
+async def test_stop_reaches_a_durable_turn_and_its_repaired_memory_is_committed(
+    served: Served,
+) -> None:
+    served.agent.model = ScriptedModel([[tool_use("block", "b1")], "never"])
+    async with running(served.app) as url, httpx2.AsyncClient(timeout=30) as client:
+        outcome: list[str] = []
+
+        async def read() -> None:
+            async with client.stream("POST", f"{url}/agui", json=body("t2", "r1", "wait")) as r:
+                async for event in sse_events(r):
+                    if event["type"] == "RUN_FINISHED":
+                        outcome.append(event["outcome"]["type"])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            with anyio.fail_after(20):
+                await served.blocking.wait()
+            stop = (await client.post(f"{url}/threads/t2/interrupt")).json()
+        thread = (await client.get(f"{url}/threads/t2")).json()
+    assert stop["status"] == "stopped" and outcome == ["cancelled"]
+    assert thread["running"] is False
+    assert [m["role"] for m in thread["messages"]][:3] == ["user", "assistant", "tool"]
+    workflows = await DBOS.list_workflows_async(workflow_id_prefix="agentkit.serve/serve/local/t2/")
+    assert [w.status for w in workflows] == ["SUCCESS"]
 
 
 # -- a worker SIGKILLed mid-tool ------------------------------------------------------------
