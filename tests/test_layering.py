@@ -2,7 +2,8 @@
 
 The layers, bottom first (DESIGN.md section 2): the root's own modules (messages,
 exceptions, ...) <- models <- tools <- mcp; {models, tools, mcp, memory, events} <- agent
-<- {session, pipelines, observability, testing (its contract suite drives agents)} <- {durable, serve} <- cli. An import counts
+<- {session, pipelines, observability, skills, testing (its contract suite drives agents)}
+<- {durable, a2a} <- serve (durable served turns run on ``DBOSAgent``) <- cli. An import counts
 wherever it is: at the top, under ``TYPE_CHECKING``, inside a function, or as a string given
 to ``importlib.import_module`` / ``sys.modules``. The package face ``agentkit`` (its
 ``__init__``) is for users: no module of the library imports it.
@@ -39,9 +40,9 @@ LAYER = {
     "observability": 9,
     "skills": 9,
     "durable": 10,
-    "serve": 10,
+    "serve": 11,
     "a2a": 10,
-    "cli": 11,
+    "cli": 12,
 }
 
 # (importer, imported, why): each an upward edge the design has not removed yet.

@@ -46,7 +46,7 @@ import inspect
 import sys
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
@@ -71,6 +71,10 @@ ModelT = TypeVar("ModelT", bound="BaseModel")
 DepsFactory = Callable[[str, "str | None"], Any]
 """``deps_factory(workflow_id, session_id)``: the deps of a run executed without the ones
 its caller gave (sync or async)."""
+
+SaveStep = Callable[[str, RunRequest, RunOutput], Coroutine[Any, Any, RunOutput]]
+"""``save(workflow_id, request, output)``: the workflow's last step instead of the session
+save; what it returns (JSON) is merged into the workflow's output."""
 
 __all__ = ["APPROVALS_TOPIC", "PENDING_EVENT", "DBOSAgent", "DurableRunResult"]
 
@@ -243,6 +247,10 @@ class DBOSAgent:
             deps of a run executed without the ones its caller passed: a recovery after a
             crash, a queued run taken by another worker, a forked workflow. Without it such
             an execution of a run that had deps fails before its first step.
+        save: ``save(workflow_id, request, output)``: the workflow's last step, run as the
+            DBOS step ``agentkit.save`` in place of the session save (for callers that
+            keep the conversation in a layout of their own, as ``create_app(durable=True)``
+            does). Recovery runs it like any step: once it has completed, never again.
     """
 
     def __init__(
@@ -254,6 +262,7 @@ class DBOSAgent:
         control: Session | None = None,
         approval_timeout: float = 7 * 24 * 3600,
         deps_factory: DepsFactory | None = None,
+        save: SaveStep | None = None,
     ) -> None:
         from dbos import DBOS, WorkflowSerializationFormat
 
@@ -267,6 +276,9 @@ class DBOSAgent:
         # Deps given to run()/enqueue() in this process, by workflow id, until the workflow
         # takes them: they are never part of its input.
         self._live_deps: dict[str, Any] = {}
+        # Agents prepared by run_on() callers in this process, by workflow id, likewise.
+        self._live_agents: dict[str, ReActAgent] = {}
+        self.save = save
 
         async def run_workflow(request: RunRequest) -> RunOutput:
             return await self._run_workflow(request)
@@ -381,6 +393,53 @@ class DBOSAgent:
         finally:
             self._live_deps.pop(wid, None)
         return self.result(output, handle.get_workflow_id(), output_type)
+
+    async def run_on(
+        self,
+        agent: ReActAgent,
+        msg: Msg | Sequence[Msg] | str | None,
+        *,
+        workflow_id: str,
+        approvals: dict[str, Any] | None = None,
+        deps: Any = None,
+        meta: dict[str, Any] | None = None,
+    ) -> DurableRunResult[Any]:
+        """Run durably on ``agent``, a copy of the template its caller prepared and watches.
+
+        When this process executes the workflow, the run is ``agent`` itself: its model and
+        toolkit are made durable in place, and the caller sees its events (listeners) and
+        may interrupt or steer it, as for any run. Any other execution (a recovery) runs on
+        a fresh copy of the template restored from the recorded state, which is
+        ``agent.state_dict()`` now: what the caller added to ``agent`` besides its state
+        (a prompt, tools) is not part of a recovered run.
+
+        Args:
+            agent: The run's agent (a copy of the template, not the template).
+            msg: The new input.
+            workflow_id: The workflow id (unique per run).
+            approvals: Decisions on the calls ``agent`` has pending (the first reply
+                resolves them): ``True``, ``False``, a denial's reason or a ``Decision``.
+            deps: The run's dependencies in this process (never recorded).
+            meta: JSON the workflow records and gives to the ``save`` step.
+        """
+        from dbos import DBOS, SetWorkflowID
+
+        _not_in_step("run_on")
+        request = await self.request(msg, state=agent.state_dict())
+        request["approvals"] = _approvals_record(approvals)
+        request["meta"] = meta
+        if deps is not None:
+            request["has_deps"] = True
+            self._live_deps[workflow_id] = deps
+        self._live_agents[workflow_id] = agent
+        try:
+            with SetWorkflowID(workflow_id):
+                handle = await DBOS.start_workflow_async(self.workflow, request)
+            output = await handle.get_result()
+        finally:
+            self._live_deps.pop(workflow_id, None)
+            self._live_agents.pop(workflow_id, None)
+        return self.result(output, workflow_id)
 
     @overload
     def run_sync(
@@ -573,11 +632,7 @@ class DBOSAgent:
     # -- the workflow --------------------------------------------------------------------
     def fresh_copy(self, steps: RunSteps) -> ReActAgent:
         """A copy of the template with its own memory and durable model/toolkit."""
-        agent = self.template.copy()  # a conversation of its own, nothing shared
-        agent.model = DurableModel(self.template.model, steps)
-        agent.toolkit = DurableToolkit(self.template.toolkit, steps)
-        agent.print_hint = False
-        return agent
+        return _make_durable(self.template.copy(), steps)  # a conversation of its own
 
     async def _typed(self, request: RunRequest, workflow_id: str) -> _Typed:
         """The deps, output type and limits of this execution (see the module docs).
@@ -609,29 +664,51 @@ class DBOSAgent:
         workflow_id = str(DBOS.workflow_id)
         typed = await self._typed(request, workflow_id)
         steps = RunSteps()
-        agent = self.fresh_copy(steps)
-        state = request.get("state")
-        if state is not None:
-            agent.load_state_dict(state)
+        live = self._live_agents.pop(workflow_id, None)
+        if live is not None:  # run_on() in this process: the caller's agent, state in it
+            agent = _make_durable(live, steps)
+        else:
+            agent = self.fresh_copy(steps)
+            state = request.get("state")
+            if state is not None:
+                agent.load_state_dict(state)
         key = str(request.get("session_id") or workflow_id)
         msgs = [Msg.from_dict(m) for m in request.get("input") or []]
         if self.control is None:
-            return await self._finish(request, agent, await self._drive(agent, msgs, typed))
+            outcome = await self._drive(agent, msgs, typed, request.get("approvals"))
+            return await self._finish(request, agent, outcome)
         # Held for the whole run, approval waits included: an interrupt that finds no
         # reply running but calls pending is mailed to the workflow's own recv.
         holder = _DurableHolder(agent, workflow_id)
         async with hold_session(self.control, key, holder):
-            outcome = await self._drive(agent, msgs, typed)
+            outcome = await self._drive(agent, msgs, typed, request.get("approvals"))
         return await self._finish(request, agent, outcome)
 
-    async def _drive(self, agent: ReActAgent, msgs: list[Msg], typed: _Typed) -> _Outcome:
-        """The first reply, then one more per approval decision, until nothing is pending."""
+    async def _drive(
+        self,
+        agent: ReActAgent,
+        msgs: list[Msg],
+        typed: _Typed,
+        first: dict[str, Any] | None = None,
+    ) -> _Outcome:
+        """The first reply, then one more per approval decision, until nothing is pending.
+
+        ``first``: recorded decisions the first reply resolves (instead of new input).
+        """
         from dbos import DBOS
 
         output_type: Any = typed.output_type  # one call for both run() overloads
-        run = await agent.run(
-            msgs, deps=typed.deps, output_type=output_type, usage_limits=typed.limits
-        )
+        if first:
+            run = await agent.run(
+                approvals=_approvals_from_record(first),
+                deps=typed.deps,
+                output_type=output_type,
+                usage_limits=typed.limits,
+            )
+        else:
+            run = await agent.run(
+                msgs, deps=typed.deps, output_type=output_type, usage_limits=typed.limits
+            )
         outcome = _Outcome(run, _sum_usage({}, run.usage), list(run.new_messages))
         while agent.pending_tool_calls and not outcome.run.interrupted:
             await DBOS.set_event_async(PENDING_EVENT, agent.pending_tool_calls)
@@ -669,7 +746,12 @@ class DBOSAgent:
             "output": structured if isinstance(structured, dict) else None,
             "new_messages": [m.to_dict() for m in outcome.new_messages],
         }
-        if request.get("session_id") is not None and self.sessions is not None:
+        if self.save is not None:
+            saved = await DBOS.run_step_async(
+                {"name": "agentkit.save"}, self.save, str(DBOS.workflow_id), request, output
+            )
+            output.update(saved)
+        elif request.get("session_id") is not None and self.sessions is not None:
             saved = await DBOS.run_step_async(
                 {"name": "agentkit.save_session"}, self._save_session, request, state
             )
@@ -695,6 +777,30 @@ class DBOSAgent:
                 }
             }
         return {"session_version": version}
+
+
+def _make_durable(agent: ReActAgent, steps: RunSteps) -> ReActAgent:
+    """``agent`` with its model and toolkit as DBOS steps (in place)."""
+    agent.model = DurableModel(agent.model, steps)
+    agent.toolkit = DurableToolkit(agent.toolkit, steps)
+    agent.print_hint = False
+    return agent
+
+
+def _approvals_record(approvals: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Approval decisions as JSON (a ``Decision`` as its fields)."""
+    if approvals is None:
+        return None
+    return {
+        k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
+        for k, v in approvals.items()
+    }
+
+
+def _approvals_from_record(record: dict[str, Any]) -> dict[str, Any]:
+    from agentkit.agent import Decision
+
+    return {k: Decision(**v) if isinstance(v, dict) else v for k, v in record.items()}
 
 
 def _not_in_step(what: str) -> None:

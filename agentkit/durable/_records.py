@@ -29,7 +29,8 @@ class RunRequest(TypedDict):
     The typed parts are recorded by name or as plain values, never as objects: the output
     type as ``"module:qualname"``, the usage limits as their fields, and of the deps only
     whether the run had any (``has_deps``); a recovered run gets them from
-    ``DBOSAgent(deps_factory=...)``.
+    ``DBOSAgent(deps_factory=...)``. Approval decisions are JSON too (``True``, ``False``,
+    a denial's reason, or a ``Decision``'s fields as an object).
     """
 
     input: list[dict[str, object]]
@@ -39,6 +40,8 @@ class RunRequest(TypedDict):
     output_type: NotRequired[str | None]
     usage_limits: NotRequired[dict[str, Any] | None]
     has_deps: NotRequired[bool]
+    approvals: NotRequired[dict[str, Any] | None]  # decisions the first reply resolves
+    meta: NotRequired[dict[str, Any] | None]  # the caller's JSON, given to the save hook
 
 
 class SessionConflict(TypedDict):

@@ -32,8 +32,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agentkit.agent import ReActAgent
-from agentkit.exceptions import SessionConflictError, SessionError, StateError
+from agentkit.exceptions import SessionConflictError, SessionError, StateError, UsageError
 from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_messages
+from agentkit.serve._durable import DurableTurns
 from agentkit.serve._frontend import FrontendTool, instructions_with_context
 from agentkit.serve._http import DEFAULT_MAX_BODY, Guard, error_response, read_json
 from agentkit.serve._input import RunInput, parse_approvals, parse_run_input
@@ -94,6 +95,7 @@ class ServeState:
         self.active: dict[str, RunChannel] = {}
         self.finished = FinishedRuns()
         self.task_group: TaskGroup | None = None
+        self.durable: DurableTurns | None = None  # create_app(durable=True)
 
     async def new_agent(self) -> ReActAgent:
         """A fresh agent from the factory (or a copy of the template agent)."""
@@ -199,6 +201,8 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
         record = stored or ThreadRecord(owner, run.thread_id)
         if live_lease(record) is not None:  # a run on another worker holds it
             raise _busy(run.thread_id)
+        if await _recovering(state, record):  # its worker died; DBOS is finishing the turn
+            raise _busy(run.thread_id)
         agent = await state.agent_for(record)
         run.prepare(agent, record)  # the client's tools, context and state (AG-UI)
         agent.sys_prompt = instructions_with_context(agent.sys_prompt, run.context)
@@ -220,7 +224,8 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
         channel.close()  # wakes an interrupt request that waits on this (never started) run
         raise
     channel.agent = agent
-    req = RunRequest(channel, record, agent, msgs, approvals, deps)
+    durable = state.durable.start if state.durable is not None else None
+    req = RunRequest(channel, record, agent, msgs, approvals, deps, durable)
 
     def release() -> None:
         slot.release()
@@ -229,6 +234,13 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
 
     state.task_group.start_soon(execute_run, req, claim, release)
     return StreamingResponse(channel.read(), media_type="text/event-stream", headers=_SSE_HEADERS)
+
+
+async def _recovering(state: ServeState, record: ThreadRecord) -> bool:
+    """Whether the thread's last lease (expired) names a durable turn still unfinished."""
+    if state.durable is None or record.lease is None:
+        return False
+    return await state.durable.recovering(ThreadStore.key(record.owner, record.thread_id))
 
 
 async def agui(request: Request) -> Response:
@@ -451,6 +463,8 @@ async def get_thread(request: Request) -> Response:
     ]
     body["state"] = record.state
     lease = live_lease(record)  # a run on any worker
+    if lease is None and await _recovering(state, record):
+        lease = record.lease  # its worker died: DBOS recovers the turn elsewhere
     run_id = channel.run_id if channel is not None else lease and str(lease.get("run"))
     body["running"] = run_id is not None
     body["runId"] = run_id
@@ -590,6 +604,24 @@ def _cors(origins: Collection[str]) -> list[Middleware]:
     ]
 
 
+def _template(factory: AgentFactory) -> ReActAgent[Any, Any]:
+    """The agent a durable app's recovered turns are restored on."""
+    if isinstance(factory, ReActAgent):
+        return factory
+    agent = factory() if callable(factory) else factory
+    if inspect.isawaitable(agent):
+        close = getattr(agent, "close", None)
+        if close is not None:
+            close()  # never awaited: no "coroutine was never awaited" warning
+        raise UsageError(
+            "create_app(durable=True) needs an agent or a synchronous factory: the workflow "
+            "of recovered turns is registered before DBOS.launch(), on a template agent"
+        )
+    if not isinstance(agent, ReActAgent):
+        raise TypeError(f"the agent factory returned {type(agent).__name__}, not ReActAgent")
+    return agent
+
+
 def create_app(
     factory: AgentFactory,
     *,
@@ -601,6 +633,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     max_runs_per_client: int | None = DEFAULT_MAX_RUNS_PER_CLIENT,
+    durable: bool = False,
 ) -> Starlette:
     """Serve an agent over HTTP: AG-UI at ``POST /agui``, a web chat at ``GET /``.
 
@@ -626,6 +659,13 @@ def create_app(
         max_runs_per_client: Most runs one client may have going at once (a run over it
             is answered ``429 too_many_runs`` with ``Retry-After``); the client is the
             token's owner when there are tokens, else the peer address. None: no cap.
+        durable: Run every turn as a DBOS workflow (``pip install 'agentkit[dbos]'``): a
+            worker killed mid-turn has the turn finished by the worker DBOS recovers it on
+            (completed model requests and tool calls are not repeated), and that worker
+            commits it to the thread. The application configures DBOS (``DBOS(config=...)``)
+            before calling ``create_app`` and launches it (``DBOS.launch()``) after. The
+            factory must then be an agent or a synchronous factory (a recovered turn runs on
+            a copy of that template). See docs/serving.md.
 
     Returns:
         A Starlette app; run it with uvicorn. Its lifespan must run (uvicorn does; when
@@ -639,6 +679,8 @@ def create_app(
     guard = Guard(auth_token, allowed_hosts, cors_origins)
     runs = RunsPerClient(max_runs_per_client, by_owner=bool(guard.tokens))
     state = ServeState(factory, session, guard, deps, max_body_bytes, runs, lease_seconds)
+    if durable:
+        state.durable = DurableTurns(_template(factory), state.store)
 
     app = Starlette(
         routes=_ROUTES,

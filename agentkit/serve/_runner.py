@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -113,8 +114,17 @@ def interrupt_for(call: CallInfo) -> Interrupt:
     )
 
 
+DurableStart = Callable[["RunRequest", Callable[[], Awaitable[None]]], Awaitable[Msg]]
+"""``start(req, commit)``: runs the turn as a durable workflow that calls ``commit`` as
+its last step (see ``agentkit.serve._durable``)."""
+
+
 class RunRequest:
-    """Everything one run needs (built by the HTTP layer after validating the input)."""
+    """Everything one run needs (built by the HTTP layer after validating the input).
+
+    ``durable``: how a durable app starts the turn (None: the agent runs as is). A durable
+    turn commits inside its workflow; ``committed`` then holds the commit's outcome.
+    """
 
     def __init__(
         self,
@@ -124,6 +134,7 @@ class RunRequest:
         msgs: Sequence[Msg],
         approvals: dict[str, Verdict] | None,
         deps: object,
+        durable: DurableStart | None = None,
     ) -> None:
         self.channel = channel
         self.record = record
@@ -131,6 +142,8 @@ class RunRequest:
         self.msgs = list(msgs)
         self.approvals = approvals
         self.deps = deps
+        self.durable = durable
+        self.committed: tuple[RunErrorEvent | None] | None = None  # (error or None,) once done
 
 
 def _emit(channel: RunChannel, events: Sequence[BaseEvent]) -> None:
@@ -181,11 +194,19 @@ class _Relay:
             self.agent.interrupt_threadsafe()
 
 
-async def _stream(req: RunRequest, translator: Translator) -> bool:
-    """Run the agent, pushing translated events; return whether it was interrupted."""
+async def _stream(
+    req: RunRequest, translator: Translator, commit: Callable[[], Awaitable[None]]
+) -> bool:
+    """Run the agent, pushing translated events; return whether it was interrupted.
+
+    A durable turn runs as its workflow (which calls ``commit`` as its last step); the
+    relay listens to the workflow's agent all the same, so the stream stays live.
+    """
     agent = req.agent
     relay = _Relay(req, translator)
     start = _start_call(agent, req.msgs, req.approvals, req.deps, req.record.state)
+    if req.durable is not None:
+        start = partial(req.durable, req, commit)
     agent.add_event_listener(relay)
     try:
         await start()
@@ -227,9 +248,13 @@ async def execute_run(req: RunRequest, claim: Claim, on_end: Callable[[], None])
     known = {c["id"] for c in agent.pending_tool_calls}
     translator = Translator(channel.run_id, _is_agent_tool(agent), known_calls=known)
     final: BaseEvent | None = None
+
+    async def commit() -> None:  # a durable turn's last step
+        req.committed = (await _commit(req, claim, translator),)
+
     try:
         async with claim.holding(agent):
-            final = await _turn(req, translator)
+            final = await _turn(req, translator, commit)
     except Exception as exc:  # the hold itself failed (the control channel's connection)
         logger.error(
             "run %s of thread %s failed: %s: %s",
@@ -247,14 +272,18 @@ async def execute_run(req: RunRequest, claim: Claim, on_end: Callable[[], None])
                 _emit(channel, translator.finish())
                 message = "the server stopped during this run; the thread is saved"
                 final = RunErrorEvent(message=message, code="server_shutdown")
-            final = await _commit(req, claim, translator, final)
+            if req.committed is None:
+                req.committed = (await _commit(req, claim, translator),)
+            final = req.committed[0] or final
             _emit(channel, [await _snapshot(agent), final])
             channel.close()
             on_end()
             await claim.answer_stops()
 
 
-async def _turn(req: RunRequest, translator: Translator) -> BaseEvent:
+async def _turn(
+    req: RunRequest, translator: Translator, commit: Callable[[], Awaitable[None]]
+) -> BaseEvent:
     """The agent's part of the run: every event but the last; returns the last one."""
     channel, agent = req.channel, req.agent
     try:
@@ -265,7 +294,7 @@ async def _turn(req: RunRequest, translator: Translator) -> BaseEvent:
             _emit(channel, [StateSnapshotEvent(snapshot=req.record.state)])
         interrupted = False
         if not channel.stop_requested:
-            interrupted = await _stream(req, translator)
+            interrupted = await _stream(req, translator, commit)
         else:  # stopped before it began: the message is kept, nothing runs
             await agent.observe(req.msgs)
             interrupted = True
@@ -291,10 +320,8 @@ def _state_json(state: object) -> str:
     return json.dumps(state, sort_keys=True, default=repr)
 
 
-async def _commit(
-    req: RunRequest, claim: Claim, translator: Translator, final: BaseEvent
-) -> BaseEvent:
-    """Commit the turn (releasing the thread); the run's last event, or the commit's error."""
+async def _commit(req: RunRequest, claim: Claim, translator: Translator) -> RunErrorEvent | None:
+    """Commit the turn (releasing the thread); None, or the error that replaces its end."""
     req.record.aliases.extend(translator.aliases)
     try:
         await claim.commit(req.agent)
@@ -313,4 +340,4 @@ async def _commit(
         )
         return RunErrorEvent(message=message, code=exc.code)
     req.channel.committed_at = time.perf_counter()
-    return final
+    return None
