@@ -86,6 +86,7 @@ DEFAULT_LEASE_SECONDS = 15.0
 _RETRY_FIRST = 0.05  # seconds before the first commit retry; doubled up to _RETRY_MAX
 _RETRY_MAX = 1.0
 _STOP_REPUBLISH = 0.2  # a Stop is sent again this often until answered (see stop_remote)
+_STOP_GRACE = 1.0  # seconds a Stop still waits for the answer once the lease is gone
 RELAY_IDLE = 5.0
 """Seconds a holder relays a run's events without hearing from the asker again."""
 _RELAY_KEEPALIVE = 1.0  # the asker repeats its ``events`` command this often
@@ -473,14 +474,9 @@ class Claim:
     async def answer_stops(self) -> None:
         """Tell the workers that asked for a Stop that the run ended (and is committed).
 
-        Also sends the relayed streams their last events and their end (the run's last
+        Then sends the relayed streams their last events and their end (the run's last
         event is pushed by now), within a bound: a store that is down does not hold it up.
         """
-        with anyio.move_on_after(_RELAY_FLUSH):
-            for relay in self.relays.values():
-                if not relay.dropped:
-                    await relay.send(self.session, end=True)
-        self.relays.clear()
         control = control_channel(self.session)
         for nonce, reply_to in self.replies.items():
             answer = {"command": "stopped", "id": nonce, "worker": self.worker}
@@ -489,6 +485,11 @@ class Claim:
             except Exception:  # the asker times out and reads the store instead
                 logger.warning("could not answer a Stop of thread %s", self.key, exc_info=True)
         self.replies.clear()
+        with anyio.move_on_after(_RELAY_FLUSH):
+            for relay in self.relays.values():
+                if not relay.dropped:
+                    await relay.send(self.session, end=True)
+        self.relays.clear()
 
 
 StopOutcome = Literal["stopped", "unreachable", "gone"]
@@ -506,11 +507,14 @@ async def stop_remote(
 
     The command is sent again every 0.2 s until answered: a run that claimed its thread a
     moment ago may not listen yet, and ``NOTIFY`` does not say whether anyone heard it.
+    The holder commits the turn (clearing its lease) before it answers, so a lease found
+    gone is given :data:`_STOP_GRACE` seconds for the answer still on its way: the run
+    this Stop ended is reported ``"stopped"``, one that ended by itself ``"gone"``.
 
     Returns:
         ``"stopped"`` (the holder answered: stopped and committed), ``"gone"`` (the run
-        ended meanwhile: ``still_held()`` said so) or ``"unreachable"`` (no answer within
-        ``wait`` seconds while the lease is still held).
+        ended by itself meanwhile: ``still_held()`` said so, and no answer came) or
+        ``"unreachable"`` (no answer within ``wait`` seconds while the lease is held).
     """
     control = control_channel(session)
     nonce = secrets.token_hex(8)
@@ -537,7 +541,9 @@ async def stop_remote(
                 if answered.is_set():
                     return "stopped"
                 if not await still_held():
-                    return "gone"
+                    with anyio.move_on_after(_STOP_GRACE):
+                        await answered.wait()
+                    return "stopped" if answered.is_set() else "gone"
     return "unreachable"
 
 
