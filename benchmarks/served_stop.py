@@ -87,19 +87,29 @@ class _Stream:
 
     async def post(self, c: httpx2.AsyncClient, url: str, body: Any) -> None:
         try:
-            async with c.stream("POST", f"{url}/agui", json=body) as response:
-                if response.status_code != 200:
-                    await response.aread()
-                    self.events.append({"type": "HTTP", "status": response.status_code})
+            for _ in range(100):  # over the per-client run cap (429): as told, after a while
+                async with c.stream("POST", f"{url}/agui", json=body) as response:
+                    if response.status_code == 429:
+                        await response.aread()
+                        await anyio.sleep(min(float(response.headers.get("retry-after", 1)), 1))
+                        continue
+                    if response.status_code != 200:
+                        await response.aread()
+                        self.events.append({"type": "HTTP", "status": response.status_code})
+                        return
+                    await self._read(response)
                     return
-                async for line in response.aiter_lines():
-                    if line.startswith("data: "):
-                        self.events.append(json.loads(line[6:]))
-                        if self.events[-1].get("type") in ("CUSTOM", "RUN_ERROR"):
-                            self.started.set()
+            self.events.append({"type": "HTTP", "status": 429})
         finally:
             self.started.set()
             self.ended.set()
+
+    async def _read(self, response: httpx2.Response) -> None:
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                self.events.append(json.loads(line[6:]))
+                if self.events[-1].get("type") in ("CUSTOM", "RUN_ERROR"):
+                    self.started.set()
 
 
 async def _stop(
