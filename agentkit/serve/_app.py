@@ -43,12 +43,19 @@ from agentkit.serve._ownership import (
     DEFAULT_LEASE_SECONDS,
     Claim,
     ThreadBusy,
+    follow_remote,
     live_lease,
     new_worker_id,
     stop_remote,
 )
 from agentkit.serve._runner import RunRequest, execute_run, interrupt_for
-from agentkit.serve._threads import FinishedRuns, RunChannel, ThreadRecord, ThreadStore
+from agentkit.serve._threads import (
+    FinishedRuns,
+    RunChannel,
+    ThreadRecord,
+    ThreadStore,
+    events_after,
+)
 from agentkit.session import Session, SQLiteSession
 from agentkit.session._control import send_steer
 
@@ -57,6 +64,7 @@ __all__ = ["AgentFactory", "DepsBuilder", "ServeState", "create_app"]
 AgentFactory: TypeAlias = "ReActAgent | Callable[[], ReActAgent | Awaitable[ReActAgent]]"
 DepsBuilder: TypeAlias = Callable[[Request], Any]
 logger = logging.getLogger("agentkit.serve")
+_HOLDER_ANSWER = 5.0  # seconds a relayed /events waits for the holder's first answer
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -396,6 +404,11 @@ async def events(request: Request) -> Response:
     worker keeps its threads' last runs for a minute); without one, or with another run's,
     the live run is replayed from its start.
 
+    Any worker answers: one that does not hold the run asks the holder over the control
+    channel and relays its events (ending with the run's last one). When the holder does
+    not answer (it died, or the run ended meanwhile), the answer is 204 and the thread read
+    next shows what was committed.
+
     A run whose last event is out but whose thread is still saving counts as ended: the
     answer waits for the save and is 204, as it is a moment later, so the thread read next
     holds the whole run (never a replay of a finished run).
@@ -403,18 +416,40 @@ async def events(request: Request) -> Response:
     owner = _owner(request)
     thread_id = _thread_id(request)
     state = _state(request)
-    await _load(state, owner, thread_id)  # 404 for a thread this owner does not have
+    record = await _load(state, owner, thread_id)  # 404 for a thread this owner lacks
     last = request.headers.get("last-event-id")
+    key = ThreadStore.key(owner, thread_id)
     channel = await _settled(state, owner, thread_id)
     if channel is None or (last and channel.resume_index(last) == 0):
         # A reconnect into a run that has ended since: the rest of it, if still kept.
-        ended = state.finished.get(ThreadStore.key(owner, thread_id))
+        ended = state.finished.get(key)
         if last and ended is not None and ended.resume_index(last) > 0:
             channel = ended
-    if channel is None:
+    if channel is not None:
+        stream = channel.read(channel.resume_index(last))
+        return StreamingResponse(stream, media_type="text/event-stream", headers=_SSE_HEADERS)
+    lease = live_lease(record)
+    if lease is None or lease.get("worker") == state.worker or state.task_group is None:
         return Response(status_code=204)
-    stream = channel.read(channel.resume_index(last))
-    return StreamingResponse(stream, media_type="text/event-stream", headers=_SSE_HEADERS)
+    run_id = str(lease.get("run"))
+
+    async def still_held() -> bool:
+        current = await state.store.load(owner, thread_id)
+        held = None if current is None else live_lease(current)
+        return held is not None and held.get("run") == run_id
+
+    relayed = await follow_remote(
+        state.store.session,
+        key,
+        run_id,
+        events_after(last, run_id),
+        still_held=still_held,
+        task_group=state.task_group,
+        wait=_HOLDER_ANSWER,
+    )
+    if relayed is None:
+        return Response(status_code=204)
+    return StreamingResponse(relayed, media_type="text/event-stream", headers=_SSE_HEADERS)
 
 
 # -- threads -------------------------------------------------------------------------------

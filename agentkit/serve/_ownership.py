@@ -23,34 +23,56 @@ and ``POST /threads/{id}/interrupt`` on any worker reach it. A command is
 ...}``: ``interrupt`` stops the run; the holder answers ``{"command": "stopped", "id": ...,
 "worker": ...}`` on ``reply_to`` once the turn is committed; ``steer`` (``"message": str``)
 queues the message into the run (``agent.steer``) and answers through
-:class:`~agentkit.session._control.SteerReplies`. :data:`COMMANDS` maps the names to handlers.
+:class:`~agentkit.session._control.SteerReplies`; ``events`` (``"after": int``) relays the
+run's events from that index to ``reply_to`` (see :class:`Relay`), so a client that
+reconnects to another worker follows the run there. :data:`COMMANDS` maps the names to
+handlers.
+
+**Relayed events.** The holder answers ``events`` with numbered parts ``{"command":
+"relay", "id": nonce, "n": 0, 1, ..., "data": str, "end": bool}``: the SSE text of the
+events from ``after`` on, batched (what was pushed while the last part was being sent goes
+in the next) and split to the transport's message size (``NOTIFY`` carries under 8000
+bytes), ending with ``end: true`` once the run's last event (``RUN_FINISHED`` or
+``RUN_ERROR``) is out. Part 0 goes out at once (empty when nothing is new): it tells the
+asker the holder heard. The asker puts the parts in order by ``n`` and drops repeats, so
+every event reaches its client once, in order, whatever the transport. The run itself
+never waits: a relay is a task of its own reading the run's in-memory events, and nothing
+is written to the store per event. The asker repeats its ``events`` command every
+second while its client reads; a holder that hears nothing for :data:`RELAY_IDLE` seconds
+(the client left) stops relaying.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import anyio
+from anyio.abc import TaskGroup, TaskStatus
 
 from agentkit.agent import ReActAgent
 from agentkit.exceptions import SessionConflictError, SessionError
 from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
 from agentkit.session import Session
-from agentkit.session._control import SteerReplies, channel_name, control_channel
+from agentkit.session._control import SteerReplies, channel_name, control_channel, max_payload
 
 __all__ = [
     "COMMANDS",
     "DEFAULT_LEASE_SECONDS",
+    "RELAY_IDLE",
     "Claim",
     "CommitFailed",
+    "Relay",
     "ThreadBusy",
+    "follow_remote",
     "live_lease",
     "new_worker_id",
     "stop_remote",
@@ -64,6 +86,13 @@ DEFAULT_LEASE_SECONDS = 15.0
 _RETRY_FIRST = 0.05  # seconds before the first commit retry; doubled up to _RETRY_MAX
 _RETRY_MAX = 1.0
 _STOP_REPUBLISH = 0.2  # a Stop is sent again this often until answered (see stop_remote)
+_STOP_GRACE = 1.0  # seconds a Stop still waits for the answer once the lease is gone
+RELAY_IDLE = 5.0
+"""Seconds a holder relays a run's events without hearing from the asker again."""
+_RELAY_KEEPALIVE = 1.0  # the asker repeats its ``events`` command this often
+_RELAY_ENVELOPE = 256  # bytes of a relayed part that are not its data (JSON keys, nonce, n)
+_RELAY_FLUSH = 5.0  # seconds the holder may take to send a relay's last parts, run ended
+_RELAY_GRACE = 2.0  # seconds the asker still waits for the end once the lease is gone
 
 
 def new_worker_id() -> str:
@@ -112,8 +141,121 @@ async def _steer(claim: Claim, command: dict[str, Any]) -> None:
         await claim.steers.handle(command)
 
 
-COMMANDS: dict[str, Command] = {"interrupt": _interrupt, "steer": _steer}
+async def _events(claim: Claim, command: dict[str, Any]) -> None:
+    nonce, reply_to, after = command.get("id"), command.get("reply_to"), command.get("after")
+    if not (isinstance(nonce, str) and isinstance(reply_to, str)):
+        return
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        return
+    claim.relay(nonce, reply_to, after)
+
+
+COMMANDS: dict[str, Command] = {"interrupt": _interrupt, "steer": _steer, "events": _events}
 """Control-channel commands a served run obeys, by name."""
+
+
+def _pieces(texts: list[str], limit: int) -> Iterator[str]:
+    """``"".join(texts)`` in pieces whose JSON string form is at most ``limit`` bytes.
+
+    Whole events are kept together where they fit (a piece is a run of events); one event
+    over the limit is cut into parts (the asker joins them again, in order).
+    """
+    batch: list[str] = []
+    size = 2  # the quotes
+    for text in texts:
+        cost = len(json.dumps(text)) - 2  # escaped as the transports send it (ASCII)
+        if size + cost <= limit:
+            batch.append(text)
+            size += cost
+            continue
+        if batch:
+            yield "".join(batch)
+            batch, size = [], 2
+        if cost + 2 <= limit:
+            batch, size = [text], 2 + cost
+        else:
+            yield from _split(text, limit)
+    if batch:
+        yield "".join(batch)
+
+
+def _split(text: str, limit: int) -> Iterator[str]:
+    if len(json.dumps(text)) <= limit or len(text) <= 1:
+        yield text
+        return
+    half = len(text) // 2
+    yield from _split(text[:half], limit)
+    yield from _split(text[half:], limit)
+
+
+class Relay:
+    """One asker's relay of a run's events (the holder's side; see the module docs).
+
+    Args:
+        channel: The run's channel.
+        nonce: The asker's request id (named in every part).
+        reply_to: Where the parts go.
+        after: The first event index to send.
+    """
+
+    def __init__(self, channel: RunChannel, nonce: str, reply_to: str, after: int) -> None:
+        self.channel = channel
+        self.nonce = nonce
+        self.reply_to = reply_to
+        self.index = min(after, len(channel.events))  # the next event to send
+        self.parts = 0  # parts sent so far (the next part's ``n``)
+        self.heard = time.monotonic()  # the asker's last ``events`` command
+        self.dropped = False  # the asker is gone (or unreachable): nothing more is sent
+
+    async def send(self, session: Session, *, end: bool = False) -> None:
+        """Send the events pushed since the last send (and the end, when ``end``)."""
+        control = control_channel(session)
+        stop = len(self.channel.events)
+        texts = self.channel.events[self.index : stop]
+        pieces = list(_pieces(texts, max_payload(control) - _RELAY_ENVELOPE))
+        if not pieces and (end or self.parts == 0):
+            pieces = [""]  # part 0 answers at once; the end is a part of its own when due
+        for i, data in enumerate(pieces):
+            part = {
+                "command": "relay",
+                "id": self.nonce,
+                "n": self.parts,
+                "data": data,
+                "end": end and i == len(pieces) - 1,
+            }
+            try:
+                reached = await control.publish(self.reply_to, part)
+            except Exception:  # the store's transport is down: the asker ends its stream
+                logger.warning("could not relay events of %s", self.channel.run_id, exc_info=True)
+                reached = 0
+            if reached == 0:  # the transport counts listeners (Redis, files): the asker left
+                self.dropped = True
+                return
+            self.parts += 1
+        self.index = stop
+
+    def idle(self) -> bool:
+        """Whether the asker has not repeated its request for :data:`RELAY_IDLE` seconds."""
+        return time.monotonic() - self.heard > RELAY_IDLE
+
+    async def follow(self, session: Session, closing: Callable[[], bool]) -> None:
+        """Send new events as they are pushed, until ``closing()``, the end, or the asker left.
+
+        What is still unsent then goes out with :meth:`send` (``end=True``) once the run's
+        last event is pushed (:meth:`Claim.answer_stops`).
+        """
+        channel = self.channel
+        while not self.dropped:
+            if self.index < len(channel.events) or self.parts == 0:
+                await self.send(session)
+                continue  # more may have been pushed meanwhile
+            if closing() or channel.ended:
+                return
+            if self.idle():
+                self.dropped = True
+                return
+            with anyio.move_on_after(RELAY_IDLE / 2):
+                await channel.changed()
 
 
 class Claim:
@@ -144,7 +286,9 @@ class Claim:
         self.steers: SteerReplies | None = None  # while the run is held
         self.expires = 0.0
         self.replies: dict[str, str] = {}  # Stop requests to answer: nonce -> reply channel
+        self.relays: dict[str, Relay] = {}  # events relayed to other workers, by nonce
         self.lost = False
+        self._relaying: TaskGroup | None = None  # while the control channel is listened to
         self._base: dict[str, object] = {}
         self._lock = anyio.Lock()
 
@@ -244,16 +388,38 @@ class Claim:
                 await handler(self, command)
 
         name = channel_name(self.session, self.key)
-        async with (
-            SteerReplies(self.session, agent, self.worker) as self.steers,
-            control_channel(self.session).subscribe(name, on_command),
-            anyio.create_task_group() as tg,
-        ):
-            tg.start_soon(self._renew_forever)
+        # The relays outlive the subscription's block: they stop at a part's boundary once
+        # it closes (never cut mid-send), and answer_stops sends the rest after the end.
+        async with anyio.create_task_group() as relays:
+            self._relaying = relays
             try:
-                yield
+                async with (
+                    SteerReplies(self.session, agent, self.worker) as self.steers,
+                    control_channel(self.session).subscribe(name, on_command),
+                    anyio.create_task_group() as tg,
+                ):
+                    tg.start_soon(self._renew_forever)
+                    try:
+                        yield
+                    finally:
+                        tg.cancel_scope.cancel()
             finally:
-                tg.cancel_scope.cancel()
+                self._relaying = None
+                self.channel.wake()  # each relay returns after the part it is sending
+
+    def relay(self, nonce: str, reply_to: str, after: int) -> None:
+        """Relay the run's events from index ``after`` to ``reply_to`` (an ``events`` command).
+
+        A repeated command (same nonce) only says the asker is still reading.
+        """
+        known = self.relays.get(nonce)
+        if known is not None:
+            known.heard = time.monotonic()
+            return
+        if self._relaying is None:
+            return
+        relay = self.relays[nonce] = Relay(self.channel, nonce, reply_to, after)
+        self._relaying.start_soon(relay.follow, self.session, lambda: self._relaying is None)
 
     async def commit(self, agent: ReActAgent) -> None:
         """Save the turn and clear the lease; retry a store failure while the lease lasts.
@@ -306,7 +472,11 @@ class Claim:
         return True
 
     async def answer_stops(self) -> None:
-        """Tell the workers that asked for a Stop that the run ended (and is committed)."""
+        """Tell the workers that asked for a Stop that the run ended (and is committed).
+
+        Then sends the relayed streams their last events and their end (the run's last
+        event is pushed by now), within a bound: a store that is down does not hold it up.
+        """
         control = control_channel(self.session)
         for nonce, reply_to in self.replies.items():
             answer = {"command": "stopped", "id": nonce, "worker": self.worker}
@@ -315,6 +485,11 @@ class Claim:
             except Exception:  # the asker times out and reads the store instead
                 logger.warning("could not answer a Stop of thread %s", self.key, exc_info=True)
         self.replies.clear()
+        with anyio.move_on_after(_RELAY_FLUSH):
+            for relay in self.relays.values():
+                if not relay.dropped:
+                    await relay.send(self.session, end=True)
+        self.relays.clear()
 
 
 StopOutcome = Literal["stopped", "unreachable", "gone"]
@@ -332,11 +507,14 @@ async def stop_remote(
 
     The command is sent again every 0.2 s until answered: a run that claimed its thread a
     moment ago may not listen yet, and ``NOTIFY`` does not say whether anyone heard it.
+    The holder commits the turn (clearing its lease) before it answers, so a lease found
+    gone is given :data:`_STOP_GRACE` seconds for the answer still on its way: the run
+    this Stop ended is reported ``"stopped"``, one that ended by itself ``"gone"``.
 
     Returns:
         ``"stopped"`` (the holder answered: stopped and committed), ``"gone"`` (the run
-        ended meanwhile: ``still_held()`` said so) or ``"unreachable"`` (no answer within
-        ``wait`` seconds while the lease is still held).
+        ended by itself meanwhile: ``still_held()`` said so, and no answer came) or
+        ``"unreachable"`` (no answer within ``wait`` seconds while the lease is held).
     """
     control = control_channel(session)
     nonce = secrets.token_hex(8)
@@ -363,5 +541,111 @@ async def stop_remote(
                 if answered.is_set():
                     return "stopped"
                 if not await still_held():
-                    return "gone"
+                    with anyio.move_on_after(_STOP_GRACE):
+                        await answered.wait()
+                    return "stopped" if answered.is_set() else "gone"
     return "unreachable"
+
+
+async def follow_remote(
+    session: Session,
+    key: str,
+    run_id: str,
+    after: int,
+    *,
+    still_held: Callable[[], Awaitable[bool]],
+    task_group: TaskGroup,
+    wait: float,
+) -> AsyncIterator[str] | None:
+    """Follow run ``run_id`` of ``key`` held by another worker, from event index ``after``.
+
+    Asks the holder (an ``events`` command, sent again every 0.2 s until its first part
+    arrives) and relays what it sends, in order and once each (see the module docs). The
+    relay runs in ``task_group`` (the control channel's subscription must live in one task,
+    the response's iterator runs in another).
+
+    Returns:
+        The SSE text of the events, ending after the run's last event (or when the run is
+        no longer held and the holder sent no end: it died); None when the holder did not
+        answer within ``wait`` seconds or the run ended meanwhile.
+    """
+    found: AsyncIterator[str] | None = await task_group.start(
+        _relayed, session, key, run_id, after, still_held, wait
+    )
+    return found
+
+
+async def _relayed(
+    session: Session,
+    key: str,
+    run_id: str,
+    after: int,
+    still_held: Callable[[], Awaitable[bool]],
+    wait: float,
+    *,
+    task_status: TaskStatus[AsyncIterator[str] | None],
+) -> None:
+    control = control_channel(session)
+    nonce = secrets.token_hex(8)
+    reply_to = channel_name(session, f"{key}\0events\0{nonce}")
+    send, receive = anyio.create_memory_object_stream[str](math.inf)
+    waiting: dict[int, tuple[str, bool]] = {}  # parts that came ahead of their turn
+    order = {"next": 0}
+    heard, done = anyio.Event(), anyio.Event()
+
+    async def on_part(part: dict[str, Any]) -> None:
+        n, data, end = part.get("n"), part.get("data"), part.get("end")
+        if part.get("command") != "relay" or part.get("id") != nonce:
+            return
+        if not isinstance(n, int) or not isinstance(data, str) or n < order["next"]:
+            return  # malformed, or a repeat of a part already relayed
+        waiting.setdefault(n, (data, end is True))
+        heard.set()
+        while order["next"] in waiting:
+            data, last = waiting.pop(order["next"])
+            order["next"] += 1
+            try:
+                if data:
+                    send.send_nowait(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                done.set()  # the client left
+                return
+            if last:
+                done.set()
+                return
+
+    async def events() -> AsyncIterator[str]:
+        async with receive:
+            async for data in receive:
+                yield data
+
+    command: dict[str, object] = {
+        "command": "events",
+        "run": run_id,
+        "reply_to": reply_to,
+        "id": nonce,
+        "after": after,
+    }
+    channel = channel_name(session, key)
+    async with send, control.subscribe(reply_to, on_part):
+        with anyio.move_on_after(wait):
+            while not heard.is_set():
+                await control.publish(channel, command)
+                with anyio.move_on_after(_STOP_REPUBLISH):
+                    await heard.wait()
+                if not heard.is_set() and not await still_held():
+                    break
+        if not heard.is_set():
+            task_status.started(None)
+            return
+        task_status.started(events())
+        while not done.is_set():
+            with anyio.move_on_after(_RELAY_KEEPALIVE):
+                await done.wait()
+            if done.is_set() or send.statistics().open_receive_streams == 0:
+                break
+            await control.publish(channel, command)  # still reading (the holder dedups)
+            if not await still_held():  # ended: the end is on its way, or the holder died
+                with anyio.move_on_after(_RELAY_GRACE):
+                    await done.wait()
+                break

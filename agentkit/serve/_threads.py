@@ -31,7 +31,14 @@ from agentkit.agent import ReActAgent
 from agentkit.messages import Msg
 from agentkit.session import Session
 
-__all__ = ["FINISHED_KEEP_SECONDS", "FinishedRuns", "RunChannel", "ThreadRecord", "ThreadStore"]
+__all__ = [
+    "FINISHED_KEEP_SECONDS",
+    "FinishedRuns",
+    "RunChannel",
+    "ThreadRecord",
+    "ThreadStore",
+    "events_after",
+]
 
 _PREFIX = "serve"
 MAX_ALIASES = 2000  # oldest provisional ids are forgotten first
@@ -42,6 +49,18 @@ THREAD_VERSION = 1
 """The version of the stored thread layout this agentkit writes (``serve_thread``)."""
 THREAD_MIGRATIONS: dict[int, Migration] = {}
 """``{n: fn}``: ``fn`` turns a version-``n`` thread into a version-``n + 1`` one."""
+
+
+def events_after(last_event_id: str | None, run_id: str) -> int:
+    """The index of the first event of run ``run_id`` a reader that saw ``last_event_id`` lacks.
+
+    An SSE id ``<run id>:<seq>`` of this run continues at ``seq + 1``; anything else (none,
+    another run's, malformed) starts at 0 (the run is replayed from its first event).
+    """
+    run, _, seq = (last_event_id or "").strip().rpartition(":")
+    if run != run_id or not seq.isdigit():
+        return 0
+    return int(seq) + 1
 
 
 def _now() -> str:
@@ -225,8 +244,7 @@ class RunChannel:
     def push(self, encoded: str) -> None:
         """Append one encoded event, with its SSE ``id`` (``<run id>:<seq>``); wake readers."""
         self.events.append(f"id: {self.run_id}:{len(self.events)}\n{encoded}")
-        self._changed.set()
-        self._changed = anyio.Event()
+        self.wake()
 
     def end_stream(self) -> None:
         """The last event was pushed: readers get the rest and stop."""
@@ -244,10 +262,7 @@ class RunChannel:
         An id of this run continues after that event; anything else (none, another run's,
         malformed) replays this run from its first event.
         """
-        run, _, seq = (last_event_id or "").strip().rpartition(":")
-        if run != self.run_id or not seq.isdigit():
-            return 0
-        return min(int(seq) + 1, len(self.events))
+        return min(events_after(last_event_id, self.run_id), len(self.events))
 
     async def read(self, start: int = 0) -> AsyncIterator[str]:
         """Yield the encoded events from index ``start`` until the run ends.
@@ -274,6 +289,19 @@ class RunChannel:
                 await self._changed.wait()
         finally:
             self.readers -= 1
+
+    async def changed(self) -> None:
+        """Wait until an event is pushed, the stream ends or :meth:`wake` is called.
+
+        Check ``events`` and ``ended`` first (with no await between the check and this
+        call): a change that happened before is not waited for again.
+        """
+        await self._changed.wait()
+
+    def wake(self) -> None:
+        """Wake every task waiting in :meth:`changed` (nothing was pushed)."""
+        self._changed.set()
+        self._changed = anyio.Event()
 
     async def wait(self) -> None:
         """Wait until the run has ended (and its thread is saved)."""

@@ -65,6 +65,7 @@ __all__ = [
     "control_channel",
     "hold_session",
     "interrupt_session",
+    "max_payload",
     "send_steer",
     "steer_session",
 ]
@@ -352,6 +353,18 @@ async def steer_session(
     """
     status, _ = await send_steer(store, session_id, message, wait=wait)
     return status
+
+
+_NOTIFY_LIMIT = 7999  # bytes: Postgres refuses a NOTIFY payload of 8000 or more
+_MESSAGE_LIMIT = 256 * 1024  # the other transports: bounded all the same (one message's cost)
+
+
+def max_payload(control: ControlChannel) -> int:
+    """The largest command (its JSON, in bytes) that ``control`` carries in one message.
+
+    A sender with more to say (a relayed event stream) splits it into numbered parts.
+    """
+    return _NOTIFY_LIMIT if isinstance(control, PostgresControlChannel) else _MESSAGE_LIMIT
 
 
 def control_channel(store: Session) -> ControlChannel:
