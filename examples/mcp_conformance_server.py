@@ -247,6 +247,140 @@ class JsonSchema202012Tool(Tool):
 toolkit.register_tool(JsonSchema202012Tool())
 
 
+class CustomHeadersTool(Tool):
+    """A tool whose arguments are mirrored in ``Mcp-Param-*`` HTTP headers (SEP-2243).
+
+    The ``x-mcp-header`` keyword names the header; the SDK's transport checks each header
+    against the body's argument (Base64 sentinel decoded) and refuses a mismatch with 400.
+    """
+
+    def __init__(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "priority": {"type": "integer", "x-mcp-header": "Priority"},
+                "query": {"type": "string"},
+            },
+            "required": ["region"],
+        }
+        super().__init__("test_custom_headers", "Routes by the Mcp-Param-Region header", schema)
+
+    async def invoke(self, arguments: dict[str, Any]) -> AsyncIterator[ToolResponse]:
+        """Echo the routed region."""
+        yield ToolResponse.text(f"region={arguments.get('region')}")
+
+
+toolkit.register_tool(CustomHeadersTool())
+
+
+# -- 2026-07-28: input-required rounds (SEP-2322) and stateless diagnostics (SEP-2575) ----
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@toolkit.tool
+async def test_input_required_result_elicitation(ctx: ToolContext) -> str:
+    """Asks the user's name in an input-required round, then greets them."""
+    answer = await mcp_of(ctx).elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    return f"Hello, {(answer['content'] or {}).get('name')}!"  # type: ignore[union-attr]
+
+
+@toolkit.tool
+async def test_input_required_result_sampling(ctx: ToolContext) -> str:
+    """Asks the client's model a question in an input-required round."""
+    text = await mcp_of(ctx).sample(
+        "What is the capital of France?", max_tokens=100, key="capital_question"
+    )
+    return f"LLM response: {text}"
+
+
+@toolkit.tool
+async def test_input_required_result_list_roots(ctx: ToolContext) -> str:
+    """Asks for the client's roots in an input-required round."""
+    roots = await mcp_of(ctx).list_roots(key="client_roots")
+    return f"Client roots: {', '.join(str(r['uri']) for r in roots) or 'none'}"
+
+
+@toolkit.tool
+async def test_input_required_result_request_state(ctx: ToolContext) -> str:
+    """Asks for a confirmation; the answer arrives with the sealed requestState."""
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await mcp_of(ctx).elicit("Please confirm", schema, key="confirm")
+    return f"state-ok: confirmed={answer['content']}"
+
+
+@toolkit.tool
+async def test_input_required_result_tampered_state(ctx: ToolContext) -> str:
+    """Asks for a confirmation; a tampered requestState is refused (the SDK seals it)."""
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await mcp_of(ctx).elicit("Please confirm", schema, key="confirm")
+    return f"confirmed={answer['content']}"
+
+
+@toolkit.tool
+async def test_input_required_result_multiple_inputs(ctx: ToolContext) -> str:
+    """Asks three questions of three kinds in one input-required round."""
+    mcp = mcp_of(ctx)
+    answers = await mcp.gather(
+        {
+            "user_name": mcp.elicit("What is your name?", NAME_SCHEMA),
+            "greeting": mcp.sample("Generate a greeting", max_tokens=50),
+            "client_roots": mcp.list_roots(),
+        }
+    )
+    return f"all answered: {sorted(answers)}"
+
+
+@toolkit.tool
+async def test_input_required_result_multi_round(ctx: ToolContext) -> str:
+    """Asks two questions in two rounds (the second only once the first is answered)."""
+    mcp = mcp_of(ctx)
+    name = await mcp.elicit("Step 1: What is your name?", NAME_SCHEMA, key="step1")
+    color_schema = {
+        "type": "object",
+        "properties": {"color": {"type": "string"}},
+        "required": ["color"],
+    }
+    color = await mcp.elicit("Step 2: What is your favorite color?", color_schema, key="step2")
+    return f"name={name['content']}, color={color['content']}"
+
+
+@toolkit.tool
+async def test_input_required_result_capabilities(ctx: ToolContext) -> str:
+    """Asks only what the client declared it can answer (its per-request capabilities)."""
+    mcp = mcp_of(ctx)
+    declared = mcp.client_capabilities
+    questions: dict[str, Any] = {}
+    if "elicitation" in declared:
+        questions["user_name"] = mcp.elicit("What is your name?", NAME_SCHEMA)
+    if "sampling" in declared:
+        questions["greeting"] = mcp.sample("Generate a greeting", max_tokens=50)
+    if "roots" in declared:
+        questions["client_roots"] = mcp.list_roots()
+    answers = await mcp.gather(questions)
+    return f"answered: {sorted(answers)}"
+
+
+@toolkit.tool
+async def test_missing_capability(ctx: ToolContext) -> str:
+    """Needs sampling: a client that did not declare it gets -32021 (SEP-2575)."""
+    return await mcp_of(ctx).sample("Say hello", max_tokens=20)
+
+
+@toolkit.tool
+async def test_streaming_elicitation(ctx: ToolContext) -> str:
+    """Asks the user mid-call: in 2026-07-28 an input-required result, never a request."""
+    answer = await mcp_of(ctx).elicit("What is your name?", NAME_SCHEMA)
+    return f"Hello, {answer['content']}"
+
+
+@toolkit.tool
+async def test_logging_tool(ctx: ToolContext) -> str:
+    """Logs; sent only when the request carried a log level (SEP-2575)."""
+    await mcp_of(ctx).log("info", "test_logging_tool ran")
+    return "logged"
+
+
 # -- resources -----------------------------------------------------------------------------
 @app.resource("test://static-text", mime_type="text/plain")
 def static_text() -> str:
@@ -297,6 +431,21 @@ def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
 def test_prompt_with_image() -> list[Any]:
     """A prompt that includes image content."""
     return [Msg("user", [IMAGE], role="user"), "Please analyze the image above."]
+
+
+@app.prompt()
+async def test_input_required_result_prompt() -> str:
+    """A prompt that asks the user for its context first (an input-required round)."""
+    mcp = MCPContext.of()
+    if mcp is None:
+        raise RuntimeError("this prompt must be got over MCP")
+    schema = {
+        "type": "object",
+        "properties": {"context": {"type": "string"}},
+        "required": ["context"],
+    }
+    answer = await mcp.elicit("What context should the prompt use?", schema, key="user_context")
+    return f"Use this context: {(answer['content'] or {}).get('context')}"  # type: ignore[union-attr]
 
 
 @app.completion()

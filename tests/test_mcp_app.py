@@ -196,7 +196,7 @@ async def test_resources_prompts_completions(mode: str) -> None:
         assert read.contents[0].text == "value of abc"  # type: ignore[union-attr]
         with pytest.raises(MCPError) as missing:
             await client.read_resource("nothing://here")
-        assert missing.value.code == -32002
+        assert missing.value.code == -32602  # SEP-2164: invalid params, data.uri names it
         prompts = (await client.list_prompts()).prompts
         args = {a.name: a.required for a in prompts[0].arguments or []}
         assert args == {"name": True, "style": False}

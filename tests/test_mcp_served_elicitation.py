@@ -149,7 +149,8 @@ async def test_a_client_without_elicitation_gets_a_clear_error() -> None:
         assert client.protocol_version == MODERN
         result = await client.call_tool("book", {"city": "Oslo"})
     assert result.is_error
-    assert "did not declare form elicitation" in result.get_text()
+    # SEP-2575: a request needing an undeclared client capability is a -32021 protocol error
+    assert "-32021" in result.get_text() and "elicitation" in result.get_text()
 
 
 async def test_an_answer_counts_only_for_the_question_it_answered() -> None:

@@ -23,7 +23,7 @@ block, :class:`EmbeddedResource`, or a list of those.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentkit.mcp._app_handlers import build
@@ -57,8 +57,13 @@ class MCPApp:
     Args:
         toolkit: The tools to serve (a new empty Toolkit if None).
         name: Server name reported to clients.
-        version: Server version (default: agentkit's).
+        version: The served server's version (``serverInfo.version``; default ``"0.0.0"``:
+            it is your server's version, not agentkit's).
         instructions: Instructions for the client's model.
+        icons: The server's icons (``{"src", "mimeType"?, "sizes"?, "theme"?}`` dicts), for
+            clients' UIs.
+        website_url: The server's website (``serverInfo.websiteUrl``).
+        tool_icons: Icons per tool name, listed with the tool in ``tools/list``.
         approval: Tools registered with ``requires_approval``: ``"refuse"`` (default: not
             listed, calls refused) or ``"client"`` (served; the client's host asks its user).
     """
@@ -71,14 +76,19 @@ class MCPApp:
         version: str | None = None,
         instructions: str | None = None,
         approval: Approval = "refuse",
+        icons: Sequence[Mapping[str, object]] | None = None,
+        website_url: str | None = None,
+        tool_icons: Mapping[str, Sequence[Mapping[str, object]]] | None = None,
     ) -> None:
         from agentkit.tools import Toolkit
 
         self.toolkit = toolkit if toolkit is not None else Toolkit()
         self.name = name
-        self.version = version
+        self.version = version or "0.0.0"
         self.instructions = instructions
-        self.tools = ServedTools(self.toolkit, approval)
+        self.icons = [dict(i) for i in icons or []]
+        self.website_url = website_url
+        self.tools = ServedTools(self.toolkit, approval, tool_icons)
         self.resources_by_uri: dict[str, ServedResource] = {}
         self.prompts_by_name: dict[str, ServedPrompt] = {}
         self.completion_fn: CompletionFn | None = None

@@ -5,7 +5,9 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from agentkit.mcp._context import handshake_era_api
+from agentkit.exceptions import MCPError as AgentkitMCPError
+from agentkit.mcp._context import MCPContext, handshake_era_api
+from agentkit.mcp._input_rounds import InputRounds
 from agentkit.mcp._served_items import (
     EmbeddedResource,
     ServedPrompt,
@@ -13,6 +15,7 @@ from agentkit.mcp._served_items import (
     block_to_wire,
     call_maybe_async,
 )
+from agentkit.mcp._served_tools import round_end
 from agentkit.messages import Msg
 
 if TYPE_CHECKING:
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["build"]
 
-_RESOURCE_NOT_FOUND = -32002  # the spec's code for resources/read of an unknown URI
+_RESOURCE_NOT_FOUND = -32602  # resources/read of an unknown URI (SEP-2164), data.uri names it
 
 
 def _server_class() -> type[Server]:
@@ -45,10 +48,9 @@ def _server_class() -> type[Server]:
 
 def build(app: MCPApp) -> Server:
     """The lowlevel ``mcp`` Server for ``app``."""
+    from mcp import types
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-
-    from agentkit._version import __version__
 
     handlers = _Handlers(app)
     app.bus = InMemorySubscriptionBus()
@@ -72,7 +74,12 @@ def build(app: MCPApp) -> Server:
         kwargs["on_completion"] = handlers.complete
     with handshake_era_api():  # logging/setLevel: deprecated in 2026-07-28 only
         server = _server_class()(
-            app.name, version=app.version or __version__, instructions=app.instructions, **kwargs
+            app.name,
+            version=app.version,
+            instructions=app.instructions,
+            website_url=app.website_url,
+            icons=[types.Icon.model_validate(i) for i in app.icons] or None,
+            **kwargs,
         )
     # Seals the requestState of input-required rounds (served tools that elicit, 2026-07-28):
     # the client cannot read or forge it, nor replay it into another call.
@@ -154,7 +161,11 @@ class _Handlers:
 
         found = self._find(str(params.uri))
         if found is None:
-            raise MCPError(code=_RESOURCE_NOT_FOUND, message=f"Resource not found: {params.uri}")
+            raise MCPError(
+                code=_RESOURCE_NOT_FOUND,
+                message=f"Resource not found: {params.uri}",
+                data={"uri": str(params.uri)},
+            )
         resource, variables = found
         return await resource.read(str(params.uri), variables)
 
@@ -196,7 +207,7 @@ class _Handlers:
 
     async def get_prompt(
         self, ctx: ServerRequestContext, params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         from mcp import MCPError, types
 
         prompt = self.app.prompts_by_name.get(params.name)
@@ -208,7 +219,19 @@ class _Handlers:
         ]
         if missing:
             raise MCPError(code=-32602, message=f"Missing prompt arguments: {missing}")
-        value = await call_maybe_async(prompt.fn, **arguments)
+        # A prompt function may ask the client (MCPContext.of() inside it): in 2026-07-28 an
+        # unanswered question ends prompts/get with an input-required round, as for tools.
+        mcp = MCPContext(ctx, None, InputRounds.from_params(params))
+        with mcp.activate():
+            try:
+                value = await call_maybe_async(prompt.fn, **arguments)
+            except AgentkitMCPError:
+                if not mcp.rounds.pending and mcp.missing_capability is None:
+                    raise  # a failure of its own, not a question
+                value = None
+        unfinished = round_end(mcp)
+        if unfinished is not None:
+            return unfinished
         return types.GetPromptResult(description=prompt.description, messages=_messages(value))
 
     async def complete(

@@ -9,8 +9,9 @@ generator cancel the request when its consumer is cancelled: the SDK then writes
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -20,6 +21,7 @@ from agentkit.mcp._defenses import cap_result
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectSendStream
     from mcp import Client
 
     from agentkit.mcp._client import MCPClient
@@ -28,6 +30,23 @@ if TYPE_CHECKING:
 __all__ = ["call_once", "call_stream"]
 
 _CANCEL_WAIT = 2.0  # bound on waiting for the courtesy notifications/cancelled to be written
+
+
+def progress_sender(
+    send: MemoryObjectSendStream[ToolResponse],
+) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+    """The SDK's progress callback for one streamed call: each notification becomes a chunk.
+
+    A notification that arrives after the call's final result (the server sent it late) or
+    after the caller stopped reading has nowhere to go: it is dropped, never raised inside
+    the SDK's callback (where it would break the session's message loop).
+    """
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            send.send_nowait(_progress_chunk(value, total, message))
+
+    return progress
 
 
 def _progress_chunk(progress: float, total: float | None, message: str | None) -> ToolResponse:
@@ -172,8 +191,7 @@ async def _stream_once(
     scope = anyio.CancelScope()
     done = anyio.Event()
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        send.send_nowait(_progress_chunk(value, total, message))
+    progress = progress_sender(send)
 
     async def run() -> None:
         try:

@@ -1,16 +1,22 @@
-"""Input-required rounds (protocol 2026-07-28) for served tools that ask the client.
+"""Input-required rounds (protocol 2026-07-28) for served tools and prompts that ask the client.
 
-The 2026-07-28 revision has no mid-call server-to-client requests. A tool that needs the
-user's answer ends its ``tools/call`` with an ``InputRequiredResult`` carrying the question;
-the client answers and sends the same call again with ``inputResponses`` and the echoed
-``requestState``. The tool body runs again from the start and, this time, the question it
-asks is answered from the round's answers instead of going to the client.
+The 2026-07-28 revision has no mid-call server-to-client requests. A tool (or prompt) that
+needs the client's answer (a form elicitation, a sampling completion, the client's roots)
+ends its request with an ``InputRequiredResult`` carrying the questions; the client answers
+and sends the same request again with ``inputResponses`` and the echoed ``requestState``.
+The body runs again from the start and, this time, each question it asks is answered from
+the round's answers instead of going to the client.
 
 ``requestState`` carries the answers of earlier rounds (the client sends back only the last
 round's responses). The SDK's ``RequestStateBoundary`` middleware seals it (AES-GCM, bound
-to the tool name, its arguments and the server), so what arrives here is what we minted.
-An answer counts only for the exact question it answered (a digest of the rendered
-request), so a tool that asks something else on a later round asks again.
+to the request's name, its arguments and the server), so what arrives here is what we
+minted. An answer counts only for the exact question it answered (a digest of the rendered
+request) and only if it is the right kind of answer, so a body that asks something else on
+a later round, or a client that answers with garbage, is asked again.
+
+Questions are named by their key in ``inputRequests``: the one the body gives, else
+``<kind>-<n>`` (the n-th question of its kind). ``MCPContext.gather`` sends several
+questions in one round.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["InputRequired", "InputRounds"]
 
-_STATE_VERSION = 1
+_STATE_VERSION = 2
+_KINDS = {"elicitation/create": "elicit", "sampling/createMessage": "sample", "roots/list": "roots"}
 
 
 class InputRequired(MCPError):
@@ -38,31 +45,42 @@ class InputRequired(MCPError):
     """
 
 
-def _digest(request: types.ElicitRequest) -> str:
-    """Pin an answer to the exact question shown to the user."""
-    params = request.params.model_dump(mode="json", by_alias=True, exclude_none=True)
-    raw = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).digest()[:16]
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def _digest(request: types.InputRequest) -> str:
+    """Pin an answer to the exact question shown to the client."""
+    given = request.params  # None for roots/list
+    params = given.model_dump(mode="json", by_alias=True, exclude_none=True) if given else {}
+    raw = json.dumps({"m": request.method, "p": params}, sort_keys=True).encode()
+    return base64.urlsafe_b64encode(hashlib.sha256(raw).digest()[:16]).decode().rstrip("=")
+
+
+def _result_type(request: types.InputRequest) -> Any:
+    from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult
+
+    return {
+        "elicitation/create": ElicitResult,
+        "sampling/createMessage": CreateMessageResult,
+        "roots/list": ListRootsResult,
+    }[request.method]
 
 
 class InputRounds:
-    """The answers one served ``tools/call`` round has, and the question it still needs.
+    """The answers one served request's round has, and the questions it still needs.
 
     Attributes:
-        answers: ``key -> {"q": question digest, "r": ElicitResult as JSON}`` so far.
+        answers: ``key -> {"q": question digest, "r": the answer as JSON}`` so far.
         pending: The questions to send back in this round's ``InputRequiredResult``.
+        next_key: The key the next question takes (set by ``MCPContext.gather``).
     """
 
     def __init__(self, answers: dict[str, dict[str, Any]] | None = None) -> None:
         self.answers: dict[str, dict[str, Any]] = dict(answers or {})
-        self.pending: dict[str, types.ElicitRequest] = {}
-        self._asked = 0
+        self.pending: dict[str, types.InputRequest] = {}
+        self.next_key: str | None = None
+        self._asked: dict[str, int] = {}
 
     @classmethod
-    def from_params(cls, params: types.CallToolRequestParams) -> InputRounds:
-        """The rounds so far, from a call's (unsealed) ``requestState`` and ``inputResponses``."""
-        from mcp_types import ElicitResult
-
+    def from_params(cls, params: types.InputResponseRequestParams) -> InputRounds:
+        """The rounds so far, from a request's (unsealed) ``requestState`` and responses."""
         answers: dict[str, dict[str, Any]] = {}
         asked: dict[str, str] = {}
         if params.request_state:
@@ -74,26 +92,34 @@ class InputRounds:
                 answers = dict(state.get("answers") or {})
                 asked = {str(k): str(v) for k, v in dict(state.get("asked") or {}).items()}
         for key, response in (params.input_responses or {}).items():
-            if key in asked and isinstance(response, ElicitResult):
+            if key in asked:  # an answer to something never asked is ignored
                 answers[key] = {"q": asked[key], "r": response.model_dump(mode="json")}
         return cls(answers)
 
-    def elicit(self, request: types.ElicitRequest) -> types.ElicitResult:
-        """The client's answer to ``request`` (the n-th question of the call).
+    def ask(self, request: types.InputRequest, key: str | None = None) -> Any:
+        """The client's answer to ``request`` (an ``ElicitResult``, ``CreateMessageResult``...).
 
         Raises:
             InputRequired: Not answered yet; the round ends and the client is asked.
         """
-        from mcp_types import ElicitResult
+        from pydantic import ValidationError
 
-        key = f"elicit-{self._asked}"
-        self._asked += 1
+        if key is None:
+            key, self.next_key = self.next_key, None
+        if key is None:
+            kind = _KINDS[request.method]
+            n = self._asked.get(kind, 0)
+            self._asked[kind] = n + 1
+            key = f"{kind}-{n}"
         known = self.answers.get(key)
         if known is not None and known.get("q") == _digest(request):
-            return ElicitResult.model_validate(known["r"])
+            try:
+                return _result_type(request).model_validate(known["r"])
+            except ValidationError:  # the wrong kind of answer: ask again
+                pass
         self.pending[key] = request
         raise InputRequired(
-            "the client's answer is needed first: this call ends with an input-required "
+            "the client's answer is needed first: this request ends with an input-required "
             "result and is retried with the answer"
         )
 
@@ -102,7 +128,8 @@ class InputRounds:
         from mcp_types import InputRequiredResult
 
         asked = {key: _digest(request) for key, request in self.pending.items()}
-        state = {"v": _STATE_VERSION, "answers": self.answers, "asked": asked}
+        answers = {k: v for k, v in self.answers.items() if k not in self.pending}
+        state = {"v": _STATE_VERSION, "answers": answers, "asked": asked}
         return InputRequiredResult(
             input_requests=dict(self.pending),
             request_state=json.dumps(state, separators=(",", ":")),

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import typing
 import uuid
+from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -75,9 +76,15 @@ class ServedTools:
             ``"client"`` (served; the client's host asks its user).
     """
 
-    def __init__(self, toolkit: Toolkit, approval: Approval = "refuse") -> None:
+    def __init__(
+        self,
+        toolkit: Toolkit,
+        approval: Approval = "refuse",
+        icons: Mapping[str, Sequence[Mapping[str, object]]] | None = None,
+    ) -> None:
         self.toolkit = toolkit
         self.approval = approval
+        self.icons = {name: [dict(i) for i in items] for name, items in (icons or {}).items()}
         self.levels: dict[str, str] = {}  # logging/setLevel per connection key
         self.listed: frozenset[str] | None = None  # names in the last tools/list answer
 
@@ -111,6 +118,7 @@ class ServedTools:
             input_schema=fn.get("parameters") or {"type": "object", "properties": {}},
             output_schema=schema,
             annotations=types.ToolAnnotations.model_validate(notes.to_mcp()) if notes else None,
+            icons=[types.Icon.model_validate(i) for i in self.icons.get(fn["name"], [])] or None,
         )
 
     def changed_since_listing(self) -> bool:
@@ -141,8 +149,9 @@ class ServedTools:
         mcp = MCPContext(ctx, self.levels.get(level_key), InputRounds.from_params(params))
         with mcp.activate():
             final = await self._run(ctx, mcp, params.name, dict(params.arguments or {}))
-        if mcp.rounds.pending:  # the tool stopped at a question (however it surfaced)
-            return mcp.rounds.result()
+        unfinished = round_end(mcp)
+        if unfinished is not None:  # the tool stopped at a question (however it surfaced)
+            return unfinished
         tool = self.toolkit.get_tool(params.name)
         structured = None
         if not final.is_error and output_schema(getattr(tool, "fn", None)) is not None:
@@ -178,6 +187,28 @@ class ServedTools:
                     # A no-op unless the client sent a progress token with this call.
                     await ctx.session.report_progress(step, total, chunk.get_text() or None)
         return final or ToolResponse.error(f"tool {name!r} produced no result")
+
+
+def round_end(mcp: MCPContext) -> types.InputRequiredResult | None:
+    """How a served request that asked the client a question ends, if it did (2026-07-28).
+
+    Returns:
+        The ``InputRequiredResult`` with the unanswered questions, or None (complete).
+
+    Raises:
+        mcp.MCPError: ``-32021`` when a question needed a capability the client did not
+            declare (a protocol error, not a tool error: SEP-2575).
+    """
+    from mcp import MCPError
+    from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
+
+    if mcp.missing_capability is not None:
+        raise MCPError(
+            code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message=f"Missing required client capability: {sorted(mcp.missing_capability)}",
+            data={"requiredCapabilities": mcp.missing_capability},
+        )
+    return mcp.rounds.result() if mcp.rounds.pending else None
 
 
 def progress_step(chunk: ToolResponse, previous: float | None) -> tuple[float, float | None]:

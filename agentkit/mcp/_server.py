@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -131,7 +131,27 @@ def build_http_app(
     )
     if token:
         app.add_middleware(BearerTokenMiddleware, token=token)
+    app.add_middleware(TrimmedHeaderValues)  # outermost: every check sees trimmed values
     return app
+
+
+class TrimmedHeaderValues:
+    """ASGI middleware: header values without the whitespace around them (RFC 9110 5.5).
+
+    HTTP field values exclude leading and trailing optional whitespace (SP, HTAB); not every
+    server under uvicorn strips it, and the SDK compares ``Mcp-Name`` with the body's name
+    verbatim, so ``Mcp-Name:  tool  `` would be refused. A value that needs its spaces is
+    Base64-encoded by the client (SEP-2243), so trimming never changes one.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = [(name, value.strip(b" \t")) for name, value in scope["headers"]]
+            scope = {**scope, "headers": headers}
+        await self.app(scope, receive, send)
 
 
 def _server_for(
