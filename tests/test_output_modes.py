@@ -7,6 +7,7 @@ providers document them: JSON text for ``json_schema`` / structured outputs).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -89,7 +90,7 @@ def check_partials(events: Sequence[AgentEvent], model: type[BaseModel], output:
     """Every partial validates with missing fields allowed, none loses a key, last = output."""
     partials = [e.partial for e in events if isinstance(e, PartialOutput)]
     assert len(partials) >= 3, partials  # it took shape in steps, not in one go
-    for before, after in zip(partials, partials[1:], strict=False):
+    for before, after in itertools.pairwise(partials):
         assert _keys(before) <= _keys(after), (before, after)
         assert before != after  # only changes are sent
     for partial in partials:
@@ -209,7 +210,7 @@ class PlainModel(ChatModel):
 async def test_native_output_without_a_native_mode_is_refused_or_falls_back_when_asked() -> None:
     plain = PlainModel([])
     agent = ReActAgent("bot", "sys", plain)
-    with pytest.raises(UsageError, match="NativeOutput\\(Ticket\\).*'native'.*PlainModel"):
+    with pytest.raises(UsageError, match=r"NativeOutput\(Ticket\).*'native'.*PlainModel"):
         await agent.run("file it", output_type=NativeOutput(Ticket))
     assert plain.seen == []  # refused before any request
     call = tool_use("generate_response", "r1", **TICKET)

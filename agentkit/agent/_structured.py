@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_STRUCTURED_RETRIES",
     "RESPONSE_TOOL",
+    "ModeOutput",
     "NativeOutput",
     "OutputMode",
     "PromptedOutput",
@@ -176,6 +177,10 @@ def output_model(output_type: object) -> type[BaseModel] | None:
     union.__doc__ = f"One of: {name}."
     _UNIONS[output_type] = union
     return union
+
+
+ModeOutput: TypeAlias = ToolOutput[T] | NativeOutput[T] | PromptedOutput[T]
+"""An ``output_type`` that names its mode (``RunResult[T]`` for any of them)."""
 
 
 def _mode_model(spec: NativeOutput[Any] | PromptedOutput[Any]) -> type[BaseModel]:
