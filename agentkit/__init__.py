@@ -39,6 +39,7 @@ from agentkit.agent import (
     output_guardrail,
     tool_guardrail,
 )
+from agentkit.agent._structured import NativeOutput, PromptedOutput, ToolOutput
 from agentkit.agent._user import UserAgent
 from agentkit.exceptions import (
     AgentkitError,
@@ -93,8 +94,10 @@ __all__ = [
     "ModelRequest",
     "Msg",
     "MsgHub",
+    "NativeOutput",
     "OutputGuardrail",
     "PendingCall",
+    "PromptedOutput",
     "ReActAgent",
     "RunContext",
     "RunResult",
@@ -107,6 +110,7 @@ __all__ = [
     "ToolContext",
     "ToolGroup",
     "ToolGuardrail",
+    "ToolOutput",
     "ToolResponse",
     "ToolResultBlock",
     "ToolRetry",

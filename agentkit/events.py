@@ -8,6 +8,7 @@ Every event is a small frozen dataclass with a ``type`` literal, so consumers ca
 
     ReplyStarted
     (TextDelta | ThinkingDelta)*                  per model call, as chunks arrive
+    PartialOutput*                                a structured answer taking shape
     (ToolCallStarted ToolProgress* ToolResult)*   per tool call (interleaved when parallel)
     ... more model calls and tool calls ...
     ApprovalRequested?                            calls wait for a human
@@ -29,6 +30,7 @@ __all__ = [
     "ApprovalRequested",
     "CallInfo",
     "Interrupted",
+    "PartialOutput",
     "ReplyFinished",
     "ReplyStarted",
     "TextDelta",
@@ -69,6 +71,20 @@ class ThinkingDelta:
 
     delta: str
     type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class PartialOutput:
+    """A structured answer (``output_type``) taking shape while it streams.
+
+    ``partial`` is the JSON object received so far: it validates against the output type
+    (the member being answered, for a union) with missing fields allowed, and its fields
+    never disappear from one event to the next. The last one of a run equals the
+    accepted output's JSON dump (``result.output.model_dump(mode="json")``).
+    """
+
+    partial: dict[str, object]
+    type: Literal["partial_output"] = "partial_output"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +141,7 @@ AgentEvent: TypeAlias = (
     ReplyStarted
     | TextDelta
     | ThinkingDelta
+    | PartialOutput
     | ToolCallStarted
     | ToolProgress
     | ToolResult

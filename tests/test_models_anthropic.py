@@ -416,25 +416,20 @@ class Answer(BaseModel):
     temperature: float
 
 
-async def test_structured_output_via_forced_tool(
+async def test_structured_output_via_output_config_json_schema(
     model: AnthropicChatModel, server: WireServer
 ) -> None:
     model.stream = True
-    tool = {
-        "type": "tool_use",
-        "id": "t1",
-        "name": "structured_output",
-        "input": {"city": "Oslo", "temperature": -3},
-    }
-    server.script(Stream(anthropic_stream([tool])))
+    answer = {"type": "text", "text": '{"city": "Oslo", "temperature": -3}'}
+    server.script(Stream(anthropic_stream([answer])))
     chunks = await collect(await model(USER, structured_model=Answer))
     final = chunks[-1]
     assert final.metadata["structured_output"] == {"city": "Oslo", "temperature": -3.0}
-    assert final.tool_calls == []  # the answer is not a tool to run
-    assert json.loads(final.get_text()) == {"city": "Oslo", "temperature": -3}
+    assert final.tool_calls == []
     body = server.requests[0].json
-    assert body["tool_choice"] == {"type": "tool", "name": "structured_output"}
-    assert body["tools"][-1]["input_schema"] == Answer.model_json_schema()
+    schema = {**Answer.model_json_schema(), "additionalProperties": False}
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
+    assert "tools" not in body and "tool_choice" not in body
 
 
 async def test_thinking_config_is_sent(server: WireServer) -> None:
@@ -449,7 +444,9 @@ async def test_thinking_config_is_sent(server: WireServer) -> None:
     await model(USER, structured_model=Answer)
     body = server.requests[0].json
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
-    assert body["tool_choice"] == {"type": "auto"}  # a tool cannot be forced while thinking
+    # Structured outputs work with thinking (no forced tool, which thinking forbids).
+    assert body["output_config"]["format"]["type"] == "json_schema"
+    assert "tool_choice" not in body
     await model.aclose()
 
 

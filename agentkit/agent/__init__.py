@@ -22,6 +22,7 @@ from agentkit.agent._limits import UsageLimits
 from agentkit.agent._react import ApprovalPolicy, ReActAgent
 from agentkit.agent._result import PendingCall, RunResult, RunUsage, StopReason
 from agentkit.agent._stream import EventStream
+from agentkit.agent._structured import NativeOutput, PromptedOutput, ToolOutput
 from agentkit.agent._tool_search import ToolSearch
 from agentkit.models._base import ModelRequest
 from agentkit.tools._context import RunContext
@@ -40,8 +41,10 @@ __all__ = [
     "Handoff",
     "InputGuardrail",
     "ModelRequest",
+    "NativeOutput",
     "OutputGuardrail",
     "PendingCall",
+    "PromptedOutput",
     "ReActAgent",
     "RunContext",
     "RunResult",
@@ -49,6 +52,7 @@ __all__ = [
     "StopReason",
     "Summarize",
     "ToolGuardrail",
+    "ToolOutput",
     "ToolSearch",
     "UsageLimits",
     "handoff",

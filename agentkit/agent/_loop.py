@@ -33,9 +33,14 @@ from agentkit.agent._limits import CUT_TEXT, LIMIT_TEXT
 from agentkit.agent._reasoning import reason, unique_call_ids
 from agentkit.agent._state import PENDING, answered_by, new_msg, store
 from agentkit.agent._steps import Execute, Finish, Reason, Settle, Step, Summarize, Triage
-from agentkit.agent._structured import MAX_STRUCTURED_RETRIES, forced_choice, response_schemas
-from agentkit.agent._validators import validate_text
-from agentkit.events import ApprovalRequested, Interrupted
+from agentkit.agent._structured import (
+    MAX_STRUCTURED_RETRIES,
+    effective_mode,
+    forced_choice,
+    response_schemas,
+)
+from agentkit.agent._validators import accept_text, validate_text
+from agentkit.events import ApprovalRequested, Interrupted, PartialOutput
 from agentkit.exceptions import StructuredOutputError
 from agentkit.messages import Msg
 from agentkit.tools import INTERRUPTED_TEXT
@@ -77,8 +82,8 @@ async def _tools_for(
         run.offered = None
         offered = await offered_tools(setup, run)
         schemas = [*schemas, *(tool.json_schema for tool in offered.values())]
-    if run.structured is None:
-        return (schemas or None), None
+    if run.structured is None or effective_mode(run.structured, setup.model) != "tool":
+        return (schemas or None), None  # a text mode: the answer is the reply's text
     choice = run.force_tool or "required"
     return [*schemas, *response_schemas(run.structured)], choice
 
@@ -90,6 +95,10 @@ def _finish(setup: RunSetup, run: Run, last: Msg, **extra: Any) -> Finish:
         metadata["finish_reason"] = run.finish_reason
     if run.structured_output is not None:
         metadata["structured_output"] = run.structured_output
+        if run.emit is not None and run.partial_output != run.structured_output:
+            # The last partial is the accepted answer (defaults filled, validators applied).
+            run.partial_output = run.structured_output
+            run.emit(PartialOutput(dict(run.structured_output)))
         content: Any = run.last_text or [
             {"type": "text", "text": json.dumps(run.structured_output, ensure_ascii=False)}
         ]
@@ -172,6 +181,10 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
                 return Reason()
             assistant = checked
         return _finish(setup, run, assistant)
+    if effective_mode(run.structured, setup.model) != "tool":  # the text is the answer
+        if await accept_text(setup, conv, run, assistant):
+            return _finish(setup, run, assistant)
+        return Reason()  # told what was wrong, the model answers again
     # Structured output was requested but the model answered in prose: insist.
     run.structured_failures += 1
     _check_structured(run)
@@ -187,6 +200,16 @@ async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
         assistant = await reason(
             setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
         )
+        return _finish(setup, run, assistant, max_iters_reached=True)
+    if effective_mode(run.structured, setup.model) != "tool":
+        tools, _ = await _tools_for(setup, run)
+        assistant = await reason(
+            setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
+        )
+        if not await accept_text(setup, conv, run, assistant, last=True):
+            raise StructuredOutputError(
+                f"max_iters ({setup.max_iters}) reached without a valid {run.structured.__name__}"
+            )
         return _finish(setup, run, assistant, max_iters_reached=True)
     only = response_schemas(run.structured)
     assistant = await reason(setup, conv, run, only, forced_choice(run.structured), extra=hint)

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from agentkit.agent._limits import UsageLimits
     from agentkit.agent._printer import ConsolePrinter
+    from agentkit.agent._structured import ModeOutput
     from agentkit.models._base import ChatModel
     from agentkit.tools import Tool, Toolkit
 
@@ -132,7 +133,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         toolkit: Toolkit | None = None,
         *,
         deps_type: type[DepsT] | None = None,
-        output_type: type[OutputT] | UnionType | None = None,
+        output_type: type[OutputT] | ModeOutput[OutputT] | UnionType | None = None,
         memory: Memory | None = None,
         max_iters: int = 10,
         parallel_tool_calls: bool = True,

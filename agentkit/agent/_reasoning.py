@@ -15,7 +15,14 @@ import anyio
 import agentkit._seams as _obs
 from agentkit.agent import _steer
 from agentkit.agent._capabilities import MESSAGE_METADATA
+from agentkit.agent._partial import PartialTracker
 from agentkit.agent._state import answered_by, new_msg, store
+from agentkit.agent._structured import (
+    answer_model,
+    effective_mode,
+    partial_source,
+    prompt_instructions,
+)
 from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
 from agentkit.models._base import ChatResponse, ModelRequest, ModelSettings, OutputSpec
@@ -49,7 +56,17 @@ def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> None:
         lengths[i] = len(value)
 
 
-async def _consume(run: Run, stream: AsyncIterator[ChatResponse]) -> None:
+def _tracker(setup: RunSetup, run: Run) -> PartialTracker | None:
+    """The ``PartialOutput`` tracker of a streamed structured answer (None: nobody listens)."""
+    if run.emit is None or run.structured is None:
+        return None
+    source = partial_source(run.structured, effective_mode(run.structured, setup.model))
+    return PartialTracker(run.emit, source)
+
+
+async def _consume(
+    run: Run, stream: AsyncIterator[ChatResponse], partials: PartialTracker | None
+) -> None:
     """Read cumulative chunks into ``run.partial``; always close the stream."""
     emit = run.emit
     lengths: list[int] = []
@@ -58,6 +75,9 @@ async def _consume(run: Run, stream: AsyncIterator[ChatResponse]) -> None:
             run.partial = chunk
             if emit is not None:
                 _diff(lengths, chunk.content, emit)
+            if partials is not None:
+                partials.update(chunk)
+                run.partial_output = partials.last
     finally:
         aclose = getattr(stream, "aclose", None)
         # An async generator that raised or returned is closed already (``ag_frame`` is
@@ -106,7 +126,12 @@ def _request(
     if tools and not setup.parallel_tool_calls:
         # Ask the provider for one call per turn too: running them one by one is then free.
         settings["parallel_tool_calls"] = False
-    output = None if run.structured is None else OutputSpec(run.structured)
+    output = None
+    if run.structured is not None:
+        mode = effective_mode(run.structured, setup.model)
+        output = OutputSpec(answer_model(run.structured), mode)
+        if mode == "native":  # what the adapters read: their JSON-schema mode
+            settings["output_type"] = output.model
     return ModelRequest.build(prompt, tools, settings, output)
 
 
@@ -116,7 +141,9 @@ async def _call_model(setup: RunSetup, run: Run, request: ModelRequest) -> None:
     prompt, definitions, settings = request.messages, request.tool_definitions(), request.settings
     model = setup.model
     if model.stream:
-        await _consume(run, model.request_stream(prompt, definitions, settings))
+        await _consume(
+            run, model.request_stream(prompt, definitions, settings), _tracker(setup, run)
+        )
         return
     output = await model.request(prompt, definitions, settings)
     run.partial = output
@@ -124,12 +151,16 @@ async def _call_model(setup: RunSetup, run: Run, request: ModelRequest) -> None:
         _diff([], output.content, run.emit)
 
 
-async def _prompt(setup: RunSetup, conv: Conversation, extra: Msg | None) -> list[Msg]:
+async def _prompt(setup: RunSetup, conv: Conversation, run: Run, extra: Msg | None) -> list[Msg]:
     """The prompt of the next request: system message (with instructions), memory, ``extra``."""
     system = setup.system()
     caps = setup.capabilities
     if caps.instructions:  # this request's only: never stored
         system = await caps.system(setup.context, system)
+    if run.structured is not None and effective_mode(run.structured, setup.model) == "prompted":
+        base = system.content if isinstance(system.content, str) else system.get_text()
+        schema = prompt_instructions(run.structured)
+        system = Msg(system.name, f"{base}\n\n{schema}" if base else schema, "system")
     prompt = [system, *(await conv.memory.get_memory())]
     if extra is not None:
         prompt.append(extra)
@@ -175,7 +206,7 @@ async def reason(
         The stored assistant message. Its tool calls (if any) are in ``run.batch``.
     """
     await _steer.deliver(conv.memory, run)  # steering: queued user messages, before the request
-    prompt = await _prompt(setup, conv, extra)
+    prompt = await _prompt(setup, conv, run, extra)
     hooks = setup.hooks
     caps = setup.capabilities
     kwargs: dict[str, Any] | None = None

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation, Verdict
     from agentkit.agent._limits import UsageLimits
     from agentkit.agent._state import Run
+    from agentkit.agent._structured import ModeOutput
     from agentkit.events import AgentEvent
     from agentkit.messages import Msg
 
@@ -115,7 +116,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         input: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: type[ModelT],
+        output_type: type[ModelT] | ModeOutput[ModelT],
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[ModelT]: ...
@@ -126,7 +127,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         input: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: UnionOutput,
+        output_type: UnionOutput | ModeOutput[Any],
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[Any]: ...
@@ -136,7 +137,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         input: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: UnionOutput | None = None,
+        output_type: UnionOutput | ModeOutput[Any] | None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[Any]:
@@ -196,7 +197,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         input: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: type[ModelT],
+        output_type: type[ModelT] | ModeOutput[ModelT],
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[ModelT]: ...
@@ -207,7 +208,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         input: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: UnionOutput,
+        output_type: UnionOutput | ModeOutput[Any],
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[Any]: ...
@@ -217,7 +218,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         input: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: UnionOutput | None = None,
+        output_type: UnionOutput | ModeOutput[Any] | None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
     ) -> RunResult[Any]:
@@ -255,7 +256,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         msg: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: type[ModelT],
+        output_type: type[ModelT] | ModeOutput[ModelT],
         usage_limits: UsageLimits | None = None,
     ) -> EventStream[ModelT]: ...
 
@@ -265,7 +266,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         msg: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: UnionOutput,
+        output_type: UnionOutput | ModeOutput[Any],
         usage_limits: UsageLimits | None = None,
     ) -> EventStream[Any]: ...
 
@@ -274,7 +275,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         msg: MsgInput = None,
         *,
         deps: DepsT | None = None,
-        output_type: UnionOutput | None = None,
+        output_type: UnionOutput | ModeOutput[Any] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> EventStream[Any]:
         """Reply to ``msg`` and iterate over the events (see ``agentkit.agent._stream``).

@@ -161,6 +161,7 @@ class Run:
         "max_iters_reached",
         "offered",
         "partial",
+        "partial_output",
         "results",
         "resumes",
         "retries",
@@ -198,6 +199,7 @@ class Run:
         self.started = time.perf_counter()
         self.structured = structured
         self.structured_output: dict[str, object] | None = None
+        self.partial_output: dict[str, object] | None = None  # the last PartialOutput sent
         self.structured_failures = 0
         self.force_tool: str | None = None
         self.last_text: list[Any] = []

@@ -13,14 +13,24 @@ and a union alike.
 The tools are merged into the schema list at call time (the user's Toolkit is never
 touched). An invalid call is answered with an error result carrying the validation
 message, so the model can correct itself, up to ``MAX_STRUCTURED_RETRIES`` times.
+
+Output modes: a bare model (or union) and ``ToolOutput(M)`` use the response tools above.
+``NativeOutput(M)`` asks the provider for JSON matching the schema (OpenAI ``json_schema``,
+Anthropic ``output_config.format``) and ``PromptedOutput(M)`` puts the schema in the
+instructions; both read the answer from the reply's text, and an answer that is not valid
+JSON for ``M`` is sent back to the model with the error, within the same retry budget.
+Like a union, a text mode travels through the run as a small generated class standing for
+``M`` (:func:`output_model`); :func:`output_mode` reads its mode.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import types
 import typing
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 from weakref import WeakKeyDictionary
 
 from agentkit.exceptions import UsageError
@@ -30,28 +40,96 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from agentkit.messages import ToolUseBlock
-    from agentkit.models._base import ToolDefinition
+    from agentkit.models._base import ChatModel, ChatResponse, ToolDefinition
 
 __all__ = [
     "MAX_STRUCTURED_RETRIES",
     "RESPONSE_TOOL",
+    "ModeOutput",
+    "NativeOutput",
+    "OutputMode",
+    "PromptedOutput",
+    "ToolOutput",
+    "answer_model",
+    "effective_mode",
     "forced_choice",
     "is_response",
+    "output_mode",
     "output_model",
+    "parse_answer",
+    "partial_source",
+    "prompt_instructions",
     "response_definitions",
     "response_schemas",
     "union_members",
     "validate_response",
 ]
 
+OutputMode: TypeAlias = Literal["tool", "native", "prompted"]
+"""How a structured answer is asked for: a response tool, the provider's JSON-schema
+mode, or the schema in the instructions."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput(Generic[T]):
+    """Ask for the answer as the arguments of a response tool (the default mode).
+
+    ``output_type=ToolOutput(M)`` is ``output_type=M``, said explicitly. Works with every
+    adapter that has tools, unions (``ToolOutput(A | B)``) included.
+
+    Attributes:
+        output_type: A pydantic model class, or a union of them.
+    """
+
+    output_type: type[T] | Any
+
+
+@dataclass(frozen=True, slots=True)
+class NativeOutput(Generic[T]):
+    """Ask the provider itself for JSON matching the schema (its structured-output mode).
+
+    OpenAI Chat Completions ``response_format={"type": "json_schema", ...}``, OpenAI
+    Responses ``text.format``, Anthropic ``output_config.format``. An adapter without
+    such a mode raises ``UsageError`` unless ``fallback`` names a mode to use instead.
+
+    Attributes:
+        output_type: A pydantic model class.
+        fallback: ``"tool"`` or ``"prompted"``: the mode to use with a model that has no
+            native mode (None: refuse).
+    """
+
+    output_type: type[T]
+    fallback: Literal["tool", "prompted"] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptedOutput(Generic[T]):
+    """Put the schema in the instructions and read the answer as JSON from the reply text.
+
+    For models with neither tools nor a native JSON mode; an answer that is not valid
+    JSON for the model is sent back with the error, and the model answers again.
+
+    Attributes:
+        output_type: A pydantic model class.
+    """
+
+    output_type: type[T]
+
+
 RESPONSE_TOOL = "generate_response"
 MAX_STRUCTURED_RETRIES = 3
 
 _MEMBERS = "__agentkit_union_members__"  # on a generated union class: its members
 _NAMES = "__agentkit_union_tools__"  # and the response tool of each member, in order
+_TARGET = "__agentkit_output_target__"  # on a text-mode stand-in: the model it stands for
+_MODE = "__agentkit_output_mode__"  # and its mode ("native" / "prompted")
+_FALLBACK = "__agentkit_output_fallback__"  # and NativeOutput's fallback mode
 
 _SCHEMAS: WeakKeyDictionary[type[BaseModel], list[dict[str, object]]] = WeakKeyDictionary()
 _UNIONS: dict[object, type[BaseModel]] = {}  # a union type -> its generated class
+_MODES: dict[object, type[BaseModel]] = {}  # a NativeOutput/PromptedOutput -> its stand-in
 
 
 def _is_union(output_type: object) -> bool:
@@ -69,6 +147,10 @@ def output_model(output_type: object) -> type[BaseModel] | None:
     """
     if output_type is None or output_type is str:
         return None
+    if isinstance(output_type, ToolOutput):
+        return output_model(output_type.output_type)
+    if isinstance(output_type, NativeOutput | PromptedOutput):
+        return _mode_model(output_type)
     from pydantic import BaseModel  # only for structured runs: pydantic is not cheap
 
     if isinstance(output_type, type) and issubclass(output_type, BaseModel):
@@ -97,6 +179,129 @@ def output_model(output_type: object) -> type[BaseModel] | None:
     return union
 
 
+ModeOutput: TypeAlias = ToolOutput[T] | NativeOutput[T] | PromptedOutput[T]
+"""An ``output_type`` that names its mode (``RunResult[T]`` for any of them)."""
+
+
+def _mode_model(spec: NativeOutput[Any] | PromptedOutput[Any]) -> type[BaseModel]:
+    """The stand-in class of a text mode: it carries the model, the mode and the fallback."""
+    cached = _MODES.get(spec)
+    if cached is not None:
+        return cached
+    from pydantic import BaseModel
+
+    kind = type(spec).__name__
+    target = spec.output_type
+    if not (isinstance(target, type) and issubclass(target, BaseModel)):
+        raise UsageError(
+            f"{kind} takes one pydantic model class, got {target!r} "
+            "(a union is answered through response tools: use ToolOutput(A | B))"
+        )
+    stand_in: type[BaseModel] = types.new_class(target.__name__, (BaseModel,))
+    setattr(stand_in, _TARGET, target)
+    setattr(stand_in, _MODE, "native" if isinstance(spec, NativeOutput) else "prompted")
+    setattr(stand_in, _FALLBACK, spec.fallback if isinstance(spec, NativeOutput) else None)
+    stand_in.__doc__ = target.__doc__
+    _MODES[spec] = stand_in
+    return stand_in
+
+
+def output_mode(model: type[BaseModel]) -> OutputMode:
+    """The mode ``model`` (a run's output class) asks for its answer in."""
+    mode: OutputMode = getattr(model, _MODE, "tool")
+    return mode
+
+
+def answer_model(model: type[BaseModel]) -> type[BaseModel]:
+    """The model a text-mode answer is validated against (``model`` itself otherwise)."""
+    target: type[BaseModel] = getattr(model, _TARGET, model)
+    return target
+
+
+def effective_mode(model: type[BaseModel], chat_model: ChatModel) -> OutputMode:
+    """The mode used with ``chat_model``: ``NativeOutput``'s fallback where it has no native mode.
+
+    Raises:
+        UsageError: for ``NativeOutput`` without a fallback on a model with no native mode.
+    """
+    mode = output_mode(model)
+    if mode != "native" or chat_model.native_output:
+        return mode
+    fallback: OutputMode | None = getattr(model, _FALLBACK, None)
+    if fallback is not None:
+        return fallback
+    raise UsageError(
+        f"NativeOutput({answer_model(model).__name__}) asks for the provider's native "
+        f"structured output (mode 'native'), which {type(chat_model).__name__} "
+        f"({chat_model.model_name!r}) cannot give; use ToolOutput or PromptedOutput, or "
+        "NativeOutput(..., fallback='tool')"
+    )
+
+
+def prompt_instructions(model: type[BaseModel]) -> str:
+    """The instructions of ``PromptedOutput``: answer with JSON matching the schema."""
+    target = answer_model(model)
+    schema = target.model_json_schema()
+    return (
+        "Give your final answer as one JSON object matching this JSON schema, and nothing "
+        "else: no text before or after it, no code fence.\n"
+        + json.dumps(schema, ensure_ascii=False)
+    )
+
+
+def parse_answer(model: type[BaseModel], text: str) -> tuple[BaseModel | None, str]:
+    """Read a text-mode answer: the JSON object in ``text``, validated against the model.
+
+    A code fence or words around the object are tolerated (prompted answers have them).
+
+    Returns:
+        The validated instance and "", or None and the message telling the model what was
+        wrong.
+    """
+    from pydantic import ValidationError
+
+    target = answer_model(model)
+    start = text.find("{")
+    if start < 0:
+        return None, "Your answer is not a JSON object."
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError as exc:
+        return None, f"Your answer is not valid JSON: {exc}."
+    try:
+        return target.model_validate(data), ""
+    except ValidationError as exc:
+        return None, f"Your answer does not match the required schema:\n{exc}"
+
+
+def partial_source(
+    model: type[BaseModel], mode: OutputMode
+) -> typing.Callable[[ChatResponse], tuple[type[BaseModel], object] | None]:
+    """How to find the structured answer in a streamed chunk, for ``PartialTracker``.
+
+    Tool mode: the first call of a response tool (its member, for a union), its JSON
+    arguments so far; text modes: the reply's text.
+    """
+    if mode != "tool":
+        target = answer_model(model)
+
+        def text(chunk: ChatResponse) -> tuple[type[BaseModel], object] | None:
+            value = chunk.get_text()
+            return (target, value) if value else None
+
+        return text
+    tools = dict(_tools(model))
+
+    def call(chunk: ChatResponse) -> tuple[type[BaseModel], object] | None:
+        for block in chunk.content:
+            if block["type"] == "tool_use" and block["name"] in tools:
+                raw = block["raw_input"] if "raw_input" in block else block["input"]
+                return tools[block["name"]], raw
+        return None
+
+    return call
+
+
 def _tool_names(members: tuple[type[BaseModel], ...]) -> tuple[str, ...]:
     names: list[str] = []
     for member in members:
@@ -115,6 +320,7 @@ def union_members(model: type[BaseModel]) -> tuple[type[BaseModel], ...] | None:
 
 
 def _tools(model: type[BaseModel]) -> list[tuple[str, type[BaseModel]]]:
+    model = answer_model(model)  # a text mode's stand-in, answered by tool (its fallback)
     members = union_members(model)
     if members is None:
         return [(RESPONSE_TOOL, model)]
@@ -128,6 +334,7 @@ def is_response(model: type[BaseModel], name: str) -> bool:
 
 def forced_choice(model: type[BaseModel]) -> str:
     """The ``tool_choice`` that makes the model answer with a response tool."""
+    model = answer_model(model)
     return RESPONSE_TOOL if union_members(model) is None else "required"
 
 

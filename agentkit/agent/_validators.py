@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from agentkit.agent._state import store
-from agentkit.agent._structured import MAX_STRUCTURED_RETRIES
+from agentkit.agent._structured import MAX_STRUCTURED_RETRIES, parse_answer
 from agentkit.exceptions import StructuredOutputError, ToolRetry, UsageError
 from agentkit.messages import ContentBlock, Msg, TextBlock
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from agentkit.agent._state import Run
     from agentkit.tools._context import RunContext
 
-__all__ = ["OutputValidator", "ValidatorT", "validate_output", "validate_text"]
+__all__ = ["OutputValidator", "ValidatorT", "accept_text", "validate_output", "validate_text"]
 
 OutputValidator: TypeAlias = Callable[["RunContext[Any]", Any], "Any | Awaitable[Any]"]
 """``(ctx, output) -> output``, sync or async; raises ``ToolRetry`` to have the model retry."""
@@ -37,6 +37,7 @@ ValidatorT = TypeVar("ValidatorT", bound=OutputValidator)
 """A validator function, returned unchanged by ``@agent.output_validator``."""
 
 RETRY_TEXT = "Your answer was rejected: {message}\nAnswer again, correcting this."
+JSON_RETRY_TEXT = "{message}\nAnswer again with only the corrected JSON object."
 
 
 async def validate_output(setup: RunSetup, value: Any) -> tuple[Any, str | None]:
@@ -93,3 +94,42 @@ async def validate_text(setup: RunSetup, conv: Conversation, run: Run, answer: M
     note = Msg("user", RETRY_TEXT.format(message=retry), "user", {"output_retry": True})
     await store(conv.memory, note, run)
     return None
+
+
+async def accept_text(
+    setup: RunSetup, conv: Conversation, run: Run, answer: Msg, *, last: bool = False
+) -> bool:
+    """Accept the JSON text ``answer`` of a native or prompted run as its output.
+
+    The text is parsed and validated against the output model, then the agent's output
+    validators run on it. An accepted answer is left in ``run.structured_value`` and
+    ``run.structured_output``. A refused one counts against the structured-output retry
+    budget, and the reason is stored as a user message for the next request (not when
+    ``last``: no request follows).
+
+    Returns:
+        Whether the answer was accepted.
+
+    Raises:
+        StructuredOutputError: when answers were refused more often than the budget.
+    """
+    assert run.structured is not None
+    value, error = parse_answer(run.structured, answer.get_text())
+    if value is not None and setup.output_validators:
+        value, retry = await validate_output(setup, value)
+        if retry is not None:
+            value, error = None, RETRY_TEXT.format(message=retry)
+    if value is not None:
+        run.structured_value = value
+        run.structured_output = value.model_dump(mode="json")
+        return True
+    run.structured_failures += 1
+    if run.structured_failures > MAX_STRUCTURED_RETRIES:
+        raise StructuredOutputError(
+            f"the model failed to produce a valid {run.structured.__name__} "
+            f"after {MAX_STRUCTURED_RETRIES} retries: {error}"
+        )
+    if not last:
+        note = Msg("user", JSON_RETRY_TEXT.format(message=error), "user", {"output_retry": True})
+        await store(conv.memory, note, run)
+    return False

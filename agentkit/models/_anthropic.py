@@ -7,12 +7,11 @@ layer skipped), SDK retries off, and events parsed straight from JSON.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentkit.exceptions import AuthenticationError, ModelResponseError
-from agentkit.messages import ContentBlock, Msg
+from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
 from agentkit.models._anthropic_format import (
     AnthropicStreamState,
@@ -33,8 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = ["AnthropicChatModel"]
 
-STRUCTURED_TOOL = "structured_output"
-"""Name of the tool the model is made to call to give a structured answer."""
+_UNSUPPORTED_SCHEMA_KEYS = frozenset(
+    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+    | {"minLength", "maxLength", "minItems", "maxItems"}
+)
+"""JSON-schema constraints structured outputs do not take (pydantic checks them after)."""
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
 
 
 class AnthropicChatModel(HTTPChatModel):
@@ -64,6 +67,8 @@ class AnthropicChatModel(HTTPChatModel):
     Example:
         >>> model = AnthropicChatModel("claude-sonnet-4-5", max_tokens=1024)
     """
+
+    native_output = True
 
     provider = "anthropic"
     _path = "/v1/messages"
@@ -133,9 +138,9 @@ class AnthropicChatModel(HTTPChatModel):
             messages: The conversation; leading system messages become ``system``.
             tools: OpenAI-style function schemas (converted to ``input_schema`` tools).
             tool_choice: ``"auto"``, ``"none"``, ``"required"`` (``any``) or a tool name.
-            structured_model: Ask for an answer matching this pydantic model, through a
-                forced call of a ``structured_output`` tool (``auto`` when thinking is on,
-                as the API forbids forcing a tool then).
+            structured_model: Ask for an answer matching this pydantic model, through
+                structured outputs (``output_config.format``, a ``json_schema``): the
+                answer is JSON text, validated into ``metadata["structured_output"]``.
             stream: Override ``self.stream``.
             **kwargs: Body fields; ``parallel_tool_calls=False`` sets
                 ``disable_parallel_tool_use``.
@@ -159,9 +164,11 @@ class AnthropicChatModel(HTTPChatModel):
         reject_audio_output(body, self.provider, "the Anthropic Messages API")
         specs = format_tools(tools or [])
         if structured_model is not None:
-            specs.append(_structured_tool(structured_model))
-            forced = self.thinking is None or self.thinking.get("type") == "disabled"
-            tool_choice = STRUCTURED_TOOL if forced else "auto"
+            config = body.get("output_config")
+            body["output_config"] = {
+                **(config if isinstance(config, dict) else {}),
+                "format": {"type": "json_schema", "schema": output_schema(structured_model)},
+            }
         if self.cache_prompt:
             self._mark_cache(system, specs)
         if specs:
@@ -220,25 +227,33 @@ class AnthropicChatModel(HTTPChatModel):
     def _finish_stream(
         self, response: ChatResponse, structured: type[BaseModel] | None
     ) -> ChatResponse:
-        if structured is None:
-            return response
-        raw: str | None = None
-        content: list[ContentBlock] = []
-        for block in response.content:
-            if block["type"] == "tool_use" and block["name"] == STRUCTURED_TOOL and raw is None:
-                # The forced call is the answer, not a tool to run: show it as JSON text.
-                raw = block.get("raw_input") or json.dumps(block["input"], ensure_ascii=False)
-                content.append({"type": "text", "text": raw})
-            else:
-                content.append(block)
-        response.content = content
-        apply_structured_output(response, structured, raw)
+        if structured is not None:
+            apply_structured_output(response, structured, response.get_text() or None)
         return response
 
 
-def _structured_tool(model: type[BaseModel]) -> dict[str, Any]:
-    return {
-        "name": STRUCTURED_TOOL,
-        "description": "Give your final answer by calling this tool with it as the arguments.",
-        "input_schema": model.model_json_schema(),
-    }
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of ``model`` as structured outputs take it.
+
+    Every object is closed (``additionalProperties: false``, which the API requires) and
+    the numeric and length constraints it does not support are left out: the answer is
+    validated against the full pydantic model afterwards, so nothing is lost.
+    """
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _SCHEMA_MAPS and isinstance(value, dict):  # names -> schemas
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            elif key not in _UNSUPPORTED_SCHEMA_KEYS:
+                out[key] = walk(value)
+        if out.get("type") == "object" and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+
+    schema: dict[str, Any] = walk(model.model_json_schema())
+    return schema

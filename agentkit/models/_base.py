@@ -150,11 +150,14 @@ class OutputSpec:
     Attributes:
         model: The pydantic model the answer must match.
         mode: How it is asked for: ``"tool"``, a response tool the model calls with the
-            answer as arguments (its definition is among the request's ``tools``).
+            answer as arguments (its definition is among the request's ``tools``);
+            ``"native"``, the provider's JSON-schema mode (the model is also in
+            ``settings["output_type"]``, which the adapters read); ``"prompted"``, the
+            schema in the system message and the answer read from the text.
     """
 
     model: type[BaseModel]
-    mode: Literal["tool"] = "tool"
+    mode: Literal["tool", "native", "prompted"] = "tool"
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +334,9 @@ class ChatModel:
     """
 
     provider: str = "unknown"
+    native_output: bool = False
+    """True for adapters that can ask their provider for JSON matching a schema
+    (``settings["output_type"]``; ``NativeOutput`` needs it)."""
     offline: bool = False
     """True for models that never reach a network (test doubles): not blocked by
     ``agentkit.testing.block_model_requests``."""

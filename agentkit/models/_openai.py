@@ -74,6 +74,8 @@ class OpenAIChatModel(HTTPChatModel):
         >>> # response = await model([Msg("user", "Hello", "user")])
     """
 
+    native_output = True
+
     provider = "openai"
     _path = "/chat/completions"
     sdk = OPENAI

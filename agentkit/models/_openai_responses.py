@@ -72,6 +72,8 @@ class OpenAIResponsesModel(HTTPChatModel):
         >>> # response = await model([Msg("user", "Hello", "user")])
     """
 
+    native_output = True
+
     provider = "openai"  # the same provider as Chat Completions (prices, telemetry)
     _path = "/responses"
     sdk = OPENAI

@@ -281,6 +281,8 @@ class ScriptedModel(_ScriptedBase):
         requests: One ``ModelRequest`` per call, in order.
     """
 
+    native_output = True
+
     def __init__(
         self,
         responses: Sequence[ScriptItem],
@@ -383,6 +385,8 @@ class FunctionModel(_ScriptedBase):
         chunk_delay: Seconds between streamed chunks (cancellable).
         chunks_per_block: How many pieces each block streams in.
     """
+
+    native_output = True
 
     def __init__(
         self,
