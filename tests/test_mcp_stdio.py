@@ -18,16 +18,10 @@ import pytest
 from agentkit.exceptions import MCPConnectionError, MCPError
 from agentkit.mcp import MCPClient, StdioServer
 from agentkit.testing import ScriptedModel
-from tests._mcp_helpers import PYTHON, children, py_stdio, wait_no_new_children
+from tests._mcp_helpers import PYTHON, children, py_stdio, stats_with, wait_no_new_children
 from tests._waiting import eventually
 
 ERAS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
-
-
-async def stats_with(client: MCPClient, part: str) -> str | None:
-    """The test server's ``slow`` counters, or None while they do not show ``part``."""
-    stats = (await client.call_tool("stats")).get_text()
-    return stats if part in stats else None
 
 
 @pytest.fixture(autouse=True)
