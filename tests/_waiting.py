@@ -71,3 +71,13 @@ async def eventually(
         raise AssertionError(
             f"timed out after {timeout} s waiting for {what} (last check: {last!r})"
         ) from None
+
+
+async def listening(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:``port`` (for eventually)."""
+    try:
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+    except OSError:
+        return False
+    await stream.aclose()
+    return True
