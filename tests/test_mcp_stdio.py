@@ -315,7 +315,7 @@ async def test_sampling_refused_by_approval(protocol: str) -> None:
         py_stdio(),
         protocol=protocol,
         sampling_model=model,
-        sampling_approval=lambda m: False,  # type: ignore[arg-type]
+        sampling_approval=lambda m: False,
     ) as c:
         result = await c.call_tool("sample", {"prompt": "hi"})
     assert result.is_error
@@ -343,7 +343,7 @@ async def test_elicitation_declined(protocol: str) -> None:
         "py",
         py_stdio(),
         protocol=protocol,
-        elicitation_callback=lambda m, s: None,  # type: ignore[arg-type]
+        elicitation_callback=lambda m, s: None,
     ) as c:
         result = await c.call_tool("greet", {})
     assert result.is_error
@@ -450,7 +450,7 @@ async def test_roots(protocol: str, tmp_path: os.PathLike[str]) -> None:
         "py",
         py_stdio(),
         protocol=protocol,
-        roots=[tmp_path, "file:///srv/data"],  # type: ignore[arg-type]
+        roots=[tmp_path, "file:///srv/data"],
     ) as c:
         result = await c.call_tool("roots", {})
     assert result.metadata is not None
