@@ -121,7 +121,7 @@ def build_blocking(sessions: Any) -> DBOSAgent:
         await anyio.sleep_forever()
         return "unreachable"
 
-    model = ScriptedModel([[tool_use("block", "b1")], "never"])  # type: ignore[arg-type]
+    model = ScriptedModel([[tool_use("block", "b1")], "never"])
     agent = ReActAgent("holder", "Wait.", model, toolkit, print_hint=False)
     return DBOSAgent(agent, name="holder", sessions=sessions)
 

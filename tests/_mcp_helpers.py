@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from agentkit.mcp import HttpServer, StdioServer
+from agentkit.mcp import HttpServer, MCPClient, StdioServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PY_SERVER = ROOT / "tests" / "mcp_servers" / "py_server.py"
@@ -26,6 +26,15 @@ PYTHON = sys.executable
 
 def py_stdio(**kwargs: object) -> StdioServer:
     return StdioServer(PYTHON, [str(PY_SERVER), "stdio"], **kwargs)  # type: ignore[arg-type]
+
+
+async def stats_with(client: MCPClient, part: str) -> str | None:
+    """py_server's ``slow`` counters, or None while they do not show ``part`` yet.
+
+    For :func:`tests._waiting.eventually`: ``part`` is e.g. ``"cancelled=1"``.
+    """
+    stats = (await client.call_tool("stats")).get_text()
+    return stats if part in stats else None
 
 
 def everything_stdio() -> StdioServer:

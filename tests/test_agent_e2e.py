@@ -9,6 +9,7 @@ import anyio
 from agentkit.models._openai import OpenAIChatModel
 from agentkit.tools import INTERRUPTED_TEXT
 from tests._agent_helpers import Recorder, agent_for, checked_memory, results_of, shape
+from tests._waiting import eventually
 from tests._wire_server import Stream, WireServer, openai_chunks
 
 
@@ -59,16 +60,23 @@ async def test_interrupt_closes_the_http_stream():
         model = OpenAIChatModel("gpt-test", api_key="k", base_url=server.openai_url)
         agent = agent_for(model)
         result = []
+        partial_read = anyio.Event()
 
         async def run() -> None:
-            result.append(await agent("talk"))
+            # Streamed, so that the test sees when the partial answer has reached the agent.
+            text = ""
+            async for event in agent.stream("talk"):
+                if event.type == "text_delta":
+                    text += event.delta
+                    if text == "Partial answer":
+                        partial_read.set()
+                elif event.type == "reply_finished":
+                    result.append(event.reply)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            with anyio.fail_after(5):
-                while hanging.sent < len(hanging.events):
-                    await anyio.sleep(0.005)
-            await anyio.sleep(0.05)
+            with anyio.fail_after(10):
+                await partial_read.wait()
             await agent.interrupt()  # the body never ends: only the interrupt ends this run
         with anyio.fail_after(5):
             await hanging.closed.wait()
@@ -85,7 +93,7 @@ async def test_interrupt_closes_the_http_stream():
 async def test_interrupt_cancels_an_mcp_tool_call_on_the_server():
     from agentkit.mcp import MCPClient
     from agentkit.testing import ScriptedModel, tool_use
-    from tests._mcp_helpers import children, py_stdio, wait_no_new_children
+    from tests._mcp_helpers import children, py_stdio, stats_with, wait_no_new_children
 
     before = children()
     async with MCPClient("py", py_stdio()) as client:
@@ -98,15 +106,11 @@ async def test_interrupt_cancels_an_mcp_tool_call_on_the_server():
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            await anyio.sleep(0.5)  # the call reaches the server
+            await eventually(lambda: stats_with(client, "started=1"), "the call on the server")
             await agent.interrupt()
         # the 20 s call ended as interrupted: the run did not wait for the server's answer
         assert result[0].metadata["interrupted"] is True
         assert results_of(await checked_memory(agent))["m1"] == (INTERRUPTED_TEXT, True)
-        stats = ""
-        with anyio.fail_after(5):
-            while "cancelled=1" not in stats:
-                stats = (await client.call_tool("stats", {})).get_text()
-                await anyio.sleep(0.05)
+        stats = await eventually(lambda: stats_with(client, "cancelled=1"), "the server's cancel")
         assert stats == "started=1 cancelled=1 finished=0"
     assert wait_no_new_children(before) == set()

@@ -15,6 +15,7 @@ from agentkit.messages import Msg
 from agentkit.testing import ScriptedModel, text, tool_use
 from agentkit.tools import INTERRUPTED_TEXT
 from tests._agent_helpers import Recorder, SignalModel, agent_for, checked_memory, results_of, shape
+from tests._waiting import eventually
 
 
 async def _interrupt_when(agent, event: anyio.Event, msg=None) -> Msg:
@@ -159,12 +160,23 @@ async def test_interrupt_message_is_added_after_repairs_and_resume_sees_it():
     assert rec.calls == {"s1": 1}
 
 
+class _StartSignal(Recorder):
+    """A Recorder that also sets an event when a tool starts running."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.event = anyio.Event()
+
+    def start(self, label: str) -> None:
+        super().start(label)
+        self.event.set()
+
+
 def _sleeping_agent():
     """An agent whose reply calls a 10 s tool, and an event set when the tool starts."""
-    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]), Recorder())
-    started = anyio.Event()
-    agent.register_hook("pre_acting", "signal", lambda a, kw: started.set())
-    return agent, started
+    rec = _StartSignal()
+    agent = agent_for(ScriptedModel([[tool_use("sleep", "s", label="s", seconds=10)]]), rec)
+    return agent, rec.event
 
 
 async def test_interrupt_latency_with_a_long_tool_is_milliseconds():
@@ -181,8 +193,7 @@ async def test_interrupt_latency_with_a_long_tool_is_milliseconds():
     with anyio.fail_after(5):  # a hang guard, not a measurement
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            await started.wait()
-            await anyio.sleep(0.01)
+            await started.wait()  # the tool is running
             events.append("interrupt")
             await agent.interrupt()
     assert events == ["interrupt", "returned"]
@@ -232,9 +243,8 @@ async def test_interrupt_threadsafe_from_another_thread():
         await started.wait()
         thread = threading.Thread(target=lambda: results.append(agent.interrupt_threadsafe()))
         thread.start()
-        with anyio.fail_after(5):
-            while thread.is_alive():
-                await anyio.sleep(0.005)
+        await anyio.to_thread.run_sync(thread.join, 10)
+        assert not thread.is_alive()
     assert results == [True]
     assert results_of(await checked_memory(agent))["s"][1] is True
 
@@ -400,9 +410,8 @@ async def test_abandoned_plain_iterator_interrupts_the_reply():
                 break  # no aclose: the iterator is dropped when this function returns
 
     await consume_until_tool_starts()
-    with anyio.fail_after(8):  # the tool sleeps 10 s: only the interrupt ends the reply sooner
-        while agent.is_replying:
-            await anyio.sleep(0.005)
+    # The tool sleeps 10 s: only the interrupt ends the reply sooner.
+    await eventually(lambda: not agent.is_replying, "the reply to end", timeout=8)
     assert results_of(await checked_memory(agent))["s"] == (INTERRUPTED_TEXT, True)
 
 

@@ -219,7 +219,7 @@ async def test_an_unknown_recorded_output_type_is_named(env: Env) -> None:
     output = dict(await _recorded(result.workflow_id))
     output["output_type"] = "not_imported_anywhere:Ticket"
     with pytest.raises(UsageError, match="not_imported_anywhere:Ticket"):
-        DBOSAgent.result(output)  # type: ignore[arg-type]
+        DBOSAgent.result(output)  # type: ignore[call-overload]
 
 
 async def test_entry_points_that_would_not_be_durable_are_refused(env: Env) -> None:

@@ -115,7 +115,7 @@ def build() -> MCPApp:
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_output_schema_and_structured_content(mode: str) -> None:
-    async with Client(build().build_server(), mode=mode, cache=None) as client:  # type: ignore[arg-type]
+    async with Client(build().build_server(), mode=mode, cache=None) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert tools["weather"].output_schema["properties"]["degrees"]["type"] == "number"
         assert set(tools["point"].output_schema["properties"]) == {"x", "y"}
@@ -143,7 +143,7 @@ async def test_progress_starts_at_zero(mode: str) -> None:
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         seen.append(value)
 
-    async with Client(build().build_server(), mode=mode) as client:  # type: ignore[arg-type]
+    async with Client(build().build_server(), mode=mode) as client:
         await client.call_tool("steps", {}, progress_callback=on_progress)
     assert seen == [0.0, 1.0, 2.0]  # before: the first 0 was sent as 1
 
@@ -189,7 +189,7 @@ async def test_embedded_resource_result() -> None:
 async def test_resources_prompts_completions(mode: str) -> None:
     from mcp_types import PromptReference
 
-    async with Client(build().build_server(), mode=mode) as client:  # type: ignore[arg-type]
+    async with Client(build().build_server(), mode=mode) as client:
         templates = (await client.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["mem://{key}"]
         read = await client.read_resource("mem://abc")

@@ -21,6 +21,7 @@ from agentkit.exceptions import MCPProtocolError
 from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
 from agentkit.tools import Toolkit
 from tests._mcp_helpers import PY_SERVER, ROOT, free_port
+from tests._waiting import eventually, listening
 
 RAW = str(ROOT / "tests" / "mcp_servers" / "raw_server.py")
 pytestmark = pytest.mark.anyio
@@ -146,13 +147,18 @@ async def test_resource_subscription_and_completion_against_server_everything() 
     from tests._mcp_helpers import everything_stdio
 
     updated: list[str] = []
+    got_update = anyio.Event()
+
+    def on_update(changed: str) -> None:
+        updated.append(changed)
+        got_update.set()
+
     uri = "demo://resource/dynamic/text/1"
     async with MCPClient("everything", everything_stdio()) as client:
-        await client.subscribe_resource(uri, updated.append)
+        await client.subscribe_resource(uri, on_update)
         await client.call_tool("toggle-subscriber-updates", {})
         with anyio.fail_after(30):
-            while not updated:
-                await anyio.sleep(0.05)
+            await got_update.wait()
         assert updated[0] == uri
         await client.unsubscribe_resource(uri)
         values = await client.complete("prompt", "completable-prompt", "department", "E")
@@ -188,21 +194,21 @@ async def test_list_changed_callbacks_for_prompts_and_resources() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: serve(app, "streamable_http", port=port))
         url = f"http://127.0.0.1:{port}/mcp"
-        with anyio.fail_after(30):
-            while True:
-                try:
-                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    await anyio.sleep(0.05)
+        await eventually(lambda: listening(port), "the server to listen", timeout=30)
         async with MCPClient("app", HttpServer(url), protocol="legacy") as client:
-            client.on_list_changed("prompts", lambda: seen.append("prompts"))
-            client.on_list_changed("resources", lambda: seen.append("resources"))
+            both = anyio.Event()
+
+            def changed(kind: str) -> None:
+                seen.append(kind)
+                if len(seen) == 2:
+                    both.set()
+
+            client.on_list_changed("prompts", lambda: changed("prompts"))
+            client.on_list_changed("resources", lambda: changed("resources"))
             await client.list_tools()
             await client.call_tool("announce", {})
             with anyio.fail_after(30):
-                while len(seen) < 2:
-                    await anyio.sleep(0.05)
+                await both.wait()
         tg.cancel_scope.cancel()
     assert sorted(seen) == ["prompts", "resources"]
 

@@ -28,8 +28,9 @@ from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.testing import ScriptedModel, tool_use
 from agentkit.tools import Toolkit
-from tests._mcp_helpers import children, py_stdio, wait_no_new_children
+from tests._mcp_helpers import children, py_stdio, stats_with, wait_no_new_children
 from tests._toolkits_helpers import call
+from tests._waiting import eventually
 
 ODD = str(Path(__file__).with_name("_mcp_odd_server.py"))
 PY = sys.executable
@@ -179,6 +180,7 @@ async def test_fifty_calls_half_cancelled(protocol: str) -> None:
     async with MCPClient("py", py_stdio(), protocol=protocol) as client:  # type: ignore[arg-type]
         results: list[str] = []
         scopes: list[anyio.CancelScope] = []
+        quick_ones_done = anyio.Event()
 
         async def one(i: int) -> None:
             with anyio.CancelScope() as scope:
@@ -187,22 +189,20 @@ async def test_fifty_calls_half_cancelled(protocol: str) -> None:
                 arguments = {"seconds": 30 if i % 2 else 0.3}
                 chunks = [c async for c in client.call_tool_stream("slow", arguments)]
                 results.append(chunks[-1].get_text())
+                if len(results) == 25:
+                    quick_ones_done.set()
 
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
                 for i in range(50):
                     tg.start_soon(one, i)
-                while len(results) < 25:
-                    await anyio.sleep(0.05)
+                await quick_ones_done.wait()
                 for scope in scopes:
                     scope.cancel()
         assert results == ["slept 0.3"] * 25
-        with anyio.fail_after(10):
-            while True:  # the server saw every cancellation
-                stats = (await client.call_tool("stats")).get_text()
-                if "cancelled=25" in stats:
-                    break
-                await anyio.sleep(0.05)
+        stats = await eventually(
+            lambda: stats_with(client, "cancelled=25"), "the server to see every cancellation"
+        )
         assert stats == "started=50 cancelled=25 finished=25"
 
 
@@ -210,13 +210,16 @@ async def test_sigkill_mid_parallel_agent_turn() -> None:
     before = children()
     tk = Toolkit()
 
+    local_running, killed = anyio.Event(), anyio.Event()
+
     async def local(x: int) -> str:
         """A local tool running next to the MCP calls.
 
         Args:
             x: A number.
         """
-        await anyio.sleep(1.0)
+        local_running.set()
+        await killed.wait()  # still running when the server dies
         return f"local {x}"
 
     tk.register_tool_function(local)
@@ -234,8 +237,11 @@ async def test_sigkill_mid_parallel_agent_turn() -> None:
     agent = ReActAgent("a", "sys", model, tk, print_hint=False)
 
     async def kill_soon() -> None:
-        await anyio.sleep(0.5)
+        # Kill mid-turn: the local tool runs and the server has the slow call.
+        await local_running.wait()
+        await eventually(lambda: stats_with(client, "started=1"), "the slow call on the server")
         os.kill(pid, signal.SIGKILL)
+        killed.set()
 
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:

@@ -79,9 +79,9 @@ async def test_embedded_and_linked_resources(everything: MCPClient) -> None:
     reference = await everything.call_tool("get-resource-reference", {})
     assert any(
         "[resource demo://resource/dynamic/text/1]" in b.get("text", "") for b in reference.content
-    )  # type: ignore[attr-defined]
+    )
     links = await everything.call_tool("get-resource-links", {"count": 2})
-    assert sum("[resource link" in b.get("text", "") for b in links.content) == 2  # type: ignore[attr-defined]
+    assert sum("[resource link" in b.get("text", "") for b in links.content) == 2
 
 
 async def test_image(everything: MCPClient) -> None:

@@ -44,7 +44,7 @@ async def test_sdk_client_over_stdio(tmp_path: Path, mode: str) -> None:
         cwd=str(ROOT),
     )
     with open(os.devnull, "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:  # type: ignore[arg-type]
+        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
             await _exercise(client)
 
 
@@ -69,7 +69,7 @@ async def test_sdk_client_over_http(tmp_path: Path, flags: list[str], mode: str)
             assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
             time.sleep(0.05)
         url = f"http://127.0.0.1:{port}/mcp"
-        async with Client(url, mode=mode) as client:  # type: ignore[arg-type]
+        async with Client(url, mode=mode) as client:
             await _exercise(client)
     finally:
         proc.terminate()

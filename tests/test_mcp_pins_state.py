@@ -34,7 +34,7 @@ def raw(*flags: str, **kwargs: Any) -> MCPClient:
 
 
 def agent(toolkit: Toolkit) -> ReActAgent:
-    return ReActAgent("bot", "Be brief.", ScriptedModel([]), toolkit, print_hint=False)  # type: ignore[arg-type]
+    return ReActAgent("bot", "Be brief.", ScriptedModel([]), toolkit, print_hint=False)
 
 
 async def first_session(store: JSONSession) -> dict[str, Any]:

@@ -70,7 +70,7 @@ async def test_the_tool_loop_sends_the_result_back_to_the_model() -> None:
     second = model.requests[1].messages
     assert [m.role for m in second] == ["user", "assistant", "user"]
     assert second[1].content[0]["type"] == "tool_use"  # type: ignore[index]
-    result_block = second[2].content[0]  # type: ignore[index]
+    result_block = second[2].content[0]
     assert result_block["type"] == "tool_result"
     assert result_block["id"] == "call-7" and result_block["name"] == "get_weather"
 

@@ -22,6 +22,7 @@ from agentkit.mcp._server import build_http_app, build_server
 from agentkit.tools import Toolkit
 from tests._mcp_serve_demo import PIXEL_PNG, build
 from tests._toolkits_helpers import call
+from tests._waiting import eventually, listening
 
 DEMO = str(Path(__file__).with_name("_mcp_serve_demo.py"))
 CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -108,15 +109,11 @@ async def test_progress_chunks_become_progress_notifications() -> None:
 async def test_client_cancellation_cancels_the_tool(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     async with Client(build_server(build())) as client:
-        with anyio.move_on_after(10):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(client.call_tool, "wait_forever", {"marker": str(marker)})
-                while not marker.exists():
-                    await anyio.sleep(0.01)
-                tg.cancel_scope.cancel()
-        with anyio.fail_after(5):
-            while marker.read_text() != "cancelled":
-                await anyio.sleep(0.01)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "wait_forever", {"marker": str(marker)})
+            await eventually(marker.exists, "the tool to start")
+            tg.cancel_scope.cancel()
+        await eventually(lambda: marker.read_text() == "cancelled", "the tool to be cancelled")
         assert (await client.call_tool("add", {"a": 1})).content[0].text == "3"  # type: ignore[union-attr]
 
 
@@ -152,13 +149,7 @@ async def test_round_trip_over_streamable_http() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: serve(build(), "streamable_http", port=port, name="demo"))
         url = f"http://127.0.0.1:{port}/mcp"
-        with anyio.fail_after(20):
-            while True:  # wait until uvicorn listens
-                try:
-                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    await anyio.sleep(0.05)
+        await eventually(lambda: listening(port), "uvicorn to listen", timeout=20)
         async with MCPClient("demo", HttpServer(url), timeout=30) as client:
             await assert_round_trip(build(), client)
         tg.cancel_scope.cancel()
@@ -175,13 +166,15 @@ async def test_streamable_http_subprocess_and_dns_rebinding_guard() -> None:
         import httpx2
 
         async with httpx2.AsyncClient() as http:
-            with anyio.fail_after(20):
-                while True:
-                    try:
-                        await http.get(f"http://127.0.0.1:{port}/mcp", headers={"Host": "a:1"})
-                        break
-                    except httpx2.ConnectError:
-                        await anyio.sleep(0.05)
+
+            async def answers() -> bool:
+                try:
+                    await http.get(f"http://127.0.0.1:{port}/mcp", headers={"Host": "a:1"})
+                except httpx2.ConnectError:
+                    return False
+                return True
+
+            await eventually(answers, "the server to answer", timeout=20)
             # A page on another site pointing its DNS at 127.0.0.1 sends its own Host header.
             body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
             evil = await http.post(

@@ -61,7 +61,7 @@ def text(result: Any) -> str:
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_approval_tools_are_not_served_by_default(mode: str) -> None:
-    async with Client(build_server(build()), mode=mode, cache=None) as client:  # type: ignore[arg-type]
+    async with Client(build_server(build()), mode=mode, cache=None) as client:
         names = [t.name for t in (await client.list_tools()).tools]
         assert names == ["gen", "boom", "sleepy"]
         with pytest.raises(MCPError) as refused:  # hidden: as unknown as a missing tool
@@ -75,7 +75,7 @@ async def test_approval_tools_are_not_served_by_default(mode: str) -> None:
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_approval_tools_served_when_the_client_asks_its_user(mode: str) -> None:
     server = build_server(build(), approval="client")
-    async with Client(server, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+    async with Client(server, mode=mode, cache=None) as client:
         names = [t.name for t in (await client.list_tools()).tools]
         assert "delete_everything" in names
         result = await client.call_tool("delete_everything", {})
@@ -84,7 +84,7 @@ async def test_approval_tools_served_when_the_client_asks_its_user(mode: str) ->
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_generator_failing_and_cancelled_tools(mode: str) -> None:
-    async with Client(build_server(build()), mode=mode) as client:  # type: ignore[arg-type]
+    async with Client(build_server(build()), mode=mode) as client:
         progress: list[tuple[float, str | None]] = []
 
         async def on_progress(value: float, total: float | None, message: str | None) -> None:

@@ -18,7 +18,8 @@ import pytest
 from agentkit.exceptions import MCPConnectionError, MCPError
 from agentkit.mcp import MCPClient, StdioServer
 from agentkit.testing import ScriptedModel
-from tests._mcp_helpers import PYTHON, children, py_stdio, wait_no_new_children
+from tests._mcp_helpers import PYTHON, children, py_stdio, stats_with, wait_no_new_children
+from tests._waiting import eventually
 
 ERAS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
@@ -91,11 +92,7 @@ async def test_cancellation_reaches_server_quickly(client: MCPClient) -> None:
             pass
     assert time.monotonic() - started < 10  # the call sleeps 20 s
     # The server saw notifications/cancelled: its handler was cancelled, not finished.
-    for _ in range(50):
-        stats = (await client.call_tool("stats")).get_text()
-        if "cancelled=1" in stats:
-            break
-        await anyio.sleep(0.05)
+    stats = await eventually(lambda: stats_with(client, "cancelled=1"), "the server's cancel")
     assert stats == "started=1 cancelled=1 finished=0"
 
 
@@ -115,12 +112,7 @@ async def test_request_timeout_is_an_error_and_cancels(protocol: str) -> None:
         result = await c.call_tool("slow", {"seconds": 20})
         assert result.is_error and "timed out" in result.get_text()
         assert time.monotonic() - started < 5
-        for _ in range(50):
-            stats = (await c.call_tool("stats")).get_text()
-            if "cancelled=1" in stats:
-                break
-            await anyio.sleep(0.05)
-        assert "cancelled=1" in stats
+        await eventually(lambda: stats_with(c, "cancelled=1"), "the server's cancel")
 
 
 async def test_concurrent_calls_share_the_session(client: MCPClient) -> None:
@@ -137,13 +129,16 @@ async def test_concurrent_calls_share_the_session(client: MCPClient) -> None:
     async with anyio.create_task_group() as tg:
         for i in range(5):
             tg.start_soon(one, i)
+
         # Watch until all five have started or one has finished: queued calls would finish
         # one before the next starts, concurrent ones all start first.
-        while True:
+        async def all_started_or_one_finished() -> dict[str, int] | None:
             now = await counters()
             if now["started"] == base["started"] + 5 or now["finished"] > base["finished"]:
-                break
-            await anyio.sleep(0.02)
+                return now
+            return None
+
+        now = await eventually(all_started_or_one_finished, "five starts or a finish")
         assert now["started"] - base["started"] == 5 and now["finished"] == base["finished"]
     assert results == ["slept 3.0"] * 5
 
@@ -165,10 +160,7 @@ async def test_server_killed_between_calls_reconnects(client: MCPClient) -> None
 
     pid = int((await client.call_tool("pid")).get_text())
     psutil.Process(pid).kill()
-    for _ in range(100):
-        if not client.is_connected:
-            break
-        await anyio.sleep(0.02)
+    await eventually(lambda: not client.is_connected, "the client to see the server gone")
     assert (await client.call_tool("echo", {"text": "back"})).get_text() == "back"
 
 
@@ -231,7 +223,8 @@ async def test_close_during_a_call_returns_error_and_does_not_hang() -> None:
     started = time.monotonic()
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
-        await anyio.sleep(0.3)
+        # Close once the server is running the call, so that the close cuts it mid-way.
+        await eventually(lambda: stats_with(c, "started=1"), "the call to reach the server")
         await c.close()
     assert time.monotonic() - started < 10
     assert results[0].is_error
@@ -266,10 +259,9 @@ async def test_stderr_goes_to_the_logger(caplog: pytest.LogCaptureFixture) -> No
     caplog.set_level(logging.DEBUG, logger="agentkit.mcp.py")
     async with MCPClient("py", py_stdio()) as c:
         await c.call_tool("fail", {"message": "to-stderr"})
-        for _ in range(100):
-            if any("to-stderr" in r.getMessage() for r in caplog.records):
-                break
-            await anyio.sleep(0.02)
+        await eventually(
+            lambda: any("to-stderr" in r.getMessage() for r in caplog.records), "the stderr line"
+        )
     assert any(
         r.name == "agentkit.mcp.py"
         and "stderr:" in r.getMessage()
@@ -284,10 +276,9 @@ async def test_logging_notifications(protocol: str, caplog: pytest.LogCaptureFix
     server = py_stdio(stderr="devnull")
     async with MCPClient("py", server, protocol=protocol, log_level="info") as c:  # type: ignore[arg-type]
         assert (await c.call_tool("log", {"message": "hello-log"})).get_text() == "logged"
-        for _ in range(100):
-            if any("hello-log" in r.getMessage() for r in caplog.records):
-                break
-            await anyio.sleep(0.02)
+        await eventually(
+            lambda: any("hello-log" in r.getMessage() for r in caplog.records), "the log record"
+        )
     records = [r for r in caplog.records if "hello-log" in r.getMessage()]
     assert (
         records and records[0].levelno == logging.WARNING and records[0].name == "agentkit.mcp.py"
@@ -324,7 +315,7 @@ async def test_sampling_refused_by_approval(protocol: str) -> None:
         py_stdio(),
         protocol=protocol,
         sampling_model=model,
-        sampling_approval=lambda m: False,  # type: ignore[arg-type]
+        sampling_approval=lambda m: False,
     ) as c:
         result = await c.call_tool("sample", {"prompt": "hi"})
     assert result.is_error
@@ -352,7 +343,7 @@ async def test_elicitation_declined(protocol: str) -> None:
         "py",
         py_stdio(),
         protocol=protocol,
-        elicitation_callback=lambda m, s: None,  # type: ignore[arg-type]
+        elicitation_callback=lambda m, s: None,
     ) as c:
         result = await c.call_tool("greet", {})
     assert result.is_error
@@ -412,9 +403,11 @@ async def test_cancelled_connect_leaves_no_child() -> None:
         async def cut_once_spawned() -> None:
             # Cut the connect only once the server process exists, so that the cut
             # really leaves a child for close() to stop (a fixed delay may cut too early).
-            while not spawned:
+            def spawn() -> bool:
                 spawned.update(children() - before)
-                await anyio.sleep(0.005)
+                return bool(spawned)
+
+            await eventually(spawn, "the server process", interval=0.005)
             scope.cancel()
 
         async with anyio.create_task_group() as tg:
@@ -457,7 +450,7 @@ async def test_roots(protocol: str, tmp_path: os.PathLike[str]) -> None:
         "py",
         py_stdio(),
         protocol=protocol,
-        roots=[tmp_path, "file:///srv/data"],  # type: ignore[arg-type]
+        roots=[tmp_path, "file:///srv/data"],
     ) as c:
         result = await c.call_tool("roots", {})
     assert result.metadata is not None

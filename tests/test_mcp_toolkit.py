@@ -20,8 +20,10 @@ from tests._mcp_helpers import (
     TIME_SERVER,
     children,
     py_stdio,
+    stats_with,
     wait_no_new_children,
 )
+from tests._waiting import eventually
 
 PAGED_SERVER = ROOT / "tests" / "mcp_servers" / "paged_server.py"
 
@@ -118,11 +120,7 @@ async def test_execution_timeout_cancels_on_server(py: MCPClient) -> None:
     started = time.monotonic()
     result = await final(toolkit, "slow", seconds=20)
     assert result.is_error and time.monotonic() - started < 3
-    for _ in range(100):
-        stats = (await final(toolkit, "stats")).get_text()
-        if "cancelled=1" in stats:
-            break
-        await anyio.sleep(0.05)
+    stats = await eventually(lambda: stats_with(py, "cancelled=1"), "the server's cancel")
     assert stats == "started=1 cancelled=1 finished=0"
 
 
@@ -132,7 +130,8 @@ async def test_interrupt_cancels_quickly(py: MCPClient) -> None:
     with anyio.CancelScope() as scope:
 
         async def interrupt() -> None:
-            await anyio.sleep(0.3)
+            # Interrupt once the server runs the call, so that there is a call to cancel.
+            await eventually(lambda: stats_with(py, "started=1"), "the call to reach the server")
             scope.cancel()
 
         async with anyio.create_task_group() as tg:
@@ -141,11 +140,7 @@ async def test_interrupt_cancels_quickly(py: MCPClient) -> None:
             pytest.fail("not interrupted")
     # The interrupted call is cancelled on the server, within a short time.
     started = time.monotonic()
-    for _ in range(100):
-        stats = (await final(toolkit, "stats")).get_text()
-        if "cancelled=1" in stats:
-            break
-        await anyio.sleep(0.05)
+    stats = await eventually(lambda: stats_with(py, "cancelled=1"), "the server's cancel")
     assert stats == "started=1 cancelled=1 finished=0"
     assert time.monotonic() - started < 5
 
@@ -201,9 +196,7 @@ async def test_list_changed_refreshes_registered_tools(protocol: str) -> None:
         await toolkit.register_mcp_client(c, prefix="py")
         assert "py_tripler" not in toolkit.tools
         await final(toolkit, "py_add_tool", name="tripler")
-        with anyio.fail_after(10):
-            while "py_tripler" not in toolkit.tools:
-                await anyio.sleep(0.02)
+        await eventually(lambda: "py_tripler" in toolkit.tools, "the refreshed tool list")
         assert (await final(toolkit, "py_tripler", x=4)).get_text() == "8"
 
 

@@ -109,7 +109,7 @@ async def test_from_string_bedrock_and_missing_region(monkeypatch: pytest.Monkey
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "env-br")
     with pytest.raises(AuthenticationError, match="AWS_REGION"):
-        await from_string(f"bedrock:{MODEL}", stream=False)(USER)  # type: ignore[misc]
+        await from_string(f"bedrock:{MODEL}", stream=False)(USER)
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     model = from_string(f"bedrock:{MODEL}")
     assert isinstance(model, AnthropicBedrockModel)

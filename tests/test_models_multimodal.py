@@ -242,7 +242,7 @@ def test_audio_per_provider() -> None:
         rsp.format_input(url_audio)
     in_result = [
         Msg("u", [{"type": "tool_result", "id": "c", "name": "rec", "output": [WAV]}], "user")
-    ]  # type: ignore[list-item]
+    ]
     with pytest.raises(UnsupportedContentError, match="audio blocks in a tool result"):
         rsp.format_input(in_result)
     with pytest.raises(UnsupportedContentError, match="in a tool result"):

@@ -438,7 +438,7 @@ async def test_benchmark_mock_server_speaks_responses(stream: bool) -> None:
         memory = await agent.memory.get_memory()
         await model.aclose()
     reasoning = [b for m in memory for b in m.get_content_blocks() if b["type"] == "thinking"]
-    assert [b["reasoning_id"] for b in reasoning] == ["rs_0", "rs_1", "rs_2", "rs_3"]  # type: ignore[typeddict-item]
+    assert [b["reasoning_id"] for b in reasoning] == ["rs_0", "rs_1", "rs_2", "rs_3"]
 
 
 async def test_cancelled_stream_releases_the_connection(

@@ -25,7 +25,7 @@ def _model(server: WireServer, **kwargs: object) -> AnthropicVertexModel:
         stream=False,
         max_tokens=256,
         retry=FAST,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
 
 

@@ -33,11 +33,11 @@ def conversation() -> list[Msg]:
 
 
 def _set_input(m: list[Msg]) -> None:
-    m[1].content[1]["input"]["i"] = 2  # type: ignore[index, union-attr]
+    m[1].content[1]["input"]["i"] = 2
 
 
 def _set_nested_input(m: list[Msg]) -> None:
-    m[1].content[1]["input"]["opts"]["n"] = 2  # type: ignore[index, union-attr]
+    m[1].content[1]["input"]["opts"]["n"] = 2
 
 
 def _append_output(m: list[Msg]) -> None:
@@ -45,11 +45,11 @@ def _append_output(m: list[Msg]) -> None:
 
 
 def _edit_output(m: list[Msg]) -> None:
-    m[2].content[0]["output"][0]["text"] = "R1"  # type: ignore[index, union-attr]
+    m[2].content[0]["output"][0]["text"] = "R1"
 
 
 def _edit_image(m: list[Msg]) -> None:
-    m[3].content[1]["source"]["url"] = "https://example.com/b.png"  # type: ignore[index, union-attr]
+    m[3].content[1]["source"]["url"] = "https://example.com/b.png"
 
 
 EDITS: dict[str, Callable[[list[Msg]], None]] = {

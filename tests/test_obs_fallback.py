@@ -66,7 +66,7 @@ async def test_429_on_primary_then_the_secondary_answers(server: WireServer) -> 
     assert chat.attributes["gen_ai.response.model"] == "claude-secondary"  # type: ignore[index]
     [event] = chat.events
     assert event.name == "agentkit.fallback"
-    assert event.attributes == {  # type: ignore[comparison-overlap]
+    assert event.attributes == {
         "gen_ai.request.model": "gpt-primary",
         "error.type": "RateLimitError",
     }

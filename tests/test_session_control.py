@@ -114,7 +114,7 @@ def blocking_agent() -> tuple[ReActAgent, anyio.Event]:
         await anyio.sleep_forever()
         return "unreachable"
 
-    model = ScriptedModel([[tool_use("wait_forever", "c1")]])  # type: ignore[arg-type]
+    model = ScriptedModel([[tool_use("wait_forever", "c1")]])
     return ReActAgent("w", "wait", model, toolkit, print_hint=False), started
 
 

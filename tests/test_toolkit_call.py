@@ -7,7 +7,6 @@ import base64
 import dataclasses
 import enum
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
 
@@ -24,6 +23,7 @@ from agentkit.tools import (
     ToolResponse,
     interrupted_response,
 )
+from tests._waiting import eventually
 
 
 async def collect(tk: Toolkit, name: str, **args: object) -> list[ToolResponse]:
@@ -65,8 +65,10 @@ async def test_sync_tools_run_in_threads_concurrently_and_the_loop_stays_respons
     results: list[ToolResponse] = []
 
     async def ticker() -> None:
-        while len(passed) < 8 and not together.broken:
-            await anyio.sleep(0.005)
+        # The loop runs this poll while all eight threads are blocked in the tool.
+        await eventually(
+            lambda: len(passed) == 8 or together.broken, "all eight calls past the barrier"
+        )
         loop_ran.set()
 
     async def one() -> None:
@@ -163,10 +165,12 @@ async def test_cancelled_context_tool_leaves_no_task_behind() -> None:
 async def test_cancelled_async_tool_is_cancelled_and_cleans_up() -> None:
     tk = Toolkit()
     events: list[str] = []
+    running = anyio.Event()
 
     @tk.tool
     async def wait() -> str:
         """Wait for long."""
+        running.set()
         try:
             await anyio.sleep(30)
         finally:
@@ -180,29 +184,43 @@ async def test_cancelled_async_tool_is_cancelled_and_cleans_up() -> None:
                 events.append("chunk")
 
         tg.start_soon(run)
-        await anyio.sleep(0.05)
+        with anyio.fail_after(10):
+            await running.wait()
         tg.cancel_scope.cancel()
     assert events == ["cleanup"]
 
 
 async def test_cancelled_sync_generator_is_abandoned() -> None:
     tk = Toolkit()
-    progress = threading.Event()
+    blocked, release, finished = threading.Event(), threading.Event(), threading.Event()
 
     @tk.tool
     def ticks() -> Iterator[str]:
         """Yield, then block."""
         yield "first"
-        progress.set()
-        time.sleep(0.3)
+        blocked.set()
+        release.wait(10)
+        finished.set()
         yield "second"
 
     got: list[str] = []
-    with anyio.move_on_after(0.15):
+
+    async def consume() -> None:
         async for chunk in tk.call_tool_function(tool_use("ticks")):
             got.append(chunk.get_text())
+
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consume)
+            await anyio.to_thread.run_sync(blocked.wait, 10)  # the generator is blocked
+            scope.cancel()
+    assert scope.cancelled_caught
     assert got == ["first"]
-    await anyio.sleep(0.4)  # the abandoned thread finishes quietly
+    release.set()
+    # The abandoned thread finishes quietly: its second item goes nowhere.
+    await anyio.to_thread.run_sync(finished.wait, 5)
+    assert finished.is_set()
+    await anyio.sleep(0)  # let the abandoned call's last callbacks run
     assert got == ["first"]
 
 

@@ -100,7 +100,7 @@ async def test_tool_without_final_chunk_gets_one() -> None:
 
 async def test_tool_with_context_override() -> None:
     class Ctx(EchoTool):
-        async def invoke_with_context(  # type: ignore[override]
+        async def invoke_with_context(
             self, arguments: dict[str, Any], context: ToolContext
         ) -> AsyncIterator[ToolResponse]:
             yield ToolResponse.text(f"{context.call_id}:{context.data}")

@@ -55,10 +55,10 @@ def test_defaults_and_annotations_changed_after_registration_are_seen() -> None:
     assert _register(tool).parameters["required"] == ["x"]
     tool.__defaults__ = (5,)
     properties = _register(tool).parameters["properties"]
-    assert properties == {"x": {"type": "integer", "default": 5}}  # type: ignore[comparison-overlap]
+    assert properties == {"x": {"type": "integer", "default": 5}}
     tool.__annotations__["x"] = str
     properties = _register(tool).parameters["properties"]
-    assert properties == {"x": {"type": "string", "default": 5}}  # type: ignore[comparison-overlap]
+    assert properties == {"x": {"type": "string", "default": 5}}
 
 
 def test_a_signature_set_after_registration_is_seen() -> None:

@@ -282,7 +282,7 @@ def test_constructor_checks_the_model_and_keyword_arguments() -> None:
     assert agent.model.model_name == "qwen3"
     assert agent.print_hint is False  # a library does not print by default
     with pytest.raises(TypeError):  # everything after toolkit is keyword-only
-        ReActAgent("bot", "sys", ScriptedModel([]), None, None, 3)  # type: ignore[misc]
+        ReActAgent("bot", "sys", ScriptedModel([]), None, None, 3)  # type: ignore[arg-type, call-arg]
     with pytest.raises(UsageError, match="max_iters"):
         ReActAgent("bot", "sys", ScriptedModel([]), max_iters=0)
 
