@@ -332,6 +332,7 @@ async def test_mcp_methods_delegate_to_the_bridge(monkeypatch: pytest.MonkeyPatc
         "prefix": "p",
         "timeout": None,
         "namesake": "raise",
+        "defer": False,
     }
     assert calls == [
         ("register", (tk, "client", expected)),
