@@ -224,9 +224,11 @@ try {
   await first.focus();
   await page.keyboard.press("Enter");
   await page.waitForSelector("[data-testid=tool-call][data-status=waiting] [data-testid=tool-call][data-status=approved]");
-  await page.waitForFunction(() => document.querySelectorAll("[data-testid=tool-call][data-status=pending]").length === 1 &&
-    document.querySelector("[data-testid=stop]").hidden);
-  await innerPending.locator("[data-testid=deny]").focus();
+  // The resumed run stops again with the other call; its buttons wait for that.
+  const deny = innerPending.locator("[data-testid=deny]:not([disabled])");
+  await deny.waitFor();
+  check((await innerPending.count()) === 1, "one nested call still pending");
+  await deny.focus();
   await page.keyboard.press("Enter");
   const janitorCall = page.locator("[data-testid=tool-call][data-status=done]", { hasText: "janitor" });
   await janitorCall.waitFor();

@@ -72,8 +72,15 @@ function announce(text) {
   setTimeout(() => { box.textContent = text; }, 50);
 }
 
+// Decisions wait while a run is in flight (a resume for one call runs; the others are
+// decided when it has stopped again).
+function lockDecisions(locked) {
+  for (const b of document.querySelectorAll("#log .actions button")) b.disabled = locked;
+}
+
 function setRunning(running) {
   state.running = running;
+  lockDecisions(running);
   $("stop").hidden = !running;
   setStatus(running ? "working…" : "");
 }
@@ -163,6 +170,7 @@ function approvalButtons(callId, name, nested) {
   const deny = el("button", { type: "button", class: "deny", "data-testid": "deny" }, "Deny");
   approve.addEventListener("click", () => answer(callId, true));
   deny.addEventListener("click", () => answer(callId, false));
+  approve.disabled = deny.disabled = state.running;
   box.append(approve, deny);
   return box;
 }
@@ -610,6 +618,7 @@ async function stop() {
 }
 
 async function answer(callId, approved) {
+  lockDecisions(true);
   const payload = approved ? { approved: true } : { approved: false, reason: "denied in the web chat" };
   // A call inside an agent tool gets no result event of its own: its decision is its state.
   setCallStatus(callId, state.nested.has(callId) ? (approved ? "approved" : "denied") : "running");
