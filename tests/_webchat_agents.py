@@ -6,7 +6,14 @@ rules (tools, approvals, interrupts) the model answers these prompts itself:
 - ``show markdown``: a sample using every markdown element the page renders;
 - ``hostile markdown``: links and markup that must stay inert text;
 - ``long answer``: about 100 KB of markdown streamed in 5,000 deltas;
-- ``fail once ...``: a model connection error the first time, an answer on the retry.
+- ``fail once ...``: a model connection error the first time, an answer on the retry;
+- ``also ...`` (a steer typed while a tool runs): an answer naming the note and the tool
+  results that came before it.
+
+Two tools are added to the demo's: ``brief_task`` (about two seconds, with progress: the
+window to steer in) and ``janitor``, an agent used as a tool whose own tool
+``delete_draft`` needs approval (nested approvals: ``call janitor {"task": "..."}`` makes it
+delete two drafts, both calls waiting as ``<outer id>/<inner id>``).
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from agentkit.cli._demo_model import demo_model
 from agentkit.exceptions import ModelConnectionError
 from agentkit.messages import Msg
 from agentkit.models import ChatModel, ChatResponse, ModelSettings, ToolDefinition
+from agentkit.testing import FunctionModel, ScriptItem, tool_use
+from agentkit.tools import ToolContext, Toolkit
 from tests._serve_agents import make_agent as make_demo_agent
 
 MARKDOWN = """# Release notes
@@ -124,6 +133,8 @@ class WebChatModel(ChatModel):
             answer, deltas = MARKDOWN, 60
         elif prompt == "hostile markdown":
             answer, deltas = HOSTILE, 30
+        elif prompt.startswith("also "):
+            answer, deltas = steered_answer(prompt, messages), 10
         elif prompt == "long answer":
             answer, deltas = long_answer(), _LONG_DELTAS
         else:
@@ -141,10 +152,75 @@ class WebChatModel(ChatModel):
 _FAILED: set[str] = set()
 
 
+def output_text(output: object) -> str:
+    """A tool result's text (its output is a string or a list of blocks)."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return " ".join(str(b.get("text", "")) for b in output if isinstance(b, dict))
+    return str(output)
+
+
+def steered_answer(prompt: str, messages: Sequence[Msg]) -> str:
+    """The answer to a steer: the note, and the results of the tools that ran before it."""
+    results = [output_text(b["output"]) for m in messages for b in m.get_blocks("tool_result")]
+    done = f" (after: {results[-1]})" if results else ""
+    return f"Noted while working: {prompt[5:]}{done}."
+
+
+async def brief_task(topic: str, ctx: ToolContext) -> str:
+    """Work on a topic for about two seconds, reporting progress.
+
+    Args:
+        topic: What to work on.
+        ctx: The call context.
+    """
+    for step in range(1, 9):
+        await ctx.report_progress(f"step {step}/8 on {topic}", progress=step, total=8)
+        await anyio.sleep(0.25)
+    return f"finished {topic}"
+
+
+async def delete_draft(path: str) -> str:
+    """Delete a draft file (needs approval; pretends).
+
+    Args:
+        path: The draft's path.
+    """
+    return f"deleted {path}"
+
+
+def janitor_decides(messages: list[Msg], tools: object) -> ScriptItem:
+    """The inner agent: two deletions (parallel, both need approval), then a summary.
+
+    A function of the conversation, not a ``ScriptedModel``: the server builds a fresh agent
+    for each request, so a script's position would not survive the pause for approval.
+    """
+    results = [b for m in messages for b in m.get_blocks("tool_result")]
+    if not results:
+        return [
+            tool_use("delete_draft", "d1", path="drafts/old-plan.md"),
+            tool_use("delete_draft", "d2", path="drafts/keep-me.md"),
+        ]
+    outcome = "; ".join(f"{b['id']}: {output_text(b['output'])}" for b in results)
+    return f"Janitor report: {outcome}"
+
+
+def make_janitor() -> ReActAgent:
+    """The agent used as a tool, with a tool that needs approval."""
+    toolkit = Toolkit()
+    toolkit.register_tool_function(delete_draft, requires_approval=True)
+    model = FunctionModel(janitor_decides, stream=True, model_name="janitor")
+    return ReActAgent("janitor", "You tidy up drafts.", model, toolkit, print_hint=False)
+
+
 def make_agent() -> ReActAgent:
-    """The serve tests' demo agent with :class:`WebChatModel`."""
+    """The serve tests' demo agent with :class:`WebChatModel`, ``brief_task`` and ``janitor``."""
     agent = make_demo_agent()
-    return ReActAgent(agent.name, agent.sys_prompt, WebChatModel(), agent.toolkit, print_hint=False)
+    toolkit = agent.toolkit
+    toolkit.register_tool_function(brief_task)
+    toolkit.register_tool(make_janitor().as_tool(description="Tidies up drafts."))
+    return ReActAgent(agent.name, agent.sys_prompt, WebChatModel(), toolkit, print_hint=False)
 
 
 def main() -> None:

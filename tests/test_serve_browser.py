@@ -91,6 +91,9 @@ def test_web_chat_layout_markdown_states_and_accessibility(tmp_path: Path) -> No
         "stopped mark kept after a reload",
         "error and retry",
         "reconnected",
+        "nested approvals",
+        "nested approved and denied",
+        "steered",
         "axe desktop",
         "phone",
         "done",
@@ -101,6 +104,7 @@ def test_web_chat_layout_markdown_states_and_accessibility(tmp_path: Path) -> No
         "webchat_desktop_dark.png",
         "webchat_phone.png",
         "webchat_phone_nav.png",
+        "webchat_steer.png",
     ]
     keep = os.environ.get("AGENTKIT_SCREENSHOT_DIR")  # to look at them
     for name in shots:

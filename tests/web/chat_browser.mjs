@@ -50,7 +50,9 @@ try {
   await assistantSays("You interrupted me");
   report("follow-up answered");
 
-  // 3. Typing while the agent works interrupts it and follows up.
+  // 3. With "Interrupt instead" checked, typing while the agent works interrupts it and
+  // follows up (unchecked, the default, it steers: see chat_ui_browser.mjs).
+  await page.check("[data-testid=interrupt-mode]");
   await say('call slow_task {"topic": "coffee"}');
   await page.waitForSelector("[data-testid=tool-call][data-status=running] .progress:has-text('step')");
   check(await input.isEditable(), "the text box stays usable while the agent runs");
@@ -59,6 +61,7 @@ try {
   check((await lastCall.getAttribute("data-status")) === "interrupted" ||
         (await page.locator("[data-testid=tool-call][data-status=interrupted]").count()) >= 2,
         "the running call was interrupted by the new message");
+  await page.uncheck("[data-testid=interrupt-mode]");
   report("typed while running");
 
   // 3b. Reloading mid-run re-attaches to the live run; Stop still works.

@@ -184,7 +184,94 @@ try {
   await page.locator("[data-role=assistant] .md", { hasText: "Here are the results" }).waitFor();
   report("reconnected");
 
-  // 8. Streamed markdown equals markdown rendered from history (the incremental renderer's
+  // 8. Nested approvals: the calls waiting inside an agent used as a tool show inside it,
+  // whole, with keyboard-operable buttons, again after a reload; decisions use "outer/inner".
+  const resumes = [];
+  page.on("request", (r) => {
+    if (r.method() === "POST" && r.url().endsWith("/agui")) {
+      for (const it of JSON.parse(r.postData()).resume || []) resumes.push(it);
+    }
+  });
+  await page.click("[data-testid=new-thread]");
+  await say('call janitor {"task": "tidy the drafts"}');
+  const outerCall = page.locator("[data-testid=tool-call][data-status=waiting]");
+  const innerPending = outerCall.locator("[data-testid=tool-call][data-status=pending]");
+  const nestedView = async (label) => {
+    await page.waitForFunction(() => document.querySelectorAll(
+      "[data-testid=tool-call][data-status=waiting] [data-testid=tool-call][data-status=pending]").length === 2);
+    await idle();
+    const calls = await innerPending.evaluateAll((nodes) => nodes.map((n) => ({
+      id: n.dataset.callId, summary: n.querySelector("summary").textContent,
+      args: n.querySelector(".args").textContent, open: n.open && n.parentElement.closest("details").open,
+      buttons: n.querySelectorAll("[data-testid=approve], [data-testid=deny]").length,
+      label: n.querySelector(".actions").getAttribute("aria-label"),
+    })));
+    check(calls.every((c) => /^[^/]+\/d[12]$/.test(c.id) && c.summary.includes("delete_draft") &&
+                       c.summary.includes("inside janitor") && c.open && c.buttons === 2),
+          `nested calls shown inside their agent tool (${label}): ` + JSON.stringify(calls));
+    check(calls[0].args === '{\n  "path": "drafts/old-plan.md"\n}' &&
+          calls[1].args === '{\n  "path": "drafts/keep-me.md"\n}',
+          `whole arguments, pretty JSON (${label}): ` + JSON.stringify(calls));
+    return calls;
+  };
+  const nested = await nestedView("live");
+  const nestedAxe = await axe(page, "nested approvals");
+  report("nested approvals", { ids: nested.map((c) => c.id), axe: nestedAxe });
+  await page.reload();
+  await page.waitForSelector("body[data-ready='1']");
+  await nestedView("after a reload");
+  const first = innerPending.first().locator("[data-testid=approve]");
+  await first.focus();
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("[data-testid=tool-call][data-status=waiting] [data-testid=tool-call][data-status=approved]");
+  // The resumed run stops again with the other call; its buttons wait for that.
+  const deny = innerPending.locator("[data-testid=deny]:not([disabled])");
+  await deny.waitFor();
+  check((await innerPending.count()) === 1, "one nested call still pending");
+  await deny.focus();
+  await page.keyboard.press("Enter");
+  const janitorCall = page.locator("[data-testid=tool-call][data-status=done]", { hasText: "janitor" });
+  await janitorCall.waitFor();
+  await idle();
+  const janitorResult = await janitorCall.locator(":scope > .result").textContent();
+  check(janitorResult.includes("d1: deleted drafts/old-plan.md") && !janitorResult.includes("deleted drafts/keep-me.md"),
+        "the approved inner call ran, the denied one did not: " + janitorResult);
+  check(resumes.length === 2 && resumes[0].interruptId === nested[0].id && resumes[0].payload.approved === true &&
+        resumes[1].interruptId === nested[1].id && resumes[1].payload.approved === false,
+        "the decisions were sent with the composite ids: " + JSON.stringify(resumes));
+  check((await page.locator("[data-testid=tool-call][data-status=pending]").count()) === 0, "nothing left pending");
+  report("nested approved and denied");
+
+  // 9. Typing while a tool runs steers: shown at once as queued, then what became of it; the
+  // run goes on (no interrupt) and answers it.
+  const posted = [];
+  page.on("request", (r) => { if (r.method() === "POST") posted.push(new URL(r.url()).pathname.split("/").pop()); });
+  await page.click("[data-testid=new-thread]");
+  await say('call brief_task {"topic": "the report"}');
+  await page.waitForSelector("[data-testid=tool-call][data-status=running] .progress:has-text('step')");
+  await say("also mention the budget");
+  const steered = page.locator("[data-testid=message][data-role=user]", { hasText: "also mention the budget" });
+  await page.waitForSelector("[data-testid=message][data-steer=queued] [data-testid=steer-status]");
+  check((await page.locator("[data-testid=tool-call][data-status=running]").count()) === 1,
+        "the steer shows as queued while the tool still runs");
+  const answer = page.locator("[data-role=assistant] .md", { hasText: "Noted while working: mention the budget" });
+  await answer.waitFor();
+  await idle();
+  const steer = await steered.getAttribute("data-steer");
+  check(steer === "next_request" || steer === "follow_up", "the steer was taken into the run: " + steer);
+  const mark = await steered.locator("[data-testid=steer-status]").textContent();
+  check(mark.startsWith("steered"), "what happened to it is shown: " + mark);
+  check((await answer.textContent()).includes("after: finished the report"), "answered after the tool's result");
+  check(posted.includes("steer") && !posted.includes("interrupt") && posted.filter((p) => p === "agui").length === 1,
+        "one run, steered, not interrupted: " + JSON.stringify(posted));
+  check((await page.locator("[data-testid=tool-call][data-status=done]").count()) === 1, "the tool finished");
+  const order = await page.$$eval("#log > [data-testid=message]", (ns) => ns.map((n) => n.dataset.role));
+  check(JSON.stringify(order.slice(-3)) === '["assistant","user","assistant"]',
+        "the steered message sits between the tool call and its answer: " + JSON.stringify(order));
+  await page.screenshot({ path: `${shots}/webchat_steer.png` });
+  report("steered", { status: steer });
+
+  // 10. Streamed markdown equals markdown rendered from history (the incremental renderer's
   // blocks are the one-shot renderer's), and accessibility in both themes.
   await page.click("[data-testid=thread]:has-text('long answer')");
   await page.waitForSelector("[data-testid=tool-call][data-status=done]");
@@ -192,7 +279,8 @@ try {
   await page.reload();
   await page.waitForSelector("body[data-ready='1']");
   const stored = await page.$$eval("[data-role=assistant] .md", (n) => n.map((x) => x.innerHTML));
-  check(JSON.stringify(streamed) === JSON.stringify(stored), "streamed and stored markdown render alike");
+  check(JSON.stringify(streamed) === JSON.stringify(stored), "streamed and stored markdown render alike: " +
+        JSON.stringify([streamed.length, stored.length, streamed.map((x) => x.length), stored.map((x) => x.length), location(page)]));
   await page.click("[data-testid=thread]:has-text('show markdown')");
   await page.waitForSelector("[data-role=assistant] .md table");
   const light = await axe(page, "desktop light");
@@ -203,7 +291,7 @@ try {
   await noHorizontalOverflow(page, "desktop");
   report("axe desktop", { light, dark });
 
-  // 9. A phone: the sidebar is off-canvas behind the menu button; the input takes the width.
+  // 11. A phone: the sidebar is off-canvas behind the menu button; the input takes the width.
   const phone = await open({ width: 390, height: 844 }, location(page));
   await phone.waitForSelector("[data-role=assistant] .md table");
   const menu = phone.locator("#menu");

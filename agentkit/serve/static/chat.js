@@ -19,6 +19,17 @@ const state = {
   runTexts: [],         // ids of the assistant texts streamed in the current run
   lastUser: null,       // the last message sent (Retry sends it again, same id)
   threads: [],          // the thread list as last loaded
+  nested: new Map(),    // "outer/inner" call id -> {name, args, status}: calls inside agent tools
+  steers: [],           // messages typed while the agent worked: {text, status, node}
+};
+
+// What became of a message typed while the agent worked (POST /threads/{id}/steer).
+const STEER_LABELS = {
+  queued: "queued: the agent reads it at its next step",
+  next_request: "steered: the agent read it before its next step",
+  follow_up: "steered: answered in a follow-up turn",
+  no_run: "the agent had finished: sent as a new message",
+  unreachable: "not delivered: the run could not be reached",
 };
 
 // ---------------------------------------------------------------- http
@@ -61,8 +72,15 @@ function announce(text) {
   setTimeout(() => { box.textContent = text; }, 50);
 }
 
+// Decisions wait while a run is in flight (a resume for one call runs; the others are
+// decided when it has stopped again).
+function lockDecisions(locked) {
+  for (const b of document.querySelectorAll("#log .actions button")) b.disabled = locked;
+}
+
 function setRunning(running) {
   state.running = running;
+  lockDecisions(running);
   $("stop").hidden = !running;
   setStatus(running ? "working…" : "");
 }
@@ -125,13 +143,17 @@ function setCallStatus(callId, status) {
   const node = state.calls.get(callId);
   if (!node) return;
   node.setAttribute("data-status", status);
-  node.querySelector(".badge").textContent = status;
-  const actions = node.querySelector(".actions");
+  node.querySelector(":scope > summary .badge").textContent = status;
+  const nested = state.nested.get(callId);
+  if (nested) nested.status = status;
+  const actions = node.querySelector(":scope > .actions");
   if (status === "pending") {
-    node.open = true;   // the decision must be visible: whole arguments, buttons in view
-    const args = node.querySelector(".args");
+    // The decision must be visible: whole arguments, buttons in view, outer calls open.
+    for (let d = node; d; d = d.parentElement && d.parentElement.closest("details.tool")) d.open = true;
+    const args = node.querySelector(":scope > .args");
     args.textContent = prettyJson(args.textContent);
-    if (!actions) node.appendChild(approvalButtons(callId, node.querySelector("summary").firstChild.data.trim()));
+    if (nested) nested.args = args.textContent;
+    if (!actions) node.appendChild(approvalButtons(callId, node.dataset.name, node.classList.contains("nested")));
     node.scrollIntoView({ block: "nearest" });
   }
   if (status !== "pending" && actions) actions.remove();
@@ -141,12 +163,14 @@ function prettyJson(text) {
   try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
 }
 
-function approvalButtons(callId, name) {
-  const box = el("div", { class: "actions", role: "group", "aria-label": "Approve the call " + name + "?" });
+function approvalButtons(callId, name, nested) {
+  const inside = nested ? " inside " + callId.slice(0, callId.lastIndexOf("/")) : "";
+  const box = el("div", { class: "actions", role: "group", "aria-label": "Approve the call " + name + inside + "?" });
   const approve = el("button", { type: "button", class: "approve", "data-testid": "approve" }, "Approve");
   const deny = el("button", { type: "button", class: "deny", "data-testid": "deny" }, "Deny");
   approve.addEventListener("click", () => answer(callId, true));
   deny.addEventListener("click", () => answer(callId, false));
+  approve.disabled = deny.disabled = state.running;
   box.append(approve, deny);
   return box;
 }
@@ -156,21 +180,65 @@ function toolCallEl(callId, name, parentId) {
   if (node) return node;
   node = el("details", { class: "tool", "data-testid": "tool-call", "data-status": "running" });
   node.dataset.callId = callId;
+  node.dataset.name = name;
   const summary = el("summary", {}, name + " ");
   // Progress sits in the summary so that it shows while the call is collapsed.
   summary.append(el("span", { class: "badge" }, "running"), el("span", { class: "progress" }));
   node.append(summary, el("pre", { class: "args", tabindex: "0", "aria-label": "arguments" }),
               el("pre", { class: "result", tabindex: "0", "aria-label": "result" }));
-  messageEl(parentId || "call-" + callId, "assistant").appendChild(node);
   state.calls.set(callId, node);
+  // A call inside an agent used as a tool ("outer/inner") sits inside its outer call.
+  const cut = callId.lastIndexOf("/");
+  const outer = cut > 0 ? state.calls.get(callId.slice(0, cut)) : null;
+  if (cut > 0) {
+    node.classList.add("nested");
+    const where = outer ? outer.dataset.name : callId.slice(0, cut);
+    summary.insertBefore(el("span", { class: "where", "data-testid": "nested-in" }, "inside " + where + " "),
+                         summary.querySelector(".badge"));
+    if (!state.nested.has(callId)) state.nested.set(callId, { name, args: "", status: "running" });
+  }
+  if (outer) {
+    let inner = outer.querySelector(":scope > .inner");
+    if (!inner) {
+      inner = el("div", { class: "inner", role: "group", "aria-label": "calls inside " + outer.dataset.name });
+      outer.insertBefore(inner, outer.querySelector(":scope > .result"));
+    }
+    inner.appendChild(node);
+  } else {
+    messageEl(parentId || "call-" + callId, "assistant").appendChild(node);
+  }
   return node;
+}
+
+// "Approve the call NAME(ARGS)?": the server's interrupt message names the call and its
+// whole arguments (JSON); a pending call inside an agent tool is known to the page only so.
+function parseInterrupt(it) {
+  const m = /^Approve the call ([^(]+)\((.*)\)\?$/s.exec(it.message || "");
+  return m ? { name: m[1], args: m[2] } : { name: "tool call", args: it.message || "" };
+}
+
+// Show every pending call (nested ones too: after a reload only the interrupt names them)
+// and mark the agent tools that wait for a decision inside them.
+function showPending(interrupts) {
+  for (const it of interrupts) {
+    const id = it.toolCallId || it.id;
+    state.pending.add(id);
+    if (!state.calls.has(id)) {
+      const call = parseInterrupt(it);
+      toolCallEl(id, call.name).querySelector(".args").textContent = call.args;
+    }
+    for (let cut = id.lastIndexOf("/"); cut > 0; cut = id.lastIndexOf("/", cut - 1)) {
+      setCallStatus(id.slice(0, cut), "waiting");
+    }
+  }
+  for (const id of state.pending) setCallStatus(id, "pending");
 }
 
 function setResult(callId, content, status) {
   const node = state.calls.get(callId);
   if (!node) return;
-  node.querySelector(".result").textContent = typeof content === "string" ? content : JSON.stringify(content);
-  node.querySelector(".progress").textContent = "";
+  node.querySelector(":scope > .result").textContent = typeof content === "string" ? content : JSON.stringify(content);
+  node.querySelector(":scope > summary .progress").textContent = "";
   setCallStatus(callId, status);
 }
 
@@ -197,12 +265,54 @@ function renderMessages(messages) {
     }
   }
   state.reuse = null;
+  // Calls inside agent tools are not in the stored messages: the ones seen are put back.
+  for (const [id, call] of state.nested) {
+    const outer = state.calls.get(id.slice(0, id.lastIndexOf("/")));
+    if (!outer || !["running", "waiting"].includes(outer.getAttribute("data-status"))) continue;
+    toolCallEl(id, call.name).querySelector(".args").textContent = call.args;
+    setCallStatus(id, call.status);
+  }
+  const waiting = (id) => Array.from(state.pending).some((p) => p.startsWith(id + "/"));
   for (const [callId, node] of state.calls) {
     if (node.getAttribute("data-status") === "running") {
-      setCallStatus(callId, state.pending.has(callId) ? "pending" : state.running ? "running" : "interrupted");
+      setCallStatus(callId, state.pending.has(callId) ? "pending" : waiting(callId) ? "waiting"
+        : state.running ? "running" : "interrupted");
     }
   }
+  placeSteers();
   scrollDown();
+}
+
+// Each steered message is shown once: the stored one (same text, in order) takes its mark;
+// one still queued stays at the end of the thread.
+function placeSteers() {
+  const users = Array.from($("log").querySelectorAll(".message[data-role=user]"));
+  let from = 0;
+  for (const s of state.steers) {
+    const i = users.findIndex((n, k) => k >= from && n.querySelector(".text").textContent === s.text);
+    if (i >= 0) { s.node = users[i]; from = i + 1; }
+    else if (s.status === "queued") { s.node = messageEl(s.node.dataset.id, "user"); appendText(s.node, s.text); }
+    else continue;
+    markSteer(s);
+  }
+}
+
+function markSteer(s) {
+  const node = s.node;
+  node.dataset.steer = s.status;
+  node.classList.toggle("queued", s.status === "queued");
+  let mark = node.querySelector(".steer-mark");
+  if (!mark) {
+    mark = el("span", { class: "steer-mark", "data-testid": "steer-status", role: "status" });
+    node.appendChild(mark);
+  }
+  mark.textContent = STEER_LABELS[s.status] || s.status;
+  node.querySelector(".resend")?.remove();
+  if (s.status === "unreachable") {
+    const again = el("button", { type: "button", class: "retry resend" }, "Send as a new message");
+    again.addEventListener("click", () => { s.status = "no_run"; markSteer(s); post(s.text).catch(report); });
+    node.appendChild(again);
+  }
 }
 
 function textOf(content) {
@@ -258,13 +368,15 @@ function onEvent(ev) {
     case "TOOL_CALL_START": toolCallEl(ev.toolCallId, ev.toolCallName, ev.parentMessageId); break;
     case "TOOL_CALL_ARGS": {
       const node = state.calls.get(ev.toolCallId);
-      if (node) node.querySelector(".args").appendChild(document.createTextNode(ev.delta));
+      if (node) node.querySelector(":scope > .args").appendChild(document.createTextNode(ev.delta));
+      const nested = state.nested.get(ev.toolCallId);
+      if (nested) nested.args += ev.delta;
       break;
     }
     case "CUSTOM":
       if (ev.name === PROGRESS_EVENT && ev.value) {
         const node = state.calls.get(ev.value.toolCallId);
-        if (node) node.querySelector(".progress").textContent = ev.value.text || "";
+        if (node) node.querySelector(":scope > summary .progress").textContent = ev.value.text || "";
       }
       break;
     case "TOOL_CALL_RESULT": setResult(ev.toolCallId, ev.content, (ev.metadata && ev.metadata.status) || "done"); break;
@@ -320,10 +432,7 @@ function onFinished(outcome) {
   setRunning(false);
   state.pending = new Set();
   if (outcome.type === "interrupt") {
-    for (const it of outcome.interrupts) {
-      state.pending.add(it.toolCallId || it.id);
-      setCallStatus(it.toolCallId || it.id, "pending");
-    }
+    showPending(outcome.interrupts);
     setStatus("waiting for your approval");
   } else if (outcome.type === "cancelled") {
     for (const [callId, node] of state.calls) {
@@ -454,10 +563,17 @@ async function settled() {
   while (state.opening) await state.opening.catch(() => {});
 }
 
+// Typing while the agent works steers it (the message joins the run at its next step);
+// with "Interrupt instead" checked it stops the run, then sends (as `agentkit chat` does).
 async function send(text) {
   await settled();
   if (!state.threadId) await newThread();
-  if (state.running) await stop();   // as in `agentkit chat`: interrupt, then follow up
+  if (state.running && !$("interrupt-mode").checked) return steer(text);
+  if (state.running) await stop();
+  await post(text);
+}
+
+async function post(text) {
   const message = { id: randomId(), role: "user", content: text };
   state.lastUser = message;
   appendText(messageEl(message.id, "user"), text);
@@ -473,6 +589,28 @@ async function resend(message) {
   await stream("POST", "agui", runInput([message]));
 }
 
+async function steer(text) {
+  const s = { text, status: "queued", node: messageEl("steer-" + randomId(), "user") };
+  appendText(s.node, text);
+  state.steers.push(s);
+  markSteer(s);
+  const threadId = state.threadId;
+  let status;
+  try {
+    status = (await api("POST", "threads/" + encodeURIComponent(threadId) + "/steer", { message: text })).status;
+  } catch (err) {
+    status = "unreachable";
+  }
+  if (state.threadId !== threadId) return;
+  s.status = STEER_LABELS[status] ? status : "unreachable";
+  markSteer(s);
+  if (s.status === "no_run") {   // it finished meanwhile: this is the next message
+    state.steers.splice(state.steers.indexOf(s), 1);
+    s.node.remove();
+    await post(text);
+  }
+}
+
 async function stop() {
   await settled();
   setStatus("stopping…");
@@ -480,8 +618,10 @@ async function stop() {
 }
 
 async function answer(callId, approved) {
+  lockDecisions(true);
   const payload = approved ? { approved: true } : { approved: false, reason: "denied in the web chat" };
-  setCallStatus(callId, "running");
+  // A call inside an agent tool gets no result event of its own: its decision is its state.
+  setCallStatus(callId, state.nested.has(callId) ? (approved ? "approved" : "denied") : "running");
   await stream("POST", "agui", runInput([], [{ interruptId: callId, status: "resolved", payload }]));
 }
 
@@ -506,6 +646,8 @@ async function showThread(threadId) {
   if (state.stream) state.stream.abort();
   state.threadId = threadId;
   state.lastUser = null;
+  state.nested = new Map();
+  state.steers = [];
   history.replaceState(null, "", "#thread=" + encodeURIComponent(threadId));
   await refreshThread(threadId);
 }
@@ -516,6 +658,7 @@ async function refreshThread(threadId) {
   state.pending = new Set(thread.pending.map((p) => p.toolCallId || p.id));
   setRunning(thread.running);
   renderMessages(thread.messages);
+  showPending(thread.pending);
   await loadThreads();
   // A live run (the page was reloaded mid-run): follow it from its first event.
   if (thread.running) stream("GET", "threads/" + encodeURIComponent(threadId) + "/events").catch(report);
@@ -623,6 +766,17 @@ document.addEventListener("DOMContentLoaded", () => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit(); }
   });
   $("stop").addEventListener("click", () => stop().catch(report));
+  const mode = $("interrupt-mode");
+  mode.checked = localStorage.getItem("agentkit-interrupt-mode") === "1";
+  const hint = () => {
+    input.placeholder = "Message the agent (Enter sends; while it works, sending " +
+      (mode.checked ? "interrupts it)" : "steers it)");
+  };
+  mode.addEventListener("change", () => {
+    localStorage.setItem("agentkit-interrupt-mode", mode.checked ? "1" : "0");
+    hint();
+  });
+  hint();
   $("new-thread").addEventListener("click", () => {
     showSidebar(false, true);
     newThread().catch(report);
