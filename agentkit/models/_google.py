@@ -99,7 +99,8 @@ class GoogleModel(ChatModel):
         generate_kwargs: Extra ``GenerateContentConfig`` fields sent with every request
             (``top_k``, ``safety_settings``, ``cached_content``...). Per-call settings
             override them.
-        http_options: Extra ``types.HttpOptions`` fields (``api_version``, ``headers``...).
+        http_options: Extra ``types.HttpOptions`` fields (``headers``, ``api_version``:
+            ``v1beta`` on the Gemini API unless given, the SDK's default on Vertex AI).
         retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
         max_retries: Shortcut overriding ``retry.max_retries``.
 
@@ -147,6 +148,10 @@ class GoogleModel(ChatModel):
         if base_url is not None:
             options["base_url"] = base_url
         options["retry_options"] = None  # ours only (the SDK's default is none, kept so)
+        if not vertexai:
+            # The version the API reference documents, with every feature used here (the
+            # SDK's own default, ``v1``, may lag behind); ``http_options`` may change it.
+            options.setdefault("api_version", "v1beta")
         kwargs: dict[str, object] = {"http_options": types.HttpOptions(**options)}
         if vertexai:
             kwargs.update(vertexai=True, project=project, location=location)
