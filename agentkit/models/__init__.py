@@ -32,6 +32,7 @@ __all__ = [
     "ChatResponse",
     "ChatUsage",
     "FallbackModel",
+    "GoogleModel",
     "ModelOutput",
     "ModelPrice",
     "ModelRequest",
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from agentkit.models._azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
     from agentkit.models._bedrock import AnthropicBedrockModel
     from agentkit.models._fallback import FallbackModel
+    from agentkit.models._google import GoogleModel
     from agentkit.models._http import RetryPolicy
     from agentkit.models._openai import OpenAIChatModel
     from agentkit.models._openai_responses import OpenAIResponsesModel
@@ -74,6 +76,7 @@ else:
             "AnthropicBedrockModel": "._bedrock",
             "AzureOpenAIResponsesModel": "._azure",
             "FallbackModel": "._fallback",
+            "GoogleModel": "._google",
             "RetryPolicy": "._http",
             "from_string": "._registry",
             "ModelPrice": "._prices",

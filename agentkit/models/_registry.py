@@ -43,7 +43,16 @@ _OPENAI_COMPATIBLE: dict[str, _Compatible] = {
     # Hugging Face's inference router (OpenAI-compatible): model ids like "org/model:provider".
     "huggingface": _Compatible("https://router.huggingface.co/v1", ("HF_TOKEN",)),
 }
-_OTHERS = ("openai-responses", "azure", "azure-responses", "anthropic", "bedrock", "vertex")
+_OTHERS = (
+    "openai-responses",
+    "azure",
+    "azure-responses",
+    "anthropic",
+    "bedrock",
+    "vertex",
+    "google",
+    "google-vertex",
+)
 
 PROVIDERS = (*_OTHERS, *_OPENAI_COMPATIBLE)
 """The provider prefixes ``from_string`` knows."""
@@ -83,6 +92,12 @@ def _compatible(provider: str, name: str, kwargs: dict[str, Any]) -> ChatModel:
 
 
 def _other(provider: str, name: str, kwargs: dict[str, Any]) -> ChatModel:
+    if provider in ("google", "google-vertex"):
+        from agentkit.models._google import GoogleModel
+
+        if provider == "google-vertex":
+            kwargs.setdefault("vertexai", True)
+        return GoogleModel(name, **kwargs)
     if provider == "anthropic":
         from agentkit.models._anthropic import AnthropicChatModel
 
@@ -121,6 +136,10 @@ def from_string(spec: str, **kwargs: Any) -> ChatModel:
       Default Credentials through ``google-auth``, the ``agentkit[vertex]`` extra);
       ``bedrock``: Claude on Amazon Bedrock (``AWS_REGION``, AWS credentials through
       ``botocore``, the ``agentkit[bedrock]`` extra, or ``AWS_BEARER_TOKEN_BEDROCK``).
+    - ``google``: Gemini's native API through ``google-genai`` (``GEMINI_API_KEY`` or
+      ``GOOGLE_API_KEY``, the ``agentkit[google]`` extra); ``google-vertex``: Gemini on
+      Vertex AI (``GOOGLE_CLOUD_PROJECT``, ``GOOGLE_CLOUD_LOCATION``, Application Default
+      Credentials).
     - OpenAI-compatible endpoints: ``gemini`` (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``),
       ``ollama`` (``OLLAMA_HOST``, default ``localhost:11434``), ``vllm``
       (``http://localhost:8000/v1``, ``VLLM_API_KEY`` or ``"EMPTY"``), ``deepseek``
@@ -141,7 +160,8 @@ def from_string(spec: str, **kwargs: Any) -> ChatModel:
             message names the variable); the other adapters report missing credentials
             on their first call.
         MissingDependencyError: ``bedrock:`` / ``vertex:`` without the package their
-            default credentials need (the message names the extra).
+            default credentials need, ``google:`` without ``google-genai`` (the message
+            names the extra).
     """
     provider, sep, name = spec.partition(":")
     if not sep:
