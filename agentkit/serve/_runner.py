@@ -111,6 +111,9 @@ def interrupt_for(call: CallInfo) -> Interrupt:
         message=f"Approve the call {call['name']}({args})?",
         tool_call_id=call["id"],
         response_schema=APPROVAL_SCHEMA,
+        # The call itself, for a client that shows it (a call inside an agent used as a
+        # tool is known to the client only from here).
+        metadata={"name": call["name"], "input": call.get("input", {})},
     )
 
 

@@ -210,9 +210,12 @@ function toolCallEl(callId, name, parentId) {
   return node;
 }
 
-// "Approve the call NAME(ARGS)?": the server's interrupt message names the call and its
-// whole arguments (JSON); a pending call inside an agent tool is known to the page only so.
+// The call an interrupt asks about: its metadata names it and carries its whole arguments (a
+// pending call inside an agent tool is known to the page only from here); the message text
+// "Approve the call NAME(ARGS)?" is the fallback.
 function parseInterrupt(it) {
+  const meta = it.metadata;
+  if (meta && typeof meta.name === "string") return { name: meta.name, args: JSON.stringify(meta.input ?? {}) };
   const m = /^Approve the call ([^(]+)\((.*)\)\?$/s.exec(it.message || "");
   return m ? { name: m[1], args: m[2] } : { name: "tool call", args: it.message || "" };
 }
