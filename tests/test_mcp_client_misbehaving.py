@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from agentkit.agent import ReActAgent
+from agentkit.events import ToolResult
 from agentkit.exceptions import (
     MCPConnectionError,
     MCPError,
@@ -235,11 +236,21 @@ async def test_sigkill_mid_parallel_agent_turn() -> None:
         ]
     )
     agent = ReActAgent("a", "sys", model, tk, print_hint=False)
+    echoed = anyio.Event()
+
+    def on_event(event: object) -> None:
+        if isinstance(event, ToolResult) and event.result.get("name") == "echo":
+            echoed.set()
+
+    agent.add_event_listener(on_event)
 
     async def kill_soon() -> None:
-        # Kill mid-turn: the local tool runs and the server has the slow call.
+        # Kill mid-turn: the local tool runs, the server has the slow call and has answered
+        # the quick one.
         await local_running.wait()
         await eventually(lambda: stats_with(client, "started=1"), "the slow call on the server")
+        with anyio.fail_after(10):
+            await echoed.wait()
         os.kill(pid, signal.SIGKILL)
         killed.set()
 
