@@ -18,7 +18,13 @@ from _wire_server import RecordedRequest, Reply, Stream, WireServer
 from agentkit import ReActAgent, Toolkit
 from agentkit.exceptions import AuthenticationError, BadRequestError, RateLimitError
 from agentkit.messages import Msg
-from agentkit.models import BedrockConverseModel, RetryPolicy, ToolDefinition, from_string
+from agentkit.models import (
+    BedrockConverseModel,
+    ChatResponse,
+    RetryPolicy,
+    ToolDefinition,
+    from_string,
+)
 
 MODEL = "us.amazon.nova-lite-v1:0"
 FAST = RetryPolicy(max_retries=2, initial_delay=0.001, max_delay=0.002)
@@ -98,6 +104,11 @@ def model_for(server: WireServer, **kwargs: Any) -> BedrockConverseModel:
     )
 
 
+def meta(response: ChatResponse) -> dict[str, Any]:
+    assert response.metadata is not None
+    return response.metadata
+
+
 def model_id(request: RecordedRequest) -> str:
     return urllib.parse.unquote(request.path.split("/")[2])
 
@@ -125,7 +136,9 @@ async def test_converse_request_body_signing_and_answer() -> None:
             "user",
         ),
     ]
-    trace = {"guardrail": {"inputAssessment": {"g1": {"topicPolicy": {"topics": []}}}}}
+    trace: dict[str, Any] = {
+        "guardrail": {"inputAssessment": {"g1": {"topicPolicy": {"topics": []}}}}
+    }
     async with WireServer() as server:
         server.script(converse([{"text": "Hi there"}], trace=trace))
         model = model_for(
@@ -158,8 +171,8 @@ async def test_converse_request_body_signing_and_answer() -> None:
     }
     assert body["guardrailConfig"]["guardrailIdentifier"] == "g1"
     assert answer.get_text() == "Hi there"
-    assert answer.metadata["finish_reason"] == "stop"
-    assert answer.metadata["guardrail"] == trace["guardrail"]
+    assert meta(answer)["finish_reason"] == "stop"
+    assert meta(answer)["guardrail"] == trace["guardrail"]
     assert answer.usage is not None
     assert (answer.usage.input_tokens, answer.usage.output_tokens) == (40, 5)
     assert (answer.usage.cache_read_tokens, answer.usage.cache_write_tokens) == (20, 10)
@@ -174,7 +187,7 @@ async def test_converse_tool_use_and_reasoning_replayed() -> None:
             server, stream=False, reasoning={"thinking": {"type": "enabled", "budget_tokens": 1024}}
         )
         first = await model.request(USER, [ADD], {"tool_choice": "required"})
-        assert first.metadata["finish_reason"] == "tool_calls"
+        assert meta(first)["finish_reason"] == "tool_calls"
         assert first.content[0] == {
             "type": "thinking",
             "thinking": "add them",
@@ -300,8 +313,8 @@ async def test_converse_stream_event_frames() -> None:
     assert final.content[0] == {"type": "thinking", "thinking": "think", "signature": "sig-9"}
     assert final.content[1] == {"type": "text", "text": "Let me add."}
     assert final.tool_calls[0]["input"] == {"a": 2, "b": 3}
-    assert final.metadata["finish_reason"] == "tool_calls"
-    assert final.metadata["guardrail"] == {"modelOutput": ["x"]}
+    assert meta(final)["finish_reason"] == "tool_calls"
+    assert meta(final)["guardrail"] == {"modelOutput": ["x"]}
     assert final.usage is not None
     assert final.usage.cache_read_tokens == 20
     assert len(chunks) > 3  # cumulative snapshots as the deltas came
@@ -316,7 +329,7 @@ async def test_converse_stream_throttling_before_content_is_retried() -> None:
         model = model_for(server)
         chunks = [c async for c in model.request_stream(USER, [ADD])]
         await model.aclose()
-    assert chunks[-1].metadata["finish_reason"] == "tool_calls"
+    assert meta(chunks[-1])["finish_reason"] == "tool_calls"
     assert len(server.requests) == 2
 
 

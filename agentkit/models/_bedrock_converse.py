@@ -355,7 +355,7 @@ class BedrockConverseModel(ChatModel):
                 for b in response.content
                 if b["type"] == "tool_use" and b["name"] == _OUTPUT_TOOL
             ]
-            if response.metadata.get("finish_reason") == "tool_calls":
+            if response.metadata and response.metadata.get("finish_reason") == "tool_calls":
                 response.metadata["finish_reason"] = "stop"
             apply_structured_output(response, structured, response.get_text() or None)
         return fill_cost(response, self.model_name, self.provider, self.base_url)

@@ -153,16 +153,19 @@ def _blocks(blocks: Sequence[ContentBlock], role: str, counter: list[int]) -> li
     out: list[Wire] = []
     for block in blocks:
         kind = block["type"]
-        if kind == "text":
+        if block["type"] == "text":
             if block["text"]:
                 out.append({"text": block["text"]})
-        elif kind == "thinking" and role == "assistant":
-            wire = _thinking(block)
+        elif block["type"] == "thinking":
+            wire = _thinking(block) if role == "assistant" else None
             if wire is not None:
                 out.append(wire)
-        elif kind == "tool_use" and role == "assistant":
-            out.append(_call(block))
-        elif kind == "tool_result" and role == "user":
+        elif block["type"] == "tool_use":
+            if role == "assistant":
+                out.append(_call(block))
+        elif block["type"] == "tool_result":
+            if role != "user":
+                continue
             counter[0] += 1
             out.append(_result(block, counter[0]))
         elif kind in ("image", "document"):
@@ -303,12 +306,12 @@ class ConverseState:
             return thinking
         if "image" in block:
             image = block["image"]
-            data = (image.get("source") or {}).get("bytes")
-            if isinstance(data, bytes):
+            blob: object = (image.get("source") or {}).get("bytes")
+            if isinstance(blob, bytes):
                 source = {
                     "type": "base64",
                     "media_type": f"image/{image.get('format', 'png')}",
-                    "data": base64.b64encode(data).decode("ascii"),
+                    "data": base64.b64encode(blob).decode("ascii"),
                 }
                 return cast("ContentBlock", {"type": "image", "source": source})
         return None  # citations, guard content...: not shown
