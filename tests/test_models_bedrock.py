@@ -103,15 +103,15 @@ async def test_stream_cut_before_message_stop_is_an_error() -> None:
         await model.aclose()
 
 
-async def test_from_string_bedrock_and_missing_region(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_from_string_bedrock_anthropic_and_missing_region(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "env-br")
     with pytest.raises(AuthenticationError, match="AWS_REGION"):
-        await from_string(f"bedrock:{MODEL}", stream=False)(USER)
+        await from_string(f"bedrock-anthropic:{MODEL}", stream=False)(USER)
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
-    model = from_string(f"bedrock:{MODEL}")
+    model = from_string(f"bedrock-anthropic:{MODEL}")
     assert isinstance(model, AnthropicBedrockModel)
     assert str(model.client.base_url) == "https://bedrock-runtime.eu-west-1.amazonaws.com"
 

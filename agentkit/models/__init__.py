@@ -28,6 +28,7 @@ __all__ = [
     "AudioOutput",
     "AzureOpenAIChatModel",
     "AzureOpenAIResponsesModel",
+    "BedrockConverseModel",
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from agentkit.models._anthropic import AnthropicChatModel
     from agentkit.models._azure import AzureOpenAIChatModel, AzureOpenAIResponsesModel
     from agentkit.models._bedrock import AnthropicBedrockModel
+    from agentkit.models._bedrock_converse import BedrockConverseModel
     from agentkit.models._fallback import FallbackModel
     from agentkit.models._google import GoogleModel
     from agentkit.models._http import RetryPolicy
@@ -74,6 +76,7 @@ else:
             "AzureOpenAIChatModel": "._azure",
             "AnthropicVertexModel": "._vertex",
             "AnthropicBedrockModel": "._bedrock",
+            "BedrockConverseModel": "._bedrock_converse",
             "AzureOpenAIResponsesModel": "._azure",
             "FallbackModel": "._fallback",
             "GoogleModel": "._google",

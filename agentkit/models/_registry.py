@@ -49,6 +49,7 @@ _OTHERS = (
     "azure-responses",
     "anthropic",
     "bedrock",
+    "bedrock-anthropic",
     "vertex",
     "google",
     "google-vertex",
@@ -103,6 +104,10 @@ def _other(provider: str, name: str, kwargs: dict[str, Any]) -> ChatModel:
 
         return AnthropicChatModel(name, **kwargs)
     if provider == "bedrock":
+        from agentkit.models._bedrock_converse import BedrockConverseModel
+
+        return BedrockConverseModel(name, **kwargs)
+    if provider == "bedrock-anthropic":
         from agentkit.models._bedrock import AnthropicBedrockModel
 
         return AnthropicBedrockModel(name, **kwargs)
@@ -134,8 +139,10 @@ def from_string(spec: str, **kwargs: Any) -> ChatModel:
     - ``anthropic`` (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``); ``vertex``: Claude on
       Vertex AI (``CLOUD_ML_REGION``, ``ANTHROPIC_VERTEX_PROJECT_ID``, Google Application
       Default Credentials through ``google-auth``, the ``agentkit[vertex]`` extra);
-      ``bedrock``: Claude on Amazon Bedrock (``AWS_REGION``, AWS credentials through
-      ``botocore``, the ``agentkit[bedrock]`` extra, or ``AWS_BEARER_TOKEN_BEDROCK``).
+      ``bedrock``: any Amazon Bedrock model (Llama, Mistral, Nova, Cohere, Claude...)
+      through the Converse API on ``aiobotocore`` (``AWS_REGION``, AWS credentials, the
+      ``agentkit[bedrock]`` extra); ``bedrock-anthropic``: Claude on Bedrock through the
+      Anthropic SDK's Messages API (AWS credentials or ``AWS_BEARER_TOKEN_BEDROCK``).
     - ``google``: Gemini's native API through ``google-genai`` (``GEMINI_API_KEY`` or
       ``GOOGLE_API_KEY``, the ``agentkit[google]`` extra); ``google-vertex``: Gemini on
       Vertex AI (``GOOGLE_CLOUD_PROJECT``, ``GOOGLE_CLOUD_LOCATION``, Application Default
@@ -159,7 +166,8 @@ def from_string(spec: str, **kwargs: Any) -> ChatModel:
         AuthenticationError: a hosted OpenAI-compatible provider without its API key (the
             message names the variable); the other adapters report missing credentials
             on their first call.
-        MissingDependencyError: ``bedrock:`` / ``vertex:`` without the package their
+        MissingDependencyError: ``bedrock:`` without ``aiobotocore``,
+            ``bedrock-anthropic:`` / ``vertex:`` without the package their
             default credentials need, ``google:`` without ``google-genai`` (the message
             names the extra).
     """

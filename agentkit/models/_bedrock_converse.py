@@ -1,0 +1,455 @@
+"""``BedrockConverseModel``: any Amazon Bedrock model through the Converse API.
+
+Requests go through ``aiobotocore``'s ``bedrock-runtime`` client (``POST
+/model/{modelId}/converse`` and ``/converse-stream``): AWS SigV4 signing, credentials and the
+``application/vnd.amazon.eventstream`` framing are the SDK's, read on the event loop (no
+thread per chunk). The SDK's own retries are off: the retry policy here is the only one.
+Install with ``pip install 'agentkit[bedrock]'``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from agentkit.exceptions import (
+    AuthenticationError,
+    BadRequestError,
+    MissingDependencyError,
+    ModelConnectionError,
+    ModelError,
+)
+from agentkit.messages import Msg
+from agentkit.models._base import ChatModel, ChatResponse, ModelSettings, ToolDefinition
+from agentkit.models._bedrock_format import ConverseState, format_messages, format_tool_config
+from agentkit.models._common import apply_structured_output
+from agentkit.models._http import RetryPolicy, map_status_error, send_with_retries
+from agentkit.models._prices import fill_cost
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["BedrockConverseModel"]
+
+_T = TypeVar("_T")
+
+# Bedrock Runtime's error codes -> the HTTP status agentkit maps and retries by. The API
+# answers most with that status already; event-stream exceptions come inside a 200 and
+# ModelNotReady is documented as a 429 that is worth waiting for, not a rate limit.
+_ERROR_STATUS: dict[str, int] = {
+    "throttlingexception": 429,
+    "servicequotaexceededexception": 429,
+    "validationexception": 400,
+    "accessdeniedexception": 403,
+    "unrecognizedclientexception": 403,
+    "invalidsignatureexception": 403,
+    "expiredtokenexception": 403,
+    "resourcenotfoundexception": 404,
+    "modeltimeoutexception": 408,
+    "modelerrorexception": 424,
+    "internalserverexception": 500,
+    "modelnotreadyexception": 503,
+    "serviceunavailableexception": 503,
+    "modelstreamerrorexception": 503,
+}
+
+_SETTINGS = {"temperature": "temperature", "top_p": "topP", "max_tokens": "maxTokens"}
+
+
+class _StatusError(Exception):
+    """A botocore ``ClientError`` in the shape ``send_with_retries`` reads."""
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: object, message: str):
+        super().__init__(message)
+        self.status_code = status
+        self.response = _Headers(headers)
+        self.body = body
+
+
+class _Headers:
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self.headers = {k.lower(): v for k, v in headers.items()}
+
+
+class _ConnectionError(Exception):
+    """The request did not reach the server or its answer broke off (retried)."""
+
+
+def _sdk() -> tuple[Any, Any, Any]:
+    """``aiobotocore.session``, ``botocore.config`` and ``botocore.exceptions``."""
+    try:
+        import aiobotocore.session
+        import botocore.config
+        import botocore.exceptions
+    except ImportError as err:
+        raise MissingDependencyError(
+            "BedrockConverseModel needs 'aiobotocore': pip install 'agentkit[bedrock]'",
+            name="aiobotocore",
+        ) from err
+    return aiobotocore.session, botocore.config, botocore.exceptions
+
+
+class BedrockConverseModel(ChatModel):
+    """A model on Amazon Bedrock (Llama, Mistral, Nova, Cohere, Claude...) via Converse.
+
+    Args:
+        model_name: The model id or inference profile, e.g.
+            ``"us.amazon.nova-lite-v1:0"`` or ``"meta.llama3-70b-instruct-v1:0"``.
+        region: ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` / the profile's when None.
+        aws_access_key: With ``aws_secret_key`` (and ``aws_session_token``): explicit
+            credentials; otherwise botocore's chain (environment, profile, instance role).
+        aws_secret_key: See ``aws_access_key``.
+        aws_session_token: See ``aws_access_key``.
+        aws_profile: A named AWS profile.
+        base_url: The endpoint (a VPC endpoint, a local test server); the region's when None.
+        stream: Whether ``await model(...)`` streams cumulative chunks (and the agent does).
+        reasoning: ``additionalModelRequestFields`` for reasoning, sent as is, e.g.
+            ``{"thinking": {"type": "enabled", "budget_tokens": 1024}}`` (Claude) or
+            ``{"reasoningConfig": {"type": "enabled"}}`` (Nova). Reasoning comes back as
+            thinking blocks with their signatures, replayed in later turns.
+        guardrail: ``guardrailConfig`` (``guardrailIdentifier``, ``guardrailVersion``,
+            ``trace``); the guardrail trace is in the answer's ``metadata["guardrail"]``.
+        request_fields: Extra Converse parameters sent with every request
+            (``additionalModelRequestFields``, ``performanceConfig``, ``promptVariables``...).
+        read_timeout: Seconds the client waits for data on the socket.
+        retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
+        max_retries: Shortcut overriding ``retry.max_retries``.
+
+    Raises:
+        MissingDependencyError: ``aiobotocore`` is not installed.
+
+    Example:
+        >>> model = BedrockConverseModel("us.amazon.nova-lite-v1:0")  # doctest: +SKIP
+    """
+
+    provider = "bedrock"
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        region: str | None = None,
+        aws_access_key: str | None = None,
+        aws_secret_key: str | None = None,
+        aws_session_token: str | None = None,
+        aws_profile: str | None = None,
+        base_url: str | None = None,
+        stream: bool = True,
+        reasoning: Mapping[str, object] | None = None,
+        guardrail: Mapping[str, object] | None = None,
+        request_fields: Mapping[str, object] | None = None,
+        read_timeout: float = 300.0,
+        retry: RetryPolicy | None = None,
+        max_retries: int | None = None,
+    ) -> None:
+        super().__init__(model_name, stream=stream)
+        session_module, config_module, self._errors = _sdk()
+        self.base_url = base_url
+        self.reasoning = dict(reasoning) if reasoning is not None else None
+        self.guardrail = dict(guardrail) if guardrail is not None else None
+        self.request_fields = dict(request_fields or {})
+        policy = retry or RetryPolicy()
+        if max_retries is not None:
+            policy = RetryPolicy(max_retries, policy.initial_delay, policy.max_delay, policy.jitter)
+        self.retry = policy
+        self._session = session_module.get_session()
+        if aws_profile is not None:
+            self._session.set_config_variable("profile", aws_profile)
+        self._client_kwargs: dict[str, Any] = {
+            "region_name": region,
+            "endpoint_url": base_url,
+            "aws_access_key_id": aws_access_key,
+            "aws_secret_access_key": aws_secret_key,
+            "aws_session_token": aws_session_token,
+            "config": config_module.Config(
+                retries={"total_max_attempts": 1, "mode": "standard"},
+                read_timeout=read_timeout,
+                user_agent_extra="agentkit",
+            ),
+        }
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._client: Any = None
+        self._lock = anyio.Lock()
+
+    async def _get_client(self) -> Any:
+        async with self._lock:
+            if self._client is None:
+                stack = contextlib.AsyncExitStack()
+                creator = self._session.create_client("bedrock-runtime", **self._client_kwargs)
+                self._client = await stack.enter_async_context(creator)
+                self._stack = stack
+            return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client (its connection pool). Safe to call twice."""
+        stack, self._stack, self._client = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    # -- requests ------------------------------------------------------------------------
+    def format_request(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> dict[str, Any]:
+        """The Converse parameters of a request (the SDK's dict form, without ``modelId``).
+
+        Args:
+            messages: The conversation; leading system messages become ``system``.
+            tools: Function tools (``toolSpec``) and native specs.
+            settings: ``tool_choice``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``
+                (``inferenceConfig``), ``output_type`` (a forced tool whose input is the
+                answer); ``extra_body`` entries are Converse parameters. Converse has no
+                ``seed`` or ``parallel_tool_calls`` switch: they are not sent.
+
+        Raises:
+            BadRequestError: ``extra_headers`` (the SDK signs the headers it sends) or a
+                setting Converse does not take.
+        """
+        args: dict[str, Any] = dict(settings or {})
+        for key in ("timeout", "parallel_tool_calls", "seed", "output_type"):
+            args.pop(key, None)
+        if args.pop("extra_headers", None):
+            raise BadRequestError(
+                f"{self.provider}: extra_headers is not supported by Converse",
+                provider=self.provider,
+            )
+        choice = args.pop("tool_choice", None)
+        extra = args.pop("extra_body", None)
+        system, turns = format_messages(messages)
+        params: dict[str, Any] = {"messages": turns}
+        if system:
+            params["system"] = system
+        inference: dict[str, Any] = {}
+        if "stop" in args:
+            inference["stopSequences"] = list(args.pop("stop"))
+        for key, field in _SETTINGS.items():
+            if key in args:
+                inference[field] = args.pop(key)
+        if args:
+            raise BadRequestError(
+                f"{self.provider}: settings Converse does not take: {sorted(args)}",
+                provider=self.provider,
+            )
+        if inference:
+            params["inferenceConfig"] = inference
+        definitions = list(tools or ())
+        structured: type[BaseModel] | None = (settings or {}).get("output_type")
+        if structured is not None:
+            definitions.append(_output_tool(structured))
+            choice = _OUTPUT_TOOL
+        has_tool_blocks = any(
+            "toolUse" in b or "toolResult" in b for t in turns for b in t["content"]
+        )
+        if choice == "none" and not has_tool_blocks:
+            definitions = []
+        tool_config = format_tool_config(definitions, choice)
+        if tool_config is not None:
+            params["toolConfig"] = tool_config
+        fields: dict[str, Any] = dict(self.reasoning or {})
+        if self.guardrail is not None:
+            params["guardrailConfig"] = self.guardrail
+        params.update(self.request_fields)
+        if fields:
+            merged = dict(params.get("additionalModelRequestFields") or {})
+            params["additionalModelRequestFields"] = {**fields, **merged}
+        if isinstance(extra, dict):
+            params.update(extra)
+        return params
+
+    async def request(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ChatResponse:
+        """Ask for the next assistant turn and wait for the whole answer (``Converse``).
+
+        Raises:
+            ModelError: a subclass describing the failure, after retries.
+        """
+        started = time.perf_counter()
+        params = self.format_request(messages, tools, settings)
+        client = await self._get_client()
+
+        async def attempt() -> Any:
+            return await client.converse(modelId=self.model_name, **params)
+
+        answer = await self._with_retries(attempt)
+        state = ConverseState()
+        try:
+            state.feed_response(answer)
+            final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        except ModelError as err:
+            raise self._owned(err) from err
+        return self._finish(final, settings)
+
+    async def request_stream(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """Ask for the next assistant turn as cumulative chunks (``ConverseStream``).
+
+        Opening the stream and reading it to its first visible chunk is one attempt of
+        the retry policy; once a chunk reached the caller a failure is raised. The
+        event stream (its HTTP response) is closed however this ends, cancelled included.
+        """
+        started = time.perf_counter()
+        params = self.format_request(messages, tools, settings)
+        client = await self._get_client()
+
+        async def attempt() -> tuple[ConverseState, Any, AsyncGenerator[Any, None]]:
+            answer = await client.converse_stream(modelId=self.model_name, **params)
+            stream = answer["stream"]
+            events = self._events(stream)
+            state = ConverseState()
+            try:
+                async for event in events:
+                    if state.feed(event):
+                        return state, stream, events
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await events.aclose()
+                stream.close()
+                raise
+            return state, stream, events
+
+        state, stream, events = await self._with_retries(attempt)
+        try:
+            if state.blocks:
+                yield state.snapshot(final=False)
+            async for event in self._mapped(events):
+                if state.feed(event):
+                    yield state.snapshot(final=False)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await events.aclose()
+            stream.close()  # releases (closes) the HTTP connection, even cancelled
+        if not state.stopped:
+            raise ModelConnectionError(
+                f"{self.provider}: the stream ended before the answer was complete",
+                provider=self.provider,
+            )
+        try:
+            final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
+        except ModelError as err:
+            raise self._owned(err) from err
+        yield self._finish(final, settings)
+
+    def _finish(self, response: ChatResponse, settings: ModelSettings | None) -> ChatResponse:
+        structured: type[BaseModel] | None = (settings or {}).get("output_type")
+        if structured is not None:
+            response.content = [
+                b
+                for b in response.content
+                if not (b["type"] == "tool_use" and b["name"] == _OUTPUT_TOOL)
+            ] + [
+                {"type": "text", "text": _json_text(b["input"])}
+                for b in response.content
+                if b["type"] == "tool_use" and b["name"] == _OUTPUT_TOOL
+            ]
+            if response.metadata and response.metadata.get("finish_reason") == "tool_calls":
+                response.metadata["finish_reason"] = "stop"
+            apply_structured_output(response, structured, response.get_text() or None)
+        return fill_cost(response, self.model_name, self.provider, self.base_url)
+
+    # -- errors --------------------------------------------------------------------------
+    def _status_error(self, err: Any) -> _StatusError:
+        response = getattr(err, "response", None) or {}
+        error = response.get("Error") or {}
+        code = str(error.get("Code") or "")
+        meta = response.get("ResponseMetadata") or {}
+        status = meta.get("HTTPStatusCode") or 500
+        mapped = _ERROR_STATUS.get(code.lower())
+        if mapped is not None and (status == 200 or mapped != 429 or status == 429):
+            status = mapped  # event-stream exceptions arrive in a 200
+        message = str(error.get("Message") or err)
+        body = {"message": message, "type": code}
+        return _StatusError(int(status), meta.get("HTTPHeaders") or {}, body, message)
+
+    async def _sdk_call(self, call: Callable[[], Awaitable[_T]]) -> _T:
+        import aiohttp
+
+        errors = self._errors
+        try:
+            return await call()
+        except errors.ClientError as err:
+            raise self._status_error(err) from err
+        except (errors.NoCredentialsError, errors.PartialCredentialsError) as err:
+            raise AuthenticationError(
+                f"{self.provider}: no AWS credentials ({err}): set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, a profile, or pass aws_access_key=",
+                provider=self.provider,
+            ) from err
+        except errors.NoRegionError as err:
+            raise AuthenticationError(
+                f"{self.provider}: no AWS region: set AWS_REGION or pass region=",
+                provider=self.provider,
+            ) from err
+        except (errors.ConnectionError, errors.HTTPClientError, aiohttp.ClientError) as err:
+            raise _ConnectionError(f"{type(err).__name__}: {err}") from err
+
+    async def _events(self, stream: Any) -> AsyncGenerator[Any, None]:
+        """The SDK's decoded events, failures as the classes the retry loop knows."""
+        iterator = stream.__aiter__()
+        try:
+            while True:
+                try:
+                    event = await self._sdk_call(iterator.__anext__)
+                except StopAsyncIteration:
+                    return
+                yield event
+        finally:
+            await iterator.aclose()
+
+    async def _with_retries(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        return await send_with_retries(
+            lambda: self._sdk_call(attempt),
+            self.retry,
+            provider=self.provider,
+            status_error=_StatusError,
+            connection_error=_ConnectionError,
+            base_error=self._errors.BotoCoreError,
+        )
+
+    async def _mapped(self, events: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
+        """Events after the first visible one: failures raised as ``ModelError`` (no retry)."""
+        try:
+            async for event in events:
+                yield event
+        except _StatusError as err:
+            raise map_status_error(self.provider, err.status_code, err.body, str(err)) from err
+        except _ConnectionError as err:
+            raise ModelConnectionError(
+                f"{self.provider}: the stream broke off: {err}", provider=self.provider
+            ) from err
+
+    def _owned(self, err: ModelError) -> ModelError:
+        if err.provider is not None:
+            return err
+        return type(err)(f"{self.provider}: {err}", provider=self.provider)
+
+    def __repr__(self) -> str:
+        return f"BedrockConverseModel(model_name={self.model_name!r})"
+
+
+_OUTPUT_TOOL = "final_result"
+
+
+def _output_tool(structured: type[BaseModel]) -> ToolDefinition:
+    """Structured output as a forced tool (Converse's portable way to get a JSON answer)."""
+    doc = (structured.__doc__ or "").strip()
+    return ToolDefinition(_OUTPUT_TOOL, doc or "The final answer.", structured.model_json_schema())
+
+
+def _json_text(value: object) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
