@@ -103,7 +103,9 @@ async def test_stream_cut_before_message_stop_is_an_error() -> None:
         await model.aclose()
 
 
-async def test_from_string_bedrock_anthropic_and_missing_region(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_from_string_bedrock_anthropic_and_missing_region(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
