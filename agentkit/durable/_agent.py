@@ -57,7 +57,7 @@ from agentkit.agent._result import OutputT, PendingCall, RunResult, RunUsage, St
 from agentkit.durable._records import RunOutput, RunRequest, UsageRecord
 from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
 from agentkit.durable._versions import check_code_version, code_version
-from agentkit.exceptions import AgentkitError, SessionConflictError, StateError, UsageError
+from agentkit.exceptions import SessionConflictError, StateError, UsageError
 from agentkit.messages import Msg
 from agentkit.session._control import hold_session
 
@@ -667,12 +667,15 @@ class DBOSAgent:
         steps = RunSteps(workflow_id)
         # Everything that reads the record runs before the first step: a record that does
         # not decode, or one from other code, fails this workflow having done nothing.
+        if not isinstance(request, dict):
+            raise StateError(
+                f"the recorded input of durable run {workflow_id!r} does not decode as an "
+                f"agentkit run request: it is a {type(request).__name__}, not an object"
+            )
+        await check_code_version(workflow_id, request.get("code"), code_version(self.template))
+        typed = await self._typed(request, workflow_id)
+        live = self._live_agents.pop(workflow_id, None)
         try:
-            if not isinstance(request, dict):
-                raise TypeError(f"the input is a {type(request).__name__}, not an object")
-            await check_code_version(workflow_id, request.get("code"), code_version(self.template))
-            typed = await self._typed(request, workflow_id)
-            live = self._live_agents.pop(workflow_id, None)
             if live is not None:  # run_on() in this process: the caller's agent, state in it
                 agent = _make_durable(live, steps)
             else:
@@ -681,12 +684,10 @@ class DBOSAgent:
                 if state is not None:
                     agent.load_state_dict(state)
             msgs = [Msg.from_dict(m) for m in request.get("input") or []]
-        except AgentkitError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (StateError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(
                 f"the recorded input of durable run {workflow_id!r} does not decode as an "
-                f"agentkit run request (a corrupt or foreign DBOS record): {exc!r}"
+                f"agentkit run request (a corrupt or foreign DBOS record): {exc}"
             ) from exc
         key = str(request.get("session_id") or workflow_id)
         if self.control is None:
