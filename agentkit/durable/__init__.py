@@ -22,7 +22,7 @@ from agentkit.durable._agent import (
     DBOSAgent,
     DurableRunResult,
 )
-from agentkit.durable._recovery import recover_executor
+from agentkit.durable._recovery import PendingRun, pending_runs, recover_executor
 from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_key
 
 __all__ = [
@@ -32,7 +32,9 @@ __all__ = [
     "DurableModel",
     "DurableRunResult",
     "DurableToolkit",
+    "PendingRun",
     "RunResult",
     "idempotency_key",
+    "pending_runs",
     "recover_executor",
 ]

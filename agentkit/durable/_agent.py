@@ -56,6 +56,7 @@ from agentkit.agent._limits import UsageLimits
 from agentkit.agent._result import OutputT, PendingCall, RunResult, RunUsage, StopReason
 from agentkit.durable._records import RunOutput, RunRequest, UsageRecord
 from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
+from agentkit.durable._versions import check_code_version, code_version
 from agentkit.exceptions import SessionConflictError, StateError, UsageError
 from agentkit.messages import Msg
 from agentkit.session._control import hold_session
@@ -315,6 +316,7 @@ class DBOSAgent:
             "output_type": _type_name(output_type),
             "usage_limits": _limits_record(usage_limits),
             "has_deps": False,
+            "code": code_version(self.template),
         }
 
     @overload
@@ -662,26 +664,41 @@ class DBOSAgent:
         from dbos import DBOS
 
         workflow_id = str(DBOS.workflow_id)
+        steps = RunSteps(workflow_id)
+        # Everything that reads the record runs before the first step: a record that does
+        # not decode, or one from other code, fails this workflow having done nothing.
+        if not isinstance(request, dict):
+            raise StateError(
+                f"the recorded input of durable run {workflow_id!r} does not decode as an "
+                f"agentkit run request: it is a {type(request).__name__}, not an object"
+            )
+        await check_code_version(workflow_id, request.get("code"), code_version(self.template))
         typed = await self._typed(request, workflow_id)
-        steps = RunSteps()
         live = self._live_agents.pop(workflow_id, None)
-        if live is not None:  # run_on() in this process: the caller's agent, state in it
-            agent = _make_durable(live, steps)
-        else:
-            agent = self.fresh_copy(steps)
-            state = request.get("state")
-            if state is not None:
-                agent.load_state_dict(state)
+        try:
+            if live is not None:  # run_on() in this process: the caller's agent, state in it
+                agent = _make_durable(live, steps)
+            else:
+                agent = self.fresh_copy(steps)
+                state = request.get("state")
+                if state is not None:
+                    agent.load_state_dict(state)
+            msgs = [Msg.from_dict(m) for m in request.get("input") or []]
+        except (StateError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StateError(
+                f"the recorded input of durable run {workflow_id!r} does not decode as an "
+                f"agentkit run request (a corrupt or foreign DBOS record): {exc}"
+            ) from exc
         key = str(request.get("session_id") or workflow_id)
-        msgs = [Msg.from_dict(m) for m in request.get("input") or []]
         if self.control is None:
             outcome = await self._drive(agent, msgs, typed, request.get("approvals"))
-            return await self._finish(request, agent, outcome)
-        # Held for the whole run, approval waits included: an interrupt that finds no
-        # reply running but calls pending is mailed to the workflow's own recv.
-        holder = _DurableHolder(agent, workflow_id)
-        async with hold_session(self.control, key, holder):
-            outcome = await self._drive(agent, msgs, typed, request.get("approvals"))
+        else:
+            # Held for the whole run, approval waits included: an interrupt that finds no
+            # reply running but calls pending is mailed to the workflow's own recv.
+            holder = _DurableHolder(agent, workflow_id)
+            async with hold_session(self.control, key, holder):
+                outcome = await self._drive(agent, msgs, typed, request.get("approvals"))
+        steps.raise_corrupt()  # a tool step whose record did not decode: fail, never finish
         return await self._finish(request, agent, outcome)
 
     async def _drive(

@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from agentkit.agent._result import StopReason
     from agentkit.events import CallInfo
 
-__all__ = ["RunOutput", "RunRequest", "SessionConflict", "UsageRecord"]
+__all__ = ["CodeVersion", "RunOutput", "RunRequest", "SessionConflict", "UsageRecord"]
 
 
 class UsageRecord(TypedDict, total=False):
@@ -21,6 +21,13 @@ class UsageRecord(TypedDict, total=False):
     duration: float
     cost: float | None
     models: dict[str, int]  # requests per model that answered
+
+
+class CodeVersion(TypedDict):
+    """The code a run was recorded under (see ``agentkit.durable._versions``)."""
+
+    agentkit: str  # the agentkit release
+    agent: str  # a hash of the agent's name, prompt, model, tool names and schemas
 
 
 class RunRequest(TypedDict):
@@ -42,6 +49,7 @@ class RunRequest(TypedDict):
     has_deps: NotRequired[bool]
     approvals: NotRequired[dict[str, Any] | None]  # decisions the first reply resolves
     meta: NotRequired[dict[str, Any] | None]  # the caller's JSON, given to the save hook
+    code: NotRequired[CodeVersion | None]  # checked when the run is executed again
 
 
 class SessionConflict(TypedDict):

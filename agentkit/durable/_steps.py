@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from agentkit.exceptions import StateError
 from agentkit.messages import ContentBlock, Msg, ToolUseBlock
 from agentkit.models._base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
 from agentkit.tools import Toolkit, ToolResponse
@@ -65,12 +66,35 @@ def in_workflow() -> bool:
 
 
 class RunSteps:
-    """Per-run bookkeeping shared by a run's model and toolkit: reserved tool-call steps."""
+    """Per-run bookkeeping shared by a run's model and toolkit: reserved tool-call steps.
 
-    def __init__(self) -> None:
+    Also the run's first corrupt record, if any: a tool call's error is handed to the model
+    as the call's result by the agent loop, so a tool step whose record does not decode is
+    kept here too, and the run's next model request (or its end) raises it instead.
+    """
+
+    def __init__(self, workflow_id: str = "") -> None:
+        self.workflow_id = workflow_id
         self.reserved: dict[str, StepReservation] = {}
         self.model_requests = 0
         self.tool_calls = 0
+        self.corrupt: StateError | None = None
+
+    def corrupt_record(self, step: str, exc: BaseException) -> StateError:
+        """The error for a recorded step output that does not decode (kept, see above)."""
+        error = StateError(
+            f"the recorded output of step {step!r} of durable run {self.workflow_id!r} does "
+            f"not decode (a corrupt DBOS record): {exc!r}. The run fails rather than continue "
+            "from it; fork it from before that step, or start it again"
+        )
+        if self.corrupt is None:
+            self.corrupt = error
+        return error
+
+    def raise_corrupt(self) -> None:
+        """Raise the run's corrupt record, if it met one."""
+        if self.corrupt is not None:
+            raise self.corrupt
 
     def reserve(self, response: ChatResponse) -> None:
         """Reserve one step id per tool call of ``response``, in the model's order."""
@@ -110,7 +134,13 @@ def _response_to_json(response: ChatResponse) -> _ResponseRecord:
     return loaded
 
 
+_DECODE_ERRORS = (KeyError, TypeError, ValueError, AttributeError)
+"""What a record that is not the shape its step wrote raises when it is read."""
+
+
 def _response_from_json(data: _ResponseRecord) -> ChatResponse:
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise TypeError(f"not a model answer: {str(data)[:200]!r}")
     usage = data.get("usage")
     return ChatResponse(
         content=list(data["content"]),
@@ -172,9 +202,22 @@ class DurableModel(ChatModel):
         if not in_workflow():
             output = await self.inner(messages, tools, tool_choice, structured_model, **kwargs)
             return await _final(output)
+        self.steps.raise_corrupt()  # never send a request built on a corrupt record
         self.steps.model_requests += 1
-        data = await _dbos().run_step_async({"name": f"model:{self.model_name}"}, request)
-        response = _response_from_json(data)
+        sent = False
+
+        async def send() -> _ResponseRecord:
+            nonlocal sent
+            sent = True
+            return await request()
+
+        name = f"model:{self.model_name}"
+        try:
+            response = _response_from_json(await _dbos().run_step_async({"name": name}, send))
+        except _DECODE_ERRORS as exc:
+            if sent:  # the model itself failed now: not a record
+                raise
+            raise self.steps.corrupt_record(name, exc) from exc
         self.steps.reserve(response)
         return response
 
@@ -234,7 +277,11 @@ class DurableToolkit(Toolkit):
         key = f"{dbos.workflow_id}/{block['id']}"
         base = super().call_tool_function
 
+        ran = False
+
         async def call() -> _ToolRecord:
+            nonlocal ran
+            ran = True
             token = _CURRENT_CALL.set(key)
             final = ToolResponse.error("The tool produced no result.")
             try:
@@ -246,16 +293,29 @@ class DurableToolkit(Toolkit):
                 _CURRENT_CALL.reset(token)
             return _tool_response_to_json(final)
 
-        options: StepOptions = {"name": f"tool:{block['name']}"}
+        step_name = f"tool:{block['name']}"
+        options: StepOptions = {"name": step_name}
         self.steps.tool_calls += 1
         reservation = self.steps.reserved.pop(block["id"], None)
-        if reservation is not None:
-            data = await reservation.run_async(options, call)
-        else:
-            data = await dbos.run_step_async(options, call)
-        yield ToolResponse(
-            content=data["content"],
-            metadata=data.get("metadata"),
-            is_error=bool(data.get("is_error")),
-            is_interrupted=bool(data.get("is_interrupted")),
-        )
+        try:
+            if reservation is not None:
+                data = await reservation.run_async(options, call)
+            else:
+                data = await dbos.run_step_async(options, call)
+            response = _tool_response_from_json(data)
+        except _DECODE_ERRORS as exc:
+            if ran:
+                raise
+            raise self.steps.corrupt_record(step_name, exc) from exc
+        yield response
+
+
+def _tool_response_from_json(data: _ToolRecord) -> ToolResponse:
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise TypeError(f"not a tool result: {str(data)[:200]!r}")
+    return ToolResponse(
+        content=data["content"],
+        metadata=data.get("metadata"),
+        is_error=bool(data.get("is_error")),
+        is_interrupted=bool(data.get("is_interrupted")),
+    )
