@@ -4,14 +4,19 @@ client of ``to_a2a``, and W3C trace context across A2A. Real uvicorn servers on 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentkit import ReActAgent, Toolkit
-from agentkit.a2a import to_a2a
+from agentkit.a2a import A2AAgent, to_a2a
+from agentkit.observability import instrument, uninstrument
 from agentkit.session import SQLiteSession
 from agentkit.testing import ScriptedModel, tool_use
 from tests._serve_helpers import running
@@ -140,3 +145,76 @@ async def test_js_client_input_required_round_trip(store: SQLiteSession) -> None
     assert second[-1]["id"] == first[-1]["id"]
     assert [e["text"] for e in second if e["kind"] == "artifact"][-1] == "Done, deleted."
     assert ran == ["/tmp/a"]
+
+
+# -- W3C trace context across A2A --------------------------------------------------------
+@pytest.fixture
+def spans() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(tracer_provider=provider)
+    try:
+        yield provider, exporter
+    finally:
+        uninstrument()
+
+
+class HeaderLog:
+    """ASGI middleware: the ``traceparent`` header of every request that reaches the app."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.traceparents: list[str | None] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            value = headers.get(b"traceparent")
+            self.traceparents.append(value.decode() if value else None)
+        await self.app(scope, receive, send)
+
+
+def _by_name(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
+    return [s for s in exporter.get_finished_spans() if s.name == name]
+
+
+async def test_a_served_run_continues_the_callers_trace(
+    store: SQLiteSession, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    provider, exporter = spans
+    model = ScriptedModel([tool_use("add", "c1", a=1, b=2), "The sum is 3."])
+    app = HeaderLog(to_a2a(calculator(model), sessions=store))
+    async with running(app) as url:
+        remote = A2AAgent(url)
+        try:
+            with provider.get_tracer("test").start_as_current_span("caller") as caller:
+                reply = await remote("1+2?")
+        finally:
+            await remote.aclose()
+    assert reply.get_text() == "The sum is 3."
+    ctx = caller.get_span_context()
+    expected = f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
+    assert app.traceparents and set(app.traceparents) == {expected}  # card and message
+    (served,) = _by_name(exporter, "invoke_agent calc")
+    assert served.context is not None and served.parent is not None
+    assert served.context.trace_id == ctx.trace_id
+    assert served.parent.span_id == ctx.span_id
+    (tool,) = _by_name(exporter, "execute_tool add")
+    assert tool.context is not None and tool.context.trace_id == ctx.trace_id
+
+
+async def test_without_a_current_span_no_traceparent_is_sent_and_the_run_starts_a_trace(
+    store: SQLiteSession, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    _, exporter = spans
+    app = HeaderLog(to_a2a(calculator(ScriptedModel(["Hi."])), sessions=store))
+    async with running(app) as url:
+        remote = A2AAgent(url)
+        try:
+            await remote("hello")
+        finally:
+            await remote.aclose()
+    assert app.traceparents and set(app.traceparents) == {None}
+    (served,) = _by_name(exporter, "invoke_agent calc")
+    assert served.parent is None
