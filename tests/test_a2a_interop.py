@@ -3,12 +3,14 @@ client of ``to_a2a``, and W3C trace context across A2A. Real uvicorn servers on 
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -16,6 +18,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from agentkit import ReActAgent, Toolkit
 from agentkit.a2a import A2AAgent, to_a2a
+from agentkit.events import ToolProgress
+from agentkit.messages import Msg
 from agentkit.observability import instrument, uninstrument
 from agentkit.session import SQLiteSession
 from agentkit.testing import ScriptedModel, tool_use
@@ -145,6 +149,117 @@ async def test_js_client_input_required_round_trip(store: SQLiteSession) -> None
     assert second[-1]["id"] == first[-1]["id"]
     assert [e["text"] for e in second if e["kind"] == "artifact"][-1] == "Done, deleted."
     assert ran == ["/tmp/a"]
+
+
+# -- A2AAgent against the JS SDK's server ------------------------------------------------
+class JsServer:
+    """tests/a2a/server.mjs in a node process: its URL and the lines it reports."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        self.url = ""
+        self.lines: list[dict[str, Any]] = []
+        self.changed = anyio.Event()
+
+    async def read(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        assert self.process.stdout is not None
+        buffer = b""
+        async for data in self.process.stdout:
+            buffer += data
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                seen = json.loads(line)
+                if "url" in seen and not self.url:
+                    self.url = seen["url"]
+                    task_status.started()
+                self.lines.append(seen)
+                self.changed.set()
+                self.changed = anyio.Event()
+
+    async def wait_for(self, key: str) -> str:
+        with anyio.fail_after(TIMEOUT):
+            while True:
+                found = [line[key] for line in self.lines if key in line]
+                if found:
+                    return str(found[0])
+                await self.changed.wait()
+
+
+@contextlib.asynccontextmanager
+async def js_server() -> AsyncIterator[JsServer]:
+    _require_js()
+    process = await anyio.open_process(
+        [str(NODE), str(A2A_JS / "server.mjs")], cwd=A2A_JS, stderr=None
+    )
+    async with process, anyio.create_task_group() as tg:
+        server = JsServer(process)
+        with anyio.fail_after(TIMEOUT):
+            await tg.start(server.read)
+        try:
+            yield server
+        finally:
+            process.terminate()
+            tg.cancel_scope.cancel()
+
+
+async def test_a2a_agent_sends_to_a_js_sdk_server() -> None:
+    async with js_server() as server:
+        remote = A2AAgent(server.url)
+        try:
+            card = await remote.connect()
+            reply = await remote("capital of France?")
+        finally:
+            await remote.aclose()
+    assert card.name == "geo" and remote.name == "geo"
+    assert reply.get_text() == "Paris is the capital."
+    assert reply.metadata["a2a_context_id"]
+
+
+async def test_a2a_agent_as_a_tool_streams_a_js_sdk_servers_progress() -> None:
+    async with js_server() as server:
+        remote = A2AAgent(server.url)
+        try:
+            await remote.connect()
+            toolkit = Toolkit()
+            toolkit.register_tool(remote.as_tool())
+            model = ScriptedModel([tool_use("geo", "c1", task="capital of France?"), "Paris."])
+            outer = ReActAgent("planner", "You plan.", model, toolkit)
+            progress: list[str] = []
+            outer.add_event_listener(
+                lambda e: (
+                    progress.extend(b["text"] for b in e.chunk.content if b["type"] == "text")
+                    if isinstance(e, ToolProgress)
+                    else None
+                )
+            )
+            result = await outer.run("Where?")
+        finally:
+            await remote.aclose()
+    assert result.text == "Paris."
+    assert progress == ["looking it up\n", "Paris is ", "the capital."]
+    blocks = [b for m in model.requests[1].messages for b in m.get_content_blocks()]
+    (answer,) = [b for b in blocks if b["type"] == "tool_result"]
+    assert "Paris is the capital." in json.dumps(answer["output"])
+
+
+async def test_interrupting_a2a_agent_cancels_the_js_sdk_servers_task() -> None:
+    async with js_server() as server:
+        remote = A2AAgent(server.url)
+        replies: list[Msg] = []
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def ask() -> None:
+                    replies.append(await remote("a slow question"))
+
+                tg.start_soon(ask)
+                started = await server.wait_for("started")
+                assert await remote.interrupt()
+            canceled = await server.wait_for("canceled")
+        finally:
+            await remote.aclose()
+    assert canceled == started
+    assert replies[0].metadata == {"interrupted": True}
 
 
 # -- W3C trace context across A2A --------------------------------------------------------
