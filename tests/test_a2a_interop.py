@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
+import httpx
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -152,8 +155,8 @@ async def test_js_client_input_required_round_trip(store: SQLiteSession) -> None
 
 
 # -- A2AAgent against the JS SDK's server ------------------------------------------------
-class JsServer:
-    """tests/a2a/server.mjs in a node process: its URL and the lines it reports."""
+class Reporter:
+    """A server process that prints JSON lines: its URL first, then what happened."""
 
     def __init__(self, process: anyio.abc.Process) -> None:
         self.process = process
@@ -186,13 +189,20 @@ class JsServer:
 
 
 @contextlib.asynccontextmanager
-async def js_server() -> AsyncIterator[JsServer]:
+async def js_server() -> AsyncIterator[Reporter]:
     _require_js()
     process = await anyio.open_process(
         [str(NODE), str(A2A_JS / "server.mjs")], cwd=A2A_JS, stderr=None
     )
+    async with reporting(process) as server:
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def reporting(process: anyio.abc.Process) -> AsyncIterator[Reporter]:
+    """Read ``process``'s lines until the block ends, then terminate it."""
     async with process, anyio.create_task_group() as tg:
-        server = JsServer(process)
+        server = Reporter(process)
         with anyio.fail_after(TIMEOUT):
             await tg.start(server.read)
         try:
@@ -333,3 +343,61 @@ async def test_without_a_current_span_no_traceparent_is_sent_and_the_run_starts_
     assert app.traceparents and set(app.traceparents) == {None}
     (served,) = _by_name(exporter, "invoke_agent calc")
     assert served.parent is None
+
+
+# -- CancelTask across workers -----------------------------------------------------------
+async def test_cancel_sent_to_the_other_worker_stops_the_task(tmp_path: Path) -> None:
+    from a2a.client import ClientConfig, create_client
+    from a2a.types.a2a_pb2 import (
+        CancelTaskRequest,
+        GetTaskRequest,
+        Message,
+        Part,
+        Role,
+        SendMessageRequest,
+        TaskState,
+    )
+
+    db = str(tmp_path / "a2a.db")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def worker() -> Any:
+        command = [sys.executable, str(A2A_JS / "worker.py"), db]
+        return anyio.open_process(command, cwd=ROOT, env=env, stderr=None)
+
+    request = SendMessageRequest(
+        message=Message(message_id="m1", role=Role.ROLE_USER, parts=[Part(text="crawl x")])
+    )
+    async with (
+        reporting(await worker()) as a,
+        reporting(await worker()) as b,
+        httpx.AsyncClient(timeout=TIMEOUT) as http,
+    ):
+        config = ClientConfig(streaming=True, httpx_client=http)
+        to_a = await create_client(a.url, client_config=config)
+        to_b = await create_client(b.url, client_config=config)
+        states: list[int] = []
+        ids: dict[str, str] = {}
+        got_task = anyio.Event()
+
+        async def stream() -> None:
+            async for event in to_a.send_message(request):
+                if event.WhichOneof("payload") == "task":
+                    ids["task"] = event.task.id
+                    got_task.set()
+                elif event.WhichOneof("payload") == "status_update":
+                    states.append(event.status_update.status.state)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream)
+            with anyio.fail_after(TIMEOUT):
+                await a.wait_for("started")
+                await got_task.wait()
+            canceled = await to_b.cancel_task(CancelTaskRequest(id=ids["task"]))
+            assert await a.wait_for("stopped") == "x"  # worker A's tool was stopped
+        assert states[-1] == TaskState.TASK_STATE_CANCELED  # A's own stream ends canceled
+        assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+        for client in (to_a, to_b):
+            task = await client.get_task(GetTaskRequest(id=ids["task"]))
+            assert task.status.state == TaskState.TASK_STATE_CANCELED
+    assert not [line for line in b.lines if "started" in line]  # B never ran it
