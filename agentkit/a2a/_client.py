@@ -38,6 +38,7 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf.json_format import MessageToDict
 
+from agentkit.a2a._trace import add_trace_hook
 from agentkit.exceptions import AgentkitError
 from agentkit.messages import Msg
 from agentkit.tools import Tool, ToolContext, ToolResponse
@@ -163,6 +164,7 @@ class A2AAgent:
                 self._http = http
             if self._auth:
                 http.headers["Authorization"] = f"Bearer {self._auth}"
+            add_trace_hook(http)  # traceparent on every request while instrumented
             card = await A2ACardResolver(http, self.url).get_agent_card()
             self._client = await create_client(
                 card, client_config=ClientConfig(streaming=True, httpx_client=http)

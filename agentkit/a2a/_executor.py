@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from agentkit.a2a._decisions import DECISION_HELP, DecisionError, parse_decision
 from agentkit.a2a._store import context_key
+from agentkit.a2a._trace import continue_trace
 from agentkit.agent import ReActAgent, RunResult
 from agentkit.events import AgentEvent, TextDelta, ToolCallStarted, ToolProgress, ToolResult
 from agentkit.messages import Msg
@@ -156,8 +157,10 @@ class AgentkitExecutor(AgentExecutor):
             return
         live = self.live[task_id] = _Live(context_id)
         self._busy[context_id] = task_id
+        headers = context.call_context.state.get("headers")
         try:
-            await self._execute(message, updater, live)
+            with continue_trace(headers):  # the run's spans continue the caller's trace
+                await self._execute(message, updater, live)
         finally:
             self.live.pop(task_id, None)
             self._busy.pop(context_id, None)
