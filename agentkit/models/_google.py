@@ -152,6 +152,15 @@ class GoogleModel(ChatModel):
             # The version the API reference documents, with every feature used here (the
             # SDK's own default, ``v1``, may lag behind); ``http_options`` may change it.
             options.setdefault("api_version", "v1beta")
+        if "httpx_async_client" not in options and "aiohttp_client" not in options:
+            # One HTTP stack (httpx2, as the other adapters): without a client of its own
+            # the SDK would switch to aiohttp whenever aiohttp happens to be installed.
+            import httpx2
+
+            self._own_http: httpx2.AsyncClient | None = httpx2.AsyncClient(timeout=None)
+            options["httpx_async_client"] = self._own_http
+        else:
+            self._own_http = None
         kwargs: dict[str, object] = {"http_options": types.HttpOptions(**options)}
         if vertexai:
             kwargs.update(vertexai=True, project=project, location=location)
@@ -174,6 +183,8 @@ class GoogleModel(ChatModel):
     async def aclose(self) -> None:
         """Close the SDK's async client (its connection pools). Safe to call twice."""
         await self._client.aio.aclose()
+        if self._own_http is not None:
+            await self._own_http.aclose()
 
     # -- requests ------------------------------------------------------------------------
     def format_request(
