@@ -277,6 +277,10 @@ try {
   // 10. Streamed markdown equals markdown rendered from history (the incremental renderer's
   // blocks are the one-shot renderer's), and accessibility in both themes.
   await page.click("[data-testid=thread]:has-text('long answer')");
+  // The other thread's DOM is still there until this one renders: wait for this one's.
+  await page.waitForSelector("[data-testid=thread].current:has-text('long answer')");
+  await page.waitForFunction(() => document.querySelectorAll("[data-role=assistant] .md-h2").length >= 150,
+                             null, { timeout: 60000 });
   await page.waitForSelector("[data-testid=tool-call][data-status=done]");
   const streamed = await page.$$eval("[data-role=assistant] .md", (n) => n.map((x) => x.innerHTML));
   await page.reload();
