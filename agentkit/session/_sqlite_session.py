@@ -30,6 +30,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,7 +109,7 @@ class SQLiteSession(Session):
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         conn = sqlite3.connect(self.path, timeout=self.timeout)
         if not self._ready:
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._wal(conn)
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.table} ("
                 "id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL, "
@@ -134,6 +135,26 @@ class SQLiteSession(Session):
             conn.commit()
             self._ready = True
         return conn
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL, waiting out another process doing the same.
+
+        The switch takes an exclusive lock that ignores the busy timeout, so two processes
+        opening a new file at once (two workers' first requests) would fail with "database is
+        locked"; the one that loses retries until ``timeout``.
+        """
+        deadline = time.monotonic() + self.timeout
+        delay = 0.01
+        while True:
+            try:
+                if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                    conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay)  # in a worker thread (see _run), never on the event loop
+            delay = min(delay * 2, 0.25)
 
     async def _run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``operation`` in one transaction on a fresh connection, in a worker thread."""
