@@ -68,12 +68,17 @@ async def test_interrupt_fuzz_leaves_no_process_behind(root: Path) -> None:
     [
         "bash -c 'set -m; sleep 300 > /dev/null 2>&1 & echo $!'",
         "setsid sleep 300 > /dev/null 2>&1 & echo $!",
-        # A classic daemon: double fork, new session, output closed, parent gone.
+        # A classic daemon: double fork, new session, output closed, parents gone. The
+        # middle process prints the daemon's pid before it exits, and the first waits for it,
+        # so the pid is in the output before the command ends (the daemon printing it itself
+        # raced the end of the command under load).
         f"{sys.executable} -c 'import os,sys,time\n"
-        "if os.fork(): sys.exit(0)\n"
+        "p = os.fork()\n"
+        "if p: os.waitpid(p, 0); sys.exit(0)\n"
         "os.setsid()\n"
-        "if os.fork(): sys.exit(0)\n"
-        "print(os.getpid(), flush=True); os.close(1); os.close(2); time.sleep(300)'",
+        "g = os.fork()\n"
+        "if g: print(g, flush=True); sys.exit(0)\n"
+        "os.close(1); os.close(2); time.sleep(300)'",
     ],
     ids=["set-m", "setsid", "double-fork-daemon"],
 )
