@@ -7,12 +7,8 @@ checked with :func:`agentkit.serve.check_served_threads`' rules.
 
 from __future__ import annotations
 
-import os
 import secrets
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,53 +21,13 @@ from agentkit.serve import check_served_threads
 from agentkit.session import interrupt_session
 from tests._serve_helpers import run_events, run_input, sse_events, user
 from tests._serve_worker_app import store_for
+from tests._serve_workers import Worker, start_workers
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).parent.parent
 LEASE = 1.0  # seconds: short, so a dead holder frees its thread within the test
 SLOW = 'call slow_task {"topic": "t"}'  # a tool that runs a minute, reporting progress
-
-
-class Worker:
-    """One served worker process."""
-
-    def __init__(self, store: str) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        cmd = [sys.executable, "-m", "tests._serve_worker_app", store, str(LEASE)]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-        self.url = ""
-
-    def ready(self) -> Worker:
-        assert self.proc.stdout is not None
-        first = self.proc.stdout.readline()
-        assert first.startswith("port "), first
-        self.url = f"http://127.0.0.1:{int(first.split()[1])}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx2.get(f"{self.url}/healthz").status_code == 200:
-                    return self
-            except httpx2.TransportError:
-                time.sleep(0.05)
-        raise AssertionError("the worker did not start")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
-def start_workers(store: str, n: int) -> list[Worker]:
-    workers = [Worker(store) for _ in range(n)]  # started together, then waited for
-    return [w.ready() for w in workers]
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres", "redis"])
@@ -85,7 +41,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.fixture(scope="module")
 def workers(store: str) -> Iterator[list[Worker]]:
-    started = start_workers(store, 2)
+    started = start_workers(store, 2, LEASE)
     yield started
     for worker in started:
         worker.stop()
@@ -182,7 +138,7 @@ async def test_round_robin_turns_are_all_stored(workers: list[Worker]) -> None:
 async def test_a_paused_holder_is_fenced_and_a_killed_one_frees_its_thread(
     store: str, workers: list[Worker]
 ) -> None:
-    victim = start_workers(store, 1)[0]
+    victim = start_workers(store, 1, LEASE)[0]
     thread = thread_id()
     try:
         async with httpx2.AsyncClient(timeout=60) as c:

@@ -135,16 +135,15 @@ class _Scenario:
     # -- tools -------------------------------------------------------------------------
     def toolkit(self, owner: str) -> Toolkit:
         toolkit = Toolkit()
-        scenario = self
 
         async def work(tag: str) -> str:
             """Do some work."""
-            await scenario._execute(tag, "")
+            await self._execute(tag, "")
             return f"worked {tag}"
 
         async def danger(tag: str, note: str = "") -> str:
             """Do something that needs a human's approval."""
-            await scenario._execute(tag, note)
+            await self._execute(tag, note)
             return f"danger {tag} {note}".strip()
 
         toolkit.register_tool_function(work)
