@@ -22,7 +22,7 @@ def sub(a: int, b: int) -> int:
 
 
 def names(tk: Toolkit) -> list[str]:
-    return [s["function"]["name"] for s in tk.get_json_schemas()]
+    return [d.name for d in tk.get_tool_definitions()]
 
 
 def active_groups(tk: Toolkit) -> list[str]:
@@ -111,8 +111,8 @@ async def test_meta_tool_of_a_copy_switches_the_copy_only() -> None:
     assert not result.is_error
     assert active_groups(clone) == ["basic", "web"]
     assert active_groups(original) == ["basic"]
-    assert "web (equipped)" in clone.get_json_schemas()[-1]["function"]["description"]
-    assert "web (not equipped)" in original.get_json_schemas()[-1]["function"]["description"]
+    assert "web (equipped)" in clone.get_tool_definitions()[-1].description
+    assert "web (not equipped)" in original.get_tool_definitions()[-1].description
 
     await final(original, "reset_equipped_tools", web=True)
     await final(clone, "reset_equipped_tools", web=False)

@@ -47,6 +47,7 @@ from agentkit.events import (
 )
 from agentkit.exceptions import UsageError
 from agentkit.messages import Msg, ToolUseBlock
+from agentkit.models._base import ToolDefinition
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ __all__ = [
     "finish_handoff",
     "hand_off",
     "handoff",
-    "handoff_schemas",
+    "handoff_definitions",
     "handoffs_of",
     "split_handoffs",
 ]
@@ -101,16 +102,9 @@ class Handoff:
     input_filter: InputFilter | None = None
 
     @property
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI-style function schema offered to the model (no arguments)."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.tool_name,
-                "description": self.description,
-                "parameters": _PARAMETERS,
-            },
-        }
+    def definition(self) -> ToolDefinition:
+        """The tool offered to the model for this handoff (it takes no arguments)."""
+        return ToolDefinition(self.tool_name, self.description, _PARAMETERS)
 
 
 def handoff(
@@ -166,9 +160,9 @@ def as_handoffs(items: Iterable[HandoffInput]) -> tuple[Handoff, ...]:
     return out
 
 
-def handoff_schemas(handoffs: Sequence[Handoff]) -> list[dict[str, Any]]:
-    """The function schemas of ``handoffs`` (offered beside the toolkit's)."""
-    return [h.schema for h in handoffs]
+def handoff_definitions(handoffs: Sequence[Handoff]) -> list[ToolDefinition]:
+    """The tools of ``handoffs`` (offered beside the toolkit's)."""
+    return [h.definition for h in handoffs]
 
 
 def handoffs_of(setup: RunSetup) -> tuple[Handoff, ...]:

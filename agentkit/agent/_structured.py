@@ -31,7 +31,6 @@ import types
 import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
-from weakref import WeakKeyDictionary
 
 from agentkit.exceptions import UsageError
 from agentkit.tools._response import ToolResponse
@@ -60,7 +59,6 @@ __all__ = [
     "partial_source",
     "prompt_instructions",
     "response_definitions",
-    "response_schemas",
     "union_members",
     "validate_response",
 ]
@@ -127,7 +125,6 @@ _TARGET = "__agentkit_output_target__"  # on a text-mode stand-in: the model it 
 _MODE = "__agentkit_output_mode__"  # and its mode ("native" / "prompted")
 _FALLBACK = "__agentkit_output_fallback__"  # and NativeOutput's fallback mode
 
-_SCHEMAS: WeakKeyDictionary[type[BaseModel], list[dict[str, object]]] = WeakKeyDictionary()
 _UNIONS: dict[object, type[BaseModel]] = {}  # a union type -> its generated class
 _MODES: dict[object, type[BaseModel]] = {}  # a NativeOutput/PromptedOutput -> its stand-in
 
@@ -358,14 +355,6 @@ def response_definitions(model: type[BaseModel]) -> list[ToolDefinition]:
             )
         )
     return definitions
-
-
-def response_schemas(model: type[BaseModel]) -> list[dict[str, object]]:
-    """The OpenAI-style function schemas of the response tools (cached per model)."""
-    schemas = _SCHEMAS.get(model)
-    if schemas is None:
-        schemas = _SCHEMAS[model] = [d.to_openai() for d in response_definitions(model)]
-    return schemas
 
 
 def validate_response(

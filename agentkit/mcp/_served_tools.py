@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from mcp import types
     from mcp.server.context import ServerRequestContext
 
+    from agentkit.models import ToolDefinition
     from agentkit.tools import Toolkit
 
 __all__ = ["Approval", "ServedTools"]
@@ -88,44 +89,45 @@ class ServedTools:
         self.levels: dict[str, str] = {}  # logging/setLevel per connection key
         self.listed: frozenset[str] | None = None  # names in the last tools/list answer
 
-    def visible(self) -> list[dict[str, Any]]:
-        """Function schemas of the tools a client may see and call."""
+    def visible(self) -> list[ToolDefinition]:
+        """The tools a client may see and call."""
         out = []
-        for schema in self.toolkit.get_json_schemas():
-            tool = self.toolkit.get_tool(schema["function"]["name"])
+        for definition in self.toolkit.get_tool_definitions():
+            tool = self.toolkit.get_tool(definition.name)
             if self.approval == "client" or tool is None or not tool.requires_approval:
-                out.append(schema)
+                out.append(definition)
         return out
 
     def listing(self) -> types.ListToolsResult:
         """The ``tools/list`` answer."""
         from mcp import types
 
-        tools = [self._mcp_tool(s["function"]) for s in self.visible()]
+        tools = [self._mcp_tool(d) for d in self.visible()]
         self.listed = frozenset(t.name for t in tools)
         return types.ListToolsResult(tools=tools)
 
-    def _mcp_tool(self, fn: dict[str, Any]) -> types.Tool:
+    def _mcp_tool(self, definition: ToolDefinition) -> types.Tool:
         from mcp import types
 
-        tool = self.toolkit.get_tool(fn["name"])
+        tool = self.toolkit.get_tool(definition.name)
         notes = annotations_of(tool)
         schema = output_schema(getattr(tool, "fn", None)) if tool is not None else None
         return types.Tool(
-            name=fn["name"],
+            name=definition.name,
             title=notes.title if notes else None,
-            description=fn.get("description") or None,
-            input_schema=fn.get("parameters") or {"type": "object", "properties": {}},
+            description=definition.description or None,
+            input_schema=dict(definition.parameters) or {"type": "object", "properties": {}},
             output_schema=schema,
             annotations=types.ToolAnnotations.model_validate(notes.to_mcp()) if notes else None,
-            icons=[types.Icon.model_validate(i) for i in self.icons.get(fn["name"], [])] or None,
+            icons=[types.Icon.model_validate(i) for i in self.icons.get(definition.name, ())]
+            or None,
         )
 
     def changed_since_listing(self) -> bool:
         """Whether the visible tools differ from the last ``tools/list`` answer."""
         if self.listed is None:
             return False
-        return frozenset(s["function"]["name"] for s in self.visible()) != self.listed
+        return frozenset(d.name for d in self.visible()) != self.listed
 
     async def call(
         self,
@@ -141,7 +143,7 @@ class ServedTools:
         """
         from mcp import MCPError, types
 
-        if params.name not in {s["function"]["name"] for s in self.visible()}:
+        if params.name not in {d.name for d in self.visible()}:
             # -32602 per the spec, for a tool that does not exist, is inactive or is hidden
             # (it needs approval) alike: the answer names only what was asked, so a client
             # cannot tell a hidden tool from a missing one.

@@ -179,24 +179,6 @@ class ModelRequest:
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())
     output: OutputSpec | None = None
 
-    @classmethod
-    def build(
-        cls,
-        messages: list[Msg],
-        schemas: Sequence[Mapping[str, Any]] | None,
-        settings: ModelSettings,
-        output: OutputSpec | None = None,
-    ) -> ModelRequest:
-        """A request offering the OpenAI-style ``schemas`` (function and built-in tools)."""
-        tools: list[ToolDefinition] = []
-        builtin: list[dict[str, object]] = []
-        for schema in schemas or ():
-            if "function" not in schema and schema.get("type", "function") != "function":
-                builtin.append(dict(schema))
-            else:
-                tools.append(ToolDefinition.from_openai(schema))
-        return cls(messages, tools, builtin, settings, output)
-
     def tool_definitions(self) -> list[ToolDefinition] | None:
         """Every tool as the adapters take them today (None: no tools).
 

@@ -123,7 +123,6 @@ class Tool(ABC):
         self.requires_approval = requires_approval
         self.sequential = sequential
         self.timeout = timeout
-        self._schema: dict[str, object] | None = None
         self._checks: ArgumentChecks | None = None
 
     @property
@@ -141,16 +140,8 @@ class Tool(ABC):
         """
         return self.parameters
 
-    @property
-    def json_schema(self) -> dict[str, object]:
-        """The OpenAI-style function schema, built once and cached."""
-        if self._schema is None:
-            self._schema = self.tool_definition.to_openai()
-        return self._schema
-
     def invalidate_schema(self) -> None:
-        """Drop the cached schema after ``name``/``description``/``parameters`` changed."""
-        self._schema = None
+        """Drop the compiled argument checks after ``parameters`` changed."""
         self._checks = None
 
     @property

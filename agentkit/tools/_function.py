@@ -104,7 +104,7 @@ class FunctionTool(Tool):
         """The JSON schema of the arguments: this tool's own, to read or edit.
 
         The spec's schema is shared by every tool of the function (and by closures of one
-        ``def``); it is copied here on first read (``json_schema`` reads it too), so that
+        ``def``); it is copied here on first read, so that
         an edit (followed by ``invalidate_schema()``) changes this tool only. Requests
         (``tool_definition``) and argument checks use the shared schema until then.
         """
@@ -120,15 +120,6 @@ class FunctionTool(Tool):
 
     def _offered_parameters(self) -> dict[str, object]:
         return self._parameters
-
-    @property
-    def json_schema(self) -> dict[str, object]:
-        """The OpenAI-style function schema (its ``parameters`` is this tool's own)."""
-        if self._schema is None:
-            from agentkit.models._base import ToolDefinition
-
-            self._schema = ToolDefinition(self.name, self.description, self.parameters).to_openai()
-        return self._schema
 
     @property
     def checks(self) -> ArgumentChecks:
