@@ -1,7 +1,7 @@
 """The ``tools/list`` and ``tools/call`` side of a served Toolkit.
 
 - Listing: the toolkit's *active* tools, their JSON schemas unchanged, a title and hints from
-  :func:`agentkit.tools._annotations.annotate`, and an ``outputSchema`` when the function's
+  :func:`agentkit.tools.annotate`, and an ``outputSchema`` when the function's
   return annotation is a pydantic model, a TypedDict or a dataclass.
 - Calling: through ``Toolkit.call_tool_function`` (one validation path); progress chunks
   become ``notifications/progress`` (a first value of 0 stays 0); the final result carries
@@ -27,7 +27,6 @@ import agentkit._seams as _obs
 from agentkit.mcp._context import MCPContext
 from agentkit.mcp._input_rounds import InputRounds
 from agentkit.messages import ToolUseBlock
-from agentkit.tools._annotations import annotations_of
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
@@ -110,7 +109,7 @@ class ServedTools:
         from mcp import types
 
         tool = self.toolkit.get_tool(definition.name)
-        notes = annotations_of(tool)
+        notes = tool.annotations if tool is not None else None
         schema = output_schema(getattr(tool, "fn", None)) if tool is not None else None
         return types.Tool(
             name=definition.name,

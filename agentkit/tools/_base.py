@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
     from agentkit.models._base import ToolDefinition
+    from agentkit.tools._annotations import ToolAnnotations
     from agentkit.tools._context import ToolContext
 
 __all__ = ["ArgumentChecks", "Tool"]
@@ -98,6 +99,8 @@ class Tool(ABC):
         requires_approval: A human must approve each call before it runs.
         sequential: Acts as a barrier when several calls run in one turn.
         timeout: Seconds before the call is cancelled and answered with an error.
+        annotations: Its MCP annotations (title, read-only/destructive... hints), set with
+            :func:`agentkit.tools.annotate`; None: none stated.
         reports_progress: The tool reports progress out of band while it runs
             (``ToolContext.report_progress``, MCP progress notifications): the Toolkit then
             runs it in a task of its own so that the progress streams live.
@@ -123,6 +126,7 @@ class Tool(ABC):
         self.requires_approval = requires_approval
         self.sequential = sequential
         self.timeout = timeout
+        self.annotations: ToolAnnotations | None = None
         self._checks: ArgumentChecks | None = None
 
     @property
