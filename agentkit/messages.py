@@ -16,7 +16,7 @@ import mimetypes
 import os
 import pathlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast, overload
 
@@ -30,6 +30,7 @@ __all__ = [
     "DocumentBlock",
     "ImageBlock",
     "Msg",
+    "MsgInput",
     "ProviderItemBlock",
     "Role",
     "TextBlock",
@@ -42,6 +43,7 @@ __all__ = [
     "document_block",
     "file_block",
     "image_block",
+    "text_of",
     "validate_block",
 ]
 
@@ -383,7 +385,7 @@ class Msg:
         """Join the text blocks (the string content itself for a string message)."""
         if isinstance(self.content, str):
             return self.content
-        return separator.join(b["text"] for b in self.content if b["type"] == "text")
+        return text_of(self.content, separator)
 
     # -- serialization -----------------------------------------------------------------
     def to_dict(self) -> dict[str, object]:
@@ -518,10 +520,10 @@ def file_block(path: str | os.PathLike[str]) -> ImageBlock | AudioBlock | Docume
     return document_block(path, media_type)
 
 
-def iter_tool_uses(messages: Iterable[Msg]) -> Iterable[ToolUseBlock]:
-    """Yield every tool_use block of ``messages`` in order."""
-    for msg in messages:
-        if isinstance(msg.content, list):
-            for block in msg.content:
-                if block["type"] == "tool_use":
-                    yield block
+MsgInput: TypeAlias = Msg | Sequence[Msg] | str | None
+"""What an agent takes as input: a message, several, a user text, or None (go on)."""
+
+
+def text_of(blocks: Iterable[Mapping[str, object]], separator: str = "") -> str:
+    """Join the ``text`` of the text blocks among ``blocks`` (the one ``get_text``)."""
+    return separator.join(str(b["text"]) for b in blocks if b["type"] == "text")

@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, TypeVar, cast
 
-from agentkit.messages import ContentBlock, Msg, ToolUseBlock
+from agentkit.messages import ContentBlock, Msg, ToolUseBlock, text_of
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -289,7 +289,7 @@ class ChatResponse:
 
     def get_text(self) -> str:
         """Join the text blocks."""
-        return "".join(b["text"] for b in self.content if b["type"] == "text")
+        return text_of(self.content)
 
     @property
     def tool_calls(self) -> list[ToolUseBlock]:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from agentkit.tools._annotations import ToolAnnotations
     from agentkit.tools._context import ToolContext
 
-__all__ = ["ArgumentChecks", "Tool"]
+__all__ = ["CLOSE_TIMEOUT", "ArgumentChecks", "Tool"]
 
 
 # Compiled checks by schema text. Checking a schema against the meta-schema costs milliseconds;
@@ -30,6 +30,11 @@ __all__ = ["ArgumentChecks", "Tool"]
 # present the same schema again and again. Validators keep no state between calls.
 _COMPILED: dict[str, tuple[Validator, QuickCheck | None]] = {}
 _COMPILED_LIMIT = 512
+
+
+# Bound on a tool's cleanup (an async generator's ``aclose``, a sync generator's
+# ``finally``) when its call is cut short: it must finish, but never hang an interrupt.
+CLOSE_TIMEOUT = 5.0
 
 
 def _compiled(parameters: dict[str, object]) -> tuple[Validator, QuickCheck | None]:

@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from agentkit._text import copy_json
 from agentkit.messages import ToolUseBlock
-from agentkit.tools._base import ArgumentChecks, Tool
+from agentkit.tools._base import CLOSE_TIMEOUT, ArgumentChecks, Tool
 from agentkit.tools._context import ToolContext
 from agentkit.tools._convert import ChunkCollector, to_content
 from agentkit.tools._errors import ArgumentsError
@@ -42,8 +42,6 @@ PostProcess: TypeAlias = Callable[
 """``postprocess(block, final_response)``: may return a replacement final response."""
 
 _END = object()
-# Bound on a sync generator's cleanup (its ``finally``) when a call is cut short.
-_CLOSE_TIMEOUT = 5.0
 
 
 def _default_name(fn: Callable[..., object]) -> str:
@@ -232,7 +230,7 @@ class FunctionTool(Tool):
             # Cut short at a yield: run the generator's cleanup in a thread, bounded.
             # (Abandoned mid-``next`` it cannot be closed; it ends on its own.)
             if not finished and not running:
-                with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
                     await anyio.to_thread.run_sync(gen.close, abandon_on_cancel=True)
 
     async def _postprocess(
