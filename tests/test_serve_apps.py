@@ -1,15 +1,22 @@
 """MCP Apps in the served app: trusted servers only, a sandboxed frame, calls as the model's.
 
-Against a real MCP server with ext-apps UIs (``tests._mcp_app_server``) over stdio.
+Against a real MCP server with ext-apps UIs (``tests._mcp_app_server``) over stdio; the
+browser test runs ext-apps' own App SDK in the frame, in headless Chromium.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
+import pytest
 
 from agentkit.memory import check_memory_invariant
 from agentkit.serve import create_app
@@ -17,6 +24,7 @@ from agentkit.serve._apps import BURST, AppSessions
 from agentkit.session import SQLiteSession
 from tests._mcp_apps_web import app_agent
 from tests._serve_helpers import running
+from tests._serve_process import ROOT, require_node_modules, run_node, stop_server
 
 
 async def flood(app: Any, path: str, n: int) -> list[httpx2.Response]:
@@ -121,3 +129,43 @@ async def test_untrusted_servers_apps_are_never_rendered(tmp_path: Path) -> None
             assert opened.status_code == 404 and opened.json()["error"]["code"] == "no_app"
             assert (await c.get("/apps/frame/guessed")).status_code == 404
             assert (await c.post("/apps/guessed/calls", json={"name": "count"})).status_code == 404
+
+
+def _start_apps_server(db: Path, token: str) -> tuple[subprocess.Popen[str], int]:
+    """``tests._mcp_apps_web`` in its own process; its port once ``/healthz`` answers."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "tests._mcp_apps_web", "0", str(db), token]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert first.startswith("port "), first
+    port = int(first.split()[1])
+    headers = {"Authorization": f"Bearer {token}"}
+    for _ in range(300):
+        with contextlib.suppress(httpx2.TransportError):
+            if httpx2.get(f"http://127.0.0.1:{port}/healthz", headers=headers).status_code == 200:
+                return proc, port
+        time.sleep(0.1)  # polling a starting process: nothing to wait on but the port
+    stop_server(proc)
+    raise AssertionError("the server did not start")
+
+
+@pytest.mark.timeout(240)
+def test_ext_apps_example_renders_and_calls_a_tool_in_chromium(tmp_path: Path) -> None:
+    require_node_modules("playwright-core", "@sparticuz/chromium", "@modelcontextprotocol/ext-apps")
+    token = "apps-browser-token"
+    shot = tmp_path / "mcp_app.png"
+    server, port = _start_apps_server(tmp_path / "threads.db", token)
+    try:
+        steps = run_node("mcp_apps_browser.mjs", f"http://127.0.0.1:{port}", token, str(shot))
+    finally:
+        stop_server(server)
+    assert steps == [
+        "app rendered",
+        "app call approved in the page",
+        "app call in the thread",
+        "hostile app ran",
+        "hostile app contained",
+        "done",
+    ]
+    assert shot.stat().st_size > 1000
