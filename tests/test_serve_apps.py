@@ -169,3 +169,12 @@ def test_ext_apps_example_renders_and_calls_a_tool_in_chromium(tmp_path: Path) -
         "done",
     ]
     assert shot.stat().st_size > 1000
+
+
+def test_app_host_script_builds_no_html() -> None:
+    """The page's app host takes frame messages as data: no HTML sink, no eval."""
+    from importlib import resources
+
+    js = resources.files("agentkit.serve").joinpath("static", "apps.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert sink not in js

@@ -76,6 +76,7 @@ try {
   await page.waitForSelector("body[data-ready='1']");
   const names = await page.$$eval("[data-testid=tool-call]", (ns) => ns.map((n) => n.dataset.name));
   check(JSON.stringify(names) === JSON.stringify(["get-time", "get-time"]), "calls in the thread: " + names);
+  check(await page.locator(".from-app [data-testid=from-app]").count() === 1, "the app's call is marked");
   await page.waitForSelector("[data-testid=app-frame]");  // the model's call shows its app again
   report("app call in the thread");
 

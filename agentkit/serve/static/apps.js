@@ -114,10 +114,7 @@ const McpApps = (() => {
   async function runCall(app, name, args) {
     const first = await appApi(app, "/calls", { name, arguments: args });
     const node = toolCallEl(first.toolCallId, name, "app-" + first.toolCallId);
-    node.classList.add("from-app");
-    node.querySelector(":scope > summary").insertBefore(
-      el("span", { class: "where", "data-testid": "from-app" }, "from the app "),
-      node.querySelector(":scope > summary .badge"));
+    markFromApp(node);
     node.querySelector(":scope > .args").textContent = JSON.stringify(args, null, 2);
     let answer = first;
     if (first.status === "approval_required") {
@@ -127,6 +124,14 @@ const McpApps = (() => {
     const text = answer.result.content.map((b) => b.text || "").join("");
     setResult(answer.toolCallId, text, answer.status);
     return answer.result;
+  }
+
+  function markFromApp(node) {
+    if (node.classList.contains("from-app")) return;
+    node.classList.add("from-app");
+    node.querySelector(":scope > summary").insertBefore(
+      el("span", { class: "where", "data-testid": "from-app" }, "from the app "),
+      node.querySelector(":scope > summary .badge"));
   }
 
   // The approval is the page's, never the frame's: the frame cannot see or click it.
@@ -168,7 +173,8 @@ const McpApps = (() => {
 
   // Called by the chat for every tool result it shows (streamed or from the thread).
   async function onResult(callId, node, content, status) {
-    if (status !== "done" || !state.threadId || callId.startsWith("app_") || callId.includes("/")) return;
+    if (callId.startsWith("app_")) return markFromApp(node);  // an app's own call: no new app
+    if (status !== "done" || !state.threadId || callId.includes("/")) return;
     const name = node.dataset.name;
     const threadId = state.threadId;
     if (!(await loadTools()).has(name) || threadId !== state.threadId) return;
