@@ -8,6 +8,7 @@ Endpoints (all JSON errors, all behind the bearer token when one is configured):
   ``POST /threads/{id}/interrupt`` (returns once stopped), ``POST /threads/{id}/steer``
   (a user message into the running reply), ``POST /threads/{id}/approvals``.
 * ``GET /healthz``; ``GET /`` and ``/static/*``: the web chat (no data, no token needed).
+* ``/apps...`` and ``POST /threads/{id}/apps``: MCP Apps (see :mod:`agentkit.serve._apps`).
 """
 
 from __future__ import annotations

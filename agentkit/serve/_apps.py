@@ -256,11 +256,13 @@ async def decide(request: Request) -> Response:
     approved = data.get("approved") if isinstance(data, dict) else None
     if not isinstance(approved, bool):
         raise ClientInputError(400, "bad_request", 'the body must be {"approved": true|false}')
-    block = session.pending.pop(request.path_params["call"], None)
-    if block is None:
-        raise ClientInputError(404, "unknown_call", "no call of this app waits for approval")
+    call_id = request.path_params["call"]
     async with session.lock:
-        record, agent = await _idle_thread(state, session)
+        block = session.pending.get(call_id)
+        if block is None:
+            raise ClientInputError(404, "unknown_call", "no call of this app waits for approval")
+        record, agent = await _idle_thread(state, session)  # a 409 keeps the call waiting
+        del session.pending[call_id]
         _server_tool(agent, session, block["name"])  # still there, still the app's server's
         if not approved:
             return JSONResponse(await _record(state, record, agent, session, block, None))
