@@ -8,6 +8,7 @@ Endpoints (all JSON errors, all behind the bearer token when one is configured):
   ``POST /threads/{id}/interrupt`` (returns once stopped), ``POST /threads/{id}/steer``
   (a user message into the running reply), ``POST /threads/{id}/approvals``.
 * ``GET /healthz``; ``GET /`` and ``/static/*``: the web chat (no data, no token needed).
+* ``/apps...`` and ``POST /threads/{id}/apps``: MCP Apps (see :mod:`agentkit.serve._apps`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from starlette.routing import Route
 
 from agentkit.agent import ReActAgent
 from agentkit.exceptions import SessionConflictError, SessionError, StateError, UsageError
+from agentkit.serve._apps import APP_ROUTES, AppSessions
 from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_messages
 from agentkit.serve._durable import DurableTurns
 from agentkit.serve._frontend import FrontendTool, instructions_with_context
@@ -68,11 +70,13 @@ _HOLDER_ANSWER = 5.0  # seconds a relayed /events waits for the holder's first a
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "img-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
 )
 _STATIC = {
     "chat.js": "text/javascript",
     "markdown.js": "text/javascript",
+    "apps.js": "text/javascript",
     "chat.css": "text/css",
     "index.html": "text/html",
 }
@@ -718,7 +722,7 @@ def create_app(
         state.durable = DurableTurns(_template(factory), state.store)
 
     app = Starlette(
-        routes=_ROUTES,
+        routes=_ROUTES + APP_ROUTES,  # MCP Apps: a trusted server's ui:// UI (_apps.py)
         middleware=_cors(cors_origins),
         lifespan=_lifespan(state, session),
         exception_handlers={
@@ -730,4 +734,5 @@ def create_app(
         },
     )
     app.state.serve = state
+    app.state.mcp_apps = AppSessions()
     return app
