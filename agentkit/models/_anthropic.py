@@ -8,7 +8,7 @@ layer skipped), SDK retries off, and events parsed straight from JSON.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from agentkit.exceptions import AuthenticationError, ModelResponseError
 from agentkit.messages import Msg
@@ -18,9 +18,10 @@ from agentkit.models._anthropic_format import (
     format_messages,
     format_tool_choice,
     format_tools,
+    mark_cache_points,
     parse_message,
 )
-from agentkit.models._base import ChatResponse, ToolChoice
+from agentkit.models._base import ChatResponse, PromptCache, ToolChoice
 from agentkit.models._clients import ANTHROPIC, SDKClient
 from agentkit.models._common import apply_structured_output
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
@@ -58,11 +59,11 @@ class AnthropicChatModel(HTTPChatModel):
             ``top_k``, ``metadata``...). Per-call keyword arguments override them.
         retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
         max_retries: Shortcut overriding ``retry.max_retries``.
-        cache_prompt: Prompt caching: mark the system prompt and the tool definitions with
-            ``cache_control`` so later calls read them from Anthropic's cache (reported in
-            ``ChatUsage.cache_read_tokens`` / ``cache_write_tokens``). Off by default, as
-            cache writes cost more than plain input.
-        cache_ttl: The cache lifetime, ``"5m"`` (the API's default) or ``"1h"``.
+
+    Prompt caching is asked per request (``settings["cache"]``, a ``PromptCache``; the
+    ``PromptCaching`` capability sets it for an agent): ``cache_control`` breakpoints after
+    the tools, the system prompt and the latest user turns. Off by default, as cache writes
+    cost more than plain input.
 
     Example:
         >>> model = AnthropicChatModel("claude-sonnet-4-5", max_tokens=1024)
@@ -90,8 +91,6 @@ class AnthropicChatModel(HTTPChatModel):
         *,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
-        cache_prompt: bool = False,
-        cache_ttl: str | None = None,
     ) -> None:
         super().__init__(
             model_name,
@@ -105,8 +104,6 @@ class AnthropicChatModel(HTTPChatModel):
         )
         self.max_tokens = max_tokens
         self.thinking = thinking
-        self.cache_prompt = cache_prompt
-        self.cache_ttl = cache_ttl
         self._prepare_client()
 
     def _make_client(self) -> SDKClient:
@@ -143,12 +140,14 @@ class AnthropicChatModel(HTTPChatModel):
                 answer is JSON text, validated into ``metadata["structured_output"]``.
             stream: Override ``self.stream``.
             **kwargs: Body fields; ``parallel_tool_calls=False`` sets
-                ``disable_parallel_tool_use``.
+                ``disable_parallel_tool_use``; ``cache`` (a ``PromptCache``) puts
+                ``cache_control`` breakpoints in (see ``mark_cache_points``).
 
         Returns:
             The JSON body.
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
+        cache = cast("PromptCache | None", kwargs.pop("cache", None))
         system, turns = format_messages(messages)
         body: dict[str, object] = {
             "model": self.model_name,
@@ -169,32 +168,18 @@ class AnthropicChatModel(HTTPChatModel):
                 **(config if isinstance(config, dict) else {}),
                 "format": {"type": "json_schema", "schema": output_schema(structured_model)},
             }
-        if self.cache_prompt:
-            self._mark_cache(system, specs)
         if specs:
             body["tools"] = specs
             choice = format_tool_choice(tool_choice, None if parallel is None else bool(parallel))
             if choice is not None:
                 body["tool_choice"] = choice
+        if cache is not None:
+            mark_cache_points(body, cache)
         if self.stream if stream is None else stream:
             body["stream"] = True
         else:
             body.pop("stream", None)
         return body
-
-    def _mark_cache(self, system: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
-        """Put a cache breakpoint after the system prompt and after the tools.
-
-        The API caches the prefix up to a breakpoint: tools, then system, so these two cover
-        what stays the same across the calls of a conversation. A breakpoint the caller
-        placed on a block is kept.
-        """
-        control: dict[str, Any] = {"type": "ephemeral"}
-        if self.cache_ttl is not None:
-            control["ttl"] = self.cache_ttl
-        for blocks in (system, tools):
-            if blocks and "cache_control" not in blocks[-1]:
-                blocks[-1] = {**blocks[-1], "cache_control": control}
 
     def _parse(
         self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None

@@ -53,7 +53,7 @@ class AnthropicBedrockModel(AnthropicChatModel):
         aws_profile: A named AWS profile.
         api_key: A Bedrock API key (``AWS_BEARER_TOKEN_BEDROCK``), instead of SigV4.
         **kwargs: ``AnthropicChatModel`` arguments (``stream``, ``max_tokens``, ``thinking``,
-            ``base_url``, ``retry``, ``cache_prompt``...).
+            ``base_url``, ``retry``...).
 
     Raises:
         MissingDependencyError: SigV4 signing without ``botocore`` (names the extra).
