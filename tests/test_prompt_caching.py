@@ -51,7 +51,7 @@ LOOP = [
     Msg("s", "Be brief.", "system"),
     Msg("u", "What is 1+1?", "user"),
     Msg("bot", [CALL], "assistant"),  # type: ignore[list-item]
-    Msg("tool", [RESULT], "user"),  # type: ignore[list-item]
+    Msg("tool", [RESULT], "user"),
 ]
 EPHEMERAL = {"type": "ephemeral"}
 
