@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 from _wire_server import (
     Reply,
+    Stream,
     WireServer,
     anthropic_message,
+    anthropic_stream,
     openai_completion,
     responses_body,
     responses_message,
+    sse,
 )
 
 from agentkit import Msg, PromptCaching, ReActAgent, ToolSearch
@@ -90,6 +93,31 @@ async def test_anthropic_marks_tools_system_and_the_last_two_user_turns() -> Non
     assert first.usage.cache_write_1h_tokens == 200
 
 
+async def test_anthropic_streamed_cache_usage_comes_from_message_start() -> None:
+    events = anthropic_stream([{"type": "text", "text": "2"}])
+    start = json.loads(events[0].split(b"data: ", 1)[1])
+    start["message"]["usage"].update(
+        {
+            "input_tokens": 4,
+            "cache_read_input_tokens": 2000,
+            "cache_creation_input_tokens": 500,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 500},
+        }
+    )
+    events[0] = sse(start, "message_start")
+    async with WireServer() as server:
+        server.script(Stream(events=events))
+        model = AnthropicChatModel("c", api_key="k", base_url=server.anthropic_url)
+        chunks = [c async for c in model.request_stream(LOOP, [ADD], {"cache": {"ttl": "1h"}})]
+        await model.aclose()
+        sent = server.requests[0].json
+    usage = chunks[-1].usage
+    assert usage is not None and usage.input_tokens == 2504
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (2000, 500)
+    assert usage.cache_write_1h_tokens == 500
+    assert sent["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+
+
 def test_anthropic_breakpoints_the_caller_placed_count_against_the_limit() -> None:
     model = AnthropicChatModel("c", api_key="k", stream=False)
     marked = Msg(
@@ -103,6 +131,14 @@ def test_anthropic_breakpoints_the_caller_placed_count_against_the_limit() -> No
     # Formatting again gives the same body: the shared wire blocks were not marked in place.
     again = model.format_request([marked, *LOOP[1:]], [ADD.to_openai()])
     assert json.dumps(again).count("cache_control") == 1
+    # Two of the caller's: room for two of ours, the tools' and the latest user turn's.
+    tool = {**ADD.to_openai(), "cache_control": EPHEMERAL}
+    other = MUL.to_openai()
+    body = model.format_request([marked, *LOOP[1:]], [tool, other], cache={})
+    assert json.dumps(body).count("cache_control") == 4
+    assert body["tools"][-1]["cache_control"] == EPHEMERAL
+    assert body["messages"][-1]["content"][-1]["cache_control"] == EPHEMERAL
+    assert "cache_control" not in json.dumps(body["messages"][0])  # the older user turn
 
 
 # -- OpenAI: prompt_cache_key and retention -------------------------------------------------
@@ -387,6 +423,14 @@ async def test_without_caching_asked_no_bust_is_reported() -> None:
     events = await _events(agent, "1+2?")
     assert not [e for e in events if isinstance(e, CacheBusted)]
     assert all("cache" not in r.kwargs for r in model.requests)
+
+
+async def test_the_cache_key_may_come_from_the_runs_dependencies() -> None:
+    model = ScriptedModel(["hi"])
+    caching = PromptCaching(key=lambda ctx: f"user-{ctx.deps}", points=["tools", "system"])
+    agent = ReActAgent("a", "sys", model, capabilities=[caching])
+    await agent.run("hello", deps=42)
+    assert model.requests[0].kwargs["cache"] == {"points": ["tools", "system"], "key": "user-42"}
 
 
 def test_bad_caching_options_are_usage_errors() -> None:
