@@ -76,6 +76,8 @@ async def test_anthropic_marks_tools_system_and_the_last_two_user_turns() -> Non
         await model.request(LOOP, [ADD, MUL], {"cache": {"ttl": "1h", "points": ["system"]}})
         await model.aclose()
         sent = [r.json for r in server.requests]
+        betas = [r.headers.get("anthropic-beta") for r in server.requests]
+    assert betas == [None, "extended-cache-ttl-2025-04-11"]  # the one-hour lifetime's beta
     body0 = sent[0]
     assert "cache_control" not in body0["tools"][0]
     assert body0["tools"][1]["cache_control"] == EPHEMERAL

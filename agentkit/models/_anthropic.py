@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from agentkit.exceptions import AuthenticationError, ModelResponseError
 from agentkit.messages import Msg
-from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
+from agentkit.models._adapter import EndOfStream, HTTPChatModel, PreparedCall, StreamState
 from agentkit.models._anthropic_format import (
     AnthropicStreamState,
     format_messages,
@@ -21,7 +21,13 @@ from agentkit.models._anthropic_format import (
     mark_cache_points,
     parse_message,
 )
-from agentkit.models._base import ChatResponse, PromptCache, ToolChoice
+from agentkit.models._base import (
+    ChatResponse,
+    ModelSettings,
+    PromptCache,
+    ToolChoice,
+    ToolDefinition,
+)
 from agentkit.models._clients import ANTHROPIC, SDKClient
 from agentkit.models._common import apply_structured_output
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
@@ -31,7 +37,11 @@ from agentkit.models._openai_audio import reject_audio_output
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["AnthropicChatModel"]
+__all__ = ["EXTENDED_CACHE_TTL_BETA", "AnthropicChatModel"]
+
+EXTENDED_CACHE_TTL_BETA = "extended-cache-ttl-2025-04-11"
+"""The beta the one-hour cache lifetime (``cache_control.ttl: "1h"``) was introduced under;
+sent with such requests (harmless where the feature is generally available)."""
 
 _UNSUPPORTED_SCHEMA_KEYS = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
@@ -77,6 +87,8 @@ class AnthropicChatModel(HTTPChatModel):
     client_class = "AsyncAnthropic"
     check_api_credentials: ClassVar[bool] = True
     """Check for an API key or token at construction (Bedrock and Vertex sign otherwise)."""
+    beta_header: ClassVar[bool] = True
+    """Ask for beta features with the ``anthropic-beta`` header (Bedrock takes none)."""
 
     def __init__(
         self,
@@ -180,6 +192,26 @@ class AnthropicChatModel(HTTPChatModel):
         else:
             body.pop("stream", None)
         return body
+
+    def _prepare(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None,
+        settings: ModelSettings | None,
+        *,
+        stream: bool,
+    ) -> PreparedCall:
+        """The call, with the beta the one-hour cache needs (``ttl: "1h"`` marks)."""
+        call = super()._prepare(messages, tools, settings, stream=stream)
+        cache = (settings or {}).get("cache")
+        if self.beta_header and cache is not None and cache.get("ttl") == "1h":
+            given = call.options.get("headers")
+            headers = dict(given) if isinstance(given, Mapping) else {}
+            betas = [b for b in str(headers.get("anthropic-beta", "")).split(",") if b]
+            if EXTENDED_CACHE_TTL_BETA not in betas:
+                headers["anthropic-beta"] = ",".join([*betas, EXTENDED_CACHE_TTL_BETA])
+            call.options["headers"] = headers
+        return call
 
     def _parse(
         self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None

@@ -62,6 +62,7 @@ class AnthropicBedrockModel(AnthropicChatModel):
     provider = "bedrock"
     client_class = "AsyncAnthropicBedrock"
     check_api_credentials = False
+    beta_header = False  # Bedrock's Messages body takes ``anthropic_beta`` instead
     auth_hint = " (AWS_REGION, AWS credentials or AWS_BEARER_TOKEN_BEDROCK)"
 
     def __init__(
