@@ -16,6 +16,7 @@ import agentkit._seams as _obs
 from agentkit.agent import _steer
 from agentkit.agent._capabilities import MESSAGE_METADATA
 from agentkit.agent._partial import PartialTracker
+from agentkit.agent._prompt_caching import check_prefix
 from agentkit.agent._state import answered_by, new_msg, store
 from agentkit.agent._structured import (
     answer_model,
@@ -226,6 +227,8 @@ async def reason(
     if caps.before_model:  # e.g. the Compactor: the request view
         request = await caps.run_before_model(setup.context, request)
         prompt = request.messages
+    if "cache" in request.settings:  # prompt caching asked: warn when the prefix changed
+        check_prefix(conv, request, run.emit)
     run.calling_model = True  # state_dict() refuses until the answer is stored
     run.counts.requests += 1
     try:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AudioOutput",
+    "CachePoint",
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
@@ -32,6 +33,7 @@ __all__ = [
     "ModelRequest",
     "ModelSettings",
     "OutputSpec",
+    "PromptCache",
     "ToolChoice",
     "ToolDefinition",
 ]
@@ -113,6 +115,33 @@ class AudioOutput(TypedDict):
     """The clip's encoding; streamed answers need ``"pcm16"`` on OpenAI."""
 
 
+CachePoint: TypeAlias = Literal["tools", "system", "messages"]
+"""Where a prompt-cache point goes: after the tool definitions, after the system prompt, or at
+the end of the conversation (the last two user turns: the previous request's point and this
+one's)."""
+
+
+class PromptCache(TypedDict, total=False):
+    """Prompt caching asked for one request (``ModelSettings["cache"]``); every key optional.
+
+    Each adapter turns it into its provider's form: ``cache_control`` blocks (Anthropic, on
+    Bedrock and Vertex too), ``cachePoint`` blocks (Bedrock Converse), ``prompt_cache_key`` and
+    ``prompt_cache_retention`` (OpenAI, both APIs). Gemini caches implicitly: nothing is sent.
+    ``{}`` asks for caching with the defaults.
+    """
+
+    points: list[CachePoint]
+    """Where cache points go (default: all three). A point the caller already put on a block
+    counts against the provider's limit of four."""
+    ttl: Literal["5m", "1h"]
+    """How long the cache should live: ``"1h"`` is Anthropic's and Bedrock's one-hour cache
+    (writes cost 2x the input price instead of 1.25x) and OpenAI's extended retention
+    (``prompt_cache_retention: "24h"``); ``"5m"`` (the default) sends no lifetime."""
+    key: str
+    """OpenAI's ``prompt_cache_key``: requests with one key are routed to the same cache
+    (one per conversation or per user, say)."""
+
+
 class ModelSettings(TypedDict, total=False):
     """Generation settings for one request; every key is optional.
 
@@ -141,6 +170,9 @@ class ModelSettings(TypedDict, total=False):
     Completions audio models); APIs without audio output raise ``UnsupportedContentError``."""
     audio: AudioOutput
     """Voice and format of a spoken answer (see ``modalities``)."""
+    cache: PromptCache
+    """Prompt caching: explicit cache points and their lifetime (see ``PromptCache``); the
+    ``PromptCaching`` capability sets it on every request of an agent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +233,8 @@ class ChatUsage:
         time: Seconds from sending the request to the last byte.
         cache_read_tokens: Of ``input_tokens``, those read from the provider's prompt cache.
         cache_write_tokens: Of ``input_tokens``, those written to the prompt cache.
+        cache_write_1h_tokens: Of ``cache_write_tokens``, those written to a one-hour cache
+            (priced higher than the default five-minute one).
         cost: USD, from the price table (``agentkit.models._prices``); None when the price
             is unknown. A sum is None as soon as one of its non-empty parts is.
         reasoning_tokens: Of ``output_tokens``, those spent on hidden reasoning.
@@ -217,6 +251,7 @@ class ChatUsage:
     reasoning_tokens: int = 0
     input_audio_tokens: int = 0
     output_audio_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     def __add__(self, other: ChatUsage) -> ChatUsage:
         return ChatUsage(
@@ -229,6 +264,7 @@ class ChatUsage:
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
             output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens,
+            cache_write_1h_tokens=self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
 
     @property
@@ -247,6 +283,8 @@ class ChatUsage:
             out["cache_read_tokens"] = self.cache_read_tokens
         if self.cache_write_tokens:
             out["cache_write_tokens"] = self.cache_write_tokens
+        if self.cache_write_1h_tokens:
+            out["cache_write_1h_tokens"] = self.cache_write_1h_tokens
         if self.reasoning_tokens:
             out["reasoning_tokens"] = self.reasoning_tokens
         if self.input_audio_tokens:

@@ -25,7 +25,12 @@ from agentkit.exceptions import (
 )
 from agentkit.messages import Msg
 from agentkit.models._base import ChatModel, ChatResponse, ModelSettings, ToolDefinition
-from agentkit.models._bedrock_format import ConverseState, format_messages, format_tool_config
+from agentkit.models._bedrock_format import (
+    ConverseState,
+    add_cache_points,
+    format_messages,
+    format_tool_config,
+)
 from agentkit.models._common import apply_structured_output
 from agentkit.models._http import RetryPolicy, map_status_error, send_with_retries
 from agentkit.models._prices import fill_cost
@@ -204,8 +209,9 @@ class BedrockConverseModel(ChatModel):
             tools: Function tools (``toolSpec``) and native specs.
             settings: ``tool_choice``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``
                 (``inferenceConfig``), ``output_type`` (a forced tool whose input is the
-                answer); ``extra_body`` entries are Converse parameters. Converse has no
-                ``seed`` or ``parallel_tool_calls`` switch: they are not sent.
+                answer); ``extra_body`` entries are Converse parameters; ``cache`` (a
+                ``PromptCache``) adds ``cachePoint`` blocks. Converse has no ``seed`` or
+                ``parallel_tool_calls`` switch: they are not sent.
 
         Raises:
             BadRequestError: ``extra_headers`` (the SDK signs the headers it sends) or a
@@ -221,6 +227,7 @@ class BedrockConverseModel(ChatModel):
             )
         choice = args.pop("tool_choice", None)
         extra = args.pop("extra_body", None)
+        cache = args.pop("cache", None)
         system, turns = format_messages(messages)
         params: dict[str, Any] = {"messages": turns}
         if system:
@@ -260,6 +267,8 @@ class BedrockConverseModel(ChatModel):
             params["additionalModelRequestFields"] = {**fields, **merged}
         if isinstance(extra, dict):
             params.update(extra)
+        if cache is not None:
+            add_cache_points(params, cache, self.model_name)
         return params
 
     async def request(

@@ -30,6 +30,7 @@ from agentkit.models._google_format import (
     format_contents,
     format_tool_config,
     format_tools,
+    use_cached_content,
 )
 from agentkit.models._http import RetryPolicy, send_with_retries
 from agentkit.models._prices import fill_cost
@@ -211,8 +212,8 @@ class GoogleModel(ChatModel):
             BadRequestError: a setting that is no ``GenerateContentConfig`` field.
         """
         args: dict[str, object] = dict(settings or {})
-        for key in ("extra_headers", "timeout", "parallel_tool_calls", "output_type"):
-            args.pop(key, None)
+        for key in ("extra_headers", "timeout", "parallel_tool_calls", "output_type", "cache"):
+            args.pop(key, None)  # cache: Gemini caches implicitly, there is nothing to mark
         choice = args.pop("tool_choice", None)
         extra = args.pop("extra_body", None)
         system, contents = format_contents(messages)
@@ -239,6 +240,7 @@ class GoogleModel(ChatModel):
         if structured is not None:
             config["response_mime_type"] = "application/json"
             config["response_json_schema"] = structured.model_json_schema()
+        use_cached_content(config)
         return contents, config
 
     def _config(self, config: dict[str, Any], settings: ModelSettings | None) -> Any:

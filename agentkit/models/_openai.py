@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agentkit.exceptions import ModelResponseError, UsageError
 from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
-from agentkit.models._base import ChatResponse, ToolChoice
+from agentkit.models._base import ChatResponse, PromptCache, ToolChoice
+from agentkit.models._caching import openai_cache_fields
 from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, strict_schema
 from agentkit.models._http import RetryPolicy, embedded_error_status, loads_body, map_status_error
@@ -180,12 +181,14 @@ class OpenAIChatModel(HTTPChatModel):
             The JSON body.
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
+        cache = openai_cache_fields(cast("PromptCache | None", kwargs.pop("cache", None)))
         body: dict[str, object] = {
             "model": self.model_name,
             "messages": format_messages(messages, reasoning=self.reasoning_content),
         }
         body.update(self.generate_kwargs)
         body.update(kwargs)
+        body.update(cache)
         _check_audio_output(body)
         if tools:
             body["tools"] = [_wire_tool(t) for t in tools]
