@@ -141,6 +141,12 @@ class ModelSettings(TypedDict, total=False):
     Completions audio models); APIs without audio output raise ``UnsupportedContentError``."""
     audio: AudioOutput
     """Voice and format of a spoken answer (see ``modalities``)."""
+    service_tier: str
+    """The provider's processing tier, sent as it names it: OpenAI ``service_tier``
+    (``"auto"``, ``"default"``, ``"flex"``, ``"priority"``), Anthropic ``service_tier``
+    (``"auto"``, ``"standard_only"``), Gemini ``service_tier`` (``"standard"``, ``"flex"``,
+    ``"priority"``), Bedrock Converse ``serviceTier.type`` (``"default"``, ``"priority"``,
+    ``"flex"``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,7 @@ class GoogleModel(ChatModel):
     """
 
     provider = "google"
+    native_output = True
 
     def __init__(
         self,
@@ -200,7 +201,10 @@ class GoogleModel(ChatModel):
                 instruction.
             tools: Function tools (``function_declarations``) and built-in tool specs.
             settings: ``tool_choice``, ``temperature``, ``max_tokens``, ``stop``,
-                ``output_type`` (JSON answer to ``response_json_schema``)...; other keys and
+                ``output_type`` (``response_mime_type: application/json`` with the model's
+                JSON schema as ``response_json_schema``, which takes JSON Schema with
+                ``$defs``/``$ref``/``anyOf``, unlike ``response_schema``'s OpenAPI subset),
+                ``service_tier``...; other keys and
                 ``extra_body`` are ``GenerateContentConfig`` fields. Gemini has no switch for
                 parallel calls: ``parallel_tool_calls`` is not sent.
 
