@@ -8,6 +8,7 @@ the agent runs the tools. Install with ``pip install 'agentkit[google]'``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -378,7 +379,8 @@ class GoogleModel(ChatModel):
         except errors.APIError as err:
             status = err.code if isinstance(err.code, int) else 500
             raise _StatusError(status, err.response, err.details, str(err)) from err
-        except errors.UnknownApiResponseError as err:
+        except (errors.UnknownApiResponseError, json.JSONDecodeError) as err:
+            # The SDK parses a whole answer with json.loads and lets its error out as is.
             raise ModelResponseError(
                 f"{self.provider}: the answer is not valid JSON: {str(err)[:200]}",
                 provider=self.provider,
