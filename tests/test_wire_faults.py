@@ -61,6 +61,7 @@ from agentkit.models import (
     OpenAIChatModel,
     OpenAIResponsesModel,
     RetryPolicy,
+    from_string,
 )
 
 FAST = RetryPolicy(max_retries=2, initial_delay=0.001, max_delay=0.002)
@@ -638,3 +639,100 @@ async def test_service_tier_is_sent_as_the_provider_names_it(name: str, tier: st
         await model.request(USER, settings={"service_tier": tier})
         await model.aclose()
     assert server.requests[0].json["service_tier"] == tier
+
+
+# -- presets whose error shapes differ from OpenAI's --------------------------------------
+def _preset(server: WireServer, name: str, stream: bool) -> ChatModel:
+    return from_string(
+        f"{name}:m", api_key="k", base_url=server.openai_url, stream=stream, retry=FAST
+    )
+
+
+@pytest.mark.parametrize(
+    ("preset", "reply", "error", "status", "tries"),
+    [
+        # OpenRouter: the upstream provider failed; ``code`` is the HTTP status (an int).
+        (
+            "openrouter",
+            Reply(
+                502,
+                json={
+                    "error": {
+                        "code": 502,
+                        "message": "Provider returned error",
+                        "metadata": {"provider_name": "OpenAI", "raw": "upstream"},
+                    }
+                },
+            ),
+            ModelAPIError,
+            502,
+            3,
+        ),
+        # Mistral: the error object at the top level, no "error" wrapper.
+        (
+            "mistral",
+            Reply(
+                429,
+                json={
+                    "object": "error",
+                    "message": "Requests rate limit exceeded",
+                    "type": "rate_limited",
+                    "param": None,
+                    "code": "1300",
+                },
+            ),
+            RateLimitError,
+            429,
+            3,
+        ),
+        (
+            "groq",
+            Reply(
+                503,
+                json={
+                    "error": {
+                        "message": "Service Unavailable",
+                        "type": "internal_server_error",
+                    }
+                },
+            ),
+            ModelAPIError,
+            503,
+            3,
+        ),
+    ],
+)
+async def test_preset_error_bodies_are_named_errors_with_their_message(
+    preset: str, reply: Reply, error: type[ModelAPIError], status: int, tries: int
+) -> None:
+    async with WireServer() as server:
+        server.script(*[reply] * tries)
+        model = _preset(server, preset, False)
+        with pytest.raises(error) as caught:
+            await model.request(USER)
+        await model.aclose()
+    assert caught.value.status_code == status and len(server.requests) == tries
+    message = reply.json["error"]["message"] if "error" in reply.json else reply.json["message"]
+    assert message in str(caught.value)
+
+
+async def test_openrouter_mid_stream_error_chunk_is_a_named_error() -> None:
+    # OpenRouter's documented mid-stream failure: a chunk with "error" and
+    # finish_reason "error" after content was sent (the HTTP status is already 200).
+    events = openai_chunks(TEXT)
+    failure = {
+        "id": "cmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "provider": "openai",
+        "error": {"code": "server_error", "message": "Provider disconnected unexpectedly"},
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+    }
+    async with WireServer() as server:
+        server.script(Stream(events=[*events[:2], sse(failure)]))
+        model = _preset(server, "openrouter", True)
+        with pytest.raises(ModelAPIError, match="Provider disconnected unexpectedly"):
+            await _final(model, True)
+        await model.aclose()
+    assert len(server.requests) == 1
