@@ -20,6 +20,7 @@ from test_models_google import model_for as google_for
 from test_output_modes import TICKET, TICKET_JSON, Refund, Ticket, check_partials, streamed
 
 from agentkit import NativeOutput, ReActAgent, ToolOutput
+from agentkit.exceptions import BadRequestError
 from agentkit.messages import Msg
 from agentkit.models import ChatModel
 
@@ -172,3 +173,12 @@ async def test_converse_service_tier_is_sent_as_service_tier_type(tier: str) -> 
         await model.request(USER, settings={"service_tier": tier})
         await model.aclose()
     assert server.requests[0].json["serviceTier"] == {"type": tier}
+
+
+async def test_gemini_without_any_turn_is_a_bad_request_before_sending() -> None:
+    async with WireServer() as server:
+        model = google_for(server)
+        with pytest.raises(BadRequestError, match="at least one user or model message"):
+            await model.request([Msg("s", "Be brief.", "system")])
+        await model.aclose()
+    assert server.requests == []

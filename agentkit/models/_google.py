@@ -213,7 +213,8 @@ class GoogleModel(ChatModel):
             ``(contents, config)``.
 
         Raises:
-            BadRequestError: a setting that is no ``GenerateContentConfig`` field.
+            BadRequestError: a setting that is no ``GenerateContentConfig`` field, or no
+                message besides the system prompt.
         """
         args: dict[str, object] = dict(settings or {})
         for key in ("extra_headers", "timeout", "parallel_tool_calls", "output_type"):
@@ -221,6 +222,12 @@ class GoogleModel(ChatModel):
         choice = args.pop("tool_choice", None)
         extra = args.pop("extra_body", None)
         system, contents = format_contents(messages)
+        if not contents:  # the SDK would raise a bare ValueError("contents are required.")
+            raise BadRequestError(
+                f"{self.provider}: a request needs at least one user or model message "
+                "besides the system prompt (Gemini's contents are required)",
+                provider=self.provider,
+            )
         config: dict[str, Any] = {
             "automatic_function_calling": {"disable": True},
             "automatic_continuation": False,
