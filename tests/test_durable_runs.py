@@ -300,3 +300,17 @@ async def test_a_handoff_targets_model_calls_and_tools_are_steps_of_the_run(env:
     memory = [Msg.from_dict(m) for m in again.state["memory"]["messages"]]
     check_memory_invariant(memory)
     assert [m.name for m in memory if m.role == "assistant"] == ["hand", "billing", "hand"]
+
+
+async def test_handoffs_that_cycle_back_get_one_durable_copy_each(env: Env) -> None:
+    billing = ReActAgent(
+        "billing", "You bill.", ScriptedModel([[tool_use("transfer_to_hand", "b1")]])
+    )
+    template = env.agents["hand"].template
+    template.handoffs = [billing]
+    billing.handoffs = [template]  # a -> b -> a
+    env.script("hand", [[tool_use("transfer_to_billing", "h1")], "Back with hand."])
+    result = await env.agents["hand"].run("route me")
+    assert result.last_agent == "hand" and result.output == "Back with hand."
+    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    assert [s["function_name"] for s in steps].count("model:scripted") == 3
