@@ -736,3 +736,34 @@ async def test_openrouter_mid_stream_error_chunk_is_a_named_error() -> None:
             await _final(model, True)
         await model.aclose()
     assert len(server.requests) == 1
+
+
+def _overloaded_first() -> list[tuple[str, bytes]]:
+    """Each provider's in-stream "overloaded / unavailable" event, as its reference shows it."""
+    chat = {"error": {"message": "The server is overloaded.", "type": "server_error", "code": 503}}
+    anthropic = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    gemini = {
+        "error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}
+    }
+    return [
+        ("openai-chat", sse(chat)),
+        ("anthropic", sse(anthropic, "error")),
+        ("google", f"data: {json.dumps(gemini)}\r\n\r\n".encode()),
+        ("bedrock", exception("serviceUnavailableException", "The service is unavailable.")),
+        ("bedrock", exception("throttlingException", "Too many requests.")),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "first"),
+    _overloaded_first(),
+    ids=[f"{e[0]}-{i}" for i, e in enumerate(_overloaded_first())],
+)
+async def test_an_overloaded_event_before_any_content_is_retried(name: str, first: bytes) -> None:
+    provider = BY_NAME[name]
+    async with WireServer() as server:
+        server.script(provider.stream([first]), provider.stream(provider.text_events(TEXT)))
+        model = provider.make(server, True)
+        final = await _final(model, True)
+        await model.aclose()
+    assert final.get_text() == TEXT and len(server.requests) == 2
