@@ -745,8 +745,16 @@ def _overloaded_first() -> list[tuple[str, bytes]]:
     gemini = {
         "error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}
     }
+    responses = {
+        "type": "error",
+        "code": "server_error",
+        "message": "The server had an error while processing your request.",
+        "param": None,
+        "sequence_number": 1,
+    }
     return [
         ("openai-chat", sse(chat)),
+        ("openai-responses", sse(responses, "error")),
         ("anthropic", sse(anthropic, "error")),
         ("google", f"data: {json.dumps(gemini)}\r\n\r\n".encode()),
         ("bedrock", exception("serviceUnavailableException", "The service is unavailable.")),
