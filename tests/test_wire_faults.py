@@ -256,9 +256,10 @@ async def test_a_body_that_is_not_json_is_a_model_response_error(provider: Provi
         bad = Reply(body=b'{"id": "x", "choices": [', headers={"content-type": "application/json"})
         server.script(bad, bad, bad)
         model = provider.make(server, False)
-        with pytest.raises(ModelResponseError):
+        with pytest.raises(ModelResponseError) as caught:
             await model.request(USER)
         await model.aclose()
+    assert caught.value.provider == model.provider
 
 
 @each_provider
@@ -271,10 +272,11 @@ async def test_a_stream_event_that_is_not_json_is_a_model_response_error(
     async with WireServer() as server:
         server.script(provider.stream(broken))
         model = provider.make(server, True)
-        with pytest.raises(ModelResponseError):
+        with pytest.raises(ModelResponseError) as caught:
             await _final(model, True)
         await model.aclose()
     assert len(server.requests) == 1  # content had reached the caller: not retried
+    assert caught.value.provider == model.provider
 
 
 # -- cut streams -------------------------------------------------------------------------

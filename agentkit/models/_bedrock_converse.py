@@ -318,7 +318,7 @@ class BedrockConverseModel(ChatModel):
             state = ConverseState()
             try:
                 async for event in events:
-                    if state.feed(event):
+                    if self._feed(state, event):
                         return state, stream, events
             except BaseException:
                 with anyio.CancelScope(shield=True):
@@ -332,7 +332,7 @@ class BedrockConverseModel(ChatModel):
             if state.blocks:
                 yield state.snapshot(final=False)
             async for event in self._mapped(events):
-                if state.feed(event):
+                if self._feed(state, event):
                     yield state.snapshot(final=False)
         finally:
             with anyio.CancelScope(shield=True):
@@ -348,6 +348,13 @@ class BedrockConverseModel(ChatModel):
         except ModelError as err:
             raise self._owned(err) from err
         yield self._finish(final, settings)
+
+    def _feed(self, state: ConverseState, event: Mapping[str, Any]) -> bool:
+        """``state.feed(event)``, a malformed event's error naming this provider."""
+        try:
+            return state.feed(event)
+        except ModelError as err:
+            raise self._owned(err) from err
 
     def _finish(self, response: ChatResponse, settings: ModelSettings | None) -> ChatResponse:
         structured: type[BaseModel] | None = (settings or {}).get("output_type")
