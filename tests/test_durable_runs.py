@@ -269,3 +269,48 @@ async def test_interrupt_while_waiting_for_approval_ends_the_run_interrupted(env
     env.script("appr", ["ok, not paying"])
     follow = await durable.run("fine", session_id="appr-intr")
     assert follow.output == "ok, not paying" and follow.stop_reason == "final"
+
+
+async def test_a_handoff_targets_model_calls_and_tools_are_steps_of_the_run(env: Env) -> None:
+    # The target's own loop is durable too: a recovery replays its requests and tools.
+    billing = ReActAgent(
+        "billing",
+        "You bill.",
+        ScriptedModel([[tool_use("work", "w1", name="invoice")], "42 EUR."]),
+        env.tools,
+    )
+    env.agents["hand"].template.handoffs = [billing]
+    env.script("hand", [[tool_use("transfer_to_billing", "h1")], "Anything else?"])
+    env.log.clear()
+    result = await env.agents["hand"].run("how much?", session_id="hand-steps")
+    assert result.last_agent == "billing" and result.output == "42 EUR."
+    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    names = [s["function_name"] for s in steps]
+    assert names == [
+        "model:scripted",  # the source hands off
+        "model:scripted",  # the target calls its tool
+        "tool:work",
+        "model:scripted",  # the target answers
+        "agentkit.save_session",
+    ]
+    assert env.log == ["invoice"]
+    assert billing.model is not None and isinstance(billing.model, ScriptedModel)  # untouched
+    again = await env.agents["hand"].run("thanks", session_id="hand-steps")
+    assert again.last_agent == "hand" and again.output == "Anything else?"
+    memory = [Msg.from_dict(m) for m in again.state["memory"]["messages"]]
+    check_memory_invariant(memory)
+    assert [m.name for m in memory if m.role == "assistant"] == ["hand", "billing", "hand"]
+
+
+async def test_handoffs_that_cycle_back_get_one_durable_copy_each(env: Env) -> None:
+    billing = ReActAgent(
+        "billing", "You bill.", ScriptedModel([[tool_use("transfer_to_hand", "b1")]])
+    )
+    template = env.agents["hand"].template
+    template.handoffs = [billing]
+    billing.handoffs = [template]  # a -> b -> a
+    env.script("hand", [[tool_use("transfer_to_billing", "h1")], "Back with hand."])
+    result = await env.agents["hand"].run("route me")
+    assert result.last_agent == "hand" and result.output == "Back with hand."
+    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    assert [s["function_name"] for s in steps].count("model:scripted") == 3

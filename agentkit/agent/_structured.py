@@ -89,7 +89,8 @@ class NativeOutput(Generic[T]):
     """Ask the provider itself for JSON matching the schema (its structured-output mode).
 
     OpenAI Chat Completions ``response_format={"type": "json_schema", ...}``, OpenAI
-    Responses ``text.format``, Anthropic ``output_config.format``. An adapter without
+    Responses ``text.format``, Anthropic ``output_config.format``, Gemini
+    ``responseJsonSchema``, Bedrock Converse ``outputConfig.textFormat``. An adapter without
     such a mode raises ``UsageError`` unless ``fallback`` names a mode to use instead.
 
     Attributes:

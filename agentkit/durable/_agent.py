@@ -634,7 +634,8 @@ class DBOSAgent:
     # -- the workflow --------------------------------------------------------------------
     def fresh_copy(self, steps: RunSteps) -> ReActAgent:
         """A copy of the template with its own memory and durable model/toolkit."""
-        return _make_durable(self.template.copy(), steps)  # a conversation of its own
+        # A conversation of its own.
+        return _make_durable(self.template.copy(), steps, self.template)
 
     async def _typed(self, request: RunRequest, workflow_id: str) -> _Typed:
         """The deps, output type and limits of this execution (see the module docs).
@@ -796,11 +797,33 @@ class DBOSAgent:
         return {"session_version": version}
 
 
-def _make_durable(agent: ReActAgent, steps: RunSteps) -> ReActAgent:
-    """``agent`` with its model and toolkit as DBOS steps (in place)."""
+def _make_durable(
+    agent: ReActAgent,
+    steps: RunSteps,
+    origin: ReActAgent | None = None,
+    made: dict[int, ReActAgent] | None = None,
+) -> ReActAgent:
+    """``agent`` with its model and toolkit as DBOS steps (in place), handoffs included.
+
+    A handoff target runs its own loop (its model calls and tools), so it gets a durable
+    copy too: otherwise a recovery would send the target's requests and run its tools
+    again instead of replaying them. ``origin`` is the agent ``agent`` was copied from
+    (a target handing back to it gets ``agent``); ``made`` maps the targets already
+    copied, so handoff cycles (a -> b -> a) end.
+    """
+    made = {} if made is None else made
+    made[id(origin if origin is not None else agent)] = agent
     agent.model = DurableModel(agent.model, steps)
     agent.toolkit = DurableToolkit(agent.toolkit, steps)
     agent.print_hint = False
+    if agent.handoffs:
+        targets = []
+        for target in agent.handoffs:
+            durable = made.get(id(target.agent))
+            if durable is None:
+                durable = _make_durable(target.agent.copy(), steps, target.agent, made)
+            targets.append(dataclasses.replace(target, agent=durable))
+        agent.handoffs = targets
     return agent
 
 

@@ -29,7 +29,7 @@ from agentkit.models._base import (
     ToolDefinition,
 )
 from agentkit.models._clients import ANTHROPIC, SDKClient
-from agentkit.models._common import apply_structured_output
+from agentkit.models._common import apply_structured_output, closed_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._openai_audio import reject_audio_output
@@ -42,13 +42,6 @@ __all__ = ["EXTENDED_CACHE_TTL_BETA", "AnthropicChatModel"]
 EXTENDED_CACHE_TTL_BETA = "extended-cache-ttl-2025-04-11"
 """The beta the one-hour cache lifetime (``cache_control.ttl: "1h"``) was introduced under;
 sent with such requests (harmless where the feature is generally available)."""
-
-_UNSUPPORTED_SCHEMA_KEYS = frozenset(
-    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
-    | {"minLength", "maxLength", "minItems", "maxItems"}
-)
-"""JSON-schema constraints structured outputs do not take (pydantic checks them after)."""
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
 
 
 class AnthropicChatModel(HTTPChatModel):
@@ -178,7 +171,7 @@ class AnthropicChatModel(HTTPChatModel):
             config = body.get("output_config")
             body["output_config"] = {
                 **(config if isinstance(config, dict) else {}),
-                "format": {"type": "json_schema", "schema": output_schema(structured_model)},
+                "format": {"type": "json_schema", "schema": closed_schema(structured_model)},
             }
         if specs:
             body["tools"] = specs
@@ -247,30 +240,3 @@ class AnthropicChatModel(HTTPChatModel):
         if structured is not None:
             apply_structured_output(response, structured, response.get_text() or None)
         return response
-
-
-def output_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of ``model`` as structured outputs take it.
-
-    Every object is closed (``additionalProperties: false``, which the API requires) and
-    the numeric and length constraints it does not support are left out: the answer is
-    validated against the full pydantic model afterwards, so nothing is lost.
-    """
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _SCHEMA_MAPS and isinstance(value, dict):  # names -> schemas
-                out[key] = {name: walk(sub) for name, sub in value.items()}
-            elif key not in _UNSUPPORTED_SCHEMA_KEYS:
-                out[key] = walk(value)
-        if out.get("type") == "object" and "additionalProperties" not in out:
-            out["additionalProperties"] = False
-        return out
-
-    schema: dict[str, Any] = walk(model.model_json_schema())
-    return schema

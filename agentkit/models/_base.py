@@ -173,6 +173,12 @@ class ModelSettings(TypedDict, total=False):
     cache: PromptCache
     """Prompt caching: explicit cache points and their lifetime (see ``PromptCache``); the
     ``PromptCaching`` capability sets it on every request of an agent."""
+    service_tier: str
+    """The provider's processing tier, sent as it names it: OpenAI ``service_tier``
+    (``"auto"``, ``"default"``, ``"flex"``, ``"priority"``), Anthropic ``service_tier``
+    (``"auto"``, ``"standard_only"``), Gemini ``service_tier`` (``"standard"``, ``"flex"``,
+    ``"priority"``), Bedrock Converse ``serviceTier.type`` (``"default"``, ``"priority"``,
+    ``"flex"``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias, cast
 
 from agentkit._text import clean_text
-from agentkit.exceptions import UnsupportedContentError
+from agentkit.exceptions import ModelResponseError, UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from agentkit.models._base import ChatResponse, ChatUsage, PromptCache, ToolChoice, ToolDefinition
 from agentkit.models._common import finish_metadata, tool_use_block
@@ -45,6 +45,9 @@ _FINISH: dict[str, str] = {
     "model_context_window_exceeded": "length",
     "guardrail_intervened": "content_filter",
     "content_filtered": "content_filter",
+    # The model's answer did not parse (as Gemini's MALFORMED_FUNCTION_CALL reads).
+    "malformed_tool_use": "malformed_function_call",
+    "malformed_model_output": "error",
 }
 CONVERSE_FINISH_REASONS = frozenset(_FINISH.values())
 """The finish reasons ``BedrockConverseModel`` reports (any other value reads ``"other"``)."""
@@ -327,6 +330,25 @@ def _usage(data: Mapping[str, Any], elapsed: float) -> ChatUsage:
     )
 
 
+# ConverseStream events and the members the API reference marks required.
+_EVENT_MEMBERS: dict[str, tuple[str, ...]] = {
+    "messageStart": ("role",),
+    "contentBlockStart": ("start", "contentBlockIndex"),
+    "contentBlockDelta": ("delta", "contentBlockIndex"),
+    "contentBlockStop": ("contentBlockIndex",),
+    "messageStop": ("stopReason",),
+    "metadata": ("usage",),
+}
+
+
+def _require(data: object, members: Sequence[str], what: str) -> None:
+    missing = [m for m in members if not isinstance(data, Mapping) or m not in data]
+    if missing:
+        raise ModelResponseError(
+            f"{what} lacks {', '.join(missing)} (a body or event that is not the API's JSON)"
+        )
+
+
 class ConverseState:
     """Accumulates a Converse answer (whole, or ConverseStream events) into ``ChatResponse``s."""
 
@@ -342,7 +364,13 @@ class ConverseState:
 
     # -- a whole Converse answer ----------------------------------------------------------
     def feed_response(self, answer: Mapping[str, Any]) -> None:
-        """Read a ``Converse`` output (the SDK's parsed dict)."""
+        """Read a ``Converse`` output (the SDK's parsed dict).
+
+        Raises:
+            ModelResponseError: an answer without the members the API reference requires
+                (``output``, ``stopReason``), as botocore leaves a body that is not JSON.
+        """
+        _require(answer, ("output", "stopReason"), "the Converse answer")
         message = (answer.get("output") or {}).get("message") or {}
         for index, block in enumerate(message.get("content") or ()):
             parsed = self._whole(block)
@@ -387,7 +415,15 @@ class ConverseState:
 
     # -- ConverseStream events ------------------------------------------------------------
     def feed(self, event: Mapping[str, Any]) -> bool:
-        """Add one ConverseStream event; True when the answer shown changed."""
+        """Add one ConverseStream event; True when the answer shown changed.
+
+        Raises:
+            ModelResponseError: an event without its required members (botocore decodes
+                an event whose payload is not JSON as an empty one).
+        """
+        for kind, members in _EVENT_MEMBERS.items():
+            if kind in event:
+                _require(event[kind], members, f"the {kind} event")
         if "contentBlockStart" in event:
             data = event["contentBlockStart"]
             start = data.get("start") or {}

@@ -208,10 +208,10 @@ class OpenAIChatModel(HTTPChatModel):
     def _parse(
         self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
     ) -> ChatResponse:
+        if isinstance(data, dict) and data.get("error"):
+            status = embedded_error_status(data)
+            raise map_status_error(self.provider, status, data, "error in a 200 answer")
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
-            if isinstance(data, dict) and "error" in data:
-                status = embedded_error_status(data)
-                raise map_status_error(self.provider, status, data, "error in a 200 answer")
             raise ModelResponseError(
                 f"{self.provider}: unexpected response shape: {str(data)[:200]!r}",
                 provider=self.provider,
@@ -227,7 +227,9 @@ class OpenAIChatModel(HTTPChatModel):
         chunk = loads_body(self.provider, data)
         if not isinstance(chunk, dict):
             return None
-        if "error" in chunk and not chunk.get("choices"):
+        # OpenRouter's mid-stream failure carries choices too (finish_reason "error"): an
+        # error object decides, whatever else the chunk holds (``"error": null`` does not).
+        if chunk.get("error"):
             status = embedded_error_status(chunk)
             raise map_status_error(self.provider, status, chunk, "error event in the stream")
         return chunk
