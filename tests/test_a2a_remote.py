@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -44,6 +45,9 @@ class Recorder(AgentExecutor):
     def __init__(self, name: str = "geo") -> None:
         self.name = name
         self.got: list[tuple[str, str]] = []  # (context id, message text)
+        self.block = False  # work until CancelTask
+        self.started = anyio.Event()
+        self.canceled: list[str] = []
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.context_id is not None
@@ -54,6 +58,9 @@ class Recorder(AgentExecutor):
             )
         self.got.append((context.context_id, context.get_user_input()))
         await updater.start_work(updater.new_agent_message([Part(text="reading")]))
+        if self.block:
+            self.started.set()
+            await anyio.sleep_forever()
         await updater.add_artifact(
             [Part(text=f"{self.name} answer ")], artifact_id="a", append=False, last_chunk=False
         )
@@ -63,6 +70,7 @@ class Recorder(AgentExecutor):
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self.canceled.append(str(context.task_id))
         await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
 
@@ -186,6 +194,38 @@ async def test_a_failing_remote_handoff_is_an_error_result_and_the_source_answer
     valid(memory, triage)
     (failed,) = [b for m in memory for b in m.get_content_blocks() if b["type"] == "tool_result"]
     assert failed["is_error"] and "gone" in json.dumps(failed["output"])
+
+
+async def test_interrupting_the_source_cancels_the_remote_targets_task() -> None:
+    executor = Recorder()
+    executor.block = True
+    app = reference_app(executor)
+    async with running(app) as url:
+        app.state.url = f"{url}/"
+        remote = A2AAgent(url, name="geo")
+        triage = ReActAgent(
+            "triage",
+            "You route.",
+            ScriptedModel([[tool_use("transfer_to_geo", "h1")], "Stopped; what now?"]),
+            handoffs=[remote],
+        )
+        results: list[Any] = []
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                results.append(await triage.run("slow question"))
+
+            tg.start_soon(run)
+            with anyio.fail_after(20):
+                await executor.started.wait()
+            assert await triage.interrupt()
+        executor.block = False
+        again = await triage.run("go on")  # the source's memory is valid
+        await remote.aclose()
+    assert results[0].stop_reason == "interrupted"
+    assert len(executor.canceled) == 1
+    assert again.text == "Stopped; what now?"
+    valid(await triage.memory.get_memory(), triage)
 
 
 # -- pipelines and MsgHub -----------------------------------------------------------------

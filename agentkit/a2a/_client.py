@@ -175,6 +175,7 @@ class A2AAgent(HookHost):
         self._http = http_client
         self._client: Client | None = None
         self._lock = anyio.Lock()
+        self._connecting = anyio.Lock()
         self._scope: anyio.CancelScope | None = None
         self._hooks = None
         self._heard: list[Msg] = []  # observed (MsgHub), sent with the next message
@@ -191,6 +192,12 @@ class A2AAgent(HookHost):
         return self.card
 
     async def _ensure_client(self) -> Client:
+        if self._client is not None:
+            return self._client
+        async with self._connecting:  # concurrent first calls (handoffs) share one client
+            return await self._connect()
+
+    async def _connect(self) -> Client:
         if self._client is None:
             http = self._http
             if http is None:
