@@ -1,12 +1,13 @@
 """One trace across protocols: a browser's AG-UI request -> the served agent -> a remote agent
 over A2A -> agentkit's MCP tool server, every hop continuing the W3C trace context (the
-request's ``traceparent`` header, A2A request headers, MCP ``params._meta``)."""
+request's ``traceparent`` header, A2A request headers, MCP ``params._meta``).
+
+Every server runs in this process (uvicorn, 127.0.0.1) but in its own tasks, started before
+any span: a hop can only continue the trace from what its request carried. (Over stdio, to
+another process: tests/test_obs_tracing.py.)"""
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from agentkit import ReActAgent, Toolkit
 from agentkit.a2a import A2AAgent, to_a2a
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import HttpServer, MCPClient
+from agentkit.mcp._server import build_http_app
 from agentkit.observability import instrument, uninstrument
 from agentkit.serve import create_app
 from agentkit.session import SQLiteSession
@@ -26,8 +28,6 @@ from agentkit.testing import ScriptedModel, tool_use
 from tests._serve_helpers import run_events, run_input, running, user
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parent.parent
-MCP_SERVER = ROOT / "tests" / "_obs_traced_server.py"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 BROWSER_SPAN = "00f067aa0ba902b7"
 
@@ -47,11 +47,18 @@ def exporter() -> Iterator[InMemorySpanExporter]:
 async def test_one_trace_spans_agui_agent_a2a_remote_and_the_mcp_tool_server(
     exporter: InMemorySpanExporter, tmp_path: Path
 ) -> None:
-    spans_file = tmp_path / "mcp-spans.jsonl"
-    env = {**os.environ, "OBS_SPANS_FILE": str(spans_file), "PYTHONPATH": str(ROOT)}
-    mcp = MCPClient("calc", StdioServer(sys.executable, [str(MCP_SERVER)], env=env), timeout=30)
+    served_tools = Toolkit()
+
+    @served_tools.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
     remote_tools = Toolkit()
-    async with mcp:
+    async with (
+        running(build_http_app(served_tools)) as mcp_url,
+        MCPClient("calc", HttpServer(f"{mcp_url}/mcp"), timeout=30) as mcp,
+    ):
         await remote_tools.register_mcp_client(mcp)
         remote_model = ScriptedModel([tool_use("add", "r1", a=1, b=2), "It is 3."])
 
@@ -84,16 +91,19 @@ async def test_one_trace_spans_agui_agent_a2a_remote_and_the_mcp_tool_server(
     served = spans["invoke_agent planner"]  # the AG-UI run
     tool = spans["execute_tool calc"]  # its call of the remote agent
     remote_run = spans["invoke_agent calc"]  # the A2A server's run
-    mcp_call = spans["execute_tool add"]  # the remote agent's MCP client call
-    for span in (served, tool, remote_run, mcp_call):
+    # The remote agent's MCP call, and agentkit's MCP server continuing it from params._meta.
+    adds = [s for s in exporter.get_finished_spans() if s.name == "execute_tool add"]
+    (mcp_call,) = [s for s in adds if s.parent and s.parent.span_id == remote_run.context.span_id]
+    (mcp_served,) = [s for s in adds if s is not mcp_call]
+    for span in (served, tool, remote_run, mcp_call, mcp_served):
         assert format(span.context.trace_id, "032x") == TRACE_ID, span.name
     assert served.parent is not None and format(served.parent.span_id, "016x") == BROWSER_SPAN
+    assert tool.parent is not None and tool.parent.span_id == served.context.span_id
     assert remote_run.parent is not None and remote_run.parent.span_id == tool.context.span_id
-    # agentkit's MCP server (another process) continued it from params._meta.
-    server_spans = [json.loads(line) for line in spans_file.read_text().splitlines()]
-    (add,) = [s for s in server_spans if s["name"] == "execute_tool add"]
-    assert add["trace_id"] == TRACE_ID
-    assert add["parent_id"] == format(mcp_call.context.span_id, "016x")
+    assert mcp_call.parent is not None and mcp_call.parent.span_id == remote_run.context.span_id
+    assert mcp_served.parent is not None and mcp_served.parent.span_id == mcp_call.context.span_id
+    assert mcp_served.attributes is not None
+    assert mcp_served.attributes["mcp.method.name"] == "tools/call"
 
 
 async def test_an_agui_request_without_traceparent_starts_a_trace_of_its_own(
