@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -32,9 +33,10 @@ from agentkit.events import TextDelta, ToolProgress, ToolResult
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.pipelines import MsgHub, fanout_pipeline, sequential_pipeline
+from agentkit.serve import create_app
 from agentkit.session import SQLiteSession
 from agentkit.testing import ScriptedModel, tool_use
-from tests._serve_helpers import running
+from tests._serve_helpers import run_events, run_input, running, user
 
 pytestmark = pytest.mark.anyio
 
@@ -177,6 +179,36 @@ async def test_a_remote_handoff_target_gets_the_filtered_history_and_keeps_its_c
     ]
     assert kinds.index("ToolResult") < kinds.index("TextDelta")
     assert "ToolProgress" in kinds  # the remote's status message ("reading")
+
+
+async def test_a_served_thread_hands_off_to_the_remote_agent_turn_after_turn(
+    tmp_path: Path,
+) -> None:
+    executor = Recorder()
+    remote_app = reference_app(executor)
+    async with running(remote_app) as url:
+        remote_app.state.url = f"{url}/"
+        remote = A2AAgent(url, name="geo")
+        script = [[tool_use("transfer_to_geo", "h1")], [tool_use("transfer_to_geo", "h2")]]
+        model = ScriptedModel(script)  # one conversation: the template's copies share it
+
+        def triage() -> ReActAgent:
+            return ReActAgent("triage", "You route.", model, handoffs=[remote])
+
+        app = create_app(triage, sessions=SQLiteSession(tmp_path / "threads.db"))
+        streamed: list[str] = []
+        async with running(app) as base, httpx2.AsyncClient(base_url=base) as client:
+            for i, question in enumerate(["capital?", "and the river?"]):
+                events = await run_events(client, "/agui", run_input("t1", user(question, f"m{i}")))
+                assert events[-1]["outcome"] == {"type": "success"}
+                streamed.append(
+                    "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+                )
+        await remote.aclose()
+    assert streamed == ["geo answer 1", "geo answer 2"]
+    (ctx1, _), (ctx2, text2) = executor.got
+    assert ctx1 == ctx2  # the thread's store kept the remote context between requests
+    assert "capital?" not in text2 and "and the river?" in text2
 
 
 async def test_a_failing_remote_handoff_is_an_error_result_and_the_source_answers() -> None:

@@ -100,6 +100,7 @@ class _Outcome:
     artifacts: dict[str, list[Part]] = field(default_factory=dict)
     status_text: str = ""
     status_data: list[Any] = field(default_factory=list)
+    streamed: dict[str, str] = field(default_factory=dict)  # artifact id -> text shown
 
     @property
     def text(self) -> str:
@@ -640,10 +641,12 @@ def _apply(
     kind = response.WhichOneof("payload")
     if kind == "task":
         _take_task(response.task, outcome)
+        _stream_artifacts(outcome, on_progress)
     elif kind == "message":  # a message-only answer: no task
         outcome.state = TaskState.TASK_STATE_COMPLETED
         outcome.artifacts["message"] = list(response.message.parts)
         outcome.context_id = response.message.context_id or outcome.context_id
+        _stream_artifacts(outcome, on_progress)
     elif kind == "status_update":
         update = response.status_update
         outcome.task_id = update.task_id
@@ -661,10 +664,28 @@ def _apply(
         if not event.append:
             parts.clear()
         parts.extend(artifact.parts)
-        if on_progress is not None and not event.last_chunk:
-            chunk = "".join(p.text for p in artifact.parts if p.text)
-            if chunk:
-                on_progress(chunk, {"a2a": "artifact", "artifact": artifact.artifact_id})
+        _stream_artifacts(outcome, on_progress)
+
+
+def _stream_artifacts(
+    outcome: _Outcome, on_progress: Callable[[str, dict[str, object]], object] | None
+) -> None:
+    """Report the answer text not shown yet, whatever chunking the server chose.
+
+    A server may stream chunks (``append``), end with a chunk of new text or with the
+    whole text again (``lastChunk``, no ``append``: nothing new), or send the answer in
+    one piece (a task with artifacts): only the text past what was shown is reported. A
+    replacement that is not a continuation of what was shown adds nothing (shown text
+    cannot be taken back; the final answer is the artifact itself).
+    """
+    if on_progress is None:
+        return
+    for artifact_id, parts in outcome.artifacts.items():
+        text = "".join(p.text for p in parts if p.text)
+        shown = outcome.streamed.get(artifact_id, "")
+        if len(text) > len(shown) and text.startswith(shown):
+            outcome.streamed[artifact_id] = text
+            on_progress(text[len(shown) :], {"a2a": "artifact", "artifact": artifact_id})
 
 
 def _take_task(task: Task, outcome: _Outcome) -> None:
