@@ -43,6 +43,7 @@ SCENARIOS = (
     "serve",
     "long_history",
     "scale",
+    "a2a",
 )
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "latest.json"
 

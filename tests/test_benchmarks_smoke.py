@@ -22,7 +22,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOOLS = [tool_schema("step")]
 HALVES = [
     "turns,streaming,parallel,concurrency,interrupts",
-    "startup,mcp_call",
+    "startup,mcp_call,a2a",
     "cross_worker_interrupts,long_history,scale",
     "durable",
     "serve",

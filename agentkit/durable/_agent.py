@@ -811,6 +811,8 @@ def _make_durable(
     (a target handing back to it gets ``agent``); ``made`` maps the targets already
     copied, so handoff cycles (a -> b -> a) end.
     """
+    from agentkit.agent import ReActAgent  # the agent package is loaded by now
+
     made = {} if made is None else made
     made[id(origin if origin is not None else agent)] = agent
     agent.model = DurableModel(agent.model, steps)
@@ -819,9 +821,13 @@ def _make_durable(
     if agent.handoffs:
         targets = []
         for target in agent.handoffs:
-            durable = made.get(id(target.agent))
+            local = target.agent
+            if not isinstance(local, ReActAgent):  # a remote agent runs its own side
+                targets.append(target)
+                continue
+            durable = made.get(id(local))
             if durable is None:
-                durable = _make_durable(target.agent.copy(), steps, target.agent, made)
+                durable = _make_durable(local.copy(), steps, local, made)
             targets.append(dataclasses.replace(target, agent=durable))
         agent.handoffs = targets
     return agent

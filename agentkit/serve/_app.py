@@ -34,6 +34,7 @@ from starlette.routing import Route
 
 from agentkit.agent import ReActAgent
 from agentkit.exceptions import SessionConflictError, SessionError, StateError, UsageError
+from agentkit.observability import continue_trace
 from agentkit.serve._apps import APP_ROUTES, AppSessions
 from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_messages
 from agentkit.serve._durable import DurableTurns
@@ -244,7 +245,10 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
         state.active.pop(key, None)
         state.finished.keep(key, channel)  # a reconnect may still want its last events
 
-    state.task_group.start_soon(execute_run, req, claim, release)
+    # The run's task copies the current context: its spans continue the client's trace
+    # (a traceparent header: the browser's, or a gateway's).
+    with continue_trace(request.headers):
+        state.task_group.start_soon(execute_run, req, claim, release)
     return StreamingResponse(channel.read(), media_type="text/event-stream", headers=_SSE_HEADERS)
 
 
