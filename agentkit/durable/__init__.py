@@ -19,6 +19,7 @@ from agentkit.agent._result import RunResult
 from agentkit.durable._agent import (
     APPROVALS_TOPIC,
     PENDING_EVENT,
+    STEER_TOPIC,
     DBOSAgent,
     DurableRunResult,
 )
@@ -28,6 +29,7 @@ from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_ke
 __all__ = [
     "APPROVALS_TOPIC",
     "PENDING_EVENT",
+    "STEER_TOPIC",
     "DBOSAgent",
     "DurableModel",
     "DurableRunResult",

@@ -1,0 +1,157 @@
+"""Steering a durable run: each steer is a recorded workflow message, delivered once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+dbos = pytest.importorskip("dbos", reason="the optional 'dbos' package is not installed")
+
+from agentkit.agent import ReActAgent  # noqa: E402
+from agentkit.durable import PENDING_EVENT, DBOSAgent  # noqa: E402
+from agentkit.memory import check_memory_invariant  # noqa: E402
+from agentkit.messages import Msg  # noqa: E402
+from agentkit.session import SQLiteSession, interrupt_session, steer_session  # noqa: E402
+from agentkit.testing import FunctionModel, RequestInfo, tool_use  # noqa: E402
+from agentkit.tools import Toolkit  # noqa: E402
+
+DBOS = dbos.DBOS
+pytestmark = pytest.mark.anyio
+
+
+class Env:
+    def __init__(self, tmp: Path) -> None:
+        self.sessions = SQLiteSession(tmp / "sessions.db")
+        self.started = anyio.Event()
+        self.release = anyio.Event()
+        self.seen: list[list[str]] = []  # the user texts of each model request
+        self.script: list[Any] = []
+        toolkit = Toolkit()
+
+        @toolkit.tool
+        async def wait() -> str:
+            """Wait until released."""
+            self.started.set()
+            await self.release.wait()
+            return "waited"
+
+        @toolkit.tool(requires_approval=True)
+        async def pay() -> str:
+            """Pay."""
+            return "paid"
+
+        def answer(messages: list[Msg], info: RequestInfo) -> Any:
+            self.seen.append(
+                [m.get_text() for m in messages if m.role == "user" and m.get_blocks("text")]
+            )
+            return self.script.pop(0) if self.script else "done"
+
+        agent = ReActAgent("steered", "Work.", FunctionModel(answer), toolkit, print_hint=False)
+        self.durable = DBOSAgent(agent, name="steered", sessions=self.sessions)
+
+    def reset(self, script: list[Any]) -> None:
+        self.started, self.release = anyio.Event(), anyio.Event()
+        self.seen.clear()
+        self.script = script
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    tmp = tmp_path_factory.mktemp("dbos-steer")
+    DBOS(
+        config={
+            "name": "agentkit-durable-steering",
+            "system_database_url": f"sqlite:///{tmp / 'dbos.sqlite'}",
+            "executor_id": "steer-worker",
+            "application_version": "test-1",
+            "serializer": dbos.DBOSPortableJSONSerializer(),
+            "log_level": "WARNING",
+        }
+    )
+    environment = Env(tmp)
+    DBOS.launch()
+    yield environment
+    DBOS.destroy(destroy_registry=True)
+
+
+def texts(state: dict[str, Any]) -> list[str]:
+    memory = [Msg.from_dict(m) for m in state["memory"]["messages"]]
+    check_memory_invariant(memory)
+    return [m.get_text() for m in memory if m.role == "user" and m.get_blocks("text")]
+
+
+async def wait_pending(wid: str) -> None:
+    with anyio.fail_after(20):
+        while await DBOS.get_event_async(wid, PENDING_EVENT, timeout_seconds=1) is None:
+            pass
+
+
+async def test_a_steer_recorded_while_a_tool_runs_reaches_the_next_model_request(
+    env: Env,
+) -> None:
+    env.reset([[tool_use("wait", "w1")]])
+    results: list[Any] = []
+
+    async def run() -> None:
+        results.append(await env.durable.run("go", workflow_id="steer-tool"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await env.started.wait()
+        await DBOSAgent.steer("steer-tool", "also check the logs")  # recorded when it returns
+        env.release.set()
+    (result,) = results
+    assert result.output == "done"
+    assert env.seen[1] == ["go", "also check the logs"]  # the request after the tool
+    assert texts(result.state).count("also check the logs") == 1
+    steps = await DBOS.list_workflow_steps_async("steer-tool")
+    assert "DBOS.recv" in [s["function_name"] for s in steps]
+
+
+async def test_a_steer_while_an_approval_waits_is_recorded_then_delivered_on_resume(
+    env: Env,
+) -> None:
+    env.reset([[tool_use("pay", "p1")]])
+    results: list[Any] = []
+
+    async def run() -> None:
+        results.append(
+            await env.durable.run("pay it", session_id="steer-appr", workflow_id="w-appr")
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        wid = "w-appr"
+        await wait_pending(wid)
+        outcome = await steer_session(env.sessions, "steer-appr", "only if under 10")
+        assert outcome == "next_request"
+        assert len(env.seen) == 1  # not delivered yet: the run waits for the decision
+        await DBOSAgent.approve(wid, {"p1": True})
+    (result,) = results
+    assert result.stop_reason == "final"
+    assert env.seen[1] == ["pay it", "only if under 10"]
+    assert texts(result.state).count("only if under 10") == 1
+
+
+async def test_a_steer_the_run_never_read_is_kept_when_it_ends(env: Env) -> None:
+    env.reset([[tool_use("pay", "p1")]])
+    results: list[Any] = []
+
+    async def run() -> None:
+        results.append(await env.durable.run("pay it", session_id="steer-end", workflow_id="w-end"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        wid = "w-end"
+        await wait_pending(wid)
+        await DBOSAgent.steer(wid, "never mind")
+        await interrupt_session(env.sessions, "steer-end")
+    (result,) = results
+    assert result.interrupted and len(env.seen) == 1
+    assert texts(result.state).count("never mind") == 1  # kept for the next request
+    # After the run nobody holds the session: a steer says so and records nothing.
+    assert await steer_session(env.sessions, "steer-end", "late", wait=1) == "no_run"
