@@ -1,18 +1,22 @@
-"""A durable-run worker process for the steer-survives-SIGKILL tests.
+"""A durable-run worker process for the crash test of approvals and steers.
 
 Usage: python tests/_durable_steer_worker.py MODE DB_URL WORKDIR [KILL_POINT]
 
-* MODE ``start``: launch DBOS and run the workflow ``steer-1``: request 1 asks for the tool
-  ``wait``, which prints ``running`` and reads one line from stdin (the test process sends
-  the steer, then that line); request 2 answers. ``KILL_POINT`` makes the process SIGKILL
-  itself: ``in_tool`` (after the line: the steer is recorded, not yet read), ``in_model_2``
-  (inside request 2, which has the steer: read and stored, the answer not recorded).
-* MODE ``resume``: launch DBOS under the same executor id (it recovers ``steer-1`` at
+The workflow ``steer-1``: request 1 asks for ``pay`` (needs approval), so the run waits for
+a decision; the test process (a ``DBOSClient``, no DBOS app) records a steer and then the
+approval. Request 2 answers.
+
+* MODE ``start``: launch DBOS (prints ``launched``) and start ``steer-1``.
+* MODE ``resume``: launch DBOS under the same executor id (DBOS recovers ``steer-1`` at
   launch) and wait for the run's result.
 
+``KILL_POINT`` makes the process SIGKILL itself: ``pay_entry`` (the approved call starts:
+the decision is recorded, the call has done nothing), ``in_model_2`` (inside request 2,
+which carries the steer: read and stored, the answer not recorded).
+
 Prints one JSON line: the user texts of memory (checked by the memory invariant) and the
-user texts of every model request it received. The model appends each request's user texts
-to WORKDIR/model.log (the "server side" record).
+output. The model appends each request's user texts to WORKDIR/model.log; ``pay`` appends
+its idempotency key to WORKDIR/ledger.log (the "server side" records).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import anyio
 from dbos import DBOS, DBOSPortableJSONSerializer
 
 from agentkit.agent import ReActAgent
-from agentkit.durable import DBOSAgent
+from agentkit.durable import DBOSAgent, idempotency_key
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.models._base import ChatModel, ChatResponse
@@ -37,12 +41,16 @@ from agentkit.testing import tool_use
 from agentkit.tools import Toolkit
 
 
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def user_texts(messages: Sequence[Msg]) -> list[str]:
     return [m.get_text() for m in messages if m.role == "user" and m.get_blocks("text")]
 
 
 class StepModel(ChatModel):
-    """Request 1 asks for ``wait``; request 2 answers with what it saw."""
+    """Request 1 asks for ``pay``; request 2 answers with how many user texts it saw."""
 
     provider = "steps"
 
@@ -56,31 +64,34 @@ class StepModel(ChatModel):
         with (self.workdir / "model.log").open("a") as log:
             log.write(json.dumps(seen) + "\n")
         if not any(m.get_blocks("tool_result") for m in messages):
-            return ChatResponse(content=[tool_use("wait", "w1")])
+            return ChatResponse(content=[tool_use("pay", "p1", amount=5)])
         if self.kill == "in_model_2":
-            os.kill(os.getpid(), signal.SIGKILL)
+            die()
         return ChatResponse(content=[{"type": "text", "text": f"read {len(seen)} messages"}])
 
 
-def build(workdir: Path, mode: str, kill: str | None) -> DBOSAgent:
+def build(workdir: Path, kill: str | None) -> DBOSAgent:
     toolkit = Toolkit()
 
-    @toolkit.tool
-    async def wait() -> str:
-        """Wait for the test process."""
-        if mode == "start":
-            print("running", flush=True)
-            await anyio.to_thread.run_sync(sys.stdin.readline)
-            if kill == "in_tool":
-                os.kill(os.getpid(), signal.SIGKILL)
-        return "waited"
+    @toolkit.tool(requires_approval=True)
+    async def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: How much.
+        """
+        if kill == "pay_entry":
+            die()
+        with (workdir / "ledger.log").open("a") as ledger:
+            ledger.write(f"{idempotency_key()}\n")
+        return f"paid {amount}"
 
     agent = ReActAgent("steps", "Work.", StepModel(workdir, kill), toolkit, print_hint=False)
     return DBOSAgent(agent, name="steer-crash")
 
 
 async def main(mode: str, db_url: str, workdir: Path, kill: str | None) -> None:
-    durable = build(workdir, mode, kill)
+    durable = build(workdir, kill)
     DBOS(
         config={
             "name": "agentkit-durable-steer",
@@ -89,9 +100,11 @@ async def main(mode: str, db_url: str, workdir: Path, kill: str | None) -> None:
             "application_version": "test-1",
             "serializer": DBOSPortableJSONSerializer(),
             "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": 0.05,
         }
     )
     DBOS.launch()
+    print("launched", flush=True)  # the system database exists from here on
     try:
         if mode == "start":
             result = await durable.run("go", workflow_id="steer-1")
