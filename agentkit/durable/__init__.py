@@ -22,6 +22,7 @@ from agentkit.durable._agent import (
     STEER_TOPIC,
     DBOSAgent,
     DurableRunResult,
+    approvals_record,
 )
 from agentkit.durable._recovery import PendingRun, pending_runs, recover_executor
 from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_key
@@ -36,6 +37,7 @@ __all__ = [
     "DurableToolkit",
     "PendingRun",
     "RunResult",
+    "approvals_record",
     "idempotency_key",
     "pending_runs",
     "recover_executor",

@@ -89,7 +89,14 @@ SaveStep = Callable[[str, RunRequest, RunOutput], Coroutine[Any, Any, RunOutput]
 """``save(workflow_id, request, output)``: the workflow's last step instead of the session
 save; what it returns (JSON) is merged into the workflow's output."""
 
-__all__ = ["APPROVALS_TOPIC", "PENDING_EVENT", "STEER_TOPIC", "DBOSAgent", "DurableRunResult"]
+__all__ = [
+    "APPROVALS_TOPIC",
+    "PENDING_EVENT",
+    "STEER_TOPIC",
+    "DBOSAgent",
+    "DurableRunResult",
+    "approvals_record",
+]
 
 APPROVALS_TOPIC = "agentkit.approvals"
 STEER_TOPIC = "agentkit.steers"
@@ -1006,7 +1013,11 @@ def approvals_record(approvals: None) -> None: ...
 @overload
 def approvals_record(approvals: dict[str, Any]) -> dict[str, Any]: ...
 def approvals_record(approvals: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Approval decisions as JSON (a ``Decision`` as its fields)."""
+    """Approval decisions as the JSON a durable run reads (a ``Decision`` as its fields).
+
+    For ``DBOSClient.send(workflow_id, approvals_record(decisions), topic=APPROVALS_TOPIC)``
+    from a process that has not launched DBOS.
+    """
     if approvals is None:
         return None
     return {
