@@ -89,8 +89,7 @@ async def _workflow(
     start: Callable[[], Awaitable[DurableRunResult[Any]]],
 ) -> tuple[DurableRunResult[Any], bool, dict[str, str]]:
     """One workflow with random interrupts, steers and decisions; (result, cut, decided)."""
-    from agentkit.durable import DBOSAgent
-    from agentkit.durable._agent import APPROVALS_TOPIC, approvals_record
+    from agentkit.durable import APPROVALS_TOPIC, DBOSAgent, approvals_record
     from agentkit.session import interrupt_session, steer_session
 
     rng = s.rng
