@@ -75,6 +75,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             "application_version": "test-1",
             "serializer": dbos.DBOSPortableJSONSerializer(),
             "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": 0.05,  # SQLite: a recv polls
         }
     )
     environment = Env(tmp)
@@ -140,6 +141,34 @@ async def test_a_steer_while_an_approval_waits_is_recorded_then_delivered_on_res
     assert result.stop_reason == "final"
     assert env.seen[1] == ["pay it", "only if under 10"]
     assert texts(result.state).count("only if under 10") == 1
+
+
+async def test_a_steer_of_a_run_that_then_pauses_is_answered_without_waiting_for_the_decision(
+    env: Env,
+) -> None:
+    env.reset([[tool_use("wait", "w1"), tool_use("pay", "p1")]])
+    results: list[Any] = []
+    outcomes: list[str] = []
+
+    async def run() -> None:
+        results.append(await env.durable.run("go", session_id="steer-pause", workflow_id="w-p"))
+
+    async def steer() -> None:
+        outcomes.append(await steer_session(env.sessions, "steer-pause", "and log it"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await env.started.wait()  # the call runs; pay waits for approval after it
+        async with anyio.create_task_group() as steering:
+            steering.start_soon(steer)
+            env.release.set()
+        assert outcomes == ["next_request"]  # answered while the run waits for the decision
+        assert len(env.seen) == 1
+        await wait_pending("w-p")
+        await DBOSAgent.approve("w-p", {"p1": True})
+    (result,) = results
+    assert env.seen[1] == ["go", "and log it"]
+    assert texts(result.state).count("and log it") == 1
 
 
 async def test_a_steer_the_run_never_read_is_kept_when_it_ends(env: Env) -> None:

@@ -350,6 +350,17 @@ class _WorkflowSteers:
             elif msgs:
                 found.append(Steer(msgs))
 
+    def settle(self) -> None:
+        """The run paused for approval: every steer sent so far is answered ``next_request``.
+
+        They are recorded, and the resumed run's next request (or the run's end) takes them;
+        their callers need not wait for a decision that may come days later.
+        """
+        for _, steer in self.outbox:
+            steer.resolve("next_request")
+        for steer in self.sent.values():
+            steer.resolve("next_request")
+
     async def drain(self, agent: ReActAgent) -> None:
         """The run is over: refuse new steers, keep the unread ones for the next request."""
         async with self.lock:
@@ -894,7 +905,7 @@ class DBOSAgent:
         steers = _WorkflowSteers(str(DBOS.workflow_id))
         with steer_source(agent.memory, steers):
             try:
-                outcome = await self._drive(agent, msgs, typed, first)
+                outcome = await self._drive(agent, msgs, typed, first, steers.settle)
                 await steers.drain(agent)
             except BaseException:
                 steers.abandon()
@@ -907,10 +918,12 @@ class DBOSAgent:
         msgs: list[Msg],
         typed: _Typed,
         first: dict[str, Any] | None = None,
+        on_pause: Callable[[], None] | None = None,
     ) -> _Outcome:
         """The first reply, then one more per approval decision, until nothing is pending.
 
-        ``first``: recorded decisions the first reply resolves (instead of new input).
+        ``first``: recorded decisions the first reply resolves (instead of new input);
+        ``on_pause``: called each time the run starts waiting for decisions.
         """
         from dbos import DBOS
 
@@ -928,6 +941,8 @@ class DBOSAgent:
             )
         outcome = _Outcome(run, _sum_usage({}, run.usage), list(run.new_messages))
         while agent.pending_tool_calls and not outcome.run.interrupted:
+            if on_pause is not None:
+                on_pause()
             await DBOS.set_event_async(PENDING_EVENT, agent.pending_tool_calls)
             decisions = await DBOS.recv_async(APPROVALS_TOPIC, self.approval_timeout)
             if not isinstance(decisions, dict):
