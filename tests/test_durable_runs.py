@@ -286,7 +286,7 @@ async def test_a_handoff_targets_model_calls_and_tools_are_steps_of_the_run(env:
     env.log.clear()
     result = await env.agents["hand"].run("how much?", session_id="hand-steps")
     assert result.last_agent == "billing" and result.output == "42 EUR."
-    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    steps = await run_steps(result.workflow_id)
     names = [s["function_name"] for s in steps]
     assert names == [
         "model:scripted",  # the source hands off
