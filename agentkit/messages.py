@@ -12,12 +12,13 @@ through serialization, so a conversation can be continued with the provider that
 from __future__ import annotations
 
 import base64
+import functools
 import mimetypes
 import os
 import pathlib
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast, overload
 
 from agentkit._text import clean_json, clean_text, copy_json, is_clean
@@ -266,22 +267,51 @@ def validate_block(block: object, path: str = "block") -> ContentBlock:
     return cast(ContentBlock, block)
 
 
-# The ISO date-and-seconds part of the latest timestamp: most messages of a conversation are
-# made within the same second, so ``_now`` formats only the microseconds (3x faster than
-# ``datetime.now(UTC).isoformat()``, same text). One tuple, replaced whole: thread-safe.
-_second: tuple[int, str] = (-1, "")
+# Compact storage of ids and timestamps. A conversation keeps every message for its whole life,
+# and a 32-character hex id or ISO timestamp string costs 96 bytes of heap each: a message
+# keeps its generated id as its 16 bytes (64) and its timestamp as integer microseconds since
+# the epoch (32), and turns them into the same text on access. Only text that converts back
+# exactly is packed (32 lowercase hex digits; the UTC form ``_timestamp_text`` writes), so any
+# other id or timestamp a user or an old saved state supplies is kept as the string it was.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
-def _now() -> str:
-    """The current UTC time as ``datetime.now(UTC).isoformat()`` writes it."""
-    global _second
-    seconds, micros = divmod(time.time_ns() // 1000, 1_000_000)
-    second, prefix = _second
-    if seconds != second:
-        prefix = datetime.fromtimestamp(seconds, UTC).isoformat()[:19]
-        _second = (seconds, prefix)
-    # isoformat() leaves out a zero microsecond part.
+@functools.lru_cache(maxsize=512)
+def _second_text(seconds: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` of a Unix second (cached: a conversation spans few seconds)."""
+    return (_EPOCH + timedelta(seconds=seconds)).isoformat()[:19]
+
+
+def _timestamp_text(micros_since_epoch: int) -> str:
+    """The UTC time as ``datetime.isoformat()`` writes it (no fraction when it is zero)."""
+    seconds, micros = divmod(micros_since_epoch, 1_000_000)
+    prefix = _second_text(seconds)
     return f"{prefix}.{micros:06d}+00:00" if micros else f"{prefix}+00:00"
+
+
+def _pack_timestamp(text: str) -> int | str:
+    """Integer microseconds when they give back exactly ``text``, else ``text`` itself."""
+    if len(text) in (25, 32) and text.endswith("+00:00"):
+        try:
+            micros = (datetime.fromisoformat(text) - _EPOCH) // _MICROSECOND
+            if _timestamp_text(micros) == text:
+                return micros
+        except (ValueError, OverflowError):
+            pass
+    return text
+
+
+def _pack_id(text: str) -> bytes | str:
+    """The 16 bytes of a 32-digit lowercase hex id, else ``text`` itself."""
+    if len(text) == 32:
+        try:
+            raw = bytes.fromhex(text)
+        except ValueError:
+            return text
+        if raw.hex() == text:  # fromhex also accepts upper case and spaces
+            return raw
+    return text
 
 
 class Msg:
@@ -303,7 +333,7 @@ class Msg:
         MessageValidationError: on an unknown role or a malformed block.
     """
 
-    __slots__ = ("content", "id", "metadata", "name", "role", "timestamp")
+    __slots__ = ("_id", "_timestamp", "content", "metadata", "name", "role")
 
     def __init__(
         self,
@@ -333,13 +363,35 @@ class Msg:
                 metadata = clean_json(metadata)
             except ValueError as exc:
                 raise MessageValidationError("metadata", str(exc)) from None
-        # 32 random hex digits like uuid4().hex, without building a UUID object (5x cheaper).
-        self.id: str = id or os.urandom(16).hex()
+        # 16 random bytes, shown as 32 hex digits like uuid4().hex (no UUID object: 5x cheaper).
+        self._id: bytes | str = _pack_id(id) if id else os.urandom(16)
         self.name: str = clean_text(name)
         self.role: Role = role
         self.content: str | list[ContentBlock] = content
         self.metadata: dict[str, Any] | None = metadata
-        self.timestamp: str = timestamp or _now()
+        self._timestamp: int | str = (
+            _pack_timestamp(timestamp) if timestamp else time.time_ns() // 1000
+        )
+
+    @property
+    def id(self) -> str:
+        """Stable identifier (32 hex digits when generated)."""
+        value = self._id
+        return value.hex() if isinstance(value, bytes) else value
+
+    @id.setter
+    def id(self, value: str) -> None:
+        self._id = _pack_id(value)
+
+    @property
+    def timestamp(self) -> str:
+        """ISO-8601 creation time, as ``datetime.now(UTC).isoformat()`` writes it."""
+        value = self._timestamp
+        return _timestamp_text(value) if isinstance(value, int) else value
+
+    @timestamp.setter
+    def timestamp(self, value: str) -> None:
+        self._timestamp = _pack_timestamp(value)
 
     # -- accessors ---------------------------------------------------------------------
     def get_content_blocks(self) -> list[ContentBlock]:
