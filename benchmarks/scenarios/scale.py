@@ -15,6 +15,7 @@ Two figures:
 from __future__ import annotations
 
 import gc
+import json
 import random
 import sys
 import time
@@ -24,17 +25,62 @@ from typing import Any
 import anyio
 
 from benchmarks import kit
+from benchmarks.baselines import SYSTEM
 from benchmarks.common import Config, NotAvailable, Row, percentile, require
+from benchmarks.mock_server import openai_completion, plan_turn
 
 
-async def _idle_bytes(n: int) -> tuple[float, float]:
-    """(bytes beyond messages, bytes of messages) per idle conversation after one turn."""
-    (function_model,) = require("agentkit.testing", "FunctionModel")
+def _conversation_model() -> Any:
+    """A ``FunctionModel`` playing the mock server's ``steps-1``: one tool call, then an answer."""
+    (function_model, tool_use) = require("agentkit.testing", "FunctionModel", "tool_use")
 
-    def answer(messages: Any, info: Any) -> str:
-        return "Sure, noted."
+    def answer(messages: Any, info: Any) -> Any:
+        results = sum(len(m.get_blocks("tool_result")) for m in messages)
+        plan = plan_turn("steps-1", results, "step")
+        return [tool_use(n, cid, **args) for cid, n, args in plan.calls] or plan.text
 
-    model = function_model(answer)
+    return function_model(answer)
+
+
+def _raw_conversation(prompt: str) -> list[dict[str, Any]]:
+    """What the bare httpx2 loop holds after the same turn: its OpenAI message dicts.
+
+    The assistant messages are parsed from the mock server's own response bytes, as
+    ``response.json()["choices"][0]["message"]`` gives them to the loop.
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": prompt},
+    ]
+    while True:
+        results = sum(m["role"] == "tool" for m in messages)
+        plan = plan_turn("steps-1", results, "step")
+        body = {"model": "steps-1", "messages": messages}
+        message = json.loads(openai_completion(body, plan))["choices"][0]["message"]
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return messages
+        for call in message["tool_calls"]:
+            i = json.loads(call["function"]["arguments"])["i"]
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": f"step {i} ok"})
+
+
+def _traced(make: Any, n: int) -> tuple[list[Any], float]:
+    """``n`` objects from ``make(i)`` and the tracemalloc bytes they hold, per object."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    kept = [make(i) for i in range(n)]
+    gc.collect()
+    size = (tracemalloc.get_traced_memory()[0] - base - sys.getsizeof(kept)) / n
+    tracemalloc.stop()
+    return kept, size
+
+
+async def _idle_bytes(n: int) -> tuple[float, float, float]:
+    """Bytes per idle conversation after one tool-calling turn: (agentkit in all, beyond its
+    messages, the bare httpx2 loop's message list)."""
+    model = _conversation_model()
     template = kit.make_agent(model, kit.toolkit_with(kit.step))
     await template("warm-up")
     gc.collect()
@@ -45,7 +91,7 @@ async def _idle_bytes(n: int) -> tuple[float, float]:
         await agent(f"Please remember the number {i}.")
     model.requests.clear()  # the test model's own log, not the conversations'
     gc.collect()
-    total = tracemalloc.get_traced_memory()[0] - base
+    total = tracemalloc.get_traced_memory()[0] - base - sys.getsizeof(agents)
     messages = [m for a in agents for m in a.memory.messages]
     held = sys.getsizeof(messages)
     del agents
@@ -53,7 +99,9 @@ async def _idle_bytes(n: int) -> tuple[float, float]:
     only_messages = tracemalloc.get_traced_memory()[0] - base - held
     tracemalloc.stop()
     del messages
-    return (total - only_messages) / n, only_messages / n
+    raw, raw_size = _traced(lambda i: _raw_conversation(f"Please remember the number {i}."), n)
+    del raw
+    return total / n, (total - only_messages) / n, raw_size
 
 
 async def _p99(agents: list[Any], turns: int, active: int) -> tuple[float, float]:
@@ -122,12 +170,16 @@ async def run(cfg: Config) -> list[Row]:
     scenario = f"{cfg.conversations} live conversations, {cfg.active} active"
     small = min(1000, max(cfg.conversations // 3, cfg.active))
     try:
-        overhead, text = await _idle_bytes(cfg.conversations)
+        total, overhead, raw = await _idle_bytes(cfg.conversations)
     except NotAvailable as exc:
         return [Row(scenario, "memory per idle conversation", None, "B", note=f"n/a ({exc})")]
+    ratio = total / raw
     rows = [
+        Row(scenario, "memory per idle conversation (one tool-calling turn, all it holds)",
+            total, "B", raw, "bare httpx2 loop's message list", ratio, "<= 1.1x",
+            ratio <= 1.1, "tracemalloc; 4 messages (agentkit) / 5 dicts with the system one (raw)"),
         Row(scenario, "memory per idle conversation beyond its messages", overhead, "B",
             target="< 2048 B", met=overhead < 2048,
-            note=f"tracemalloc after one turn each; its 2 messages: {text:.0f} B"),
+            note=f"the agent, its memory and lists; the messages: {total - overhead:.0f} B"),
     ]  # fmt: skip
     return rows + await _latency_rows(cfg, scenario, small)
