@@ -144,16 +144,21 @@ class InMemoryMemory(Memory):
         # A message already held (same id) is skipped: in a MsgHub a reply reaches an agent
         # both by broadcast and as the next pipeline input, and must be stored once.
         messages = self._messages
+        held: list[str] | None = None  # the held ids, read once per call for the scan
         for item in items:
+            key = item.id
             ids = self._ids
             if ids is None and len(messages) >= _SCAN_LIMIT:
                 ids = self._ids = {m.id for m in messages}
-            if ids is None:
-                key = item.id
-                if all(m.id != key for m in messages):
+            if ids is not None:
+                if key not in ids:
+                    ids.add(key)
                     messages.append(item)
-            elif item.id not in ids:
-                ids.add(item.id)
+                continue
+            if held is None:
+                held = [m.id for m in messages]
+            if key not in held:
+                held.append(key)
                 messages.append(item)
 
     @property

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tracemalloc
 from datetime import UTC, datetime
 from typing import Any
@@ -228,3 +229,22 @@ def test_a_kept_text_message_costs_less_than_its_text_plus_200_bytes() -> None:
     finally:
         tracemalloc.stop()
     assert per_message < 200, per_message  # the text itself is kept by ``texts``
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_process_generates_other_ids_than_its_parent() -> None:
+    Msg("u", "hi", "user")  # ids are generated in batches: the parent now holds unused ones
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: write ten new ids and leave at once
+        try:
+            os.write(write, " ".join(Msg("u", "x", "user").id for _ in range(10)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        child = set(pipe.read().decode().split())
+    os.waitpid(pid, 0)
+    parent = {Msg("u", "x", "user").id for _ in range(10)}
+    assert len(child) == 10
+    assert not child & parent
