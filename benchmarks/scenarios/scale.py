@@ -21,6 +21,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -105,12 +106,24 @@ async def _idle_bytes(n: int) -> tuple[float, float, float]:
     return total / n, (total - only_messages) / n, raw_size
 
 
+@dataclass
+class _Phase:
+    """One measured batch of turns."""
+
+    p50: float
+    p99: float
+    cpu_per_turn: float  # seconds of this process's CPU (the mock server is another process)
+    gc_per_turn: float  # seconds the collector ran, all generations
+    full_collections: int
+    longest_full: float
+
+
 class _GcMeter:
-    """Counts the collector's runs per generation and their pauses, through ``gc.callbacks``."""
+    """Times the collector's runs through ``gc.callbacks``."""
 
     def __init__(self) -> None:
-        self.runs = [0, 0, 0]
-        self.pauses: list[float] = []  # seconds, full (generation 2) collections only
+        self.total = 0.0
+        self.full: list[float] = []
         self._start = 0.0
 
     def __enter__(self) -> _GcMeter:
@@ -124,23 +137,17 @@ class _GcMeter:
         if phase == "start":
             self._start = time.perf_counter()
             return
-        self.runs[info["generation"]] += 1
+        pause = time.perf_counter() - self._start
+        self.total += pause
         if info["generation"] == 2:
-            self.pauses.append(time.perf_counter() - self._start)
-
-    def summary(self) -> str:
-        longest = max(self.pauses, default=0.0)
-        return (
-            f"gc runs per generation {self.runs[0]}/{self.runs[1]}/{self.runs[2]}, "
-            f"longest full collection {longest * 1e3:.1f} ms"
-        )
+            self.full.append(pause)
 
 
-async def _p99(
+async def _phase(
     turn_on: Callable[[int], Awaitable[object]], count: int, turns: int, active: int
-) -> tuple[float, float, str]:
-    """(p50, p99 seconds, gc summary) of ``turns`` turns, ``active`` at a time, on random idle
-    conversations among the first ``count``."""
+) -> _Phase:
+    """``turns`` turns, ``active`` at a time, on random idle conversations among the first
+    ``count``."""
     busy: set[int] = set()
     latencies: list[float] = []
     limiter = anyio.Semaphore(active)
@@ -159,11 +166,16 @@ async def _p99(
                 latencies.append(time.perf_counter() - start)
                 busy.discard(index)
 
+    cpu = time.process_time()
     with _GcMeter() as meter:
         async with anyio.create_task_group() as tg:
             for _ in range(turns):
                 tg.start_soon(turn)
-    return percentile(latencies, 0.5), percentile(latencies, 0.99), meter.summary()
+    cpu = time.process_time() - cpu
+    return _Phase(
+        percentile(latencies, 0.5), percentile(latencies, 0.99), cpu / turns,
+        meter.total / turns, len(meter.full), max(meter.full, default=0.0),
+    )  # fmt: skip
 
 
 def _tracked_per_object(make: Callable[[int], object], n: int) -> float:
@@ -178,20 +190,38 @@ def _tracked_per_object(make: Callable[[int], object], n: int) -> float:
 
 
 async def _growth(
-    turn_on: Callable[[int], Awaitable[object]], small: int, n: int, turns: int, active: int
-) -> tuple[float, float, str, str]:
-    """(p99 at ``small``, p99 at ``n``, note, gc summary at ``n``)."""
-    await _p99(turn_on, small, active, active)  # warm-up: connections, caches
+    held: list[Any],
+    make: Callable[[int], Any],
+    turn_on: Callable[[int], Awaitable[object]],
+    small: int,
+    cfg: Config,
+) -> tuple[_Phase, _Phase]:
+    """Turns with ``small`` conversations held, then with ``cfg.conversations``."""
+    turns = cfg.active * 4
+    held[:] = [make(i) for i in range(small)]
+    await _phase(turn_on, small, cfg.active, cfg.active)  # warm-up: connections, caches
     gc.collect()
-    p50_small, p99_small, _ = await _p99(turn_on, small, turns, active)
+    at_small = await _phase(turn_on, small, turns, cfg.active)
+    held += [make(i) for i in range(small, cfg.conversations)]
     gc.collect()
-    p50_n, p99_n, collector = await _p99(turn_on, n, turns, active)
-    note = f"p50 {p50_small * 1e3:.1f} ms at {small}, {p50_n * 1e3:.1f} ms at {n}"
-    return p99_small, p99_n, note, collector
+    at_n = await _phase(turn_on, cfg.conversations, turns, cfg.active)
+    held.clear()
+    return at_small, at_n
+
+
+def _describe(name: str, small: int, a: _Phase, b: _Phase, tracked: float) -> str:
+    return (
+        f"{name}: p99 {a.p99 * 1e3:.0f} -> {b.p99 * 1e3:.0f} ms, p50 {a.p50 * 1e3:.0f} -> "
+        f"{b.p50 * 1e3:.0f} ms, CPU per turn {a.cpu_per_turn * 1e6:.0f} -> "
+        f"{b.cpu_per_turn * 1e6:.0f} us, of it gc {a.gc_per_turn * 1e6:.0f} -> "
+        f"{b.gc_per_turn * 1e6:.0f} us, full collections {a.full_collections} -> "
+        f"{b.full_collections} (longest {b.longest_full * 1e3:.0f} ms), "
+        f"{tracked:.1f} gc-tracked objects per idle conversation"
+    )
 
 
 async def _latency_rows(cfg: Config, scenario: str, small: int) -> list[Row]:
-    """p99 turn latency with ``small`` and ``cfg.conversations`` idle conversations held, for
+    """Turns with ``small`` and then ``cfg.conversations`` idle conversations held, for
     agentkit and for the bare httpx2 loop holding the same conversations as message dicts."""
     (memory_cls,) = require("agentkit.memory", "InMemoryMemory")
     (msg_cls,) = require("agentkit.messages", "Msg")
@@ -216,7 +246,7 @@ async def _latency_rows(cfg: Config, scenario: str, small: int) -> list[Row]:
 
     url = cfg.base_url + "/chat/completions"
     tools = [tool_schema("step")]
-    turns, n = cfg.active * 4, cfg.conversations
+    n = cfg.conversations
     tracked = _tracked_per_object(live, 1000), _tracked_per_object(raw_live, 1000)
     agents: list[Any] = []
     raw: list[list[dict[str, Any]]] = []
@@ -235,28 +265,29 @@ async def _latency_rows(cfg: Config, scenario: str, small: int) -> list[Row]:
 
         try:
             # One variant's conversations are alive at a time: each is measured on its own heap.
-            agents[:] = [live(i) for i in range(n)]
-            ak_small, ak_n, ak_note, ak_gc = await _growth(agent_turn, small, n, turns, cfg.active)
-            agents.clear()
-            raw[:] = [raw_live(i) for i in range(n)]
-            raw_small, raw_n, _, raw_gc = await _growth(raw_turn, small, n, turns, cfg.active)
-            raw.clear()
+            ak = await _growth(agents, live, agent_turn, small, cfg)
+            floor = await _growth(raw, raw_live, raw_turn, small, cfg)
         finally:
             await model.aclose()
-    growth, raw_growth = ak_n / ak_small, raw_n / raw_small
+    growth, raw_growth = ak[1].p99 / ak[0].p99, floor[1].p99 / floor[0].p99
+    cpu_growth = ak[1].cpu_per_turn / ak[0].cpu_per_turn
+    raw_cpu_growth = floor[1].cpu_per_turn / floor[0].cpu_per_turn
     note = (
-        f"{turns} turns, {cfg.active} in flight; {ak_note}; agentkit {ak_gc}, "
-        f"{tracked[0]:.1f} gc-tracked objects per conversation; bare httpx2 loop: "
-        f"p99 {raw_small * 1e3:.1f} -> {raw_n * 1e3:.1f} ms, {raw_gc}, "
-        f"{tracked[1]:.1f} tracked per conversation"
-    )
+        f"{cfg.active * 4} turns, {cfg.active} in flight; "
+        + _describe("agentkit", small, *ak, tracked[0]) + "; "
+        + _describe("bare httpx2 loop", small, *floor, tracked[1])
+    )  # fmt: skip
     return [
-        Row(scenario, f"p99 turn latency, {n} conversations", ak_n, "s",
-            ak_small, f"p99 with {small} conversations", growth, "flat (<= 1.2x)",
-            growth <= 1.2, f"{turns} turns, {cfg.active} in flight; {ak_note}"),
+        Row(scenario, f"p99 turn latency, {n} conversations", ak[1].p99, "s",
+            ak[0].p99, f"p99 with {small} conversations", growth, "flat (<= 1.2x)",
+            growth <= 1.2),
         Row(scenario, f"p99 growth from {small} to {n} conversations", growth, "x",
             raw_growth, "the bare httpx2 loop's growth", growth / raw_growth,
             "no worse than the floor's (<= 1.0x)", growth <= raw_growth, note),
+        Row(scenario, f"CPU per turn growth from {small} to {n} conversations", cpu_growth,
+            "x", raw_cpu_growth, "the bare httpx2 loop's growth", cpu_growth / raw_cpu_growth,
+            "no worse than the floor's (<= 1.0x)", cpu_growth <= raw_cpu_growth,
+            "process CPU per turn; the mock server runs in another process"),
     ]  # fmt: skip
 
 
