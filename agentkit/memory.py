@@ -138,27 +138,27 @@ class InMemoryMemory(Memory):
         # conversation is checked by a scan instead (a set costs more than its messages'
         # metadata, and a chat service keeps thousands of idle conversations).
         self._ids: set[str] | None = None
-        self._extend(messages or ())
+        self._extend(list(messages or ()))
 
-    def _extend(self, items: Iterable[Msg]) -> None:
+    def _extend(self, items: Sequence[Msg]) -> None:
         # A message already held (same id) is skipped: in a MsgHub a reply reaches an agent
-        # both by broadcast and as the next pipeline input, and must be stored once.
+        # both by broadcast and as the next pipeline input, and must be stored once. Each id
+        # is read once per call (a message's id is text made on access).
         messages = self._messages
-        held: list[str] | None = None  # the held ids, read once per call for the scan
-        for item in items:
-            key = item.id
-            ids = self._ids
-            if ids is None and len(messages) >= _SCAN_LIMIT:
-                ids = self._ids = {m.id for m in messages}
-            if ids is not None:
-                if key not in ids:
-                    ids.add(key)
+        keys = [item.id for item in items]
+        ids = self._ids
+        if ids is None and len(messages) + len(keys) > _SCAN_LIMIT:
+            ids = self._ids = {m.id for m in messages}
+        if ids is None:
+            held = [m.id for m in messages] if messages else []
+            for item, key in zip(items, keys, strict=True):
+                if key not in held:  # a scan of at most _SCAN_LIMIT ids, in C
+                    held.append(key)
                     messages.append(item)
-                continue
-            if held is None:
-                held = [m.id for m in messages]
-            if key not in held:
-                held.append(key)
+            return
+        for item, key in zip(items, keys, strict=True):
+            if key not in ids:
+                ids.add(key)
                 messages.append(item)
 
     @property

@@ -487,25 +487,26 @@ class Msg:
         """
         if not isinstance(data, dict):
             raise MessageValidationError("<root>", "a message must be a dict")
-        for key in ("id", "name", "role", "content", "timestamp"):
-            if key not in data:
-                raise MessageValidationError(key, "required field is missing")
-        for key in ("id", "timestamp"):
-            if not isinstance(data[key], str) or not data[key]:
-                raise MessageValidationError(key, "must be a non-empty string")
+        fields: dict[str, Any] = data
         try:
-            content, metadata = copy_json(data["content"]), copy_json(data.get("metadata"))
+            id, name, role = fields["id"], fields["name"], fields["role"]
+            content, timestamp = fields["content"], fields["timestamp"]
+        except KeyError as exc:  # the first missing one, in the order above
+            raise MessageValidationError(exc.args[0], "required field is missing") from None
+        if not isinstance(id, str) or not id:
+            raise MessageValidationError("id", "must be a non-empty string")
+        if not isinstance(timestamp, str) or not timestamp:
+            raise MessageValidationError("timestamp", "must be a non-empty string")
+        metadata = fields.get("metadata")
+        try:
+            if not isinstance(content, str):
+                content = copy_json(content)
+            if metadata is not None:
+                metadata = copy_json(metadata)
         except RecursionError:
             raise MessageValidationError("content", "nested too deeply") from None
         # The constructor validates name and role; id and timestamp were checked above.
-        return cls(
-            name=cast(str, data["name"]),
-            content=content,
-            role=cast(Role, data["role"]),
-            metadata=metadata,
-            id=cast(str, data["id"]),
-            timestamp=cast(str, data["timestamp"]),
-        )
+        return cls(name, content, role, metadata, id=id, timestamp=timestamp)
 
     def copy(self) -> Msg:
         """Return an independent copy with the same id and timestamp."""
