@@ -195,17 +195,30 @@ async def _growth(
     turn_on: Callable[[int], Awaitable[object]],
     small: int,
     cfg: Config,
+    *,
+    freeze: bool = False,
 ) -> tuple[_Phase, _Phase]:
-    """Turns with ``small`` conversations held, then with ``cfg.conversations``."""
+    """Turns with ``small`` conversations held, then with ``cfg.conversations``.
+
+    With ``freeze``, ``gc.freeze()`` after the conversations are built (what a server does
+    after loading them): the collector never scans them again.
+    """
     turns = cfg.active * 4
     held[:] = [make(i) for i in range(small)]
     await _phase(turn_on, small, cfg.active, cfg.active)  # warm-up: connections, caches
-    gc.collect()
-    at_small = await _phase(turn_on, small, turns, cfg.active)
-    held += [make(i) for i in range(small, cfg.conversations)]
-    gc.collect()
-    at_n = await _phase(turn_on, cfg.conversations, turns, cfg.active)
-    held.clear()
+    try:
+        gc.collect()
+        if freeze:
+            gc.freeze()
+        at_small = await _phase(turn_on, small, turns, cfg.active)
+        held += [make(i) for i in range(small, cfg.conversations)]
+        gc.collect()
+        if freeze:
+            gc.freeze()
+        at_n = await _phase(turn_on, cfg.conversations, turns, cfg.active)
+    finally:
+        gc.unfreeze()
+        held.clear()
     return at_small, at_n
 
 
@@ -267,6 +280,7 @@ async def _latency_rows(cfg: Config, scenario: str, small: int) -> list[Row]:
             # One variant's conversations are alive at a time: each is measured on its own heap.
             ak = await _growth(agents, live, agent_turn, small, cfg)
             floor = await _growth(raw, raw_live, raw_turn, small, cfg)
+            frozen = await _growth(agents, live, agent_turn, small, cfg, freeze=True)
         finally:
             await model.aclose()
     growth, raw_growth = ak[1].p99 / ak[0].p99, floor[1].p99 / floor[0].p99
@@ -277,6 +291,8 @@ async def _latency_rows(cfg: Config, scenario: str, small: int) -> list[Row]:
         + _describe("agentkit", small, *ak, tracked[0]) + "; "
         + _describe("bare httpx2 loop", small, *floor, tracked[1])
     )  # fmt: skip
+    frozen_growth = frozen[1].p99 / frozen[0].p99
+    frozen_note = _describe("agentkit after gc.freeze()", small, *frozen, tracked[0])
     return [
         Row(scenario, f"p99 turn latency, {n} conversations", ak[1].p99, "s",
             ak[0].p99, f"p99 with {small} conversations", growth, "flat (<= 1.2x)",
@@ -288,6 +304,9 @@ async def _latency_rows(cfg: Config, scenario: str, small: int) -> list[Row]:
             "x", raw_cpu_growth, "the bare httpx2 loop's growth", cpu_growth / raw_cpu_growth,
             "no worse than the floor's (<= 1.0x)", cpu_growth <= raw_cpu_growth,
             "process CPU per turn; the mock server runs in another process"),
+        Row(scenario, f"p99 growth from {small} to {n} conversations, gc.freeze() after "
+            "loading them", frozen_growth, "x", raw_growth, "the bare httpx2 loop's growth",
+            frozen_growth / raw_growth, "", None, frozen_note),
     ]  # fmt: skip
 
 
