@@ -274,7 +274,7 @@ def validate_block(block: object, path: str = "block") -> ContentBlock:
 # exactly is packed (32 lowercase hex digits; the UTC form ``_timestamp_text`` writes), so any
 # other id or timestamp a user or an old saved state supplies is kept as the string it was.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
+_SECOND = timedelta(seconds=1)
 
 
 @functools.lru_cache(maxsize=512)
@@ -286,20 +286,39 @@ def _second_text(seconds: int) -> str:
 def _timestamp_text(micros_since_epoch: int) -> str:
     """The UTC time as ``datetime.isoformat()`` writes it (no fraction when it is zero)."""
     seconds, micros = divmod(micros_since_epoch, 1_000_000)
-    prefix = _second_text(seconds)
-    return f"{prefix}.{micros:06d}+00:00" if micros else f"{prefix}+00:00"
+    if not micros:
+        return _second_text(seconds) + "+00:00"
+    # str(1_000_000 + micros)[1:] is micros in six digits, 4x faster than format(micros, "06d").
+    return f"{_second_text(seconds)}.{str(1_000_000 + micros)[1:]}+00:00"
+
+
+@functools.lru_cache(maxsize=512)
+def _second_of(prefix: str) -> int | None:
+    """The Unix second that ``_second_text`` writes as ``prefix``, or None."""
+    try:
+        seconds = (datetime.fromisoformat(prefix).replace(tzinfo=UTC) - _EPOCH) // _SECOND
+    except (ValueError, OverflowError):
+        return None
+    return seconds if _second_text(seconds) == prefix else None
 
 
 def _pack_timestamp(text: str) -> int | str:
     """Integer microseconds when they give back exactly ``text``, else ``text`` itself."""
-    if len(text) in (25, 32) and text.endswith("+00:00"):
-        try:
-            micros = (datetime.fromisoformat(text) - _EPOCH) // _MICROSECOND
-            if _timestamp_text(micros) == text:
-                return micros
-        except (ValueError, OverflowError):
-            pass
-    return text
+    if not text.endswith("+00:00"):
+        return text
+    if len(text) == 32:  # YYYY-MM-DDTHH:MM:SS.ffffff+00:00 (never a zero fraction)
+        fraction = text[20:26]
+        if text[19] != "." or not (fraction.isascii() and fraction.isdigit()):
+            return text
+        micros = int(fraction)
+    elif len(text) == 25:  # YYYY-MM-DDTHH:MM:SS+00:00
+        micros = -1  # a whole second
+    else:
+        return text
+    seconds = _second_of(text[:19])
+    if seconds is None or micros == 0:
+        return text
+    return seconds * 1_000_000 + max(micros, 0)
 
 
 # Generated ids come from one ``os.urandom`` call per 64 messages: the system call was half
