@@ -144,6 +144,8 @@ class InMemoryMemory(Memory):
         # A message already held (same id) is skipped: in a MsgHub a reply reaches an agent
         # both by broadcast and as the next pipeline input, and must be stored once. Each id
         # is read once per call (a message's id is text made on access).
+        if not items:
+            return
         messages = self._messages
         keys = [item.id for item in items]
         ids = self._ids
