@@ -38,6 +38,22 @@ async def server():
         yield srv
 
 
+def test_summaries_render_as_one_release_table():
+    from benchmarks.summary import render
+
+    machine = {"cpus": 2, "python": "3.11.7", "implementation": "CPython", "platform": "Linux"}
+    figure = {"scenario": "s", "metric": "m", "value": 2e-6, "unit": "s", "baseline": 4e-6,
+              "baseline_name": "raw loop", "ratio": 0.5, "target": "<= 1.0x", "met": True,
+              "note": ""}  # fmt: skip
+    part = {"format": "agentkit-benchmark-summary/1", "date": "2026-12-02T00:00:00+00:00",
+            "commit": "abc", "quick": True, "rounds": 1, "scenarios": ["turns"],
+            "machine": machine, "load": {"start": [0.5, 0.4, 0.3], "end": [0.7, 0.5, 0.3]},
+            "figures": [figure]}  # fmt: skip
+    table = render([part, {**part, "scenarios": ["scale"]}])
+    assert "2 CPUs" in table and "load average 0.50 at the start, 0.70 at the end" in table
+    assert table.count("| s | m | 2.0 us | 4.0 us (raw loop) | 0.50x | <= 1.0x: met |") == 2
+
+
 def test_smoke_halves_cover_all_scenarios():
     halves = ",".join(HALVES).split(",")
     assert sorted(halves) == sorted(SCENARIOS)
