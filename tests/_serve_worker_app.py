@@ -2,17 +2,16 @@
 
 ``python -m tests._serve_worker_app STORE LEASE_SECONDS`` serves the test agent
 (:func:`tests._serve_agents.make_agent`: the scripted demo model, the slow tool) on a port the
-OS picks (printed as ``port N``), with threads in STORE: ``sqlite:<path>``, ``postgres:<url>``
-or ``redis:<url>``. Several such processes on one store are the workers behind a balancer.
+OS picks (printed as ``port N``), with threads in STORE: ``sqlite:<path>``, ``json:<dir>``,
+``postgres:<url>`` or ``redis:<url>``. Several such processes on one store are the workers behind a balancer.
 """
 
 from __future__ import annotations
 
-import logging
 import socket
 import sys
 
-from agentkit.session import PostgresSession, RedisSession, Session, SQLiteSession
+from agentkit.session import JSONSession, PostgresSession, RedisSession, Session, SQLiteSession
 from tests._serve_agents import make_agent
 
 
@@ -21,6 +20,8 @@ def store_for(spec: str) -> Session:
     kind, _, where = spec.partition(":")
     if kind == "sqlite":
         return SQLiteSession(where)
+    if kind == "json":
+        return JSONSession(where)
     if kind == "postgres":
         return PostgresSession(where)
     if kind == "redis":
@@ -31,9 +32,9 @@ def store_for(spec: str) -> Session:
 def main() -> None:
     import uvicorn
 
-    from agentkit.serve import create_app
+    from agentkit.serve import configure_logging, create_app
 
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    configure_logging("WARNING")  # what an operator sees: one line per failed run or save
     store, lease = store_for(sys.argv[1]), float(sys.argv[2])
     app = create_app(make_agent, sessions=store, lease_seconds=lease)
     sock = socket.socket()

@@ -21,10 +21,18 @@ ROOT = Path(__file__).parent.parent
 class Worker:
     """One served worker process (``store``: ``sqlite:<path>``, ``postgres:<url>``, ...)."""
 
-    def __init__(self, store: str, lease: float) -> None:
+    def __init__(self, store: str, lease: float, log: Path | None = None) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         cmd = [sys.executable, "-m", "tests._serve_worker_app", store, str(lease)]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        self.log = log  # the worker's standard error (its log lines), when given
+        err = open(log, "w") if log is not None else None  # noqa: SIM115 - the child keeps it
+        try:
+            self.proc = subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+            )
+        finally:
+            if err is not None:
+                err.close()
         self.url = ""
 
     def ready(self) -> Worker:
