@@ -159,3 +159,49 @@ async def test_file_store_on_a_read_only_directory(
             disk.read_only(False)
 
     await _served_through(f"{kind}:{where}", tmp_path, read_only)
+
+
+async def test_a_run_held_across_a_postgres_restart_is_still_stoppable(
+    private_postgres: PrivatePostgres, tmp_path: Path
+) -> None:
+    import httpx2
+
+    from agentkit.session import PostgresSession, interrupt_session
+    from tests._serve_helpers import run_input, sse_events, user
+
+    pg = private_postgres
+    worker = Worker(f"postgres:{pg.url}", 15.0, log=tmp_path / "worker.log")
+    sessions = PostgresSession(pg.url)
+    events: list[dict[str, object]] = []
+    progress, finished = anyio.Event(), anyio.Event()
+    try:
+        worker.ready()
+        async with httpx2.AsyncClient(timeout=60) as client:
+
+            async def slow_run() -> None:
+                body = run_input("held-across", user('call slow_task {"topic": "t"}'))
+                async with client.stream("POST", f"{worker.url}/agui", json=body) as response:
+                    async for event in sse_events(response):
+                        events.append(event)
+                        if event.get("type") == "CUSTOM":
+                            progress.set()
+                finished.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow_run)
+                with anyio.fail_after(30):
+                    await progress.wait()
+                await anyio.to_thread.run_sync(pg.stop)  # the run's LISTEN connection dies
+                await anyio.to_thread.run_sync(pg.start)
+                # Sent again until the run ends (a command sent before the holder listens
+                # again is lost, as every sender of this channel knows): it lands.
+                with anyio.fail_after(30):
+                    while not finished.is_set():
+                        await interrupt_session(sessions, "serve/local/held-across")
+                        with anyio.move_on_after(0.2):
+                            await finished.wait()
+        assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+        assert events[-1]["outcome"] == {"type": "cancelled"}
+    finally:
+        worker.stop()
+        await sessions.close()
