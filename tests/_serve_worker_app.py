@@ -1,6 +1,6 @@
 """One uvicorn worker of a multi-worker deployment, for tests/test_serve_multiworker.py.
 
-``python -m tests._serve_worker_app STORE LEASE_SECONDS`` serves the test agent
+``python -m tests._serve_worker_app STORE LEASE_SECONDS [MAX_RUNS_PER_CLIENT]`` serves the test agent
 (:func:`tests._serve_agents.make_agent`: the scripted demo model, the slow tool) on a port the
 OS picks (printed as ``port N``), with threads in STORE: ``sqlite:<path>``, ``json:<dir>``,
 ``postgres:<url>`` or ``redis:<url>``. Several such processes on one store are the workers behind a balancer.
@@ -36,7 +36,8 @@ def main() -> None:
 
     configure_logging("WARNING")  # what an operator sees: one line per failed run or save
     store, lease = store_for(sys.argv[1]), float(sys.argv[2])
-    app = create_app(make_agent, sessions=store, lease_seconds=lease)
+    limits = {"max_runs_per_client": int(sys.argv[3])} if len(sys.argv) > 3 else {}
+    app = create_app(make_agent, sessions=store, lease_seconds=lease, **limits)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     print(f"port {sock.getsockname()[1]}", flush=True)

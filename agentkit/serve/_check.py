@@ -36,7 +36,10 @@ from typing import Any
 import anyio
 import httpx2
 
-__all__ = ["ServedCheck", "check_served_threads"]
+__all__ = ["CLIENT_IDLE", "ServedCheck", "check_served_threads"]
+
+CLIENT_IDLE = 2.0
+"""Seconds the check's client keeps an idle connection: below the server's keep-alive."""
 
 
 @dataclass
@@ -185,11 +188,19 @@ async def check_served_threads(
     limit = anyio.Semaphore(concurrency or conversations)
     sent: dict[str, list[tuple[str, bool]]] = {}
     timeout = httpx2.Timeout(request_timeout)
+    # Every conversation streams at once on a connection of its own (the client's default
+    # pool of 100 would queue them). An idle connection is dropped well before the
+    # server's keep-alive timeout (uvicorn: 5 s): reusing one the server is closing at
+    # that moment fails the request with a reset (ReadError / "server disconnected"),
+    # which is what equal idle timeouts on both ends do under load.
+    limits = httpx2.Limits(
+        max_connections=None, max_keepalive_connections=None, keepalive_expiry=CLIENT_IDLE
+    )
     first_turn = anyio.Event()
     fault_over = anyio.Event()
     if fault is None:
         fault_over.set()
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as client:
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, limits=limits) as client:
 
         async def conversation(i: int) -> None:
             thread = f"check-{tag}-{i}"
