@@ -5,13 +5,19 @@ shares a file system, so the channel is a directory next to the store::
 
     <mailbox>/<channel>/<pid>-<random>/      one folder per holder (a hold_session block)
     <mailbox>/<channel>/<pid>-<random>/<n>.json   one file per command sent to it
+    <mailbox>/.bells/<pid>/<n>                    a process's doorbell: "mail is waiting"
 
-A holder creates its folder before its block runs (so nothing sent after that is missed),
-polls it every ``POLL_INTERVAL`` seconds, and removes it when the block ends. Publishing
-delivers to holders in this process directly (no file, no delay) and writes one file into
-the folder of every other live holder (written aside, then renamed: a reader never sees half
-a command). The folder of a holder whose process died (its pid no longer exists) is removed
-by the next publish instead of being counted. Pids identify processes of one machine: the
+A holder creates its folder before its block runs (so nothing sent after that is missed)
+and removes it when the block ends. Publishing delivers to holders in this process directly
+(no file, no delay) and writes one file into the folder of every other live holder (written
+aside, then renamed: a reader never sees half a command), then rings that holder's process:
+an empty file in its doorbell folder. Each process looks at its doorbell every
+``POLL_INTERVAL`` seconds, one listing for all its holders however many runs they hold (a
+listing per holder and tick was most of a served turn's CPU); when it rang, every holder of
+the process reads its own folder. The bell is cleared before the folders are read and rung
+after the command is in place, so a command is never left unread. The folder of a holder
+whose process died (its pid no longer exists) is removed by the next publish instead of
+being counted. Pids identify processes of one machine: the
 mailbox works between the processes of one host, like the file stores themselves.
 """
 
@@ -25,7 +31,7 @@ import shutil
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -146,8 +152,81 @@ def _post(channel_dir: Path, command: dict[str, Any]) -> int:
             os.replace(tmp, Path(entry.path, f"{name}.json"))
         except FileNotFoundError:  # the holder left meanwhile: nobody to stop there
             continue
+        _ring(channel_dir.parent / _BELLS / str(pid), name)
         reached += 1
     return reached
+
+
+_BELLS = ".bells"
+
+
+def _ring(bell: Path, name: str) -> None:
+    """Ring a process's doorbell (after the command is in its holder's folder)."""
+    bell.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(bell / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _answered(bell: Path) -> bool:
+    """Clear the doorbell; whether it had rung."""
+    try:
+        names = os.listdir(bell)
+    except FileNotFoundError:
+        return False
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(bell / name)
+    return bool(names)
+
+
+class _Doorbell:
+    """This process's doorbell in one mailbox, watched for all of its holders at once.
+
+    The holders take turns at watching: whichever waits first looks at the bell every
+    ``POLL_INTERVAL`` seconds; when it rang (or the watcher's block ended), every waiting
+    holder wakes and reads its folder, and the next one to wait watches. No task outlives
+    the holders' blocks.
+    """
+
+    by_mailbox: dict[Path, _Doorbell] = {}  # noqa: RUF012 - one per mailbox and process
+
+    def __init__(self, mailbox: Path) -> None:
+        self.path = mailbox / _BELLS / str(os.getpid())
+        self.holders = 0
+        self.watched = False
+        self.rang = anyio.Event()
+
+    @classmethod
+    @contextlib.contextmanager
+    def joined(cls, mailbox: Path) -> Iterator[_Doorbell]:
+        bell = cls.by_mailbox.get(mailbox)
+        if bell is None:
+            bell = cls.by_mailbox[mailbox] = cls(mailbox)
+        bell.holders += 1
+        try:
+            yield bell
+        finally:
+            bell.holders -= 1
+            if (
+                not bell.holders
+            ):  # the last holder: the next one (maybe on another loop) starts anew
+                del cls.by_mailbox[mailbox]
+
+    async def wait(self) -> None:
+        """Return once the bell may have rung (a command may wait in a holder's folder)."""
+        if self.watched:
+            await self.rang.wait()
+            return
+        self.watched = True
+        try:
+            while True:  # one listing a tick: the folder is nearly always absent
+                if _answered(self.path):
+                    return
+                await anyio.sleep(POLL_INTERVAL)
+        finally:
+            self.watched = False
+            woken, self.rang = self.rang, anyio.Event()
+            woken.set()  # also when this watcher left: a waiting holder takes over
 
 
 def _take(folder: Path) -> list[bytes]:
@@ -196,18 +275,17 @@ class FileControlChannel(ControlChannel):
                 with contextlib.suppress(OSError):  # only when no other holder is there
                     folder.parent.rmdir()
 
-    @staticmethod
-    async def _poll(folder: Path, handler: Handler) -> None:
-        waiting = False
-        while True:
-            # A listing of a (nearly always empty) local folder: cheaper than a thread hop.
-            with contextlib.suppress(FileNotFoundError):
-                waiting = any(n.endswith(".json") for n in os.listdir(folder))
-            if waiting:
-                for data in await anyio.to_thread.run_sync(_take, folder):
-                    await dispatch(data, handler)
-            waiting = False
-            await anyio.sleep(POLL_INTERVAL)
+    async def _poll(self, folder: Path, handler: Handler) -> None:
+        with _Doorbell.joined(self.mailbox) as bell:
+            while True:
+                # A listing of a (nearly always empty) local folder: cheaper than a thread hop.
+                waiting = False
+                with contextlib.suppress(FileNotFoundError):
+                    waiting = any(n.endswith(".json") for n in os.listdir(folder))
+                if waiting:
+                    for data in await anyio.to_thread.run_sync(_take, folder):
+                        await dispatch(data, handler)
+                await bell.wait()
 
 
 async def dispatch(data: Any, handler: Handler) -> None:
