@@ -6,7 +6,8 @@ restarted (append-only, ``appendfsync always``), SQLite and JSON on a full tmpfs
 tmpfs remounted read-only. :func:`agentkit.serve.check_served_threads` drives the load (its
 ``fault`` runs the breakage while the conversations go on) and verifies every stored
 thread afterwards. Each turn that did not succeed must have ended as an error the client
-saw, and the worker's log must name its thread.
+saw, and the worker's log must name its thread. A run that holds its thread across the
+Postgres outage must come through it and still be stoppable.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ import contextlib
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
+import httpx2
 import pytest
 
 from agentkit.serve import ServedCheck, check_served_threads
+from agentkit.session import PostgresSession, interrupt_session
+from tests._serve_helpers import run_input, sse_events, user
 from tests._serve_workers import Worker
 from tests._session_servers import PrivatePostgres, SmallDisk, free_port, redis_binary
 
@@ -61,25 +66,17 @@ async def _errors_grow(report: ServedCheck, by: int) -> None:
             await anyio.sleep(0.02)  # polling the live report
 
 
-async def _served_through(
-    store: str, tmp_path: Path, fault: Callable[[ServedCheck], Awaitable[None]]
+async def _check_through(
+    worker: Worker, fault: Callable[[ServedCheck], Awaitable[None]]
 ) -> ServedCheck:
-    """Serve a load on ``store`` with ``fault`` during it; check the threads and the log."""
-    log = tmp_path / "worker.log"
-    worker = Worker(store, LEASE, log=log)
-    try:
-        worker.ready()
-        report = await check_served_threads(
-            [worker.url], conversations=6, turns=3, fault=fault, pause=0.05
-        )
-    finally:
-        worker.stop()
-    print(
-        f"sent {report.sent} ok {report.succeeded} refused {report.refused} failed {report.failed}"
+    """Serve a load with ``fault`` during it; check the threads and the worker's log."""
+    report = await check_served_threads(
+        [worker.url], conversations=6, turns=3, fault=fault, pause=0.05
     )
     assert report.problems == [], report.problems  # nothing lost, duplicated, cut or unpaired
     assert report.succeeded > 0 and report.errors, (report.succeeded, report.errors)
-    lines = log.read_text().splitlines()
+    assert worker.log is not None
+    lines = worker.log.read_text().splitlines()  # one flushed line per record
     for thread, outcome in report.errors:
         assert outcome.startswith(("http:", "error:")), outcome  # an error the client saw
         if outcome == "http:409:run_in_progress":
@@ -88,17 +85,65 @@ async def _served_through(
     return report
 
 
-async def test_postgres_stopped_for_three_seconds(
+@contextlib.contextmanager
+def _worker(store: str, tmp_path: Path, lease: float = LEASE) -> Iterator[Worker]:
+    worker = Worker(store, lease, log=tmp_path / "worker.log")
+    try:
+        yield worker.ready()
+    finally:
+        worker.stop()
+
+
+async def _slow_run(
+    url: str, thread: str, events: list[dict[str, Any]], running: anyio.Event
+) -> None:
+    body = run_input(thread, user('call slow_task {"topic": "t"}'))  # a minute, with progress
+    async with (
+        httpx2.AsyncClient(timeout=60) as client,
+        client.stream("POST", f"{url}/agui", json=body) as response,
+    ):
+        async for event in sse_events(response):
+            events.append(event)
+            if event.get("type") == "CUSTOM":
+                running.set()
+
+
+async def test_postgres_stopped_for_three_seconds_mid_load(
     private_postgres: PrivatePostgres, tmp_path: Path
 ) -> None:
     pg = private_postgres
 
     async def stop_three_seconds(report: ServedCheck) -> None:
-        await anyio.to_thread.run_sync(pg.stop)
+        await anyio.to_thread.run_sync(pg.stop)  # the held run's LISTEN connection dies too
         await anyio.sleep(3)  # the outage itself (what is tested), not a synchronisation
         await anyio.to_thread.run_sync(pg.start)
 
-    await _served_through(f"postgres:{pg.url}", tmp_path, stop_three_seconds)
+    sessions = PostgresSession(pg.url)
+    events: list[dict[str, Any]] = []
+    running, finished = anyio.Event(), anyio.Event()
+    try:
+        with _worker(f"postgres:{pg.url}", tmp_path, lease=15.0) as worker:
+
+            async def held() -> None:
+                await _slow_run(worker.url, "held-across", events, running)
+                finished.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(held)  # a run that holds its thread across the outage
+                with anyio.fail_after(30):
+                    await running.wait()
+                await _check_through(worker, stop_three_seconds)
+                # Still stoppable: sent again until the run ends (a command sent before
+                # the holder listens again is lost, as every sender of this channel knows).
+                with anyio.fail_after(30):
+                    while not finished.is_set():
+                        await interrupt_session(sessions, "serve/local/held-across")
+                        with anyio.move_on_after(0.2):
+                            await finished.wait()
+    finally:
+        await sessions.close()
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]  # not torn down by the outage
+    assert events[-1]["outcome"] == {"type": "cancelled"}
 
 
 @contextlib.contextmanager
@@ -116,7 +161,7 @@ def _redis(port: int, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(10)
 
 
-async def test_redis_restarted(tmp_path: Path) -> None:
+async def test_redis_restarted_mid_load(tmp_path: Path) -> None:
     pytest.importorskip("redis.asyncio")
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
@@ -125,14 +170,17 @@ async def test_redis_restarted(tmp_path: Path) -> None:
 
         async def restart(report: ServedCheck) -> None:
             stack.close()  # terminated: its append-only file has every acknowledged write
-            await _errors_grow(report, DURING)
+            await _errors_grow(report, 1)  # (the client's retries make each error slow)
             stack.enter_context(_redis(port, tmp_path))
 
-        await _served_through(f"redis:{url}", tmp_path, restart)
+        with _worker(f"redis:{url}", tmp_path) as worker:
+            await _check_through(worker, restart)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "json"])
-async def test_file_store_on_a_full_disk(disk: SmallDisk, kind: str, tmp_path: Path) -> None:
+async def test_file_store_on_a_full_disk_then_a_read_only_one(
+    disk: SmallDisk, kind: str, tmp_path: Path
+) -> None:
     where = disk.root / ("threads.db" if kind == "sqlite" else "threads")
 
     async def fill(report: ServedCheck) -> None:
@@ -142,66 +190,13 @@ async def test_file_store_on_a_full_disk(disk: SmallDisk, kind: str, tmp_path: P
         finally:
             disk.free()
 
-    await _served_through(f"{kind}:{where}", tmp_path, fill)
-
-
-@pytest.mark.parametrize("kind", ["sqlite", "json"])
-async def test_file_store_on_a_read_only_directory(
-    disk: SmallDisk, kind: str, tmp_path: Path
-) -> None:
-    where = disk.root / ("threads.db" if kind == "sqlite" else "threads")
-
     async def read_only(report: ServedCheck) -> None:
-        disk.read_only(True)
+        disk.read_only(True)  # mid-load: between two of the worker's file operations
         try:
             await _errors_grow(report, DURING)
         finally:
             disk.read_only(False)
 
-    await _served_through(f"{kind}:{where}", tmp_path, read_only)
-
-
-async def test_a_run_held_across_a_postgres_restart_is_still_stoppable(
-    private_postgres: PrivatePostgres, tmp_path: Path
-) -> None:
-    import httpx2
-
-    from agentkit.session import PostgresSession, interrupt_session
-    from tests._serve_helpers import run_input, sse_events, user
-
-    pg = private_postgres
-    worker = Worker(f"postgres:{pg.url}", 15.0, log=tmp_path / "worker.log")
-    sessions = PostgresSession(pg.url)
-    events: list[dict[str, object]] = []
-    progress, finished = anyio.Event(), anyio.Event()
-    try:
-        worker.ready()
-        async with httpx2.AsyncClient(timeout=60) as client:
-
-            async def slow_run() -> None:
-                body = run_input("held-across", user('call slow_task {"topic": "t"}'))
-                async with client.stream("POST", f"{worker.url}/agui", json=body) as response:
-                    async for event in sse_events(response):
-                        events.append(event)
-                        if event.get("type") == "CUSTOM":
-                            progress.set()
-                finished.set()
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(slow_run)
-                with anyio.fail_after(30):
-                    await progress.wait()
-                await anyio.to_thread.run_sync(pg.stop)  # the run's LISTEN connection dies
-                await anyio.to_thread.run_sync(pg.start)
-                # Sent again until the run ends (a command sent before the holder listens
-                # again is lost, as every sender of this channel knows): it lands.
-                with anyio.fail_after(30):
-                    while not finished.is_set():
-                        await interrupt_session(sessions, "serve/local/held-across")
-                        with anyio.move_on_after(0.2):
-                            await finished.wait()
-        assert events[-1]["type"] == "RUN_FINISHED", events[-1]
-        assert events[-1]["outcome"] == {"type": "cancelled"}
-    finally:
-        worker.stop()
-        await sessions.close()
+    with _worker(f"{kind}:{where}", tmp_path) as worker:
+        await _check_through(worker, fill)
+        await _check_through(worker, read_only)
