@@ -3,9 +3,9 @@
 The stores have no server to carry ``NOTIFY`` or pub/sub, but every process that uses them
 shares a file system, so the channel is a directory next to the store::
 
-    <mailbox>/<channel>/<pid>-<random>/      one folder per holder (a hold_session block)
-    <mailbox>/<channel>/<pid>-<random>/<n>.json   one file per command sent to it
-    <mailbox>/.bells/<pid>/<n>                    a process's doorbell: "mail is waiting"
+    <mailbox>/<channel>/<pid>-<bell>-<random>/   one folder per holder (a hold_session block)
+    <mailbox>/<channel>/<pid>-<bell>-<random>/<n>.json   one file per command sent to it
+    <mailbox>/.bells/<pid>-<bell>/<n>            a process's doorbell: "mail is waiting"
 
 A holder creates its folder before its block runs (so nothing sent after that is missed)
 and removes it when the block ends. Publishing delivers to holders in this process directly
@@ -33,10 +33,12 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.lowlevel import RunVar
 
 __all__ = [
     "POLL_INTERVAL",
@@ -152,12 +154,17 @@ def _post(channel_dir: Path, command: dict[str, Any]) -> int:
             os.replace(tmp, Path(entry.path, f"{name}.json"))
         except FileNotFoundError:  # the holder left meanwhile: nobody to stop there
             continue
-        _ring(channel_dir.parent / _BELLS / str(pid), name)
+        _ring(channel_dir.parent / _BELLS / _bell_of(entry.name), name)
         reached += 1
     return reached
 
 
 _BELLS = ".bells"
+
+
+def _bell_of(holder: str) -> str:
+    """The doorbell of the process (and event loop) a holder folder ``<pid>-<bell>-<n>`` is of."""
+    return "-".join(holder.split("-", 2)[:2])
 
 
 def _ring(bell: Path, name: str) -> None:
@@ -188,10 +195,9 @@ class _Doorbell:
     the holders' blocks.
     """
 
-    by_mailbox: dict[Path, _Doorbell] = {}  # noqa: RUF012 - one per mailbox and process
-
     def __init__(self, mailbox: Path) -> None:
-        self.path = mailbox / _BELLS / str(os.getpid())
+        self.name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"  # this process and event loop
+        self.path = mailbox / _BELLS / self.name
         self.holders = 0
         self.watched = False
         self.rang = anyio.Event()
@@ -199,18 +205,23 @@ class _Doorbell:
     @classmethod
     @contextlib.contextmanager
     def joined(cls, mailbox: Path) -> Iterator[_Doorbell]:
-        bell = cls.by_mailbox.get(mailbox)
+        """This event loop's doorbell of ``mailbox``, while the block runs."""
+        try:
+            bells = _DOORBELLS.get()
+        except LookupError:
+            bells = {}
+            _DOORBELLS.set(bells)
+        bell = bells.get(mailbox)
         if bell is None:
-            bell = cls.by_mailbox[mailbox] = cls(mailbox)
+            bell = bells[mailbox] = cls(mailbox)
         bell.holders += 1
         try:
             yield bell
         finally:
             bell.holders -= 1
-            if (
-                not bell.holders
-            ):  # the last holder: the next one (maybe on another loop) starts anew
-                del cls.by_mailbox[mailbox]
+            if not bell.holders:  # the last holder of this loop: the bell goes too
+                del bells[mailbox]
+                shutil.rmtree(bell.path, ignore_errors=True)
 
     async def wait(self) -> None:
         """Return once the bell may have rung (a command may wait in a holder's folder)."""
@@ -244,6 +255,11 @@ def _take(folder: Path) -> list[bytes]:
     return found
 
 
+# One set per event loop: a bell's events belong to one loop (two loops in two threads of
+# one process have a bell each; a holder folder's name says which one to ring).
+_DOORBELLS: RunVar[dict[Path, _Doorbell]] = RunVar("agentkit_doorbells")
+
+
 class FileControlChannel(ControlChannel):
     """A mailbox directory shared by the processes of one machine (see the module docs).
 
@@ -263,29 +279,30 @@ class FileControlChannel(ControlChannel):
     @asynccontextmanager
     async def subscribe(self, channel: str, handler: Handler) -> AsyncIterator[None]:
         """Create this holder's folder, poll it while the block runs, then remove it."""
-        folder = self.mailbox / channel / f"{os.getpid()}-{uuid.uuid4().hex}"
-        await anyio.to_thread.run_sync(lambda: folder.mkdir(parents=True, exist_ok=True))
-        try:
-            with LocalHandlers.registered(channel, handler):
-                async with listening(self._poll, folder, handler):
-                    yield
-        finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
-                with contextlib.suppress(OSError):  # only when no other holder is there
-                    folder.parent.rmdir()
-
-    async def _poll(self, folder: Path, handler: Handler) -> None:
         with _Doorbell.joined(self.mailbox) as bell:
-            while True:
-                # A listing of a (nearly always empty) local folder: cheaper than a thread hop.
-                waiting = False
-                with contextlib.suppress(FileNotFoundError):
-                    waiting = any(n.endswith(".json") for n in os.listdir(folder))
-                if waiting:
-                    for data in await anyio.to_thread.run_sync(_take, folder):
-                        await dispatch(data, handler)
-                await bell.wait()
+            folder = self.mailbox / channel / f"{bell.name}-{uuid.uuid4().hex}"
+            await anyio.to_thread.run_sync(lambda: folder.mkdir(parents=True, exist_ok=True))
+            try:
+                with LocalHandlers.registered(channel, handler):
+                    async with listening(partial(self._poll, bell), folder, handler):
+                        yield
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
+                    with contextlib.suppress(OSError):  # only when no other holder is there
+                        folder.parent.rmdir()
+
+    @staticmethod
+    async def _poll(bell: _Doorbell, folder: Path, handler: Handler) -> None:
+        while True:
+            # A listing of a (nearly always empty) local folder: cheaper than a thread hop.
+            waiting = False
+            with contextlib.suppress(FileNotFoundError):
+                waiting = any(n.endswith(".json") for n in os.listdir(folder))
+            if waiting:
+                for data in await anyio.to_thread.run_sync(_take, folder):
+                    await dispatch(data, handler)
+            await bell.wait()
 
 
 async def dispatch(data: Any, handler: Handler) -> None:
