@@ -12,7 +12,9 @@ each on a new thread, spread round-robin over the workers. Measured:
 Then the same turn in process, in this process and the same run: ``--streams`` fresh agents
 (the same factory), each ``agent.run`` on the same text at once; CPU per turn
 (``time.process_time``) and time to the agent's first event. Prints each row and the ratios
-served/in-process. ``--quick``: 50 streams, one worker count (1).
+served/in-process. ``--quick``: 50 streams, one worker count (1). ``--store memory:``
+serves from a dict in the worker (no store I/O, the in-process control channel): the
+difference to a real store is what the store and its control channel cost a turn.
 """
 
 from __future__ import annotations
@@ -73,8 +75,8 @@ async def _turn(client: httpx2.AsyncClient, url: str, text: str) -> tuple[float,
     return first, ok
 
 
-async def served(workers: int, streams: int, text: str) -> dict[str, float]:
-    store = f"sqlite:{tempfile.mkdtemp()}/threads.db"
+async def served(workers: int, streams: int, text: str, store: str) -> dict[str, float]:
+    store = store or f"sqlite:{tempfile.mkdtemp()}/threads.db"
     running = start_workers(store, workers, 15.0, max_runs=streams + 10)
     urls = [w.url for w in running]
     limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None, keepalive_expiry=2)
@@ -148,6 +150,12 @@ def main() -> int:
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--text", default="weather in Paris and Tokyo")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--store",
+        default="",
+        help="sqlite:PATH (default: a new file), postgres:URL, redis:URL, or memory: (a dict "
+        "in the worker: what the store itself costs; one worker only)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.workers, args.streams = [1], 50
@@ -158,7 +166,7 @@ def main() -> int:
     )
     bad = 0
     for n in args.workers:
-        row = anyio.run(served, n, args.streams, args.text)
+        row = anyio.run(served, n, args.streams, args.text, args.store)
         bad += int(row["failed"])
         print(
             f"served {n} worker(s): cpu/turn {row['cpu_ms']:.2f} ms "

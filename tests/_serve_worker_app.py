@@ -3,7 +3,8 @@
 ``python -m tests._serve_worker_app STORE LEASE_SECONDS [MAX_RUNS_PER_CLIENT]`` serves the test agent
 (:func:`tests._serve_agents.make_agent`: the scripted demo model, the slow tool) on a port the
 OS picks (printed as ``port N``), with threads in STORE: ``sqlite:<path>``, ``json:<dir>``,
-``postgres:<url>`` or ``redis:<url>``. Several such processes on one store are the workers behind a balancer.
+``postgres:<url>``, ``redis:<url>`` or ``memory:`` (a dict in the process: for measuring what
+the store itself costs a served turn; one worker only). Several such processes on one store are the workers behind a balancer.
 """
 
 from __future__ import annotations
@@ -15,6 +16,35 @@ from agentkit.session import JSONSession, PostgresSession, RedisSession, Session
 from tests._serve_agents import make_agent
 
 
+class MemorySession(Session):
+    """Sessions in a dict (versioned like every store): no I/O, no thread hops."""
+
+    backend = "memory"
+
+    def __init__(self) -> None:
+        self.data: dict[str, tuple[str, int]] = {}
+
+    async def _write(
+        self, session_id: str, text: str, expected: int | None, title: str | None
+    ) -> int:
+        from agentkit.exceptions import SessionConflictError
+
+        actual = self.data.get(session_id, ("", 0))[1]
+        if expected is not None and expected != actual:
+            raise SessionConflictError(session_id, expected, actual, self.backend)
+        self.data[session_id] = (text, actual + 1)
+        return actual + 1
+
+    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
+        return self.data.get(session_id)
+
+    async def _delete(self, session_id: str) -> bool:
+        return self.data.pop(session_id, None) is not None
+
+    async def _list_ids(self) -> list[str]:
+        return list(self.data)
+
+
 def store_for(spec: str) -> Session:
     """The session store named by ``spec``."""
     kind, _, where = spec.partition(":")
@@ -22,6 +52,8 @@ def store_for(spec: str) -> Session:
         return SQLiteSession(where)
     if kind == "json":
         return JSONSession(where)
+    if kind == "memory":
+        return MemorySession()
     if kind == "postgres":
         return PostgresSession(where)
     if kind == "redis":

@@ -40,6 +40,8 @@ from typing import Any
 import anyio
 from anyio.lowlevel import RunVar
 
+from agentkit.exceptions import SessionError
+
 __all__ = [
     "POLL_INTERVAL",
     "ControlChannel",
@@ -278,17 +280,32 @@ class FileControlChannel(ControlChannel):
 
     @asynccontextmanager
     async def subscribe(self, channel: str, handler: Handler) -> AsyncIterator[None]:
-        """Create this holder's folder, poll it while the block runs, then remove it."""
+        """Create this holder's folder, poll it while the block runs, then remove it.
+
+        Raises:
+            SessionError: the folder cannot be made (a read-only or full disk).
+        """
         with _Doorbell.joined(self.mailbox) as bell:
             folder = self.mailbox / channel / f"{bell.name}-{uuid.uuid4().hex}"
-            await anyio.to_thread.run_sync(lambda: folder.mkdir(parents=True, exist_ok=True))
+            # On the loop, like the polling: a directory made and removed on a local file
+            # system takes microseconds, two thread hops a good part of a millisecond of
+            # CPU per held run. A folder that still holds commands is removed in a thread.
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a read-only or full disk: the store's own failure
+                raise SessionError(
+                    f"cannot listen for control commands in {self.mailbox}: {exc}"
+                ) from exc
             try:
                 with LocalHandlers.registered(channel, handler):
                     async with listening(partial(self._poll, bell), folder, handler):
                         yield
             finally:
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
+                    try:
+                        folder.rmdir()
+                    except OSError:  # not empty (unread commands), or gone
+                        await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
                     with contextlib.suppress(OSError):  # only when no other holder is there
                         folder.parent.rmdir()
 
