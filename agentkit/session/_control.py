@@ -35,7 +35,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -300,7 +300,12 @@ class SteerReplies:
         if nonce in self._seen:  # sent again before our receipt arrived: queued already
             return
         self._seen.add(nonce)
-        self._tg.start_soon(self._answer, nonce, reply_to, text)
+        # Read again: the held run may have ended while the receipt went out.
+        tg = cast("TaskGroup | None", self._tg)
+        if tg is None:
+            await self._answer(nonce, reply_to, text)  # no run any more: answered at once
+            return
+        tg.start_soon(self._answer, nonce, reply_to, text)
 
     async def _answer(self, nonce: str, reply_to: str, text: object) -> None:
         outcome: str = "no_run"
