@@ -13,7 +13,7 @@ import contextlib
 
 import anyio
 
-from agentkit.mcp import MCPClient
+from agentkit.mcp import MCPClient, register_mcp_client, remove_mcp_clients
 from agentkit.testing import tool_use
 from agentkit.tools import Toolkit, ToolResponse
 from tests._mcp_helpers import py_stdio
@@ -27,10 +27,10 @@ async def final(toolkit: Toolkit, name: str, /, **arguments: object) -> ToolResp
 async def test_copies_follow_list_changed_and_a_removal_sticks() -> None:
     template = Toolkit()
     async with MCPClient("py", py_stdio()) as client:
-        await template.register_mcp_client(client, prefix="py")
+        await register_mcp_client(template, client, prefix="py")
         first, second, leaving = template.copy(), template.copy(), template.copy()
         copy_of_copy = first.copy()
-        await leaving.remove_mcp_clients([client])
+        await remove_mcp_clients(leaving, [client])
         await final(second, "py_add_tool", name="tripler")  # the server's list changes
         with anyio.fail_after(10):
             while "py_tripler" not in template.tools:
