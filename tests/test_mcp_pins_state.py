@@ -77,9 +77,12 @@ async def test_a_tool_changed_while_down_is_disabled_after_load(tmp_path: Path) 
         refused = await call(tk, "greet")
         assert refused.is_error and "changed the definition" in refused.get_text()
         assert (await call(tk, "ok")).get_text() == "fine"  # unchanged tools still work
+        conversation = tk.copy()  # a copy made meanwhile holds the disabled tool too
+        assert (await call(conversation, "greet")).is_error
 
         await client.accept_tool_changes(["greet"])
         assert (await call(tk, "greet")).get_text() == "hello"
+        assert (await call(conversation, "greet")).get_text() == "hello"  # accepted there too
         bot = agent(tk)
         await store.save("s1", bot)
     # The accepted definition is what the session approves from now on.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -46,46 +47,29 @@ __all__ = [
 ]
 
 
+@dataclass(eq=False)
 class Registration:
     """An MCP client's tools in one toolkit: that toolkit's ``ToolSource`` for the client.
 
-    Held by the toolkit (``Toolkit.tool_sources``); the toolkit is referred to weakly, so
-    a finished conversation's toolkit copy goes with its registration.
-
-    Attributes:
-        client: The MCP client.
-        names: The names its tools have in the toolkit now.
+    Held by the toolkit (``Toolkit.tool_sources``), which it refers to weakly: a finished
+    conversation's toolkit copy goes with its registration.
     """
 
-    def __init__(
-        self,
-        client: MCPClient,
-        toolkit: Toolkit,
-        *,
-        group: str,
-        enable: frozenset[str] | None,
-        disable: frozenset[str],
-        prefix: str | None,
-        timeout: float | None,
-        namesake: Namesake,
-        cold: bool,
-        names: Sequence[str] = (),
-    ) -> None:
-        self.client = client
-        self._toolkit = weakref.ref(toolkit)
-        self.group = group
-        self.enable = enable
-        self.disable = disable
-        self.prefix = prefix
-        self.timeout = timeout
-        self.namesake = namesake
-        self.cold = cold  # defer=True: the tools start the server on their first call
-        self.names = list(names)
+    client: MCPClient
+    toolkit_ref: weakref.ref[Toolkit]
+    group: str
+    enable: frozenset[str] | None
+    disable: frozenset[str]
+    prefix: str | None
+    timeout: float | None
+    namesake: Namesake
+    cold: bool  # defer=True: the tools start the server on their first call
+    names: list[str] = field(default_factory=list)  # the names its tools have there now
 
     @property
     def toolkit(self) -> Toolkit | None:
         """The toolkit (None once it is gone)."""
-        return self._toolkit()
+        return self.toolkit_ref()
 
     # -- ToolSource ------------------------------------------------------------------
     @property
@@ -100,18 +84,7 @@ class Registration:
 
     def follow(self, copy: Toolkit) -> Registration:
         """The registration of the same tools in ``copy`` (refreshed with this one)."""
-        twin = Registration(
-            self.client,
-            copy,
-            group=self.group,
-            enable=self.enable,
-            disable=self.disable,
-            prefix=self.prefix,
-            timeout=self.timeout,
-            namesake=self.namesake,
-            cold=self.cold,
-            names=self.names,
-        )
+        twin = replace(self, toolkit_ref=weakref.ref(copy), names=list(self.names))
         self.client.registrations.add(twin)
         return twin
 
@@ -282,7 +255,7 @@ async def register_mcp_client(
         listed = _usable(client, await client.list_tools())
     reg = Registration(
         client,
-        toolkit,
+        weakref.ref(toolkit),
         group=group,
         enable=frozenset(enable_funcs) if enable_funcs is not None else None,
         disable=frozenset(disable_funcs or ()),
