@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Literal
 
 from agentkit import ReActAgent
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import MCPClient, StdioServer, register_mcp_client
 from agentkit.messages import Msg
 from agentkit.testing import FunctionModel, ScriptItem, tool_use
 from agentkit.tools import Toolkit
@@ -44,7 +44,7 @@ async def app_agent(
     """The agent, its MCP client connected (closed on exit)."""
     async with MCPClient("examples", app_server(), trust=trust) as client:
         toolkit = Toolkit()
-        await toolkit.register_mcp_client(client)
+        await register_mcp_client(toolkit, client)
         tool = toolkit.get_tool("get-time")
         assert tool is not None
         tool.requires_approval = True

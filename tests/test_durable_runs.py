@@ -212,14 +212,19 @@ async def test_enqueued_runs_respect_the_queue(env: Env) -> None:
 
 
 async def test_mcp_tool_calls_are_steps_too(env: Env) -> None:
-    from agentkit.mcp import MCPClient
+    from agentkit.durable import DurableToolkit
+    from agentkit.durable._steps import RunSteps
+    from agentkit.mcp import MCPClient, register_mcp_client
     from tests._mcp_helpers import py_stdio
 
     durable = env.agents["par"]
     plain = durable.template.toolkit
     toolkit = Toolkit()
     async with MCPClient("py", py_stdio()) as client:
-        await toolkit.register_mcp_client(client, enable_funcs=["add"])
+        await register_mcp_client(toolkit, client, enable_funcs=["add"])
+        # The run's toolkit keeps the server's registration: pins saved, list changes seen.
+        run_toolkit = DurableToolkit(toolkit, RunSteps())
+        assert run_toolkit.state_dict()["mcp_pins"] == toolkit.state_dict()["mcp_pins"]
         durable.template.toolkit = toolkit
         try:
             env.script("par", [[tool_use("add", "m1", a=2, b=3)], "it is 5"])

@@ -54,12 +54,6 @@ ALLOWED = {
         "ReActAgent.as_tool() is sugar for agentkit.pipelines.agent_as_tool (imported when "
         "called); the agent-as-tool wrapper needs the agent, so it lives above it",
     ),
-    (
-        "tools",
-        "mcp",
-        "Toolkit.register_mcp_client/remove_mcp_clients delegate to agentkit.mcp (imported "
-        "on demand) until MCP servers become tool sources behind one interface",
-    ),
 }
 
 

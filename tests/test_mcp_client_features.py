@@ -18,7 +18,7 @@ import pytest
 
 import agentkit
 from agentkit.exceptions import MCPProtocolError
-from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
+from agentkit.mcp import HttpServer, MCPClient, StdioServer, register_mcp_client, serve
 from agentkit.tools import Toolkit
 from tests._mcp_helpers import PY_SERVER, ROOT, free_port
 from tests._waiting import eventually, listening
@@ -134,7 +134,7 @@ async def test_tasks_only_tools_are_skipped_with_a_reason(caplog: pytest.LogCapt
     caplog.set_level("INFO", logger="agentkit.mcp.everything")
     async with MCPClient("everything", everything_stdio()) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         listed = {t.name for t in await client.list_tools()}
     assert "simulate-research-query" in listed  # execution.taskSupport = "required"
     assert tk.get_tool("simulate-research-query") is None

@@ -240,7 +240,8 @@ class DurableToolkit(Toolkit):
     """A copy of ``toolkit`` whose calls are DBOS steps inside a workflow (see module docs).
 
     The tools themselves are shared with the original (they are not copied); groups and
-    their activation are copied, so a run that switches groups does not touch the template.
+    their activation are copied, so a run that switches groups does not touch the template;
+    so are its tool sources (each follows this toolkit) and its ``tainted_by``.
     Progress chunks of a call are not replayed: a durable call yields its final chunk only.
     """
 
@@ -256,6 +257,9 @@ class DurableToolkit(Toolkit):
                 self.groups[group.name].active = group.active
         for tool in toolkit.tools.values():
             self.register_tool(tool)
+        for source in toolkit.tool_sources:  # MCP servers refresh it, its state saves pins
+            self.add_tool_source(source.follow(self))
+        self.tainted_by = set(toolkit.tainted_by)
 
     def call_tool_function(
         self,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import anyio
 
 from agentkit.exceptions import MCPConnectionError, MCPError, MCPProtocolError
+from agentkit.mcp._bridge import Registrations
 from agentkit.mcp._callbacks import (
     ElicitationCallback,
     SamplingApproval,
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
     from mcp_types import LoggingLevel
-
-    from agentkit.mcp._bridge import Registration
 
 __all__ = ["MCPClient", "MCPToolFunction"]
 
@@ -147,8 +146,8 @@ class MCPClient(ClientEvents):
         self._tools_changed: list[ToolsChangedCallback] = []
         self._dirty: anyio.Event | None = None
         self.reconnects = 0
-        # One agentkit.mcp._bridge record per Toolkit this client is registered in (bridge API).
-        self.registrations: list[Registration] = []
+        # The registrations of its tools in toolkits (held by them; bridge API).
+        self.registrations = Registrations()
 
     def __repr__(self) -> str:
         return f"MCPClient(name={self.name!r}, server={self.server!r})"
@@ -359,13 +358,7 @@ class MCPClient(ClientEvents):
         for tool in await self.list_tools(refresh=True):
             if names is None or tool.name in names:
                 self.pins.pop(tool.name, None)
-        for reg in list(self.registrations):
-            for name in list(reg.names):
-                held = reg.toolkit.get_tool(name)
-                if getattr(held, "changed", None) is not None and (
-                    names is None or getattr(held, "mcp_name", None) in names
-                ):
-                    reg.toolkit.remove_tools([name])
+        self.registrations.remove_changed(names)
         for callback in list(self._tools_changed):
             await callback(self)
 
