@@ -30,12 +30,12 @@ from agentkit.mcp._callbacks import (
     make_sampling_callback,
 )
 from agentkit.mcp._calls import call_once, call_stream
-from agentkit.mcp._tasks import MCPTask, call_via_task, start_task
 from agentkit.mcp._client_events import ClientEvents, ResourceCallback, ToolsChangedCallback
 from agentkit.mcp._config import ServerConfig
 from agentkit.mcp._connection import Connection
 from agentkit.mcp._convert import content_to_blocks
 from agentkit.mcp._defenses import ToolChange
+from agentkit.mcp._tasks import MCPTask, call_via_task, start_task
 from agentkit.mcp._tool import MCPToolFunction
 from agentkit.messages import Msg
 from agentkit.tools._response import ToolResponse, ToolResultContent

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -180,10 +180,10 @@ async def start_task(
     # not: send it on the dispatcher, which returns the raw result (see the module doc).
     sdk = session.session
     data: dict[str, Any] = {"method": "tools/call", "params": params}
-    opts: dict[str, Any] = {"timeout": client.timeout} if client.timeout else {}
-    sdk._stamp(data, opts)  # noqa: SLF001 - the per-request envelope (2026-07-28 _meta, headers)
+    opts: Any = {"timeout": client.timeout} if client.timeout else {}  # CallOptions
+    sdk._stamp(data, opts)
     try:
-        raw = await sdk._dispatcher.send_raw_request("tools/call", data["params"], opts)  # noqa: SLF001
+        raw = await sdk._dispatcher.send_raw_request("tools/call", data["params"], opts)
     except SDKError as exc:
         raise MCPError(f"MCP server {client.name!r} refused task for {name!r}: {exc}") from exc
     if "task" not in raw:
@@ -233,7 +233,7 @@ class _ServedTask:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 class TaskRunner:
