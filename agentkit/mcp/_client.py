@@ -14,7 +14,7 @@ import functools
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
@@ -35,6 +35,7 @@ from agentkit.mcp._config import ServerConfig
 from agentkit.mcp._connection import Connection
 from agentkit.mcp._convert import content_to_blocks
 from agentkit.mcp._defenses import ToolChange
+from agentkit.mcp._tasks import MCPTask, call_via_task, start_task
 from agentkit.mcp._tool import MCPToolFunction
 from agentkit.messages import Msg
 from agentkit.tools._response import ToolResponse, ToolResultContent
@@ -403,7 +404,41 @@ class MCPClient(ClientEvents):
             timeout: Seconds for this call (default: the client's ``timeout``).
             meta: Sent as the request's ``_meta`` as is (trace context, app keys).
         """
+        if self._requires_task(name):
+            return await call_via_task(self, name, arguments or {}, meta)
         return await call_once(self, name, arguments or {}, timeout, meta)
+
+    def _requires_task(self, name: str) -> bool:
+        """Whether the listed tool ``name`` declares ``execution.taskSupport: "required"``."""
+        for tool in self._tools or ():
+            if tool.name == name:
+                return tool.execution is not None and tool.execution.task_support == "required"
+        return False
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: dict[str, object] | None = None,
+        *,
+        ttl: float | None = None,
+        meta: dict[str, object] | None = None,
+    ) -> MCPTask:
+        """Call a tool as an MCP task (SEP-1686): returns once the server created the task.
+
+        ``await task.result()`` waits for the outcome; ``task.status()`` polls;
+        ``task.cancel()`` stops it (so does an interrupt while awaiting ``result()``).
+
+        Args:
+            name: The server-side tool name (its ``taskSupport`` must be optional or required).
+            arguments: The tool's arguments.
+            ttl: Seconds the server should keep the task after creating it.
+            meta: Sent as the request's ``_meta`` as is.
+
+        Raises:
+            MCPError: the server did not create a task.
+        """
+        ttl_ms = round(ttl * 1000) if ttl is not None else None
+        return await start_task(self, name, arguments or {}, ttl_ms=ttl_ms, meta=meta)
 
     def call_tool_stream(
         self,
@@ -418,6 +453,8 @@ class MCPClient(ClientEvents):
         Cancelling the iteration cancels the call: the server receives
         ``notifications/cancelled``. ``meta`` is sent as the request's ``_meta``.
         """
+        if self._requires_task(name):
+            return _single(call_via_task(self, name, arguments or {}, meta))
         return call_stream(self, name, arguments or {}, timeout, meta)
 
     async def get_callable_function(self, name: str) -> MCPToolFunction:
@@ -598,3 +635,8 @@ class MCPClient(ClientEvents):
             )
             for m in result.messages
         ]
+
+
+async def _single(response: Awaitable[ToolResponse]) -> AsyncIterator[ToolResponse]:
+    """A one-chunk stream: the final response of a call that streams no progress."""
+    yield await response
