@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -20,10 +21,11 @@ pytestmark = pytest.mark.anyio
 
 
 @contextlib.asynccontextmanager
-async def _client(transport: str) -> AsyncIterator[MCPClient]:
+async def _client(transport: str, protocol: str = "auto") -> AsyncIterator[MCPClient]:
+    mode: Any = protocol
     if transport == "stdio":
         config = StdioServer(sys.executable, [str(SERVER), "stdio"], env={"PYTHONPATH": str(ROOT)})
-        async with MCPClient("tasks", config) as client:
+        async with MCPClient("tasks", config, protocol=mode) as client:
             yield client
         return
     port = free_port()
@@ -41,16 +43,25 @@ async def _client(transport: str) -> AsyncIterator[MCPClient]:
                     break
             assert proc.poll() is None and time.monotonic() < deadline, "no server"
             time.sleep(0.05)
-        async with MCPClient("tasks", HttpServer(f"http://127.0.0.1:{port}/mcp")) as client:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with MCPClient("tasks", HttpServer(url), protocol=mode) as client:
             yield client
     finally:
         proc.terminate()
         proc.wait(10)
 
 
+# 2026-07-28 (the tasks extension, SEP-2663) and 2025-11-25 (SEP-1686)
+ERAS = [("auto", "2026-07-28"), ("legacy", "2025-11-25")]
+
+
+@pytest.mark.parametrize(("protocol", "version"), ERAS, ids=[v for _, v in ERAS])
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_task_tool_completes_fails_and_cancels(transport: str) -> None:
-    async with _client(transport) as client:
+async def test_task_tool_completes_fails_and_cancels(
+    transport: str, protocol: str, version: str
+) -> None:
+    async with _client(transport, protocol) as client:
+        assert client.protocol_version == version
         task = await client.call_tool_as_task("add", {"a": 2, "b": 3})
         assert (await task.result()).get_text() == "5"
         assert (await task.status()).status == "completed"
@@ -58,7 +69,9 @@ async def test_task_tool_completes_fails_and_cancels(transport: str) -> None:
         failing = await client.call_tool_as_task("boom", {})
         response = await failing.result()
         assert response.is_error and "kaboom" in response.get_text()
-        assert (await failing.status()).status == "failed"
+        # A tool error: on 2026-07-28 a completed task with an error result.
+        expected = "completed" if version == "2026-07-28" else "failed"
+        assert (await failing.status()).status == expected
 
         running = await client.call_tool_as_task("block", {})
         assert (await running.status()).status == "working"
@@ -66,11 +79,15 @@ async def test_task_tool_completes_fails_and_cancels(transport: str) -> None:
         cancelled = await running.result()
         assert cancelled.is_error and "cancelled" in cancelled.get_text()
 
+        again = await client.get_task(task.task_id, tool="add")
+        assert (await again.result()).get_text() == "5"
 
-async def test_required_task_tool_refuses_a_plain_call() -> None:
-    async with _client("stdio") as client:
-        response = await client.call_tool("add", {"a": 1, "b": 1})
-        assert response.is_error and "-32601" in response.get_text()
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_tool_that_requires_tasks_is_called_through_one(protocol: str) -> None:
+    async with _client("stdio", protocol) as client:
+        await client.list_tools()  # the listing says which tools require tasks
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).get_text() == "2"
         assert (await client.call_tool("echo", {"text": "hi"})).get_text() == "hi"
         assert (
             await (await client.call_tool_as_task("echo", {"text": "t"})).result()

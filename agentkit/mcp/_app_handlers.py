@@ -16,7 +16,7 @@ from agentkit.mcp._served_items import (
     call_maybe_async,
 )
 from agentkit.mcp._served_tools import round_end
-from agentkit.mcp._tasks import TaskRunner
+from agentkit.mcp._tasks import TASKS_EXTENSION, TaskRunner
 from agentkit.messages import Msg
 
 if TYPE_CHECKING:
@@ -39,13 +39,16 @@ def _server_class(tasks: bool) -> type[Server]:
     class AppServer(Server):
         """Announces ``listChanged`` for tools, resources and prompts (we send them).
 
-        With task tools it also announces ``tasks`` (SEP-1686: list, cancel, task-augmented
-        ``tools/call``) on the handshake-era versions, the only ones that define it.
+        With task tools it also announces tasks: the ``tasks`` capability (SEP-1686: list,
+        cancel, task-augmented ``tools/call``) on the handshake-era versions, the
+        ``io.modelcontextprotocol/tasks`` extension (SEP-2663) on 2026-07-28.
         """
 
         def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
             caps = super().get_capabilities(*args, **kwargs)
-            if tasks and kwargs.get("protocol_version") not in MODERN_PROTOCOL_VERSIONS:
+            if tasks and kwargs.get("protocol_version") in MODERN_PROTOCOL_VERSIONS:
+                caps.extensions = {**(caps.extensions or {}), TASKS_EXTENSION: {}}
+            elif tasks:
                 caps.tasks = types.ServerTasksCapability(
                     list=types.TasksListCapability(),
                     cancel=types.TasksCancelCapability(),
@@ -109,7 +112,7 @@ def build(app: MCPApp) -> Server:
         RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=app.name)
     )
     if runner is not None:
-        runner.install(server, lambda name: name in app.tools.task_support)
+        runner.install(server, app.tools.task_support.get)
     return server
 
 
