@@ -1,66 +1,52 @@
-"""MCP tasks (SEP-1686): agentkit's client against agentkit's own served task tools."""
+"""MCP tasks, SEP-1686 (2025-11-25) and SEP-2663 (2026-07-28): agentkit's client against
+agentkit's own served task tools."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
-import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from agentkit.mcp import HttpServer, MCPClient, StdioServer
-from tests._mcp_helpers import ROOT, free_port
+from tests._mcp_helpers import ROOT
+from tests._mcp_task_helpers import SERVER, task_server
 
-SERVER = ROOT / "tests" / "mcp_servers" / "task_server.py"
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    with task_server("http") as url:
+        yield url
+
+
 @contextlib.asynccontextmanager
-async def _client(transport: str, protocol: str = "auto") -> AsyncIterator[MCPClient]:
+async def _client(transport: str, protocol: str, url: str = "") -> AsyncIterator[MCPClient]:
     mode: Any = protocol
     if transport == "stdio":
         config = StdioServer(sys.executable, [str(SERVER), "stdio"], env={"PYTHONPATH": str(ROOT)})
-        async with MCPClient("tasks", config, protocol=mode) as client:
-            yield client
-        return
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None and time.monotonic() < deadline, "no server"
-            time.sleep(0.05)
-        url = f"http://127.0.0.1:{port}/mcp"
-        async with MCPClient("tasks", HttpServer(url), protocol=mode) as client:
-            yield client
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    else:
+        config = HttpServer(url)
+    async with MCPClient("tasks", config, protocol=mode) as client:
+        yield client
 
 
 # 2026-07-28 (the tasks extension, SEP-2663) and 2025-11-25 (SEP-1686)
 ERAS = [("auto", "2026-07-28"), ("legacy", "2025-11-25")]
 
 
-@pytest.mark.parametrize(("protocol", "version"), ERAS, ids=[v for _, v in ERAS])
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize(
+    ("transport", "protocol", "version"),
+    [("http", *ERAS[0]), ("http", *ERAS[1]), ("stdio", *ERAS[0])],
+    ids=["http-2026-07-28", "http-2025-11-25", "stdio-2026-07-28"],
+)
 async def test_task_tool_completes_fails_and_cancels(
-    transport: str, protocol: str, version: str
+    transport: str, protocol: str, version: str, http_url: str
 ) -> None:
-    async with _client(transport, protocol) as client:
+    async with _client(transport, protocol, http_url) as client:
         assert client.protocol_version == version
         task = await client.call_tool_as_task("add", {"a": 2, "b": 3})
         assert (await task.result()).get_text() == "5"
@@ -84,8 +70,10 @@ async def test_task_tool_completes_fails_and_cancels(
 
 
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
-async def test_a_tool_that_requires_tasks_is_called_through_one(protocol: str) -> None:
-    async with _client("stdio", protocol) as client:
+async def test_a_tool_that_requires_tasks_is_called_through_one(
+    protocol: str, http_url: str
+) -> None:
+    async with _client("http", protocol, http_url) as client:
         await client.list_tools()  # the listing says which tools require tasks
         assert (await client.call_tool("add", {"a": 1, "b": 1})).get_text() == "2"
         assert (await client.call_tool("echo", {"text": "hi"})).get_text() == "hi"

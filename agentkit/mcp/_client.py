@@ -14,7 +14,7 @@ import functools
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
@@ -489,7 +489,10 @@ class MCPClient(ClientEvents):
         meta: dict[str, object] | None,
     ) -> AsyncIterator[ToolResponse]:
         """A streamed call, sent again as a task if a 2026-07-28 server requires one."""
-        stream = call_stream(self, name, arguments, read_timeout, meta)
+        stream = cast(
+            "AsyncGenerator[ToolResponse, None]",
+            call_stream(self, name, arguments, read_timeout, meta),
+        )
         async with contextlib.aclosing(stream) as s:
             async for chunk in s:
                 if chunk.is_last and (chunk.metadata or {}).get("mcp_requires_tasks"):

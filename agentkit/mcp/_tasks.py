@@ -71,12 +71,14 @@ class TaskState:
         status: ``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``.
         status_message: The server's human-readable note, if any.
         poll_interval: Seconds the server suggests between polls, if it said.
+        ttl: Seconds the server keeps the task from its creation, if it said.
     """
 
     task_id: str
     status: TaskStatus
     status_message: str | None = None
     poll_interval: float | None = None
+    ttl: float | None = None
 
     @property
     def done(self) -> bool:
@@ -92,12 +94,14 @@ def _state(wire: dict[str, Any]) -> TaskState:
     if not isinstance(task_id, str) or status not in (*TERMINAL, "working", "input_required"):
         raise MCPError(f"MCP server sent a malformed task: {str(wire)[:200]}")
     interval = wire.get("pollIntervalMs", wire.get("pollInterval"))
+    ttl = wire.get("ttlMs", wire.get("ttl"))
     message = wire.get("statusMessage")
     return TaskState(
         task_id,
         status,
         message if isinstance(message, str) else None,
         interval / 1000 if isinstance(interval, int | float) and interval > 0 else None,
+        ttl / 1000 if isinstance(ttl, int | float) and ttl > 0 else None,
     )
 
 
