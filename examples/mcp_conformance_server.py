@@ -414,12 +414,27 @@ async def protocol_error_job(ctx: ToolContext) -> str:
     return f"{len(roots)} roots"
 
 
+CONFIRM_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
+
+
 @app.tool(task="required")
-async def confirm_delete(ctx: ToolContext) -> str:
-    """A task that asks the client to confirm."""
-    schema = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
-    answer = await mcp_of(ctx).elicit("Delete it?", schema, key="confirm")
-    return f"confirmed: {answer}"
+async def confirm_delete(ctx: ToolContext, filename: str = "") -> str:
+    """A task that asks the client to confirm (the task waits in input_required)."""
+    answer = await mcp_of(ctx).elicit(f"Delete {filename}?", CONFIRM_SCHEMA, key="confirm")
+    return f"delete {filename}: {answer}"
+
+
+@app.tool(task="required")
+async def multi_input(ctx: ToolContext) -> str:
+    """A task that asks two questions at once."""
+    mcp = mcp_of(ctx)
+    answers = await mcp.gather(
+        {
+            "name": mcp.elicit("What is your name?", NAME_SCHEMA),
+            "confirm": mcp.elicit("Are you sure?", CONFIRM_SCHEMA),
+        }
+    )
+    return f"answered: {sorted(answers)}"
 
 
 @app.resource("test://static-text", mime_type="text/plain")

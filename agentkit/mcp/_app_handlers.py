@@ -144,18 +144,14 @@ class _Handlers:
 
     async def run_task(
         self, ctx: ServerRequestContext, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        """Run a task-augmented call to its final ``CallToolResult`` (for the TaskRunner)."""
-        from mcp import types
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Run one round of a call that is a task (for the TaskRunner).
 
+        An ``InputRequiredResult`` parks the task in ``input_required`` (2026-07-28) until
+        the client answers with ``tasks/update``; the round then runs again.
+        """
         key = self.app.remember(ctx)
-        result = await self.app.tools.call(ctx, params, level_key=key)
-        if isinstance(result, types.InputRequiredResult):  # no input rounds inside a task
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text="the tool asked for input")],
-                is_error=True,
-            )
-        return result
+        return await self.app.tools.call(ctx, params, level_key=key)
 
     async def set_level(
         self, ctx: ServerRequestContext, params: types.SetLevelRequestParams

@@ -349,6 +349,12 @@ class _ServedTask:
     error: dict[str, Any] | None = None  # a protocol-level failure (2026-07-28 ``failed``)
     done: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)  # the tool's run
+    # 2026-07-28 input rounds: the questions still open (wire JSON), the answers so far,
+    # the round's state, and the event that the last open question was answered
+    asking: dict[str, Any] = field(default_factory=dict)
+    answers: dict[str, Any] = field(default_factory=dict)
+    round_state: str | None = None
+    answered: anyio.Event = field(default_factory=anyio.Event)
 
     def wire(self, *, detailed: bool = False) -> dict[str, Any]:
         if self.modern:
@@ -364,6 +370,8 @@ class _ServedTask:
                 out["result"] = self.result
             if detailed and self.status == "failed" and self.error is not None:
                 out["error"] = self.error
+            if detailed and self.status == "input_required":
+                out["inputRequests"] = dict(self.asking)
         else:
             out = {
                 "taskId": self.task_id,
@@ -452,7 +460,11 @@ class TaskRunner:
     poll_interval_ms = 100
 
     def __init__(
-        self, run: Callable[[ServerRequestContext, Any], Awaitable[types.CallToolResult]]
+        self,
+        run: Callable[
+            [ServerRequestContext, Any],
+            Awaitable[types.CallToolResult | types.InputRequiredResult],
+        ],
     ) -> None:
         self._run = run
         self._tasks: dict[str, _ServedTask] = {}
@@ -598,7 +610,7 @@ class TaskRunner:
 
         try:
             with task.scope:
-                result = await self._run(ctx, params)
+                result = await self._rounds(task, ctx, params)
                 task.result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
                 # 2026-07-28: a tool error is a completed task whose result says isError
                 # ("failed" is kept for protocol errors); 2025-11-25 calls it failed.
@@ -617,6 +629,37 @@ class TaskRunner:
                 task.status, task.result, task.error = "cancelled", None, None
             task.updated = _now()
             task.done.set()
+
+    async def _rounds(
+        self, task: _ServedTask, ctx: ServerRequestContext, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """Run the call; while it asks the client, park in ``input_required`` for answers."""
+        from mcp import types
+
+        while True:
+            result = await self._run(ctx, params)
+            if isinstance(result, types.CallToolResult):
+                return result
+            if not task.modern:  # 2025-11-25 tasks have no input rounds: it asks mid-call
+                text = "the tool asked for input a 2025-11-25 task cannot carry"
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text=text)], is_error=True
+                )
+            task.asking = {
+                key: request.model_dump(by_alias=True, mode="json", exclude_none=True)
+                for key, request in (result.input_requests or {}).items()
+            }
+            task.answers, task.round_state = {}, result.request_state
+            task.answered = anyio.Event()
+            task.status, task.updated = "input_required", _now()
+            await task.answered.wait()
+            params = params.model_copy(
+                update={
+                    "input_responses": task.answers,
+                    "request_state": task.round_state,
+                }
+            )
+            task.status, task.updated = "working", _now()
 
     # -- tasks/* --------------------------------------------------------------------------
     def _check_modern(self, ctx: ServerRequestContext, task_id: object) -> None:
@@ -675,13 +718,37 @@ class TaskRunner:
         return {"resultType": "complete"} if modern else task.wire()
 
     async def update(self, ctx: ServerRequestContext, params: Any) -> dict[str, Any]:
-        """``tasks/update`` (2026-07-28): input for a task; served tasks ask for none."""
-        from mcp import MCPError
+        """``tasks/update`` (2026-07-28): answers to a task's open questions.
+
+        Answers may come a few at a time; an answered key leaves ``inputRequests``, and the
+        task resumes once none is open. Answers to keys not asked are ignored. A bad answer
+        refuses the whole update (-32602) and changes nothing.
+        """
+        from mcp import MCPError, types
+        from pydantic import ValidationError
 
         if not _modern(ctx):
             raise MCPError(code=-32601, message="Method not found: tasks/update")
         self._check_modern(ctx, params.task_id)
-        self._find(ctx, params.task_id)
+        task = self._find(ctx, params.task_id)
+        given = (ctx.params or {}).get("inputResponses")
+        if not isinstance(given, dict):
+            raise MCPError(code=-32602, message="inputResponses must be a map of answers")
+        if task.status == "input_required":
+            # answers to something not asked (now) are ignored
+            mine = {key: answer for key, answer in given.items() if key in task.asking}
+            try:
+                typed = types.InputResponseRequestParams.model_validate(
+                    {"inputResponses": mine}, by_name=False
+                )
+            except ValidationError:
+                raise MCPError(code=-32602, message="inputResponses holds a bad answer") from None
+            for key, answer in (typed.input_responses or {}).items():
+                del task.asking[key]
+                task.answers[key] = answer
+            task.updated = _now()
+            if not task.asking:
+                task.answered.set()
         return {"resultType": "complete"}
 
     async def list(self, ctx: ServerRequestContext, params: Any) -> dict[str, Any]:
