@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agentkit.mcp import MCPClient
+from agentkit.messages import ToolUseBlock
+from agentkit.tools import Toolkit
 from tests._mcp_helpers import EVERYTHING, everything_stdio
 
 pytestmark = [
@@ -16,8 +18,13 @@ pytestmark = [
 async def test_a_task_only_tool_is_called_and_cancelled_as_a_task() -> None:
     async with MCPClient("everything", everything_stdio()) as client:
         assert client.protocol_version == "2025-11-25"
-        await client.list_tools()  # the listing says the tool requires tasks
-        report = await client.call_tool("simulate-research-query", {"topic": "otters"})
+        toolkit = Toolkit()
+        await toolkit.register_mcp_client(client)  # the listing says it requires tasks
+        block = ToolUseBlock(
+            type="tool_use", id="t1", name="simulate-research-query", input={"topic": "otters"}
+        )
+        chunks = [c async for c in toolkit.call_tool_function(block)]  # as an agent calls it
+        report = chunks[-1]
         assert not report.is_error, report.get_text()
         assert "Research Report: otters" in report.get_text()
 

@@ -4,15 +4,13 @@ agentkit's own served task tools."""
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
-from agentkit.mcp import HttpServer, MCPClient, StdioServer
-from tests._mcp_helpers import ROOT
-from tests._mcp_task_helpers import SERVER, task_server
+from agentkit.mcp import HttpServer, MCPClient
+from tests._mcp_task_helpers import task_server
 
 pytestmark = pytest.mark.anyio
 
@@ -24,13 +22,9 @@ def http_url() -> Iterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def _client(transport: str, protocol: str, url: str = "") -> AsyncIterator[MCPClient]:
+async def _client(protocol: str, url: str) -> AsyncIterator[MCPClient]:
     mode: Any = protocol
-    if transport == "stdio":
-        config = StdioServer(sys.executable, [str(SERVER), "stdio"], env={"PYTHONPATH": str(ROOT)})
-    else:
-        config = HttpServer(url)
-    async with MCPClient("tasks", config, protocol=mode) as client:
+    async with MCPClient("tasks", HttpServer(url), protocol=mode) as client:
         yield client
 
 
@@ -38,15 +32,11 @@ async def _client(transport: str, protocol: str, url: str = "") -> AsyncIterator
 ERAS = [("auto", "2026-07-28"), ("legacy", "2025-11-25")]
 
 
-@pytest.mark.parametrize(
-    ("transport", "protocol", "version"),
-    [("http", *ERAS[0]), ("http", *ERAS[1]), ("stdio", *ERAS[0])],
-    ids=["http-2026-07-28", "http-2025-11-25", "stdio-2026-07-28"],
-)
+@pytest.mark.parametrize(("protocol", "version"), ERAS, ids=[v for _, v in ERAS])
 async def test_task_tool_completes_fails_and_cancels(
-    transport: str, protocol: str, version: str, http_url: str
+    protocol: str, version: str, http_url: str
 ) -> None:
-    async with _client(transport, protocol, http_url) as client:
+    async with _client(protocol, http_url) as client:
         assert client.protocol_version == version
         task = await client.call_tool_as_task("add", {"a": 2, "b": 3})
         assert (await task.result()).get_text() == "5"
@@ -73,7 +63,7 @@ async def test_task_tool_completes_fails_and_cancels(
 async def test_a_tool_that_requires_tasks_is_called_through_one(
     protocol: str, http_url: str
 ) -> None:
-    async with _client("http", protocol, http_url) as client:
+    async with _client(protocol, http_url) as client:
         await client.list_tools()  # the listing says which tools require tasks
         assert (await client.call_tool("add", {"a": 1, "b": 1})).get_text() == "2"
         assert (await client.call_tool("echo", {"text": "hi"})).get_text() == "hi"
