@@ -76,11 +76,12 @@ class TwoUsers:
 def serve_with_two_users(port: int) -> None:
     import uvicorn
     from mcp.server.auth.settings import AuthSettings
+    from pydantic import AnyHttpUrl
 
     url = f"http://127.0.0.1:{port}/mcp"
     auth = AuthSettings(
-        issuer_url="http://127.0.0.1:1/",  # never contacted: the verifier decides
-        resource_server_url=url,
+        issuer_url=AnyHttpUrl("http://127.0.0.1:1/"),  # never contacted: the verifier decides
+        resource_server_url=AnyHttpUrl(url),
         validate_token_resource=False,
     )
     http = app.build_server().streamable_http_app(
