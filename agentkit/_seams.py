@@ -62,7 +62,7 @@ class Instrumentation:
         agent: object,
         run: object,
         messages: Sequence[Msg],
-        tools: list[dict[str, object]] | None,
+        tools: Sequence[object] | None,
     ) -> AbstractContextManager[None]:
         """Wrap one model request; its answer is in ``run.partial`` on exit."""
         return _NULL
@@ -107,7 +107,7 @@ def model_span(
     agent: object,
     run: object,
     messages: Sequence[Msg],
-    tools: list[dict[str, object]] | None,
+    tools: Sequence[object] | None,
 ) -> AbstractContextManager[None]:
     """The ``chat`` span of one model request (a no-op unless instrumented)."""
     active = _active

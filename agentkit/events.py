@@ -7,6 +7,7 @@ Every event is a small frozen dataclass with a ``type`` literal, so consumers ca
 ``match event:`` on the class or dispatch on ``event.type``. The order within one reply is::
 
     ReplyStarted
+    CacheBusted?                                  per model call, before it is sent
     (TextDelta | ThinkingDelta)*                  per model call, as chunks arrive
     PartialOutput*                                a structured answer taking shape
     (ToolCallStarted ToolProgress* ToolResult)*   per tool call (interleaved when parallel)
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentEvent",
     "ApprovalRequested",
+    "CacheBusted",
     "CallInfo",
     "Interrupted",
     "PartialOutput",
@@ -55,6 +57,32 @@ class ReplyStarted:
 
     agent: str
     type: Literal["reply_started"] = "reply_started"
+
+
+@dataclass(frozen=True, slots=True)
+class CacheBusted:
+    """A warning: this request cannot read the prompt cache the previous one built.
+
+    Emitted before a model request that asks for prompt caching (``PromptCaching``, or
+    ``settings["cache"]`` set by a capability) when the start of the request that providers
+    cache (the tool definitions and the system prompt) differs from the previous request of
+    the conversation, so the provider processes (and, on Anthropic and Bedrock, writes
+    again) the whole prompt. Typical causes: instructions that change per request (a
+    timestamp), tools added or removed between steps.
+
+    Attributes:
+        reasons: What changed: ``"tools"``, ``"system"``, or both (in that order).
+        added_tools: Names of the tools this request offers and the previous did not.
+        removed_tools: Names of the tools the previous request offered and this one does not.
+        changed_tools: Names of the tools offered by both whose definitions differ (or
+            whose order changed).
+    """
+
+    reasons: tuple[Literal["tools", "system"], ...]
+    added_tools: tuple[str, ...] = ()
+    removed_tools: tuple[str, ...] = ()
+    changed_tools: tuple[str, ...] = ()
+    type: Literal["cache_busted"] = "cache_busted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +167,7 @@ class ReplyFinished:
 
 AgentEvent: TypeAlias = (
     ReplyStarted
+    | CacheBusted
     | TextDelta
     | ThinkingDelta
     | PartialOutput

@@ -36,11 +36,11 @@ async def assert_same_over_mcp(
 ) -> None:
     """The served toolkit lists the same tools (schemas) and gives the same results."""
     remote = {t.name: t for t in await client.list_tools()}
-    local_schemas = {s["function"]["name"]: s["function"] for s in local.get_json_schemas()}
-    assert set(remote) == set(local_schemas)
-    for name, fn in local_schemas.items():
-        assert remote[name].input_schema == fn["parameters"]
-        assert remote[name].description == fn["description"]
+    local_tools = {d.name: d for d in local.get_tool_definitions()}
+    assert set(remote) == set(local_tools)
+    for name, definition in local_tools.items():
+        assert remote[name].input_schema == definition.parameters
+        assert remote[name].description == definition.description
     for name, arguments in calls:
         mine = await call(local, name, **arguments)
         theirs = await client.call_tool(name, arguments)

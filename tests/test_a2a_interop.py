@@ -272,6 +272,29 @@ async def test_interrupting_a2a_agent_cancels_the_js_sdk_servers_task() -> None:
     assert replies[0].metadata == {"interrupted": True}
 
 
+async def test_a_js_sdk_servers_question_is_an_outer_approval_answered_in_words() -> None:
+    async with js_server() as server:
+        remote = A2AAgent(server.url)
+        try:
+            await remote.connect()
+            toolkit = Toolkit()
+            toolkit.register_tool(remote.as_tool())
+            model = ScriptedModel([tool_use("geo", "c1", task="confirm deleting it"), "Kept."])
+            outer = ReActAgent("planner", "You plan.", model, toolkit)
+            paused = await outer.run("clean up")
+            (pending,) = paused.pending
+            outer_id, _, task_id = pending.id.partition("/")
+            assert (outer_id, pending.name) == ("c1", "geo") and task_id
+            assert pending.input == {"question": "Really delete the file?"}
+            result = await outer.run(approvals={pending.id: "not now"})
+        finally:
+            await remote.aclose()
+    assert result.text == "Kept."
+    blocks = [b for m in model.requests[1].messages for b in m.get_content_blocks()]
+    (answer,) = [b for b in blocks if b["type"] == "tool_result"]
+    assert "you said: deny: not now" in json.dumps(answer["output"])
+
+
 # -- W3C trace context across A2A --------------------------------------------------------
 @pytest.fixture
 def spans() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:

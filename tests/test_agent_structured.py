@@ -27,13 +27,13 @@ async def test_structured_output_success_without_touching_the_toolkit():
         ]
     )
     agent = agent_for(model)
-    before = agent.toolkit.get_json_schemas()
+    before = agent.toolkit.get_tool_definitions()
     reply = await agent("weather?", output_type=Weather)
     assert reply.metadata["structured_output"] == {"city": "Oslo", "celsius": 4.5}
     assert Weather.model_validate(reply.metadata["structured_output"]).city == "Oslo"
     assert reply.get_text() == "Here it is."
     json.dumps(reply.to_dict())
-    assert agent.toolkit.get_json_schemas() == before
+    assert agent.toolkit.get_tool_definitions() == before
     request = model.requests[0]
     assert request.tool_choice == "required"
     assert "generate_response" in request.tool_names and "add" in request.tool_names

@@ -29,7 +29,7 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _tools() -> list[dict]:
-    return demo_toolkit().get_json_schemas()
+    return [d.to_openai() for d in demo_toolkit().get_tool_definitions()]
 
 
 def test_weather_in_several_cities_is_one_parallel_turn() -> None:

@@ -95,6 +95,12 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     DBOS.destroy(destroy_registry=True)
 
 
+async def run_steps(workflow_id: str) -> list[Any]:
+    """The run's model and tool steps (without the DBOS.recv that takes its steers)."""
+    steps = await DBOS.list_workflow_steps_async(workflow_id)
+    return [s for s in steps if not s["function_name"].startswith("DBOS.")]
+
+
 async def test_parallel_calls_get_steps_in_the_models_order(env: Env) -> None:
     calls = [
         tool_use("work", "c1", name="slow", delay=0.2),
@@ -107,15 +113,11 @@ async def test_parallel_calls_get_steps_in_the_models_order(env: Env) -> None:
     assert result.output == "all done" and result.stop_reason == "final"
     assert result.usage.models == {"scripted": 2} and result.model_name == "scripted"
     assert env.log == ["fast", "mid", "slow"]  # they did run in parallel
-    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
-    names = [(s["function_id"], s["function_name"]) for s in steps]
-    assert names == [
-        (1, "model:scripted"),
-        (2, "tool:work"),
-        (3, "tool:work"),
-        (4, "tool:work"),
-        (5, "model:scripted"),
-    ]
+    steps = await run_steps(result.workflow_id)
+    names = [s["function_name"] for s in steps]
+    assert names == ["model:scripted", "tool:work", "tool:work", "tool:work", "model:scripted"]
+    ids = [s["function_id"] for s in steps]
+    assert ids[1:4] == [ids[0] + 1, ids[0] + 2, ids[0] + 3]  # reserved right after the answer
     outputs = [json.loads(json.dumps(s["output"])) for s in steps[1:4]]
     assert [o["content"][0]["text"] for o in outputs] == ["slow done", "mid done", "fast done"]
     check_memory_invariant([Msg.from_dict(m) for m in result.state["memory"]["messages"]])
@@ -225,7 +227,7 @@ async def test_mcp_tool_calls_are_steps_too(env: Env) -> None:
         finally:
             durable.template.toolkit = plain
     assert result.output == "it is 5"
-    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    steps = await run_steps(result.workflow_id)
     assert [s["function_name"] for s in steps] == ["model:scripted", "tool:add", "model:scripted"]
     assert steps[1]["output"]["content"][0]["text"] == "5"
 
@@ -238,7 +240,7 @@ async def test_a_streaming_model_is_recorded_as_its_complete_answer(env: Env) ->
     durable.template.model = model
     result = await durable.run("stream it")
     assert result.output == "a long streamed answer"
-    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    steps = await run_steps(result.workflow_id)
     recorded = steps[-1]["output"]["content"]
     assert recorded == [{"type": "text", "text": "a long streamed answer"}]
     assert len(model.requests) == 2
@@ -269,3 +271,48 @@ async def test_interrupt_while_waiting_for_approval_ends_the_run_interrupted(env
     env.script("appr", ["ok, not paying"])
     follow = await durable.run("fine", session_id="appr-intr")
     assert follow.output == "ok, not paying" and follow.stop_reason == "final"
+
+
+async def test_a_handoff_targets_model_calls_and_tools_are_steps_of_the_run(env: Env) -> None:
+    # The target's own loop is durable too: a recovery replays its requests and tools.
+    billing = ReActAgent(
+        "billing",
+        "You bill.",
+        ScriptedModel([[tool_use("work", "w1", name="invoice")], "42 EUR."]),
+        env.tools,
+    )
+    env.agents["hand"].template.handoffs = [billing]
+    env.script("hand", [[tool_use("transfer_to_billing", "h1")], "Anything else?"])
+    env.log.clear()
+    result = await env.agents["hand"].run("how much?", session_id="hand-steps")
+    assert result.last_agent == "billing" and result.output == "42 EUR."
+    steps = await run_steps(result.workflow_id)
+    names = [s["function_name"] for s in steps]
+    assert names == [
+        "model:scripted",  # the source hands off
+        "model:scripted",  # the target calls its tool
+        "tool:work",
+        "model:scripted",  # the target answers
+        "agentkit.save_session",
+    ]
+    assert env.log == ["invoice"]
+    assert billing.model is not None and isinstance(billing.model, ScriptedModel)  # untouched
+    again = await env.agents["hand"].run("thanks", session_id="hand-steps")
+    assert again.last_agent == "hand" and again.output == "Anything else?"
+    memory = [Msg.from_dict(m) for m in again.state["memory"]["messages"]]
+    check_memory_invariant(memory)
+    assert [m.name for m in memory if m.role == "assistant"] == ["hand", "billing", "hand"]
+
+
+async def test_handoffs_that_cycle_back_get_one_durable_copy_each(env: Env) -> None:
+    billing = ReActAgent(
+        "billing", "You bill.", ScriptedModel([[tool_use("transfer_to_hand", "b1")]])
+    )
+    template = env.agents["hand"].template
+    template.handoffs = [billing]
+    billing.handoffs = [template]  # a -> b -> a
+    env.script("hand", [[tool_use("transfer_to_billing", "h1")], "Back with hand."])
+    result = await env.agents["hand"].run("route me")
+    assert result.last_agent == "hand" and result.output == "Back with hand."
+    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    assert [s["function_name"] for s in steps].count("model:scripted") == 3

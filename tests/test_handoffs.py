@@ -269,3 +269,32 @@ async def test_denying_the_handoff_call_cancels_the_targets_calls() -> None:
     assert result.stop_reason == "final" and result.last_agent == "triage"
     assert result.text == "Not done." and deleted == []
     await valid(triage)
+
+
+async def test_a_served_thread_continues_after_a_handoff(tmp_path: Path) -> None:
+    # One model per agent across the thread's requests (the factory builds fresh agents).
+    triage_model = ScriptedModel([[tool_use("transfer_to_billing", "h1")], "Anything else?"])
+    billing_model = ScriptedModel(["Forty-two euros."])
+
+    def factory() -> ReActAgent:
+        billing = ReActAgent("billing", "You are billing.", billing_model)
+        return ReActAgent("triage", "You are triage.", triage_model, handoffs=[billing])
+
+    app = create_app(factory, sessions=SQLiteSession(tmp_path / "t.db"))
+    async with running(app) as base, httpx2.AsyncClient(base_url=base) as c:
+        first = user("how much?", "m1")
+        await run_events(c, "/agui", run_input("t1", first))
+        events = await run_events(c, "/agui", run_input("t1", first, user("thanks", "m2")))
+        assert events[-1]["outcome"] == {"type": "success"}
+        streamed = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+        assert streamed == "Anything else?"
+        messages = (await c.get("/threads/t1")).json()["messages"]
+    texts = [m.get("content") for m in messages if m["role"] in ("user", "assistant")]
+    assert texts[0] == "how much?" and "Forty-two euros." in texts
+    assert texts[-2:] == ["thanks", "Anything else?"]
+    # Triage's second request carries the first turn whole: the handoff call, its result
+    # and billing's answer (the stored thread is valid, so the provider would take it).
+    prompt = triage_model.requests[-1].messages
+    check_memory_invariant(prompt[1:])
+    assert [m.name for m in prompt if m.role == "assistant"] == ["triage", "billing"]
+    assert prompt[-1].get_text() == "thanks"

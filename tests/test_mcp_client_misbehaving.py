@@ -126,8 +126,8 @@ async def test_provider_invalid_names_and_ref_schemas_register_and_call() -> Non
         assert {"fs_read", "get_weather", "with_ref"} <= names
         assert all(len(n) <= 64 for n in names)
         (long,) = [n for n in names if n.startswith("xxx")]
-        for schema in tk.get_json_schemas():
-            assert schema["function"]["parameters"]["type"] == "object"
+        for definition in tk.get_tool_definitions():
+            assert definition.parameters["type"] == "object"
         result = await call(tk, "fs_read", path="/x")
         assert json.loads(result.get_text()) == {"tool": "fs.read", "args": {"path": "/x"}}
         result = await call(tk, "get_weather", city="Oslo")
@@ -168,7 +168,7 @@ async def test_a_huge_tool_list_registers_quickly() -> None:
         started = time.monotonic()
         tools = await tk.register_mcp_client(client)
         assert len(tools) == 3004
-        assert len(tk.get_json_schemas()) == 3004
+        assert len(tk.get_tool_definitions()) == 3004
         assert time.monotonic() - started < 20
         assert json.loads((await call(tk, "bulk_2999")).get_text())["tool"] == "bulk_2999"
 

@@ -65,7 +65,7 @@ async def test_annotations(everything: MCPClient) -> None:
     from agentkit.mcp import MCPTool
 
     tool = next(t for t in await everything.list_tools() if t.name == "echo")
-    assert MCPTool(everything, tool).annotations.get("readOnlyHint") is True
+    assert MCPTool(everything, tool).annotations.read_only is True  # type: ignore[union-attr]
     result = await everything.call_tool(
         "get-annotated-message", {"messageType": "error", "includeImage": True}
     )

@@ -51,7 +51,9 @@ async def first_session(store: JSONSession) -> dict[str, Any]:
 def disabled(tk: Toolkit) -> MCPTool:
     greet = tk.get_tool("greet")
     assert isinstance(greet, MCPTool) and greet.changed is not None
-    assert "id_rsa" not in greet.description and "id_rsa" not in json.dumps(greet.json_schema)
+    assert "id_rsa" not in greet.description and "id_rsa" not in json.dumps(
+        greet.tool_definition.to_openai()
+    )
     return greet
 
 

@@ -53,12 +53,12 @@ async def test_lists_active_tools_with_schemas_unchanged() -> None:
     async with Client(build_server(tk, name="demo")) as client:
         assert client.server_info.name == "demo"
         listed = (await client.list_tools()).tools
-    expected = {s["function"]["name"]: s["function"] for s in tk.get_json_schemas()}
+    expected = {d.name: d for d in tk.get_tool_definitions()}
     assert [t.name for t in listed] == list(expected)
     assert "hidden" not in expected
     for tool in listed:
-        assert tool.input_schema == expected[tool.name]["parameters"]
-        assert tool.description == expected[tool.name]["description"]
+        assert tool.input_schema == expected[tool.name].parameters
+        assert tool.description == expected[tool.name].description
 
 
 async def test_group_activation_shows_on_the_next_listing() -> None:
@@ -123,7 +123,7 @@ async def test_client_cancellation_cancels_the_tool(tmp_path: Path) -> None:
 async def assert_round_trip(original: Toolkit, client: MCPClient) -> None:
     mirror = Toolkit()
     await mirror.register_mcp_client(client)
-    assert mirror.get_json_schemas() == original.get_json_schemas()
+    assert mirror.get_tool_definitions() == original.get_tool_definitions()
     for name, arguments in CALLS:
         mine = await call(original, name, **arguments)
         theirs = await call(mirror, name, **arguments)

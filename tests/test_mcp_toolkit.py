@@ -65,7 +65,7 @@ async def test_time_server_next_to_local_functions_in_parallel() -> None:
         assert c.protocol_version == "2026-07-28"
         tools = await toolkit.register_mcp_client(c)
         assert {t.name for t in tools} == {"get_current_time", "convert_time"}
-        assert {s["function"]["name"] for s in toolkit.get_json_schemas()} == {
+        assert {d.name for d in toolkit.get_tool_definitions()} == {
             "wait_and_add",
             "get_current_time",
             "convert_time",

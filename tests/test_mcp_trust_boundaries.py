@@ -74,7 +74,7 @@ async def test_relabelling_a_pinned_tool_read_only_is_a_rug_pull() -> None:
         assert isinstance(held, MCPTool)
         assert [c.tool for c in changes] == ["wipe"]
         assert held.requires_approval  # the approved (destructive) hints still rule
-        assert held.annotations.get("readOnlyHint") is False
+        assert held.annotations is not None and held.annotations.read_only is False
         refused = await call(tk, "wipe")
         assert refused.is_error and "changed the definition" in refused.get_text()
         await client.accept_tool_changes(["wipe"])  # the user accepts the new hints

@@ -469,11 +469,12 @@ async def test_error_event_in_stream(model: OpenAIChatModel, server: WireServer)
     model.stream = True
     from _wire_server import sse
 
-    server.script(
-        Stream([sse({"error": {"message": "upstream overloaded", "code": "server_error"}})])
-    )
+    failed = Stream([sse({"error": {"message": "upstream overloaded", "code": "server_error"}})])
+    server.script(failed, failed, failed)
     with pytest.raises(ModelAPIError, match="upstream overloaded"):
         await collect(await model(USER))
+    # Before any content: retried by its status (a 5xx without one), like an HTTP 500.
+    assert len(server.requests) == 1 + FAST.max_retries
 
 
 async def test_missing_api_key_is_authentication_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -152,12 +152,9 @@ async def test_prompt_caching_marks_system_and_tools_and_reports_cache_usage() -
     messages = [Msg("s", "You are terse.", "system"), *USER]
     async with WireServer() as server:
         server.script(Reply(json={**body, "usage": usage}), Reply(json={**body, "usage": second}))
-        model = AnthropicChatModel(
-            "c", api_key="k", base_url=server.anthropic_url, stream=False, cache_prompt=True
-        )
-        first = await model(messages, tools=[tool, other])
-        model.cache_ttl = "1h"
-        again = await model(messages, tools=[tool, other])
+        model = AnthropicChatModel("c", api_key="k", base_url=server.anthropic_url, stream=False)
+        first = await model(messages, tools=[tool, other], cache={})
+        again = await model(messages, tools=[tool, other], cache={"ttl": "1h"})
         await model.aclose()
         requests = [r.json for r in server.requests]
     ephemeral = {"type": "ephemeral"}

@@ -275,7 +275,7 @@ def test_names_descriptions_and_schema() -> None:
     assert tool.name == "Research_Bot_1"
     assert "Research Bot #1" in tool.description
     assert tool.parameters["required"] == ["task"]
-    assert tool.json_schema["function"]["name"] == "Research_Bot_1"
+    assert tool.tool_definition.name == "Research_Bot_1"
     named = inner.as_tool(name="rb", description="Finds things.")
     assert isinstance(named, AgentTool) and (named.name, named.description) == (
         "rb",

@@ -22,7 +22,7 @@ def sub(a: int, b: int) -> int:
 
 
 def names(tk: Toolkit) -> list[str]:
-    return [s["function"]["name"] for s in tk.get_json_schemas()]
+    return [d.name for d in tk.get_tool_definitions()]
 
 
 def active_groups(tk: Toolkit) -> list[str]:
@@ -111,8 +111,8 @@ async def test_meta_tool_of_a_copy_switches_the_copy_only() -> None:
     assert not result.is_error
     assert active_groups(clone) == ["basic", "web"]
     assert active_groups(original) == ["basic"]
-    assert "web (equipped)" in clone.get_json_schemas()[-1]["function"]["description"]
-    assert "web (not equipped)" in original.get_json_schemas()[-1]["function"]["description"]
+    assert "web (equipped)" in clone.get_tool_definitions()[-1].description
+    assert "web (not equipped)" in original.get_tool_definitions()[-1].description
 
     await final(original, "reset_equipped_tools", web=True)
     await final(clone, "reset_equipped_tools", web=False)
@@ -145,3 +145,25 @@ def test_subclass_copies_keep_their_class_and_attributes() -> None:
     assert type(clone) is Tagged
     assert clone.tag == "t"
     assert names(clone) == ["add"]
+
+
+def test_annotations_are_the_tools_own_and_travel_into_copies() -> None:
+    from agentkit.tools import ToolAnnotations, annotate
+
+    tk = Toolkit()
+    tool = tk.register_tool_function(add)
+    assert tool.annotations is None
+    annotate(tk, "add", title="Add", read_only=True)
+    clone = tk.copy()
+    copied = clone.get_tool("add")
+    assert copied is not None
+    assert copied.annotations == ToolAnnotations(title="Add", read_only=True)
+    with pytest.raises(KeyError):
+        annotate(tk, "missing", read_only=True)
+
+
+def test_wire_annotations_ignore_hints_that_are_not_booleans() -> None:
+    from agentkit.tools import ToolAnnotations
+
+    wire = {"title": "T", "readOnlyHint": "yes", "openWorldHint": False}
+    assert ToolAnnotations.from_mcp(wire) == ToolAnnotations(title="T", open_world=False)  # type: ignore[arg-type]

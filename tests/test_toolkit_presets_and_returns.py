@@ -26,7 +26,7 @@ async def test_model_cannot_override_a_preset_through_var_keyword() -> None:
         return json.dumps(kwargs, sort_keys=True)
 
     tk.register_tool_function(query, preset_kwargs={"api_key": "secret"})
-    assert "api_key" not in json.dumps(tk.get_json_schemas())
+    assert "api_key" not in json.dumps([d.to_openai() for d in tk.get_tool_definitions()])
     ok = await final_of(tk, "query", limit=3)
     assert not ok.is_error
     assert json.loads(ok.content[0]["text"]) == {"api_key": "secret", "limit": 3}  # type: ignore[typeddict-item]

@@ -25,7 +25,7 @@ def sub(a: int, b: int) -> int:
 
 
 def names(tk: Toolkit) -> list[str]:
-    return [s["function"]["name"] for s in tk.get_json_schemas()]
+    return [d.name for d in tk.get_tool_definitions()]
 
 
 async def final(tk: Toolkit, name: str, **args: Any) -> ToolResponse:
@@ -123,7 +123,7 @@ def test_namesake_strategies() -> None:
     assert tk.register_tool_function(sub, name="calc", namesake="skip") is first
     renamed = tk.register_tool_function(sub, name="calc", namesake="rename")
     assert renamed.name == "calc_2"
-    assert renamed.json_schema["function"]["name"] == "calc_2"
+    assert renamed.tool_definition.name == "calc_2"
     assert tk.register_tool_function(sub, name="calc", namesake="rename").name == "calc_3"
     override = tk.register_tool_function(sub, name="calc", namesake="override")
     assert tk.get_tool("calc") is override is not first
@@ -140,7 +140,7 @@ def test_remove_tools() -> None:
     tk.remove_tools(["add", "not-there"])
     assert names(tk) == ["sub"]
     tk.remove_tools("sub")
-    assert tk.tools == {} and tk.get_json_schemas() == []
+    assert tk.tools == {} and tk.get_tool_definitions() == []
 
 
 def test_tools_view_is_read_only() -> None:
@@ -150,11 +150,11 @@ def test_tools_view_is_read_only() -> None:
         tk.tools["x"] = tk.tools["add"]  # type: ignore[index]
 
 
-def test_get_json_schemas_returns_a_fresh_list_of_cached_schemas() -> None:
+def test_get_tool_definitions_returns_a_fresh_list_sharing_each_schema() -> None:
     tk = Toolkit()
     tk.register_tool_function(add)
-    a, b = tk.get_json_schemas(), tk.get_json_schemas()
-    assert a == b and a is not b and a[0] is b[0]
+    a, b = tk.get_tool_definitions(), tk.get_tool_definitions()
+    assert a == b and a is not b and a[0].parameters is b[0].parameters
     a.clear()
     assert names(tk) == ["add"]
 
@@ -227,7 +227,7 @@ async def test_meta_tool_switches_groups() -> None:
         "\n\n## Tool group 'web'\nCite sources."
     )
     assert names(tk) == ["add", "fetch", "reset_equipped_tools"]
-    assert "web (equipped)" in tk.get_json_schemas()[2]["function"]["description"]
+    assert "web (equipped)" in tk.get_tool_definitions()[2].description
 
     # "reset": groups left out are put away.
     await final(tk, "reset_equipped_tools", files=True)
@@ -256,7 +256,7 @@ def test_meta_tool_schema_follows_groups() -> None:
     assert meta.parameters["properties"] == {}
     tk.create_tool_group("web", "Web.")
     assert list(meta.parameters["properties"]) == ["web"]
-    assert tk.get_json_schemas()[0]["function"]["parameters"]["properties"] == {
+    assert tk.get_tool_definitions()[0].parameters["properties"] == {
         "web": {"type": "boolean", "description": "Web."}
     }
     tk.remove_tool_groups(["web"])
@@ -365,7 +365,7 @@ async def test_failing_cleanup_after_the_final_chunk_is_reported_with_the_output
 def test_schema_change_of_a_registered_tool_is_seen() -> None:
     tk = Toolkit()
     tool = tk.register_tool(EchoTool())
-    assert tk.get_json_schemas()[0]["function"]["description"] == "Echo the text."
+    assert tk.get_tool_definitions()[0].description == "Echo the text."
     tool.description = "Echo it back."
     tool.invalidate_schema()
-    assert tk.get_json_schemas()[0]["function"]["description"] == "Echo it back."
+    assert tk.get_tool_definitions()[0].description == "Echo it back."

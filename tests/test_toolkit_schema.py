@@ -533,15 +533,17 @@ def test_opaque_type_can_be_hidden_with_preset_kwargs() -> None:
 async def test_schema_and_validator_are_built_once() -> None:
     tk = Toolkit()
     tool: Tool = tk.register_tool_function(google)
-    first = tk.get_json_schemas()
-    assert tk.get_json_schemas()[0] is first[0] is tool.json_schema
+    first = tk.get_tool_definitions()
+    # The offered schema is the function's own, shared, never rebuilt per request.
+    assert tk.get_tool_definitions()[0].parameters is first[0].parameters
+    assert first[0].parameters is tool.tool_definition.parameters
     async for _ in tk.call_tool_function(tool_use("google", a=1)):
         pass
     validator = tool.get_validator()
     async for _ in tk.call_tool_function(tool_use("google", a=2)):
         pass
     assert tool.get_validator() is validator
-    assert first[0] == {
+    assert first[0].to_openai() == {
         "type": "function",
         "function": {
             "name": "google",

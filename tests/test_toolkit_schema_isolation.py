@@ -41,7 +41,7 @@ async def test_editing_one_tools_parameters_does_not_leak_to_other_tools() -> No
     assert "enum" not in second.parameters["properties"]["q"]  # type: ignore[index]
     fresh = _register(_factory("c"))
     assert "enum" not in fresh.parameters["properties"]["q"]  # type: ignore[index]
-    assert "enum" not in str(Toolkit().register_tool_function(_factory("d")).json_schema)
+    assert "enum" not in str(Toolkit().register_tool_function(_factory("d")).tool_definition)
     # Each validates with its own schema: the edit binds the edited tool only.
     block = ToolUseBlock(type="tool_use", id="1", name="lookup", input={"q": "other"})
     for tool, refused in ((first, True), (second, False), (fresh, False)):
@@ -66,10 +66,10 @@ async def test_a_tool_whose_parameters_were_read_still_validates_and_calls() -> 
 
 async def test_editing_one_tools_offered_schema_does_not_leak_to_other_tools() -> None:
     first, second = _register(_factory("a")), _register(_factory("b"))
-    offered = first.json_schema["function"]["parameters"]  # type: ignore[index]
+    offered = first.parameters  # this tool's own copy, to edit
     offered["properties"]["q"]["enum"] = ["only"]
-    assert "enum" not in str(second.json_schema)
-    assert "enum" not in str(_register(_factory("c")).json_schema)
+    assert "enum" not in str(second.tool_definition)
+    assert "enum" not in str(_register(_factory("c")).tool_definition)
     first.invalidate_schema()  # the documented step after an edit: now it validates so
     block = ToolUseBlock(type="tool_use", id="1", name="lookup", input={"q": "other"})
     for tool, refused in ((first, True), (second, False)):

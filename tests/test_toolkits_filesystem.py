@@ -298,11 +298,11 @@ def test_factories_can_share_one_toolkit(tree: Path) -> None:
     assert shell.toolkit(tree, into=tk) is tk
     assert python.toolkit(into=tk, group="code") is tk
     assert web.toolkit(into=tk) is tk
-    names = {s["function"]["name"] for s in tk.get_json_schemas()}
+    names = {d.name for d in tk.get_tool_definitions()}
     assert names == {"read_file", "list_directory", "glob", "grep", "run_command", "fetch_url"}
     assert tk.tools["run_python"].group == "code"  # a new group, inactive until activated
     tk.update_tool_groups(["code"], active=True)
-    assert "run_python" in {s["function"]["name"] for s in tk.get_json_schemas()}
+    assert "run_python" in {d.name for d in tk.get_tool_definitions()}
 
 
 async def test_same_results_locally_and_over_mcp_stdio(tree: Path) -> None:

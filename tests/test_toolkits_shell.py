@@ -215,7 +215,7 @@ async def test_cancelled_mcp_call_kills_the_child(root: Path) -> None:
 
 async def test_output_streams_live_as_progress(root: Path) -> None:
     tk = shell.toolkit(root, max_output_bytes=1000)
-    assert "ctx" not in tk.get_json_schemas()[0]["function"]["parameters"]["properties"]
+    assert "ctx" not in tk.get_tool_definitions()[0].parameters["properties"]
     code = "import time\nfor i in range(3):\n    print('line', i, flush=True)\n    time.sleep(0.2)"
     block = {
         "type": "tool_use",

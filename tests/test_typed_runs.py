@@ -135,8 +135,8 @@ async def test_deps_reach_tools_typed_and_hidden_from_the_schema() -> None:
         return f"{ctx.deps.user_id}:{q}"
 
     toolkit.register_tool_function(lookup)
-    (schema,) = toolkit.get_json_schemas()
-    assert set(schema["function"]["parameters"]["properties"]) == {"q"}
+    (definition,) = toolkit.get_tool_definitions()
+    assert set(definition.parameters["properties"]) == {"q"}  # type: ignore[call-overload]
     model = ScriptedModel([tool_use("lookup", "l1", q="tea"), "done"])
     agent = ReActAgent("bot", "sys", model, toolkit)
     deps = Deps(user_id=7)

@@ -1,14 +1,21 @@
 """``A2AAgent``: a remote A2A agent used where an agentkit agent is used.
 
 ``await remote("question")`` sends the question as a message and returns the final answer
-as a ``Msg`` (pipelines call agents this way); ``remote.as_tool()`` is a ``Tool`` for
-another agent's toolkit that streams the remote task's progress (status messages and
-answer chunks) as tool progress. Consecutive calls share one A2A context, so the remote
-agent remembers earlier questions (``reset()`` starts a new one).
+as a ``Msg`` (pipelines call agents this way; a ``MsgHub`` adds what it observed, see
+``observe``); ``remote.as_tool()`` is a ``Tool`` for another agent's toolkit that streams
+the remote task's progress (status messages and answer chunks) as tool progress;
+``ReActAgent(handoffs=[remote])`` hands it the conversation (``take_over``). Consecutive
+calls share one A2A context, so the remote agent remembers earlier questions (``reset()``
+starts a new one); a handoff keeps its context id in the source's memory instead.
 
 Cancellation: when the caller is cancelled (the outer agent interrupted, a timeout) while a
 remote task runs, ``CancelTask`` is sent, shielded and bounded by ``cancel_timeout``, so
 the remote task ends ``canceled`` instead of running on unobserved.
+
+Input-required: a remote task waiting for input is a call of the outer run waiting for
+approval (the nested-approvals path): the ``NestedWait`` holds the remote task and context
+ids, so the decision (``run(approvals={"<call>/<remote id>": ...})``) is sent as that
+task's next message, also after the outer agent's state was saved and loaded elsewhere.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import contextlib
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,14 +43,27 @@ from a2a.types.a2a_pb2 import (
     TaskState,
     TaskStatus,
 )
-from google.protobuf.json_format import MessageToDict
+from a2a.utils.errors import A2AError
+from google.protobuf import struct_pb2
+from google.protobuf.json_format import MessageToDict, Parse
 
 from agentkit.a2a._trace import add_trace_hook
-from agentkit.exceptions import AgentkitError
+from agentkit.agent._acting import denied_response
+from agentkit.agent._conversation import (
+    NESTED_APPROVAL,
+    Decision,
+    NestedResume,
+    NestedWait,
+    as_decision,
+    nested_resume,
+)
+from agentkit.agent._hooks import HookHost
+from agentkit.events import AgentEvent, CallInfo, TextDelta, ToolProgress
+from agentkit.exceptions import AgentkitError, StateError, UsageError
 from agentkit.messages import Msg
 from agentkit.tools import Tool, ToolContext, ToolResponse
 
-__all__ = ["A2AAgent", "RemoteAgentError"]
+__all__ = ["HANDOFF_HEADER", "OBSERVED_HEADER", "A2AAgent", "RemoteAgentError", "history_text"]
 
 _TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
@@ -75,10 +95,12 @@ class _Outcome:
     """What a remote task came to."""
 
     task_id: str = ""
+    context_id: str = ""
     state: int = TaskState.TASK_STATE_UNSPECIFIED
     artifacts: dict[str, list[Part]] = field(default_factory=dict)
     status_text: str = ""
     status_data: list[Any] = field(default_factory=list)
+    streamed: dict[str, str] = field(default_factory=dict)  # artifact id -> text shown
 
     @property
     def text(self) -> str:
@@ -109,8 +131,15 @@ def _tool_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:64] or "remote_agent"
 
 
-class A2AAgent:
-    """A remote A2A agent (protocol 1.0, JSON-RPC), usable as an agent or as a tool.
+class A2AAgent(HookHost):
+    """A remote A2A agent (protocol 1.0, JSON-RPC), usable wherever an agent is.
+
+    As a tool (:meth:`as_tool`), a handoff target (``ReActAgent(handoffs=[A2AAgent(url)])``),
+    in pipelines (``await remote(msg)``) and in a ``MsgHub`` (what it observes goes with its
+    next message, see :meth:`observe`). A remote task that stops ``input-required`` (an
+    approval, or a question) pauses the outer run: the call waits for approval as
+    ``"<outer call id>/<remote id>"`` and the decision is sent as the next message of that
+    remote task (docs/a2a.md, "Remote approvals").
 
     Args:
         url: The agent's base URL (its card is at ``/.well-known/agent-card.json``).
@@ -147,16 +176,29 @@ class A2AAgent:
         self._http = http_client
         self._client: Client | None = None
         self._lock = anyio.Lock()
+        self._connecting = anyio.Lock()
         self._scope: anyio.CancelScope | None = None
+        self._hooks = None
+        self._heard: list[Msg] = []  # observed (MsgHub), sent with the next message
 
     # -- connection --------------------------------------------------------------------
     async def connect(self) -> AgentCard:
-        """Fetch the agent card (once) and fill ``name`` / ``description`` from it."""
+        """Fetch the agent card (once) and fill ``name`` / ``description`` from it.
+
+        Raises:
+            RemoteAgentError: when the card cannot be fetched or read.
+        """
         await self._ensure_client()
         assert self.card is not None
         return self.card
 
     async def _ensure_client(self) -> Client:
+        if self._client is not None:
+            return self._client
+        async with self._connecting:  # concurrent first calls (handoffs) share one client
+            return await self._connect()
+
+    async def _connect(self) -> Client:
         if self._client is None:
             http = self._http
             if http is None:
@@ -165,10 +207,15 @@ class A2AAgent:
             if self._auth:
                 http.headers["Authorization"] = f"Bearer {self._auth}"
             add_trace_hook(http)  # traceparent on every request while instrumented
-            card = await A2ACardResolver(http, self.url).get_agent_card()
-            self._client = await create_client(
-                card, client_config=ClientConfig(streaming=True, httpx_client=http)
-            )
+            try:
+                card = await A2ACardResolver(http, self.url).get_agent_card()
+                self._client = await create_client(
+                    card, client_config=ClientConfig(streaming=True, httpx_client=http)
+                )
+            except (A2AError, httpx.HTTPError) as exc:
+                raise RemoteAgentError(
+                    f"remote agent {self.name!r} at {self.url}: cannot connect: {exc}"
+                ) from exc
             self.card = card
             if not self._named and card.name:
                 self.name = card.name
@@ -188,12 +235,16 @@ class A2AAgent:
     def reset(self) -> None:
         """Start a new remote conversation (a new context id) with the next message."""
         self.context_id = None
+        self._heard.clear()
 
     # -- asking ------------------------------------------------------------------------
     async def ask(
         self, text: str, *, on_progress: Callable[[str, dict[str, object]], object] | None = None
     ) -> tuple[str, list[Any]]:
         """Send ``text`` and return the final answer: ``(text, data parts)``.
+
+        Messages observed since the last one (:meth:`observe`) go first, as a text part
+        of the same message.
 
         Args:
             text: The message.
@@ -202,20 +253,43 @@ class A2AAgent:
 
         Raises:
             RemoteAgentError: when the remote task failed, was rejected or canceled, or
-                waits for input (approvals of the remote agent are not forwarded yet).
+                waits for input (use the agent as a tool or a handoff target to answer it).
         """
+        return self._result(await self._ask(text, on_progress))
+
+    async def _ask(
+        self, text: str, on_progress: Callable[[str, dict[str, object]], object] | None
+    ) -> _Outcome:
         async with self._lock:  # one remote task at a time per context
-            client = await self._ensure_client()
-            request = SendMessageRequest(
-                message=Message(
-                    message_id=uuid.uuid4().hex,
-                    role=Role.ROLE_USER,
-                    parts=[Part(text=text)],
-                    context_id=self.context_id or "",
-                )
+            parts = [Part(text=text)]
+            heard, self._heard = self._heard, []
+            if heard:
+                parts.insert(0, Part(text=OBSERVED_HEADER + history_text(heard)))
+            outcome = await self._send(parts, self.context_id, "", on_progress)
+            self.context_id = outcome.context_id or self.context_id
+        return outcome
+
+    async def _send(
+        self,
+        parts: list[Part],
+        context_id: str | None,
+        task_id: str,
+        on_progress: Callable[[str, dict[str, object]], object] | None,
+    ) -> _Outcome:
+        """Send one message (in ``task_id``, when it answers a paused task); follow the task."""
+        client = await self._ensure_client()
+        request = SendMessageRequest(
+            message=Message(
+                message_id=uuid.uuid4().hex,
+                role=Role.ROLE_USER,
+                parts=parts,
+                context_id=context_id or "",
+                task_id=task_id,
             )
-            outcome = await self._follow(client, request, on_progress)
-        return self._result(outcome)
+        )
+        outcome = await self._follow(client, request, on_progress)
+        outcome.context_id = outcome.context_id or context_id or ""
+        return outcome
 
     async def _follow(
         self,
@@ -239,7 +313,7 @@ class A2AAgent:
             with shield:
                 try:
                     async for response in client.send_message(request):
-                        self._apply(response, outcome, on_progress)
+                        _apply(response, outcome, on_progress)
                         if outcome.task_id:
                             known.set()
                 except Exception as exc:  # re-raised in the caller, outside the task group
@@ -271,48 +345,11 @@ class A2AAgent:
                     await client.cancel_task(CancelTaskRequest(id=outcome.task_id))
             await done.wait()  # the stream ends with the canceled status
 
-    def _apply(
-        self,
-        response: StreamResponse,
-        outcome: _Outcome,
-        on_progress: Callable[[str, dict[str, object]], object] | None,
-    ) -> None:
-        kind = response.WhichOneof("payload")
-        if kind == "task":
-            self._take_task(response.task, outcome)
-        elif kind == "message":  # a message-only answer: no task
-            outcome.state = TaskState.TASK_STATE_COMPLETED
-            outcome.artifacts["message"] = list(response.message.parts)
-            self.context_id = response.message.context_id or self.context_id
-        elif kind == "status_update":
-            update = response.status_update
-            outcome.task_id = update.task_id
-            self.context_id = update.context_id or self.context_id
-            outcome.state = update.status.state
-            outcome.status_text, outcome.status_data = _status_text(update.status)
-            if on_progress is not None and outcome.status_text:
-                state = TaskState.Name(update.status.state)
-                on_progress(outcome.status_text + "\n", {"a2a": "status", "state": state})
-        elif kind == "artifact_update":
-            event = response.artifact_update
-            outcome.task_id = event.task_id
-            artifact = event.artifact
-            parts = outcome.artifacts.setdefault(artifact.artifact_id, [])
-            if not event.append:
-                parts.clear()
-            parts.extend(artifact.parts)
-            if on_progress is not None and not event.last_chunk:
-                chunk = "".join(p.text for p in artifact.parts if p.text)
-                if chunk:
-                    on_progress(chunk, {"a2a": "artifact", "artifact": artifact.artifact_id})
-
-    def _take_task(self, task: Task, outcome: _Outcome) -> None:
-        outcome.task_id = task.id
-        outcome.state = task.status.state
-        self.context_id = task.context_id or self.context_id
-        if task.artifacts:
-            outcome.artifacts = {a.artifact_id: list(a.parts) for a in task.artifacts}
-        outcome.status_text, outcome.status_data = _status_text(task.status)
+    async def _cancel_paused(self, task_id: str) -> None:
+        """``CancelTask`` for a task parked in input-required (its decision was a denial)."""
+        client = await self._ensure_client()
+        with anyio.move_on_after(self.cancel_timeout), contextlib.suppress(Exception):
+            await client.cancel_task(CancelTaskRequest(id=task_id))
 
     def _result(self, outcome: _Outcome) -> tuple[str, list[Any]]:
         state = outcome.state
@@ -329,21 +366,158 @@ class A2AAgent:
             f"remote agent {self.name!r} ended task {outcome.task_id!r} {label}: {detail}"
         )
 
-    # -- the agent interface (pipelines) -----------------------------------------------
+    # -- input-required: a pending approval of the outer run ---------------------------
+    def _wait(self, outcome: _Outcome) -> NestedWait | None:
+        """The outer call's wait when the remote task stopped ``input-required``.
+
+        An agentkit server lists the calls in a ``pendingApprovals`` data part: each is a
+        call of the outer run (``outer/<remote call id>``). Any other server asked a
+        question: one call named after the agent, its id the task's, its text the input.
+        """
+        if outcome.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+            return None
+        listed = [
+            c
+            for d in outcome.status_data
+            if isinstance(d, dict)
+            for c in d.get("pendingApprovals", [])
+            if isinstance(c, dict) and isinstance(c.get("id"), str)
+        ]
+        calls: list[CallInfo]
+        if listed:
+            calls = [
+                {
+                    "id": c["id"],
+                    "name": str(c.get("name", "")),
+                    "input": dict(c["input"]) if isinstance(c.get("input"), dict) else {},
+                }
+                for c in listed
+            ]
+        else:
+            question: dict[str, object] = {"question": outcome.status_text}
+            calls = [{"id": outcome.task_id, "name": _tool_name(self.name), "input": question}]
+        state = {
+            "a2a": {
+                "taskId": outcome.task_id,
+                "contextId": outcome.context_id,
+                "format": "approvals" if listed else "text",
+            }
+        }
+        return NestedWait(tuple(calls), state)
+
+    async def _decide(
+        self, resume: NestedResume, on_progress: Callable[[str, dict[str, object]], object] | None
+    ) -> _Outcome | None:
+        """Send the decisions of ``resume`` as the next message of the paused remote task.
+
+        Returns the task's new outcome, or None when the outer call itself was denied (the
+        remote task is canceled then: its calls never run).
+
+        Raises:
+            StateError: for a saved wait that does not name a remote task.
+        """
+        saved = resume.wait.state.get("a2a")
+        if not isinstance(saved, dict) or not isinstance(saved.get("taskId"), str):
+            raise StateError(f"the wait of call {resume.call_id!r} names no remote A2A task")
+        task_id, context_id = saved["taskId"], str(saved.get("contextId") or "")
+        if resume.cancel is not None:
+            await self._cancel_paused(task_id)
+            return None
+        decisions = {k: as_decision(k, v) for k, v in resume.approvals.items()}
+        if saved.get("format") == "approvals":
+            verdicts = {k: _verdict(d) for k, d in decisions.items()}
+            parts = [_data_part({"approvals": verdicts})]
+        else:  # a question of another framework's agent: answer it in words
+            (decision,) = decisions.values()
+            word = "approve" if decision.approved else "deny"
+            reason = "" if decision.approved or not decision.reason else f": {decision.reason}"
+            parts = [Part(text=word + reason)]
+        return await self._send(parts, context_id, task_id, on_progress)
+
+    # -- a handoff target ----------------------------------------------------------------
+    async def take_over(
+        self,
+        history: list[Msg],
+        *,
+        state: Mapping[str, object] | None,
+        resume: NestedResume | None,
+        call_id: str,
+        emit: Callable[[AgentEvent], None] | None,
+    ) -> Msg | NestedWait | None:
+        """Answer a conversation handed over to this remote agent (``handoffs=[...]``).
+
+        The history (already through the handoff's ``input_filter``) goes as one text
+        part, :func:`history_text`, in the remote context of this conversation's earlier
+        handoffs (``state``); status messages stream as progress of the handoff call,
+        answer chunks as text.
+
+        Returns:
+            The answer (``metadata["handoff_state"]`` is what to pass as ``state`` next
+            time), a ``NestedWait`` when the remote task waits for input, or None when the
+            handoff call was denied while it waited (the remote task is canceled).
+
+        Raises:
+            RemoteAgentError: when the remote task failed, was rejected or canceled.
+        """
+
+        def progress(text: str, meta: dict[str, object]) -> None:
+            if emit is None:
+                return
+            if meta.get("a2a") == "artifact":
+                emit(TextDelta(text))
+            else:
+                chunk = ToolResponse.text(
+                    text, metadata={"agent": self.name, **meta}, is_last=False
+                )
+                emit(ToolProgress(call_id, chunk))
+
+        if resume is not None:
+            outcome = await self._decide(resume, progress)
+            if outcome is None:
+                return None
+        else:
+            context_id = state.get("contextId") if state else None
+            text = HANDOFF_HEADER + history_text(history)
+            outcome = await self._send(
+                [Part(text=text)], context_id if isinstance(context_id, str) else None, "", progress
+            )
+        wait = self._wait(outcome)
+        if wait is not None:
+            return wait
+        answer, data = self._result(outcome)
+        metadata: dict[str, object] = {"handoff_state": {"contextId": outcome.context_id}}
+        if data:
+            metadata["structured_output"] = data[0] if len(data) == 1 else data
+        return Msg(self.name, answer, "assistant", metadata=metadata)
+
+    # -- the agent interface (pipelines, MsgHub) ----------------------------------------
     async def __call__(self, msg: Msg | list[Msg] | str | None = None) -> Msg:
         """Send ``msg`` (its text) and reply with the answer as a ``Msg``.
 
-        An interrupt (:meth:`interrupt`) cancels the remote task; the reply then has
-        ``metadata["interrupted"] = True``.
+        ``pre_reply`` / ``post_reply`` hooks run around it (a ``MsgHub`` broadcasts the
+        reply through one). An interrupt (:meth:`interrupt`) cancels the remote task; the
+        reply then has ``metadata["interrupted"] = True``.
         """
+        kwargs: dict[str, Any] = {"msg": msg}
+        hooks = self._hooks
+        if hooks is not None and hooks.has("pre_reply"):
+            kwargs = await hooks.run_pre("pre_reply", self, kwargs)
+        reply = await self._reply(kwargs.get("msg"))
+        if hooks is not None and hooks.has("post_reply"):
+            reply = await hooks.run_post("post_reply", self, kwargs, reply)
+        return reply
+
+    async def _reply(self, msg: object) -> Msg:
         if msg is None:
             text = ""
         elif isinstance(msg, str):
             text = msg
         elif isinstance(msg, Msg):
             text = msg.get_text()
+        elif isinstance(msg, list):
+            text = "\n".join(m.get_text() for m in msg if isinstance(m, Msg))
         else:
-            text = "\n".join(m.get_text() for m in msg)
+            raise UsageError(f"A2AAgent takes a Msg, a list of Msg or a str, not {msg!r}")
         with anyio.CancelScope() as scope:
             self._scope = scope
             try:
@@ -356,6 +530,28 @@ class A2AAgent:
         if data:
             metadata["structured_output"] = data[0] if len(data) == 1 else data
         return Msg(self.name, answer, "assistant", metadata=metadata)
+
+    async def observe(self, msg: Msg | list[Msg] | None) -> None:
+        """Hear messages without replying: they go with the next message, as context.
+
+        A2A has no message that asks for no answer, so what a ``MsgHub`` broadcasts is
+        kept here and sent first (one text part, :func:`history_text`) in the next message.
+        """
+        if msg is None:
+            return
+        self._heard.extend(msg if isinstance(msg, list) else [msg])
+
+    def register_hook(self, kind: str, name: str, fn: Callable[..., object]) -> None:
+        """Register a ``pre_reply`` or ``post_reply`` hook (the only ones a remote agent has).
+
+        Raises:
+            UsageError: for another kind (a remote agent's reasoning and acting are remote).
+        """
+        if kind not in ("pre_reply", "post_reply"):
+            raise UsageError(
+                f"a remote agent has only pre_reply and post_reply hooks, not {kind!r}"
+            )
+        super().register_hook(kind, name, fn)
 
     async def interrupt(self, msg: object = None) -> bool:
         """Cancel the remote task in progress (``CancelTask``); False when idle."""
@@ -376,9 +572,129 @@ class A2AAgent:
 
         The remote task's progress streams as the call's progress; the result is the
         final answer (text, then each data part as JSON). An interrupt of the outer run
-        cancels the remote task.
+        cancels the remote task; a remote task waiting for input makes the call wait for
+        approval (nested ids ``"<call id>/<remote id>"``).
         """
         return _RemoteAgentTool(self, name, description, timeout=timeout)
+
+
+HANDOFF_HEADER = (
+    "The conversation below is handed over to you: continue it and answer the user.\n\n"
+)
+"""The first line of the message a remote handoff target receives (then the history)."""
+OBSERVED_HEADER = "Messages of the conversation since your last turn:\n\n"
+"""The first line of the part holding what a remote agent observed (``MsgHub``)."""
+
+
+def history_text(messages: Sequence[Msg]) -> str:
+    """The conversation as a remote agent receives it: one line per block.
+
+    ``name (role): text`` for text, ``name called tool(args)`` for a call,
+    ``tool returned: text`` for its result; an image, audio or file block is
+    ``[image]``/``[audio]``/``[document]``; thinking is private and left out.
+    """
+    lines: list[str] = []
+    for m in messages:
+        for block in m.get_content_blocks():
+            if block["type"] == "text":
+                lines.append(f"{m.name} ({m.role}): {block['text']}")
+            elif block["type"] == "tool_use":
+                args = json.dumps(block["input"], ensure_ascii=False)
+                lines.append(f"{m.name} called {block['name']}({args})")
+            elif block["type"] == "tool_result":
+                lines.append(f"{block['name']} returned: {_output_text(block['output'])}")
+            elif block["type"] in ("image", "audio", "document"):
+                lines.append(f"{m.name} ({m.role}): [{block['type']}]")
+    return "\n".join(lines)
+
+
+def _output_text(output: object) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return " ".join(
+            b["text"] if b.get("type") == "text" else f"[{b.get('type')}]"
+            for b in output
+            if isinstance(b, dict)
+        )
+    return str(output)
+
+
+def _verdict(decision: Decision) -> object:
+    """A decision as the ``approvals`` data part of an agentkit server reads it."""
+    if decision.input is not None:
+        return {"approved": True, "input": decision.input}
+    if decision.approved:
+        return True
+    return decision.reason or False
+
+
+def _data_part(value: object) -> Part:
+    return Part(data=Parse(json.dumps(value, ensure_ascii=False), struct_pb2.Value()))
+
+
+def _apply(
+    response: StreamResponse,
+    outcome: _Outcome,
+    on_progress: Callable[[str, dict[str, object]], object] | None,
+) -> None:
+    kind = response.WhichOneof("payload")
+    if kind == "task":
+        _take_task(response.task, outcome)
+        _stream_artifacts(outcome, on_progress)
+    elif kind == "message":  # a message-only answer: no task
+        outcome.state = TaskState.TASK_STATE_COMPLETED
+        outcome.artifacts["message"] = list(response.message.parts)
+        outcome.context_id = response.message.context_id or outcome.context_id
+        _stream_artifacts(outcome, on_progress)
+    elif kind == "status_update":
+        update = response.status_update
+        outcome.task_id = update.task_id
+        outcome.context_id = update.context_id or outcome.context_id
+        outcome.state = update.status.state
+        outcome.status_text, outcome.status_data = _status_text(update.status)
+        if on_progress is not None and outcome.status_text:
+            state = TaskState.Name(update.status.state)
+            on_progress(outcome.status_text + "\n", {"a2a": "status", "state": state})
+    elif kind == "artifact_update":
+        event = response.artifact_update
+        outcome.task_id = event.task_id
+        artifact = event.artifact
+        parts = outcome.artifacts.setdefault(artifact.artifact_id, [])
+        if not event.append:
+            parts.clear()
+        parts.extend(artifact.parts)
+        _stream_artifacts(outcome, on_progress)
+
+
+def _stream_artifacts(
+    outcome: _Outcome, on_progress: Callable[[str, dict[str, object]], object] | None
+) -> None:
+    """Report the answer text not shown yet, whatever chunking the server chose.
+
+    A server may stream chunks (``append``), end with a chunk of new text or with the
+    whole text again (``lastChunk``, no ``append``: nothing new), or send the answer in
+    one piece (a task with artifacts): only the text past what was shown is reported. A
+    replacement that is not a continuation of what was shown adds nothing (shown text
+    cannot be taken back; the final answer is the artifact itself).
+    """
+    if on_progress is None:
+        return
+    for artifact_id, parts in outcome.artifacts.items():
+        text = "".join(p.text for p in parts if p.text)
+        shown = outcome.streamed.get(artifact_id, "")
+        if len(text) > len(shown) and text.startswith(shown):
+            outcome.streamed[artifact_id] = text
+            on_progress(text[len(shown) :], {"a2a": "artifact", "artifact": artifact_id})
+
+
+def _take_task(task: Task, outcome: _Outcome) -> None:
+    outcome.task_id = task.id
+    outcome.state = task.status.state
+    outcome.context_id = task.context_id or outcome.context_id
+    if task.artifacts:
+        outcome.artifacts = {a.artifact_id: list(a.parts) for a in task.artifacts}
+    outcome.status_text, outcome.status_data = _status_text(task.status)
 
 
 class _RemoteAgentTool(Tool):
@@ -406,16 +722,32 @@ class _RemoteAgentTool(Tool):
     def invoke_with_context(
         self, arguments: dict[str, object], context: ToolContext
     ) -> AsyncIterator[ToolResponse]:
-        """Ask the remote agent, streaming its progress through ``context``."""
-        return self._call(str(arguments["task"]), context)
+        """Ask the remote agent, streaming its progress through ``context``.
+
+        A call re-invoked with decisions for the remote task it waits on (a
+        ``NestedResume``) sends them to that task instead of asking anew.
+        """
+        return self._call(str(arguments.get("task", "")), context)
 
     async def _call(self, task: str, context: ToolContext | None) -> AsyncIterator[ToolResponse]:
         def progress(text: str, meta: dict[str, object]) -> None:
             if context is not None:
                 context.emit_progress(text, metadata={"agent": self.agent.name, **meta})
 
+        resume = nested_resume(context.call_id) if context is not None else None
         try:
-            text, data = await self.agent.ask(task, on_progress=progress)
+            if resume is not None:
+                outcome = await self.agent._decide(resume, progress)
+                if outcome is None:  # the call itself was denied: the remote task is canceled
+                    yield denied_response(resume.cancel.reason or False if resume.cancel else False)
+                    return
+            else:
+                outcome = await self.agent._ask(task, progress)
+            wait = self.agent._wait(outcome)
+            if wait is not None:
+                yield self._waiting(wait, outcome)
+                return
+            text, data = self.agent._result(outcome)
         except RemoteAgentError as exc:
             yield ToolResponse.error(str(exc))
             return
@@ -424,8 +756,22 @@ class _RemoteAgentTool(Tool):
         body = "\n".join(chunks) or f"[{self.agent.name} gave no answer]"
         meta: dict[str, object] = {
             "agent": self.agent.name,
-            "a2a_context_id": self.agent.context_id,
+            "a2a_context_id": outcome.context_id,
         }
         if data:
             meta["structured_output"] = data[0] if len(data) == 1 else data
         yield ToolResponse.text(body, metadata=meta)
+
+    def _waiting(self, wait: NestedWait, outcome: _Outcome) -> ToolResponse:
+        """The final response of a call whose remote task waits for input."""
+        names = ", ".join(c["name"] for c in wait.calls)
+        detail = f": {outcome.status_text}" if outcome.status_text else ""
+        return ToolResponse(
+            content=[{"type": "text", "text": f"[{self.agent.name} waits for {names}{detail}]"}],
+            metadata={
+                "error": NESTED_APPROVAL,
+                "agent": self.agent.name,
+                **wait.to_dict(),
+            },
+            is_last=True,
+        )

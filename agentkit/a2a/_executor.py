@@ -40,7 +40,7 @@ from pydantic import BaseModel
 from agentkit.a2a._decisions import DECISION_HELP, DecisionError, parse_decision
 from agentkit.a2a._store import context_key
 from agentkit.a2a._trace import continue_trace
-from agentkit.agent import ReActAgent, RunResult
+from agentkit.agent import Decision, ReActAgent, RunResult
 from agentkit.events import AgentEvent, TextDelta, ToolCallStarted, ToolProgress, ToolResult
 from agentkit.messages import Msg
 from agentkit.session import Session, hold_session
@@ -179,7 +179,7 @@ class AgentkitExecutor(AgentExecutor):
         key = context_key(live.context_id)
         await self.session.load(key, holder)
         task_id = updater.task_id
-        approvals: dict[str, bool | str] | None = None
+        approvals: dict[str, bool | str | Decision] | None = None
         pending = [c["id"] for c in agent.pending_tool_calls]
         if pending and holder.pending_task == task_id:
             try:
@@ -240,7 +240,7 @@ class AgentkitExecutor(AgentExecutor):
         agent: ReActAgent[Any, Any],
         updater: TaskUpdater,
         message: Message,
-        approvals: dict[str, bool | str] | None,
+        approvals: dict[str, bool | str | Decision] | None,
     ) -> RunResult[Any]:
         send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
 

@@ -19,6 +19,7 @@ from agentkit.agent._guardrails import (
 from agentkit.agent._handoffs import Handoff, handoff
 from agentkit.agent._hooks import AgentHooks
 from agentkit.agent._limits import UsageLimits
+from agentkit.agent._prompt_caching import PromptCaching
 from agentkit.agent._react import ApprovalPolicy, ReActAgent
 from agentkit.agent._result import PendingCall, RunResult, RunUsage, StopReason
 from agentkit.agent._stream import EventStream
@@ -44,6 +45,7 @@ __all__ = [
     "NativeOutput",
     "OutputGuardrail",
     "PendingCall",
+    "PromptCaching",
     "PromptedOutput",
     "ReActAgent",
     "RunContext",

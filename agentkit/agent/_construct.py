@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
 from agentkit.exceptions import UsageError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
-from agentkit.messages import Msg
+from agentkit.messages import Msg, MsgInput
 from agentkit.models._base import ChatModel
 
 if TYPE_CHECKING:
@@ -15,15 +14,12 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "MsgInput",
     "as_input",
     "as_messages",
     "no_running_loop",
     "resolve_model",
     "structured_output",
 ]
-
-MsgInput: TypeAlias = Msg | Sequence[Msg] | str | None
 
 
 def as_messages(msg: MsgInput) -> list[Msg]:

@@ -188,12 +188,15 @@ class Conversation:
         iteration: Model calls already made by the reply paused for approval.
         paused_limits: The ``UsageLimits`` of the reply paused for approval (its resume
             runs under them unless given others).
+        cache_prefix: The cacheable start (tools, system prompt) of the conversation's last
+            request that asked for prompt caching (not saved: see ``PromptCaching``).
     """
 
     __slots__ = (
         "_deferred",
         "_nested",
         "_pending",
+        "cache_prefix",
         "iteration",
         "memory",
         "paused_limits",
@@ -212,6 +215,7 @@ class Conversation:
         self.paused_output_name: str | None = None
         self.paused_limits: UsageLimits | None = None
         self.iteration = 0
+        self.cache_prefix: object = None
 
     @property
     def pending(self) -> list[ToolUseBlock]:

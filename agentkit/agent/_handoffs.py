@@ -21,15 +21,23 @@ memory); what it had said is stored in the source's memory as an interrupted ans
 target that pauses for approval pauses the source too, like an agent used as a tool: its
 calls appear as ``"<handoff call id>/<inner id>"`` and decisions resume the target from its
 saved state (denying the handoff call itself cancels them and the source continues).
+
+A remote target (``RemoteTarget``: an ``agentkit.a2a.A2AAgent``) keeps its side of the
+conversation itself: it gets the filtered history (from the message after its previous
+answer in this conversation, so a remote context never receives a message twice) and the
+state it returned last time (its A2A context id), stored in the metadata of its answer in
+the source's memory (``metadata["handoff"]``), so it survives save/load and served
+threads. A remote task waiting for input pauses the source like a nested approval; a
+remote failure answers the handoff call with an error and the source answers itself.
 """
 
 from __future__ import annotations
 
 import contextvars
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import anyio
 
@@ -42,11 +50,13 @@ from agentkit.events import (
     Interrupted,
     ReplyFinished,
     ReplyStarted,
+    TextDelta,
     ToolCallStarted,
     ToolResult,
 )
-from agentkit.exceptions import UsageError
+from agentkit.exceptions import AgentkitError, UsageError
 from agentkit.messages import Msg, ToolUseBlock
+from agentkit.models._base import ToolDefinition
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
@@ -61,11 +71,12 @@ __all__ = [
     "Handoff",
     "HandoffInput",
     "InputFilter",
+    "RemoteTarget",
     "as_handoffs",
     "finish_handoff",
     "hand_off",
     "handoff",
-    "handoff_schemas",
+    "handoff_definitions",
     "handoffs_of",
     "split_handoffs",
 ]
@@ -78,7 +89,43 @@ INTERRUPT_GRACE = 10.0
 InputFilter: TypeAlias = Callable[[list[Msg]], list[Msg]]
 """Receives the conversation handed off (valid: every call has its result); returns the
 messages the target starts from (they must stay valid: no call without its result)."""
-HandoffInput: TypeAlias = "ReActAgent[Any, Any] | Handoff"
+
+
+@runtime_checkable
+class RemoteTarget(Protocol):
+    """A handoff target that holds its side of the conversation itself (``A2AAgent``)."""
+
+    name: str
+    description: str | None
+
+    async def take_over(
+        self,
+        history: list[Msg],
+        *,
+        state: Mapping[str, object] | None,
+        resume: NestedResume | None,
+        call_id: str,
+        emit: Callable[[AgentEvent], None] | None,
+    ) -> Msg | NestedWait | None:
+        """Answer the conversation ``history`` (or resume the wait of ``resume``).
+
+        Args:
+            history: The messages since its previous answer here, through the filter
+                (empty when resuming).
+            state: What its previous answer in this conversation returned as
+                ``metadata["handoff_state"]`` (None: the first handoff to it).
+            resume: The decisions for its wait, when the handoff call waited for input.
+            call_id: The handoff call's id (its progress events name it).
+            emit: Where its events go (None: nobody listens).
+
+        Returns:
+            The answer, a ``NestedWait`` (it waits for input), or None (the handoff call
+            was denied while it waited).
+        """
+        ...
+
+
+HandoffInput: TypeAlias = "ReActAgent[Any, Any] | RemoteTarget | Handoff"
 
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("agentkit_handoff_depth", default=0)
 _PARAMETERS: dict[str, object] = {"type": "object", "properties": {}, "additionalProperties": False}
@@ -95,26 +142,19 @@ class Handoff:
         input_filter: Maps the history to the target's input (None: the whole history).
     """
 
-    agent: ReActAgent[Any, Any]
+    agent: ReActAgent[Any, Any] | RemoteTarget
     tool_name: str
     description: str
     input_filter: InputFilter | None = None
 
     @property
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI-style function schema offered to the model (no arguments)."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.tool_name,
-                "description": self.description,
-                "parameters": _PARAMETERS,
-            },
-        }
+    def definition(self) -> ToolDefinition:
+        """The tool offered to the model for this handoff (it takes no arguments)."""
+        return ToolDefinition(self.tool_name, self.description, _PARAMETERS)
 
 
 def handoff(
-    agent: ReActAgent[Any, Any],
+    agent: ReActAgent[Any, Any] | RemoteTarget,
     *,
     input_filter: InputFilter | None = None,
     description: str | None = None,
@@ -123,7 +163,9 @@ def handoff(
     """A handoff to ``agent``, for ``ReActAgent(..., handoffs=[...])``.
 
     Args:
-        agent: The agent that takes over the conversation.
+        agent: The agent that takes over the conversation: a ``ReActAgent`` (a copy
+            answers), or a remote one (``agentkit.a2a.A2AAgent``: it receives the history
+            as text, see docs/a2a.md).
         input_filter: ``(messages) -> messages``: what the target sees of the history
             (default: all of it, the handoff call answered).
         description: The tool description for the model (default: a sentence naming the
@@ -133,12 +175,23 @@ def handoff(
     Raises:
         UsageError: for a target that cannot take over a conversation, or a bad name.
     """
-    if not callable(getattr(agent, "copy", None)) or not hasattr(agent, "memory"):
-        raise UsageError(f"cannot hand off to {agent!r}: a handoff target must be a ReActAgent")
+    remote = isinstance(agent, RemoteTarget)
+    if not remote and (not callable(getattr(agent, "copy", None)) or not hasattr(agent, "memory")):
+        raise UsageError(
+            f"cannot hand off to {agent!r}: a handoff target must be a ReActAgent or a "
+            "remote agent (A2AAgent)"
+        )
     tool_name = name if name is not None else _tool_name(agent.name)
     if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
         raise UsageError(f"handoff name {tool_name!r} is not a valid tool name")
-    if description is None:
+    if description is None and isinstance(agent, RemoteTarget):
+        description = (
+            f"Hand the conversation over to the remote agent {agent.name!r}, which answers."
+        )
+        if agent.description:
+            description += f" What it does: {agent.description[:200]}"
+    elif description is None:
+        assert not isinstance(agent, RemoteTarget)
         first = agent.sys_prompt.strip().splitlines()[0] if agent.sys_prompt.strip() else ""
         description = f"Hand the conversation over to the agent {agent.name!r}, which answers."
         if first:
@@ -166,9 +219,9 @@ def as_handoffs(items: Iterable[HandoffInput]) -> tuple[Handoff, ...]:
     return out
 
 
-def handoff_schemas(handoffs: Sequence[Handoff]) -> list[dict[str, Any]]:
-    """The function schemas of ``handoffs`` (offered beside the toolkit's)."""
-    return [h.schema for h in handoffs]
+def handoff_definitions(handoffs: Sequence[Handoff]) -> list[ToolDefinition]:
+    """The tools of ``handoffs`` (offered beside the toolkit's)."""
+    return [h.definition for h in handoffs]
 
 
 def handoffs_of(setup: RunSetup) -> tuple[Handoff, ...]:
@@ -291,12 +344,14 @@ def _count(run: Run, result: RunResult[Any]) -> None:
 
 async def hand_off(
     setup: RunSetup, conv: Conversation, run: Run, index: int, target: Handoff
-) -> RunResult[Any] | None:
+) -> RunResult[Any] | Msg | None:
     """Run ``target`` on the conversation for the call ``run.batch[index]``.
 
-    Returns the target's result once it answered (the call is answered ``Transferred``);
-    None when there is nothing to finish with: the target paused for approval (the call is
-    left ``PENDING`` with its ``NestedWait``) or the handoff call was denied.
+    Returns the target's result once it answered (the call is answered ``Transferred``):
+    a ``RunResult`` of a local target, the answer of a remote one; None when there is
+    nothing to finish with: the target paused for approval (the call is left ``PENDING``
+    with its ``NestedWait``), the handoff call was denied, or a remote target failed (the
+    call is answered with the error and the source goes on).
     """
     batch = run.batch
     assert batch is not None
@@ -305,6 +360,8 @@ async def hand_off(
     if run.emit is not None:
         run.emit(ToolCallStarted(call))
     resume = run.resumes.pop(call["id"], None)
+    if isinstance(target.agent, RemoteTarget):
+        return await _hand_off_remote(conv, run, index, target, target.agent, resume)
     agent = target.agent.copy()
     if resume is not None:
         agent.load_state_dict(resume.wait.state)
@@ -332,6 +389,82 @@ async def hand_off(
         return None
     run.results[index] = _transferred(target)  # its ToolResult event went out already
     return result
+
+
+async def _hand_off_remote(
+    conv: Conversation,
+    run: Run,
+    index: int,
+    target: Handoff,
+    remote: RemoteTarget,
+    resume: NestedResume | None,
+) -> Msg | None:
+    """``hand_off`` for a remote target (see the module docs)."""
+    batch = run.batch
+    assert batch is not None
+    call = batch[index]
+    history: list[Msg] = []
+    state: Mapping[str, object] | None = None
+    if resume is None:
+        msgs = await conv.memory.get_memory()
+        start, state = _remote_state(msgs, target)
+        history = _history(msgs[start:], run, index, target)
+        if target.input_filter is not None:
+            history = list(target.input_filter(history))
+    answered = False
+    emit = run.emit
+
+    def forward(event: AgentEvent) -> None:
+        # The call is answered for the client before the target's text streams (as for
+        # a local target); the slot is set once the remote is done.
+        nonlocal answered
+        if emit is None:
+            return
+        if isinstance(event, TextDelta) and not answered:
+            answered = True
+            emit(ToolResult(call["id"], result_block(call, _transferred(target))))
+        emit(event)
+
+    try:
+        outcome = await remote.take_over(
+            history, state=state, resume=resume, call_id=call["id"], emit=forward
+        )
+    except AgentkitError as exc:  # the source answers itself; its memory stays valid
+        settle(
+            run,
+            index,
+            ToolResponse.error(f"The handoff to {remote.name!r} failed: {exc}. Answer yourself."),
+        )
+        return None
+    if outcome is None:  # the handoff call was denied while the remote waited
+        reason = resume.cancel.reason if resume is not None and resume.cancel else None
+        settle(run, index, denied_response(reason or False))
+        return None
+    if isinstance(outcome, NestedWait):
+        run.waits[call["id"]] = outcome
+        run.results[index] = PENDING
+        return None
+    if answered:
+        run.results[index] = _transferred(target)  # its ToolResult event went out already
+    else:
+        settle(run, index, _transferred(target))
+    metadata = dict(outcome.metadata or {})
+    saved = metadata.pop("handoff_state", None)
+    metadata["handoff"] = {
+        "target": target.tool_name,
+        "state": saved if isinstance(saved, dict) else {},
+    }
+    return Msg(outcome.name, outcome.content, "assistant", metadata, id=outcome.id)
+
+
+def _remote_state(msgs: list[Msg], target: Handoff) -> tuple[int, Mapping[str, object] | None]:
+    """Where the history for a remote target starts, and the state of its last answer."""
+    for i in range(len(msgs) - 1, -1, -1):
+        saved = (msgs[i].metadata or {}).get("handoff")
+        if isinstance(saved, dict) and saved.get("target") == target.tool_name:
+            state = saved.get("state")
+            return i + 1, state if isinstance(state, dict) else None
+    return 0, None
 
 
 async def _interruptible(
@@ -420,17 +553,26 @@ async def _keep_interrupted(
     run.last_agent = result.last_agent
 
 
-async def finish_handoff(conv: Conversation, run: Run, result: RunResult[Any]) -> Msg:
-    """Store the target's answer in the source's memory; return the source's reply."""
-    answer = result.reply
-    stored = new_msg(result.last_agent, answer.content, "assistant")
+async def finish_handoff(conv: Conversation, run: Run, result: RunResult[Any] | Msg) -> Msg:
+    """Store the target's answer in the source's memory; return the source's reply.
+
+    ``result`` is a local target's ``RunResult``, or a remote target's answer (its
+    ``metadata["handoff"]`` is stored with it: the next handoff to it continues from there).
+    """
+    if isinstance(result, Msg):
+        answer, last_agent = result, result.name
+        kept = {"handoff": result.metadata["handoff"]} if result.metadata else None
+        stored = new_msg(last_agent, answer.content, "assistant", kept)
+    else:
+        answer, last_agent = result.reply, result.last_agent
+        stored = new_msg(last_agent, answer.content, "assistant")
+        if result.usage_limit is not None:
+            run.usage_limit = result.usage_limit
+        if result.stop_reason == "max_iters":
+            run.max_iters_reached = True
     await store(conv.memory, stored, run)
-    run.last_agent = result.last_agent
+    run.last_agent = last_agent
     run.last_text = [b for b in stored.get_content_blocks() if b["type"] == "text"]
-    if result.usage_limit is not None:
-        run.usage_limit = result.usage_limit
-    if result.stop_reason == "max_iters":
-        run.max_iters_reached = True
     metadata = run.metadata()
     for key in ("structured_output", "finish_reason", "max_iters_reached", "usage_limit"):
         if answer.metadata and key in answer.metadata:
@@ -441,7 +583,7 @@ async def finish_handoff(conv: Conversation, run: Run, result: RunResult[Any]) -
             run.structured_output = value
             run.structured_value = run.structured.model_validate(value)
     return Msg(
-        result.last_agent,
+        last_agent,
         answer.content,
         "assistant",
         metadata,

@@ -37,7 +37,6 @@ from agentkit.agent._structured import (
     MAX_STRUCTURED_RETRIES,
     effective_mode,
     forced_choice,
-    response_schemas,
 )
 from agentkit.agent._validators import accept_text, validate_text
 from agentkit.events import ApprovalRequested, Interrupted, PartialOutput
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation
     from agentkit.agent._setup import RunSetup
     from agentkit.agent._state import Run
+    from agentkit.models._base import ToolDefinition
 
 __all__ = ["Settle", "drive", "finalize", "first_step", "limit_before", "run_step"]
 
@@ -70,22 +70,20 @@ def _missing_text(error: BaseException | None) -> str:
 
 
 # -- replies -----------------------------------------------------------------------------
-async def _tools_for(
-    setup: RunSetup, run: Run
-) -> tuple[list[dict[str, object]] | None, str | None]:
+async def _tools_for(setup: RunSetup, run: Run) -> tuple[list[ToolDefinition] | None, str | None]:
     toolkit = setup.toolkit
-    schemas = toolkit.get_json_schemas() if toolkit is not None else []
+    tools = toolkit.get_tool_definitions() if toolkit is not None else []
     handoffs = _handoffs.handoffs_of(setup)
     if handoffs:  # offered beside the toolkit's tools (see _handoffs)
-        schemas = [*schemas, *_handoffs.handoff_schemas(handoffs)]
+        tools = [*tools, *_handoffs.handoff_definitions(handoffs)]
     if setup.capabilities.tools:  # asked again for each request: they may change
         run.offered = None
         offered = await offered_tools(setup, run)
-        schemas = [*schemas, *(tool.json_schema for tool in offered.values())]
+        tools = [*tools, *(tool.tool_definition for tool in offered.values())]
     if run.structured is None or effective_mode(run.structured, setup.model) != "tool":
-        return (schemas or None), None  # a text mode: the answer is the reply's text
+        return (tools or None), None  # a text mode: the answer is the reply's text
     choice = run.force_tool or "required"
-    return [*schemas, *response_schemas(run.structured)], choice
+    return [*tools, *run.response_tools()], choice
 
 
 def _finish(setup: RunSetup, run: Run, last: Msg, **extra: Any) -> Finish:
@@ -211,7 +209,7 @@ async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
                 f"max_iters ({setup.max_iters}) reached without a valid {run.structured.__name__}"
             )
         return _finish(setup, run, assistant, max_iters_reached=True)
-    only = response_schemas(run.structured)
+    only = run.response_tools()
     assistant = await reason(setup, conv, run, only, forced_choice(run.structured), extra=hint)
     if run.batch is not None:
         await execute(setup, run, await triage(setup, run))

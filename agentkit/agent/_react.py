@@ -18,7 +18,6 @@ from agentkit.agent import _steer
 from agentkit.agent._cancel import cancel_run, current_task
 from agentkit.agent._capabilities import Capabilities, Capability, spending
 from agentkit.agent._construct import (
-    MsgInput,
     as_input,
     as_messages,
     resolve_model,
@@ -38,7 +37,7 @@ from agentkit.agent._validators import OutputValidator, ValidatorT
 from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.exceptions import AgentBusyError, StateError, UsageError
 from agentkit.memory import InMemoryMemory, Memory
-from agentkit.messages import Msg
+from agentkit.messages import Msg, MsgInput
 from agentkit.tools._context import RunContext
 
 if TYPE_CHECKING:

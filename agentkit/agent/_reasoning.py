@@ -16,6 +16,7 @@ import agentkit._seams as _obs
 from agentkit.agent import _steer
 from agentkit.agent._capabilities import MESSAGE_METADATA
 from agentkit.agent._partial import PartialTracker
+from agentkit.agent._prompt_caching import check_prefix
 from agentkit.agent._state import answered_by, new_msg, store
 from agentkit.agent._structured import (
     answer_model,
@@ -25,7 +26,13 @@ from agentkit.agent._structured import (
 )
 from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
-from agentkit.models._base import ChatResponse, ModelRequest, ModelSettings, OutputSpec
+from agentkit.models._base import (
+    ChatResponse,
+    ModelRequest,
+    ModelSettings,
+    OutputSpec,
+    ToolDefinition,
+)
 
 if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation
@@ -116,10 +123,10 @@ def _request(
     setup: RunSetup,
     run: Run,
     prompt: list[Msg],
-    tools: list[dict[str, object]] | None,
+    tools: list[ToolDefinition] | None,
     tool_choice: str | None,
 ) -> ModelRequest:
-    """The request for ``prompt`` offering ``tools`` (OpenAI-style schemas)."""
+    """The request for ``prompt`` offering ``tools`` (built-in ones among them)."""
     settings: ModelSettings = {}
     if tool_choice is not None:
         settings["tool_choice"] = tool_choice
@@ -132,7 +139,9 @@ def _request(
         output = OutputSpec(answer_model(run.structured), mode)
         if mode == "native":  # what the adapters read: their JSON-schema mode
             settings["output_type"] = output.model
-    return ModelRequest.build(prompt, tools, settings, output)
+    functions = [t for t in tools or () if t.native is None]
+    builtin = [dict(t.native) for t in tools or () if t.native is not None]
+    return ModelRequest(prompt, functions, builtin, settings, output)
 
 
 async def _call_model(setup: RunSetup, run: Run, request: ModelRequest) -> None:
@@ -185,7 +194,7 @@ async def reason(
     setup: RunSetup,
     conv: Conversation,
     run: Run,
-    tools: list[dict[str, object]] | None,
+    tools: list[ToolDefinition] | None,
     tool_choice: str | None,
     *,
     extra: Msg | None = None,
@@ -197,7 +206,7 @@ async def reason(
         setup: The run's frozen dependencies (model, hooks...).
         conv: The conversation (memory).
         run: The reply's run state (``partial`` and ``batch`` are updated).
-        tools: Function schemas offered to the model (None: no tools).
+        tools: The tools offered to the model (None: no tools).
         tool_choice: ``"auto"``/``"none"``/``"required"``/a tool name, or None.
         extra: A transient message appended to the prompt only (never stored).
         allow_calls: When False, tool_use blocks in the answer are dropped.
@@ -218,11 +227,13 @@ async def reason(
     if caps.before_model:  # e.g. the Compactor: the request view
         request = await caps.run_before_model(setup.context, request)
         prompt = request.messages
-        tools = [t.to_openai() for t in request.tools] + list(request.builtin_tools)
+    if "cache" in request.settings:  # prompt caching asked: warn when the prefix changed
+        check_prefix(conv, request, run.emit)
     run.calling_model = True  # state_dict() refuses until the answer is stored
     run.counts.requests += 1
     try:
-        with _obs.model_span(setup.owner, run, prompt, tools):  # observability seam: chat span
+        # The observability seam: the chat span.
+        with _obs.model_span(setup.owner, run, prompt, request.tools):
             await _call_model(setup, run, request)
     finally:
         run.calling_model = False

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeAlias, overload
 import anyio
 from typing_extensions import TypeVar
 
-from agentkit.agent._construct import MsgInput, as_input, no_running_loop, structured_output
+from agentkit.agent._construct import as_input, no_running_loop, structured_output
 from agentkit.agent._result import RunResult, make_result
 from agentkit.agent._stream import EventStream
 from agentkit.exceptions import UsageError, UsageLimitExceeded
+from agentkit.messages import MsgInput
 
 if TYPE_CHECKING:
     import types

@@ -16,10 +16,11 @@ import anyio
 
 from agentkit._formats import Migration, upgrade
 from agentkit.agent._result import RunUsage
+from agentkit.agent._structured import response_definitions
 from agentkit.exceptions import StateError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
 from agentkit.messages import Msg, Role, ToolUseBlock, validate_block
-from agentkit.models._base import ChatResponse, ChatUsage
+from agentkit.models._base import ChatResponse, ChatUsage, ToolDefinition
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -138,6 +139,8 @@ class Run:
         resumes: Calls re-invoked to route decisions inside them, by id (``NestedResume``).
         offered: The tools the capabilities offered for the latest request, by name (None:
             not asked yet); calls to them are resolved here before the toolkit.
+        response_defs: ``structured`` and its response tools, built on first use
+            (:meth:`response_tools`).
     """
 
     __slots__ = (
@@ -162,6 +165,7 @@ class Run:
         "offered",
         "partial",
         "partial_output",
+        "response_defs",
         "results",
         "resumes",
         "retries",
@@ -198,6 +202,7 @@ class Run:
         self.iteration = 0
         self.started = time.perf_counter()
         self.structured = structured
+        self.response_defs: tuple[type[BaseModel], list[ToolDefinition]] | None = None
         self.structured_output: dict[str, object] | None = None
         self.partial_output: dict[str, object] | None = None  # the last PartialOutput sent
         self.structured_failures = 0
@@ -218,6 +223,20 @@ class Run:
         self.answered_by: str | None = None  # the model of the last answer (fallbacks)
         self.steering: list[Steer] | None = []
         self.offered: dict[str, Tool] | None = None
+
+    def response_tools(self) -> list[ToolDefinition]:
+        """The response tools of ``structured``, built once per reply.
+
+        Built here rather than cached per model class: a ``pre_reply`` hook may change
+        ``structured`` (the pair's model is checked), and nothing outlives the reply.
+        """
+        model = self.structured
+        if model is None:
+            return []
+        cached = self.response_defs
+        if cached is None or cached[0] is not model:
+            cached = self.response_defs = (model, response_definitions(model))
+        return cached[1]
 
     def count_response(self, usage: ChatUsage | None, model: str | None = None) -> None:
         """Add one model response's usage (and the model that gave it) to the totals."""

@@ -31,7 +31,6 @@ import types
 import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
-from weakref import WeakKeyDictionary
 
 from agentkit.exceptions import UsageError
 from agentkit.tools._response import ToolResponse
@@ -60,7 +59,6 @@ __all__ = [
     "partial_source",
     "prompt_instructions",
     "response_definitions",
-    "response_schemas",
     "union_members",
     "validate_response",
 ]
@@ -91,7 +89,8 @@ class NativeOutput(Generic[T]):
     """Ask the provider itself for JSON matching the schema (its structured-output mode).
 
     OpenAI Chat Completions ``response_format={"type": "json_schema", ...}``, OpenAI
-    Responses ``text.format``, Anthropic ``output_config.format``. An adapter without
+    Responses ``text.format``, Anthropic ``output_config.format``, Gemini
+    ``responseJsonSchema``, Bedrock Converse ``outputConfig.textFormat``. An adapter without
     such a mode raises ``UsageError`` unless ``fallback`` names a mode to use instead.
 
     Attributes:
@@ -127,7 +126,6 @@ _TARGET = "__agentkit_output_target__"  # on a text-mode stand-in: the model it 
 _MODE = "__agentkit_output_mode__"  # and its mode ("native" / "prompted")
 _FALLBACK = "__agentkit_output_fallback__"  # and NativeOutput's fallback mode
 
-_SCHEMAS: WeakKeyDictionary[type[BaseModel], list[dict[str, object]]] = WeakKeyDictionary()
 _UNIONS: dict[object, type[BaseModel]] = {}  # a union type -> its generated class
 _MODES: dict[object, type[BaseModel]] = {}  # a NativeOutput/PromptedOutput -> its stand-in
 
@@ -358,14 +356,6 @@ def response_definitions(model: type[BaseModel]) -> list[ToolDefinition]:
             )
         )
     return definitions
-
-
-def response_schemas(model: type[BaseModel]) -> list[dict[str, object]]:
-    """The OpenAI-style function schemas of the response tools (cached per model)."""
-    schemas = _SCHEMAS.get(model)
-    if schemas is None:
-        schemas = _SCHEMAS[model] = [d.to_openai() for d in response_definitions(model)]
-    return schemas
 
 
 def validate_response(

@@ -33,7 +33,10 @@ def code_version(agent: ReActAgent[Any, Any]) -> CodeVersion:
         "name": agent.name,
         "prompt": agent.sys_prompt,
         "model": [type(model).__name__, model.model_name],
-        "tools": sorted([name, tool.json_schema] for name, tool in agent.toolkit.tools.items()),
+        # The OpenAI form of each tool: the hash recorded by 0.2.0 runs stays the same.
+        "tools": sorted(
+            [name, tool.tool_definition.to_openai()] for name, tool in agent.toolkit.tools.items()
+        ),
     }
     digest = hashlib.sha256(
         json.dumps(config, sort_keys=True, default=repr).encode("utf-8")

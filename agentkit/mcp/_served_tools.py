@@ -1,7 +1,7 @@
 """The ``tools/list`` and ``tools/call`` side of a served Toolkit.
 
 - Listing: the toolkit's *active* tools, their JSON schemas unchanged, a title and hints from
-  :func:`agentkit.tools._annotations.annotate`, and an ``outputSchema`` when the function's
+  :func:`agentkit.tools.annotate`, and an ``outputSchema`` when the function's
   return annotation is a pydantic model, a TypedDict or a dataclass.
 - Calling: through ``Toolkit.call_tool_function`` (one validation path); progress chunks
   become ``notifications/progress`` (a first value of 0 stays 0); the final result carries
@@ -27,13 +27,13 @@ import agentkit._seams as _obs
 from agentkit.mcp._context import MCPContext
 from agentkit.mcp._input_rounds import InputRounds
 from agentkit.messages import ToolUseBlock
-from agentkit.tools._annotations import annotations_of
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
     from mcp import types
     from mcp.server.context import ServerRequestContext
 
+    from agentkit.models import ToolDefinition
     from agentkit.tools import Toolkit
 
 __all__ = ["Approval", "ServedTools"]
@@ -89,39 +89,40 @@ class ServedTools:
         self.listed: frozenset[str] | None = None  # names in the last tools/list answer
         self.task_support: dict[str, str] = {}  # tool name -> "optional" | "required"
 
-    def visible(self) -> list[dict[str, Any]]:
-        """Function schemas of the tools a client may see and call."""
+    def visible(self) -> list[ToolDefinition]:
+        """The tools a client may see and call."""
         out = []
-        for schema in self.toolkit.get_json_schemas():
-            tool = self.toolkit.get_tool(schema["function"]["name"])
+        for definition in self.toolkit.get_tool_definitions():
+            tool = self.toolkit.get_tool(definition.name)
             if self.approval == "client" or tool is None or not tool.requires_approval:
-                out.append(schema)
+                out.append(definition)
         return out
 
     def listing(self) -> types.ListToolsResult:
         """The ``tools/list`` answer."""
         from mcp import types
 
-        tools = [self._mcp_tool(s["function"]) for s in self.visible()]
+        tools = [self._mcp_tool(d) for d in self.visible()]
         self.listed = frozenset(t.name for t in tools)
         return types.ListToolsResult(tools=tools)
 
-    def _mcp_tool(self, fn: dict[str, Any]) -> types.Tool:
+    def _mcp_tool(self, definition: ToolDefinition) -> types.Tool:
         from mcp import types
 
-        tool = self.toolkit.get_tool(fn["name"])
-        notes = annotations_of(tool)
+        tool = self.toolkit.get_tool(definition.name)
+        notes = tool.annotations if tool is not None else None
         schema = output_schema(getattr(tool, "fn", None)) if tool is not None else None
         return types.Tool(
-            name=fn["name"],
+            name=definition.name,
             title=notes.title if notes else None,
-            description=fn.get("description") or None,
-            input_schema=fn.get("parameters") or {"type": "object", "properties": {}},
+            description=definition.description or None,
+            input_schema=dict(definition.parameters) or {"type": "object", "properties": {}},
             output_schema=schema,
             annotations=types.ToolAnnotations.model_validate(notes.to_mcp()) if notes else None,
-            icons=[types.Icon.model_validate(i) for i in self.icons.get(fn["name"], [])] or None,
+            icons=[types.Icon.model_validate(i) for i in self.icons.get(definition.name, ())]
+            or None,
             execution=types.ToolExecution(task_support=support)  # type: ignore[arg-type]
-            if (support := self.task_support.get(fn["name"]))
+            if (support := self.task_support.get(definition.name))
             else None,
         )
 
@@ -129,7 +130,7 @@ class ServedTools:
         """Whether the visible tools differ from the last ``tools/list`` answer."""
         if self.listed is None:
             return False
-        return frozenset(s["function"]["name"] for s in self.visible()) != self.listed
+        return frozenset(d.name for d in self.visible()) != self.listed
 
     async def call(
         self,
@@ -145,7 +146,7 @@ class ServedTools:
         """
         from mcp import MCPError, types
 
-        if params.name not in {s["function"]["name"] for s in self.visible()}:
+        if params.name not in {d.name for d in self.visible()}:
             # -32602 per the spec, for a tool that does not exist, is inactive or is hidden
             # (it needs approval) alike: the answer names only what was asked, so a client
             # cannot tell a hidden tool from a missing one.

@@ -6,7 +6,7 @@ import hashlib
 import re
 import weakref
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentkit.mcp._defenses import (
     ToolChange,
@@ -16,6 +16,7 @@ from agentkit.mcp._defenses import (
     is_tainted,
     mark_untrusted_content,
 )
+from agentkit.tools._annotations import MCPToolAnnotations, ToolAnnotations
 from agentkit.tools._base import Tool
 from agentkit.tools._response import ToolResponse
 
@@ -107,10 +108,12 @@ class MCPTool(Tool):
         self._toolkit = weakref.ref(toolkit) if toolkit is not None else None
         self.client = client
         self.mcp_name = tool.name
-        self.annotations: dict[str, object] = (
-            tool.annotations.model_dump(by_alias=True, exclude_none=True)
+        self.annotations = (
+            ToolAnnotations.from_mcp(
+                cast(MCPToolAnnotations, tool.annotations.model_dump(by_alias=True))
+            )
             if tool.annotations
-            else {}
+            else None
         )
         self.output_schema = tool.output_schema
         self.title = tool.title or (tool.annotations.title if tool.annotations else None)
@@ -137,7 +140,8 @@ class MCPTool(Tool):
         """
         if self._approval:
             return True
-        if self.client.trust == "trusted" or self.annotations.get("readOnlyHint") is True:
+        read_only = self.annotations is not None and self.annotations.read_only is True
+        if self.client.trust == "trusted" or read_only:
             return False
         return is_tainted(toolkit, self.client.name)
 
@@ -183,7 +187,7 @@ class MCPTool(Tool):
         user trusts is believed when it says a tool is closed-world: an untrusted server's
         own claim never lowers the trust the user configured.
         """
-        open_world = self.annotations.get("openWorldHint")
+        open_world = self.annotations.open_world if self.annotations is not None else None
         if open_world is True:
             return "*"
         if open_world is False and self.client.trust == "trusted":

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from agentkit.models._base import (
     AudioOutput,
+    CachePoint,
     ChatModel,
     ChatResponse,
     ChatUsage,
@@ -17,6 +18,7 @@ from agentkit.models._base import (
     ModelRequest,
     ModelSettings,
     OutputSpec,
+    PromptCache,
     ToolChoice,
     ToolDefinition,
 )
@@ -29,6 +31,7 @@ __all__ = [
     "AzureOpenAIChatModel",
     "AzureOpenAIResponsesModel",
     "BedrockConverseModel",
+    "CachePoint",
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
@@ -41,6 +44,7 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "OutputSpec",
+    "PromptCache",
     "RetryPolicy",
     "ToolChoice",
     "ToolDefinition",

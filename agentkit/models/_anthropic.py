@@ -8,21 +8,28 @@ layer skipped), SDK retries off, and events parsed straight from JSON.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from agentkit.exceptions import AuthenticationError, ModelResponseError
 from agentkit.messages import Msg
-from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
+from agentkit.models._adapter import EndOfStream, HTTPChatModel, PreparedCall, StreamState
 from agentkit.models._anthropic_format import (
     AnthropicStreamState,
     format_messages,
     format_tool_choice,
     format_tools,
+    mark_cache_points,
     parse_message,
 )
-from agentkit.models._base import ChatResponse, ToolChoice
+from agentkit.models._base import (
+    ChatResponse,
+    ModelSettings,
+    PromptCache,
+    ToolChoice,
+    ToolDefinition,
+)
 from agentkit.models._clients import ANTHROPIC, SDKClient
-from agentkit.models._common import apply_structured_output
+from agentkit.models._common import apply_structured_output, closed_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._openai_audio import reject_audio_output
@@ -30,14 +37,11 @@ from agentkit.models._openai_audio import reject_audio_output
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["AnthropicChatModel"]
+__all__ = ["EXTENDED_CACHE_TTL_BETA", "AnthropicChatModel"]
 
-_UNSUPPORTED_SCHEMA_KEYS = frozenset(
-    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
-    | {"minLength", "maxLength", "minItems", "maxItems"}
-)
-"""JSON-schema constraints structured outputs do not take (pydantic checks them after)."""
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+EXTENDED_CACHE_TTL_BETA = "extended-cache-ttl-2025-04-11"
+"""The beta the one-hour cache lifetime (``cache_control.ttl: "1h"``) was introduced under;
+sent with such requests (harmless where the feature is generally available)."""
 
 
 class AnthropicChatModel(HTTPChatModel):
@@ -58,11 +62,11 @@ class AnthropicChatModel(HTTPChatModel):
             ``top_k``, ``metadata``...). Per-call keyword arguments override them.
         retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
         max_retries: Shortcut overriding ``retry.max_retries``.
-        cache_prompt: Prompt caching: mark the system prompt and the tool definitions with
-            ``cache_control`` so later calls read them from Anthropic's cache (reported in
-            ``ChatUsage.cache_read_tokens`` / ``cache_write_tokens``). Off by default, as
-            cache writes cost more than plain input.
-        cache_ttl: The cache lifetime, ``"5m"`` (the API's default) or ``"1h"``.
+
+    Prompt caching is asked per request (``settings["cache"]``, a ``PromptCache``; the
+    ``PromptCaching`` capability sets it for an agent): ``cache_control`` breakpoints after
+    the tools, the system prompt and the latest user turns. Off by default, as cache writes
+    cost more than plain input.
 
     Example:
         >>> model = AnthropicChatModel("claude-sonnet-4-5", max_tokens=1024)
@@ -76,6 +80,8 @@ class AnthropicChatModel(HTTPChatModel):
     client_class = "AsyncAnthropic"
     check_api_credentials: ClassVar[bool] = True
     """Check for an API key or token at construction (Bedrock and Vertex sign otherwise)."""
+    beta_header: ClassVar[bool] = True
+    """Ask for beta features with the ``anthropic-beta`` header (Bedrock takes none)."""
 
     def __init__(
         self,
@@ -90,8 +96,6 @@ class AnthropicChatModel(HTTPChatModel):
         *,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
-        cache_prompt: bool = False,
-        cache_ttl: str | None = None,
     ) -> None:
         super().__init__(
             model_name,
@@ -105,8 +109,6 @@ class AnthropicChatModel(HTTPChatModel):
         )
         self.max_tokens = max_tokens
         self.thinking = thinking
-        self.cache_prompt = cache_prompt
-        self.cache_ttl = cache_ttl
         self._prepare_client()
 
     def _make_client(self) -> SDKClient:
@@ -143,12 +145,14 @@ class AnthropicChatModel(HTTPChatModel):
                 answer is JSON text, validated into ``metadata["structured_output"]``.
             stream: Override ``self.stream``.
             **kwargs: Body fields; ``parallel_tool_calls=False`` sets
-                ``disable_parallel_tool_use``.
+                ``disable_parallel_tool_use``; ``cache`` (a ``PromptCache``) puts
+                ``cache_control`` breakpoints in (see ``mark_cache_points``).
 
         Returns:
             The JSON body.
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
+        cache = cast("PromptCache | None", kwargs.pop("cache", None))
         system, turns = format_messages(messages)
         body: dict[str, object] = {
             "model": self.model_name,
@@ -167,34 +171,40 @@ class AnthropicChatModel(HTTPChatModel):
             config = body.get("output_config")
             body["output_config"] = {
                 **(config if isinstance(config, dict) else {}),
-                "format": {"type": "json_schema", "schema": output_schema(structured_model)},
+                "format": {"type": "json_schema", "schema": closed_schema(structured_model)},
             }
-        if self.cache_prompt:
-            self._mark_cache(system, specs)
         if specs:
             body["tools"] = specs
             choice = format_tool_choice(tool_choice, None if parallel is None else bool(parallel))
             if choice is not None:
                 body["tool_choice"] = choice
+        if cache is not None:
+            mark_cache_points(body, cache)
         if self.stream if stream is None else stream:
             body["stream"] = True
         else:
             body.pop("stream", None)
         return body
 
-    def _mark_cache(self, system: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
-        """Put a cache breakpoint after the system prompt and after the tools.
-
-        The API caches the prefix up to a breakpoint: tools, then system, so these two cover
-        what stays the same across the calls of a conversation. A breakpoint the caller
-        placed on a block is kept.
-        """
-        control: dict[str, Any] = {"type": "ephemeral"}
-        if self.cache_ttl is not None:
-            control["ttl"] = self.cache_ttl
-        for blocks in (system, tools):
-            if blocks and "cache_control" not in blocks[-1]:
-                blocks[-1] = {**blocks[-1], "cache_control": control}
+    def _prepare(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolDefinition] | None,
+        settings: ModelSettings | None,
+        *,
+        stream: bool,
+    ) -> PreparedCall:
+        """The call, with the beta the one-hour cache needs (``ttl: "1h"`` marks)."""
+        call = super()._prepare(messages, tools, settings, stream=stream)
+        cache = (settings or {}).get("cache")
+        if self.beta_header and cache is not None and cache.get("ttl") == "1h":
+            given = call.options.get("headers")
+            headers = dict(given) if isinstance(given, Mapping) else {}
+            betas = [b for b in str(headers.get("anthropic-beta", "")).split(",") if b]
+            if EXTENDED_CACHE_TTL_BETA not in betas:
+                headers["anthropic-beta"] = ",".join([*betas, EXTENDED_CACHE_TTL_BETA])
+            call.options["headers"] = headers
+        return call
 
     def _parse(
         self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
@@ -230,30 +240,3 @@ class AnthropicChatModel(HTTPChatModel):
         if structured is not None:
             apply_structured_output(response, structured, response.get_text() or None)
         return response
-
-
-def output_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of ``model`` as structured outputs take it.
-
-    Every object is closed (``additionalProperties: false``, which the API requires) and
-    the numeric and length constraints it does not support are left out: the answer is
-    validated against the full pydantic model afterwards, so nothing is lost.
-    """
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _SCHEMA_MAPS and isinstance(value, dict):  # names -> schemas
-                out[key] = {name: walk(sub) for name, sub in value.items()}
-            elif key not in _UNSUPPORTED_SCHEMA_KEYS:
-                out[key] = walk(value)
-        if out.get("type") == "object" and "additionalProperties" not in out:
-            out["additionalProperties"] = False
-        return out
-
-    schema: dict[str, Any] = walk(model.model_json_schema())
-    return schema

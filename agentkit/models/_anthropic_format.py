@@ -18,7 +18,7 @@ from typing import TypeAlias, TypedDict, cast
 from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
-from agentkit.models._base import ChatResponse, ChatUsage
+from agentkit.models._base import ChatResponse, ChatUsage, PromptCache
 from agentkit.models._common import (
     ANTHROPIC_STOP_REASONS,
     clean_body,
@@ -37,6 +37,7 @@ __all__ = [
     "format_messages",
     "format_tool_choice",
     "format_tools",
+    "mark_cache_points",
     "parse_message",
 ]
 
@@ -272,6 +273,71 @@ def format_tools(tools: Sequence[Mapping[str, object]]) -> list[WireBlock]:
     return out
 
 
+MAX_CACHE_POINTS = 4
+"""Cache breakpoints one Messages request may hold (the API refuses a fifth)."""
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def _count_marks(value: object) -> int:
+    """The ``cache_control`` breakpoints in ``value`` (blocks, tools, nested tool results)."""
+    if isinstance(value, list):
+        return sum(_count_marks(item) for item in value)
+    if not isinstance(value, dict):
+        return 0
+    own = 1 if "cache_control" in value else 0
+    content = value.get("content")
+    return own + (_count_marks(content) if isinstance(content, list) else 0)
+
+
+def _markable(block: object) -> bool:
+    if not isinstance(block, dict) or block.get("type") in _UNMARKABLE:
+        return False
+    return block.get("type") != "text" or bool(block.get("text"))  # empty text takes none
+
+
+def mark_cache_points(body: dict[str, object], cache: PromptCache) -> None:
+    """Put ``cache`` as ``cache_control`` breakpoints into a Messages request ``body``.
+
+    In the API's prefix order: after the last tool, after the system prompt, then on the
+    last block of the last two user turns. The last user turn's point is where the next
+    request reads from; the one before it is where this request's previous one put its
+    point, left in place so that the serialized request up to it stays byte-identical (and
+    so that a tool loop adding more than the API's 20-block lookback still hits it).
+    Breakpoints the caller put on blocks count against the limit of four; ours that do not
+    fit are left out, the latest user turn's kept first. Wire blocks may be shared with a
+    cache of formatted messages: marked ones are copied, never changed in place.
+    """
+    points = cache.get("points", ("tools", "system", "messages"))
+    control: WireBlock = {"type": "ephemeral"}
+    if cache.get("ttl") == "1h":
+        control["ttl"] = "1h"
+    tools, system, turns = body.get("tools"), body.get("system"), body.get("messages")
+    free = MAX_CACHE_POINTS - _count_marks([tools, system, turns])
+    free -= 1 if "cache_control" in body else 0  # automatic caching's breakpoint
+    places: list[tuple[list[object], int]] = []  # (list, index of the block to mark)
+    for name, blocks in (("tools", tools), ("system", system)):
+        if (
+            name in points
+            and isinstance(blocks, list)
+            and blocks
+            and _markable(blocks[-1])
+            and "cache_control" not in blocks[-1]
+        ):
+            places.append((blocks, len(blocks) - 1))
+    if "messages" in points and isinstance(turns, list):
+        user = [i for i, t in enumerate(turns) if isinstance(t, dict) and t["role"] == "user"]
+        for i in reversed(user[-2:]):  # the latest first: it matters most
+            content = turns[i]["content"]
+            last = next((j for j in range(len(content) - 1, -1, -1) if _markable(content[j])), None)
+            if last is not None and "cache_control" not in content[last]:
+                turns[i] = {**turns[i], "content": list(content)}  # a copy of the turn
+                places.append((turns[i]["content"], last))
+    if len(places) > free:  # tools and system first: the latest user turn before the older
+        places = places[: max(free, 0)]
+    for blocks, index in places:
+        blocks[index] = {**cast(WireBlock, blocks[index]), "cache_control": dict(control)}
+
+
 def format_tool_choice(choice: str | None, parallel: bool | None) -> WireBlock | None:
     """Map a tool choice (and ``parallel_tool_calls=False``) to Anthropic's ``tool_choice``."""
     if choice is None and parallel is not False:
@@ -287,12 +353,18 @@ def format_tool_choice(choice: str | None, parallel: bool | None) -> WireBlock |
 
 def _usage(data: JSONObject, elapsed: float) -> ChatUsage:
     counts = {key: count(data.get(key), f"usage.{key}") for key in _USAGE_KEYS}
+    # ``cache_creation`` splits the writes by lifetime (a one-hour write costs more).
+    split = obj(data.get("cache_creation"))
+    long_writes = count(
+        split.get("ephemeral_1h_input_tokens"), "usage.cache_creation.ephemeral_1h_input_tokens"
+    )
     return ChatUsage(
         sum(counts.values()) - counts["output_tokens"],  # cache reads and writes included
         counts["output_tokens"],
         elapsed,
         cache_read_tokens=counts["cache_read_input_tokens"],
         cache_write_tokens=counts["cache_creation_input_tokens"],
+        cache_write_1h_tokens=min(long_writes, counts["cache_creation_input_tokens"]),
     )
 
 

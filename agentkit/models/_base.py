@@ -18,13 +18,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, TypeVar, cast
 
-from agentkit.messages import ContentBlock, Msg, ToolUseBlock
+from agentkit.messages import ContentBlock, Msg, ToolUseBlock, text_of
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
 __all__ = [
     "AudioOutput",
+    "CachePoint",
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
@@ -32,6 +33,7 @@ __all__ = [
     "ModelRequest",
     "ModelSettings",
     "OutputSpec",
+    "PromptCache",
     "ToolChoice",
     "ToolDefinition",
 ]
@@ -113,6 +115,33 @@ class AudioOutput(TypedDict):
     """The clip's encoding; streamed answers need ``"pcm16"`` on OpenAI."""
 
 
+CachePoint: TypeAlias = Literal["tools", "system", "messages"]
+"""Where a prompt-cache point goes: after the tool definitions, after the system prompt, or at
+the end of the conversation (the last two user turns: the previous request's point and this
+one's)."""
+
+
+class PromptCache(TypedDict, total=False):
+    """Prompt caching asked for one request (``ModelSettings["cache"]``); every key optional.
+
+    Each adapter turns it into its provider's form: ``cache_control`` blocks (Anthropic, on
+    Bedrock and Vertex too), ``cachePoint`` blocks (Bedrock Converse), ``prompt_cache_key`` and
+    ``prompt_cache_retention`` (OpenAI, both APIs). Gemini caches implicitly: nothing is sent.
+    ``{}`` asks for caching with the defaults.
+    """
+
+    points: list[CachePoint]
+    """Where cache points go (default: all three). A point the caller already put on a block
+    counts against the provider's limit of four."""
+    ttl: Literal["5m", "1h"]
+    """How long the cache should live: ``"1h"`` is Anthropic's and Bedrock's one-hour cache
+    (writes cost 2x the input price instead of 1.25x) and OpenAI's extended retention
+    (``prompt_cache_retention: "24h"``); ``"5m"`` (the default) sends no lifetime."""
+    key: str
+    """OpenAI's ``prompt_cache_key``: requests with one key are routed to the same cache
+    (one per conversation or per user, say)."""
+
+
 class ModelSettings(TypedDict, total=False):
     """Generation settings for one request; every key is optional.
 
@@ -141,6 +170,15 @@ class ModelSettings(TypedDict, total=False):
     Completions audio models); APIs without audio output raise ``UnsupportedContentError``."""
     audio: AudioOutput
     """Voice and format of a spoken answer (see ``modalities``)."""
+    cache: PromptCache
+    """Prompt caching: explicit cache points and their lifetime (see ``PromptCache``); the
+    ``PromptCaching`` capability sets it on every request of an agent."""
+    service_tier: str
+    """The provider's processing tier, sent as it names it: OpenAI ``service_tier``
+    (``"auto"``, ``"default"``, ``"flex"``, ``"priority"``), Anthropic ``service_tier``
+    (``"auto"``, ``"standard_only"``), Gemini ``service_tier`` (``"standard"``, ``"flex"``,
+    ``"priority"``), Bedrock Converse ``serviceTier.type`` (``"default"``, ``"priority"``,
+    ``"flex"``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,24 +217,6 @@ class ModelRequest:
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())
     output: OutputSpec | None = None
 
-    @classmethod
-    def build(
-        cls,
-        messages: list[Msg],
-        schemas: Sequence[Mapping[str, Any]] | None,
-        settings: ModelSettings,
-        output: OutputSpec | None = None,
-    ) -> ModelRequest:
-        """A request offering the OpenAI-style ``schemas`` (function and built-in tools)."""
-        tools: list[ToolDefinition] = []
-        builtin: list[dict[str, object]] = []
-        for schema in schemas or ():
-            if "function" not in schema and schema.get("type", "function") != "function":
-                builtin.append(dict(schema))
-            else:
-                tools.append(ToolDefinition.from_openai(schema))
-        return cls(messages, tools, builtin, settings, output)
-
     def tool_definitions(self) -> list[ToolDefinition] | None:
         """Every tool as the adapters take them today (None: no tools).
 
@@ -219,6 +239,8 @@ class ChatUsage:
         time: Seconds from sending the request to the last byte.
         cache_read_tokens: Of ``input_tokens``, those read from the provider's prompt cache.
         cache_write_tokens: Of ``input_tokens``, those written to the prompt cache.
+        cache_write_1h_tokens: Of ``cache_write_tokens``, those written to a one-hour cache
+            (priced higher than the default five-minute one).
         cost: USD, from the price table (``agentkit.models._prices``); None when the price
             is unknown. A sum is None as soon as one of its non-empty parts is.
         reasoning_tokens: Of ``output_tokens``, those spent on hidden reasoning.
@@ -235,6 +257,7 @@ class ChatUsage:
     reasoning_tokens: int = 0
     input_audio_tokens: int = 0
     output_audio_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     def __add__(self, other: ChatUsage) -> ChatUsage:
         return ChatUsage(
@@ -247,6 +270,7 @@ class ChatUsage:
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
             output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens,
+            cache_write_1h_tokens=self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
 
     @property
@@ -265,6 +289,8 @@ class ChatUsage:
             out["cache_read_tokens"] = self.cache_read_tokens
         if self.cache_write_tokens:
             out["cache_write_tokens"] = self.cache_write_tokens
+        if self.cache_write_1h_tokens:
+            out["cache_write_1h_tokens"] = self.cache_write_1h_tokens
         if self.reasoning_tokens:
             out["reasoning_tokens"] = self.reasoning_tokens
         if self.input_audio_tokens:
@@ -307,7 +333,7 @@ class ChatResponse:
 
     def get_text(self) -> str:
         """Join the text blocks."""
-        return "".join(b["text"] for b in self.content if b["type"] == "text")
+        return text_of(self.content)
 
     @property
     def tool_calls(self) -> list[ToolUseBlock]:

@@ -53,7 +53,7 @@ class AnthropicBedrockModel(AnthropicChatModel):
         aws_profile: A named AWS profile.
         api_key: A Bedrock API key (``AWS_BEARER_TOKEN_BEDROCK``), instead of SigV4.
         **kwargs: ``AnthropicChatModel`` arguments (``stream``, ``max_tokens``, ``thinking``,
-            ``base_url``, ``retry``, ``cache_prompt``...).
+            ``base_url``, ``retry``...).
 
     Raises:
         MissingDependencyError: SigV4 signing without ``botocore`` (names the extra).
@@ -62,6 +62,7 @@ class AnthropicBedrockModel(AnthropicChatModel):
     provider = "bedrock"
     client_class = "AsyncAnthropicBedrock"
     check_api_credentials = False
+    beta_header = False  # Bedrock's Messages body takes ``anthropic_beta`` instead
     auth_hint = " (AWS_REGION, AWS credentials or AWS_BEARER_TOKEN_BEDROCK)"
 
     def __init__(

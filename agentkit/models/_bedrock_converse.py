@@ -10,6 +10,7 @@ Install with ``pip install 'agentkit[bedrock]'``.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,8 +26,13 @@ from agentkit.exceptions import (
 )
 from agentkit.messages import Msg
 from agentkit.models._base import ChatModel, ChatResponse, ModelSettings, ToolDefinition
-from agentkit.models._bedrock_format import ConverseState, format_messages, format_tool_config
-from agentkit.models._common import apply_structured_output
+from agentkit.models._bedrock_format import (
+    ConverseState,
+    add_cache_points,
+    format_messages,
+    format_tool_config,
+)
+from agentkit.models._common import apply_structured_output, closed_schema
 from agentkit.models._http import RetryPolicy, map_status_error, send_with_retries
 from agentkit.models._prices import fill_cost
 
@@ -127,6 +133,7 @@ class BedrockConverseModel(ChatModel):
     """
 
     provider = "bedrock"
+    native_output = True
 
     def __init__(
         self,
@@ -203,9 +210,12 @@ class BedrockConverseModel(ChatModel):
             messages: The conversation; leading system messages become ``system``.
             tools: Function tools (``toolSpec``) and native specs.
             settings: ``tool_choice``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``
-                (``inferenceConfig``), ``output_type`` (a forced tool whose input is the
-                answer); ``extra_body`` entries are Converse parameters. Converse has no
-                ``seed`` or ``parallel_tool_calls`` switch: they are not sent.
+                (``inferenceConfig``), ``output_type`` (structured outputs:
+                ``outputConfig.textFormat``, a ``json_schema`` the answer text follows),
+                ``service_tier`` (``serviceTier``: ``"priority"``, ``"default"``,
+                ``"flex"``); ``extra_body`` entries are Converse parameters; ``cache`` (a
+                ``PromptCache``) adds ``cachePoint`` blocks. Converse has no ``seed`` or
+                ``parallel_tool_calls`` switch: they are not sent.
 
         Raises:
             BadRequestError: ``extra_headers`` (the SDK signs the headers it sends) or a
@@ -221,8 +231,12 @@ class BedrockConverseModel(ChatModel):
             )
         choice = args.pop("tool_choice", None)
         extra = args.pop("extra_body", None)
+        cache = args.pop("cache", None)
+        tier = args.pop("service_tier", None)
         system, turns = format_messages(messages)
         params: dict[str, Any] = {"messages": turns}
+        if tier is not None:
+            params["serviceTier"] = {"type": tier}
         if system:
             params["system"] = system
         inference: dict[str, Any] = {}
@@ -241,8 +255,7 @@ class BedrockConverseModel(ChatModel):
         definitions = list(tools or ())
         structured: type[BaseModel] | None = (settings or {}).get("output_type")
         if structured is not None:
-            definitions.append(_output_tool(structured))
-            choice = _OUTPUT_TOOL
+            params["outputConfig"] = {"textFormat": output_format(structured)}
         has_tool_blocks = any(
             "toolUse" in b or "toolResult" in b for t in turns for b in t["content"]
         )
@@ -260,6 +273,8 @@ class BedrockConverseModel(ChatModel):
             params["additionalModelRequestFields"] = {**fields, **merged}
         if isinstance(extra, dict):
             params.update(extra)
+        if cache is not None:
+            add_cache_points(params, cache, self.model_name)
         return params
 
     async def request(
@@ -312,7 +327,7 @@ class BedrockConverseModel(ChatModel):
             state = ConverseState()
             try:
                 async for event in events:
-                    if state.feed(event):
+                    if self._feed(state, event):
                         return state, stream, events
             except BaseException:
                 with anyio.CancelScope(shield=True):
@@ -326,7 +341,7 @@ class BedrockConverseModel(ChatModel):
             if state.blocks:
                 yield state.snapshot(final=False)
             async for event in self._mapped(events):
-                if state.feed(event):
+                if self._feed(state, event):
                     yield state.snapshot(final=False)
         finally:
             with anyio.CancelScope(shield=True):
@@ -343,20 +358,16 @@ class BedrockConverseModel(ChatModel):
             raise self._owned(err) from err
         yield self._finish(final, settings)
 
+    def _feed(self, state: ConverseState, event: Mapping[str, Any]) -> bool:
+        """``state.feed(event)``, a malformed event's error naming this provider."""
+        try:
+            return state.feed(event)
+        except ModelError as err:
+            raise self._owned(err) from err
+
     def _finish(self, response: ChatResponse, settings: ModelSettings | None) -> ChatResponse:
         structured: type[BaseModel] | None = (settings or {}).get("output_type")
         if structured is not None:
-            response.content = [
-                b
-                for b in response.content
-                if not (b["type"] == "tool_use" and b["name"] == _OUTPUT_TOOL)
-            ] + [
-                {"type": "text", "text": _json_text(b["input"])}
-                for b in response.content
-                if b["type"] == "tool_use" and b["name"] == _OUTPUT_TOOL
-            ]
-            if response.metadata and response.metadata.get("finish_reason") == "tool_calls":
-                response.metadata["finish_reason"] = "stop"
             apply_structured_output(response, structured, response.get_text() or None)
         return fill_cost(response, self.model_name, self.provider, self.base_url)
 
@@ -440,16 +451,20 @@ class BedrockConverseModel(ChatModel):
         return f"BedrockConverseModel(model_name={self.model_name!r})"
 
 
-_OUTPUT_TOOL = "final_result"
+def output_format(structured: type[BaseModel]) -> dict[str, Any]:
+    """Converse's ``OutputFormat`` for ``structured``: a ``json_schema``, sent as a string.
 
-
-def _output_tool(structured: type[BaseModel]) -> ToolDefinition:
-    """Structured output as a forced tool (Converse's portable way to get a JSON answer)."""
-    doc = (structured.__doc__ or "").strip()
-    return ToolDefinition(_OUTPUT_TOOL, doc or "The final answer.", structured.model_json_schema())
-
-
-def _json_text(value: object) -> str:
+    The schema is closed (``additionalProperties: false``) without the constraints
+    constrained decoding does not take (see ``closed_schema``); the answer is validated
+    against the full model afterwards.
+    """
     import json
 
-    return json.dumps(value, ensure_ascii=False)
+    definition: dict[str, Any] = {
+        "schema": json.dumps(closed_schema(structured)),
+        "name": re.sub(r"[^a-zA-Z0-9_-]", "_", structured.__name__)[:64],
+    }
+    doc = (structured.__doc__ or "").strip()
+    if doc:
+        definition["description"] = doc
+    return {"type": "json_schema", "structure": {"jsonSchema": definition}}

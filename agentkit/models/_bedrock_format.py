@@ -20,15 +20,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias, cast
 
 from agentkit._text import clean_text
-from agentkit.exceptions import UnsupportedContentError
+from agentkit.exceptions import ModelResponseError, UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from agentkit.models._base import ChatResponse, ChatUsage, ToolChoice, ToolDefinition
+from agentkit.models._base import ChatResponse, ChatUsage, PromptCache, ToolChoice, ToolDefinition
 from agentkit.models._common import finish_metadata, tool_use_block
 from agentkit.models._json import count
 
 __all__ = [
     "CONVERSE_FINISH_REASONS",
     "ConverseState",
+    "add_cache_points",
     "format_messages",
     "format_tool_config",
 ]
@@ -44,6 +45,9 @@ _FINISH: dict[str, str] = {
     "model_context_window_exceeded": "length",
     "guardrail_intervened": "content_filter",
     "content_filtered": "content_filter",
+    # The model's answer did not parse (as Gemini's MALFORMED_FUNCTION_CALL reads).
+    "malformed_tool_use": "malformed_function_call",
+    "malformed_model_output": "error",
 }
 CONVERSE_FINISH_REASONS = frozenset(_FINISH.values())
 """The finish reasons ``BedrockConverseModel`` reports (any other value reads ``"other"``)."""
@@ -246,16 +250,103 @@ def format_tool_config(tools: Sequence[ToolDefinition], choice: ToolChoice | Non
     return config
 
 
+MAX_CACHE_POINTS = 4
+"""``cachePoint`` blocks one Converse request may hold."""
+
+
+def _points_in(blocks: object) -> int:
+    return (
+        sum(1 for b in blocks if isinstance(b, dict) and "cachePoint" in b)
+        if isinstance(blocks, list)
+        else 0
+    )
+
+
+def add_cache_points(params: dict[str, Any], cache: PromptCache, model_id: str) -> None:
+    """Put ``cache`` as ``cachePoint`` blocks into Converse ``params``.
+
+    In Converse's prefix order: after the tools (``toolConfig.tools``), after the system
+    prompt, then at the end of the last two user turns: the latest is where the next request
+    reads from, the one before is where the previous request put its point (left in place,
+    so the request up to it stays byte-identical). Amazon Nova models cache the system
+    prompt and messages but not tools: no tools point for them. Points already in the
+    request count against the limit of four; ours that do not fit are left out, the latest
+    user turn's kept first. Turns are copied before a point is added, never changed in place.
+    """
+    wanted = cache.get("points", ("tools", "system", "messages"))
+    point: Wire = {"type": "default"}
+    if cache.get("ttl") == "1h":
+        point["ttl"] = "1h"
+    tool_config = params.get("toolConfig")
+    tools = tool_config.get("tools") if isinstance(tool_config, dict) else None
+    system, turns = params.get("system"), params.get("messages")
+    user = [i for i, t in enumerate(turns or []) if t.get("role") == "user" and t["content"]]
+    used = _points_in(tools) + _points_in(system)
+    used += sum(_points_in(t.get("content")) for t in turns or [])
+    free = MAX_CACHE_POINTS - used
+    places: list[str | int] = []  # "tools", "system", or the index of a user turn
+    nova = "nova" in model_id.lower()  # Nova caches system and messages, not tools
+    if "tools" in wanted and tools and not nova and "cachePoint" not in tools[-1]:
+        places.append("tools")
+    if "system" in wanted and system and "cachePoint" not in system[-1]:
+        places.append("system")
+    if "messages" in wanted and isinstance(turns, list):
+        for i in reversed(user[-2:]):  # the latest first: it matters most
+            if "cachePoint" not in turns[i]["content"][-1]:
+                places.append(i)
+    for place in places[: max(free, 0)]:
+        block: Wire = {"cachePoint": dict(point)}
+        if place == "tools" and isinstance(tool_config, dict) and tools:
+            params["toolConfig"] = {**tool_config, "tools": [*tools, block]}
+        elif place == "system" and system:
+            params["system"] = [*system, block]
+        elif isinstance(place, int) and isinstance(turns, list):
+            turns[place] = {**turns[place], "content": [*turns[place]["content"], block]}
+
+
 # -- answers --------------------------------------------------------------------------------
 def _usage(data: Mapping[str, Any], elapsed: float) -> ChatUsage:
-    """Converse usage: ``inputTokens`` leaves the cached tokens out; agentkit counts them in."""
+    """Converse usage: ``inputTokens`` leaves the cached tokens out; agentkit counts them in.
+
+    ``cacheDetails`` splits the writes by lifetime (``[{"ttl": "1h", "inputTokens": n}]``).
+    """
     plain = count(data.get("inputTokens"), "usage.inputTokens")
     output = count(data.get("outputTokens"), "usage.outputTokens")
     read = count(data.get("cacheReadInputTokens"), "usage.cacheReadInputTokens")
     write = count(data.get("cacheWriteInputTokens"), "usage.cacheWriteInputTokens")
-    return ChatUsage(
-        plain + read + write, output, elapsed, cache_read_tokens=read, cache_write_tokens=write
+    details = data.get("cacheDetails")
+    long_writes = sum(
+        count(d.get("inputTokens"), "usage.cacheDetails.inputTokens")
+        for d in (details if isinstance(details, list) else [])
+        if isinstance(d, dict) and d.get("ttl") == "1h"
     )
+    return ChatUsage(
+        plain + read + write,
+        output,
+        elapsed,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        cache_write_1h_tokens=min(long_writes, write),
+    )
+
+
+# ConverseStream events and the members the API reference marks required.
+_EVENT_MEMBERS: dict[str, tuple[str, ...]] = {
+    "messageStart": ("role",),
+    "contentBlockStart": ("start", "contentBlockIndex"),
+    "contentBlockDelta": ("delta", "contentBlockIndex"),
+    "contentBlockStop": ("contentBlockIndex",),
+    "messageStop": ("stopReason",),
+    "metadata": ("usage",),
+}
+
+
+def _require(data: object, members: Sequence[str], what: str) -> None:
+    missing = [m for m in members if not isinstance(data, Mapping) or m not in data]
+    if missing:
+        raise ModelResponseError(
+            f"{what} lacks {', '.join(missing)} (a body or event that is not the API's JSON)"
+        )
 
 
 class ConverseState:
@@ -273,7 +364,13 @@ class ConverseState:
 
     # -- a whole Converse answer ----------------------------------------------------------
     def feed_response(self, answer: Mapping[str, Any]) -> None:
-        """Read a ``Converse`` output (the SDK's parsed dict)."""
+        """Read a ``Converse`` output (the SDK's parsed dict).
+
+        Raises:
+            ModelResponseError: an answer without the members the API reference requires
+                (``output``, ``stopReason``), as botocore leaves a body that is not JSON.
+        """
+        _require(answer, ("output", "stopReason"), "the Converse answer")
         message = (answer.get("output") or {}).get("message") or {}
         for index, block in enumerate(message.get("content") or ()):
             parsed = self._whole(block)
@@ -318,7 +415,15 @@ class ConverseState:
 
     # -- ConverseStream events ------------------------------------------------------------
     def feed(self, event: Mapping[str, Any]) -> bool:
-        """Add one ConverseStream event; True when the answer shown changed."""
+        """Add one ConverseStream event; True when the answer shown changed.
+
+        Raises:
+            ModelResponseError: an event without its required members (botocore decodes
+                an event whose payload is not JSON as an empty one).
+        """
+        for kind, members in _EVENT_MEMBERS.items():
+            if kind in event:
+                _require(event[kind], members, f"the {kind} event")
         if "contentBlockStart" in event:
             data = event["contentBlockStart"]
             start = data.get("start") or {}

@@ -23,6 +23,7 @@ __all__ = [
     "CHAT_FINISH_REASONS",
     "RESPONSES_FINISH_REASONS",
     "apply_structured_output",
+    "closed_schema",
     "finish_metadata",
     "json_schema_spec",
     "parse_arguments",
@@ -294,6 +295,39 @@ def strict_schema(schema: JSONObject) -> JSONObject | None:
 
 
 _SCHEMA_MAPS = frozenset(("properties", "$defs", "definitions", "patternProperties"))
+
+_UNSUPPORTED_SCHEMA_KEYS = frozenset(
+    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+    | {"minLength", "maxLength", "minItems", "maxItems"}
+)
+"""JSON-schema constraints constrained decoding does not take (pydantic checks them after)."""
+
+
+def closed_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of ``model`` as Anthropic and Bedrock structured outputs take it.
+
+    Every object is closed (``additionalProperties: false``, which both APIs require) and
+    the numeric and length constraints they do not support are left out: the answer is
+    validated against the full pydantic model afterwards, so nothing is lost.
+    """
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _SCHEMA_MAPS and isinstance(value, dict):  # names -> schemas
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            elif key not in _UNSUPPORTED_SCHEMA_KEYS:
+                out[key] = walk(value)
+        if out.get("type") == "object" and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+
+    schema: dict[str, Any] = walk(model.model_json_schema())
+    return schema
 
 
 class _NotStrict(Exception):

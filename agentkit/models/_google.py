@@ -8,6 +8,7 @@ the agent runs the tools. Install with ``pip install 'agentkit[google]'``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,6 +31,7 @@ from agentkit.models._google_format import (
     format_contents,
     format_tool_config,
     format_tools,
+    use_cached_content,
 )
 from agentkit.models._http import RetryPolicy, send_with_retries
 from agentkit.models._prices import fill_cost
@@ -113,6 +115,7 @@ class GoogleModel(ChatModel):
     """
 
     provider = "google"
+    native_output = True
 
     def __init__(
         self,
@@ -200,7 +203,10 @@ class GoogleModel(ChatModel):
                 instruction.
             tools: Function tools (``function_declarations``) and built-in tool specs.
             settings: ``tool_choice``, ``temperature``, ``max_tokens``, ``stop``,
-                ``output_type`` (JSON answer to ``response_json_schema``)...; other keys and
+                ``output_type`` (``response_mime_type: application/json`` with the model's
+                JSON schema as ``response_json_schema``, which takes JSON Schema with
+                ``$defs``/``$ref``/``anyOf``, unlike ``response_schema``'s OpenAPI subset),
+                ``service_tier``...; other keys and
                 ``extra_body`` are ``GenerateContentConfig`` fields. Gemini has no switch for
                 parallel calls: ``parallel_tool_calls`` is not sent.
 
@@ -208,14 +214,21 @@ class GoogleModel(ChatModel):
             ``(contents, config)``.
 
         Raises:
-            BadRequestError: a setting that is no ``GenerateContentConfig`` field.
+            BadRequestError: a setting that is no ``GenerateContentConfig`` field, or no
+                message besides the system prompt.
         """
         args: dict[str, object] = dict(settings or {})
-        for key in ("extra_headers", "timeout", "parallel_tool_calls", "output_type"):
-            args.pop(key, None)
+        for key in ("extra_headers", "timeout", "parallel_tool_calls", "output_type", "cache"):
+            args.pop(key, None)  # cache: Gemini caches implicitly, there is nothing to mark
         choice = args.pop("tool_choice", None)
         extra = args.pop("extra_body", None)
         system, contents = format_contents(messages)
+        if not contents:  # the SDK would raise a bare ValueError("contents are required.")
+            raise BadRequestError(
+                f"{self.provider}: a request needs at least one user or model message "
+                "besides the system prompt (Gemini's contents are required)",
+                provider=self.provider,
+            )
         config: dict[str, Any] = {
             "automatic_function_calling": {"disable": True},
             "automatic_continuation": False,
@@ -239,6 +252,7 @@ class GoogleModel(ChatModel):
         if structured is not None:
             config["response_mime_type"] = "application/json"
             config["response_json_schema"] = structured.model_json_schema()
+        use_cached_content(config)
         return contents, config
 
     def _config(self, config: dict[str, Any], settings: ModelSettings | None) -> Any:
@@ -374,7 +388,8 @@ class GoogleModel(ChatModel):
         except errors.APIError as err:
             status = err.code if isinstance(err.code, int) else 500
             raise _StatusError(status, err.response, err.details, str(err)) from err
-        except errors.UnknownApiResponseError as err:
+        except (errors.UnknownApiResponseError, json.JSONDecodeError) as err:
+            # The SDK parses a whole answer with json.loads and lets its error out as is.
             raise ModelResponseError(
                 f"{self.provider}: the answer is not valid JSON: {str(err)[:200]}",
                 provider=self.provider,

@@ -38,10 +38,29 @@ __all__ = [
     "format_tool_config",
     "format_tools",
     "signature_of",
+    "use_cached_content",
 ]
 
 WirePart: TypeAlias = dict[str, Any]
 """A ``Part`` in the SDK's dict form."""
+_IN_THE_CACHE = ("system_instruction", "tools", "tool_config")
+"""What a ``CachedContent`` holds and a request that uses one must not set again."""
+
+
+def use_cached_content(config: dict[str, Any]) -> None:
+    """Leave out of ``config`` what its explicit cache (``cached_content``) already holds.
+
+    Gemini's explicit caches (``client.caches.create(...)``) hold the system instruction,
+    the tools and the tool config; the API refuses a request that names a cache and sets
+    any of them again (400 "CachedContent can not be used with GenerateContent request
+    setting system_instruction, tools or tool_config"). Without ``cached_content`` nothing
+    changes: Gemini's implicit caching needs no marks.
+    """
+    if config.get("cached_content"):
+        for key in _IN_THE_CACHE:
+            config.pop(key, None)
+
+
 WireContent: TypeAlias = dict[str, Any]
 """A ``Content`` (``{"role": ..., "parts": [...]}``) in the SDK's dict form."""
 

@@ -66,9 +66,10 @@ class RetryPolicy:
     """How a model adapter retries failed requests.
 
     Retried: HTTP 408, 409, 429 and 5xx answers (unless the server says
-    ``x-should-retry: false``), connection errors and timeouts, and a stream cut before its
-    first content or tool-call delta. Never retried: other 4xx, and failures after a
-    streamed answer has started (its chunks already reached the caller).
+    ``x-should-retry: false``), connection errors and timeouts, a stream cut before its
+    first content or tool-call delta, and an error event before it whose status is one of
+    these (an in-stream ``overloaded_error``, a 5xx chunk). Never retried: other 4xx, and
+    failures after a streamed answer has started (its chunks already reached the caller).
 
     Args:
         max_retries: Retries after the first attempt (0 disables retrying).
@@ -255,6 +256,16 @@ async def send_with_retries(
             # Ours, from an attempt that reads on past the HTTP answer: a stream cut before
             # its first delta, which is retried like a refused connection.
             delay = _retry_delay(policy, retry, None, None)
+            if delay is None:
+                raise
+        except ModelAPIError as err:
+            # Ours too: an error event in a stream before its first delta (Anthropic's
+            # overloaded_error, a 5xx chunk), retried by its status as the same error
+            # answered over HTTP would be. Without a status (usage that cannot be counted)
+            # it is the answer's fault: raised.
+            if err.status_code is None:
+                raise
+            delay = _retry_delay(policy, retry, err.status_code, None)
             if delay is None:
                 raise
         except base_error as err:  # any other SDK failure (credentials provider...)

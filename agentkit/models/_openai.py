@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agentkit.exceptions import ModelResponseError, UsageError
 from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
-from agentkit.models._base import ChatResponse, ToolChoice
+from agentkit.models._base import ChatResponse, PromptCache, ToolChoice
+from agentkit.models._caching import openai_cache_fields
 from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, strict_schema
 from agentkit.models._http import RetryPolicy, embedded_error_status, loads_body, map_status_error
@@ -180,12 +181,14 @@ class OpenAIChatModel(HTTPChatModel):
             The JSON body.
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
+        cache = openai_cache_fields(cast("PromptCache | None", kwargs.pop("cache", None)))
         body: dict[str, object] = {
             "model": self.model_name,
             "messages": format_messages(messages, reasoning=self.reasoning_content),
         }
         body.update(self.generate_kwargs)
         body.update(kwargs)
+        body.update(cache)
         _check_audio_output(body)
         if tools:
             body["tools"] = [_wire_tool(t) for t in tools]
@@ -205,10 +208,10 @@ class OpenAIChatModel(HTTPChatModel):
     def _parse(
         self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None
     ) -> ChatResponse:
+        if isinstance(data, dict) and data.get("error"):
+            status = embedded_error_status(data)
+            raise map_status_error(self.provider, status, data, "error in a 200 answer")
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
-            if isinstance(data, dict) and "error" in data:
-                status = embedded_error_status(data)
-                raise map_status_error(self.provider, status, data, "error in a 200 answer")
             raise ModelResponseError(
                 f"{self.provider}: unexpected response shape: {str(data)[:200]!r}",
                 provider=self.provider,
@@ -224,7 +227,9 @@ class OpenAIChatModel(HTTPChatModel):
         chunk = loads_body(self.provider, data)
         if not isinstance(chunk, dict):
             return None
-        if "error" in chunk and not chunk.get("choices"):
+        # OpenRouter's mid-stream failure carries choices too (finish_reason "error"): an
+        # error object decides, whatever else the chunk holds (``"error": null`` does not).
+        if chunk.get("error"):
             status = embedded_error_status(chunk)
             raise map_status_error(self.provider, status, chunk, "error event in the stream")
         return chunk

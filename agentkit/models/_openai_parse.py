@@ -32,12 +32,17 @@ def _usage(data: JSONValue, elapsed: float) -> ChatUsage | None:
         return None
     prompt = data.get("prompt_tokens_details")
     completion = data.get("completion_tokens_details")
+    cached = _detail(prompt, "prompt_tokens_details", "cached_tokens")
+    if not cached:  # DeepSeek's own field (its newer answers also carry the detail)
+        cached = count(data.get("prompt_cache_hit_tokens"), "usage.prompt_cache_hit_tokens")
     return ChatUsage(
         input_tokens=count(data.get("prompt_tokens"), "usage.prompt_tokens"),
         output_tokens=count(data.get("completion_tokens"), "usage.completion_tokens"),
         time=elapsed,
-        # Included in prompt_tokens, priced lower.
-        cache_read_tokens=_detail(prompt, "prompt_tokens_details", "cached_tokens"),
+        # Included in prompt_tokens, priced lower (reads) or higher (writes, OpenRouter's
+        # detail for the providers that bill them: Anthropic, Gemini).
+        cache_read_tokens=cached,
+        cache_write_tokens=_detail(prompt, "prompt_tokens_details", "cache_write_tokens"),
         reasoning_tokens=_detail(completion, "completion_tokens_details", "reasoning_tokens"),
         # Included in the totals too, and priced many times higher than text.
         input_audio_tokens=_detail(prompt, "prompt_tokens_details", "audio_tokens"),

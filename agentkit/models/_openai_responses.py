@@ -14,12 +14,13 @@ next request, so a reasoning model keeps its chain of thought across tool calls.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentkit.exceptions import ModelResponseError
 from agentkit.messages import Msg
 from agentkit.models._adapter import HTTPChatModel, StreamState
-from agentkit.models._base import ChatResponse, ToolChoice
+from agentkit.models._base import ChatResponse, PromptCache, ToolChoice
+from agentkit.models._caching import openai_cache_fields
 from agentkit.models._clients import OPENAI
 from agentkit.models._common import apply_structured_output, json_schema_spec
 from agentkit.models._http import (
@@ -138,6 +139,7 @@ class OpenAIResponsesModel(HTTPChatModel):
             UnsupportedContentError: a block the Responses API cannot take where it sits.
         """
         parallel = kwargs.pop("parallel_tool_calls", None)
+        cache = openai_cache_fields(cast("PromptCache | None", kwargs.pop("cache", None)))
         body: dict[str, object] = {
             "model": self.model_name,
             "input": format_input(messages),
@@ -150,6 +152,7 @@ class OpenAIResponsesModel(HTTPChatModel):
             body["reasoning"] = self.reasoning
         body.update(self.generate_kwargs)
         body.update(kwargs)
+        body.update(cache)
         reject_audio_output(body, self.provider, "the OpenAI Responses API")
         if tools:
             body["tools"] = format_tools(tools)

@@ -51,7 +51,10 @@ class ModelPrice:
         cache_read_per_mtok: Price of an input token read from the prompt cache (None:
             the input price).
         cache_write_per_mtok: Price of an input token written to the cache (None: the
-            input price).
+            input price). Anthropic's and Bedrock's five-minute writes cost 1.25x the input
+            price, reads 0.1x; OpenAI and Gemini bill no writes and reads at 0.1x-0.5x.
+        cache_write_1h_per_mtok: Price of a token written to a one-hour cache (``ttl="1h"``;
+            2x the input price on Anthropic). None: ``cache_write_per_mtok``.
         input_audio_per_mtok: Price of an input audio token (None: unknown, so a call
             with audio input has no cost rather than a text-priced one).
         output_audio_per_mtok: Price of an output audio token (None: unknown).
@@ -61,6 +64,7 @@ class ModelPrice:
     output_per_mtok: float
     cache_read_per_mtok: float | None = None
     cache_write_per_mtok: float | None = None
+    cache_write_1h_per_mtok: float | None = None
     input_audio_per_mtok: float | None = None
     output_audio_per_mtok: float | None = None
 
@@ -86,10 +90,15 @@ class ModelPrice:
             if self.cache_write_per_mtok is None
             else (self.cache_write_per_mtok)
         )
+        long_price = (
+            write_price if self.cache_write_1h_per_mtok is None else self.cache_write_1h_per_mtok
+        )
+        long_writes = min(usage.cache_write_1h_tokens, write)
         total = (
             plain * self.input_per_mtok
             + read * read_price
-            + write * write_price
+            + (write - long_writes) * write_price
+            + long_writes * long_price
             + (usage.output_tokens - audio_out) * self.output_per_mtok
             + audio_in * (self.input_audio_per_mtok or 0.0)
             + audio_out * (self.output_audio_per_mtok or 0.0)
@@ -174,6 +183,8 @@ def _from_genai_prices(
         counts["cache_read_tokens"] = usage.cache_read_tokens
     if usage.cache_write_tokens:
         counts["cache_write_tokens"] = usage.cache_write_tokens
+    if usage.cache_write_1h_tokens:  # of the writes, those priced as one-hour ones
+        counts["cache_write_1h_tokens"] = min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
     if usage.input_audio_tokens:
         counts["input_audio_tokens"] = usage.input_audio_tokens
     if usage.output_audio_tokens:

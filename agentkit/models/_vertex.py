@@ -43,7 +43,7 @@ class AnthropicVertexModel(AnthropicChatModel):
             Default Credentials, refreshed by the SDK).
         credentials: google-auth credentials.
         **kwargs: ``AnthropicChatModel`` arguments (``stream``, ``max_tokens``, ``thinking``,
-            ``base_url``, ``retry``, ``cache_prompt``...).
+            ``base_url``, ``retry``...).
 
     Raises:
         MissingDependencyError: default credentials without ``google-auth`` (the message names the

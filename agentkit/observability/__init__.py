@@ -13,12 +13,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentkit._seams import conversation, current_conversation, install, installed
+from agentkit.observability._propagation import continue_trace, trace_headers
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["conversation", "current_conversation", "instrument", "is_instrumented", "uninstrument"]
+__all__ = [
+    "continue_trace",
+    "conversation",
+    "current_conversation",
+    "instrument",
+    "is_instrumented",
+    "trace_headers",
+    "uninstrument",
+]
 
 
 def instrument(

@@ -315,7 +315,7 @@ class OTelInstrumentation(Instrumentation):
         agent: object,
         run: object,
         messages: Sequence[Msg],
-        tools: list[dict[str, object]] | None,
+        tools: Sequence[object] | None,
     ) -> _Scope:
         """The ``chat {model}`` span of one model request; the answer is in ``run.partial``."""
         request = chat_attributes(cast("ReActAgent[Any, Any]", agent).model)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
-from agentkit.messages import Msg
+from agentkit.messages import Msg, MsgInput
 
 if TYPE_CHECKING:
     from agentkit.events import AgentEvent
@@ -27,8 +27,6 @@ __all__ = [
     "can_resume",
     "deps_kwargs",
 ]
-
-MsgInput = Msg | list[Msg] | str | None
 
 
 class AgentLike(Protocol):

@@ -8,6 +8,7 @@ Endpoints (all JSON errors, all behind the bearer token when one is configured):
   ``POST /threads/{id}/interrupt`` (returns once stopped), ``POST /threads/{id}/steer``
   (a user message into the running reply), ``POST /threads/{id}/approvals``.
 * ``GET /healthz``; ``GET /`` and ``/static/*``: the web chat (no data, no token needed).
+* ``/apps...`` and ``POST /threads/{id}/apps``: MCP Apps (see :mod:`agentkit.serve._apps`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from starlette.routing import Route
 
 from agentkit.agent import ReActAgent
 from agentkit.exceptions import SessionConflictError, SessionError, StateError, UsageError
+from agentkit.observability import continue_trace
+from agentkit.serve._apps import APP_ROUTES, AppSessions
 from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_messages
 from agentkit.serve._durable import DurableTurns
 from agentkit.serve._frontend import FrontendTool, instructions_with_context
@@ -68,11 +71,13 @@ _HOLDER_ANSWER = 5.0  # seconds a relayed /events waits for the holder's first a
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "img-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
 )
 _STATIC = {
     "chat.js": "text/javascript",
     "markdown.js": "text/javascript",
+    "apps.js": "text/javascript",
     "chat.css": "text/css",
     "index.html": "text/html",
 }
@@ -148,7 +153,9 @@ def _owner(request: Request) -> str:
 
 
 def _thread_id(request: Request) -> str:
-    return check_client_id(request.path_params["thread_id"], "the thread id")
+    thread_id = check_client_id(request.path_params["thread_id"], "the thread id")
+    request.state.thread_id = thread_id  # named by the log line of a failure
+    return thread_id
 
 
 async def _load(state: ServeState, owner: str, thread_id: str) -> ThreadRecord:
@@ -197,6 +204,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     state = _state(request)
     if state.task_group is None:
         raise ClientInputError(503, "not_started", "the app's lifespan has not started")
+    request.state.thread_id = run.thread_id  # named by the log line of a failure
     slot = state.runs_per_client.acquire(request, owner)  # 429 over the client's cap
     try:
         channel = await _reserve(state, owner, run.thread_id, run.run_id)
@@ -240,7 +248,10 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
         state.active.pop(key, None)
         state.finished.keep(key, channel)  # a reconnect may still want its last events
 
-    state.task_group.start_soon(execute_run, req, claim, release)
+    # The run's task copies the current context: its spans continue the client's trace
+    # (a traceparent header: the browser's, or a gateway's).
+    with continue_trace(request.headers):
+        state.task_group.start_soon(execute_run, req, claim, release)
     return StreamingResponse(channel.read(), media_type="text/event-stream", headers=_SSE_HEADERS)
 
 
@@ -577,7 +588,14 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 async def _store_error(request: Request, exc: Exception) -> Response:
-    logger.error("%s %s: the thread store failed", request.method, request.url.path, exc_info=exc)
+    logger.error(
+        "%s %s: the thread store failed (thread %s): %s",
+        request.method,
+        request.url.path,
+        getattr(request.state, "thread_id", None),
+        exc,
+        exc_info=exc,
+    )
     message = "the thread store is unavailable; nothing was changed, retry soon"
     return error_response(503, "store_unavailable", message)
 
@@ -718,7 +736,7 @@ def create_app(
         state.durable = DurableTurns(_template(factory), state.store)
 
     app = Starlette(
-        routes=_ROUTES,
+        routes=_ROUTES + APP_ROUTES,  # MCP Apps: a trusted server's ui:// UI (_apps.py)
         middleware=_cors(cors_origins),
         lifespan=_lifespan(state, session),
         exception_handlers={
@@ -730,4 +748,5 @@ def create_app(
         },
     )
     app.state.serve = state
+    app.state.mcp_apps = AppSessions()
     return app

@@ -18,11 +18,13 @@ Example:
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 
-__all__ = ["MCPToolAnnotations", "ToolAnnotations", "annotate", "annotations_of"]
+if TYPE_CHECKING:
+    from agentkit.tools._base import Tool
+
+__all__ = ["MCPToolAnnotations", "ToolAnnotations", "annotate"]
 
 
 class MCPToolAnnotations(TypedDict, total=False):
@@ -36,7 +38,12 @@ class MCPToolAnnotations(TypedDict, total=False):
 
 
 class _HasTools(Protocol):
-    def get_tool(self, name: str) -> Any: ...
+    def get_tool(self, name: str) -> Tool | None: ...
+
+
+@runtime_checkable
+class _Annotated(Protocol):
+    annotations: ToolAnnotations | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,23 @@ class ToolAnnotations:
     idempotent: bool | None = None
     open_world: bool | None = None
 
+    @classmethod
+    def from_mcp(cls, wire: MCPToolAnnotations) -> ToolAnnotations:
+        """Read the wire form (``readOnlyHint``...); a non-boolean hint counts as unset."""
+
+        def hint(key: str) -> bool | None:
+            value = wire.get(key)
+            return value if isinstance(value, bool) else None
+
+        title = wire.get("title")
+        return cls(
+            title if isinstance(title, str) else None,
+            hint("readOnlyHint"),
+            hint("destructiveHint"),
+            hint("idempotentHint"),
+            hint("openWorldHint"),
+        )
+
     def to_mcp(self) -> MCPToolAnnotations:
         """The wire form (``readOnlyHint``...), without unset fields."""
         out: MCPToolAnnotations = {}
@@ -73,11 +97,8 @@ class ToolAnnotations:
         return out
 
 
-_REGISTRY: weakref.WeakKeyDictionary[object, ToolAnnotations] = weakref.WeakKeyDictionary()
-
-
 def annotate(
-    where: _HasTools | Any,
+    where: _HasTools | Tool,
     name: str | None = None,
     *,
     title: str | None = None,
@@ -86,22 +107,20 @@ def annotate(
     idempotent: bool | None = None,
     open_world: bool | None = None,
 ) -> ToolAnnotations:
-    """Attach annotations to a tool: ``annotate(toolkit, "name", ...)`` or ``annotate(tool)``.
+    """Set a tool's annotations: ``annotate(toolkit, "name", ...)`` or ``annotate(tool)``.
+
+    They are the tool's ``annotations`` attribute, so they travel with the tool object
+    (into every toolkit and copy that holds it).
 
     Raises:
         KeyError: the toolkit has no tool ``name``.
     """
-    tool = where.get_tool(name) if name is not None else where
-    if tool is None:
+    tool: object = where
+    if name is not None:
+        get_tool = getattr(where, "get_tool", None)
+        tool = get_tool(name) if get_tool is not None else None
+    if not isinstance(tool, _Annotated):
         raise KeyError(f"no tool named {name!r} to annotate")
     value = ToolAnnotations(title, read_only, destructive, idempotent, open_world)
-    _REGISTRY[tool] = value
+    tool.annotations = value
     return value
-
-
-def annotations_of(tool: object) -> ToolAnnotations | None:
-    """The annotations attached to ``tool`` with :func:`annotate`, if any."""
-    try:
-        return _REGISTRY.get(tool)
-    except TypeError:  # not weak-referenceable
-        return None

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
     from agentkit.models._base import ToolDefinition
+    from agentkit.tools._annotations import ToolAnnotations
     from agentkit.tools._context import ToolContext
 
-__all__ = ["ArgumentChecks", "Tool"]
+__all__ = ["CLOSE_TIMEOUT", "ArgumentChecks", "Tool"]
 
 
 # Compiled checks by schema text. Checking a schema against the meta-schema costs milliseconds;
@@ -29,6 +30,11 @@ __all__ = ["ArgumentChecks", "Tool"]
 # present the same schema again and again. Validators keep no state between calls.
 _COMPILED: dict[str, tuple[Validator, QuickCheck | None]] = {}
 _COMPILED_LIMIT = 512
+
+
+# Bound on a tool's cleanup (an async generator's ``aclose``, a sync generator's
+# ``finally``) when its call is cut short: it must finish, but never hang an interrupt.
+CLOSE_TIMEOUT = 5.0
 
 
 def _compiled(parameters: dict[str, object]) -> tuple[Validator, QuickCheck | None]:
@@ -98,6 +104,8 @@ class Tool(ABC):
         requires_approval: A human must approve each call before it runs.
         sequential: Acts as a barrier when several calls run in one turn.
         timeout: Seconds before the call is cancelled and answered with an error.
+        annotations: Its MCP annotations (title, read-only/destructive... hints), set with
+            :func:`agentkit.tools.annotate`; None: none stated.
         reports_progress: The tool reports progress out of band while it runs
             (``ToolContext.report_progress``, MCP progress notifications): the Toolkit then
             runs it in a task of its own so that the progress streams live.
@@ -123,7 +131,7 @@ class Tool(ABC):
         self.requires_approval = requires_approval
         self.sequential = sequential
         self.timeout = timeout
-        self._schema: dict[str, object] | None = None
+        self.annotations: ToolAnnotations | None = None
         self._checks: ArgumentChecks | None = None
 
     @property
@@ -141,16 +149,8 @@ class Tool(ABC):
         """
         return self.parameters
 
-    @property
-    def json_schema(self) -> dict[str, object]:
-        """The OpenAI-style function schema, built once and cached."""
-        if self._schema is None:
-            self._schema = self.tool_definition.to_openai()
-        return self._schema
-
     def invalidate_schema(self) -> None:
-        """Drop the cached schema after ``name``/``description``/``parameters`` changed."""
-        self._schema = None
+        """Drop the compiled argument checks after ``parameters`` changed."""
         self._checks = None
 
     @property

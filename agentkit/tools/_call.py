@@ -27,7 +27,7 @@ from agentkit._text import MAX_JSON_DEPTH, too_deep
 from agentkit.exceptions import ApprovalRequired, MessageValidationError, ToolRetry
 from agentkit.messages import ToolUseBlock, validate_block
 from agentkit.tools import _errors
-from agentkit.tools._base import Tool
+from agentkit.tools._base import CLOSE_TIMEOUT, Tool
 from agentkit.tools._context import ProgressOutbox, RunContext, ToolContext
 from agentkit.tools._convert import ChunkCollector, truncate
 from agentkit.tools._response import ToolResponse
@@ -39,8 +39,6 @@ __all__ = ["call_offered_tool", "call_tool"]
 
 logger = logging.getLogger("agentkit.tools")
 _RESULT_TYPES = frozenset(("text", "image", "audio", "document"))
-# Bound on a tool's cleanup when its call is cut short (consumer stopped or cancelled).
-_CLOSE_TIMEOUT = 5.0
 # The context of a call made outside any run (``toolkit.execute(block)``): no deps.
 _OUTSIDE_RUN: RunContext[Any] = RunContext(deps=None)
 # The output limit of an offered tool in a run without a toolkit: ``Toolkit()``'s default.
@@ -280,7 +278,7 @@ async def _close(tool: Tool, it: AsyncIterator[ToolResponse]) -> None:
     aclose = getattr(it, "aclose", None)
     if aclose is None:
         return
-    with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+    with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
         await _aclose(tool, aclose)
 
 

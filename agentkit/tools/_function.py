@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from agentkit._text import copy_json
 from agentkit.messages import ToolUseBlock
-from agentkit.tools._base import ArgumentChecks, Tool
+from agentkit.tools._base import CLOSE_TIMEOUT, ArgumentChecks, Tool
 from agentkit.tools._context import ToolContext
 from agentkit.tools._convert import ChunkCollector, to_content
 from agentkit.tools._errors import ArgumentsError
@@ -42,8 +42,6 @@ PostProcess: TypeAlias = Callable[
 """``postprocess(block, final_response)``: may return a replacement final response."""
 
 _END = object()
-# Bound on a sync generator's cleanup (its ``finally``) when a call is cut short.
-_CLOSE_TIMEOUT = 5.0
 
 
 def _default_name(fn: Callable[..., object]) -> str:
@@ -104,7 +102,7 @@ class FunctionTool(Tool):
         """The JSON schema of the arguments: this tool's own, to read or edit.
 
         The spec's schema is shared by every tool of the function (and by closures of one
-        ``def``); it is copied here on first read (``json_schema`` reads it too), so that
+        ``def``); it is copied here on first read, so that
         an edit (followed by ``invalidate_schema()``) changes this tool only. Requests
         (``tool_definition``) and argument checks use the shared schema until then.
         """
@@ -120,15 +118,6 @@ class FunctionTool(Tool):
 
     def _offered_parameters(self) -> dict[str, object]:
         return self._parameters
-
-    @property
-    def json_schema(self) -> dict[str, object]:
-        """The OpenAI-style function schema (its ``parameters`` is this tool's own)."""
-        if self._schema is None:
-            from agentkit.models._base import ToolDefinition
-
-            self._schema = ToolDefinition(self.name, self.description, self.parameters).to_openai()
-        return self._schema
 
     @property
     def checks(self) -> ArgumentChecks:
@@ -241,7 +230,7 @@ class FunctionTool(Tool):
             # Cut short at a yield: run the generator's cleanup in a thread, bounded.
             # (Abandoned mid-``next`` it cannot be closed; it ends on its own.)
             if not finished and not running:
-                with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
                     await anyio.to_thread.run_sync(gen.close, abandon_on_cancel=True)
 
     async def _postprocess(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from agentkit._text import clean_json, clean_text, is_clean
-from agentkit.messages import AudioBlock, DocumentBlock, ImageBlock, TextBlock
+from agentkit.messages import AudioBlock, DocumentBlock, ImageBlock, TextBlock, text_of
 
 __all__ = ["ToolResponse", "ToolResultContent"]
 
@@ -65,7 +65,7 @@ class ToolResponse:
 
     def get_text(self) -> str:
         """Join the text blocks."""
-        return "".join(b["text"] for b in self.content if b["type"] == "text")
+        return text_of(self.content)
 
 
 def _clean_block(block: ToolResultContent) -> ToolResultContent:

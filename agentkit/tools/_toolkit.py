@@ -72,7 +72,7 @@ class Toolkit:
         ... def add(a: int, b: int) -> int:
         ...     '''Add two integers.'''
         ...     return a + b
-        >>> toolkit.get_json_schemas()[0]["function"]["name"]
+        >>> toolkit.get_tool_definitions()[0].name
         'add'
     """
 
@@ -327,16 +327,6 @@ class Toolkit:
     def get_tool_definitions(self) -> list[ToolDefinition]:
         """The provider-neutral definitions of the active tools (``ChatModel.request``)."""
         return [t.tool_definition for t in self.active_tools()]
-
-    def get_json_schemas(self) -> list[dict[str, Any]]:
-        """OpenAI-style function schemas of the active tools.
-
-        Each tool builds its schema once (``Tool.json_schema``); a tool that changes calls
-        ``invalidate_schema()`` and the next list has its new schema.
-        """
-        if self._active is None:
-            self._active = [t for t in self._tools.values() if self.is_active(t)]
-        return [t.json_schema for t in self._active]
 
     # ----------------------------------------------------------------- calling
 

@@ -1,7 +1,8 @@
 // A reference A2A server written with the official JS SDK (@a2a-js/sdk, express), for
 // A2AAgent's interop tests. Listens on 127.0.0.1 (a free port); prints {"url": ...} first,
 // then one JSON line per thing the test waits on: {"started": id}, {"canceled": id}.
-// A message containing "slow" works until CancelTask; any other is answered in chunks.
+// A message containing "slow" works until CancelTask; "confirm" asks a question
+// (input-required) and answers with what the client said; any other is answered in chunks.
 import express from "express";
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server";
 import { UserBuilder, agentCardHandler, jsonRpcHandler } from "@a2a-js/sdk/server/express";
@@ -54,7 +55,21 @@ class GeoExecutor {
         }),
       );
     }
+    if (ctx.task?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
+      // The client's answer to our question, in the same task.
+      bus.publish(AgentEvent.task(ctx.task)); // a stream starts with its task
+      bus.publish(AgentEvent.artifactUpdate(chunk(taskId, contextId, `you said: ${question}`, false, true)));
+      bus.publish(AgentEvent.statusUpdate(status(taskId, contextId, TaskState.TASK_STATE_COMPLETED, undefined)));
+      bus.finished();
+      return;
+    }
     bus.publish(AgentEvent.statusUpdate(status(taskId, contextId, TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, "looking it up"))));
+    if (question.includes("confirm")) {
+      const ask = agentMessage(taskId, contextId, "Really delete the file?");
+      bus.publish(AgentEvent.statusUpdate(status(taskId, contextId, TaskState.TASK_STATE_INPUT_REQUIRED, ask)));
+      bus.finished();
+      return;
+    }
     if (question.includes("slow")) {
       say({ started: taskId });
       await new Promise((resolve) => this.stops.set(taskId, resolve));

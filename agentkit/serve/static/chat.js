@@ -243,6 +243,7 @@ function setResult(callId, content, status) {
   node.querySelector(":scope > .result").textContent = typeof content === "string" ? content : JSON.stringify(content);
   node.querySelector(":scope > summary .progress").textContent = "";
   setCallStatus(callId, status);
+  McpApps.onResult(callId, node, content, status);  // a trusted server's ui:// app (apps.js)
 }
 
 function renderMessages(messages) {
