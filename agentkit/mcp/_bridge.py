@@ -248,11 +248,11 @@ async def register_mcp_client(
     """
     _refuse_override(namesake)
     if defer:
-        listed = _usable(client, await _manifest_tools(client))
+        listed = await _manifest_tools(client)
     else:
         if not client.is_connected:
             await client.connect()
-        listed = _usable(client, await client.list_tools())
+        listed = await client.list_tools()
     reg = Registration(
         client,
         weakref.ref(toolkit),
@@ -342,9 +342,8 @@ async def _start_cold(client: MCPClient) -> str | None:
             await _stop(client)
             raise
         _save(client, listed)  # a new server version or tool list: the next cold start uses it
-        usable = _usable(client, listed)
         for reg in list(client.registrations):  # changed definitions meet the pins here
-            _apply(client, reg, usable)
+            _apply(client, reg, listed)
     return None
 
 
@@ -397,22 +396,6 @@ def _refuse_override(namesake: object) -> None:
         )
 
 
-def _usable(client: MCPClient, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
-    """Tools agentkit can call: not those that require the tasks extension."""
-    out = []
-    for tool in tools:
-        if tool.execution is not None and tool.execution.task_support == "required":
-            client.logger.info(
-                "MCP tool %r of %r not registered: it requires the tasks extension "
-                "(execution.taskSupport = required), which agentkit does not implement",
-                tool.name,
-                client.name,
-            )
-            continue
-        out.append(tool)
-    return out
-
-
 def _registrations(toolkit: Toolkit) -> list[Registration]:
     return [s for s in toolkit.tool_sources if isinstance(s, Registration)]
 
@@ -462,7 +445,7 @@ async def _refresh(client: MCPClient) -> None:
     """Bring every toolkit that registered ``client`` in line with its current tool list."""
     if not client.registrations:
         return
-    listed = _usable(client, await client.list_tools(refresh=True))
+    listed = await client.list_tools(refresh=True)
     for reg in list(client.registrations):
         _apply(client, reg, listed)
 
