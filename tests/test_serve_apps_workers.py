@@ -1,0 +1,173 @@
+"""MCP Apps across workers: an app rendered by one worker calls tools through another.
+
+App sessions live in the thread store, so a frame, its calls, its call budget and its
+approvals work through any worker on the store: two real worker processes
+(``tests._mcp_apps_web``) on one SQLite file, driven over HTTP as a balancer would.
+Expiry, and the sweep of expired sessions, run in-process (two apps on one store) with a
+clock the test moves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+
+from agentkit.serve import create_app
+from agentkit.serve._apps import BURST, SESSION_SECONDS, AppSessions
+from agentkit.session import SQLiteSession
+from tests._mcp_apps_web import app_agent
+from tests._serve_helpers import running
+from tests._serve_process import ROOT, stop_server
+
+TOKENS = {"alice-token": "alice", "bob-token": "bob"}
+ALICE = {"Authorization": "Bearer alice-token"}
+BOB = {"Authorization": "Bearer bob-token"}
+
+
+@contextlib.contextmanager
+def two_workers(db: Path) -> Iterator[tuple[str, str]]:
+    """Two ``tests._mcp_apps_web`` processes on ``db`` (apps' clock frozen); their URLs."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    tokens = ",".join(f"{t}={u}" for t, u in TOKENS.items())
+    cmd = [sys.executable, "-m", "tests._mcp_apps_web", "0", str(db), tokens, "frozen"]
+    procs = [
+        subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    try:
+        urls = []
+        for proc in procs:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()
+            assert first.startswith("port "), first
+            urls.append(f"http://127.0.0.1:{int(first.split()[1])}")
+        for url in urls:
+            deadline = time.monotonic() + 60
+            while True:
+                with contextlib.suppress(httpx2.TransportError):
+                    if httpx2.get(f"{url}/healthz", headers=ALICE).status_code == 200:
+                        break
+                assert time.monotonic() < deadline, "the worker did not start"
+                time.sleep(0.05)  # polling a starting process: nothing to wait on but the port
+        yield urls[0], urls[1]
+    finally:
+        for proc in procs:
+            stop_server(proc)
+
+
+async def test_an_app_rendered_by_one_worker_calls_tools_through_another(
+    tmp_path: Path,
+) -> None:
+    with two_workers(tmp_path / "threads.db") as (a, b):
+        async with httpx2.AsyncClient(headers=ALICE, timeout=60) as c:
+            thread = (await c.post(f"{a}/threads")).json()["threadId"]
+            opened = await c.post(f"{a}/threads/{thread}/apps", json={"toolName": "get-time"})
+            assert opened.status_code == 200, opened.text
+            session = opened.json()["session"]
+
+            # The frame's document from the other worker (no token: the session admits it).
+            frame = await c.get(f"{b}/apps/frame/{session}", headers={"Authorization": ""})
+            assert frame.status_code == 200 and "Get Time App" in frame.text
+            assert "sandbox allow-scripts" in frame.headers["content-security-policy"]
+            assert (await c.get(f"{b}/apps/frame/guessed")).status_code == 404
+
+            # Asked through B, decided through A; bob's token opens nothing of alice's.
+            asked = await c.post(f"{b}/apps/{session}/calls", json={"name": "get-time"})
+            assert asked.json()["status"] == "approval_required", asked.text
+            call = asked.json()["toolCallId"]
+            for url in (a, b):
+                as_bob = await c.post(
+                    f"{url}/apps/{session}/calls/{call}", json={"approved": True}, headers=BOB
+                )
+                assert as_bob.status_code == 404
+                assert as_bob.json()["error"]["code"] == "unknown_app"
+                bob_call = await c.post(
+                    f"{url}/apps/{session}/calls", json={"name": "count"}, headers=BOB
+                )
+                assert bob_call.status_code == 404
+            done = await c.post(f"{a}/apps/{session}/calls/{call}", json={"approved": True})
+            assert done.json()["status"] == "done", done.text
+            again = await c.post(f"{b}/apps/{session}/calls/{call}", json={"approved": True})
+            assert again.status_code == 404 and again.json()["error"]["code"] == "unknown_call"
+
+            # One budget for the app, whichever worker a call reaches: 200 calls at once,
+            # alternating between the workers, run exactly what is left of it.
+            answers: list[httpx2.Response] = []
+            limiter = anyio.CapacityLimiter(40)
+
+            async def one(url: str) -> None:
+                async with limiter:
+                    answers.append(await c.post(f"{url}/apps/{session}/calls", json=COUNT))
+
+            async with anyio.create_task_group() as tg:
+                for i in range(200):
+                    tg.start_soon(one, (a, b)[i % 2])
+            ok = [r for r in answers if r.status_code == 200]
+            limited = [r for r in answers if r.status_code == 429]
+            assert len(ok) == BURST - 1  # the approval request spent one
+            assert len(limited) == 200 - len(ok)
+            assert {r.json()["error"]["code"] for r in limited} == {"app_rate_limited"}
+
+            # Every call that ran is in the thread once, whichever worker ran it.
+            messages = (await c.get(f"{b}/threads/{thread}")).json()["messages"]
+            called = [t for m in messages for t in m.get("toolCalls") or []]
+            assert [t["function"]["name"] for t in called] == ["get-time", *["count"] * len(ok)]
+            results = {m["toolCallId"] for m in messages if m["role"] == "tool"}
+            assert results == {t["id"] for t in called}
+
+
+COUNT: dict[str, Any] = {"name": "count", "arguments": {}}
+
+
+async def test_an_expired_app_session_is_unknown_on_every_worker_and_swept(
+    tmp_path: Path,
+) -> None:
+    db = SQLiteSession(tmp_path / "t.db")
+    now = [1000.0]
+    async with app_agent() as agent:
+        first = create_app(agent, sessions=db, auth_token=TOKENS)
+        second = create_app(agent, sessions=SQLiteSession(tmp_path / "t.db"), auth_token=TOKENS)
+        for app in (first, second):
+            app.state.mcp_apps = AppSessions(clock=lambda: now[0])
+        async with (
+            running(first) as a,
+            running(second) as b,
+            httpx2.AsyncClient(headers=ALICE, timeout=30) as c,
+        ):
+            thread = (await c.post(f"{a}/threads")).json()["threadId"]
+            opened = await c.post(f"{a}/threads/{thread}/apps", json={"toolName": "get-time"})
+            session = opened.json()["session"]
+            stored = set(await db.list_ids())
+            assert session not in "".join(stored)  # the store holds no usable capability
+            asked = await c.post(f"{b}/apps/{session}/calls", json={"name": "get-time"})
+            assert asked.json()["status"] == "approval_required"
+
+            now[0] += SESSION_SECONDS - 1  # still alive just before the hour
+            assert (await c.get(f"{b}/apps/frame/{session}")).status_code == 200
+            now[0] += 2  # and unknown after it, on both workers, for each of its endpoints
+            for url in (b, a):
+                assert (await c.get(f"{url}/apps/frame/{session}")).status_code == 404
+                late = await c.post(f"{url}/apps/{session}/calls", json=COUNT)
+                assert late.status_code == 404 and late.json()["error"]["code"] == "unknown_app"
+                decided = await c.post(
+                    f"{url}/apps/{session}/calls/{asked.json()['toolCallId']}",
+                    json={"approved": True},
+                )
+                assert decided.status_code == 404
+            # Nothing of the expired app stays in the store once another app opens.
+            other = await c.post(f"{b}/threads/{thread}/apps", json={"toolName": "get-time"})
+            assert other.status_code == 200
+            apps_now = [k for k in await db.list_ids() if not k.startswith("serve/")]
+            assert len(apps_now) == 2  # the new app's session and frame only
+            assert not set(apps_now) & stored
+            messages = (await c.get(f"{a}/threads/{thread}")).json()["messages"]
+            assert not any(m.get("toolCalls") for m in messages)  # the waiting call never ran
