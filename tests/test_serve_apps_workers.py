@@ -3,8 +3,8 @@
 App sessions live in the thread store, so a frame, its calls, its call budget and its
 approvals work through any worker on the store: two real worker processes
 (``tests._mcp_apps_web``) on one SQLite file, driven over HTTP as a balancer would.
-Expiry, and the sweep of expired sessions, run in-process (two apps on one store) with a
-clock the test moves.
+Expiry, and the sweep of expired sessions, on the store directly (two workers' views of
+one SQLite file) with a clock the test moves.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from typing import Any
 
 import anyio
 import httpx2
+import pytest
 
-from agentkit.serve import create_app
-from agentkit.serve._apps import BURST, SESSION_SECONDS, AppSessions
+from agentkit.serve._apps import BURST, SESSION_SECONDS, SWEEP_SECONDS, AppSessions
+from agentkit.serve._convert import ClientInputError
 from agentkit.session import SQLiteSession
-from tests._mcp_apps_web import app_agent
-from tests._serve_helpers import running
 from tests._serve_process import ROOT, stop_server
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
@@ -60,6 +59,8 @@ def two_workers(db: Path) -> Iterator[tuple[str, str]]:
                 time.sleep(0.05)  # polling a starting process: nothing to wait on but the port
         yield urls[0], urls[1]
     finally:
+        for proc in procs:
+            proc.terminate()  # both shut down at once; stop_server then waits for each
         for proc in procs:
             stop_server(proc)
 
@@ -131,43 +132,39 @@ COUNT: dict[str, Any] = {"name": "count", "arguments": {}}
 async def test_an_expired_app_session_is_unknown_on_every_worker_and_swept(
     tmp_path: Path,
 ) -> None:
-    db = SQLiteSession(tmp_path / "t.db")
+    # Two workers' views of one store (each its own store object), on a clock the test moves.
     now = [1000.0]
-    async with app_agent() as agent:
-        first = create_app(agent, sessions=db, auth_token=TOKENS)
-        second = create_app(agent, sessions=SQLiteSession(tmp_path / "t.db"), auth_token=TOKENS)
-        for app in (first, second):
-            app.state.mcp_apps = AppSessions(clock=lambda: now[0])
-        async with (
-            running(first) as a,
-            running(second) as b,
-            httpx2.AsyncClient(headers=ALICE, timeout=30) as c,
-        ):
-            thread = (await c.post(f"{a}/threads")).json()["threadId"]
-            opened = await c.post(f"{a}/threads/{thread}/apps", json={"toolName": "get-time"})
-            session = opened.json()["session"]
-            stored = set(await db.list_ids())
-            assert session not in "".join(stored)  # the store holds no usable capability
-            asked = await c.post(f"{b}/apps/{session}/calls", json={"name": "get-time"})
-            assert asked.json()["status"] == "approval_required"
+    first, second = AppSessions(clock=lambda: now[0]), AppSessions(clock=lambda: now[0])
+    db, other_db = SQLiteSession(tmp_path / "t.db"), SQLiteSession(tmp_path / "t.db")
+    sid = await first.open(db, "alice", "t1", "examples", "<p>app</p>")
+    again = await first.open(db, "alice", "t1", "examples", "<p>app</p>")
+    stored = await db.list_ids()
+    assert len(stored) == 3  # two sessions, one copy of their document
+    assert not any(sid in key or again in key for key in stored)  # no usable capability
+    await second.spend(other_db, sid, "alice")
+    assert (await first.load(db, sid))[0].tokens == BURST - 1  # one budget
+    assert (await first.load(db, again))[0].tokens == BURST  # per app session
+    with pytest.raises(ClientInputError) as other_user:
+        await first.spend(db, sid, "bob")
+    assert other_user.value.status == 404 and other_user.value.code == "unknown_app"
 
-            now[0] += SESSION_SECONDS - 1  # still alive just before the hour
-            assert (await c.get(f"{b}/apps/frame/{session}")).status_code == 200
-            now[0] += 2  # and unknown after it, on both workers, for each of its endpoints
-            for url in (b, a):
-                assert (await c.get(f"{url}/apps/frame/{session}")).status_code == 404
-                late = await c.post(f"{url}/apps/{session}/calls", json=COUNT)
-                assert late.status_code == 404 and late.json()["error"]["code"] == "unknown_app"
-                decided = await c.post(
-                    f"{url}/apps/{session}/calls/{asked.json()['toolCallId']}",
-                    json={"approved": True},
-                )
-                assert decided.status_code == 404
-            # Nothing of the expired app stays in the store once another app opens.
-            other = await c.post(f"{b}/threads/{thread}/apps", json={"toolName": "get-time"})
-            assert other.status_code == 200
-            apps_now = [k for k in await db.list_ids() if not k.startswith("serve/")]
-            assert len(apps_now) == 2  # the new app's session and frame only
-            assert not set(apps_now) & stored
-            messages = (await c.get(f"{a}/threads/{thread}")).json()["messages"]
-            assert not any(m.get("toolCalls") for m in messages)  # the waiting call never ran
+    now[0] += SESSION_SECONDS - 1  # alive just before the hour ...
+    assert await second.html(other_db, sid) == "<p>app</p>"
+    now[0] += 1  # ... and unknown from it on, through every worker and every endpoint
+    for sessions, store in ((second, other_db), (first, db)):
+        for attempt in (
+            sessions.html(store, sid),
+            sessions.load(store, sid),
+            sessions.spend(store, sid, "alice"),
+        ):
+            with pytest.raises(ClientInputError) as expired:
+                await attempt
+            assert expired.value.status == 404 and expired.value.code == "unknown_app"
+
+    # What expired is swept when an app is opened, also what nobody asked for again.
+    now[0] += SWEEP_SECONDS
+    fresh = await second.open(other_db, "bob", "t2", "examples", "<p>other</p>")
+    assert len(await db.list_ids()) == 2  # only the new session and its document
+    assert await first.html(db, fresh) == "<p>other</p>"
+    with pytest.raises(ClientInputError):
+        await first.load(db, again)

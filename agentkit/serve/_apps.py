@@ -25,15 +25,18 @@ frame's document and run the frame's ``tools/call`` requests:
 **Sessions live in the thread store**, beside the threads, so every worker on the store
 serves every frame (no sticky routing)::
 
-    serve-apps/<sha256(session id)>        {"serve_app": 1, "owner", "thread_id", "server",
-                                            "expires", "tokens", "refilled", "pending"}
-    serve-apps/<sha256(session id)>/frame  {"serve_app": 1, "html", "expires"}
+    serve-apps/<sha256(session id)>       {"serve_app": 1, "owner", "thread_id", "server",
+                                           "frame", "expires", "tokens", "refilled",
+                                           "pending"}
+    serve-apps/frame/<sha256(document)>   {"serve_app": 1, "html", "expires"}
 
-Keyed by the id's hash: the store (a backup, a shared database) holds no usable capability.
-``expires`` (epoch seconds, also each entry's title, so a sweep reads metadata only) is
-checked on every read: an expired session answers ``404 unknown_app`` like an unknown one
-and is deleted. Each worker sweeps the expired entries at most every
-:data:`SWEEP_SECONDS`, when an app is opened.
+A session is keyed by its id's hash: the store (a backup, a shared database) holds no usable
+capability. Its document (up to 5 MiB) is stored once per distinct document, however many
+sessions render it (``frame`` names it); each new session pushes the document's expiry to
+its own plus :data:`_FRAME_GRACE`. ``expires`` (epoch seconds, also each entry's title, so
+a sweep reads metadata only) is checked on every read: an expired session answers ``404
+unknown_app`` like an unknown one and is deleted. Each worker sweeps the expired entries
+at most every :data:`SWEEP_SECONDS`, when an app is opened.
 
 The call budget is a token bucket in the session entry, spent with the store's versioned
 save (compare-and-set): one budget across all workers, exact (a refusal writes nothing, so a
@@ -97,7 +100,8 @@ APP_VERSION = 1  # the stored layout (``serve_app``); another one reads as unkno
 _PREFIX = "serve-apps/"  # not under "serve/": no owner's thread list ever sees these
 _SESSION_ID_CHARS = 64  # ids are 43 characters; anything much longer is not one of ours
 _CAS_TRIES = 32  # compare-and-set rounds on one entry before a call gives up (429)
-_RECORD_TRIES = 8  # saves of the thread when other writers keep winning
+_RECORD_TRIES = 32  # saves of the thread while other writers keep winning (each is progress)
+_FRAME_GRACE = 60.0  # a document outlives its sessions by this (workers' clocks may differ)
 _KNOWN_BUDGETS = 1024  # apps whose last seen budget a worker keeps (to refuse floods)
 # The frame's own policy: its inline script and style run, nothing is fetched or framed,
 # and the response itself demands the sandbox (also when opened outside the page).
@@ -121,6 +125,7 @@ class AppSession:
         owner: The user who rendered it (only their token may call through it).
         thread_id: The thread its calls are recorded in.
         server: The MCP server whose tools it may call.
+        frame: The hash of its document (see :meth:`AppSessions.frame_key`).
         expires: Epoch seconds after which it is unknown.
         refilled: When the budget was last refilled (epoch seconds).
         tokens: Calls left in the budget.
@@ -130,6 +135,7 @@ class AppSession:
     owner: str
     thread_id: str
     server: str
+    frame: str
     expires: float
     refilled: float
     tokens: float = BURST
@@ -142,6 +148,7 @@ class AppSession:
             "owner": self.owner,
             "thread_id": self.thread_id,
             "server": self.server,
+            "frame": self.frame,
             "expires": self.expires,
             "refilled": self.refilled,
             "tokens": self.tokens,
@@ -161,6 +168,7 @@ class AppSession:
                 owner=str(data["owner"]),
                 thread_id=str(data["thread_id"]),
                 server=str(data["server"]),
+                frame=str(data["frame"]),
                 expires=float(data["expires"]),  # type: ignore[arg-type]
                 refilled=float(data["refilled"]),  # type: ignore[arg-type]
                 tokens=float(data["tokens"]),  # type: ignore[arg-type]
@@ -218,8 +226,13 @@ class AppSessions:
 
     @staticmethod
     def key(sid: str) -> str:
-        """The store key of session ``sid`` (its frame is under ``<key>/frame``)."""
+        """The store key of session ``sid``."""
         return _PREFIX + hashlib.sha256(sid.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @staticmethod
+    def frame_key(digest: str) -> str:
+        """The store key of the document whose hash is ``digest``."""
+        return f"{_PREFIX}frame/{digest}"
 
     @asynccontextmanager
     async def locked(self, name: str) -> AsyncIterator[None]:
@@ -236,21 +249,28 @@ class AppSessions:
             if entry.users == 0:
                 del self._locks[name]
 
-    async def add(self, store: Session, session: AppSession, html: str) -> str:
-        """Store ``session`` and its frame's ``html``; its new random id."""
+    async def open(self, store: Session, owner: str, thread_id: str, server: str, html: str) -> str:
+        """Store a new session of ``owner``'s app with its document ``html``; its random id."""
         await self.sweep(store)
+        now = self.clock()
+        digest = hashlib.sha256(html.encode("utf-8", "surrogatepass")).hexdigest()
+        session = AppSession(owner, thread_id, server, digest, now + SESSION_SECONDS, now)
+        # The same document for every session of it: the last writer's expiry (the newest
+        # session's, give or take the clocks) is what the document keeps.
+        until = session.expires + _FRAME_GRACE
+        frame = {"serve_app": APP_VERSION, "html": html, "expires": until}
+        await store.save_state(self.frame_key(digest), frame, title=repr(until))
         sid = secrets.token_urlsafe(32)
-        key, title = self.key(sid), repr(session.expires)
-        frame = {"serve_app": APP_VERSION, "html": html, "expires": session.expires}
-        await store.save_state(f"{key}/frame", frame, expected_version=0, title=title)
-        await store.save_state(key, session.to_dict(), expected_version=0, title=title)
+        await store.save_state(
+            self.key(sid), session.to_dict(), expected_version=0, title=repr(session.expires)
+        )
         return sid
 
     async def _forget(self, store: Session, key: str) -> None:
-        # Best effort: an entry left behind is expired, and the next sweep takes it.
+        # Best effort: an entry left behind is expired, and the next sweep takes it. (The
+        # document may serve other sessions: the sweep deletes it once it expires.)
         with contextlib.suppress(SessionError):
             await store.delete(key)
-            await store.delete(f"{key}/frame")
 
     async def load(self, store: Session, sid: str) -> tuple[AppSession, int]:
         """The live session ``sid`` and its stored version (404 when unknown or expired)."""
@@ -268,16 +288,10 @@ class AppSessions:
 
     async def html(self, store: Session, sid: str) -> str:
         """The frame's document of the live session ``sid`` (404 when unknown or expired)."""
-        if not sid or len(sid) > _SESSION_ID_CHARS:
-            raise _unknown_app()
-        key = self.key(sid)
-        data = await store.load_state(f"{key}/frame")
+        session, _ = await self.load(store, sid)
+        data = await store.load_state(self.frame_key(session.frame))
         html = None if data is None else data.get("html")
-        expires = None if data is None else data.get("expires")
-        if not isinstance(html, str) or not isinstance(expires, int | float):
-            raise _unknown_app()
-        if expires <= self.clock():
-            await self._forget(store, key)
+        if data is None or data.get("serve_app") != APP_VERSION or not isinstance(html, str):
             raise _unknown_app()
         return html
 
@@ -340,7 +354,10 @@ class AppSessions:
         self._swept = now
         cursor: str | None = None
         while True:
-            page = await store.list_sessions(prefix=_PREFIX, limit=500, cursor=cursor)
+            try:
+                page = await store.list_sessions(prefix=_PREFIX, limit=500, cursor=cursor)
+            except SessionError:
+                return  # the next sweep (or the open that follows) meets the store's error
             for info in page.sessions:
                 try:
                     expired = float(info.title or "nan") <= now
@@ -417,11 +434,10 @@ async def open_app(request: Request) -> Response:
         resource = await read_ui_resource(tool, uri)
     except MCPError as exc:
         raise ClientInputError(502, "app_unavailable", str(exc)) from exc
-    sessions = _sessions(request)
-    now = sessions.clock()
     server = tool.client.name
-    session = AppSession(owner, thread_id, server, now + SESSION_SECONDS, now)
-    sid = await sessions.add(state.store.session, session, resource.html)
+    sid = await _sessions(request).open(
+        state.store.session, owner, thread_id, server, resource.html
+    )
     return JSONResponse({"session": sid, "frame": f"apps/frame/{sid}", "server": server})
 
 
