@@ -161,10 +161,15 @@ async def test_an_expired_app_session_is_unknown_on_every_worker_and_swept(
                 await attempt
             assert expired.value.status == 404 and expired.value.code == "unknown_app"
 
-    # What expired is swept when an app is opened, also what nobody asked for again.
+    # What expired is swept when an app is opened, also what nobody asked for again; the
+    # document stays while a session opened in its period could still show it.
     now[0] += SWEEP_SECONDS
     fresh = await second.open(other_db, "bob", "t2", "examples", "<p>other</p>")
-    assert len(await db.list_ids()) == 2  # only the new session and its document
+    assert len(await db.list_ids()) == 3  # the new session, its document, the old document
     assert await first.html(db, fresh) == "<p>other</p>"
     with pytest.raises(ClientInputError):
         await first.load(db, again)
+    now[0] += 2 * SESSION_SECONDS
+    last = await second.open(other_db, "bob", "t2", "examples", "<p>other</p>")
+    assert len(await db.list_ids()) == 2  # only the newest session and its document
+    assert await first.html(db, last) == "<p>other</p>"

@@ -28,19 +28,23 @@ serves every frame (no sticky routing)::
     serve-apps/<sha256(session id)>       {"serve_app": 1, "owner", "thread_id", "server",
                                            "frame", "expires", "tokens", "refilled",
                                            "pending"}
-    serve-apps/frame/<sha256(document)>   {"serve_app": 1, "html", "expires"}
+    serve-apps/frame/<sha256(document)>/<n>  {"serve_app": 1, "html", "expires"}
 
 A session is keyed by its id's hash: the store (a backup, a shared database) holds no usable
-capability. Its document (up to 5 MiB) is stored once per distinct document, however many
-sessions render it (``frame`` names it); each new session pushes the document's expiry to
-its own plus :data:`_FRAME_GRACE`. ``expires`` (epoch seconds, also each entry's title, so
-a sweep reads metadata only) is checked on every read: an expired session answers ``404
-unknown_app`` like an unknown one and is deleted. Each worker sweeps the expired entries
-at most every :data:`SWEEP_SECONDS`, when an app is opened.
+capability. Its document (up to 5 MiB) is stored once per distinct document and period
+``n`` (the sessions opened in the ``n``-th :data:`SESSION_SECONDS` since the epoch share it;
+``frame`` names it), however many sessions render it: it expires when the last session of
+its period can have (plus :data:`_FRAME_GRACE`), and since only sessions of its period
+write it, nobody writes it again once a sweep may delete it (a store's delete has no
+version check). ``expires`` (epoch seconds, also each entry's title, so a sweep reads
+metadata only) is checked on every read: an expired session answers ``404 unknown_app``
+like an unknown one and is deleted. Each worker sweeps the expired entries at most every
+:data:`SWEEP_SECONDS`, when an app is opened.
 
 The call budget is a token bucket in the session entry, spent with the store's versioned
-save (compare-and-set): one budget across all workers, exact (a refusal writes nothing, so a
-flood costs one read a call). Refill runs on each worker's wall clock; clocks that disagree
+save (compare-and-set): one budget across all workers, exact. A refusal writes nothing, and
+a worker refuses a flood from the budget it last saw stored (see :class:`AppSessions`),
+without reading the store. Refill runs on each worker's wall clock; clocks that disagree
 by *s* seconds grant at most ``s * PER_SECOND`` extra calls. The calls waiting for approval
 (``pending``) are in the entry too: a call asked through one worker is decided through any,
 and taking it out of ``pending`` is a compare-and-set too, so it runs once however many
@@ -125,7 +129,7 @@ class AppSession:
         owner: The user who rendered it (only their token may call through it).
         thread_id: The thread its calls are recorded in.
         server: The MCP server whose tools it may call.
-        frame: The hash of its document (see :meth:`AppSessions.frame_key`).
+        frame: Its document's name (see :meth:`AppSessions.frame_key`).
         expires: Epoch seconds after which it is unknown.
         refilled: When the budget was last refilled (epoch seconds).
         tokens: Calls left in the budget.
@@ -230,9 +234,9 @@ class AppSessions:
         return _PREFIX + hashlib.sha256(sid.encode("utf-8", "surrogatepass")).hexdigest()
 
     @staticmethod
-    def frame_key(digest: str) -> str:
-        """The store key of the document whose hash is ``digest``."""
-        return f"{_PREFIX}frame/{digest}"
+    def frame_key(name: str) -> str:
+        """The store key of the document named ``name`` (``<sha256>/<period>``)."""
+        return f"{_PREFIX}frame/{name}"
 
     @asynccontextmanager
     async def locked(self, name: str) -> AsyncIterator[None]:
@@ -254,12 +258,14 @@ class AppSessions:
         await self.sweep(store)
         now = self.clock()
         digest = hashlib.sha256(html.encode("utf-8", "surrogatepass")).hexdigest()
-        session = AppSession(owner, thread_id, server, digest, now + SESSION_SECONDS, now)
-        # The same document for every session of it: the last writer's expiry (the newest
-        # session's, give or take the clocks) is what the document keeps.
-        until = session.expires + _FRAME_GRACE
+        period = math.floor(now / SESSION_SECONDS)
+        name = f"{digest}/{period}"
+        session = AppSession(owner, thread_id, server, name, now + SESSION_SECONDS, now)
+        # One copy for the period's sessions of this document, alive as long as the last
+        # of them can be (written by each of them: the same text).
+        until = (period + 2) * SESSION_SECONDS + _FRAME_GRACE
         frame = {"serve_app": APP_VERSION, "html": html, "expires": until}
-        await store.save_state(self.frame_key(digest), frame, title=repr(until))
+        await store.save_state(self.frame_key(name), frame, title=repr(until))
         sid = secrets.token_urlsafe(32)
         await store.save_state(
             self.key(sid), session.to_dict(), expected_version=0, title=repr(session.expires)
