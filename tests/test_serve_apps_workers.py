@@ -99,8 +99,21 @@ async def test_an_app_rendered_by_one_worker_calls_tools_through_another(
             assert done.json()["status"] == "done", done.text
             again = await c.post(f"{b}/apps/{session}/calls/{call}", json={"approved": True})
             assert again.status_code == 404 and again.json()["error"]["code"] == "unknown_call"
+            # One decision sent to both workers at once: the call runs once.
+            asked = await c.post(f"{a}/apps/{session}/calls", json={"name": "get-time"})
+            call = asked.json()["toolCallId"]
+            decisions: list[httpx2.Response] = []
 
-            # One budget for the app, whichever worker a call reaches: 200 calls at once,
+            async def decide(url: str) -> None:
+                sent = {"approved": True}
+                decisions.append(await c.post(f"{url}/apps/{session}/calls/{call}", json=sent))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(decide, a)
+                tg.start_soon(decide, b)
+            assert sorted(d.status_code for d in decisions) == [200, 404], decisions
+
+            # One budget for the app, whichever worker a call reaches: 60 calls at once,
             # alternating between the workers, run exactly what is left of it.
             answers: list[httpx2.Response] = []
             limiter = anyio.CapacityLimiter(40)
@@ -110,18 +123,19 @@ async def test_an_app_rendered_by_one_worker_calls_tools_through_another(
                     answers.append(await c.post(f"{url}/apps/{session}/calls", json=COUNT))
 
             async with anyio.create_task_group() as tg:
-                for i in range(200):
+                for i in range(60):
                     tg.start_soon(one, (a, b)[i % 2])
             ok = [r for r in answers if r.status_code == 200]
             limited = [r for r in answers if r.status_code == 429]
-            assert len(ok) == BURST - 1  # the approval request spent one
-            assert len(limited) == 200 - len(ok)
+            assert len(ok) == BURST - 2  # the approval requests spent two
+            assert len(limited) == 60 - len(ok)
             assert {r.json()["error"]["code"] for r in limited} == {"app_rate_limited"}
 
             # Every call that ran is in the thread once, whichever worker ran it.
             messages = (await c.get(f"{b}/threads/{thread}")).json()["messages"]
             called = [t for m in messages for t in m.get("toolCalls") or []]
-            assert [t["function"]["name"] for t in called] == ["get-time", *["count"] * len(ok)]
+            names = [t["function"]["name"] for t in called]
+            assert names == ["get-time", "get-time", *["count"] * len(ok)]
             results = {m["toolCallId"] for m in messages if m["role"] == "tool"}
             assert results == {t["id"] for t in called}
 
