@@ -24,7 +24,7 @@ import pytest
 
 from agentkit.serve._apps import BURST, SESSION_SECONDS, SWEEP_SECONDS, AppSessions
 from agentkit.serve._convert import ClientInputError
-from agentkit.session import SQLiteSession
+from agentkit.session import JSONSession, Session, SQLiteSession
 from tests._serve_process import ROOT, stop_server
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
@@ -143,13 +143,18 @@ async def test_an_app_rendered_by_one_worker_calls_tools_through_another(
 COUNT: dict[str, Any] = {"name": "count", "arguments": {}}
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "json"])
 async def test_an_expired_app_session_is_unknown_on_every_worker_and_swept(
-    tmp_path: Path,
+    tmp_path: Path, kind: str
 ) -> None:
     # Two workers' views of one store (each its own store object), on a clock the test moves.
     now = [1000.0]
     first, second = AppSessions(clock=lambda: now[0]), AppSessions(clock=lambda: now[0])
-    db, other_db = SQLiteSession(tmp_path / "t.db"), SQLiteSession(tmp_path / "t.db")
+
+    def store() -> Session:
+        return SQLiteSession(tmp_path / "t.db") if kind == "sqlite" else JSONSession(tmp_path)
+
+    db, other_db = store(), store()
     sid = await first.open(db, "alice", "t1", "examples", "<p>app</p>")
     again = await first.open(db, "alice", "t1", "examples", "<p>app</p>")
     stored = await db.list_ids()
@@ -165,11 +170,11 @@ async def test_an_expired_app_session_is_unknown_on_every_worker_and_swept(
     now[0] += SESSION_SECONDS - 1  # alive just before the hour ...
     assert await second.html(other_db, sid) == "<p>app</p>"
     now[0] += 1  # ... and unknown from it on, through every worker and every endpoint
-    for sessions, store in ((second, other_db), (first, db)):
+    for sessions, where in ((second, other_db), (first, db)):
         for attempt in (
-            sessions.html(store, sid),
-            sessions.load(store, sid),
-            sessions.spend(store, sid, "alice"),
+            sessions.html(where, sid),
+            sessions.load(where, sid),
+            sessions.spend(where, sid, "alice"),
         ):
             with pytest.raises(ClientInputError) as expired:
                 await attempt
@@ -187,3 +192,31 @@ async def test_an_expired_app_session_is_unknown_on_every_worker_and_swept(
     last = await second.open(other_db, "bob", "t2", "examples", "<p>other</p>")
     assert len(await db.list_ids()) == 2  # only the newest session and its document
     assert await first.html(db, last) == "<p>other</p>"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "json"])
+async def test_two_workers_spending_one_apps_budget_at_once_grant_exactly_it(
+    tmp_path: Path, kind: str
+) -> None:
+    def store() -> Session:
+        return SQLiteSession(tmp_path / "t.db") if kind == "sqlite" else JSONSession(tmp_path)
+
+    workers = [(AppSessions(clock=lambda: 1000.0), store()) for _ in range(2)]
+    sid = await workers[0][0].open(workers[0][1], "alice", "t1", "examples", "<p>app</p>")
+    granted: list[int] = []
+    refused: list[str] = []
+
+    async def spend(i: int) -> None:
+        sessions, where = workers[i % 2]
+        try:
+            await sessions.spend(where, sid, "alice")
+            granted.append(i)
+        except ClientInputError as exc:
+            refused.append(exc.code)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(60):
+            tg.start_soon(spend, i)
+    assert len(granted) == BURST  # not BURST per worker
+    assert refused == ["app_rate_limited"] * (60 - BURST)
+    assert (await workers[1][0].load(workers[1][1], sid))[0].tokens == 0

@@ -59,6 +59,7 @@ import contextlib
 import dataclasses
 import hashlib
 import math
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -102,7 +103,8 @@ PER_SECOND = 2.0  # ... and then this many a second
 MAX_PENDING = 4  # an app's calls waiting for approval at once
 APP_VERSION = 1  # the stored layout (``serve_app``); another one reads as unknown
 _PREFIX = "serve-apps/"  # not under "serve/": no owner's thread list ever sees these
-_SESSION_ID_CHARS = 64  # ids are 43 characters; anything much longer is not one of ours
+# What token_urlsafe(32) makes: anything else is refused before the store is read.
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{43}")
 _CAS_TRIES = 32  # compare-and-set rounds on one entry before a call gives up (429)
 _RECORD_TRIES = 32  # saves of the thread while other writers keep winning (each is progress)
 _FRAME_GRACE = 60.0  # a document outlives its sessions by this (workers' clocks may differ)
@@ -280,7 +282,7 @@ class AppSessions:
 
     async def load(self, store: Session, sid: str) -> tuple[AppSession, int]:
         """The live session ``sid`` and its stored version (404 when unknown or expired)."""
-        if not sid or len(sid) > _SESSION_ID_CHARS:
+        if _SESSION_ID.fullmatch(sid) is None:
             raise _unknown_app()
         key = self.key(sid)
         found = await store.load_versioned(key)
