@@ -232,7 +232,7 @@ class LeanHTTP:
             not given: 600 s, 5 s to connect).
     """
 
-    __slots__ = ("_client", "_loop", "base_url", "headers", "timeout")
+    __slots__ = ("_client", "_loop", "_urls", "base_url", "headers", "timeout")
 
     def __init__(
         self, base_url: str, headers: dict[str, str], timeout: Any = DEFAULT_TIMEOUT
@@ -242,6 +242,8 @@ class LeanHTTP:
         self.timeout = timeout
         self._client: httpx2.AsyncClient | None = None
         self._loop: object = None
+        # Parsed once per path: httpx2 parses a string URL again on every request.
+        self._urls: dict[str, httpx2.URL] = {}
         warm_up(self.base_url.startswith("https:"))
 
     def client(self, loop: object) -> httpx2.AsyncClient:
@@ -275,9 +277,10 @@ class LeanHTTP:
         extra: dict[str, Any] = {}
         if request_timeout is not None:
             extra["timeout"] = request_timeout
-        request = client.build_request(
-            "POST", self.base_url + path, content=body, headers=headers, **extra
-        )
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = httpx2.URL(self.base_url + path)
+        request = client.build_request("POST", url, content=body, headers=headers, **extra)
         try:
             response = await client.send(request, stream=stream)
         except httpx2.TimeoutException as err:
