@@ -90,13 +90,16 @@ async def rows(cfg: Config) -> list[Row]:
         return [Row(scenario, "agentkit TTFT", None, "s", note=f"n/a ({exc})")]
     samples: dict[str, list[float]] = {k: [] for k in probes}
     totals: dict[str, list[float]] = {k: [] for k in probes}
+    cpu: dict[str, list[float]] = {k: [] for k in probes}
     try:
         for probe in probes.values():  # warm-up: connections, first-time code paths
             await probe()
         gc.collect()
         for _ in range(n):
             for key, probe in probes.items():
+                started = time.process_time()
                 first, total = await probe()
+                cpu[key].append(time.process_time() - started)
                 samples[key].append(first)
                 totals[key].append(total)
     finally:
@@ -113,6 +116,10 @@ async def rows(cfg: Config) -> list[Row]:
             r_first <= 1.1, note, {"samples": samples, "totals": totals}),
         Row(scenario, "agentkit.stream(): whole stream", ak_total, "s", floor_total,
             "bare httpx2 stream: whole stream", r_total, "<= 1.1x httpx2", r_total <= 1.1),
+        Row(scenario, "agentkit.stream(): client CPU per stream", median(cpu["agentkit"]), "s",
+            median(cpu["httpx"]), "bare httpx2 stream", median(cpu["agentkit"]) / median(cpu["httpx"]),
+            note="time.process_time(), server excluded: steadier than wall time under load",
+            extra={"cpu": cpu}),
         Row(scenario, "raw openai SDK stream: first content chunk", sdk_t, "s", floor,
             "bare httpx2 stream: first content line", sdk_t / floor),
     ]  # fmt: skip

@@ -6,12 +6,12 @@ from __future__ import annotations
 import anyio
 
 from agentkit.events import TextDelta
-from agentkit.testing import ScriptedModel, text
+from agentkit.testing import ScriptedModel
 from tests._agent_helpers import agent_for
 
 
 async def test_queued_events_arrive_in_order_and_complete() -> None:
-    model = ScriptedModel([text("one two three four")], stream=True)
+    model = ScriptedModel(["one two three four"], stream=True)
     agent = agent_for(model)
     async with agent.stream("hi") as events:
         kinds = [event.type async for event in events]
@@ -20,7 +20,7 @@ async def test_queued_events_arrive_in_order_and_complete() -> None:
 
 
 async def test_a_cancelled_consumer_stops_at_its_next_event() -> None:
-    model = ScriptedModel([text("one two three four")], stream=True)
+    model = ScriptedModel(["one two three four"], stream=True)
     agent = agent_for(model)
     seen: list[str] = []
     with anyio.CancelScope() as scope:
