@@ -155,3 +155,21 @@ async def test_a_streamed_response_holds_its_place_until_closed(server: BarrierS
     await response.aclose()
     assert pools.in_flight == [0]
     await lean.aclose(asyncio.get_running_loop())
+
+
+async def test_models_on_one_loop_share_kept_alive_connections(server: BarrierServer) -> None:
+    loop = asyncio.get_running_loop()
+    first, second = LeanHTTP(server.url, {"x-key": "a"}), LeanHTTP(server.url, {"x-key": "b"})
+    for lean in (first, second, first, second):
+        await _batch(lean, server, 1)
+    assert server.connections == 1  # the second model reused the first one's connection
+    pools = _pools(first)
+    assert _pools(second) is pools
+    await first.aclose(loop)
+    assert pools.users == 1  # still in use by the second model
+    await _batch(second, server, 1)
+    await second.aclose(loop)
+    assert pools.closed
+    third = LeanHTTP(server.url, {})
+    assert _pools(third) is not pools  # a fresh set once the last user closed the old one
+    await third.aclose(loop)

@@ -19,6 +19,7 @@ import json
 import os
 import ssl
 import threading
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "LeanHTTP",
     "LeanStatusError",
     "PoolSet",
+    "shared_pools",
 ]
 
 # The openai SDK's defaults (``openai._constants``), so that both paths behave alike.
@@ -169,18 +171,21 @@ class PoolSet(httpx2.AsyncBaseTransport):
     least busy one queues it). One conversation at a time uses the first pool only, with
     its kept-alive connections, exactly as a single pool would; 200 at once spread over 13
     pools of at most 16 connections, and each request's pool bookkeeping stays that small.
-    Used from one event loop (``LeanHTTP`` builds one per loop): no locking.
+    Used from one event loop (every lean client of a loop shares its set, see
+    ``shared_pools``): no locking.
 
     Args:
         verify: The TLS context of every pool.
     """
 
-    __slots__ = ("_load", "_pools", "_verify")
+    __slots__ = ("_load", "_pools", "_verify", "users")
 
     def __init__(self, verify: ssl.SSLContext) -> None:
         self._verify = verify
         self._pools: list[httpx2.AsyncHTTPTransport] = []
         self._load: list[int] = []
+        self.users = 1
+        """Clients sharing this set: ``aclose`` closes the pools when the last one closes."""
 
     def _pick(self) -> int:
         for index, load in enumerate(self._load):
@@ -215,11 +220,42 @@ class PoolSet(httpx2.AsyncBaseTransport):
         response.stream = _Release(response.stream, self, index)
         return response
 
+    @property
+    def closed(self) -> bool:
+        """Whether every client sharing the set has closed it."""
+        return self.users <= 0
+
     async def aclose(self) -> None:
-        """Close every pool."""
+        """One client is done with the set; the last one closes every pool."""
+        self.users -= 1
+        if self.users > 0:
+            return
         pools, self._pools, self._load = self._pools, [], []
         for pool in pools:
             await pool.aclose()
+
+
+# The pool sets of each event loop (one for https, one for http base URLs): models pointed at
+# the same server share their kept-alive connections instead of opening their own.
+_shared: weakref.WeakKeyDictionary[object, dict[bool, PoolSet]] = weakref.WeakKeyDictionary()
+
+
+def shared_pools(loop: object, secure: bool) -> PoolSet:
+    """The pool set of ``loop`` for ``secure`` (https) or plain URLs, one more user counted.
+
+    Outside asyncio (``loop`` None: trio) every client gets a set of its own.
+    """
+    if loop is None:
+        return PoolSet(_verifying_context() if secure else _closed_context())
+    sets = _shared.get(loop)
+    if sets is None:
+        sets = _shared[loop] = {}
+    pools = sets.get(secure)
+    if pools is None or pools.closed:
+        pools = sets[secure] = PoolSet(_verifying_context() if secure else _closed_context())
+    else:
+        pools.users += 1
+    return pools
 
 
 class LeanHTTP:
@@ -254,7 +290,7 @@ class LeanHTTP:
             self._client = httpx2.AsyncClient(
                 headers=self.headers,
                 timeout=self.timeout,
-                transport=PoolSet(verify),
+                transport=shared_pools(loop, secure),
                 # For the proxy transports httpx2 mounts from the environment, if any.
                 limits=_LIMITS,
                 verify=verify,
