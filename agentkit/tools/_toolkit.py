@@ -181,6 +181,7 @@ class Toolkit:
         timeout: float | None = None,
         postprocess: PostProcess | None = None,
         namesake: Namesake = "raise",
+        inline: bool = False,
     ) -> Tool:
         """Register a Python function (sync or async, plain or generator) as a tool.
 
@@ -198,12 +199,18 @@ class Toolkit:
                 response or None (sync or async).
             namesake: What to do if the name is taken: "raise", "override", "skip" (keep
                 the existing tool) or "rename" (append ``_2``, ``_3``...).
+            inline: Call a sync function on the event loop instead of in a worker thread:
+                for functions that return in microseconds and never block (no I/O, no
+                locks), where the thread handoff would cost more than the call. The loop
+                waits for the call, and an interrupt cannot stop it mid-call: it lands when
+                the call returns (between items for a sync generator).
 
         Returns:
             The registered tool (the existing one for namesake="skip").
 
         Raises:
-            ToolRegistrationError: the signature cannot be described, or the name is taken.
+            ToolRegistrationError: the signature cannot be described, the name is taken, or
+                ``inline=True`` for an async function or together with ``timeout``.
             ToolGroupError: the group does not exist.
         """
         # Imported on first registration: pydantic and docstring-parser are not needed
@@ -220,6 +227,7 @@ class Toolkit:
             sequential=sequential,
             timeout=timeout,
             postprocess=postprocess,
+            inline=inline,
         )
         return self.register_tool(tool, namesake=namesake)
 
@@ -241,6 +249,7 @@ class Toolkit:
         timeout: float | None = None,
         postprocess: PostProcess | None = None,
         namesake: Namesake = "raise",
+        inline: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: F | None = None, /, **kwargs: Any) -> F | Callable[[F], F]:
