@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from agentkit.agent import ReActAgent
     from agentkit.mcp._tool import MCPTool
     from agentkit.session import Session
+    from agentkit.tools import Tool
     from agentkit.tools._response import ToolResponse
 
 __all__ = [
@@ -175,9 +176,9 @@ class AppSession:
                 thread_id=str(data["thread_id"]),
                 server=str(data["server"]),
                 frame=str(data["frame"]),
-                expires=float(data["expires"]),  # type: ignore[arg-type]
-                refilled=float(data["refilled"]),  # type: ignore[arg-type]
-                tokens=float(data["tokens"]),  # type: ignore[arg-type]
+                expires=_number(data["expires"]),
+                refilled=_number(data["refilled"]),
+                tokens=_number(data["tokens"]),
                 pending=pending,
             )
         except (KeyError, TypeError, ValueError):
@@ -397,14 +398,24 @@ def _owner(request: Request) -> str:
     return str(owner)
 
 
-def _trusted_app(tool: object) -> tuple[MCPTool, str] | None:
+def _number(value: object) -> float:
+    """A stored number (a JSON int or float); anything else is a ``TypeError``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"not a number: {value!r}")
+    return float(value)
+
+
+def _trusted_app(tool: Tool | None) -> tuple[MCPTool, str] | None:
     """``(tool, ui:// uri)`` for a trusted server's tool with an app, else None."""
+    from agentkit.mcp import MCPTool
     from agentkit.mcp._ui import ui_resource_uri
 
-    uri = ui_resource_uri(tool)  # type: ignore[arg-type]
+    if not isinstance(tool, MCPTool):
+        return None
+    uri = ui_resource_uri(tool)
     if uri is None:
         return None
-    mcp_tool: MCPTool = tool  # type: ignore[assignment]
+    mcp_tool = tool
     if mcp_tool.client.trust != "trusted":
         return None  # an untrusted server's UI is never rendered
     return mcp_tool, uri
