@@ -27,9 +27,10 @@ from a2a.types.a2a_pb2 import (
 from starlette.applications import Starlette
 
 from agentkit import Decision, ReActAgent, Toolkit, handoff
-from agentkit.a2a import A2AAgent, to_a2a
+from agentkit.a2a import A2AAgent, RemoteAuthRequiredError, to_a2a
 from agentkit.a2a._client import HANDOFF_HEADER, OBSERVED_HEADER
 from agentkit.events import TextDelta, ToolProgress, ToolResult
+from agentkit.exceptions import StateError, UsageError
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.pipelines import MsgHub, fanout_pipeline, sequential_pipeline
@@ -76,7 +77,7 @@ class Recorder(AgentExecutor):
         await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
 
-def reference_app(executor: Recorder) -> Starlette:
+def reference_app(executor: Recorder | Asker) -> Starlette:
     card = AgentCard(
         name=executor.name,
         description="Answers geography questions.",
@@ -394,7 +395,111 @@ async def test_denying_the_outer_call_cancels_the_waiting_remote_task(store: SQL
         assert (await outer.run("clean up")).stop_reason == "pending_approval"
         result = await outer.run(approvals={"c1": False})
         # The remote context is free again: its next task runs (the canceled one never does).
-        answer, _ = await remote.ask("anything else?")
+        answer = (await remote("anything else?")).get_text()
         await remote.aclose()
     assert (result.stop_reason, result.text) == ("final", "Left it.")
     assert ran == [] and answer == "Done, deleted."
+
+
+# -- called directly: input-required is the reply's pending calls, resume() answers them ------
+async def test_a_direct_call_that_needs_approval_returns_the_pending_calls_and_resumes(
+    store: SQLiteSession,
+) -> None:
+    ran: list[str] = []
+    async with running(to_a2a(ops_agent(ran), sessions=store)) as url:
+        remote = A2AAgent(url, name="ops")
+        reply = await sequential_pipeline([remote], "delete /tmp/a")
+        pending = [{"id": "r1", "name": "delete_file", "input": {"path": "/tmp/a"}}]
+        assert (reply.metadata or {})["pending_tool_calls"] == pending
+        assert remote.pending_tool_calls == pending and ran == []
+        assert (await remote()).metadata == reply.metadata  # reported again, nothing sent
+        with pytest.raises(UsageError, match="'r9' is not waiting"):
+            await remote.resume({"r9": True})
+        done = await remote.resume({"r1": Decision(True, input={"path": "/tmp/b"})})
+        assert (done.get_text(), remote.pending_tool_calls, ran) == (
+            "Done, deleted.",
+            [],
+            ["/tmp/b"],
+        )
+        assert "pending_tool_calls" not in (done.metadata or {})
+        with pytest.raises(StateError, match="no task waiting"):
+            await remote.resume({"r1": True})
+        await remote.aclose()
+
+
+async def test_a_new_message_instead_of_a_decision_cancels_the_waiting_task(
+    store: SQLiteSession,
+) -> None:
+    ran: list[str] = []
+    async with running(to_a2a(ops_agent(ran), sessions=store)) as url:
+        remote = A2AAgent(url, name="ops")
+        assert (await remote("delete /tmp/a")).metadata["pending_tool_calls"]  # type: ignore[index]
+        # The same context continues: the waiting task is canceled (CancelTask), not refused.
+        reply = await remote("never mind, just say done")
+        await remote.aclose()
+    assert (reply.get_text(), remote.pending_tool_calls, ran) == ("Done, deleted.", [], [])
+
+
+class Asker(AgentExecutor):
+    """Another framework's agent: asks a question (or for credentials), then answers."""
+
+    def __init__(self, auth: bool = False) -> None:
+        self.name = "geo"
+        self.auth = auth
+        self.got: list[str] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        self.got.append(context.get_user_input())
+        if context.current_task is None:
+            await event_queue.enqueue_event(
+                Task(id=context.task_id, context_id=context.context_id, history=[context.message])
+            )
+            ask = updater.requires_auth if self.auth else updater.requires_input
+            await ask(updater.new_agent_message([Part(text="Which country?")]))
+            return
+        await updater.add_artifact([Part(text=f"Noted: {self.got[-1]}")], artifact_id="a")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
+
+
+async def test_another_frameworks_question_is_one_pending_call_answered_in_its_task() -> None:
+    executor = Asker()
+    app = reference_app(executor)
+    async with running(app) as url:
+        app.state.url = url
+        remote = A2AAgent(url, name="geo")
+        reply = await remote("Where is Lyon?")
+        task_id = (reply.metadata or {})["a2a_task_id"]
+        assert reply.get_text() == "Which country?"
+        assert remote.pending_tool_calls == [
+            {"id": task_id, "name": "geo", "input": {"question": "Which country?"}}
+        ]
+        done = await remote.resume({task_id: "it is France"})  # a reason: "deny: <reason>"
+        await remote.aclose()
+    assert (done.get_text(), executor.got) == (
+        "Noted: deny: it is France",
+        ["Where is Lyon?", "deny: it is France"],
+    )
+
+
+async def test_auth_required_is_a_typed_error_naming_the_state() -> None:
+    app = reference_app(Asker(auth=True))
+    async with running(app) as url:
+        app.state.url = url
+        remote = A2AAgent(url, name="geo")
+        with pytest.raises(RemoteAuthRequiredError, match="TASK_STATE_AUTH_REQUIRED") as caught:
+            await remote("Where is Lyon?")
+        assert caught.value.state == "TASK_STATE_AUTH_REQUIRED" and caught.value.task_id
+        assert remote.pending_tool_calls == []
+        outer = planner(remote, [tool_use("geo", "c1", task="Where is Lyon?"), "I cannot."])
+        result = await outer.run("where?")
+        await remote.aclose()
+    (tool_result,) = [
+        b for m in result.new_messages for b in m.get_content_blocks() if b["type"] == "tool_result"
+    ]
+    assert "TASK_STATE_AUTH_REQUIRED" in json.dumps(tool_result["output"])
+    assert result.text == "I cannot."
