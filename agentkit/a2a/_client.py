@@ -24,7 +24,7 @@ import contextlib
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,11 +34,14 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
 from a2a.types.a2a_pb2 import (
     AgentCard,
     CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
     TaskStatus,
@@ -47,6 +50,7 @@ from a2a.utils.errors import A2AError
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, Parse
 
+from agentkit.a2a._journal import current_journal
 from agentkit.a2a._trace import add_trace_hook
 from agentkit.agent._acting import denied_response
 from agentkit.agent._conversation import (
@@ -289,33 +293,89 @@ class A2AAgent(HookHost):
         task_id: str,
         on_progress: Callable[[str, dict[str, object]], object] | None,
     ) -> _Outcome:
-        """Send one message (in ``task_id``, when it answers a paused task); follow the task."""
+        """Send one message (in ``task_id``, when it answers a paused task); follow the task.
+
+        Inside a DBOS step (a durable run) the exchange is journaled (``_journal``): an
+        execution of the step after a crash follows the task the first one started
+        instead of sending the message again.
+        """
         client = await self._ensure_client()
+        journal = current_journal()
+        message_id = uuid.uuid4().hex
+        on_task: Callable[[str], Awaitable[None]] | None = None
+        if journal is not None:
+            key = journal.key(task_id, parts)
+            record = await journal.get(key)
+            if record is not None:
+                found = record.get("taskId") or await self._find(client, record)
+                if found:
+                    outcome = await self._follow(
+                        client, lambda: _rejoin(client, found), on_progress
+                    )
+                    outcome.context_id = outcome.context_id or record.get("contextId", "")
+                    return outcome
+                message_id = record.get("messageId") or message_id
+                context_id = record.get("contextId") or context_id
+            # A new context is named here, so that a record without a task id can find it.
+            context_id = context_id or uuid.uuid4().hex
+            sent = {"messageId": message_id, "contextId": context_id}
+            await journal.put(key, sent)
+
+            async def on_task(remote_task: str) -> None:
+                await journal.put(key, {**sent, "taskId": remote_task})
+
         request = SendMessageRequest(
             message=Message(
-                message_id=uuid.uuid4().hex,
+                message_id=message_id,
                 role=Role.ROLE_USER,
                 parts=parts,
                 context_id=context_id or "",
                 task_id=task_id,
             )
         )
-        outcome = await self._follow(client, request, on_progress)
+        outcome = await self._follow(
+            client, lambda: client.send_message(request), on_progress, on_task
+        )
         outcome.context_id = outcome.context_id or context_id or ""
         return outcome
+
+    async def _find(self, client: Client, record: Mapping[str, str]) -> str:
+        """The task an earlier execution's message started, by its message id ("": none).
+
+        Raises:
+            RemoteAgentError: when the server cannot list the context's tasks: whether it
+                received the message is unknown, and it is not sent twice.
+        """
+        message_id, context_id = record.get("messageId", ""), record.get("contextId", "")
+        try:
+            listed = await client.list_tasks(
+                ListTasksRequest(context_id=context_id, page_size=100, history_length=100)
+            )
+        except (A2AError, httpx.HTTPError) as exc:
+            raise RemoteAgentError(
+                f"remote agent {self.name!r}: a durable run sent message {message_id!r} "
+                f"before a crash and the server cannot list the tasks of context "
+                f"{context_id!r} to find it ({exc}): not sending it a second time"
+            ) from exc
+        for task in listed.tasks:
+            if any(m.message_id == message_id for m in task.history):
+                return str(task.id)
+        return ""
 
     async def _follow(
         self,
         client: Client,
-        request: SendMessageRequest,
+        responses: Callable[[], AsyncIterator[StreamResponse]],
         on_progress: Callable[[str, dict[str, object]], object] | None,
+        on_task: Callable[[str], Awaitable[None]] | None = None,
     ) -> _Outcome:
         """Read the task's stream in a shielded child, so a cancel can still name the task.
 
         Cancelling the caller must not simply drop the stream: the task id may not have
         arrived yet, and the remote task would run on unobserved. Instead the reader keeps
         going (shielded) until the id is known, ``CancelTask`` is sent, and the stream's
-        end is awaited, all within ``cancel_timeout``.
+        end is awaited, all within ``cancel_timeout``. ``on_task`` is awaited once with
+        the task id, as soon as it is known.
         """
         outcome = _Outcome()
         known, done = anyio.Event(), anyio.Event()
@@ -325,9 +385,11 @@ class A2AAgent(HookHost):
         async def read() -> None:
             with shield:
                 try:
-                    async for response in client.send_message(request):
+                    async for response in responses():
                         _apply(response, outcome, on_progress)
-                        if outcome.task_id:
+                        if outcome.task_id and not known.is_set():
+                            if on_task is not None:
+                                await on_task(outcome.task_id)
                             known.set()
                 except Exception as exc:  # re-raised in the caller, outside the task group
                     errors.append(exc)
@@ -788,6 +850,30 @@ def _stream_artifacts(
         if len(text) > len(shown) and text.startswith(shown):
             outcome.streamed[artifact_id] = text
             on_progress(text[len(shown) :], {"a2a": "artifact", "artifact": artifact_id})
+
+
+_POLL = 0.5
+"""Seconds between two ``GetTask`` when a rejoined task cannot be subscribed to."""
+
+
+async def _rejoin(client: Client, task_id: str) -> AsyncIterator[StreamResponse]:
+    """The events of a task sent earlier (a durable step executed again).
+
+    Its state now (``GetTask``), then its stream (``SubscribeToTask``) until it ends or
+    pauses. A server that cannot stream it (the task ended meanwhile, another worker runs it) is
+    asked again with ``GetTask`` every ``_POLL`` seconds.
+    """
+    task = await client.get_task(GetTaskRequest(id=task_id))
+    yield StreamResponse(task=task)
+    while task.status.state not in _TERMINAL | _PAUSED:
+        try:
+            async for response in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                yield response
+            return
+        except A2AError:
+            await anyio.sleep(_POLL)
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            yield StreamResponse(task=task)
 
 
 def _take_task(task: Task, outcome: _Outcome) -> None:
