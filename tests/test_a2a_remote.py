@@ -48,7 +48,8 @@ class Recorder(AgentExecutor):
     def __init__(self, name: str = "geo") -> None:
         self.name = name
         self.got: list[tuple[str, str]] = []  # (context id, message text)
-        self.block = False  # work until CancelTask
+        self.block = False  # work until CancelTask (or release)
+        self.release = anyio.Event()
         self.started = anyio.Event()
         self.canceled: list[str] = []
 
@@ -63,7 +64,7 @@ class Recorder(AgentExecutor):
         await updater.start_work(updater.new_agent_message([Part(text="reading")]))
         if self.block:
             self.started.set()
-            await anyio.sleep_forever()
+            await self.release.wait()
         await updater.add_artifact(
             [Part(text=f"{self.name} answer ")], artifact_id="a", append=False, last_chunk=False
         )
@@ -503,3 +504,123 @@ async def test_auth_required_is_a_typed_error_naming_the_state() -> None:
     ]
     assert "TASK_STATE_AUTH_REQUIRED" in json.dumps(tool_result["output"])
     assert result.text == "I cannot."
+
+
+# -- inside a durable step: the journal makes an executed-again exchange follow its task -----
+class MemoryJournal:
+    """The journal of one step (a DBOS step's events, here a dict); ``lose_task_id``: the
+    worker dies between sending and recording the task id."""
+
+    def __init__(self, lose_task_id: bool = False) -> None:
+        self.records: dict[str, dict[str, str]] = {}
+        self.lose_task_id = lose_task_id
+        self.task_recorded = anyio.Event()
+
+    def key(self, task_id: str, parts: object) -> str:
+        return f"step-7:{task_id}"
+
+    async def get(self, key: str) -> dict[str, str] | None:
+        return self.records.get(key)
+
+    async def put(self, key: str, record: dict[str, str]) -> None:
+        if not (self.lose_task_id and "taskId" in record):
+            self.records[key] = dict(record)
+            if "taskId" in record:
+                self.task_recorded.set()
+
+
+class MethodLog:
+    """ASGI wrapper: the JSON-RPC methods the server received, in order."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+        self.state = app.state
+        self.methods: list[str] = []
+        self.subscribed = anyio.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        method = json.loads(body).get("method", "")
+        self.methods.append(method)
+        if method == "SubscribeToTask":
+            self.subscribed.set()
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+async def test_an_exchange_executed_again_follows_the_running_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executor = Recorder()
+    executor.block = True
+    journal = MemoryJournal()
+    monkeypatch.setattr("agentkit.a2a._client.current_journal", lambda: journal)
+    app = MethodLog(reference_app(executor))
+    async with running(app) as url:
+        app.state.url = url
+        first, again = A2AAgent(url, name="geo"), A2AAgent(url, name="geo")
+        answers: list[str] = []
+
+        async def ask(remote: A2AAgent) -> None:
+            answers.append((await remote("capital?")).get_text())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, first)
+            with anyio.fail_after(10):
+                await journal.task_recorded.wait()
+            tg.start_soon(ask, again)  # the step executed again (the first one still reads)
+            with anyio.fail_after(10):
+                await app.subscribed.wait()
+            executor.release.set()
+        await first.aclose()
+        await again.aclose()
+    assert app.methods == ["SendStreamingMessage", "GetTask", "SubscribeToTask"]
+    assert answers == ["geo answer 1", "geo answer 1"]
+    assert len(executor.got) == 1  # sent once, answered twice
+
+
+async def test_a_journal_without_task_id_finds_the_task_by_message_id_or_sends_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executor = Recorder()
+    journal = MemoryJournal(lose_task_id=True)
+    monkeypatch.setattr("agentkit.a2a._client.current_journal", lambda: journal)
+    app = reference_app(executor)
+    async with running(app) as url:
+        app.state.url = url
+
+        async def ask() -> Msg:  # each execution of the step is a fresh process
+            remote = A2AAgent(url, name="geo")
+            try:
+                return await remote("capital?")
+            finally:
+                await remote.aclose()
+
+        sent = await ask()  # then the worker dies before recording the task id
+        (record,) = journal.records.values()
+        assert set(record) == {"messageId", "contextId"}
+        found = await ask()  # ListTasks: the server has it, by message id
+        # A record whose message never reached the server: sent, with its ids, once.
+        journal.records = {"step-7:": {"messageId": "m-lost", "contextId": "ctx-lost"}}
+        lost = await ask()
+    assert (sent.get_text(), found.get_text(), lost.get_text()) == (
+        "geo answer 1",
+        "geo answer 1",
+        "geo answer 2",
+    )
+    assert [c for c, _ in executor.got] == [record["contextId"], "ctx-lost"]
