@@ -58,6 +58,7 @@ from agentkit.agent._conversation import (
     Decision,
     NestedResume,
     NestedWait,
+    Verdict,
     as_decision,
     nested_resume,
 )
@@ -606,7 +607,7 @@ class A2AAgent(HookHost):
         paused = self._paused
         return [c.copy() for c in paused[0].calls] if paused is not None else []
 
-    async def resume(self, approvals: Mapping[str, bool | str | Decision]) -> Msg:
+    async def resume(self, approvals: Mapping[str, Verdict]) -> Msg:
         """Send decisions for :attr:`pending_tool_calls` into the waiting remote task.
 
         Each decision is ``True``, ``False``, a denial's reason or a ``Decision`` (its
