@@ -66,6 +66,7 @@ from agentkit.agent._limits import UsageLimits
 from agentkit.agent._result import OutputT, PendingCall, RunResult, RunUsage, StopReason
 from agentkit.agent._steer import Steer, SteerOutcome, steer_source
 from agentkit.durable._records import RunOutput, RunRequest, UsageRecord
+from agentkit.durable._remote import DurableRemote
 from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
 from agentkit.durable._versions import check_code_version, code_version
 from agentkit.exceptions import SessionConflictError, StateError, UsageError
@@ -1026,9 +1027,10 @@ def _make_durable(
 
     A handoff target runs its own loop (its model calls and tools), so it gets a durable
     copy too: otherwise a recovery would send the target's requests and run its tools
-    again instead of replaying them. ``origin`` is the agent ``agent`` was copied from
-    (a target handing back to it gets ``agent``); ``made`` maps the targets already
-    copied, so handoff cycles (a -> b -> a) end.
+    again instead of replaying them. A remote target (``A2AAgent``) gets a
+    ``DurableRemote``: each exchange with it is a step. ``origin`` is the agent ``agent``
+    was copied from (a target handing back to it gets ``agent``); ``made`` maps the
+    targets already copied, so handoff cycles (a -> b -> a) end.
     """
     from agentkit.agent import ReActAgent  # the agent package is loaded by now
 
@@ -1041,8 +1043,8 @@ def _make_durable(
         targets = []
         for target in agent.handoffs:
             local = target.agent
-            if not isinstance(local, ReActAgent):  # a remote agent runs its own side
-                targets.append(target)
+            if not isinstance(local, ReActAgent):  # a remote agent: its exchange is a step
+                targets.append(dataclasses.replace(target, agent=DurableRemote(local, steps)))
                 continue
             durable = made.get(id(local))
             if durable is None:

@@ -16,9 +16,10 @@ Outside a workflow both are transparent: they delegate to what they wrap.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -51,6 +52,16 @@ def idempotency_key() -> str | None:
     repeated after a crash (see docs/scaling.md) has no second effect.
     """
     return _CURRENT_CALL.get()
+
+
+@contextlib.contextmanager
+def keyed_call(key: str) -> Iterator[None]:
+    """Run a call of a durable run under ``key`` (what :func:`idempotency_key` returns)."""
+    token = _CURRENT_CALL.set(key)
+    try:
+        yield
+    finally:
+        _CURRENT_CALL.reset(token)
 
 
 def _dbos() -> type[DBOS]:
