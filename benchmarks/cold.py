@@ -37,17 +37,30 @@ t1 = time.perf_counter()
 t2 = time.perf_counter()
 {tools}
 t3 = time.perf_counter()
+async def watch(done):
+    # The longest the event loop went without running this task (beyond its 1 ms sleep).
+    worst = 0.0
+    while not done.is_set():
+        t = time.perf_counter()
+        await asyncio.sleep(0.001)
+        worst = max(worst, time.perf_counter() - t - 0.001)
+    return worst
 async def main():
-    out = []
+    out, stalls = [], []
     for _ in range(4):
+        done = asyncio.Event()
+        watcher = asyncio.ensure_future(watch(done))
+        await asyncio.sleep(0)
         t = time.perf_counter()
         await {request}
         out.append(time.perf_counter() - t)
-    return out
-times = asyncio.run(main())
+        done.set()
+        stalls.append(await watcher)
+    return out, stalls
+times, stalls = asyncio.run(main())
 heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({heavy!r}))
 print(json.dumps({{"import": t1 - t0, "build": t2 - t1, "tools": t3 - t2, "requests": times,
-                  "heavy": heavy}}))
+                  "loop_stalls": stalls, "heavy": heavy}}))
 """
 
 _AK_IMPORTS = """
