@@ -9,9 +9,10 @@ streaming), the way a server gives every conversation its own agent. Tracing goe
 ``BatchSpanProcessor`` (default queue and batch sizes) over an exporter that counts and drops
 spans, and a ``MeterProvider`` read by an ``InMemoryMetricReader`` at every sample.
 
-Every ``--every`` seconds it samples: the process's RSS, the number of live objects tracked by
-the garbage collector by type (after a full collection), the span processor's queue length,
-the spans exported so far and the metric data points. The verdict reads the second half of
+Every ``--every`` seconds it samples: the process's RSS, the span processor's queue length,
+then (the queue flushed, so that spans waiting for export do not count) the number of live
+objects tracked by the garbage collector by type after a full collection, the spans exported
+so far and the metric data points. The verdict reads the second half of
 the samples (the first half warms caches, pools and the allocator): a least-squares slope per
 minute for each series, and the growth that slope makes over the half, against a bound:
 RSS < max(2 MB, 2%), live objects < max(500, 1%), the queue never full, and after the final
@@ -158,6 +159,10 @@ async def soak(
             if failed:
                 failed[0].result()  # a worker that stopped raises here
             elapsed = time.perf_counter() - started
+            queued = queue_length(processor)
+            # Counted with the queue drained: the spans waiting for export (0-2048, about a
+            # dozen objects each) would otherwise swamp a leak of a few objects per run.
+            processor.force_flush()
             last_types = live_objects()
             if first_types is None:
                 first_types = last_types
@@ -167,7 +172,7 @@ async def soak(
                 "t_s": round(elapsed, 2),
                 "rss_mb": round(rss_bytes() / 2**20, 2),
                 "objects": sum(last_types.values()),
-                "queue": queue_length(processor),
+                "queue": queued,
                 "exported": exporter.count,
                 "metric_points": data_points(reader),
             }
