@@ -4,7 +4,7 @@ it is the schema pydantic writes for them, key order included."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Optional, Union
+from typing import Any, Dict, List, Literal, Optional, Union  # noqa: UP035
 
 import pytest
 
@@ -45,6 +45,13 @@ NATIVE: list[tuple[object, object]] = [
     (Literal[1, 2], 2),
     (Literal[True, False], True),
     (str, None),  # a default of another type: written as given, as pydantic does
+    (int, True),
+    (float, -0.0),
+    (str, "\u00e9\u2028"),
+    (List[str], ...),  # noqa: UP006 (typing.List is its own object)
+    (Dict[str, int], None),  # noqa: UP006
+    (dict[str, Any], {"a": 1.5, "b": [True, None]}),
+    (int, 2**70),
 ]
 
 # Outside the native set: the pydantic path describes them.
