@@ -166,11 +166,14 @@ class ThreadStore:
         )
         return ThreadRecord(owner, thread_id, data, found[1])
 
-    async def save(self, record: ThreadRecord, agent: ReActAgent | None = None) -> None:
+    async def save(
+        self, record: ThreadRecord, agent: ReActAgent | None = None, *, durable: bool = True
+    ) -> None:
         """Save the record (with ``agent``'s state when given), if the store still holds it.
 
         Every save is based on ``record.version`` (the version it was read at, or last
-        saved as; 0 creates the thread), and updates it.
+        saved as; 0 creates the thread), and updates it. ``durable`` False: the store may
+        skip its flush (``Session.save_state``): for lease-only writes, never for a turn.
 
         Raises:
             SessionConflictError: another writer changed the thread since; nothing written.
@@ -180,7 +183,11 @@ class ThreadStore:
         record.updated_at = _now()
         key = self.key(record.owner, record.thread_id)
         record.version = await self.session.save_state(
-            key, record.to_dict(), expected_version=record.version, title=record.title
+            key,
+            record.to_dict(),
+            expected_version=record.version,
+            title=record.title,
+            durable=durable,
         )
 
     async def delete(self, owner: str, thread_id: str) -> bool:
