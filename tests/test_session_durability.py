@@ -6,6 +6,7 @@ of two); the turn's commit stays durable.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -48,11 +49,11 @@ async def test_sqlite_commits_a_non_durable_save_without_the_log_fsync(
     real_connect = sqlite3.connect
 
     def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = real_connect(*args, **kwargs)
+        conn: sqlite3.Connection = real_connect(*args, **kwargs)
         conn.set_trace_callback(statements.append)
         return conn
 
-    monkeypatch.setattr(sqlite_module.sqlite3, "connect", connect)
+    monkeypatch.setattr(sqlite3, "connect", connect)
     store = sqlite_module.SQLiteSession(tmp_path / "t.db")
     await store.save_state("s", {"v": 1})  # sets the file up first
     statements.clear()
@@ -70,11 +71,18 @@ async def test_json_fsyncs_the_file_always_and_the_directory_only_when_durable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced: list[str] = []
-    real_fsync, real_dir = json_module.os.fsync, json_module._fsync_directory
-    monkeypatch.setattr(json_module.os, "fsync", lambda fd: (synced.append("file"), real_fsync(fd)))
-    monkeypatch.setattr(
-        json_module, "_fsync_directory", lambda d: (synced.append("dir"), real_dir(d))
-    )
+    real_fsync, real_dir = os.fsync, json_module._fsync_directory
+
+    def fsync(fd: int) -> None:
+        synced.append("file")
+        real_fsync(fd)
+
+    def fsync_directory(directory: Path) -> None:
+        synced.append("dir")
+        real_dir(directory)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(json_module, "_fsync_directory", fsync_directory)
     store = json_module.JSONSession(tmp_path / "j")
     await store.save_state("s", {"v": 1}, durable=False)
     assert synced == ["file"]  # the bytes are on disk before the rename: never a torn file

@@ -247,6 +247,7 @@ class RunChannel:
         self.committed_at: float | None = None  # perf_counter() when the turn was stored
         self.readers = 0
         self._changed = anyio.Event()
+        self._waiting = False  # a task waits on ``_changed`` (else a wake has no one to wake)
 
     def push(self, encoded: str) -> None:
         """Append one encoded event, with its SSE ``id`` (``<run id>:<seq>``); wake readers."""
@@ -293,7 +294,7 @@ class RunChannel:
                     continue  # more may have been pushed while the chunk was being written
                 if self.ended:
                     return
-                await self._changed.wait()
+                await self.changed()
         finally:
             self.readers -= 1
 
@@ -303,12 +304,17 @@ class RunChannel:
         Check ``events`` and ``ended`` first (with no await between the check and this
         call): a change that happened before is not waited for again.
         """
+        self._waiting = True
         await self._changed.wait()
 
     def wake(self) -> None:
         """Wake every task waiting in :meth:`changed` (nothing was pushed)."""
-        self._changed.set()
-        self._changed = anyio.Event()
+        # Most pushes find no one waiting (the reader is still writing the last chunk):
+        # a new Event is made only when the current one has waiters to release.
+        if self._waiting:
+            self._waiting = False
+            self._changed.set()
+            self._changed = anyio.Event()
 
     async def wait(self) -> None:
         """Wait until the run has ended (and its thread is saved)."""
