@@ -118,8 +118,8 @@ def encode(event: BaseEvent) -> str:
             if not value.isascii() and _SURROGATE.search(value):
                 return _ENCODER.encode(event)  # pydantic refuses it: the same error
             parts.append(key + encode_basestring(value))
-        elif type(value) is EventType:
-            parts.append(key + encode_basestring(value.value))
+        elif type(value) is EventType:  # a str enum: its text is its value (no .value lookup)
+            parts.append(key + encode_basestring(value))
         elif type(value) is dict and _flat(value):
             items = ",".join(
                 f"{encode_basestring(k)}:{encode_basestring(v)}" for k, v in value.items()
