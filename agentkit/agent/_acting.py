@@ -21,7 +21,6 @@ import agentkit._seams as _obs
 from agentkit.agent._conversation import nested_wait, resume_scope
 from agentkit.agent._limits import LIMIT_TEXT
 from agentkit.agent._state import PENDING, new_msg, store
-from agentkit.agent._structured import is_response, validate_response
 from agentkit.agent._validators import validate_output
 from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
 from agentkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
@@ -309,7 +308,7 @@ async def _accept(setup: RunSetup, run: Run, index: int, call: ToolUseBlock) -> 
     makes the call's result the retry message, counted like a schema failure.
     """
     assert run.structured is not None
-    response, value = validate_response(run.structured, call)
+    response, value = run.structured.validate_response(call)
     if value is not None and setup.output_validators:
         value, retry = await validate_output(setup, value)
         if retry is not None:  # rejected: not the answer, however schema-valid
@@ -334,7 +333,7 @@ async def accept_answers(setup: RunSetup, run: Run) -> None:
     if run.structured is None or calls is None:
         return
     for i, call in enumerate(calls):
-        answer = is_response(run.structured, call["name"]) and "raw_input" not in call
+        answer = run.structured.is_response(call["name"]) and "raw_input" not in call
         if answer and run.results[i] is None:
             await _accept(setup, run, i, call)
 
@@ -361,7 +360,7 @@ async def triage(setup: RunSetup, run: Run) -> list[int]:
     for i, call in enumerate(calls):
         if "raw_input" in call:
             settle(run, i, _invalid_json(call, run.finish_reason))
-        elif run.structured is not None and is_response(run.structured, call["name"]):
+        elif run.structured is not None and run.structured.is_response(call["name"]):
             await _accept(setup, run, i, call)
         elif await _needs_approval(setup, run, call):
             run.results[i] = PENDING

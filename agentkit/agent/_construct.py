@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from agentkit.exceptions import UsageError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
 from agentkit.messages import Msg, MsgInput
 from agentkit.models._base import ChatModel
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
 
 __all__ = [
     "as_input",
     "as_messages",
     "no_running_loop",
     "resolve_model",
-    "structured_output",
 ]
 
 
@@ -80,17 +73,3 @@ def no_running_loop() -> None:
     except RuntimeError:
         return
     raise UsageError("run_sync() cannot run inside an event loop; use 'await agent.run(...)'")
-
-
-def structured_output(output_type: object) -> type[BaseModel] | None:
-    """The pydantic model of an ``output_type=`` (None or ``str``: plain text).
-
-    A union of pydantic models (``A | B``) becomes the class that stands for it in a run
-    (``agentkit.agent._structured.output_model``).
-
-    Raises:
-        UsageError: for anything else (the output type must be a pydantic model).
-    """
-    from agentkit.agent._structured import output_model
-
-    return output_model(output_type)

@@ -28,10 +28,9 @@ from agentkit.events import CallInfo
 from agentkit.exceptions import StateError, UsageError
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from agentkit.agent._limits import UsageLimits
     from agentkit.agent._state import Run
+    from agentkit.agent._structured import OutputPlan
     from agentkit.memory import Memory
     from agentkit.messages import Msg, ToolUseBlock
 
@@ -182,7 +181,7 @@ class Conversation:
         pending: Tool calls stored in memory and waiting for a human's approval.
         deferred: Messages observed while a run was in progress or calls were pending;
             stored once neither holds.
-        paused_output: The output type of a structured reply paused for approval.
+        paused_output: The structured answer a reply paused for approval asks for.
         paused_output_name: Its qualified name (kept across save/load; the class itself
             is never imported from a saved state).
         iteration: Model calls already made by the reply paused for approval.
@@ -211,7 +210,7 @@ class Conversation:
         self._pending: list[ToolUseBlock] | None = None
         self._deferred: list[Msg] | None = None
         self._nested: dict[str, NestedWait] | None = None  # pending calls waiting inside
-        self.paused_output: type[BaseModel] | None = None
+        self.paused_output: OutputPlan | None = None
         self.paused_output_name: str | None = None
         self.paused_limits: UsageLimits | None = None
         self.iteration = 0
@@ -361,7 +360,7 @@ class Conversation:
         self,
         agent: str,
         approvals: Mapping[str, Verdict],
-        output_type: type[BaseModel] | None,
+        output: OutputPlan | None,
     ) -> None:
         """Refuse approvals that cannot resume this conversation.
 
@@ -374,7 +373,7 @@ class Conversation:
         self.route(approvals)
         if not self._pending:  # a silent empty "reply" would hide the caller's mistake
             raise StateError(f"agent {agent!r} has no tool calls waiting for approval")
-        if output_type is None and self.paused_output is None and self.paused_output_name:
+        if output is None and self.paused_output is None and self.paused_output_name:
             raise StateError(
                 f"this state paused a structured reply for {self.paused_output_name}; pass "
                 "output_type= to resume (model classes are not "
@@ -389,7 +388,7 @@ class Conversation:
 
     def pause(
         self,
-        output_type: type[BaseModel] | None,
+        output: OutputPlan | None,
         iteration: int,
         limits: UsageLimits | None = None,
     ) -> None:
@@ -399,10 +398,16 @@ class Conversation:
             self._pending = None  # emptied in place by the run: drop the list
         if not self._deferred:
             self._deferred = None
-        self.paused_output = output_type if paused else None
+        self.paused_output = output if paused else None
         self.paused_output_name = None
         self.paused_limits = limits if paused else None
         self.iteration = iteration if paused else 0
+
+    def _paused_name(self) -> str | None:
+        """What a state names the paused answer's type by (``module.qualname``)."""
+        if self.paused_output is not None:
+            return self.paused_output.qualname()
+        return self.paused_output_name
 
     def state_dict(self, name: str, iteration: int | None = None) -> dict[str, object]:
         """The JSON-safe state (``iteration``: a running reply's, else the paused one's)."""
@@ -413,7 +418,7 @@ class Conversation:
             "pending_tool_calls": [json.loads(json.dumps(c)) for c in self._pending or ()],
             "deferred_messages": [m.to_dict() for m in self._deferred or ()],
             "iteration": self.iteration if iteration is None else iteration,
-            "structured_model": _qualname(self.paused_output) or self.paused_output_name,
+            "structured_model": self._paused_name(),
         }
         if self._nested:  # written only when a call waits inside: most states have none
             state["nested_calls"] = {k: w.to_dict() for k, w in self._nested.items()}
@@ -476,7 +481,3 @@ def _parse_nested(raw: object, pending: set[str]) -> dict[str, NestedWait]:
             raise StateError(f"nested_calls[{call_id!r}] must be a dict")
         waits[call_id] = _parse_wait(wait, f"nested_calls[{call_id!r}]")
     return waits
-
-
-def _qualname(cls: type | None) -> str | None:
-    return None if cls is None else f"{cls.__module__}.{cls.__qualname__}"

@@ -484,7 +484,7 @@ async def _interruptible(
     the handoff call's result, before the cancellation goes on to the source's own repair.
     """
     deps = setup.context.deps
-    structured = run.structured
+    structured: Any = None if run.structured is None else run.structured.output_type
 
     def work() -> Awaitable[RunResult[Any]]:
         if resume is not None:
@@ -581,7 +581,7 @@ async def finish_handoff(conv: Conversation, run: Run, result: RunResult[Any] | 
         value = (answer.metadata or {}).get("structured_output")
         if isinstance(value, dict):
             run.structured_output = value
-            run.structured_value = run.structured.model_validate(value)
+            run.structured_value = run.structured.validate(value)
     return Msg(
         last_agent,
         answer.content,

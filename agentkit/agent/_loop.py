@@ -33,11 +33,7 @@ from agentkit.agent._limits import CUT_TEXT, LIMIT_TEXT
 from agentkit.agent._reasoning import reason, unique_call_ids
 from agentkit.agent._state import PENDING, answered_by, new_msg, store
 from agentkit.agent._steps import Execute, Finish, Reason, Settle, Step, Summarize, Triage
-from agentkit.agent._structured import (
-    MAX_STRUCTURED_RETRIES,
-    effective_mode,
-    forced_choice,
-)
+from agentkit.agent._structured import MAX_STRUCTURED_RETRIES
 from agentkit.agent._validators import accept_text, validate_text
 from agentkit.events import ApprovalRequested, Interrupted, PartialOutput
 from agentkit.exceptions import StructuredOutputError
@@ -80,7 +76,7 @@ async def _tools_for(setup: RunSetup, run: Run) -> tuple[list[ToolDefinition] | 
         run.offered = None
         offered = await offered_tools(setup, run)
         tools = [*tools, *(tool.tool_definition for tool in offered.values())]
-    if run.structured is None or effective_mode(run.structured, setup.model) != "tool":
+    if run.structured is None or run.structured.mode_for(setup.model) != "tool":
         return (tools or None), None  # a text mode: the answer is the reply's text
     choice = run.force_tool or "required"
     return [*tools, *run.response_tools()], choice
@@ -146,7 +142,7 @@ def _guardrail_reply(setup: RunSetup, conv: Conversation, run: Run) -> Finish:
 def _check_structured(run: Run) -> None:
     if run.structured is not None and run.structured_failures > MAX_STRUCTURED_RETRIES:
         raise StructuredOutputError(
-            f"the model failed to produce a valid {run.structured.__name__} "
+            f"the model failed to produce a valid {run.structured.name} "
             f"after {MAX_STRUCTURED_RETRIES} retries"
         )
 
@@ -179,14 +175,14 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
                 return Reason()
             assistant = checked
         return _finish(setup, run, assistant)
-    if effective_mode(run.structured, setup.model) != "tool":  # the text is the answer
+    if run.structured.mode_for(setup.model) != "tool":  # the text is the answer
         if await accept_text(setup, conv, run, assistant):
             return _finish(setup, run, assistant)
         return Reason()  # told what was wrong, the model answers again
     # Structured output was requested but the model answered in prose: insist.
     run.structured_failures += 1
     _check_structured(run)
-    return Reason(force_tool=forced_choice(run.structured))
+    return Reason(force_tool=run.structured.forced_choice())
 
 
 async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
@@ -199,24 +195,24 @@ async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
             setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
         )
         return _finish(setup, run, assistant, max_iters_reached=True)
-    if effective_mode(run.structured, setup.model) != "tool":
+    if run.structured.mode_for(setup.model) != "tool":
         tools, _ = await _tools_for(setup, run)
         assistant = await reason(
             setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
         )
         if not await accept_text(setup, conv, run, assistant, last=True):
             raise StructuredOutputError(
-                f"max_iters ({setup.max_iters}) reached without a valid {run.structured.__name__}"
+                f"max_iters ({setup.max_iters}) reached without a valid {run.structured.name}"
             )
         return _finish(setup, run, assistant, max_iters_reached=True)
     only = run.response_tools()
-    assistant = await reason(setup, conv, run, only, forced_choice(run.structured), extra=hint)
+    assistant = await reason(setup, conv, run, only, run.structured.forced_choice(), extra=hint)
     if run.batch is not None:
         await execute(setup, run, await triage(setup, run))
         await commit_results(setup, conv, run)
     if run.structured_output is None:
         raise StructuredOutputError(
-            f"max_iters ({setup.max_iters}) reached without a valid {run.structured.__name__}"
+            f"max_iters ({setup.max_iters}) reached without a valid {run.structured.name}"
         )
     return _finish(setup, run, assistant, max_iters_reached=True)
 

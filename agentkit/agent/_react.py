@@ -17,12 +17,7 @@ from agentkit.agent import _loop as loop
 from agentkit.agent import _steer
 from agentkit.agent._cancel import cancel_run, current_task
 from agentkit.agent._capabilities import Capabilities, Capability, spending
-from agentkit.agent._construct import (
-    as_input,
-    as_messages,
-    resolve_model,
-    structured_output,
-)
+from agentkit.agent._construct import as_input, as_messages, resolve_model
 from agentkit.agent._conversation import CallInfo, Conversation, Verdict
 from agentkit.agent._copying import copy_slots
 from agentkit.agent._handoffs import Handoff, HandoffInput, as_handoffs
@@ -33,6 +28,7 @@ from agentkit.agent._setup import ApprovalPolicy, RunSetup
 from agentkit.agent._state import Run, migrate_state, new_id, parse_agent_state, store
 from agentkit.agent._steer import SteerOutcome
 from agentkit.agent._stream import fan_out
+from agentkit.agent._structured import OutputPlan, output_plan
 from agentkit.agent._validators import OutputValidator, ValidatorT
 from agentkit.events import AgentEvent, ReplyFinished, ReplyStarted
 from agentkit.exceptions import AgentBusyError, StateError, UsageError
@@ -106,6 +102,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         "_handoffs",
         "_limiter",
         "_listeners",
+        "_output",
         "_printer",
         "_run",
         "_sys_msg",
@@ -117,7 +114,6 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         "max_tool_retries",
         "model",
         "name",
-        "output_type",
         "parallel_tool_calls",
         "print_hint",
         "sys_prompt",
@@ -151,7 +147,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         self.name = name
         self.sys_prompt = sys_prompt
         self.deps_type = deps_type
-        self.output_type = structured_output(output_type)
+        self._output = output_plan(output_type)  # checked here, once for every run
         self.model = resolve_model(model)
         self._toolkit: Toolkit | None = toolkit
         self._conv = Conversation(memory if memory is not None else InMemoryMemory())
@@ -222,6 +218,11 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     @memory.setter
     def memory(self, value: Memory) -> None:
         self._conv.memory = value
+
+    @property
+    def output_type(self) -> object:
+        """The ``output_type`` every run's answer must match, as given (None: the text)."""
+        return _given(self._output)
 
     @property
     def conversation(self) -> Conversation:
@@ -307,7 +308,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             MemoryInvariantError: when ``msg`` holds a tool call without its result (or a
                 result without its call); nothing is stored then.
         """
-        output = output_type if output_type is not None else self.output_type
+        output = self._output if output_type is None else output_plan(output_type)
         run, reply = await self._reply(as_input(msg), output, deps, self.usage_limits)
         self._check_limit(run, None)
         return reply
@@ -337,14 +338,15 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             StateError: when no call is waiting for approval at all.
         """
         limits = self._conv.paused_limits or self.usage_limits  # the paused run's, if any
-        run, reply = await self._resume(dict(approvals or {}), output_type, None, limits)
+        output = output_plan(output_type)
+        run, reply = await self._resume(dict(approvals or {}), output, None, limits)
         self._check_limit(run, None)
         return reply
 
     async def _reply(
         self,
         msgs: list[Msg],
-        structured: type[BaseModel] | None,
+        structured: OutputPlan | None,
         deps: object,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
@@ -356,22 +358,21 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             step = await loop.first_step(setup, conv, run, as_messages(kwargs["msg"]))
             return await loop.drive(setup, conv, run, step)
 
-        kwargs: dict[str, Any] = {"msg": msgs, "output_type": structured}
+        kwargs: dict[str, Any] = {"msg": msgs, "output_type": _given(structured)}
         return run, await self._drive(run, setup, kwargs, body)
 
     async def _resume(
         self,
         approvals: dict[str, Verdict],
-        output_type: type[BaseModel] | None,
+        output: OutputPlan | None,
         deps: object,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
         conv = self._conv
-        output_type = structured_output(output_type)
-        conv.check_approvals(self.name, approvals, output_type)
-        structured = output_type or conv.paused_output
+        conv.check_approvals(self.name, approvals, output)
+        structured = output or conv.paused_output
         run, setup = self._start(structured, deps, limits)
         run.iteration = conv.iteration
 
@@ -382,7 +383,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         kwargs: dict[str, Any] = {
             "msg": [],
             "approvals": approvals,
-            "output_type": structured,
+            "output_type": _given(structured),
         }
         return run, await self._drive(run, setup, kwargs, body)
 
@@ -492,14 +493,14 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 
     # -- run driving -------------------------------------------------------------------
     def _start(
-        self, output_type: type[BaseModel] | None, deps: object, limits: UsageLimits | None
+        self, output: OutputPlan | None, deps: object, limits: UsageLimits | None
     ) -> tuple[Run, RunSetup]:
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
         emit = None
         if self.print_hint or self._listeners:
             emit = self._make_emit()
-        run = Run(emit, structured_output(output_type))  # a union: its stand-in class
+        run = Run(emit, output)
         context: RunContext[Any] = RunContext(
             deps=deps,
             run_id=new_id(),
@@ -627,7 +628,9 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         hooks = self._hooks
         if hooks is not None and hooks.has("pre_reply"):
             kwargs = await hooks.run_pre("pre_reply", self, kwargs)
-            run.structured = kwargs.get("output_type")
+            given = kwargs.get("output_type")
+            if given is not _given(run.structured):  # the hook asked for another answer
+                run.structured = output_plan(given)
         reply = await body(kwargs)
         if hooks is not None and hooks.has("post_reply"):
             reply = await hooks.run_post("post_reply", self, kwargs, reply)
@@ -698,3 +701,8 @@ async def _report_error(caps: Capabilities, ctx: RunContext[Any], error: BaseExc
             await caps.run_on_error(ctx, error)
         except Exception:  # the run's own error is what propagates
             _logger.exception("a capability's on_error failed")
+
+
+def _given(output: OutputPlan | None) -> object:
+    """The ``output_type`` a plan was built from (None: a plain-text answer)."""
+    return None if output is None else output.output_type

@@ -18,19 +18,12 @@ from agentkit.agent._capabilities import MESSAGE_METADATA
 from agentkit.agent._partial import PartialTracker
 from agentkit.agent._prompt_caching import check_prefix
 from agentkit.agent._state import answered_by, new_msg, store
-from agentkit.agent._structured import (
-    answer_model,
-    effective_mode,
-    partial_source,
-    prompt_instructions,
-)
 from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
 from agentkit.models._base import (
     ChatResponse,
     ModelRequest,
     ModelSettings,
-    OutputSpec,
     ToolDefinition,
 )
 
@@ -67,7 +60,7 @@ def _tracker(setup: RunSetup, run: Run) -> PartialTracker | None:
     """The ``PartialOutput`` tracker of a streamed structured answer (None: nobody listens)."""
     if run.emit is None or run.structured is None:
         return None
-    source = partial_source(run.structured, effective_mode(run.structured, setup.model))
+    source = run.structured.partial_source(run.structured.mode_for(setup.model))
     return PartialTracker(run.emit, source)
 
 
@@ -135,8 +128,8 @@ def _request(
         settings["parallel_tool_calls"] = False
     output = None
     if run.structured is not None:
-        mode = effective_mode(run.structured, setup.model)
-        output = OutputSpec(answer_model(run.structured), mode)
+        mode = run.structured.mode_for(setup.model)
+        output = run.structured.request_spec(mode)
         if mode == "native":  # what the adapters read: their JSON-schema mode
             settings["output_type"] = output.model
     functions = [t for t in tools or () if t.native is None]
@@ -166,9 +159,9 @@ async def _prompt(setup: RunSetup, conv: Conversation, run: Run, extra: Msg | No
     caps = setup.capabilities
     if caps.instructions:  # this request's only: never stored
         system = await caps.system(setup.context, system)
-    if run.structured is not None and effective_mode(run.structured, setup.model) == "prompted":
+    if run.structured is not None and run.structured.mode_for(setup.model) == "prompted":
         base = system.content if isinstance(system.content, str) else system.get_text()
-        schema = prompt_instructions(run.structured)
+        schema = run.structured.prompt_instructions()
         system = Msg(system.name, f"{base}\n\n{schema}" if base else schema, "system")
     prompt = [system, *(await conv.memory.get_memory())]
     if extra is not None:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeAlias, overload
 import anyio
 from typing_extensions import TypeVar
 
-from agentkit.agent._construct import as_input, no_running_loop, structured_output
+from agentkit.agent._construct import as_input, no_running_loop
 from agentkit.agent._result import RunResult, make_result
 from agentkit.agent._stream import EventStream
+from agentkit.agent._structured import OutputPlan, output_plan
 from agentkit.exceptions import UsageError, UsageLimitExceeded
 from agentkit.messages import MsgInput
 
@@ -53,7 +54,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
 
     __slots__ = ()
     usage_limits: UsageLimits | None
-    output_type: type[BaseModel] | None
+    _output: OutputPlan | None  # the agent's output_type, planned once at construction
 
     @property
     def conversation(self) -> Conversation:
@@ -63,7 +64,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
     async def _reply(
         self,
         msgs: list[Msg],
-        structured: type[BaseModel] | None,
+        structured: OutputPlan | None,
         deps: Any,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
@@ -72,7 +73,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
     async def _resume(
         self,
         approvals: dict[str, Verdict],
-        output_type: type[BaseModel] | None,
+        output: OutputPlan | None,
         deps: Any,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
@@ -168,7 +169,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
             UsageError: for ``input`` and ``approvals`` together, or a bad approval.
         """
         limits = usage_limits if usage_limits is not None else self.usage_limits
-        structured = self.output_type if output_type is None else structured_output(output_type)
+        structured = self._output if output_type is None else output_plan(output_type)
         if approvals is not None:
             if input is not None:
                 raise UsageError("pass input= to start a run or approvals= to resume one")

@@ -16,7 +16,6 @@ import anyio
 
 from agentkit._formats import Migration, upgrade
 from agentkit.agent._result import RunUsage
-from agentkit.agent._structured import response_definitions
 from agentkit.exceptions import StateError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
 from agentkit.messages import Msg, Role, ToolUseBlock, validate_block
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from agentkit.agent._guardrails import GuardrailTripped
     from agentkit.agent._limits import UsageLimits
     from agentkit.agent._steer import Steer
+    from agentkit.agent._structured import OutputPlan
     from agentkit.events import AgentEvent
     from agentkit.memory import Memory
     from agentkit.tools._base import Tool
@@ -118,7 +118,7 @@ class Run:
             ``ToolResponse``, or ``PENDING``.
         usage: Token usage summed over the reply's model calls.
         iteration: Model calls made for this task (kept across approval pauses).
-        structured: The pydantic model of a structured-output reply.
+        structured: The structured answer asked for (None: the reply's text).
         structured_output: The validated output (JSON form) once accepted.
         structured_failures: Invalid or missing structured answers so far.
         force_tool: Name of a tool the next model call must use.
@@ -184,7 +184,7 @@ class Run:
         "waits",
     )
 
-    def __init__(self, emit: Emit | None, structured: type[BaseModel] | None) -> None:
+    def __init__(self, emit: Emit | None, structured: OutputPlan | None) -> None:
         self.scope: anyio.CancelScope | None = None
         self.task: object = None
         self.token: Any = None
@@ -202,7 +202,7 @@ class Run:
         self.iteration = 0
         self.started = time.perf_counter()
         self.structured = structured
-        self.response_defs: tuple[type[BaseModel], list[ToolDefinition]] | None = None
+        self.response_defs: tuple[OutputPlan, list[ToolDefinition]] | None = None
         self.structured_output: dict[str, object] | None = None
         self.partial_output: dict[str, object] | None = None  # the last PartialOutput sent
         self.structured_failures = 0
@@ -227,15 +227,15 @@ class Run:
     def response_tools(self) -> list[ToolDefinition]:
         """The response tools of ``structured``, built once per reply.
 
-        Built here rather than cached per model class: a ``pre_reply`` hook may change
-        ``structured`` (the pair's model is checked), and nothing outlives the reply.
+        Built here rather than kept with the plan: a ``pre_reply`` hook may change
+        ``structured`` (the pair's plan is checked), and nothing outlives the reply.
         """
-        model = self.structured
-        if model is None:
+        plan = self.structured
+        if plan is None:
             return []
         cached = self.response_defs
-        if cached is None or cached[0] is not model:
-            cached = self.response_defs = (model, response_definitions(model))
+        if cached is None or cached[0] is not plan:
+            cached = self.response_defs = (plan, plan.response_definitions())
         return cached[1]
 
     def count_response(self, usage: ChatUsage | None, model: str | None = None) -> None:

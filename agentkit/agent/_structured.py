@@ -6,9 +6,7 @@ response tool per member, ``generate_response_A`` and ``generate_response_B``: t
 model calls names the member, so validation never has to guess which member arguments that
 would fit several were meant for, and every tool's parameters stay a flat JSON object (what
 every provider accepts, OpenAI's strict mode included), described by its member's
-docstring. The union itself travels through the run as a small generated pydantic class
-(:func:`output_model`) that lists its members, so the rest of the loop treats one model
-and a union alike.
+docstring.
 
 The tools are merged into the schema list at call time (the user's Toolkit is never
 touched). An invalid call is answered with an error result carrying the validation
@@ -19,8 +17,10 @@ Output modes: a bare model (or union) and ``ToolOutput(M)`` use the response too
 Anthropic ``output_config.format``) and ``PromptedOutput(M)`` puts the schema in the
 instructions; both read the answer from the reply's text, and an answer that is not valid
 JSON for ``M`` is sent back to the model with the error, within the same retry budget.
-Like a union, a text mode travels through the run as a small generated class standing for
-``M`` (:func:`output_model`); :func:`output_mode` reads its mode.
+What a run asks for is one immutable value, an :class:`OutputPlan` built from the
+``output_type`` (:func:`output_plan`): the models, the response tools, the mode and the
+fallback. The run holds it and passes it along; no class is generated and nothing is
+registered at module level, so a union built at runtime leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeGuard, TypeVar
 
 from agentkit.exceptions import UsageError
 from agentkit.tools._response import ToolResponse
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from agentkit.messages import ToolUseBlock
-    from agentkit.models._base import ChatModel, ChatResponse, ToolDefinition
+    from agentkit.models._base import ChatModel, ChatResponse, OutputSpec, ToolDefinition
 
 __all__ = [
     "MAX_STRUCTURED_RETRIES",
@@ -47,20 +47,10 @@ __all__ = [
     "ModeOutput",
     "NativeOutput",
     "OutputMode",
+    "OutputPlan",
     "PromptedOutput",
     "ToolOutput",
-    "answer_model",
-    "effective_mode",
-    "forced_choice",
-    "is_response",
-    "output_mode",
-    "output_model",
-    "parse_answer",
-    "partial_source",
-    "prompt_instructions",
-    "response_definitions",
-    "union_members",
-    "validate_response",
+    "output_plan",
 ]
 
 OutputMode: TypeAlias = Literal["tool", "native", "prompted"]
@@ -120,184 +110,257 @@ class PromptedOutput(Generic[T]):
 RESPONSE_TOOL = "generate_response"
 MAX_STRUCTURED_RETRIES = 3
 
-_MEMBERS = "__agentkit_union_members__"  # on a generated union class: its members
-_NAMES = "__agentkit_union_tools__"  # and the response tool of each member, in order
-_TARGET = "__agentkit_output_target__"  # on a text-mode stand-in: the model it stands for
-_MODE = "__agentkit_output_mode__"  # and its mode ("native" / "prompted")
-_FALLBACK = "__agentkit_output_fallback__"  # and NativeOutput's fallback mode
+ModeOutput: TypeAlias = ToolOutput[T] | NativeOutput[T] | PromptedOutput[T]
+"""An ``output_type`` that names its mode (``RunResult[T]`` for any of them)."""
 
-_UNIONS: dict[object, type[BaseModel]] = {}  # a union type -> its generated class
-_MODES: dict[object, type[BaseModel]] = {}  # a NativeOutput/PromptedOutput -> its stand-in
+
+@dataclass(frozen=True, slots=True)
+class OutputPlan:
+    """How a run asks for its structured answer and reads it: one immutable value.
+
+    Built from an ``output_type`` by :func:`output_plan` (once per agent, or per run for
+    ``run(..., output_type=...)``), held by the run and passed to whatever needs it.
+    Nothing is cached anywhere else: a union built at runtime lives as long as its plan.
+
+    Attributes:
+        output_type: The ``output_type`` as given (a model, a union, ``NativeOutput(M)``...):
+            what a ``pre_reply`` hook sees and what a handoff's target is asked for.
+        tools: The response tools and the model each one answers with, in order: one
+            ``generate_response`` for a model, ``generate_response_<Member>`` per member of
+            a union (the tool the model calls names the member).
+        mode: How the answer is asked for (see ``OutputMode``).
+        fallback: ``NativeOutput``'s mode for a chat model without a native mode.
+    """
+
+    output_type: object
+    tools: tuple[tuple[str, type[BaseModel]], ...]
+    mode: OutputMode = "tool"
+    fallback: Literal["tool", "prompted"] | None = None
+
+    @property
+    def is_union(self) -> bool:
+        """Whether the answer is one of several models (a response tool per member)."""
+        return len(self.tools) > 1
+
+    @property
+    def model(self) -> type[BaseModel]:
+        """The model the answer must match (a union's first member)."""
+        return self.tools[0][1]
+
+    @property
+    def members(self) -> tuple[type[BaseModel], ...]:
+        """Every model the answer may match, in order."""
+        return tuple(model for _, model in self.tools)
+
+    @property
+    def name(self) -> str:
+        """The answer's type as people read it: ``Weather``, ``Refund | Escalation``."""
+        return " | ".join(model.__name__ for model in self.members)
+
+    def qualname(self) -> str:
+        """The ``module.qualname`` of each member (a saved state names the paused type)."""
+        return " | ".join(f"{m.__module__}.{m.__qualname__}" for m in self.members)
+
+    def mode_for(self, chat_model: ChatModel) -> OutputMode:
+        """The mode used with ``chat_model``: ``NativeOutput``'s fallback where it has none.
+
+        Raises:
+            UsageError: for ``NativeOutput`` without a fallback on a model with no native
+                mode.
+        """
+        if self.mode != "native" or chat_model.native_output:
+            return self.mode
+        if self.fallback is not None:
+            return self.fallback
+        raise UsageError(
+            f"NativeOutput({self.name}) asks for the provider's native structured output "
+            f"(mode 'native'), which {type(chat_model).__name__} ({chat_model.model_name!r}) "
+            "cannot give; use ToolOutput or PromptedOutput, or "
+            "NativeOutput(..., fallback='tool')"
+        )
+
+    def prompt_instructions(self) -> str:
+        """The instructions of ``PromptedOutput``: answer with JSON matching the schema."""
+        schema = self.model.model_json_schema()
+        return (
+            "Give your final answer as one JSON object matching this JSON schema, and "
+            "nothing else: no text before or after it, no code fence.\n"
+            + json.dumps(schema, ensure_ascii=False)
+        )
+
+    def parse_answer(self, text: str) -> tuple[BaseModel | None, str]:
+        """Read a text-mode answer: the JSON object in ``text``, validated against the model.
+
+        A code fence or words around the object are tolerated (prompted answers have them).
+
+        Returns:
+            The validated instance and "", or None and the message telling the model what
+            was wrong.
+        """
+        from pydantic import ValidationError
+
+        start = text.find("{")
+        if start < 0:
+            return None, "Your answer is not a JSON object."
+        try:
+            data, _ = json.JSONDecoder().raw_decode(text[start:])
+        except ValueError as exc:
+            return None, f"Your answer is not valid JSON: {exc}."
+        try:
+            return self.model.model_validate(data), ""
+        except ValidationError as exc:
+            return None, f"Your answer does not match the required schema:\n{exc}"
+
+    def validate(self, data: object) -> BaseModel:
+        """``data`` (an answer's JSON form) as the first member it is valid for.
+
+        Raises:
+            pydantic.ValidationError: when no member accepts it (the last member's error).
+        """
+        from pydantic import ValidationError
+
+        *first, last = self.members
+        for member in first:
+            try:
+                return member.model_validate(data)
+            except ValidationError:
+                continue
+        return last.model_validate(data)
+
+    def partial_source(
+        self, mode: OutputMode
+    ) -> typing.Callable[[ChatResponse], tuple[type[BaseModel], object] | None]:
+        """How to find the structured answer in a streamed chunk, for ``PartialTracker``.
+
+        Tool mode: the first call of a response tool (its member, for a union), its JSON
+        arguments so far; text modes: the reply's text.
+        """
+        if mode != "tool":
+            target = self.model
+
+            def text(chunk: ChatResponse) -> tuple[type[BaseModel], object] | None:
+                value = chunk.get_text()
+                return (target, value) if value else None
+
+            return text
+        tools = dict(self.tools)
+
+        def call(chunk: ChatResponse) -> tuple[type[BaseModel], object] | None:
+            for block in chunk.content:
+                if block["type"] == "tool_use" and block["name"] in tools:
+                    raw = block["raw_input"] if "raw_input" in block else block["input"]
+                    return tools[block["name"]], raw
+            return None
+
+        return call
+
+    def is_response(self, name: str) -> bool:
+        """Whether ``name`` is one of the response tools."""
+        return any(tool == name for tool, _ in self.tools)
+
+    def forced_choice(self) -> str:
+        """The ``tool_choice`` that makes the model answer with a response tool."""
+        return "required" if self.is_union else RESPONSE_TOOL
+
+    def request_spec(self, mode: OutputMode) -> OutputSpec:
+        """What one model request says it asks for (``ModelRequest.output``)."""
+        from agentkit.models._base import OutputSpec
+
+        return OutputSpec(self.model, mode, self.members if self.is_union else ())
+
+    def response_definitions(self) -> list[ToolDefinition]:
+        """The provider-neutral definitions of the response tools."""
+        from agentkit.models._base import ToolDefinition
+
+        definitions = []
+        for name, member in self.tools:
+            parameters = member.model_json_schema()
+            parameters.pop("title", None)
+            doc = (member.__doc__ or "").strip() or f"The final answer as {member.__name__}."
+            if name != RESPONSE_TOOL:
+                doc = f"Use this function if the answer is a {member.__name__}. {doc}"
+            definitions.append(
+                ToolDefinition(
+                    name,
+                    "Give your final answer by calling this function with arguments matching "
+                    f"its schema. {doc}",
+                    parameters,
+                )
+            )
+        return definitions
+
+    def validate_response(self, call: ToolUseBlock) -> tuple[ToolResponse, BaseModel | None]:
+        """Validate a call of a response tool (against the member that tool names).
+
+        Returns:
+            The tool result to store, and the validated instance (None when invalid).
+        """
+        from pydantic import ValidationError
+
+        member = dict(self.tools).get(call["name"], self.model)
+        try:
+            value = member.model_validate(call["input"])
+        except ValidationError as exc:
+            return (
+                ToolResponse.error(
+                    f"The arguments do not match the required schema:\n{exc}\n"
+                    f"Call {call['name']} again with corrected arguments."
+                ),
+                None,
+            )
+        return ToolResponse.text("The structured response was accepted."), value
 
 
 def _is_union(output_type: object) -> bool:
     return typing.get_origin(output_type) in (typing.Union, types.UnionType)
 
 
-def output_model(output_type: object) -> type[BaseModel] | None:
-    """The pydantic model a run's answer must match (None or ``str``: plain text).
-
-    A union of pydantic models (``A | B``, ``Union[A, B]``) becomes a generated class that
-    stands for it in the run (cached: one class per union).
+def output_plan(output_type: object) -> OutputPlan | None:
+    """The plan of an ``output_type`` (None or ``str``: a plain-text answer).
 
     Raises:
-        UsageError: for anything else (a member that is not a pydantic model included).
+        UsageError: for anything but a pydantic model class, a union of them (``A | B``,
+            ``Union[A, B]``), ``str``, or ``ToolOutput``/``NativeOutput``/``PromptedOutput``
+            of one (a text mode takes one model).
     """
     if output_type is None or output_type is str:
         return None
-    if isinstance(output_type, ToolOutput):
-        return output_model(output_type.output_type)
     if isinstance(output_type, NativeOutput | PromptedOutput):
-        return _mode_model(output_type)
-    from pydantic import BaseModel  # only for structured runs: pydantic is not cheap
-
-    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
-        return output_type
+        kind = type(output_type).__name__
+        target = output_type.output_type
+        if not _is_model(target):
+            raise UsageError(
+                f"{kind} takes one pydantic model class, got {target!r} "
+                "(a union is answered through response tools: use ToolOutput(A | B))"
+            )
+        if isinstance(output_type, NativeOutput):
+            tools = ((RESPONSE_TOOL, target),)
+            return OutputPlan(output_type, tools, "native", output_type.fallback)
+        return OutputPlan(output_type, ((RESPONSE_TOOL, target),), "prompted")
+    given = output_type
+    if isinstance(output_type, ToolOutput):
+        output_type = output_type.output_type
+    if _is_model(output_type):
+        return OutputPlan(given, ((RESPONSE_TOOL, output_type),))
     if not _is_union(output_type):
         raise UsageError(
             "output_type must be a pydantic model class, a union of them (A | B) or str, "
             f"got {output_type!r}"
         )
-    cached = _UNIONS.get(output_type)
-    if cached is not None:
-        return cached
     members = typing.get_args(output_type)
     for member in members:
-        if not (isinstance(member, type) and issubclass(member, BaseModel)):
+        if not _is_model(member):
             raise UsageError(
                 f"every member of a union output_type must be a pydantic model class; "
                 f"{output_type!r} has {member!r}"
             )
-    name = " | ".join(m.__name__ for m in members)
-    union: type[BaseModel] = types.new_class(name, (BaseModel,))
-    setattr(union, _MEMBERS, tuple(members))
-    setattr(union, _NAMES, _tool_names(members))
-    union.__doc__ = f"One of: {name}."
-    _UNIONS[output_type] = union
-    return union
+    return OutputPlan(given, tuple(zip(_tool_names(members), members, strict=True)))
 
 
-ModeOutput: TypeAlias = ToolOutput[T] | NativeOutput[T] | PromptedOutput[T]
-"""An ``output_type`` that names its mode (``RunResult[T]`` for any of them)."""
+def _is_model(value: object) -> TypeGuard[type[BaseModel]]:
+    from pydantic import BaseModel  # only for structured runs: pydantic is not cheap
 
-
-def _mode_model(spec: NativeOutput[Any] | PromptedOutput[Any]) -> type[BaseModel]:
-    """The stand-in class of a text mode: it carries the model, the mode and the fallback."""
-    cached = _MODES.get(spec)
-    if cached is not None:
-        return cached
-    from pydantic import BaseModel
-
-    kind = type(spec).__name__
-    target = spec.output_type
-    if not (isinstance(target, type) and issubclass(target, BaseModel)):
-        raise UsageError(
-            f"{kind} takes one pydantic model class, got {target!r} "
-            "(a union is answered through response tools: use ToolOutput(A | B))"
-        )
-    stand_in: type[BaseModel] = types.new_class(target.__name__, (BaseModel,))
-    setattr(stand_in, _TARGET, target)
-    setattr(stand_in, _MODE, "native" if isinstance(spec, NativeOutput) else "prompted")
-    setattr(stand_in, _FALLBACK, spec.fallback if isinstance(spec, NativeOutput) else None)
-    stand_in.__doc__ = target.__doc__
-    _MODES[spec] = stand_in
-    return stand_in
-
-
-def output_mode(model: type[BaseModel]) -> OutputMode:
-    """The mode ``model`` (a run's output class) asks for its answer in."""
-    mode: OutputMode = getattr(model, _MODE, "tool")
-    return mode
-
-
-def answer_model(model: type[BaseModel]) -> type[BaseModel]:
-    """The model a text-mode answer is validated against (``model`` itself otherwise)."""
-    target: type[BaseModel] = getattr(model, _TARGET, model)
-    return target
-
-
-def effective_mode(model: type[BaseModel], chat_model: ChatModel) -> OutputMode:
-    """The mode used with ``chat_model``: ``NativeOutput``'s fallback where it has no native mode.
-
-    Raises:
-        UsageError: for ``NativeOutput`` without a fallback on a model with no native mode.
-    """
-    mode = output_mode(model)
-    if mode != "native" or chat_model.native_output:
-        return mode
-    fallback: OutputMode | None = getattr(model, _FALLBACK, None)
-    if fallback is not None:
-        return fallback
-    raise UsageError(
-        f"NativeOutput({answer_model(model).__name__}) asks for the provider's native "
-        f"structured output (mode 'native'), which {type(chat_model).__name__} "
-        f"({chat_model.model_name!r}) cannot give; use ToolOutput or PromptedOutput, or "
-        "NativeOutput(..., fallback='tool')"
-    )
-
-
-def prompt_instructions(model: type[BaseModel]) -> str:
-    """The instructions of ``PromptedOutput``: answer with JSON matching the schema."""
-    target = answer_model(model)
-    schema = target.model_json_schema()
-    return (
-        "Give your final answer as one JSON object matching this JSON schema, and nothing "
-        "else: no text before or after it, no code fence.\n"
-        + json.dumps(schema, ensure_ascii=False)
-    )
-
-
-def parse_answer(model: type[BaseModel], text: str) -> tuple[BaseModel | None, str]:
-    """Read a text-mode answer: the JSON object in ``text``, validated against the model.
-
-    A code fence or words around the object are tolerated (prompted answers have them).
-
-    Returns:
-        The validated instance and "", or None and the message telling the model what was
-        wrong.
-    """
-    from pydantic import ValidationError
-
-    target = answer_model(model)
-    start = text.find("{")
-    if start < 0:
-        return None, "Your answer is not a JSON object."
-    try:
-        data, _ = json.JSONDecoder().raw_decode(text[start:])
-    except ValueError as exc:
-        return None, f"Your answer is not valid JSON: {exc}."
-    try:
-        return target.model_validate(data), ""
-    except ValidationError as exc:
-        return None, f"Your answer does not match the required schema:\n{exc}"
-
-
-def partial_source(
-    model: type[BaseModel], mode: OutputMode
-) -> typing.Callable[[ChatResponse], tuple[type[BaseModel], object] | None]:
-    """How to find the structured answer in a streamed chunk, for ``PartialTracker``.
-
-    Tool mode: the first call of a response tool (its member, for a union), its JSON
-    arguments so far; text modes: the reply's text.
-    """
-    if mode != "tool":
-        target = answer_model(model)
-
-        def text(chunk: ChatResponse) -> tuple[type[BaseModel], object] | None:
-            value = chunk.get_text()
-            return (target, value) if value else None
-
-        return text
-    tools = dict(_tools(model))
-
-    def call(chunk: ChatResponse) -> tuple[type[BaseModel], object] | None:
-        for block in chunk.content:
-            if block["type"] == "tool_use" and block["name"] in tools:
-                raw = block["raw_input"] if "raw_input" in block else block["input"]
-                return tools[block["name"]], raw
-        return None
-
-    return call
+    return isinstance(value, type) and issubclass(value, BaseModel)
 
 
 def _tool_names(members: tuple[type[BaseModel], ...]) -> tuple[str, ...]:
@@ -309,74 +372,3 @@ def _tool_names(members: tuple[type[BaseModel], ...]) -> tuple[str, ...]:
             name, n = f"{base}_{n}", n + 1
         names.append(name)
     return tuple(names)
-
-
-def union_members(model: type[BaseModel]) -> tuple[type[BaseModel], ...] | None:
-    """The members of a generated union class (None for a plain model)."""
-    members: tuple[type[BaseModel], ...] | None = getattr(model, _MEMBERS, None)
-    return members
-
-
-def _tools(model: type[BaseModel]) -> list[tuple[str, type[BaseModel]]]:
-    model = answer_model(model)  # a text mode's stand-in, answered by tool (its fallback)
-    members = union_members(model)
-    if members is None:
-        return [(RESPONSE_TOOL, model)]
-    return list(zip(getattr(model, _NAMES), members, strict=True))
-
-
-def is_response(model: type[BaseModel], name: str) -> bool:
-    """Whether ``name`` is one of the response tools of ``model``."""
-    return any(tool == name for tool, _ in _tools(model))
-
-
-def forced_choice(model: type[BaseModel]) -> str:
-    """The ``tool_choice`` that makes the model answer with a response tool."""
-    model = answer_model(model)
-    return RESPONSE_TOOL if union_members(model) is None else "required"
-
-
-def response_definitions(model: type[BaseModel]) -> list[ToolDefinition]:
-    """The provider-neutral definitions of the response tools of ``model``."""
-    from agentkit.models._base import ToolDefinition
-
-    definitions = []
-    for name, member in _tools(model):
-        parameters = member.model_json_schema()
-        parameters.pop("title", None)
-        description = (member.__doc__ or "").strip() or f"The final answer as {member.__name__}."
-        if name != RESPONSE_TOOL:
-            description = f"Use this function if the answer is a {member.__name__}. {description}"
-        definitions.append(
-            ToolDefinition(
-                name,
-                "Give your final answer by calling this function with arguments matching "
-                f"its schema. {description}",
-                parameters,
-            )
-        )
-    return definitions
-
-
-def validate_response(
-    model: type[BaseModel], call: ToolUseBlock
-) -> tuple[ToolResponse, BaseModel | None]:
-    """Validate a call of a response tool (against the member that tool names).
-
-    Returns:
-        The tool result to store, and the validated instance (None when invalid).
-    """
-    from pydantic import ValidationError
-
-    member: Any = dict(_tools(model)).get(call["name"], model)
-    try:
-        value = member.model_validate(call["input"])
-    except ValidationError as exc:
-        return (
-            ToolResponse.error(
-                f"The arguments do not match the required schema:\n{exc}\n"
-                f"Call {call['name']} again with corrected arguments."
-            ),
-            None,
-        )
-    return ToolResponse.text("The structured response was accepted."), value

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from agentkit.agent._state import store
-from agentkit.agent._structured import MAX_STRUCTURED_RETRIES, parse_answer
+from agentkit.agent._structured import MAX_STRUCTURED_RETRIES
 from agentkit.exceptions import StructuredOutputError, ToolRetry, UsageError
 from agentkit.messages import ContentBlock, Msg, TextBlock
 
@@ -114,7 +114,7 @@ async def accept_text(
         StructuredOutputError: when answers were refused more often than the budget.
     """
     assert run.structured is not None
-    value, error = parse_answer(run.structured, answer.get_text())
+    value, error = run.structured.parse_answer(answer.get_text())
     if value is not None and setup.output_validators:
         value, retry = await validate_output(setup, value)
         if retry is not None:
@@ -126,7 +126,7 @@ async def accept_text(
     run.structured_failures += 1
     if run.structured_failures > MAX_STRUCTURED_RETRIES:
         raise StructuredOutputError(
-            f"the model failed to produce a valid {run.structured.__name__} "
+            f"the model failed to produce a valid {run.structured.name} "
             f"after {MAX_STRUCTURED_RETRIES} retries: {error}"
         )
     if not last:

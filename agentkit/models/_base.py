@@ -196,6 +196,9 @@ class OutputSpec:
 
     model: type[BaseModel]
     mode: Literal["tool", "native", "prompted"] = "tool"
+    members: tuple[type[BaseModel], ...] = ()
+    """A union's members (``A | B``, tool mode: one response tool each), ``model`` being
+    the first; empty for one model."""
 
 
 @dataclass(frozen=True, slots=True)
