@@ -12,11 +12,11 @@ import logging
 import os
 import pathlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from agentkit.mcp._convert import sampling_messages_to_msgs
 from agentkit.messages import Msg
-from agentkit.models._base import ChatModel, ChatResponse
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest, ModelSettings
 
 if TYPE_CHECKING:
     from mcp.client.session import (
@@ -92,16 +92,8 @@ def _generation_kwargs(model: ChatModel, params: CreateMessageRequestParams) -> 
 async def _final_response(
     model: ChatModel, messages: list[Msg], kwargs: dict[str, Any]
 ) -> ChatResponse:
-    """Call the model once; a streaming model is consumed to its last (complete) chunk."""
-    output = await model(messages, **kwargs)
-    if isinstance(output, ChatResponse):
-        return output
-    last: ChatResponse | None = None
-    async for chunk in output:
-        last = chunk
-    if last is None:
-        return ChatResponse(content=[])
-    return last
+    """Call the model once, for its whole answer (a streaming model too)."""
+    return await model.request(ModelRequest(messages, settings=cast(ModelSettings, kwargs)))
 
 
 SamplingModels: TypeAlias = ChatModel | Mapping[str, ChatModel]
