@@ -380,7 +380,7 @@ async def test_a_stable_prefix_emits_no_bust_and_every_request_asks_for_caching(
     agent = ReActAgent("a", "sys", model, _toolkit(), capabilities=[PromptCaching(key="k1")])
     events = await _events(agent, "1+2?") + await _events(agent, "again")
     assert not [e for e in events if isinstance(e, CacheBusted)]
-    assert [r.kwargs.get("cache") for r in model.requests] == [{"key": "k1"}] * 3
+    assert [r.settings.get("cache") for r in model.requests] == [{"key": "k1"}] * 3
 
 
 async def test_changing_instructions_bust_the_cache_on_every_later_request() -> None:
@@ -424,7 +424,7 @@ async def test_without_caching_asked_no_bust_is_reported() -> None:
     agent = ReActAgent("a", "sys", model, _toolkit(), capabilities=[Clock()])
     events = await _events(agent, "1+2?")
     assert not [e for e in events if isinstance(e, CacheBusted)]
-    assert all("cache" not in r.kwargs for r in model.requests)
+    assert all("cache" not in r.settings for r in model.requests)
 
 
 async def test_the_cache_key_may_come_from_the_runs_dependencies() -> None:
@@ -432,7 +432,7 @@ async def test_the_cache_key_may_come_from_the_runs_dependencies() -> None:
     caching = PromptCaching(key=lambda ctx: f"user-{ctx.deps}", points=["tools", "system"])
     agent = ReActAgent("a", "sys", model, capabilities=[caching])
     await agent.run("hello", deps=42)
-    assert model.requests[0].kwargs["cache"] == {"points": ["tools", "system"], "key": "user-42"}
+    assert model.requests[0].settings["cache"] == {"points": ["tools", "system"], "key": "user-42"}
 
 
 def test_bad_caching_options_are_usage_errors() -> None:
@@ -480,11 +480,11 @@ async def test_tool_search_loads_keep_the_cached_prefix_byte_identical_with_cach
     gpt = OpenAIChatModel("gpt-4.1", api_key="k", stream=False)
     bodies = []
     for request in model.requests:
-        assert request.kwargs["cache"] == {"key": "conv"}
+        assert request.settings["cache"] == {"key": "conv"}
         anthropic = claude.format_request(
-            request.messages, request.tools, cache=request.kwargs["cache"]
+            request.messages, request.tools, cache=request.settings["cache"]
         )
-        openai = gpt.format_request(request.messages, request.tools, cache=request.kwargs["cache"])
+        openai = gpt.format_request(request.messages, request.tools, cache=request.settings["cache"])
         bodies.append((anthropic, openai))
     for (before, before_oa), (after, after_oa) in itertools.pairwise(bodies):
         # Anthropic: the previous request's last cache point (its last user turn) is still

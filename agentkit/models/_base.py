@@ -191,6 +191,11 @@ class ModelRequest:
     output: OutputSpec | None = None
 
     @property
+    def tool_names(self) -> list[str]:
+        """The names of the function tools offered."""
+        return [tool.name for tool in self.tools]
+
+    @property
     def native_output(self) -> type[BaseModel] | None:
         """The pydantic model of a native-mode answer (the provider's JSON-schema mode)."""
         output = self.output
