@@ -56,7 +56,9 @@ def request_of(
 def _is_function(tool: Mapping[str, Any]) -> bool:
     if "function" in tool:
         return True
-    return tool.get("type", "function") == "function" and "name" in tool and "input_schema" not in tool
+    return (
+        tool.get("type", "function") == "function" and "name" in tool and "input_schema" not in tool
+    )
 
 
 async def ask(

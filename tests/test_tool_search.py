@@ -87,7 +87,8 @@ def wire(request: ModelRequest) -> tuple[str, str, str]:
     """The request as two providers serialize it: Anthropic tools and messages, OpenAI's."""
     system, turns = anthropic_messages(request.messages)
     return (
-        json.dumps(anthropic_tools(request.tools, request.builtin_tools), sort_keys=True) + json.dumps(system, sort_keys=True),
+        json.dumps(anthropic_tools(request.tools, request.builtin_tools), sort_keys=True)
+        + json.dumps(system, sort_keys=True),
         json.dumps(turns, sort_keys=True),
         json.dumps(openai_messages(request.messages), sort_keys=True),
     )

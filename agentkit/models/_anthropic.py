@@ -44,7 +44,7 @@ class AnthropicChatModel(HTTPChatModel):
         model_name: Model name, e.g. ``"claude-sonnet-4-5"``.
         api_key: API key; ``ANTHROPIC_API_KEY`` when None.
         base_url: Server URL; ``ANTHROPIC_BASE_URL`` or the Anthropic API when None.
-        stream: Return an async iterator of cumulative chunks.
+        stream: Whether the agent streams this model's answers (``request_stream``).
         max_tokens: The answer's token limit (the API requires one).
         thinking: Extended thinking configuration, sent as is, e.g.
             ``{"type": "enabled", "budget_tokens": 2048}``. Thinking blocks come back with

@@ -54,8 +54,9 @@ class ToolDefinition:
         description: What it does (the model reads it).
         parameters: The JSON schema of its arguments (an object schema).
         strict: Ask the provider to enforce the schema exactly (None: provider default).
-        native: A provider's built-in tool spec (``{"type": "web_search_20250305", ...}``),
-            sent as it is instead of a function tool (None for function tools).
+        native: A provider's built-in tool spec (``{"type": "web_search_20250305", ...}``)
+            offered through a toolkit (None for function tools): the agent's loop puts it in
+            the request's ``builtin_tools``, which every adapter sends as it is.
     """
 
     name: str

@@ -111,7 +111,7 @@ class BedrockConverseModel(ChatModel):
         aws_session_token: See ``aws_access_key``.
         aws_profile: A named AWS profile.
         base_url: The endpoint (a VPC endpoint, a local test server); the region's when None.
-        stream: Whether ``await model(...)`` streams cumulative chunks (and the agent does).
+        stream: Whether the agent streams this model's answers (``request_stream``).
         reasoning: ``additionalModelRequestFields`` for reasoning, sent as is, e.g.
             ``{"thinking": {"type": "enabled", "budget_tokens": 1024}}`` (Claude) or
             ``{"reasoningConfig": {"type": "enabled"}}`` (Nova). Reasoning comes back as

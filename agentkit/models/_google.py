@@ -92,7 +92,7 @@ class GoogleModel(ChatModel):
         credentials: google-auth credentials (Vertex AI); Application Default Credentials
             when None.
         base_url: Server URL (a proxy, a local test server); the SDK's default when None.
-        stream: Whether ``await model(...)`` streams cumulative chunks (and the agent does).
+        stream: Whether the agent streams this model's answers (``request_stream``).
         thinking: ``thinking_config`` sent as is, e.g. ``{"include_thoughts": True,
             "thinking_budget": 1024}`` or ``{"thinking_level": "low"}``. Thought summaries
             come back as thinking blocks; thought signatures are kept on the blocks and

@@ -50,7 +50,7 @@ class OpenAIChatModel(HTTPChatModel):
         api_key: API key; ``OPENAI_API_KEY`` when None.
         base_url: Server URL (``http://localhost:11434/v1`` for Ollama...);
             ``OPENAI_BASE_URL`` or the OpenAI API when None.
-        stream: Return an async iterator of cumulative chunks.
+        stream: Whether the agent streams this model's answers (``request_stream``).
         client_kwargs: Extra ``openai.AsyncOpenAI`` arguments (``timeout``,
             ``default_headers``, ``http_client``...). Its ``max_retries`` is always 0:
             retries follow ``retry``.

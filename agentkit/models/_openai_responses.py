@@ -53,7 +53,7 @@ class OpenAIResponsesModel(HTTPChatModel):
         model_name: Model name, e.g. ``"gpt-5-mini"`` or ``"o4-mini"``.
         api_key: API key; ``OPENAI_API_KEY`` when None.
         base_url: Server URL; ``OPENAI_BASE_URL`` or the OpenAI API when None.
-        stream: Return an async iterator of cumulative chunks.
+        stream: Whether the agent streams this model's answers (``request_stream``).
         reasoning: The ``reasoning`` request field, e.g. ``{"effort": "low", "summary":
             "auto"}`` (a summary makes the thinking blocks readable).
         store: Let OpenAI store the responses. Off by default: the conversation is kept in

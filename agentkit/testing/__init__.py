@@ -226,7 +226,7 @@ class ScriptedModel(_ScriptedBase):
         responses: Script items: a ``ChatResponse``; a ``str`` (a text answer); a list of
             blocks (e.g. several ``tool_use`` blocks for parallel calls); one block dict;
             or an exception instance, raised by that call.
-        stream: Return cumulative chunks like a streaming provider.
+        stream: Stream cumulative chunks like a streaming provider (``request_stream``).
         model_name: Reported model name.
         delay: Seconds to wait before answering (cancellable), to test interrupts.
         chunk_delay: Seconds between streamed chunks (cancellable).
@@ -337,7 +337,7 @@ class FunctionModel(_ScriptedBase):
     Args:
         fn: Sync or async callable returning any ``ScriptItem`` form; ``info`` is a
             ``RequestInfo`` (tools, tool_choice, settings, the whole request).
-        stream: Return cumulative chunks like a streaming provider.
+        stream: Stream cumulative chunks like a streaming provider (``request_stream``).
         model_name: Reported model name.
         delay: Seconds to wait before answering (cancellable).
         chunk_delay: Seconds between streamed chunks (cancellable).
@@ -380,7 +380,7 @@ class TestModel(_ScriptedBase):
     Args:
         text: The final answer (None: a JSON object of the tool results by call id).
         call_tools: Names of the tools to call (None: all of them).
-        stream: Return cumulative chunks like a streaming provider.
+        stream: Stream cumulative chunks like a streaming provider (``request_stream``).
         model_name: Reported model name.
     """
 
