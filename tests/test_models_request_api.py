@@ -198,3 +198,41 @@ async def test_an_override_of_a_typed_adapter_is_not_skipped(stream: bool) -> No
     assert all(r.json["temperature"] == 0.25 for r in server.requests)
     with block_model_requests(), pytest.raises(ModelRequestsBlocked):
         await model.request(HELLO)
+
+
+async def test_built_in_tools_pass_through_unchanged_on_every_adapter() -> None:
+    from agentkit.models import BedrockConverseModel, GoogleModel
+
+    spec: dict[str, object] = {"type": "some_server_tool", "options": {"depth": 2}}
+    request = ModelRequest(USER, [ADD], [spec], {"tool_choice": "auto"})
+    chat = OpenAIChatModel("m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    responses = OpenAIResponsesModel("m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    claude = AnthropicChatModel("c", api_key="k", base_url="http://127.0.0.1:9")
+    gemini = GoogleModel("gemini-2.5-flash", api_key="k", base_url="http://127.0.0.1:9")
+    nova = BedrockConverseModel(
+        "amazon.nova-lite-v1:0", region="us-east-1", aws_access_key="A", aws_secret_key="s"
+    )
+    try:
+        tools = {
+            "chat": chat.format_request(request)["tools"],
+            "responses": responses.format_request(request)["tools"],
+            "anthropic": claude.format_request(request)["tools"],
+            "gemini": gemini.format_request(request)[1]["tools"],
+            "converse": nova.format_request(request)["toolConfig"]["tools"],
+        }
+    finally:
+        for model in (chat, responses, claude, gemini, nova):
+            await model.aclose()
+    for name, sent in tools.items():
+        assert isinstance(sent, list) and len(sent) == 2, name
+        assert sent[-1] == spec, name  # after the function tool, exactly as given
+    assert tools["chat"][0]["function"]["name"] == "add"  # OpenAI's shape on OpenAI only
+    assert tools["anthropic"][0] == {
+        "name": "add",
+        "description": "Add two numbers.",
+        "input_schema": {"type": "object", "properties": {}},
+    }
+    assert tools["gemini"][0] == {
+        "function_declarations": [{"name": "add", "description": "Add two numbers."}]
+    }
+    assert tools["converse"][0]["toolSpec"]["name"] == "add"
