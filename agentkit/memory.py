@@ -138,22 +138,29 @@ class InMemoryMemory(Memory):
         # conversation is checked by a scan instead (a set costs more than its messages'
         # metadata, and a chat service keeps thousands of idle conversations).
         self._ids: set[str] | None = None
-        self._extend(messages or ())
+        self._extend(list(messages or ()))
 
-    def _extend(self, items: Iterable[Msg]) -> None:
+    def _extend(self, items: Sequence[Msg]) -> None:
         # A message already held (same id) is skipped: in a MsgHub a reply reaches an agent
-        # both by broadcast and as the next pipeline input, and must be stored once.
+        # both by broadcast and as the next pipeline input, and must be stored once. Each id
+        # is read once per call (a message's id is text made on access).
+        if not items:
+            return
         messages = self._messages
-        for item in items:
-            ids = self._ids
-            if ids is None and len(messages) >= _SCAN_LIMIT:
-                ids = self._ids = {m.id for m in messages}
-            if ids is None:
-                key = item.id
-                if all(m.id != key for m in messages):
+        keys = [item.id for item in items]
+        ids = self._ids
+        if ids is None and len(messages) + len(keys) > _SCAN_LIMIT:
+            ids = self._ids = {m.id for m in messages}
+        if ids is None:
+            held = [m.id for m in messages] if messages else []
+            for item, key in zip(items, keys, strict=True):
+                if key not in held:  # a scan of at most _SCAN_LIMIT ids, in C
+                    held.append(key)
                     messages.append(item)
-            elif item.id not in ids:
-                ids.add(item.id)
+            return
+        for item, key in zip(items, keys, strict=True):
+            if key not in ids:
+                ids.add(key)
                 messages.append(item)
 
     @property

@@ -8,7 +8,8 @@ the protocol, the store and the agent loop, never a model. Each repeat sends ``-
 messages one after another in a fresh conversation over each protocol, interleaved (the
 order alternates between repeats):
 
-* A2A: ``A2AAgent.ask`` (the official ``a2a-sdk`` client, ``SendStreamingMessage``), one
+* A2A: ``await remote(text)`` (an ``A2AAgent``: the official ``a2a-sdk`` client,
+  ``SendStreamingMessage``), one
   context; timed from the call to the completed task;
 * AG-UI: ``POST /agui`` with the new message on one thread, timed from the request to the
   stream's ``RUN_FINISHED``.
@@ -123,14 +124,14 @@ async def measure(messages: int, repeats: int) -> dict[str, Any]:
                 remote = A2AAgent(f"{base}/a2a", name="bench")
                 try:
                     for _ in range(WARM_UP):  # connections, the card, first imports, caches
-                        await remote.ask("warm up")
+                        await remote("warm up")
                         await _agui_message(agui, "warm-up", "warm up")
                     for r in range(repeats):
                         remote.reset()  # a fresh context and thread: equal history lengths
                         thread = f"bench-{r}"
 
                         async def over_a2a(i: int) -> None:
-                            answer, _ = await remote.ask(f"message {i}")
+                            answer = (await remote(f"message {i}")).get_text()
                             assert answer.startswith("Answer"), answer
 
                         async def over_agui(i: int, thread: str = thread) -> None:

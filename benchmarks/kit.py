@@ -23,6 +23,15 @@ async def step(i: int) -> str:
     return f"step {i} ok"
 
 
+def sync_step(i: int) -> str:
+    """Benchmark step.
+
+    Args:
+        i: Step number.
+    """
+    return f"step {i} ok"
+
+
 async def write(i: int, text: str = "") -> str:
     """Write some text.
 

@@ -22,6 +22,7 @@ import importlib
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 import traceback
@@ -46,6 +47,8 @@ SCENARIOS = (
     "a2a",
 )
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "latest.json"
+DEFAULT_SUMMARY = ROOT / "benchmarks" / "results" / "summary.json"
+SUMMARY_FORMAT = "agentkit-benchmark-summary/1"
 
 
 def machine() -> dict[str, Any]:
@@ -81,6 +84,62 @@ async def run_scenario(name: str, cfg: Config) -> list[Row]:
     except Exception as exc:
         traceback.print_exc()
         return [Row(name, "-", None, "", note=f"error: {type(exc).__name__}: {exc}")]
+
+
+def _load() -> list[float] | None:
+    """The 1, 5 and 15-minute load averages (None where the platform has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def _commit() -> str | None:
+    """The measured tree's git commit (``-dirty`` when it has changes), best effort."""
+    try:
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
+def summary(
+    rows: list[Row], cfg: Config, names: list[str], info: dict[str, Any], load: dict[str, Any]
+) -> dict[str, Any]:
+    """The machine-readable summary of a run: where and under what load it ran, and every
+    figure with its same-run baseline and ratio (``docs/benchmarks.md`` describes the format)."""
+    machine_info = {k: v for k, v in info.items() if k != "loadavg"}
+    return {
+        "format": SUMMARY_FORMAT,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "quick": cfg.quick,
+        "rounds": cfg.rounds,
+        "scenarios": names,
+        "machine": machine_info,
+        "load": load,
+        "figures": [
+            {
+                "scenario": r.scenario,
+                "metric": r.metric,
+                "value": r.value,
+                "unit": r.unit,
+                "baseline": r.baseline,
+                "baseline_name": r.baseline_name,
+                "ratio": r.ratio,
+                "target": r.target,
+                "met": r.met,
+                "note": r.note,
+            }
+            for r in rows
+        ],
+    }
 
 
 def _ratio(row: Row) -> str:
@@ -126,6 +185,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 round")
     parser.add_argument("--only", default="", help=f"comma-separated subset of {SCENARIOS}")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="JSON output path")
+    parser.add_argument(
+        "--summary", default=str(DEFAULT_SUMMARY), help="machine-readable summary path"
+    )
     return parser.parse_args(argv)
 
 
@@ -139,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(names) - set(SCENARIOS))
     if unknown:
         raise SystemExit(f"unknown scenario(s): {', '.join(unknown)}; choose from {SCENARIOS}")
-    started = time.perf_counter()
+    started, load_at_start = time.perf_counter(), _load()
     with MockServerProcess() as server:
         cfg.base_url, cfg.url = server.base_url, server.url
         rows = asyncio.run(run_all(cfg, names))
@@ -154,10 +216,12 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_s": elapsed,
         "rows": [r.to_dict() for r in rows],
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2, default=str)
-    print(f"wrote {args.out}")
+    load = {"start": load_at_start, "end": _load(), "cpus": info["cpus"], "elapsed_s": elapsed}
+    for path, data in ((args.out, result), (args.summary, summary(rows, cfg, names, info, load))):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(data, f, indent=2, default=str)
+        print(f"wrote {path}")
     return 1 if any(r.note.startswith("error:") for r in rows) else 0
 
 

@@ -10,35 +10,16 @@ suite runs a small version (tests/test_serve_multiworker.py).
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
-import httpx2
 
 from agentkit.serve import check_served_threads
+from tests._serve_workers import start_workers
 
 ROOT = Path(__file__).parent.parent
-
-
-def start(store: str, lease: float) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "tests._serve_worker_app", store, str(lease)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    url = f"http://127.0.0.1:{int(proc.stdout.readline().split()[1])}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx2.get(f"{url}/healthz").status_code == 200:
-                return proc, url
-        except httpx2.TransportError:
-            time.sleep(0.05)
-    raise SystemExit("a worker did not start")
 
 
 def main() -> int:
@@ -49,19 +30,19 @@ def main() -> int:
     parser.add_argument("--store", default=f"sqlite:{tempfile.mkdtemp()}/threads.db")
     parser.add_argument("--lease", type=float, default=15.0)
     args = parser.parse_args()
-    workers = [start(args.store, args.lease) for _ in range(args.workers)]
+    # One load client is one client to the per-client run cap: lift it over the load.
+    workers = start_workers(args.store, args.workers, args.lease, max_runs=args.conversations)
     try:
         began = time.perf_counter()
         report = anyio.run(
             lambda: check_served_threads(
-                [url for _, url in workers], conversations=args.conversations, turns=args.turns
+                [w.url for w in workers], conversations=args.conversations, turns=args.turns
             )
         )
         took = time.perf_counter() - began
     finally:
-        for proc, _ in workers:
-            proc.terminate()
-            proc.wait(10)
+        for worker in workers:
+            worker.stop()
     print(
         f"{args.workers} workers x {args.conversations} conversations x {args.turns} turns "
         f"on {args.store.split(':')[0]}: sent {report.sent}, succeeded {report.succeeded}, "

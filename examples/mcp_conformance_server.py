@@ -382,6 +382,61 @@ async def test_logging_tool(ctx: ToolContext) -> str:
 
 
 # -- resources -----------------------------------------------------------------------------
+# -- tasks (SEP-2663 on 2026-07-28, SEP-1686 on 2025-11-25) ---------------------------------
+@toolkit.tool
+def greet(name: str) -> str:
+    """A plain tool (never a task)."""
+    return f"Hello, {name}!"
+
+
+@app.tool(task="optional")
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Sleep ``seconds``, then answer (as a task when the client takes tasks)."""
+    await anyio.sleep(seconds)
+    return f"computed {label} after {seconds}s"
+
+
+@app.tool(task="required")
+async def failing_job() -> ToolResponse:
+    """A task whose tool reports an error after a second."""
+    await anyio.sleep(1)
+    return ToolResponse.error("the job failed")
+
+
+@app.tool(task="required")
+async def protocol_error_job(ctx: ToolContext) -> str:
+    """A task whose call fails at the protocol level.
+
+    It needs the client's roots, which the runner's client does not declare: a missing
+    capability is a protocol error (-32021), not a tool error.
+    """
+    roots = await mcp_of(ctx).list_roots(key="roots")
+    return f"{len(roots)} roots"
+
+
+CONFIRM_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
+
+
+@app.tool(task="required")
+async def confirm_delete(ctx: ToolContext, filename: str = "") -> str:
+    """A task that asks the client to confirm (the task waits in input_required)."""
+    answer = await mcp_of(ctx).elicit(f"Delete {filename}?", CONFIRM_SCHEMA, key="confirm")
+    return f"delete {filename}: {answer}"
+
+
+@app.tool(task="required")
+async def multi_input(ctx: ToolContext) -> str:
+    """A task that asks two questions at once."""
+    mcp = mcp_of(ctx)
+    answers = await mcp.gather(
+        {
+            "name": mcp.elicit("What is your name?", NAME_SCHEMA),
+            "confirm": mcp.elicit("Are you sure?", CONFIRM_SCHEMA),
+        }
+    )
+    return f"answered: {sorted(answers)}"
+
+
 @app.resource("test://static-text", mime_type="text/plain")
 def static_text() -> str:
     """A static text resource for testing."""

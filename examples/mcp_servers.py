@@ -23,7 +23,7 @@ import anyio
 
 from agentkit.agent import ReActAgent
 from agentkit.cli import demo_model, describe_model, model_from_env
-from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
+from agentkit.mcp import HttpServer, MCPClient, StdioServer, register_mcp_client, serve
 from agentkit.models import ChatModel
 from agentkit.tools import Toolkit
 
@@ -98,8 +98,8 @@ async def show_servers(files: MCPClient, weather: MCPClient) -> None:
 
 async def use_in_agent(model: ChatModel, files: MCPClient, weather: MCPClient) -> None:
     toolkit = Toolkit()
-    await toolkit.register_mcp_client(files)
-    await toolkit.register_mcp_client(weather)
+    await register_mcp_client(toolkit, files)
+    await register_mcp_client(toolkit, weather)
     agent = ReActAgent(
         "assistant",
         "Use the tools, in parallel when you can. Be brief.",

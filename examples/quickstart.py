@@ -26,7 +26,7 @@ import anyio
 from agentkit.agent import ReActAgent
 from agentkit.cli import demo_model, describe_model, model_from_env
 from agentkit.events import TextDelta, ToolCallStarted, ToolProgress, ToolResult
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import MCPClient, StdioServer, register_mcp_client
 from agentkit.tools import ToolContext, Toolkit
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -146,7 +146,7 @@ async def main() -> None:
             toolkit = Toolkit()
             toolkit.register_tool_function(get_weather)  # schema from the docstring
             toolkit.register_tool_function(research)
-            await toolkit.register_mcp_client(files, enable_funcs=["read_file", "list_directory"])
+            await register_mcp_client(toolkit, files, enable_funcs=["read_file", "list_directory"])
             print(f"tools: {', '.join(sorted(toolkit.tools))} (read_file, list_directory: MCP)")
             agent = ReActAgent("assistant", SYS_PROMPT, model, toolkit, print_hint=False)
             await run_story(agent)

@@ -1,7 +1,10 @@
 """The MCP Apps tests' agent: tools of ``tests._mcp_app_server``, and a scripted model.
 
-``python -m tests._mcp_apps_web PORT DB TOKEN`` serves it with uvicorn (the server is
-registered with ``trust="trusted"``: its apps render). The model calls ``get-time`` for
+``python -m tests._mcp_apps_web PORT DB TOKEN [frozen]`` serves it with uvicorn (the server is
+registered with ``trust="trusted"``: its apps render). TOKEN is one bearer token, or
+``token=user,token=user`` for several users; ``frozen`` stops the apps' clock (no refill of
+their call budget: counts are exact). Several such processes on one DB are the workers
+behind a balancer. The model calls ``get-time`` for
 "what time is it" and ``hostile`` for "hostile", then answers "Shown in the app.".
 ``get-time`` needs approval (the model's calls and the app's alike).
 """
@@ -14,7 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Literal
 
 from agentkit import ReActAgent
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import MCPClient, StdioServer, register_mcp_client
 from agentkit.messages import Msg
 from agentkit.testing import FunctionModel, ScriptItem, tool_use
 from agentkit.tools import Toolkit
@@ -44,7 +47,7 @@ async def app_agent(
     """The agent, its MCP client connected (closed on exit)."""
     async with MCPClient("examples", app_server(), trust=trust) as client:
         toolkit = Toolkit()
-        await toolkit.register_mcp_client(client)
+        await register_mcp_client(toolkit, client)
         tool = toolkit.get_tool("get-time")
         assert tool is not None
         tool.requires_approval = True
@@ -59,11 +62,17 @@ async def main() -> None:
     import uvicorn
 
     from agentkit.serve import create_app
+    from agentkit.serve._apps import AppSessions
     from agentkit.session import SQLiteSession
 
     port, db, token = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    tokens: str | dict[str, str] = token
+    if "=" in token:
+        tokens = dict(pair.split("=", 1) for pair in token.split(","))
     async with app_agent() as agent:
-        app = create_app(agent, sessions=SQLiteSession(db), auth_token=token)
+        app = create_app(agent, sessions=SQLiteSession(db), auth_token=tokens)
+        if sys.argv[4:] == ["frozen"]:
+            app.state.mcp_apps = AppSessions(clock=lambda: 1000.0)
         sock = socket.socket()
         sock.bind(("127.0.0.1", port))
         print(f"port {sock.getsockname()[1]}", flush=True)

@@ -1,19 +1,48 @@
 """One uvicorn worker of a multi-worker deployment, for tests/test_serve_multiworker.py.
 
-``python -m tests._serve_worker_app STORE LEASE_SECONDS`` serves the test agent
+``python -m tests._serve_worker_app STORE LEASE_SECONDS [MAX_RUNS_PER_CLIENT]`` serves the test agent
 (:func:`tests._serve_agents.make_agent`: the scripted demo model, the slow tool) on a port the
-OS picks (printed as ``port N``), with threads in STORE: ``sqlite:<path>``, ``postgres:<url>``
-or ``redis:<url>``. Several such processes on one store are the workers behind a balancer.
+OS picks (printed as ``port N``), with threads in STORE: ``sqlite:<path>``, ``json:<dir>``,
+``postgres:<url>``, ``redis:<url>`` or ``memory:`` (a dict in the process: for measuring what
+the store itself costs a served turn; one worker only). Several such processes on one store are the workers behind a balancer.
 """
 
 from __future__ import annotations
 
-import logging
 import socket
 import sys
 
-from agentkit.session import PostgresSession, RedisSession, Session, SQLiteSession
+from agentkit.session import JSONSession, PostgresSession, RedisSession, Session, SQLiteSession
 from tests._serve_agents import make_agent
+
+
+class MemorySession(Session):
+    """Sessions in a dict (versioned like every store): no I/O, no thread hops."""
+
+    backend = "memory"
+
+    def __init__(self) -> None:
+        self.data: dict[str, tuple[str, int]] = {}
+
+    async def _write(
+        self, session_id: str, text: str, expected: int | None, title: str | None
+    ) -> int:
+        from agentkit.exceptions import SessionConflictError
+
+        actual = self.data.get(session_id, ("", 0))[1]
+        if expected is not None and expected != actual:
+            raise SessionConflictError(session_id, expected, actual, self.backend)
+        self.data[session_id] = (text, actual + 1)
+        return actual + 1
+
+    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
+        return self.data.get(session_id)
+
+    async def _delete(self, session_id: str) -> bool:
+        return self.data.pop(session_id, None) is not None
+
+    async def _list_ids(self) -> list[str]:
+        return list(self.data)
 
 
 def store_for(spec: str) -> Session:
@@ -21,6 +50,10 @@ def store_for(spec: str) -> Session:
     kind, _, where = spec.partition(":")
     if kind == "sqlite":
         return SQLiteSession(where)
+    if kind == "json":
+        return JSONSession(where)
+    if kind == "memory":
+        return MemorySession()
     if kind == "postgres":
         return PostgresSession(where)
     if kind == "redis":
@@ -31,11 +64,12 @@ def store_for(spec: str) -> Session:
 def main() -> None:
     import uvicorn
 
-    from agentkit.serve import create_app
+    from agentkit.serve import configure_logging, create_app
 
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    configure_logging("WARNING")  # what an operator sees: one line per failed run or save
     store, lease = store_for(sys.argv[1]), float(sys.argv[2])
-    app = create_app(make_agent, sessions=store, lease_seconds=lease)
+    limits = {"max_runs_per_client": int(sys.argv[3])} if len(sys.argv) > 3 else {}
+    app = create_app(make_agent, sessions=store, lease_seconds=lease, **limits)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     print(f"port {sock.getsockname()[1]}", flush=True)

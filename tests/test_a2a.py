@@ -226,6 +226,75 @@ async def test_cancel_mid_tool_ends_canceled_and_the_context_goes_on(store: SQLi
     assert [r["id"] for r in results] == ["c1"]
 
 
+class CountingSession(SQLiteSession):
+    """Counts the task reads and writes that reach the store."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.task_io: list[str] = []
+
+    async def save_state(self, session_id: str, state: dict[str, Any], **kwargs: Any) -> int:
+        if session_id.startswith("a2a-task:"):
+            self.task_io.append("write")
+        return await super().save_state(session_id, state, **kwargs)
+
+    async def load_state(self, session_id: str) -> dict[str, Any] | None:
+        if session_id.startswith("a2a-task:"):
+            self.task_io.append("read")
+        return await super().load_state(session_id)
+
+
+async def test_a_turn_writes_its_task_twice_and_another_worker_sees_it(tmp_path: Path) -> None:
+    sessions = CountingSession(tmp_path / "a2a.db")
+    release, started = anyio.Event(), anyio.Event()
+    toolkit = Toolkit()
+
+    @toolkit.tool
+    async def crawl(site: str) -> str:
+        """Crawl a site."""
+        started.set()
+        await release.wait()
+        return "crawled"
+
+    model = ScriptedModel([tool_use("crawl", "c1", site="x"), "All crawled."])
+    worker = to_a2a(ReActAgent("crawler", "You crawl.", model, toolkit), sessions=sessions)
+    # Every working update waits for the settled state (no refresh within this test).
+    worker.state.a2a_handler.tasks.refresh_interval = float("inf")
+    other = to_a2a(ReActAgent("crawler", "You crawl.", ScriptedModel([])), sessions=sessions)
+    async with (
+        running(worker) as url,
+        running(other) as other_url,
+        sdk_client(url) as client,
+        sdk_client(other_url) as elsewhere,
+    ):
+        events: list[StreamResponse] = []
+        got_task = anyio.Event()
+
+        async def stream() -> None:
+            async for event in client.send_message(_text_message("crawl x")):
+                events.append(event)
+                got_task.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream)
+            with anyio.fail_after(TIMEOUT):
+                await started.wait()
+                await got_task.wait()
+            task_id = _final_task(events)[0]
+            # Mid-turn, the other worker finds the task (its first state was written).
+            seen = await elsewhere.get_task(GetTaskRequest(id=task_id))
+            assert seen.status.state == TaskState.TASK_STATE_SUBMITTED
+            assert sessions.task_io == ["write", "read"]  # the other worker's GetTask read
+            release.set()
+        assert _final_task(events)[2] == TaskState.TASK_STATE_COMPLETED
+        # The working updates (the call, its result, the answer chunks) were coalesced: one
+        # more write, the settled state, before "completed" went out.
+        assert sessions.task_io == ["write", "read", "write"]
+        done = await elsewhere.get_task(GetTaskRequest(id=task_id))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [p.text for a in done.artifacts for p in a.parts] == ["All crawled."]
+
+
 async def test_a_pending_approval_is_input_required_and_the_decision_resumes_it(
     store: SQLiteSession,
 ) -> None:

@@ -27,9 +27,10 @@ from a2a.types.a2a_pb2 import (
 from starlette.applications import Starlette
 
 from agentkit import Decision, ReActAgent, Toolkit, handoff
-from agentkit.a2a import A2AAgent, to_a2a
+from agentkit.a2a import A2AAgent, RemoteAuthRequiredError, to_a2a
 from agentkit.a2a._client import HANDOFF_HEADER, OBSERVED_HEADER
 from agentkit.events import TextDelta, ToolProgress, ToolResult
+from agentkit.exceptions import StateError, UsageError
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.pipelines import MsgHub, fanout_pipeline, sequential_pipeline
@@ -47,7 +48,8 @@ class Recorder(AgentExecutor):
     def __init__(self, name: str = "geo") -> None:
         self.name = name
         self.got: list[tuple[str, str]] = []  # (context id, message text)
-        self.block = False  # work until CancelTask
+        self.block = False  # work until CancelTask (or release)
+        self.release = anyio.Event()
         self.started = anyio.Event()
         self.canceled: list[str] = []
 
@@ -62,7 +64,7 @@ class Recorder(AgentExecutor):
         await updater.start_work(updater.new_agent_message([Part(text="reading")]))
         if self.block:
             self.started.set()
-            await anyio.sleep_forever()
+            await self.release.wait()
         await updater.add_artifact(
             [Part(text=f"{self.name} answer ")], artifact_id="a", append=False, last_chunk=False
         )
@@ -76,7 +78,7 @@ class Recorder(AgentExecutor):
         await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
 
-def reference_app(executor: Recorder) -> Starlette:
+def reference_app(executor: Recorder | Asker) -> Starlette:
     card = AgentCard(
         name=executor.name,
         description="Answers geography questions.",
@@ -394,7 +396,231 @@ async def test_denying_the_outer_call_cancels_the_waiting_remote_task(store: SQL
         assert (await outer.run("clean up")).stop_reason == "pending_approval"
         result = await outer.run(approvals={"c1": False})
         # The remote context is free again: its next task runs (the canceled one never does).
-        answer, _ = await remote.ask("anything else?")
+        answer = (await remote("anything else?")).get_text()
         await remote.aclose()
     assert (result.stop_reason, result.text) == ("final", "Left it.")
     assert ran == [] and answer == "Done, deleted."
+
+
+# -- called directly: input-required is the reply's pending calls, resume() answers them ------
+async def test_a_direct_call_that_needs_approval_returns_the_pending_calls_and_resumes(
+    store: SQLiteSession,
+) -> None:
+    ran: list[str] = []
+    async with running(to_a2a(ops_agent(ran), sessions=store)) as url:
+        remote = A2AAgent(url, name="ops")
+        reply = await sequential_pipeline([remote], "delete /tmp/a")
+        pending = [{"id": "r1", "name": "delete_file", "input": {"path": "/tmp/a"}}]
+        assert (reply.metadata or {})["pending_tool_calls"] == pending
+        assert remote.pending_tool_calls == pending and ran == []
+        assert (await remote()).metadata == reply.metadata  # reported again, nothing sent
+        with pytest.raises(UsageError, match="'r9' is not waiting"):
+            await remote.resume({"r9": True})
+        done = await remote.resume({"r1": Decision(True, input={"path": "/tmp/b"})})
+        assert (done.get_text(), remote.pending_tool_calls, ran) == (
+            "Done, deleted.",
+            [],
+            ["/tmp/b"],
+        )
+        assert "pending_tool_calls" not in (done.metadata or {})
+        with pytest.raises(StateError, match="no task waiting"):
+            await remote.resume({"r1": True})
+        await remote.aclose()
+
+
+async def test_a_new_message_instead_of_a_decision_cancels_the_waiting_task(
+    store: SQLiteSession,
+) -> None:
+    ran: list[str] = []
+    async with running(to_a2a(ops_agent(ran), sessions=store)) as url:
+        remote = A2AAgent(url, name="ops")
+        assert (await remote("delete /tmp/a")).metadata["pending_tool_calls"]  # type: ignore[index]
+        # The same context continues: the waiting task is canceled (CancelTask), not refused.
+        reply = await remote("never mind, just say done")
+        await remote.aclose()
+    assert (reply.get_text(), remote.pending_tool_calls, ran) == ("Done, deleted.", [], [])
+
+
+class Asker(AgentExecutor):
+    """Another framework's agent: asks a question (or for credentials), then answers."""
+
+    def __init__(self, auth: bool = False) -> None:
+        self.name = "geo"
+        self.auth = auth
+        self.got: list[str] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        self.got.append(context.get_user_input())
+        if context.current_task is None:
+            await event_queue.enqueue_event(
+                Task(id=context.task_id, context_id=context.context_id, history=[context.message])
+            )
+            ask = updater.requires_auth if self.auth else updater.requires_input
+            await ask(updater.new_agent_message([Part(text="Which country?")]))
+            return
+        await updater.add_artifact([Part(text=f"Noted: {self.got[-1]}")], artifact_id="a")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
+
+
+async def test_another_frameworks_question_is_one_pending_call_answered_in_its_task() -> None:
+    executor = Asker()
+    app = reference_app(executor)
+    async with running(app) as url:
+        app.state.url = url
+        remote = A2AAgent(url, name="geo")
+        reply = await remote("Where is Lyon?")
+        task_id = (reply.metadata or {})["a2a_task_id"]
+        assert reply.get_text() == "Which country?"
+        assert remote.pending_tool_calls == [
+            {"id": task_id, "name": "geo", "input": {"question": "Which country?"}}
+        ]
+        done = await remote.resume({task_id: "it is France"})  # a reason: "deny: <reason>"
+        await remote.aclose()
+    assert (done.get_text(), executor.got) == (
+        "Noted: deny: it is France",
+        ["Where is Lyon?", "deny: it is France"],
+    )
+
+
+async def test_auth_required_is_a_typed_error_naming_the_state() -> None:
+    app = reference_app(Asker(auth=True))
+    async with running(app) as url:
+        app.state.url = url
+        remote = A2AAgent(url, name="geo")
+        with pytest.raises(RemoteAuthRequiredError, match="TASK_STATE_AUTH_REQUIRED") as caught:
+            await remote("Where is Lyon?")
+        assert caught.value.state == "TASK_STATE_AUTH_REQUIRED" and caught.value.task_id
+        assert remote.pending_tool_calls == []
+        outer = planner(remote, [tool_use("geo", "c1", task="Where is Lyon?"), "I cannot."])
+        result = await outer.run("where?")
+        await remote.aclose()
+    (tool_result,) = [
+        b for m in result.new_messages for b in m.get_content_blocks() if b["type"] == "tool_result"
+    ]
+    assert "TASK_STATE_AUTH_REQUIRED" in json.dumps(tool_result["output"])
+    assert result.text == "I cannot."
+
+
+# -- inside a durable step: the journal makes an executed-again exchange follow its task -----
+class MemoryJournal:
+    """The journal of one step (a DBOS step's events, here a dict); ``lose_task_id``: the
+    worker dies between sending and recording the task id."""
+
+    def __init__(self, lose_task_id: bool = False) -> None:
+        self.records: dict[str, dict[str, str]] = {}
+        self.lose_task_id = lose_task_id
+        self.task_recorded = anyio.Event()
+
+    def key(self, task_id: str, parts: object) -> str:
+        return f"step-7:{task_id}"
+
+    async def get(self, key: str) -> dict[str, str] | None:
+        return self.records.get(key)
+
+    async def put(self, key: str, record: dict[str, str]) -> None:
+        if not (self.lose_task_id and "taskId" in record):
+            self.records[key] = dict(record)
+            if "taskId" in record:
+                self.task_recorded.set()
+
+
+class MethodLog:
+    """ASGI wrapper: the JSON-RPC methods the server received, in order."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+        self.state = app.state
+        self.methods: list[str] = []
+        self.subscribed = anyio.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        method = json.loads(body).get("method", "")
+        self.methods.append(method)
+        if method == "SubscribeToTask":
+            self.subscribed.set()
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+async def test_an_exchange_executed_again_follows_the_running_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executor = Recorder()
+    executor.block = True
+    journal = MemoryJournal()
+    monkeypatch.setattr("agentkit.a2a._client.current_journal", lambda: journal)
+    app = MethodLog(reference_app(executor))
+    async with running(app) as url:
+        app.state.url = url
+        first, again = A2AAgent(url, name="geo"), A2AAgent(url, name="geo")
+        answers: list[str] = []
+
+        async def ask(remote: A2AAgent) -> None:
+            answers.append((await remote("capital?")).get_text())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, first)
+            with anyio.fail_after(10):
+                await journal.task_recorded.wait()
+            tg.start_soon(ask, again)  # the step executed again (the first one still reads)
+            with anyio.fail_after(10):
+                await app.subscribed.wait()
+            executor.release.set()
+        await first.aclose()
+        await again.aclose()
+    assert app.methods == ["SendStreamingMessage", "GetTask", "SubscribeToTask"]
+    assert answers == ["geo answer 1", "geo answer 1"]
+    assert len(executor.got) == 1  # sent once, answered twice
+
+
+async def test_a_journal_without_task_id_finds_the_task_by_message_id_or_sends_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executor = Recorder()
+    journal = MemoryJournal(lose_task_id=True)
+    monkeypatch.setattr("agentkit.a2a._client.current_journal", lambda: journal)
+    app = reference_app(executor)
+    async with running(app) as url:
+        app.state.url = url
+
+        async def ask() -> Msg:  # each execution of the step is a fresh process
+            remote = A2AAgent(url, name="geo")
+            try:
+                return await remote("capital?")
+            finally:
+                await remote.aclose()
+
+        sent = await ask()  # then the worker dies before recording the task id
+        (record,) = journal.records.values()
+        assert set(record) == {"messageId", "contextId"}
+        found = await ask()  # ListTasks: the server has it, by message id
+        # A record whose message never reached the server: sent, with its ids, once.
+        journal.records = {"step-7:": {"messageId": "m-lost", "contextId": "ctx-lost"}}
+        lost = await ask()
+    assert (sent.get_text(), found.get_text(), lost.get_text()) == (
+        "geo answer 1",
+        "geo answer 1",
+        "geo answer 2",
+    )
+    assert [c for c, _ in executor.got] == [record["contextId"], "ctx-lost"]

@@ -91,14 +91,14 @@ async def test_interrupt_closes_the_http_stream():
 
 
 async def test_interrupt_cancels_an_mcp_tool_call_on_the_server():
-    from agentkit.mcp import MCPClient
+    from agentkit.mcp import MCPClient, register_mcp_client
     from agentkit.testing import ScriptedModel, tool_use
     from tests._mcp_helpers import children, py_stdio, stats_with, wait_no_new_children
 
     before = children()
     async with MCPClient("py", py_stdio()) as client:
         agent = agent_for(ScriptedModel([[tool_use("slow", "m1", seconds=20)]]))
-        await agent.toolkit.register_mcp_client(client, enable_funcs=["slow", "stats"])
+        await register_mcp_client(agent.toolkit, client, enable_funcs=["slow", "stats"])
         result = []
 
         async def run() -> None:

@@ -18,6 +18,9 @@ from benchmarks.mock_server import MockLLMServer, plan_turn
 from benchmarks.run import SCENARIOS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Where every test run leaves the quick run's machine-readable summaries, one per part (kept
+# by CI as an artifact; docs/benchmarks.md, "Published numbers").
+SUMMARIES = ROOT / "benchmarks" / "results" / "ci"
 
 TOOLS = [tool_schema("step")]
 HALVES = [
@@ -33,6 +36,22 @@ HALVES = [
 async def server():
     async with MockLLMServer(interval=0.005) as srv:
         yield srv
+
+
+def test_summaries_render_as_one_release_table():
+    from benchmarks.summary import render
+
+    machine = {"cpus": 2, "python": "3.11.7", "implementation": "CPython", "platform": "Linux"}
+    figure = {"scenario": "s", "metric": "m", "value": 2e-6, "unit": "s", "baseline": 4e-6,
+              "baseline_name": "raw loop", "ratio": 0.5, "target": "<= 1.0x", "met": True,
+              "note": ""}  # fmt: skip
+    part = {"format": "agentkit-benchmark-summary/1", "date": "2026-12-02T00:00:00+00:00",
+            "commit": "abc", "quick": True, "rounds": 1, "scenarios": ["turns"],
+            "machine": machine, "load": {"start": [0.5, 0.4, 0.3], "end": [0.7, 0.5, 0.3]},
+            "figures": [figure]}  # fmt: skip
+    table = render([part, {**part, "scenarios": ["scale"]}])
+    assert "2 CPUs" in table and "load average 0.50 at the start, 0.70 at the end" in table
+    assert table.count("| s | m | 2.0 us | 4.0 us (raw loop) | 0.50x | <= 1.0x: met |") == 2
 
 
 def test_smoke_halves_cover_all_scenarios():
@@ -134,8 +153,10 @@ async def test_stream_forever_streams_until_the_client_leaves(server):
 )
 def test_quick_run_covers_every_scenario(tmp_path, only):
     out = tmp_path / "bench.json"
+    summary_path = SUMMARIES / f"summary-{only.split(',')[0]}.json"
+    command = [sys.executable, "-m", "benchmarks.run", "--quick", "--only", only]
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", only, "--out", str(out)],
+        [*command, "--out", str(out), "--summary", str(summary_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -150,6 +171,13 @@ def test_quick_run_covers_every_scenario(tmp_path, only):
     assert result["machine"]["cpus"] >= 1
     errors = [r for r in rows if r["note"].startswith(("error", "n/a"))]
     assert not errors, errors
+    summary = json.loads(summary_path.read_text())
+    assert summary["format"] == "agentkit-benchmark-summary/1"
+    assert summary["quick"] is True and summary["scenarios"] == only.split(",")
+    assert summary["machine"]["cpus"] >= 1 and len(summary["load"]["start"]) == 3
+    assert [(f["metric"], f["ratio"]) for f in summary["figures"]] == [
+        (r["metric"], r["ratio"]) for r in rows
+    ]
     # every scenario module contributed rows with an agentkit figure and (where it has one)
     # a baseline measured in the same run
     assert len({r["scenario"] for r in rows}) >= len(only.split(","))

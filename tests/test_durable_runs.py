@@ -95,6 +95,12 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     DBOS.destroy(destroy_registry=True)
 
 
+async def run_steps(workflow_id: str) -> list[Any]:
+    """The run's model and tool steps (without the DBOS.recv that takes its steers)."""
+    steps = await DBOS.list_workflow_steps_async(workflow_id)
+    return [s for s in steps if not s["function_name"].startswith("DBOS.")]
+
+
 async def test_parallel_calls_get_steps_in_the_models_order(env: Env) -> None:
     calls = [
         tool_use("work", "c1", name="slow", delay=0.2),
@@ -107,15 +113,11 @@ async def test_parallel_calls_get_steps_in_the_models_order(env: Env) -> None:
     assert result.output == "all done" and result.stop_reason == "final"
     assert result.usage.models == {"scripted": 2} and result.model_name == "scripted"
     assert env.log == ["fast", "mid", "slow"]  # they did run in parallel
-    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
-    names = [(s["function_id"], s["function_name"]) for s in steps]
-    assert names == [
-        (1, "model:scripted"),
-        (2, "tool:work"),
-        (3, "tool:work"),
-        (4, "tool:work"),
-        (5, "model:scripted"),
-    ]
+    steps = await run_steps(result.workflow_id)
+    names = [s["function_name"] for s in steps]
+    assert names == ["model:scripted", "tool:work", "tool:work", "tool:work", "model:scripted"]
+    ids = [s["function_id"] for s in steps]
+    assert ids[1:4] == [ids[0] + 1, ids[0] + 2, ids[0] + 3]  # reserved right after the answer
     outputs = [json.loads(json.dumps(s["output"])) for s in steps[1:4]]
     assert [o["content"][0]["text"] for o in outputs] == ["slow done", "mid done", "fast done"]
     check_memory_invariant([Msg.from_dict(m) for m in result.state["memory"]["messages"]])
@@ -210,14 +212,19 @@ async def test_enqueued_runs_respect_the_queue(env: Env) -> None:
 
 
 async def test_mcp_tool_calls_are_steps_too(env: Env) -> None:
-    from agentkit.mcp import MCPClient
+    from agentkit.durable import DurableToolkit
+    from agentkit.durable._steps import RunSteps
+    from agentkit.mcp import MCPClient, register_mcp_client
     from tests._mcp_helpers import py_stdio
 
     durable = env.agents["par"]
     plain = durable.template.toolkit
     toolkit = Toolkit()
     async with MCPClient("py", py_stdio()) as client:
-        await toolkit.register_mcp_client(client, enable_funcs=["add"])
+        await register_mcp_client(toolkit, client, enable_funcs=["add"])
+        # The run's toolkit keeps the server's registration: pins saved, list changes seen.
+        run_toolkit = DurableToolkit(toolkit, RunSteps())
+        assert run_toolkit.state_dict()["mcp_pins"] == toolkit.state_dict()["mcp_pins"]
         durable.template.toolkit = toolkit
         try:
             env.script("par", [[tool_use("add", "m1", a=2, b=3)], "it is 5"])
@@ -225,7 +232,7 @@ async def test_mcp_tool_calls_are_steps_too(env: Env) -> None:
         finally:
             durable.template.toolkit = plain
     assert result.output == "it is 5"
-    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    steps = await run_steps(result.workflow_id)
     assert [s["function_name"] for s in steps] == ["model:scripted", "tool:add", "model:scripted"]
     assert steps[1]["output"]["content"][0]["text"] == "5"
 
@@ -238,7 +245,7 @@ async def test_a_streaming_model_is_recorded_as_its_complete_answer(env: Env) ->
     durable.template.model = model
     result = await durable.run("stream it")
     assert result.output == "a long streamed answer"
-    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    steps = await run_steps(result.workflow_id)
     recorded = steps[-1]["output"]["content"]
     assert recorded == [{"type": "text", "text": "a long streamed answer"}]
     assert len(model.requests) == 2
@@ -284,7 +291,7 @@ async def test_a_handoff_targets_model_calls_and_tools_are_steps_of_the_run(env:
     env.log.clear()
     result = await env.agents["hand"].run("how much?", session_id="hand-steps")
     assert result.last_agent == "billing" and result.output == "42 EUR."
-    steps = await DBOS.list_workflow_steps_async(result.workflow_id)
+    steps = await run_steps(result.workflow_id)
     names = [s["function_name"] for s in steps]
     assert names == [
         "model:scripted",  # the source hands off

@@ -2,8 +2,9 @@
 
 The layers, bottom first (DESIGN.md section 2): the root's own modules (messages,
 exceptions, ...) <- models <- tools <- mcp; {models, tools, mcp, memory, events} <- agent
-<- {session, pipelines, observability, skills, testing (its contract suite drives agents)}
-<- {durable, a2a} <- serve (durable served turns run on ``DBOSAgent``) <- cli. An import counts
+<- {session, pipelines, observability, skills} <- {durable, a2a} <- serve (durable served
+turns run on ``DBOSAgent``) <- testing (its contract suite drives agents, durable runs and
+served apps) <- cli. An import counts
 wherever it is: at the top, under ``TYPE_CHECKING``, inside a function, or as a string given
 to ``importlib.import_module`` / ``sys.modules``. The package face ``agentkit`` (its
 ``__init__``) is for users: no module of the library imports it.
@@ -33,7 +34,6 @@ LAYER = {
     "tools": 5,
     "events": 6,
     "mcp": 7,
-    "testing": 9,
     "agent": 8,
     "pipelines": 9,
     "session": 9,
@@ -42,7 +42,8 @@ LAYER = {
     "durable": 10,
     "serve": 11,
     "a2a": 10,
-    "cli": 12,
+    "testing": 12,
+    "cli": 13,
 }
 
 # (importer, imported, why): each an upward edge the design has not removed yet.
@@ -52,12 +53,6 @@ ALLOWED = {
         "pipelines",
         "ReActAgent.as_tool() is sugar for agentkit.pipelines.agent_as_tool (imported when "
         "called); the agent-as-tool wrapper needs the agent, so it lives above it",
-    ),
-    (
-        "tools",
-        "mcp",
-        "Toolkit.register_mcp_client/remove_mcp_clients delegate to agentkit.mcp (imported "
-        "on demand) until MCP servers become tool sources behind one interface",
     ),
 }
 

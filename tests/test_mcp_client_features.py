@@ -18,7 +18,7 @@ import pytest
 
 import agentkit
 from agentkit.exceptions import MCPProtocolError
-from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
+from agentkit.mcp import HttpServer, MCPClient, StdioServer, register_mcp_client, serve
 from agentkit.tools import Toolkit
 from tests._mcp_helpers import PY_SERVER, ROOT, free_port
 from tests._waiting import eventually, listening
@@ -126,19 +126,17 @@ async def test_set_roots_sends_roots_list_changed(tmp_path: Any) -> None:
     assert "notifications/roots/list_changed" in result.get_text()
 
 
-async def test_tasks_only_tools_are_skipped_with_a_reason(caplog: pytest.LogCaptureFixture) -> None:
+async def test_tasks_only_tools_are_registered() -> None:
     from agentkit.mcp._tool import MCPTool
     from agentkit.tools import Toolkit
     from tests._mcp_helpers import everything_stdio
 
-    caplog.set_level("INFO", logger="agentkit.mcp.everything")
     async with MCPClient("everything", everything_stdio()) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         listed = {t.name for t in await client.list_tools()}
     assert "simulate-research-query" in listed  # execution.taskSupport = "required"
-    assert tk.get_tool("simulate-research-query") is None
-    assert "requires the tasks extension" in caplog.text
+    assert isinstance(tk.get_tool("simulate-research-query"), MCPTool)  # called as a task
     summed = tk.get_tool("get-sum")
     assert isinstance(summed, MCPTool) and summed.title == "Get Sum Tool"
 

@@ -23,7 +23,7 @@ from agentkit.exceptions import (
     MCPProtocolError,
     ToolRegistrationError,
 )
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import MCPClient, StdioServer, register_mcp_client
 from agentkit.mcp._tool import toolkit_name
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
@@ -115,13 +115,13 @@ async def test_invalid_tool_definitions_are_an_mcp_error_not_a_pydantic_one() ->
         ):
             await client.list_tools()
         with pytest.raises(MCPError):
-            await Toolkit().register_mcp_client(client)
+            await register_mcp_client(Toolkit(), client)
 
 
 async def test_provider_invalid_names_and_ref_schemas_register_and_call() -> None:
     tk = Toolkit()
     async with MCPClient("odd", odd()) as client:
-        tools = await tk.register_mcp_client(client)
+        tools = await register_mcp_client(tk, client)
         names = {t.name for t in tools}
         assert {"fs_read", "get_weather", "with_ref"} <= names
         assert all(len(n) <= 64 for n in names)
@@ -156,9 +156,9 @@ async def test_names_colliding_after_sanitising_explain_the_fix() -> None:
     async with MCPClient("odd", odd("--colliding")) as client:
         tk = Toolkit()
         with pytest.raises(ToolRegistrationError, match=r"disable_funcs=\['a_b'\]"):
-            await tk.register_mcp_client(client)
+            await register_mcp_client(tk, client)
         assert not tk.tools
-        await tk.register_mcp_client(client, disable_funcs=["a_b"])
+        await register_mcp_client(tk, client, disable_funcs=["a_b"])
         assert json.loads((await call(tk, "a_b")).get_text())["tool"] == "a.b"
 
 
@@ -166,7 +166,7 @@ async def test_a_huge_tool_list_registers_quickly() -> None:
     async with MCPClient("odd", odd("3000")) as client:
         tk = Toolkit()
         started = time.monotonic()
-        tools = await tk.register_mcp_client(client)
+        tools = await register_mcp_client(tk, client)
         assert len(tools) == 3004
         assert len(tk.get_tool_definitions()) == 3004
         assert time.monotonic() - started < 20
@@ -225,7 +225,7 @@ async def test_sigkill_mid_parallel_agent_turn() -> None:
 
     tk.register_tool_function(local)
     client = MCPClient("py", py_stdio())
-    await tk.register_mcp_client(client)
+    await register_mcp_client(tk, client)
     pid = int((await client.call_tool("pid")).get_text())
     model = ScriptedModel(
         [

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from agentkit.exceptions import ToolRegistrationError
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import MCPClient, StdioServer, register_mcp_client
 from agentkit.mcp._defenses import (
     ToolChange,
     is_tainted,
@@ -38,7 +38,7 @@ async def test_rug_pull_disables_the_changed_tool_until_accepted() -> None:
     changes: list[ToolChange] = []
     async with raw(on_tool_change=changes.append) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         before = tk.get_tool("greet")
         assert before is not None
         approved_description = before.description
@@ -61,7 +61,7 @@ async def test_rug_pull_disables_the_changed_tool_until_accepted() -> None:
 async def test_rug_pull_applies_silently_when_pinning_is_off() -> None:
     async with raw(pin_tools=False) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         await call(tk, "rug_pull")
         with anyio.fail_after(20):
             while "id_rsa" not in (tk.get_tool("greet") or before_tool()).description:
@@ -79,7 +79,7 @@ def before_tool() -> Any:
 async def test_invisible_and_bidi_characters_are_stripped_and_flagged() -> None:
     async with raw(max_description_chars=45) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         tool = tk.get_tool("hidden")
         assert isinstance(tool, MCPTool)
         assert not any(
@@ -101,10 +101,10 @@ async def test_server_tools_never_shadow_local_ones() -> None:
 
     async with raw() as client:
         with pytest.raises(ToolRegistrationError, match="prefix="):
-            await tk.register_mcp_client(client)
+            await register_mcp_client(tk, client)
         with pytest.raises(ToolRegistrationError, match="override"):
-            await tk.register_mcp_client(client, namesake="override")
-        await tk.register_mcp_client(client, prefix="raw")
+            await register_mcp_client(tk, client, namesake="override")
+        await register_mcp_client(tk, client, prefix="raw")
         assert (await call(tk, "greet")).get_text() == "local"
         assert (await call(tk, "raw_greet")).get_text() == "hello"
 
@@ -123,9 +123,9 @@ async def test_untrusted_server_tools_need_approval_after_open_world_input() -> 
     trusted = MCPClient("t", StdioServer(sys.executable, [RAW]), trust="trusted")
     async with a, b, trusted:
         tk = Toolkit()
-        await tk.register_mcp_client(a, prefix="a")
-        await tk.register_mcp_client(b, prefix="b")
-        await tk.register_mcp_client(trusted, prefix="t")
+        await register_mcp_client(tk, a, prefix="a")
+        await register_mcp_client(tk, b, prefix="b")
+        await register_mcp_client(tk, trusted, prefix="t")
         a_ok, b_ok, t_ok = (tk.get_tool(n) for n in ("a_ok", "b_ok", "t_ok"))
         assert a_ok is not None and b_ok is not None and t_ok is not None
         assert not a_ok.requires_approval  # nothing from outside has entered the run yet
@@ -150,7 +150,7 @@ async def test_everything_wrong_server_rug_pull_is_caught() -> None:
     server = StdioServer(str(EVERYTHING_WRONG))
     async with MCPClient("wrong", server, on_tool_change=changes.append) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         assert (await call(tk, "greet")).get_text() == "Hi there."
         with anyio.fail_after(30):
             while not changes:

@@ -16,7 +16,7 @@ import pytest
 
 from agentkit.agent import ReActAgent
 from agentkit.exceptions import StateError
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import MCPClient, StdioServer, register_mcp_client
 from agentkit.mcp._defenses import ToolChange
 from agentkit.mcp._tool import MCPTool
 from agentkit.session import JSONSession
@@ -41,7 +41,7 @@ async def first_session(store: JSONSession) -> dict[str, Any]:
     """Approve the tools of the honest server, save the session. Returns the state."""
     async with raw() as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         assert (await call(tk, "greet")).get_text() == "hello"
         await store.save("s1", agent(tk))
     saved: dict[str, Any] = json.loads(next(Path(store.directory).glob("*.json")).read_text())
@@ -69,7 +69,7 @@ async def test_a_tool_changed_while_down_is_disabled_after_load(tmp_path: Path) 
     changes: list[ToolChange] = []
     async with raw("--pulled", on_tool_change=changes.append) as client:  # restarted
         tk = Toolkit()
-        await tk.register_mcp_client(client)  # the new process sees the rewritten greet
+        await register_mcp_client(tk, client)  # the new process sees the rewritten greet
         assert await store.load("s1", agent(tk))
         disabled(tk)
         assert [(c.server, c.tool) for c in changes] == [("raw", "greet")]
@@ -77,15 +77,18 @@ async def test_a_tool_changed_while_down_is_disabled_after_load(tmp_path: Path) 
         refused = await call(tk, "greet")
         assert refused.is_error and "changed the definition" in refused.get_text()
         assert (await call(tk, "ok")).get_text() == "fine"  # unchanged tools still work
+        conversation = tk.copy()  # a copy made meanwhile holds the disabled tool too
+        assert (await call(conversation, "greet")).is_error
 
         await client.accept_tool_changes(["greet"])
         assert (await call(tk, "greet")).get_text() == "hello"
+        assert (await call(conversation, "greet")).get_text() == "hello"  # accepted there too
         bot = agent(tk)
         await store.save("s1", bot)
     # The accepted definition is what the session approves from now on.
     async with raw("--pulled", on_tool_change=changes.append) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         assert await store.load("s1", agent(tk))
         assert (await call(tk, "greet")).get_text() == "hello"
         assert len(changes) == 1
@@ -100,7 +103,7 @@ async def test_loading_before_the_server_registers_works_too(tmp_path: Path) -> 
     assert "mcp_pins" in bot.state_dict()["toolkit"]  # a save in between keeps them
     changes: list[ToolChange] = []
     async with raw("--pulled", on_tool_change=changes.append) as client:
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         disabled(tk)
         assert [c.tool for c in changes] == ["greet"]
         assert (await call(tk, "greet")).is_error
@@ -112,7 +115,7 @@ async def test_an_unchanged_server_is_not_flagged_after_load(tmp_path: Path) -> 
     changes: list[ToolChange] = []
     async with raw(on_tool_change=changes.append) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         assert await store.load("s1", agent(tk))
         assert (await call(tk, "greet")).get_text() == "hello"
     assert changes == []

@@ -17,7 +17,7 @@ import anyio
 import pytest
 from mcp import Client, MCPError, types
 
-from agentkit.mcp import HttpServer, MCPClient, StdioServer, serve
+from agentkit.mcp import HttpServer, MCPClient, StdioServer, register_mcp_client, serve
 from agentkit.mcp._server import build_http_app, build_server
 from agentkit.tools import Toolkit
 from tests._mcp_serve_demo import PIXEL_PNG, build
@@ -122,7 +122,7 @@ async def test_client_cancellation_cancels_the_tool(tmp_path: Path) -> None:
 
 async def assert_round_trip(original: Toolkit, client: MCPClient) -> None:
     mirror = Toolkit()
-    await mirror.register_mcp_client(client)
+    await register_mcp_client(mirror, client)
     assert mirror.get_tool_definitions() == original.get_tool_definitions()
     for name, arguments in CALLS:
         mine = await call(original, name, **arguments)

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import MCPClient, StdioServer, register_mcp_client
 from agentkit.mcp._defenses import is_tainted, reset_untrusted_content
 from agentkit.tools import Toolkit
 from tests._mcp_helpers import ROOT
@@ -33,8 +33,8 @@ async def _two_servers() -> AsyncIterator[Toolkit]:
     b = MCPClient("b", StdioServer(sys.executable, [RAW]))
     async with a, b:
         toolkit = Toolkit()
-        await toolkit.register_mcp_client(a, prefix="a")
-        await toolkit.register_mcp_client(b, prefix="b")
+        await register_mcp_client(toolkit, a, prefix="a")
+        await register_mcp_client(toolkit, b, prefix="b")
         yield toolkit
 
 

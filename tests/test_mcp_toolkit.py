@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from agentkit.exceptions import ToolRegistrationError
-from agentkit.mcp import MCPClient, MCPTool, StdioServer
+from agentkit.mcp import MCPClient, MCPTool, StdioServer, register_mcp_client, remove_mcp_clients
 from agentkit.testing import tool_use
 from agentkit.tools import Toolkit, ToolResponse
 from tests._mcp_helpers import (
@@ -63,7 +63,7 @@ async def test_time_server_next_to_local_functions_in_parallel() -> None:
 
     async with MCPClient("time", StdioServer(str(TIME_SERVER), ["--local-timezone", "UTC"])) as c:
         assert c.protocol_version == "2026-07-28"
-        tools = await toolkit.register_mcp_client(c)
+        tools = await register_mcp_client(toolkit, c)
         assert {t.name for t in tools} == {"get_current_time", "convert_time"}
         assert {d.name for d in toolkit.get_tool_definitions()} == {
             "wait_and_add",
@@ -97,7 +97,7 @@ async def test_time_server_next_to_local_functions_in_parallel() -> None:
 
 async def test_register_call_and_validate(py: MCPClient) -> None:
     toolkit = Toolkit()
-    tools = await toolkit.register_mcp_client(py, enable_funcs=["add", "progress", "slow"])
+    tools = await register_mcp_client(toolkit, py, enable_funcs=["add", "progress", "slow"])
     assert sorted(t.name for t in tools) == ["add", "progress", "slow"]
     assert all(isinstance(t, MCPTool) for t in tools)
     assert (await final(toolkit, "add", a=20, b=22)).get_text() == "42"
@@ -108,7 +108,7 @@ async def test_register_call_and_validate(py: MCPClient) -> None:
 
 async def test_progress_chunks_through_toolkit(py: MCPClient) -> None:
     toolkit = Toolkit()
-    await toolkit.register_mcp_client(py, enable_funcs=["progress"])
+    await register_mcp_client(toolkit, py, enable_funcs=["progress"])
     chunks = await run(toolkit, "progress", steps=3)
     assert [c.is_last for c in chunks] == [False, False, False, True]
     assert chunks[-1].get_text() == "done 3"
@@ -116,7 +116,7 @@ async def test_progress_chunks_through_toolkit(py: MCPClient) -> None:
 
 async def test_execution_timeout_cancels_on_server(py: MCPClient) -> None:
     toolkit = Toolkit()
-    await toolkit.register_mcp_client(py, enable_funcs=["slow", "stats"], timeout=0.4)
+    await register_mcp_client(toolkit, py, enable_funcs=["slow", "stats"], timeout=0.4)
     started = time.monotonic()
     result = await final(toolkit, "slow", seconds=20)
     assert result.is_error and time.monotonic() - started < 3
@@ -126,7 +126,7 @@ async def test_execution_timeout_cancels_on_server(py: MCPClient) -> None:
 
 async def test_interrupt_cancels_quickly(py: MCPClient) -> None:
     toolkit = Toolkit()
-    await toolkit.register_mcp_client(py, enable_funcs=["slow", "stats"])
+    await register_mcp_client(toolkit, py, enable_funcs=["slow", "stats"])
     with anyio.CancelScope() as scope:
 
         async def interrupt() -> None:
@@ -147,7 +147,7 @@ async def test_interrupt_cancels_quickly(py: MCPClient) -> None:
 
 async def test_crash_gives_error_then_next_call_works(py: MCPClient) -> None:
     toolkit = Toolkit()
-    await toolkit.register_mcp_client(py, enable_funcs=["crash", "echo"])
+    await register_mcp_client(toolkit, py, enable_funcs=["crash", "echo"])
     crashed = await final(toolkit, "crash")
     assert crashed.is_error
     assert (await final(toolkit, "echo", text="alive")).get_text() == "alive"
@@ -156,25 +156,25 @@ async def test_crash_gives_error_then_next_call_works(py: MCPClient) -> None:
 async def test_name_collisions_need_a_prefix() -> None:
     toolkit = Toolkit()
     async with MCPClient("a", py_stdio()) as a, MCPClient("b", py_stdio()) as b:
-        await toolkit.register_mcp_client(a, enable_funcs=["echo", "add"])
+        await register_mcp_client(toolkit, a, enable_funcs=["echo", "add"])
         with pytest.raises(ToolRegistrationError, match="prefix"):
-            await toolkit.register_mcp_client(b, enable_funcs=["echo", "pid"])
+            await register_mcp_client(toolkit, b, enable_funcs=["echo", "pid"])
         assert "pid" not in toolkit.tools  # nothing registered on a clash
-        tools = await toolkit.register_mcp_client(b, enable_funcs=["echo", "pid"], prefix="b")
+        tools = await register_mcp_client(toolkit, b, enable_funcs=["echo", "pid"], prefix="b")
         assert sorted(t.name for t in tools) == ["b_echo", "b_pid"]
         assert (await final(toolkit, "b_echo", text="from b")).get_text() == "from b"
         # remove by name, then by object
-        await toolkit.remove_mcp_clients(["b"])
+        await remove_mcp_clients(toolkit, ["b"])
         assert set(toolkit.tools) == {"echo", "add"}
-        await toolkit.remove_mcp_clients([a])
+        await remove_mcp_clients(toolkit, [a])
         assert dict(toolkit.tools) == {}
 
 
 async def test_enable_disable_and_unknown_names(py: MCPClient) -> None:
     toolkit = Toolkit()
     with pytest.raises(ToolRegistrationError, match="does not have"):
-        await toolkit.register_mcp_client(py, enable_funcs=["nope"])
-    tools = await toolkit.register_mcp_client(py, disable_funcs=["crash", "slow"], group="basic")
+        await register_mcp_client(toolkit, py, enable_funcs=["nope"])
+    tools = await register_mcp_client(toolkit, py, disable_funcs=["crash", "slow"], group="basic")
     names = {t.name for t in tools}
     assert "crash" not in names and "slow" not in names and "echo" in names
 
@@ -184,7 +184,7 @@ async def test_pagination_of_tools_list(protocol: str) -> None:
     server = StdioServer(PYTHON, [str(PAGED_SERVER)])
     toolkit = Toolkit()
     async with MCPClient("paged", server, protocol=protocol) as c:  # type: ignore[arg-type]
-        tools = await toolkit.register_mcp_client(c)
+        tools = await register_mcp_client(toolkit, c)
         assert [t.name for t in tools] == [f"tool_{i:02d}" for i in range(25)]
         assert (await final(toolkit, "tool_24", x=7)).get_text() == "tool_24:7"
 
@@ -193,7 +193,7 @@ async def test_pagination_of_tools_list(protocol: str) -> None:
 async def test_list_changed_refreshes_registered_tools(protocol: str) -> None:
     toolkit = Toolkit()
     async with MCPClient("py", py_stdio(), protocol=protocol) as c:  # type: ignore[arg-type]
-        await toolkit.register_mcp_client(c, prefix="py")
+        await register_mcp_client(toolkit, c, prefix="py")
         assert "py_tripler" not in toolkit.tools
         await final(toolkit, "py_add_tool", name="tripler")
         await eventually(lambda: "py_tripler" in toolkit.tools, "the refreshed tool list")
@@ -204,7 +204,7 @@ async def test_registration_connects_a_fresh_client() -> None:
     toolkit = Toolkit()
     client = MCPClient("py", py_stdio())
     try:
-        await toolkit.register_mcp_client(client, enable_funcs=["echo"])
+        await register_mcp_client(toolkit, client, enable_funcs=["echo"])
         assert client.is_connected
         assert (await final(toolkit, "echo", text="hi")).get_text() == "hi"
     finally:
@@ -218,7 +218,7 @@ async def test_everything_through_toolkit_with_progress_and_structured_content()
         pytest.skip("server-everything not installed")
     toolkit = Toolkit()
     async with MCPClient("everything", everything_stdio()) as c:
-        await toolkit.register_mcp_client(c, prefix="ev")
+        await register_mcp_client(toolkit, c, prefix="ev")
         chunks = await run(toolkit, "ev_trigger-long-running-operation", duration=1, steps=3)
         assert [c.is_last for c in chunks] == [False, False, False, True]
         assert not chunks[-1].is_error

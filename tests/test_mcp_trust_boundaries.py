@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentkit import ReActAgent
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import MCPClient, StdioServer, register_mcp_client
 from agentkit.mcp._defenses import ToolChange, clean_text, mark_untrusted_content
 from agentkit.mcp._tool import MCPTool
 from agentkit.observability import instrument, uninstrument
@@ -62,7 +62,7 @@ async def test_relabelling_a_pinned_tool_read_only_is_a_rug_pull() -> None:
     changes: list[ToolChange] = []
     async with hinting("a", on_tool_change=changes.append) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         mark_untrusted_content(tk)  # a web page was read: untrusted tools need approval
         wipe = tk.get_tool("wipe")
         assert wipe is not None and wipe.requires_approval
@@ -86,12 +86,12 @@ async def test_relabelling_a_pinned_tool_read_only_is_a_rug_pull() -> None:
 async def test_saved_pins_catch_annotations_changed_between_sessions() -> None:
     async with hinting("a") as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         saved = tk.state_dict()  # approved: wipe is destructive
     changes: list[ToolChange] = []
     async with hinting("a", "--relabelled", on_tool_change=changes.append) as client:
         restored = Toolkit()
-        await restored.register_mcp_client(client)
+        await register_mcp_client(restored, client)
         restored.load_state_dict(saved)
         wipe = restored.get_tool("wipe")
         assert isinstance(wipe, MCPTool) and wipe.changed is not None
@@ -105,8 +105,8 @@ async def test_saved_pins_catch_annotations_changed_between_sessions() -> None:
 async def test_closed_world_claim_of_an_untrusted_server_still_taints_the_others() -> None:
     async with hinting("a") as a, hinting("b") as b:
         tk = Toolkit()
-        await tk.register_mcp_client(a, prefix="a")
-        await tk.register_mcp_client(b, prefix="b")
+        await register_mcp_client(tk, a, prefix="a")
+        await register_mcp_client(tk, b, prefix="b")
         # a_notes says openWorldHint: false; its answer tells the model to run b_wipe.
         model = ScriptedModel([[tool_use("a_notes", "n1")], [tool_use("b_wipe", "w1")], "ok"])
         agent = ReActAgent("agent", "sys", model, tk, print_hint=False)
@@ -120,8 +120,8 @@ async def test_closed_world_claim_of_an_untrusted_server_still_taints_the_others
 async def test_a_trusted_server_may_vouch_for_its_closed_world_tools() -> None:
     async with hinting("a", trust="trusted") as a, hinting("b") as b:
         tk = Toolkit()
-        await tk.register_mcp_client(a, prefix="a")
-        await tk.register_mcp_client(b, prefix="b")
+        await register_mcp_client(tk, a, prefix="a")
+        await register_mcp_client(tk, b, prefix="b")
         await call(tk, "a_notes")
         b_wipe = tk.get_tool("b_wipe")
         assert b_wipe is not None and not b_wipe.requires_approval
@@ -141,7 +141,7 @@ async def test_an_instruction_bit_encoded_in_blank_letters_never_reaches_the_mod
     assert _decode(HIDDEN) == SECRET  # the encoding works: the server really hides it
     async with hinting("a") as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         memo = tk.get_tool("memo")
         assert isinstance(memo, MCPTool) and any("invisible" in f for f in memo.flags)
         model = ScriptedModel(["ok"])
@@ -195,7 +195,7 @@ async def test_spans_name_the_stdio_executable_not_its_arguments(
     secret = "--api-key=sk-live-do-not-log"
     async with hinting("a", secret) as client:
         tk = Toolkit()
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         model = ScriptedModel([[tool_use("wipe", "w1")], "done"])
         await ReActAgent("agent", "sys", model, tk, print_hint=False)("go")
     span = next(s for s in spans.get_finished_spans() if s.name == "execute_tool wipe")

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import json
+import os
+import tracemalloc
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,6 +23,17 @@ json_values = st.recursive(
     max_leaves=8,
 )
 ids = st.text(min_size=1, max_size=12)
+# Ids and timestamps in the forms a message stores compactly, and near misses it must keep as
+# the text they are (upper-case hex, other offsets, a fraction written with fewer digits).
+hex_ids = st.binary(min_size=16, max_size=16).map(bytes.hex) | st.from_regex(
+    r"\A[0-9a-fA-F ]{32}\Z"
+)
+timestamps = (
+    st.datetimes(timezones=st.just(UTC)).map(datetime.isoformat)
+    | st.datetimes(timezones=st.timezones()).map(datetime.isoformat)
+    | st.datetimes().map(lambda d: d.isoformat(timespec="milliseconds") + "+00:00")
+    | st.text(min_size=1, max_size=40)
+)
 sources = st.one_of(
     st.fixed_dictionaries(
         {
@@ -62,8 +76,8 @@ messages = st.builds(
     content=st.text() | st.lists(blocks, max_size=6),
     role=st.sampled_from(["user", "assistant", "system"]),
     metadata=st.none() | st.dictionaries(st.text(), json_values, max_size=4),
-    id=st.none() | ids,
-    timestamp=st.none() | st.just("2026-01-01T00:00:00+00:00"),
+    id=st.none() | ids | hex_ids,
+    timestamp=st.none() | timestamps,
 )
 
 
@@ -182,3 +196,55 @@ def test_generated_ids_are_32_hex_digits_and_distinct() -> None:
     ids = {Msg("u", "hi", "user").id for _ in range(1000)}
     assert len(ids) == 1000
     assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(id=hex_ids | ids, timestamp=timestamps)
+def test_given_id_and_timestamp_read_back_and_serialize_as_given(id: str, timestamp: str) -> None:
+    msg = Msg("u", "hi", "user", id=id, timestamp=timestamp)
+    assert (msg.id, msg.timestamp) == (id, timestamp)
+    assert type(msg.id) is str and type(msg.timestamp) is str
+    data = msg.to_dict()
+    assert (data["id"], data["timestamp"]) == (id, timestamp)
+    assert json.dumps(Msg.from_dict(json.loads(json.dumps(data))).to_dict()) == json.dumps(data)
+
+
+def test_assigned_id_and_timestamp_read_back() -> None:
+    msg = Msg("u", "hi", "user")
+    msg.id, msg.timestamp = "custom-id", "2026-01-01T00:00:00.000000+00:00"
+    assert (msg.id, msg.timestamp) == ("custom-id", "2026-01-01T00:00:00.000000+00:00")
+    msg.id = "0" * 32
+    assert msg.id == "0" * 32 and msg == Msg.from_dict(msg.to_dict())
+
+
+def test_a_kept_text_message_costs_less_than_its_text_plus_200_bytes() -> None:
+    # A conversation keeps every message for its whole life: the generated id and timestamp
+    # are held compactly (16 bytes, an int), not as two 32-character strings (2 x 81 bytes).
+    texts = [f"message number {i:06d}" for i in range(2000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [Msg("user", text, "user") for text in texts]
+        per_message = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+    finally:
+        tracemalloc.stop()
+    assert per_message < 200, per_message  # the text itself is kept by ``texts``
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_process_generates_other_ids_than_its_parent() -> None:
+    Msg("u", "hi", "user")  # ids are generated in batches: the parent now holds unused ones
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: write ten new ids and leave at once
+        try:
+            os.write(write, " ".join(Msg("u", "x", "user").id for _ in range(10)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        child = set(pipe.read().decode().split())
+    os.waitpid(pid, 0)
+    parent = {Msg("u", "x", "user").id for _ in range(10)}
+    assert len(child) == 10
+    assert not child & parent

@@ -134,7 +134,7 @@ _MCP_SCRIPT = textwrap.dedent(
     """
     import anyio
     from agentkit import ReActAgent, Toolkit
-    from agentkit.mcp import MCPClient
+    from agentkit.mcp import MCPClient, register_mcp_client
     from agentkit.testing import ScriptedModel, tool_use
     from tests._mcp_helpers import py_stdio
 
@@ -142,7 +142,7 @@ _MCP_SCRIPT = textwrap.dedent(
         client = MCPClient("py", py_stdio(), timeout=30)
         tk = Toolkit()
         async with client:
-            await tk.register_mcp_client(client, enable_funcs=["fail", "crash"])
+            await register_mcp_client(tk, client, enable_funcs=["fail", "crash"])
             model = ScriptedModel(
                 [[tool_use("fail", message="bad input")], [tool_use("crash")], "done"]
             )

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentkit import ReActAgent, Toolkit
-from agentkit.mcp import MCPClient, StdioServer
+from agentkit.mcp import MCPClient, StdioServer, register_mcp_client
 from agentkit.observability import conversation, instrument, is_instrumented, uninstrument
 from agentkit.testing import ScriptedModel, tool_use
 from agentkit.tools._response import ToolResponse
@@ -136,7 +136,7 @@ async def test_span_tree_of_parallel_tools_mcp_interrupt_and_denied_approval(
     started = anyio.Event()
     tk = _toolkit(started)
     async with client:
-        await tk.register_mcp_client(client)
+        await register_mcp_client(tk, client)
         await _scenario(tk, started)
     spans = traced.exporter.get_finished_spans()
     tree = span_tree(spans)
@@ -225,7 +225,7 @@ async def test_mcp_tool_over_http_has_server_address_and_port(traced: Traced) ->
         client = MCPClient("remote", config, timeout=30)
         tk = Toolkit()
         async with client:
-            await tk.register_mcp_client(client, enable_funcs=["echo"])
+            await register_mcp_client(tk, client, enable_funcs=["echo"])
             model = ScriptedModel([[tool_use("echo", "c1", text="hi")], "done"])
             await ReActAgent("a", "s", model, tk, print_hint=False)("go")
     span = next(s for s in traced.exporter.get_finished_spans() if s.name == "execute_tool echo")

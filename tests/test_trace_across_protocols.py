@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from agentkit import ReActAgent, Toolkit
 from agentkit.a2a import A2AAgent, to_a2a
-from agentkit.mcp import HttpServer, MCPClient
+from agentkit.mcp import HttpServer, MCPClient, register_mcp_client
 from agentkit.mcp._server import build_http_app
 from agentkit.observability import instrument, uninstrument
 from agentkit.serve import create_app
@@ -59,7 +59,7 @@ async def test_one_trace_spans_agui_agent_a2a_remote_and_the_mcp_tool_server(
         running(build_http_app(served_tools)) as mcp_url,
         MCPClient("calc", HttpServer(f"{mcp_url}/mcp"), timeout=30) as mcp,
     ):
-        await remote_tools.register_mcp_client(mcp)
+        await register_mcp_client(remote_tools, mcp)
         remote_model = ScriptedModel([tool_use("add", "r1", a=1, b=2), "It is 3."])
 
         def calc() -> ReActAgent:

@@ -26,6 +26,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from agentkit.a2a._app import to_a2a
-from agentkit.a2a._client import A2AAgent, RemoteAgentError
+from agentkit.a2a._client import A2AAgent, RemoteAgentError, RemoteAuthRequiredError
 
-__all__ = ["A2AAgent", "RemoteAgentError", "to_a2a"]
+__all__ = ["A2AAgent", "RemoteAgentError", "RemoteAuthRequiredError", "to_a2a"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from a2a.server.agent_execution import SimpleRequestContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
@@ -45,7 +46,7 @@ from starlette.routing import Route
 from agentkit._version import __version__
 from agentkit.a2a._executor import AgentFactory, AgentkitExecutor
 from agentkit.a2a._guard import DEFAULT_MAX_BODY, Guard
-from agentkit.a2a._store import SessionTaskStore, context_key
+from agentkit.a2a._store import FreshTaskIds, SessionTaskStore, context_key
 from agentkit.agent import ReActAgent
 from agentkit.session import Session, SQLiteSession, interrupt_session
 
@@ -82,7 +83,14 @@ class _Handler(DefaultRequestHandlerV2):
     """The SDK's request handler, with agentkit's input checks and a cross-worker cancel."""
 
     def __init__(self, executor: AgentkitExecutor, store: SessionTaskStore, card: AgentCard):
-        super().__init__(agent_executor=executor, task_store=store, agent_card=card)
+        super().__init__(
+            agent_executor=executor,
+            task_store=store,
+            agent_card=card,
+            request_context_builder=SimpleRequestContextBuilder(
+                task_id_generator=FreshTaskIds(store)
+            ),
+        )
         self.tasks = store
         self.session = executor.session
         self.executor = executor

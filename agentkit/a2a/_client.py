@@ -24,7 +24,7 @@ import contextlib
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,11 +34,14 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
 from a2a.types.a2a_pb2 import (
     AgentCard,
     CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
     TaskStatus,
@@ -47,6 +50,7 @@ from a2a.utils.errors import A2AError
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, Parse
 
+from agentkit.a2a._journal import current_journal
 from agentkit.a2a._trace import add_trace_hook
 from agentkit.agent._acting import denied_response
 from agentkit.agent._conversation import (
@@ -54,6 +58,7 @@ from agentkit.agent._conversation import (
     Decision,
     NestedResume,
     NestedWait,
+    Verdict,
     as_decision,
     nested_resume,
 )
@@ -63,7 +68,14 @@ from agentkit.exceptions import AgentkitError, StateError, UsageError
 from agentkit.messages import Msg
 from agentkit.tools import Tool, ToolContext, ToolResponse
 
-__all__ = ["HANDOFF_HEADER", "OBSERVED_HEADER", "A2AAgent", "RemoteAgentError", "history_text"]
+__all__ = [
+    "HANDOFF_HEADER",
+    "OBSERVED_HEADER",
+    "A2AAgent",
+    "RemoteAgentError",
+    "RemoteAuthRequiredError",
+    "history_text",
+]
 
 _TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
@@ -87,7 +99,26 @@ _PARAMETERS: dict[str, object] = {
 
 
 class RemoteAgentError(AgentkitError):
-    """The remote agent failed, rejected the task, or asked for input it cannot get here."""
+    """The remote agent failed, rejected or canceled the task, or cannot be reached."""
+
+
+class RemoteAuthRequiredError(RemoteAgentError):
+    """The remote task stopped in ``TASK_STATE_AUTH_REQUIRED``: it needs credentials.
+
+    A2A leaves how to authenticate to the agent (out of band); agentkit has no way to
+    give them inside the task, so the call ends with this error.
+
+    Attributes:
+        task_id: The remote task waiting for authentication.
+        context_id: Its context.
+        state: ``"TASK_STATE_AUTH_REQUIRED"``.
+    """
+
+    def __init__(self, message: str, *, task_id: str, context_id: str) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+        self.context_id = context_id
+        self.state = "TASK_STATE_AUTH_REQUIRED"
 
 
 @dataclass
@@ -180,6 +211,8 @@ class A2AAgent(HookHost):
         self._scope: anyio.CancelScope | None = None
         self._hooks = None
         self._heard: list[Msg] = []  # observed (MsgHub), sent with the next message
+        # A direct call's task waiting for input: its wait and the reply that reported it.
+        self._paused: tuple[NestedWait, Msg] | None = None
 
     # -- connection --------------------------------------------------------------------
     async def connect(self) -> AgentCard:
@@ -233,30 +266,15 @@ class A2AAgent(HookHost):
             self._http = None
 
     def reset(self) -> None:
-        """Start a new remote conversation (a new context id) with the next message."""
+        """Start a new remote conversation (a new context id) with the next message.
+
+        A task of the old context that waits for input is forgotten here (not canceled).
+        """
         self.context_id = None
         self._heard.clear()
+        self._paused = None
 
     # -- asking ------------------------------------------------------------------------
-    async def ask(
-        self, text: str, *, on_progress: Callable[[str, dict[str, object]], object] | None = None
-    ) -> tuple[str, list[Any]]:
-        """Send ``text`` and return the final answer: ``(text, data parts)``.
-
-        Messages observed since the last one (:meth:`observe`) go first, as a text part
-        of the same message.
-
-        Args:
-            text: The message.
-            on_progress: Receives each status message and answer chunk as it arrives
-                (text, metadata).
-
-        Raises:
-            RemoteAgentError: when the remote task failed, was rejected or canceled, or
-                waits for input (use the agent as a tool or a handoff target to answer it).
-        """
-        return self._result(await self._ask(text, on_progress))
-
     async def _ask(
         self, text: str, on_progress: Callable[[str, dict[str, object]], object] | None
     ) -> _Outcome:
@@ -276,33 +294,89 @@ class A2AAgent(HookHost):
         task_id: str,
         on_progress: Callable[[str, dict[str, object]], object] | None,
     ) -> _Outcome:
-        """Send one message (in ``task_id``, when it answers a paused task); follow the task."""
+        """Send one message (in ``task_id``, when it answers a paused task); follow the task.
+
+        Inside a DBOS step (a durable run) the exchange is journaled (``_journal``): an
+        execution of the step after a crash follows the task the first one started
+        instead of sending the message again.
+        """
         client = await self._ensure_client()
+        journal = current_journal()
+        message_id = uuid.uuid4().hex
+        on_task: Callable[[str], Awaitable[None]] | None = None
+        if journal is not None:
+            key = journal.key(task_id, parts)
+            record = await journal.get(key)
+            if record is not None:
+                found = record.get("taskId") or await self._find(client, record)
+                if found:
+                    outcome = await self._follow(
+                        client, lambda: _rejoin(client, found), on_progress
+                    )
+                    outcome.context_id = outcome.context_id or record.get("contextId", "")
+                    return outcome
+                message_id = record.get("messageId") or message_id
+                context_id = record.get("contextId") or context_id
+            # A new context is named here, so that a record without a task id can find it.
+            context_id = context_id or uuid.uuid4().hex
+            sent = {"messageId": message_id, "contextId": context_id}
+            await journal.put(key, sent)
+
+            async def on_task(remote_task: str) -> None:
+                await journal.put(key, {**sent, "taskId": remote_task})
+
         request = SendMessageRequest(
             message=Message(
-                message_id=uuid.uuid4().hex,
+                message_id=message_id,
                 role=Role.ROLE_USER,
                 parts=parts,
                 context_id=context_id or "",
                 task_id=task_id,
             )
         )
-        outcome = await self._follow(client, request, on_progress)
+        outcome = await self._follow(
+            client, lambda: client.send_message(request), on_progress, on_task
+        )
         outcome.context_id = outcome.context_id or context_id or ""
         return outcome
+
+    async def _find(self, client: Client, record: Mapping[str, str]) -> str:
+        """The task an earlier execution's message started, by its message id ("": none).
+
+        Raises:
+            RemoteAgentError: when the server cannot list the context's tasks: whether it
+                received the message is unknown, and it is not sent twice.
+        """
+        message_id, context_id = record.get("messageId", ""), record.get("contextId", "")
+        try:
+            listed = await client.list_tasks(
+                ListTasksRequest(context_id=context_id, page_size=100, history_length=100)
+            )
+        except (A2AError, httpx.HTTPError) as exc:
+            raise RemoteAgentError(
+                f"remote agent {self.name!r}: a durable run sent message {message_id!r} "
+                f"before a crash and the server cannot list the tasks of context "
+                f"{context_id!r} to find it ({exc}): not sending it a second time"
+            ) from exc
+        for task in listed.tasks:
+            if any(m.message_id == message_id for m in task.history):
+                return str(task.id)
+        return ""
 
     async def _follow(
         self,
         client: Client,
-        request: SendMessageRequest,
+        responses: Callable[[], AsyncIterator[StreamResponse]],
         on_progress: Callable[[str, dict[str, object]], object] | None,
+        on_task: Callable[[str], Awaitable[None]] | None = None,
     ) -> _Outcome:
         """Read the task's stream in a shielded child, so a cancel can still name the task.
 
         Cancelling the caller must not simply drop the stream: the task id may not have
         arrived yet, and the remote task would run on unobserved. Instead the reader keeps
         going (shielded) until the id is known, ``CancelTask`` is sent, and the stream's
-        end is awaited, all within ``cancel_timeout``.
+        end is awaited, all within ``cancel_timeout``. ``on_task`` is awaited once with
+        the task id, as soon as it is known.
         """
         outcome = _Outcome()
         known, done = anyio.Event(), anyio.Event()
@@ -312,9 +386,11 @@ class A2AAgent(HookHost):
         async def read() -> None:
             with shield:
                 try:
-                    async for response in client.send_message(request):
+                    async for response in responses():
                         _apply(response, outcome, on_progress)
-                        if outcome.task_id:
+                        if outcome.task_id and not known.is_set():
+                            if on_task is not None:
+                                await on_task(outcome.task_id)
                             known.set()
                 except Exception as exc:  # re-raised in the caller, outside the task group
                     errors.append(exc)
@@ -357,10 +433,13 @@ class A2AAgent(HookHost):
             return outcome.text, outcome.data
         label = TaskState.Name(state).removeprefix("TASK_STATE_").lower()
         detail = outcome.status_text or "no details"
-        if state in _PAUSED:
-            raise RemoteAgentError(
-                f"remote agent {self.name!r} needs input ({label}) in task "
-                f"{outcome.task_id!r}: {detail}"
+        if state == TaskState.TASK_STATE_AUTH_REQUIRED:
+            raise RemoteAuthRequiredError(
+                f"remote agent {self.name!r} stopped task {outcome.task_id!r} in "
+                f"TASK_STATE_AUTH_REQUIRED (it needs credentials agentkit cannot give "
+                f"inside a task): {detail}",
+                task_id=outcome.task_id,
+                context_id=outcome.context_id,
             )
         raise RemoteAgentError(
             f"remote agent {self.name!r} ended task {outcome.task_id!r} {label}: {detail}"
@@ -491,12 +570,27 @@ class A2AAgent(HookHost):
         return Msg(self.name, answer, "assistant", metadata=metadata)
 
     # -- the agent interface (pipelines, MsgHub) ----------------------------------------
-    async def __call__(self, msg: Msg | list[Msg] | str | None = None) -> Msg:
+    async def __call__(self, msg: Msg | Sequence[Msg] | str | None = None) -> Msg:
         """Send ``msg`` (its text) and reply with the answer as a ``Msg``.
+
+        As for a ``ReActAgent`` called directly, a remote task that waits for input
+        (``TASK_STATE_INPUT_REQUIRED``) does not raise: the reply has
+        ``metadata["pending_tool_calls"] = [{"id", "name", "input"}]`` (the calls an
+        agentkit server lists, or one call named after the agent, id the task's, input
+        ``{"question": ...}`` for another framework's question), and :meth:`resume`
+        sends the decisions into that task. While it waits, ``await remote()`` reports
+        the same calls again (nothing is sent) and ``await remote(new_msg)`` cancels the
+        waiting task (``CancelTask``: its calls never run) before sending ``new_msg``.
 
         ``pre_reply`` / ``post_reply`` hooks run around it (a ``MsgHub`` broadcasts the
         reply through one). An interrupt (:meth:`interrupt`) cancels the remote task; the
         reply then has ``metadata["interrupted"] = True``.
+
+        Raises:
+            RemoteAgentError: when the remote task failed, was rejected or canceled, or
+                the server cannot be reached.
+            RemoteAuthRequiredError: when the remote task stopped in
+                ``TASK_STATE_AUTH_REQUIRED``.
         """
         kwargs: dict[str, Any] = {"msg": msg}
         hooks = self._hooks
@@ -507,6 +601,41 @@ class A2AAgent(HookHost):
             reply = await hooks.run_post("post_reply", self, kwargs, reply)
         return reply
 
+    @property
+    def pending_tool_calls(self) -> list[CallInfo]:
+        """The calls the remote task waits on (``metadata["pending_tool_calls"]``), if any."""
+        paused = self._paused
+        return [c.copy() for c in paused[0].calls] if paused is not None else []
+
+    async def resume(self, approvals: Mapping[str, Verdict]) -> Msg:
+        """Send decisions for :attr:`pending_tool_calls` into the waiting remote task.
+
+        Each decision is ``True``, ``False``, a denial's reason or a ``Decision`` (its
+        ``input`` replaces the call's arguments, for an agentkit server), as for
+        ``ReActAgent.resume``. The remote run continues where it paused; calls not
+        decided stay pending (an agentkit server answers input-required again).
+
+        Returns:
+            The reply, as :meth:`__call__` returns it (possibly waiting again).
+
+        Raises:
+            StateError: when no remote task waits for input.
+            UsageError: for an id that is not waiting, or a verdict of the wrong type.
+            RemoteAgentError: as :meth:`__call__`.
+        """
+        paused = self._paused
+        if paused is None:
+            raise StateError(f"remote agent {self.name!r} has no task waiting for input")
+        wait, _ = paused
+        waiting = {c["id"] for c in wait.calls}
+        for call_id, verdict in approvals.items():
+            if call_id not in waiting:
+                raise UsageError(f"tool call {call_id!r} is not waiting for approval")
+            as_decision(call_id, verdict)  # a bad verdict fails before anything is sent
+        if not approvals:
+            raise UsageError("resume() needs a decision for at least one waiting call")
+        return await self._converse(NestedResume("", wait, dict(approvals)))
+
     async def _reply(self, msg: object) -> Msg:
         if msg is None:
             text = ""
@@ -514,19 +643,47 @@ class A2AAgent(HookHost):
             text = msg
         elif isinstance(msg, Msg):
             text = msg.get_text()
-        elif isinstance(msg, list):
+        elif isinstance(msg, Sequence):
             text = "\n".join(m.get_text() for m in msg if isinstance(m, Msg))
         else:
             raise UsageError(f"A2AAgent takes a Msg, a list of Msg or a str, not {msg!r}")
+        paused = self._paused
+        if paused is not None:
+            if msg is None:  # as ReActAgent: report the same calls again
+                return paused[1]
+            # A new message instead of a decision: the waiting task is canceled (its calls
+            # never run), so the context is free for the new task.
+            self._paused = None
+            await self._cancel_paused(str(paused[0].state["a2a"]["taskId"]))
+        return await self._converse(text)
+
+    async def _converse(self, what: str | NestedResume) -> Msg:
+        """Send a message (or decisions), interruptibly; the reply ``Msg``."""
         with anyio.CancelScope() as scope:
             self._scope = scope
             try:
-                answer, data = await self.ask(text)
+                decided = (
+                    await self._ask(what, None)
+                    if isinstance(what, str)
+                    else await self._decide(what, None)
+                )
             finally:
                 self._scope = None
+        if not isinstance(what, str):
+            self._paused = None  # answered (or canceled by the interrupt): no longer waiting
         if scope.cancelled_caught:
             return Msg(self.name, "", "assistant", metadata={"interrupted": True})
-        metadata: dict[str, Any] = {"a2a_context_id": self.context_id}
+        assert decided is not None  # a direct resume never cancels (only a denied outer call)
+        outcome = decided
+        metadata: dict[str, Any] = {"a2a_context_id": outcome.context_id or self.context_id}
+        wait = self._wait(outcome)
+        if wait is not None:
+            metadata["a2a_task_id"] = outcome.task_id
+            metadata["pending_tool_calls"] = [dict(c) for c in wait.calls]
+            reply = Msg(self.name, outcome.status_text, "assistant", metadata=metadata)
+            self._paused = (wait, reply)
+            return reply
+        answer, data = self._result(outcome)
         if data:
             metadata["structured_output"] = data[0] if len(data) == 1 else data
         return Msg(self.name, answer, "assistant", metadata=metadata)
@@ -554,12 +711,20 @@ class A2AAgent(HookHost):
         super().register_hook(kind, name, fn)
 
     async def interrupt(self, msg: object = None) -> bool:
-        """Cancel the remote task in progress (``CancelTask``); False when idle."""
-        scope = self._scope
-        if scope is None:
-            return False
-        scope.cancel()
-        return True
+        """Cancel the remote task in progress, or the one waiting for input (``CancelTask``).
+
+        Returns:
+            False when no task runs and none waits.
+        """
+        scope, paused = self._scope, self._paused
+        if scope is not None:
+            scope.cancel()
+            return True
+        if paused is not None:
+            self._paused = None
+            await self._cancel_paused(str(paused[0].state["a2a"]["taskId"]))
+            return True
+        return False
 
     def as_tool(
         self,
@@ -686,6 +851,30 @@ def _stream_artifacts(
         if len(text) > len(shown) and text.startswith(shown):
             outcome.streamed[artifact_id] = text
             on_progress(text[len(shown) :], {"a2a": "artifact", "artifact": artifact_id})
+
+
+_POLL = 0.5
+"""Seconds between two ``GetTask`` when a rejoined task cannot be subscribed to."""
+
+
+async def _rejoin(client: Client, task_id: str) -> AsyncIterator[StreamResponse]:
+    """The events of a task sent earlier (a durable step executed again).
+
+    Its state now (``GetTask``), then its stream (``SubscribeToTask``) until it ends or
+    pauses. A server that cannot stream it (the task ended meanwhile, another worker runs it) is
+    asked again with ``GetTask`` every ``_POLL`` seconds.
+    """
+    task = await client.get_task(GetTaskRequest(id=task_id))
+    yield StreamResponse(task=task)
+    while task.status.state not in _TERMINAL | _PAUSED:
+        try:
+            async for response in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                yield response
+            return
+        except A2AError:
+            await anyio.sleep(_POLL)
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            yield StreamResponse(task=task)
 
 
 def _take_task(task: Task, outcome: _Outcome) -> None:

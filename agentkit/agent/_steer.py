@@ -16,11 +16,20 @@ each of which leaves memory valid (no open tool call then):
 ``agent.steer`` waits until its message is placed and returns which of the two it was: a
 steer accepted by the call is never lost. A paused run (calls waiting for approval) has
 no live ``Run``: its steers go straight to the deferred messages.
+
+A **durable run** records its steers instead of queueing them in this process: while it
+runs, a :class:`SteerSource` is registered for its memory (:func:`steer_source`). Then
+:func:`accept` hands every steer of that conversation to the source (which sends it to the
+workflow as a recorded message), and :func:`deliver` and :func:`follow_up` take the
+recorded steers from the source at the same points as above, so a recovered run receives
+each again at the same place (see ``agentkit.durable._agent``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import anyio
 
@@ -32,7 +41,16 @@ if TYPE_CHECKING:
     from agentkit.memory import Memory
     from agentkit.messages import Msg
 
-__all__ = ["Steer", "SteerOutcome", "accept", "close", "deliver", "follow_up"]
+__all__ = [
+    "Steer",
+    "SteerOutcome",
+    "SteerSource",
+    "accept",
+    "close",
+    "deliver",
+    "follow_up",
+    "steer_source",
+]
 
 SteerOutcome = Literal["next_request", "follow_up"]
 """Where a steer was delivered: before the run's next model request, or in a follow-up
@@ -61,12 +79,53 @@ class Steer:
         return self.outcome
 
 
+class SteerSource(Protocol):
+    """Where the steers of a conversation go instead of the run's inbox (a durable run)."""
+
+    def accept(self, msgs: list[Msg], live: bool) -> Steer:
+        """Take a steer (no await: call order is the order); ``live``: a run's loop is on."""
+        ...
+
+    async def pull(self) -> list[Steer]:
+        """The steers recorded since the last pull, in order (at a deterministic point)."""
+        ...
+
+
+_SOURCES: dict[int, tuple[Memory, SteerSource]] = {}
+
+
+@contextmanager
+def steer_source(memory: Memory, source: SteerSource) -> Iterator[None]:
+    """Route the steers of the conversation held in ``memory`` through ``source``."""
+    _SOURCES[id(memory)] = (memory, source)
+    try:
+        yield
+    finally:
+        _SOURCES.pop(id(memory), None)
+
+
+def _source(memory: Memory) -> SteerSource | None:
+    found = _SOURCES.get(id(memory))
+    return found[1] if found is not None and found[0] is memory else None
+
+
+async def _pull(memory: Memory, run: Run) -> None:
+    """Move the steers recorded by the conversation's source (if any) into the inbox."""
+    source = _source(memory)
+    if source is None or run.steering is None:
+        return
+    # Shielded: a pull that took a recorded steer always queues it (never lost to a cut).
+    with anyio.CancelScope(shield=True):
+        run.steering.extend(await source.pull())
+
+
 async def deliver(memory: Memory, run: Run, outcome: SteerOutcome = "next_request") -> bool:
     """Store the run's queued steers, in order; return whether there were any.
 
     Called where no tool call is open (right before a model request), so the stored
     messages never come between a call and its result.
     """
+    await _pull(memory, run)
     steers = run.steering
     if not steers:
         return False
@@ -85,7 +144,10 @@ async def follow_up(conv: Conversation, run: Run, allowed: bool) -> bool:
     keeps them for its next request instead (:func:`close`), as does a follow-up that a
     usage limit would forbid (``allowed`` False).
     """
-    if not run.steering or not allowed or conv.has_pending or run.usage_limit is not None:
+    if not allowed or conv.has_pending or run.usage_limit is not None:
+        return False
+    await _pull(conv.memory, run)
+    if not run.steering:
         return False
     # The follow-up answers anew: a structured answer accepted before the steer is replaced.
     run.structured_output = None
@@ -114,6 +176,9 @@ def accept(conv: Conversation, run: Run | None, msgs: list[Msg]) -> Steer | None
         (a paused run, or a run past its loop), which the next model request of the
         conversation sees: ``"next_request"``.
     """
+    source = _source(conv.memory)
+    if source is not None:  # a durable run: recorded, then delivered as below
+        return source.accept(msgs, run is not None and run.steering is not None)
     if run is not None and run.steering is not None:
         steer = Steer(msgs)
         run.steering.append(steer)

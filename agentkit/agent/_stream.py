@@ -27,7 +27,6 @@ collected (immediately, in CPython, once nothing refers to it).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import threading
@@ -36,6 +35,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import anyio
+import anyio.lowlevel
 
 from agentkit.agent._result import OutputT, RunResult
 from agentkit.events import AgentEvent
@@ -125,9 +125,11 @@ class _Feed(Generic[OutputT]):
         self.closing = False
 
     def sink(self, event: AgentEvent) -> None:
-        # The consumer may be gone: the reply is then being interrupted.
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        # Once per event: a plain ``try`` costs nothing when nothing is raised.
+        try:  # noqa: SIM105
             self.send.send_nowait(event)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the consumer is gone: the reply is then being interrupted
 
     async def run(self, start: StartRun[OutputT]) -> None:
         with self.send:
@@ -250,10 +252,18 @@ class EventStream(Generic[OutputT]):
         if self._feed is None:
             self._detach()
         assert self._feed is not None
+        recv = self._feed.recv
         try:
-            return await self._feed.recv.receive()
+            # A reply emits its events in bursts (one network chunk's deltas at once): an
+            # event already queued is handed over without a trip through the event loop,
+            # which ``receive()`` would make per event. A cancellation still lands here.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            try:
+                return recv.receive_nowait()
+            except anyio.WouldBlock:
+                return await recv.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._feed.recv.close()
+            recv.close()
         if self._task is not None:
             await self._task
         error = self._feed.take_error()

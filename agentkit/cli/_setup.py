@@ -160,6 +160,7 @@ async def build_toolkit(
 ) -> Toolkit:
     """A Toolkit with the demo tools, ``--tools`` imports and every MCP server's tools."""
     from agentkit.cli._demo_model import demo_toolkit
+    from agentkit.mcp import register_mcp_client
     from agentkit.tools import Toolkit
 
     toolkit = demo_toolkit() if demo_tools else Toolkit()
@@ -169,5 +170,5 @@ async def build_toolkit(
     configs = [mcp_server(stdio=cmd) for cmd in stdio] + [mcp_server(http=url) for url in http]
     for index, config in enumerate(configs, 1):
         client = await open_mcp(stack, server_name(config, index), config)
-        await toolkit.register_mcp_client(client, namesake="rename")
+        await register_mcp_client(toolkit, client, namesake="rename")
     return toolkit

@@ -19,8 +19,10 @@ from agentkit.agent._result import RunResult
 from agentkit.durable._agent import (
     APPROVALS_TOPIC,
     PENDING_EVENT,
+    STEER_TOPIC,
     DBOSAgent,
     DurableRunResult,
+    approvals_record,
 )
 from agentkit.durable._recovery import PendingRun, pending_runs, recover_executor
 from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_key
@@ -28,12 +30,14 @@ from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_ke
 __all__ = [
     "APPROVALS_TOPIC",
     "PENDING_EVENT",
+    "STEER_TOPIC",
     "DBOSAgent",
     "DurableModel",
     "DurableRunResult",
     "DurableToolkit",
     "PendingRun",
     "RunResult",
+    "approvals_record",
     "idempotency_key",
     "pending_runs",
     "recover_executor",

@@ -26,6 +26,16 @@ Interrupts: the run holds its session (or its workflow id) on the control channe
 session_id)`` from any process stops it; the workflow then records the repaired memory and
 ends with ``interrupted=True``.
 
+Steering: while the workflow runs, ``agent.steer`` on its agent (``steer_session`` through
+the control channel, a served steer, a ``run_on`` caller) is recorded: the steer is sent to
+the workflow (``DBOS.send`` on the topic ``agentkit.steers``) and the run takes it with
+``DBOS.recv`` right before its next model request, or at a final answer for a follow-up
+turn (``agentkit.agent._steer``). A steer that is still unread when the run ends is stored
+as the workflow's last act before its output (kept for the conversation's next request).
+Each ``recv`` is recorded, so a recovered run takes every steer at the same point again:
+a steer accepted before a SIGKILL is delivered once, never lost, never twice.
+``DBOSAgent.steer(workflow_id, msg)`` records one from any process.
+
 Typed runs: ``run(..., deps=, output_type=, usage_limits=)``. What the workflow records is
 JSON: the output type by name (``"module:qualname"``), the limits by their fields, and of
 the deps only that there were some. Deps are objects of this process (a database pool, a
@@ -54,7 +64,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 from agentkit.agent._construct import no_running_loop
 from agentkit.agent._limits import UsageLimits
 from agentkit.agent._result import OutputT, PendingCall, RunResult, RunUsage, StopReason
+from agentkit.agent._steer import Steer, SteerOutcome, steer_source
 from agentkit.durable._records import RunOutput, RunRequest, UsageRecord
+from agentkit.durable._remote import DurableRemote
 from agentkit.durable._steps import DurableModel, DurableToolkit, RunSteps
 from agentkit.durable._versions import check_code_version, code_version
 from agentkit.exceptions import SessionConflictError, StateError, UsageError
@@ -62,9 +74,10 @@ from agentkit.messages import Msg
 from agentkit.session._control import hold_session
 
 if TYPE_CHECKING:
+    from dbos import DBOSClient
     from pydantic import BaseModel
 
-    from agentkit.agent import ReActAgent
+    from agentkit.agent import Decision, ReActAgent
     from agentkit.session._base import Session
 
 ModelT = TypeVar("ModelT", bound="BaseModel")
@@ -77,9 +90,18 @@ SaveStep = Callable[[str, RunRequest, RunOutput], Coroutine[Any, Any, RunOutput]
 """``save(workflow_id, request, output)``: the workflow's last step instead of the session
 save; what it returns (JSON) is merged into the workflow's output."""
 
-__all__ = ["APPROVALS_TOPIC", "PENDING_EVENT", "DBOSAgent", "DurableRunResult"]
+__all__ = [
+    "APPROVALS_TOPIC",
+    "PENDING_EVENT",
+    "STEER_TOPIC",
+    "DBOSAgent",
+    "DurableRunResult",
+    "approvals_record",
+]
 
 APPROVALS_TOPIC = "agentkit.approvals"
+STEER_TOPIC = "agentkit.steers"
+"""The topic of the steers sent to a run: ``{"id": nonce, "messages": [Msg JSON]}``."""
 PENDING_EVENT = "agentkit.pending"
 INTERRUPT_KEY = "agentkit.interrupt"
 """The key of an interrupt mailed to a run waiting for approval (never a call id)."""
@@ -205,6 +227,10 @@ class _DurableHolder:
         self.agent = agent
         self.workflow_id = workflow_id
 
+    async def steer(self, msg: Any) -> SteerOutcome:
+        """Steer the run (recorded: see the module docs); StateError once it has ended."""
+        return await self.agent.steer(msg)
+
     async def interrupt(self, msg: Any = None) -> bool:
         """Interrupt the reply, or mail the interrupt to the approval wait."""
         if await self.agent.interrupt(msg):
@@ -215,7 +241,12 @@ class _DurableHolder:
         return True
 
 
-async def _send_outside_workflow(workflow_id: str, message: dict[str, Any]) -> None:
+async def _send_outside_workflow(
+    workflow_id: str,
+    message: dict[str, Any],
+    topic: str = APPROVALS_TOPIC,
+    idempotency_key: str | None = None,
+) -> None:
     """``DBOS.send`` as an outside process would: not as a step of the current workflow.
 
     The listener that calls this runs in a task started inside the workflow, whose context
@@ -226,9 +257,128 @@ async def _send_outside_workflow(workflow_id: str, message: dict[str, Any]) -> N
     from dbos import DBOS
 
     def send() -> None:
-        DBOS.send(workflow_id, message, topic=APPROVALS_TOPIC)
+        DBOS.send(workflow_id, message, topic=topic, idempotency_key=idempotency_key)
 
     await anyio.to_thread.run_sync(contextvars.Context().run, send)
+
+
+class _RecordedSteer(Steer):
+    """A steer of a durable run: sent to the workflow, then placed by the run itself."""
+
+    __slots__ = ("live", "source")
+
+    def __init__(self, msgs: list[Msg], source: _WorkflowSteers | None, live: bool) -> None:
+        super().__init__(msgs)
+        self.source = source
+        self.live = live
+
+    async def wait(self) -> SteerOutcome:
+        """Send it (recorded), then wait until the run has placed it; return where."""
+        if self.source is not None:
+            await self.source.flush()
+        if not self.live:  # the run is paused (or past its loop): its next request has it
+            self.resolve("next_request")
+        await self.done.wait()
+        if self.outcome is None:
+            raise StateError(
+                "the durable run ended with an error before it took the steer; the steer is "
+                "recorded with the failed workflow, not in the conversation"
+            )
+        return self.outcome
+
+
+class _WorkflowSteers:
+    """The steer source of one workflow execution (``agentkit.agent._steer.SteerSource``).
+
+    ``accept`` queues a steer here (in call order) and its caller's ``wait`` sends the queue
+    to the workflow, in order, under a lock. ``pull`` (workflow code, at the loop's points)
+    receives what was sent; ``drain`` (at the run's end) closes the source, sends what is
+    queued and receives the rest.
+    """
+
+    def __init__(self, workflow_id: str) -> None:
+        import anyio
+
+        self.workflow_id = workflow_id
+        self.outbox: list[tuple[str, _RecordedSteer]] = []
+        self.sent: dict[str, _RecordedSteer] = {}
+        self.lock = anyio.Lock()
+        self.closed = False
+        self.pulls = 0
+
+    def accept(self, msgs: list[Msg], live: bool) -> Steer:
+        """Queue a steer to send (refused once the run has ended)."""
+        if self.closed:
+            raise StateError(f"durable run {self.workflow_id!r} has ended: nothing to steer")
+        steer = _RecordedSteer(msgs, self, live)
+        self.outbox.append((uuid.uuid4().hex, steer))
+        return steer
+
+    async def flush(self) -> None:
+        """Send every queued steer to the workflow, in order."""
+        async with self.lock:
+            await self._send_queued()
+
+    async def _send_queued(self) -> None:
+        while self.outbox:
+            nonce, steer = self.outbox[0]
+            record = {"id": nonce, "messages": [m.to_dict() for m in steer.msgs]}
+            # Keyed by the nonce: a send retried after an error is recorded once.
+            await _send_outside_workflow(self.workflow_id, record, STEER_TOPIC, nonce)
+            self.outbox.pop(0)
+            self.sent[nonce] = steer
+
+    async def pull(self) -> list[Steer]:
+        """The steers sent since the last pull (each ``recv`` is a recorded operation)."""
+        from dbos import DBOS
+
+        found: list[Steer] = []
+        self.pulls += 1
+        if self.pulls == 1:
+            # The run's first request: a steer sent before it is read at the next one (or
+            # at the end), so a run without steers keeps its first steps where they were.
+            return found
+        while True:
+            record = await DBOS.recv_async(STEER_TOPIC, 0)
+            if not isinstance(record, dict):
+                return found
+            # The recorded messages, not this process's objects: a replay places the same.
+            msgs = [Msg.from_dict(m) for m in record.get("messages") or []]
+            local = self.sent.pop(str(record.get("id")), None)
+            if local is not None:
+                local.msgs = msgs
+                found.append(local)
+            elif msgs:
+                found.append(Steer(msgs))
+
+    def settle(self) -> None:
+        """The run paused for approval: every steer sent so far is answered ``next_request``.
+
+        They are recorded, and the resumed run's next request (or the run's end) takes them;
+        their callers need not wait for a decision that may come days later.
+        """
+        for _, steer in self.outbox:
+            steer.resolve("next_request")
+        for steer in self.sent.values():
+            steer.resolve("next_request")
+
+    async def drain(self, agent: ReActAgent) -> None:
+        """The run is over: refuse new steers, keep the unread ones for the next request."""
+        async with self.lock:
+            self.closed = True
+            await self._send_queued()
+        for steer in await self.pull():
+            await agent.observe(steer.msgs)  # pending calls: deferred, else stored now
+            steer.resolve("next_request")
+
+    def abandon(self) -> None:
+        """The workflow failed: wake the callers still waiting (their ``wait`` raises)."""
+        self.closed = True
+        for _, steer in self.outbox:
+            steer.source = None
+            steer.done.set()
+        for steer in self.sent.values():
+            steer.done.set()
 
 
 class DBOSAgent:
@@ -428,7 +578,7 @@ class DBOSAgent:
 
         _not_in_step("run_on")
         request = await self.request(msg, state=agent.state_dict())
-        request["approvals"] = _approvals_record(approvals)
+        request["approvals"] = approvals_record(approvals)
         request["meta"] = meta
         if deps is not None:
             request["has_deps"] = True
@@ -625,11 +775,53 @@ class DBOSAgent:
         )
 
     @staticmethod
-    async def approve(workflow_id: str, decisions: dict[str, bool | str]) -> None:
-        """Deliver approval decisions to a run waiting for them (from any process)."""
+    async def approve(workflow_id: str, decisions: dict[str, bool | str | Decision]) -> None:
+        """Deliver approval decisions to a run waiting for them (from any process).
+
+        ``DBOSClient.send(workflow_id, approvals_record(decisions), topic=APPROVALS_TOPIC)``
+        does the same from a process without DBOS launched.
+        """
         from dbos import DBOS
 
-        await DBOS.send_async(workflow_id, decisions, topic=APPROVALS_TOPIC)
+        await DBOS.send_async(workflow_id, approvals_record(decisions), topic=APPROVALS_TOPIC)
+
+    @staticmethod
+    async def steer(
+        workflow_id: str, msg: Msg | Sequence[Msg] | str, *, client: DBOSClient | None = None
+    ) -> None:
+        """Record a steer for the durable run ``workflow_id`` (from any process).
+
+        Returns once DBOS has recorded it. The run takes it right before its next model
+        request (or in a follow-up turn at its final answer), or, when it reads it only
+        as it ends, keeps it for the conversation's next request; a run that has ended
+        never reads it. To learn where it went, steer through the control channel instead
+        (``steer_session``), which the run's worker answers.
+
+        Args:
+            workflow_id: The run's workflow id.
+            msg: A string (a user message), a Msg or a list of Msg.
+            client: A ``DBOSClient``, for a process that has not launched DBOS.
+
+        Raises:
+            UsageError: for an empty message.
+        """
+        from dbos import DBOS, WorkflowSerializationFormat
+
+        items = _as_input(msg)
+        if not items:
+            raise UsageError("steer needs a message")
+        nonce = uuid.uuid4().hex
+        record = {"id": nonce, "messages": items}
+        if client is None:
+            await DBOS.send_async(workflow_id, record, STEER_TOPIC, idempotency_key=nonce)
+        else:
+            await client.send_async(
+                workflow_id,
+                record,
+                STEER_TOPIC,
+                idempotency_key=nonce,
+                serialization_type=WorkflowSerializationFormat.PORTABLE,
+            )
 
     # -- the workflow --------------------------------------------------------------------
     def fresh_copy(self, steps: RunSteps) -> ReActAgent:
@@ -692,15 +884,35 @@ class DBOSAgent:
             ) from exc
         key = str(request.get("session_id") or workflow_id)
         if self.control is None:
-            outcome = await self._drive(agent, msgs, typed, request.get("approvals"))
+            outcome = await self._steered(agent, msgs, typed, request.get("approvals"))
         else:
             # Held for the whole run, approval waits included: an interrupt that finds no
             # reply running but calls pending is mailed to the workflow's own recv.
             holder = _DurableHolder(agent, workflow_id)
             async with hold_session(self.control, key, holder):
-                outcome = await self._drive(agent, msgs, typed, request.get("approvals"))
+                outcome = await self._steered(agent, msgs, typed, request.get("approvals"))
         steps.raise_corrupt()  # a tool step whose record did not decode: fail, never finish
         return await self._finish(request, agent, outcome)
+
+    async def _steered(
+        self,
+        agent: ReActAgent,
+        msgs: list[Msg],
+        typed: _Typed,
+        first: dict[str, Any] | None,
+    ) -> _Outcome:
+        """``_drive`` with the run's steers recorded (see the module docs)."""
+        from dbos import DBOS
+
+        steers = _WorkflowSteers(str(DBOS.workflow_id))
+        with steer_source(agent.memory, steers):
+            try:
+                outcome = await self._drive(agent, msgs, typed, first, steers.settle)
+                await steers.drain(agent)
+            except BaseException:
+                steers.abandon()
+                raise
+        return outcome
 
     async def _drive(
         self,
@@ -708,10 +920,12 @@ class DBOSAgent:
         msgs: list[Msg],
         typed: _Typed,
         first: dict[str, Any] | None = None,
+        on_pause: Callable[[], None] | None = None,
     ) -> _Outcome:
         """The first reply, then one more per approval decision, until nothing is pending.
 
-        ``first``: recorded decisions the first reply resolves (instead of new input).
+        ``first``: recorded decisions the first reply resolves (instead of new input);
+        ``on_pause``: called each time the run starts waiting for decisions.
         """
         from dbos import DBOS
 
@@ -729,6 +943,8 @@ class DBOSAgent:
             )
         outcome = _Outcome(run, _sum_usage({}, run.usage), list(run.new_messages))
         while agent.pending_tool_calls and not outcome.run.interrupted:
+            if on_pause is not None:
+                on_pause()
             await DBOS.set_event_async(PENDING_EVENT, agent.pending_tool_calls)
             decisions = await DBOS.recv_async(APPROVALS_TOPIC, self.approval_timeout)
             if not isinstance(decisions, dict):
@@ -739,7 +955,11 @@ class DBOSAgent:
             else:
                 pending_ids = {c["id"] for c in agent.pending_tool_calls}
                 approvals = {k: v for k, v in decisions.items() if k in pending_ids}
-                run = await agent.run(approvals=approvals, deps=typed.deps, output_type=output_type)
+                run = await agent.run(
+                    approvals=_approvals_from_record(approvals),
+                    deps=typed.deps,
+                    output_type=output_type,
+                )
             outcome.add(run)
         return outcome
 
@@ -807,9 +1027,10 @@ def _make_durable(
 
     A handoff target runs its own loop (its model calls and tools), so it gets a durable
     copy too: otherwise a recovery would send the target's requests and run its tools
-    again instead of replaying them. ``origin`` is the agent ``agent`` was copied from
-    (a target handing back to it gets ``agent``); ``made`` maps the targets already
-    copied, so handoff cycles (a -> b -> a) end.
+    again instead of replaying them. A remote target (``A2AAgent``) gets a
+    ``DurableRemote``: each exchange with it is a step. ``origin`` is the agent ``agent``
+    was copied from (a target handing back to it gets ``agent``); ``made`` maps the
+    targets already copied, so handoff cycles (a -> b -> a) end.
     """
     from agentkit.agent import ReActAgent  # the agent package is loaded by now
 
@@ -822,8 +1043,8 @@ def _make_durable(
         targets = []
         for target in agent.handoffs:
             local = target.agent
-            if not isinstance(local, ReActAgent):  # a remote agent runs its own side
-                targets.append(target)
+            if not isinstance(local, ReActAgent):  # a remote agent: its exchange is a step
+                targets.append(dataclasses.replace(target, agent=DurableRemote(local, steps)))
                 continue
             durable = made.get(id(local))
             if durable is None:
@@ -833,8 +1054,16 @@ def _make_durable(
     return agent
 
 
-def _approvals_record(approvals: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Approval decisions as JSON (a ``Decision`` as its fields)."""
+@overload
+def approvals_record(approvals: None) -> None: ...
+@overload
+def approvals_record(approvals: dict[str, Any]) -> dict[str, Any]: ...
+def approvals_record(approvals: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Approval decisions as the JSON a durable run reads (a ``Decision`` as its fields).
+
+    For ``DBOSClient.send(workflow_id, approvals_record(decisions), topic=APPROVALS_TOPIC)``
+    from a process that has not launched DBOS.
+    """
     if approvals is None:
         return None
     return {

@@ -16,9 +16,10 @@ Outside a workflow both are transparent: they delegate to what they wrap.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -50,6 +51,16 @@ def idempotency_key() -> str | None:
     repeated after a crash (see docs/scaling.md) has no second effect.
     """
     return _CURRENT_CALL.get()
+
+
+@contextlib.contextmanager
+def keyed_call(key: str) -> Iterator[None]:
+    """Run a call of a durable run under ``key`` (what :func:`idempotency_key` returns)."""
+    token = _CURRENT_CALL.set(key)
+    try:
+        yield
+    finally:
+        _CURRENT_CALL.reset(token)
 
 
 def _dbos() -> type[DBOS]:
@@ -211,7 +222,8 @@ class DurableToolkit(Toolkit):
     """A copy of ``toolkit`` whose calls are DBOS steps inside a workflow (see module docs).
 
     The tools themselves are shared with the original (they are not copied); groups and
-    their activation are copied, so a run that switches groups does not touch the template.
+    their activation are copied, so a run that switches groups does not touch the template;
+    so are its tool sources (each follows this toolkit) and its ``tainted_by``.
     Progress chunks of a call are not replayed: a durable call yields its final chunk only.
     """
 
@@ -227,6 +239,9 @@ class DurableToolkit(Toolkit):
                 self.groups[group.name].active = group.active
         for tool in toolkit.tools.values():
             self.register_tool(tool)
+        for source in toolkit.tool_sources:  # MCP servers refresh it, its state saves pins
+            self.add_tool_source(source.follow(self))
+        self.tainted_by = set(toolkit.tainted_by)
 
     def call_tool_function(
         self,

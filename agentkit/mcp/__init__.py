@@ -20,10 +20,12 @@ __all__ = [
     "MCPApp",
     "MCPClient",
     "MCPContext",
+    "MCPTask",
     "MCPTool",
     "MCPToolFunction",
     "OAuth",
     "StdioServer",
+    "TaskState",
     "build_server",
     "check_bind",
     "create_resource_tool",
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from agentkit.mcp._http_auth import check_bind, resolve_token
     from agentkit.mcp._oauth import FileTokenStorage, OAuth
     from agentkit.mcp._server import build_server, serve
+    from agentkit.mcp._tasks import MCPTask, TaskState
     from agentkit.mcp._tool import MCPTool, MCPToolFunction
 else:
     from agentkit._lazy import lazy_exports
@@ -67,6 +70,8 @@ else:
             "MCPApp": "._app",
             "tool_result": "._app",
             "MCPContext": "._context",
+            "MCPTask": "._tasks",
+            "TaskState": "._tasks",
             "check_bind": "._http_auth",
             "resolve_token": "._http_auth",
             "mark_untrusted_content": "._defenses",

@@ -36,6 +36,7 @@ from agentkit.mcp._served_items import (
     tool_result,
 )
 from agentkit.mcp._served_tools import Approval, ServedTools
+from agentkit.mcp._tasks import TaskSupport
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -99,6 +100,32 @@ class MCPApp:
         self.subscribers: dict[str, set[str]] = {}  # uri -> connection keys
 
     # -- registration -------------------------------------------------------------------
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        task: bool | TaskSupport = False,
+    ) -> Callable[[F], F]:
+        """Register a tool on the app's toolkit.
+
+        Args:
+            name: The tool's name (default: the function's).
+            description: Its description (default: the docstring's summary).
+            task: Serve it as an MCP task (SEP-1686, 2025-11-25): ``True`` or
+                ``"required"`` (clients must call it as a task), ``"optional"`` (either way).
+                A task-augmented call returns at once; the tool runs on until it completes,
+                fails or the client sends ``tasks/cancel``.
+        """
+
+        def register(fn: F) -> F:
+            tool = self.toolkit.register_tool_function(fn, name=name, description=description)
+            if task:
+                self.tools.task_support[tool.name] = "required" if task is True else task
+            return fn
+
+        return register
+
     def resource(
         self,
         uri: str,

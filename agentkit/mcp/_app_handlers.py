@@ -16,6 +16,7 @@ from agentkit.mcp._served_items import (
     call_maybe_async,
 )
 from agentkit.mcp._served_tools import round_end
+from agentkit.mcp._tasks import TASKS_EXTENSION, TaskRunner
 from agentkit.messages import Msg
 
 if TYPE_CHECKING:
@@ -30,11 +31,32 @@ __all__ = ["build"]
 _RESOURCE_NOT_FOUND = -32602  # resources/read of an unknown URI (SEP-2164), data.uri names it
 
 
-def _server_class() -> type[Server]:
+def _server_class(tasks: bool) -> type[Server]:
+    from mcp import types
     from mcp.server.lowlevel import NotificationOptions, Server
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     class AppServer(Server):
-        """Announces ``listChanged`` for tools, resources and prompts (we send them)."""
+        """Announces ``listChanged`` for tools, resources and prompts (we send them).
+
+        With task tools it also announces tasks: the ``tasks`` capability (SEP-1686: list,
+        cancel, task-augmented ``tools/call``) on the handshake-era versions, the
+        ``io.modelcontextprotocol/tasks`` extension (SEP-2663) on 2026-07-28.
+        """
+
+        def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+            caps = super().get_capabilities(*args, **kwargs)
+            if tasks and kwargs.get("protocol_version") in MODERN_PROTOCOL_VERSIONS:
+                caps.extensions = {**(caps.extensions or {}), TASKS_EXTENSION: {}}
+            elif tasks:
+                caps.tasks = types.ServerTasksCapability(
+                    list=types.TasksListCapability(),
+                    cancel=types.TasksCancelCapability(),
+                    requests=types.ServerTasksRequestsCapability(
+                        tools=types.TasksToolsCapability(call=types.TasksCallCapability())
+                    ),
+                )
+            return caps
 
         def create_initialization_options(self, *args: Any, **kwargs: Any) -> Any:
             if not args and "notification_options" not in kwargs:
@@ -72,8 +94,11 @@ def build(app: MCPApp) -> Server:
         kwargs.update(on_list_prompts=handlers.list_prompts, on_get_prompt=handlers.get_prompt)
     if app.completion_fn is not None:
         kwargs["on_completion"] = handlers.complete
+    runner = TaskRunner(handlers.run_task) if app.tools.task_support else None
+    if runner is not None:
+        kwargs["lifespan"] = runner.lifespan  # the task group that tasks outlive requests in
     with handshake_era_api():  # logging/setLevel: deprecated in 2026-07-28 only
-        server = _server_class()(
+        server = _server_class(runner is not None)(
             app.name,
             version=app.version,
             instructions=app.instructions,
@@ -86,6 +111,8 @@ def build(app: MCPApp) -> Server:
     server.middleware.append(
         RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=app.name)
     )
+    if runner is not None:
+        runner.install(server, app.tools.task_support.get)
     return server
 
 
@@ -103,12 +130,28 @@ class _Handlers:
     async def call_tool(
         self, ctx: ServerRequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        from mcp import MCPError
+
+        if self.app.tools.task_support.get(params.name) == "required":
+            # SEP-1686: a tool that requires tasks is called only as one.
+            raise MCPError(code=-32601, message=f"Tool {params.name!r} must be called as a task")
         key = self.app.remember(ctx)
         result = await self.app.tools.call(ctx, params, level_key=key)
         if self.app.tools.changed_since_listing():  # e.g. the call switched tool groups
             self.app.tools.listed = None
             await self.app.notify_list_changed("tools")
         return result
+
+    async def run_task(
+        self, ctx: ServerRequestContext, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Run one round of a call that is a task (for the TaskRunner).
+
+        An ``InputRequiredResult`` parks the task in ``input_required`` (2026-07-28) until
+        the client answers with ``tasks/update``; the round then runs again.
+        """
+        key = self.app.remember(ctx)
+        return await self.app.tools.call(ctx, params, level_key=key)
 
     async def set_level(
         self, ctx: ServerRequestContext, params: types.SetLevelRequestParams

@@ -1,9 +1,11 @@
 """Registering an MCP client's tools in a Toolkit, and keeping them in sync.
 
-``Toolkit.register_mcp_client`` / ``remove_mcp_clients`` delegate here. A registration is
-remembered on the client, so when the server announces ``tools/list_changed`` (handshake era)
-or a ``ToolsListChanged`` listen event (2026-07-28), or after a reconnect, the toolkit's copy
-is refreshed: new tools are added, removed tools removed, changed ones replaced.
+A registration is the toolkit's ``ToolSource`` for the client: the toolkit holds it (and
+has it follow each of its copies, each copy getting a registration of its own), and the
+client refers to the registrations of its tools weakly (:class:`Registrations`), so when
+the server announces ``tools/list_changed`` (handshake era) or a ``ToolsListChanged`` listen
+event (2026-07-28), or after a reconnect, every toolkit holding its tools is refreshed: new
+tools are added, removed tools removed, changed ones replaced.
 
 A *deferred* registration (``defer=True``: a cold server) registers the tools of the
 manifest cached on disk (:mod:`agentkit.mcp._manifest_cache`) without starting the server;
@@ -15,19 +17,20 @@ caught by the pins before the call runs.
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from agentkit.exceptions import MCPError, ToolRegistrationError
 from agentkit.mcp._defenses import ToolChange
 from agentkit.mcp._manifest_cache import Manifest, load_manifest, save_manifest
-from agentkit.mcp._pins import take_pending_pins, withhold
+from agentkit.mcp._pins import check_pins, withhold
 from agentkit.mcp._tool import MCPTool, tool_hash, toolkit_name
 from agentkit.tools._base import Tool
 from agentkit.tools._response import ToolResponse
+from agentkit.tools._toolkit import Namesake, Toolkit
 
 if TYPE_CHECKING:
     import mcp_types
@@ -35,36 +38,70 @@ if TYPE_CHECKING:
     from agentkit.mcp._client import MCPClient
     from agentkit.tools._context import ToolContext
 
-__all__ = ["create_resource_tool", "register_mcp_client", "remove_mcp_clients"]
-
-
-class _ToolkitLike(Protocol):
-    """The part of ``agentkit.tools.Toolkit`` the bridge needs."""
-
-    @property
-    def tools(self) -> Mapping[str, Tool]: ...
-    def register_tool(self, tool: Tool, *, namesake: Any = "raise") -> Tool: ...
-    def remove_tools(self, names: Iterable[str]) -> None: ...
-    def get_tool(self, name: str) -> Tool | None: ...
+__all__ = [
+    "Registration",
+    "Registrations",
+    "create_resource_tool",
+    "register_mcp_client",
+    "remove_mcp_clients",
+]
 
 
 @dataclass(eq=False)
 class Registration:
-    toolkit: _ToolkitLike
+    """An MCP client's tools in one toolkit: that toolkit's ``ToolSource`` for the client.
+
+    Held by the toolkit (``Toolkit.tool_sources``), which it refers to weakly: a finished
+    conversation's toolkit copy goes with its registration.
+    """
+
+    client: MCPClient
+    toolkit_ref: weakref.ref[Toolkit]
     group: str
     enable: frozenset[str] | None
     disable: frozenset[str]
     prefix: str | None
     timeout: float | None
-    namesake: Any
-    cold: bool = False  # defer=True: the tools start the server on their first call
-    names: list[str] = field(default_factory=list)
-    # Copies of ``toolkit`` (``Toolkit.copy()``: a conversation each) and the names each
-    # holds, refreshed with it; weak, so a finished conversation is not kept alive.
-    copies: weakref.WeakKeyDictionary[Any, list[str]] = field(
-        default_factory=weakref.WeakKeyDictionary
-    )
+    namesake: Namesake
+    cold: bool  # defer=True: the tools start the server on their first call
+    names: list[str] = field(default_factory=list)  # the names its tools have there now
 
+    @property
+    def toolkit(self) -> Toolkit | None:
+        """The toolkit (None once it is gone)."""
+        return self.toolkit_ref()
+
+    # -- ToolSource ------------------------------------------------------------------
+    @property
+    def state_key(self) -> str:
+        """Saved under ``"mcp_pins"`` in the toolkit's state."""
+        return "mcp_pins"
+
+    @property
+    def name(self) -> str:
+        """The client's name: its pins are saved under it."""
+        return self.client.name
+
+    def follow(self, copy: Toolkit) -> Registration:
+        """The registration of the same tools in ``copy`` (refreshed with this one)."""
+        twin = replace(self, toolkit_ref=weakref.ref(copy), names=list(self.names))
+        self.client.registrations.add(twin)
+        return twin
+
+    def save_state(self) -> dict[str, str] | None:
+        """The client's tool pins (None when it does not pin)."""
+        return dict(sorted(self.client.pins.items())) if self.client.pin_tools else None
+
+    def restore_state(self, saved: Mapping[str, str]) -> None:
+        """Adopt saved pins (they win: they are what was approved) and check the tools."""
+        if not self.client.pin_tools:
+            return
+        self.client.pins.update(saved)
+        toolkit = self.toolkit
+        if toolkit is not None:
+            check_pins(self.client, toolkit)
+
+    # -- building ----------------------------------------------------------------------
     def select(self, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
         return [
             t
@@ -84,6 +121,56 @@ class Registration:
             withhold(built)  # the approved text is not at hand: show the model neither
             client.report_tool_change(built.changed)
         return built
+
+
+class Registrations:
+    """The registrations of an MCP client's tools (``MCPClient.registrations``), weakly.
+
+    The toolkits hold their registrations; the client only finds them, in registration
+    order, to refresh them. One lock serializes the first calls of a cold server's tools,
+    so concurrent ones start it once.
+    """
+
+    def __init__(self) -> None:
+        self._refs: list[weakref.ref[Registration]] = []
+        self.starting = anyio.Lock()
+
+    def add(self, reg: Registration) -> None:
+        """Refer to ``reg``."""
+        self._refs.append(weakref.ref(reg))
+
+    def discard(self, reg: Registration) -> None:
+        """Forget ``reg`` (and any gone)."""
+        self._refs = [r for r in self._refs if r() not in (None, reg)]
+
+    def __iter__(self) -> Iterator[Registration]:
+        """The live registrations whose toolkit still exists, in registration order."""
+        live = [reg for r in self._refs if (reg := r()) is not None and reg.toolkit is not None]
+        if len(live) != len(self._refs):
+            self._refs = [weakref.ref(reg) for reg in live]
+        return iter(live)
+
+    def __bool__(self) -> bool:
+        return any(True for _ in self)
+
+    def remove_changed(self, mcp_names: Sequence[str] | None) -> None:
+        """Remove the changed (disabled) tools named (all: None) from every toolkit.
+
+        ``MCPClient.accept_tool_changes`` calls it before refreshing: the accepted
+        definitions are registered anew.
+        """
+        for reg in self:
+            toolkit = reg.toolkit
+            if toolkit is None:
+                continue
+            held = [toolkit.get_tool(name) for name in reg.names]
+            toolkit.remove_tools(
+                tool.name
+                for tool in held
+                if isinstance(tool, MCPTool)
+                and tool.changed is not None
+                and (mcp_names is None or tool.mcp_name in mcp_names)
+            )
 
 
 def _check_selection(client: MCPClient, reg: Registration, tools: list[mcp_types.Tool]) -> None:
@@ -111,7 +198,8 @@ def _check_collisions(client: MCPClient, reg: Registration, tools: list[MCPTool]
         seen[tool.name] = tool.mcp_name
     if reg.namesake != "raise":
         return
-    taken = sorted(t.name for t in tools if reg.toolkit.get_tool(t.name) is not None)
+    toolkit = reg.toolkit
+    taken = sorted(t.name for t in tools if toolkit and toolkit.get_tool(t.name) is not None)
     if taken:
         raise ToolRegistrationError(
             f"MCP server {client.name!r} has tools whose names are already registered: {taken}; "
@@ -120,17 +208,22 @@ def _check_collisions(client: MCPClient, reg: Registration, tools: list[MCPTool]
 
 
 async def register_mcp_client(
-    toolkit: _ToolkitLike,
+    toolkit: Toolkit,
     client: MCPClient,
+    *,
     group: str = "basic",
     enable_funcs: Iterable[str] | None = None,
     disable_funcs: Iterable[str] | None = None,
     prefix: str | None = None,
     timeout: float | None = None,  # noqa: ASYNC109 (the tools' timeout, not this call's)
-    namesake: Any = "raise",
+    namesake: Namesake = "raise",
     defer: bool = False,
 ) -> list[Tool]:
     """Register the tools of ``client`` in ``toolkit`` (connecting the client if needed).
+
+    The toolkit holds the registration as a tool source (``Toolkit.tool_sources``): its
+    copies keep following the server's tool list, and its state saves the tools' pins.
+    Registering the same client again replaces its tools.
 
     Args:
         toolkit: The Toolkit.
@@ -155,13 +248,14 @@ async def register_mcp_client(
     """
     _refuse_override(namesake)
     if defer:
-        listed = _usable(client, await _manifest_tools(client))
+        listed = await _manifest_tools(client)
     else:
         if not client.is_connected:
             await client.connect()
-        listed = _usable(client, await client.list_tools())
+        listed = await client.list_tools()
     reg = Registration(
-        toolkit=toolkit,
+        client,
+        weakref.ref(toolkit),
         group=group,
         enable=frozenset(enable_funcs) if enable_funcs is not None else None,
         disable=frozenset(disable_funcs or ()),
@@ -172,12 +266,16 @@ async def register_mcp_client(
     )
     _check_selection(client, reg, listed)
     _forget(client, toolkit)  # registering the same client again replaces its tools
-    take_pending_pins(toolkit, client)  # pins of a restored session (agentkit.mcp._pins)
-    tools = [reg.build(client, t) for t in reg.select(listed)]
-    _check_collisions(client, reg, tools)
-    registered = [toolkit.register_tool(t, namesake=namesake) for t in tools]
+    toolkit.add_tool_source(reg)  # adopts the pins of a loaded session (before building)
+    try:
+        tools = [reg.build(client, t) for t in reg.select(listed)]
+        _check_collisions(client, reg, tools)
+        registered = [toolkit.register_tool(t, namesake=namesake) for t in tools]
+    except BaseException:
+        toolkit.remove_tool_source(reg)
+        raise
     reg.names = [t.name for t in registered]
-    client.registrations.append(reg)
+    client.registrations.add(reg)
     client.on_tools_changed(_refresh)
     if defer:
         client.on_tools_changed(_recache)
@@ -185,8 +283,6 @@ async def register_mcp_client(
 
 
 # -- cold servers ----------------------------------------------------------------------------
-# One lock per client: concurrent first calls start its server once.
-_STARTING: weakref.WeakKeyDictionary[Any, anyio.Lock] = weakref.WeakKeyDictionary()
 
 
 async def _stop(client: MCPClient) -> None:
@@ -233,8 +329,7 @@ async def _start_cold(client: MCPClient) -> str | None:
     """Start a deferred client's server for its first call. None, or why it cannot run."""
     if client.is_connected:
         return None
-    lock = _STARTING.setdefault(client, anyio.Lock())
-    async with lock:
+    async with client.registrations.starting:  # concurrent first calls start it once
         if _up(client):  # another first call started it while this one waited
             return None
         try:
@@ -247,9 +342,8 @@ async def _start_cold(client: MCPClient) -> str | None:
             await _stop(client)
             raise
         _save(client, listed)  # a new server version or tool list: the next cold start uses it
-        usable = _usable(client, listed)
         for reg in list(client.registrations):  # changed definitions meet the pins here
-            _apply(client, reg, usable)
+            _apply(client, reg, listed)
     return None
 
 
@@ -302,44 +396,33 @@ def _refuse_override(namesake: object) -> None:
         )
 
 
-def _usable(client: MCPClient, tools: list[mcp_types.Tool]) -> list[mcp_types.Tool]:
-    """Tools agentkit can call: not those that require the tasks extension."""
-    out = []
-    for tool in tools:
-        if tool.execution is not None and tool.execution.task_support == "required":
-            client.logger.info(
-                "MCP tool %r of %r not registered: it requires the tasks extension "
-                "(execution.taskSupport = required), which agentkit does not implement",
-                tool.name,
-                client.name,
-            )
-            continue
-        out.append(tool)
-    return out
+def _registrations(toolkit: Toolkit) -> list[Registration]:
+    return [s for s in toolkit.tool_sources if isinstance(s, Registration)]
 
 
-def _forget(client: MCPClient, toolkit: _ToolkitLike) -> None:
+def _forget(client: MCPClient, toolkit: Toolkit) -> None:
     """Remove ``client``'s earlier registration in ``toolkit`` (tools and record)."""
-    for reg in [r for r in client.registrations if r.toolkit is toolkit]:
-        toolkit.remove_tools([n for n in reg.names if _owned(toolkit, n, client)])
-        client.registrations.remove(reg)
-    for reg in client.registrations:  # a copy registering the client on its own
-        names = reg.copies.pop(toolkit, None)
-        if names:
-            toolkit.remove_tools([n for n in names if _owned(toolkit, n, client)])
+    for reg in _registrations(toolkit):
+        if reg.client is client:
+            toolkit.remove_tools([n for n in reg.names if _owned(toolkit, n, client)])
+            _drop(toolkit, reg)
 
 
-def _owned(toolkit: _ToolkitLike, name: str, client: MCPClient) -> bool:
+def _drop(toolkit: Toolkit, reg: Registration) -> None:
+    toolkit.remove_tool_source(reg)
+    reg.client.registrations.discard(reg)
+
+
+def _owned(toolkit: Toolkit, name: str, client: MCPClient) -> bool:
     tool = toolkit.get_tool(name)
     return isinstance(tool, MCPTool) and tool.client is client
 
 
-async def remove_mcp_clients(
-    toolkit: _ToolkitLike, clients_or_names: Iterable[MCPClient | str]
-) -> None:
+async def remove_mcp_clients(toolkit: Toolkit, clients_or_names: Iterable[MCPClient | str]) -> None:
     """Remove every tool that came from the given clients (objects or client names).
 
-    The clients are not closed: they may serve other toolkits.
+    Their registrations go too (copies made before keep theirs). The clients are not
+    closed: they may serve other toolkits.
     """
     wanted = list(clients_or_names)
     names = {c for c in wanted if isinstance(c, str)}
@@ -353,17 +436,16 @@ async def remove_mcp_clients(
                 clients.append(tool.client)
     if doomed:
         toolkit.remove_tools(doomed)
-    for client in clients:
-        client.registrations = [r for r in client.registrations if r.toolkit is not toolkit]
-        for reg in client.registrations:
-            reg.copies.pop(toolkit, None)
+    for reg in _registrations(toolkit):
+        if reg.client in clients or reg.client.name in names:
+            _drop(toolkit, reg)
 
 
 async def _refresh(client: MCPClient) -> None:
     """Bring every toolkit that registered ``client`` in line with its current tool list."""
     if not client.registrations:
         return
-    listed = _usable(client, await client.list_tools(refresh=True))
+    listed = await client.list_tools(refresh=True)
     for reg in list(client.registrations):
         _apply(client, reg, listed)
 
@@ -380,7 +462,7 @@ def _change(client: MCPClient, tool: mcp_types.Tool, old: str, new: str) -> Tool
 
 
 def _hold_changed(
-    client: MCPClient, reg: Registration, toolkit: _ToolkitLike, wanted: dict[str, mcp_types.Tool]
+    client: MCPClient, reg: Registration, toolkit: Toolkit, wanted: dict[str, mcp_types.Tool]
 ) -> list[str]:
     """Pinned tools whose new definition differs: keep the old one, disabled. Their names."""
     held = []
@@ -398,33 +480,12 @@ def _hold_changed(
     return held
 
 
-def follow_copy(source: _ToolkitLike, clone: _ToolkitLike) -> None:
-    """Refresh ``clone`` (a copy of ``source``) whenever ``source``'s MCP clients change.
-
-    Called by ``Toolkit.copy()`` once this module is loaded (an MCP client was registered).
-    """
-    clients = {t.client for t in source.tools.values() if isinstance(t, MCPTool)}
-    for client in clients:
-        for reg in client.registrations:
-            names = reg.names if reg.toolkit is source else reg.copies.get(source)
-            if names is not None:
-                reg.copies[clone] = list(names)
-
-
 def _apply(client: MCPClient, reg: Registration, listed: list[mcp_types.Tool]) -> None:
-    reg.names = _apply_to(client, reg, reg.toolkit, reg.names, listed)
-    for toolkit, names in list(reg.copies.items()):
-        reg.copies[toolkit] = _apply_to(client, reg, toolkit, names, listed)
-
-
-def _apply_to(
-    client: MCPClient,
-    reg: Registration,
-    toolkit: _ToolkitLike,
-    registered: list[str],
-    listed: list[mcp_types.Tool],
-) -> list[str]:
-    """Bring ``toolkit``'s tools of ``client`` (``registered``) in line; their new names."""
+    """Bring ``reg``'s toolkit's tools of ``client`` in line with ``listed``."""
+    toolkit = reg.toolkit
+    if toolkit is None:
+        return
+    registered = reg.names
     wanted = {toolkit_name(t.name, reg.prefix): t for t in reg.select(listed)}
     current = [n for n in registered if _owned(toolkit, n, client)]
     held = _hold_changed(client, reg, toolkit, wanted)
@@ -448,7 +509,7 @@ def _apply_to(
             continue
         names.append(toolkit.register_tool(reg.build(client, definition), namesake="raise").name)
     client.logger.debug("tools of %r refreshed: %s", client.name, names)
-    return names
+    reg.names = names
 
 
 def _same(tool: Tool | None, definition: mcp_types.Tool) -> bool:

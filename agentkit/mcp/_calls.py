@@ -18,6 +18,7 @@ import anyio
 
 from agentkit.mcp._convert import result_to_response
 from agentkit.mcp._defenses import cap_result
+from agentkit.mcp._tasks import requires_tasks
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
@@ -86,6 +87,8 @@ def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -
         if urls:  # URL_ELICITATION_REQUIRED: the user must open these, then retry
             text += "\nThe user must open: " + ", ".join(urls)
             meta["elicitation_urls"] = urls
+        if requires_tasks(exc):  # the server runs this tool only as a task: not run yet
+            meta["mcp_requires_tasks"] = True
         return ToolResponse.error(text, metadata=meta)
     lost = (
         isinstance(exc, SDKError | anyio.BrokenResourceError | anyio.ClosedResourceError | OSError)

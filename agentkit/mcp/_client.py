@@ -14,12 +14,13 @@ import functools
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
 from agentkit.exceptions import MCPConnectionError, MCPError, MCPProtocolError
+from agentkit.mcp._bridge import Registrations
 from agentkit.mcp._callbacks import (
     ElicitationCallback,
     SamplingApproval,
@@ -35,6 +36,7 @@ from agentkit.mcp._config import ServerConfig
 from agentkit.mcp._connection import Connection
 from agentkit.mcp._convert import content_to_blocks
 from agentkit.mcp._defenses import ToolChange
+from agentkit.mcp._tasks import MCPTask, attach_task, call_via_task, start_task
 from agentkit.mcp._tool import MCPToolFunction
 from agentkit.messages import Msg
 from agentkit.tools._response import ToolResponse, ToolResultContent
@@ -43,8 +45,6 @@ if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
     from mcp_types import LoggingLevel
-
-    from agentkit.mcp._bridge import Registration
 
 __all__ = ["MCPClient", "MCPToolFunction"]
 
@@ -147,8 +147,8 @@ class MCPClient(ClientEvents):
         self._tools_changed: list[ToolsChangedCallback] = []
         self._dirty: anyio.Event | None = None
         self.reconnects = 0
-        # One agentkit.mcp._bridge record per Toolkit this client is registered in (bridge API).
-        self.registrations: list[Registration] = []
+        # The registrations of its tools in toolkits (held by them; bridge API).
+        self.registrations = Registrations()
 
     def __repr__(self) -> str:
         return f"MCPClient(name={self.name!r}, server={self.server!r})"
@@ -359,13 +359,7 @@ class MCPClient(ClientEvents):
         for tool in await self.list_tools(refresh=True):
             if names is None or tool.name in names:
                 self.pins.pop(tool.name, None)
-        for reg in list(self.registrations):
-            for name in list(reg.names):
-                held = reg.toolkit.get_tool(name)
-                if getattr(held, "changed", None) is not None and (
-                    names is None or getattr(held, "mcp_name", None) in names
-                ):
-                    reg.toolkit.remove_tools([name])
+        self.registrations.remove_changed(names)
         for callback in list(self._tools_changed):
             await callback(self)
 
@@ -403,7 +397,65 @@ class MCPClient(ClientEvents):
             timeout: Seconds for this call (default: the client's ``timeout``).
             meta: Sent as the request's ``_meta`` as is (trace context, app keys).
         """
-        return await call_once(self, name, arguments or {}, timeout, meta)
+        if self._requires_task(name):
+            return await call_via_task(self, name, arguments or {}, meta)
+        response = await call_once(self, name, arguments or {}, timeout, meta)
+        if (response.metadata or {}).get("mcp_requires_tasks"):  # 2026-07-28: never ran
+            return await call_via_task(self, name, arguments or {}, meta)
+        return response
+
+    def _requires_task(self, name: str) -> bool:
+        """Whether the listed tool ``name`` declares ``execution.taskSupport: "required"``.
+
+        (2025-11-25 listings carry it; on 2026-07-28 the server refuses a plain call with
+        ``-32021`` instead, and the call is sent again as a task.)
+        """
+        for tool in self._tools or ():
+            if tool.name == name:
+                return tool.execution is not None and tool.execution.task_support == "required"
+        return False
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: dict[str, object] | None = None,
+        *,
+        ttl: float | None = None,
+        meta: dict[str, object] | None = None,
+    ) -> MCPTask:
+        """Call a tool as an MCP task (SEP-1686): returns once the server created the task.
+
+        ``await task.result()`` waits for the outcome; ``task.status()`` polls;
+        ``task.cancel()`` stops it (so does an interrupt while awaiting ``result()``).
+
+        Args:
+            name: The server-side tool name (its ``taskSupport`` must be optional or required).
+            arguments: The tool's arguments.
+            ttl: Seconds the server should keep the task after creating it (2025-11-25;
+                on 2026-07-28 the server picks the TTL).
+            meta: Sent as the request's ``_meta`` as is.
+
+        Raises:
+            MCPError: the server did not create a task.
+        """
+        ttl_ms = round(ttl * 1000) if ttl is not None else None
+        return await start_task(self, name, arguments or {}, ttl_ms=ttl_ms, meta=meta)
+
+    async def get_task(self, task_id: str, *, tool: str = "") -> MCPTask:
+        """The task ``task_id`` this client (its principal) created earlier, polled once.
+
+        On 2026-07-28 a task outlives the connection that created it, so a reconnected
+        client picks it up here; on 2025-11-25 a task lives only as long as its session.
+
+        Args:
+            task_id: The server's id for the task.
+            tool: The tool's name, for the response's metadata.
+
+        Raises:
+            MCPError: the server knows no such task (or it is another caller's: servers
+                answer both alike).
+        """
+        return await attach_task(self, task_id, tool)
 
     def call_tool_stream(
         self,
@@ -418,7 +470,28 @@ class MCPClient(ClientEvents):
         Cancelling the iteration cancels the call: the server receives
         ``notifications/cancelled``. ``meta`` is sent as the request's ``_meta``.
         """
-        return call_stream(self, name, arguments or {}, timeout, meta)
+        if self._requires_task(name):
+            return _single(call_via_task(self, name, arguments or {}, meta))
+        return self._stream_or_task(name, arguments or {}, timeout, meta)
+
+    async def _stream_or_task(
+        self,
+        name: str,
+        arguments: dict[str, object],
+        read_timeout: float | None,
+        meta: dict[str, object] | None,
+    ) -> AsyncIterator[ToolResponse]:
+        """A streamed call, sent again as a task if a 2026-07-28 server requires one."""
+        stream = cast(
+            "AsyncGenerator[ToolResponse, None]",
+            call_stream(self, name, arguments, read_timeout, meta),
+        )
+        async with contextlib.aclosing(stream) as s:
+            async for chunk in s:
+                if chunk.is_last and (chunk.metadata or {}).get("mcp_requires_tasks"):
+                    yield await call_via_task(self, name, arguments, meta)
+                    return
+                yield chunk
 
     async def get_callable_function(self, name: str) -> MCPToolFunction:
         """A local async callable for one server tool, with its schema.
@@ -598,3 +671,8 @@ class MCPClient(ClientEvents):
             )
             for m in result.messages
         ]
+
+
+async def _single(response: Awaitable[ToolResponse]) -> AsyncIterator[ToolResponse]:
+    """A one-chunk stream: the final response of a call that streams no progress."""
+    yield await response

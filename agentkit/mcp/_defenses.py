@@ -36,12 +36,12 @@ import bisect
 import hashlib
 import json
 import unicodedata
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from agentkit.tools._response import ToolResponse, ToolResultContent
+from agentkit.tools._toolkit import Toolkit
 
 __all__ = [
     "ToolChange",
@@ -54,9 +54,9 @@ __all__ = [
     "reset_untrusted_content",
 ]
 
-# Per toolkit: where open-world content came from ("*": anywhere, e.g. the web; a server name:
-# that server's output, which is untrusted input for the *other* servers' tools).
-_TAINTED: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
+# Where open-world content came from, kept per toolkit (``Toolkit.tainted_by``): "*" is
+# anywhere (the web...), a server's name is that server's output, which is untrusted input
+# for the *other* servers' tools.
 ANYWHERE = "*"
 
 
@@ -219,8 +219,10 @@ def cap_result(response: ToolResponse, max_chars: int | None) -> ToolResponse:
     return ToolResponse(content=blocks, metadata=metadata, is_error=response.is_error)
 
 
-def mark_untrusted_content(toolkit: object, source: str = ANYWHERE) -> None:
+def mark_untrusted_content(toolkit: Toolkit, source: str = ANYWHERE) -> None:
     """Record that a run on ``toolkit`` took in open-world content (see module docs).
+
+    Adds ``source`` to ``toolkit.tainted_by``.
 
     Args:
         toolkit: The Toolkit whose run read the content.
@@ -228,17 +230,17 @@ def mark_untrusted_content(toolkit: object, source: str = ANYWHERE) -> None:
             server's non-read-only tools need approval; a server's name exempts that
             server's own tools (its output is untrusted input for the others).
     """
-    _TAINTED.setdefault(toolkit, set()).add(source)
+    toolkit.tainted_by.add(source)
 
 
-def reset_untrusted_content(toolkit: object) -> None:
+def reset_untrusted_content(toolkit: Toolkit) -> None:
     """Forget it (e.g. when a new conversation starts on the same toolkit)."""
-    _TAINTED.pop(toolkit, None)
+    toolkit.tainted_by.clear()
 
 
 def is_tainted(toolkit: object, for_server: str | None = None) -> bool:
     """Whether open-world content from outside ``for_server`` entered a run on ``toolkit``."""
-    if toolkit is None:
+    if not isinstance(toolkit, Toolkit):
         return False
-    sources = _TAINTED.get(toolkit, set())
+    sources = toolkit.tainted_by
     return ANYWHERE in sources or any(s != for_server for s in sources)

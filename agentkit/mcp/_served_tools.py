@@ -87,6 +87,8 @@ class ServedTools:
         self.icons = {name: [dict(i) for i in items] for name, items in (icons or {}).items()}
         self.levels: dict[str, str] = {}  # logging/setLevel per connection key
         self.listed: frozenset[str] | None = None  # names in the last tools/list answer
+        # tool name -> how it runs as a task
+        self.task_support: dict[str, Literal["optional", "required"]] = {}
 
     def visible(self) -> list[ToolDefinition]:
         """The tools a client may see and call."""
@@ -120,6 +122,9 @@ class ServedTools:
             annotations=types.ToolAnnotations.model_validate(notes.to_mcp()) if notes else None,
             icons=[types.Icon.model_validate(i) for i in self.icons.get(definition.name, ())]
             or None,
+            execution=types.ToolExecution(task_support=support)
+            if (support := self.task_support.get(definition.name))
+            else None,
         )
 
     def changed_since_listing(self) -> bool:

@@ -19,6 +19,7 @@ from agentkit.mcp._defenses import (
 from agentkit.tools._annotations import MCPToolAnnotations, ToolAnnotations
 from agentkit.tools._base import Tool
 from agentkit.tools._response import ToolResponse
+from agentkit.tools._toolkit import Toolkit
 
 if TYPE_CHECKING:
     import mcp_types
@@ -175,7 +176,7 @@ class MCPTool(Tool):
             return
         taint = self._taint()
         async for chunk in self.client.call_tool_stream(self.mcp_name, arguments):
-            if chunk.is_last and taint is not None and toolkit is not None:
+            if chunk.is_last and taint is not None and isinstance(toolkit, Toolkit):
                 mark_untrusted_content(toolkit, taint)
             yield chunk
 

@@ -19,16 +19,36 @@ import json
 import os
 import ssl
 import threading
+import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import httpx2
 
-__all__ = ["DEFAULT_TIMEOUT", "LeanConnectionError", "LeanError", "LeanHTTP", "LeanStatusError"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "LeanConnectionError",
+    "LeanError",
+    "LeanHTTP",
+    "LeanStatusError",
+    "PoolSet",
+    "shared_pools",
+]
 
 # The openai SDK's defaults (``openai._constants``), so that both paths behave alike.
 DEFAULT_TIMEOUT = httpx2.Timeout(timeout=600, connect=5.0)
-_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+_MAX_CONNECTIONS = 1000
+_LIMITS = httpx2.Limits(max_connections=_MAX_CONNECTIONS, max_keepalive_connections=100)
+# In-flight requests one connection pool takes before the next pool gets new requests. The
+# pool (httpcore2) scans every connection it holds on each request and each release (and
+# polls every idle socket), so its cost per request grows with its size: at 200 concurrent
+# requests that scan was most of the client's CPU. Pools of at most 16 keep it small.
+_POOL_REQUESTS = 16
+_POOL_LIMITS = httpx2.Limits(
+    max_connections=_POOL_REQUESTS, max_keepalive_connections=_POOL_REQUESTS
+)
+_MAX_POOLS = _MAX_CONNECTIONS // _POOL_REQUESTS
 
 _ssl_lock = threading.Lock()
 _ssl_context: ssl.SSLContext | None = None
@@ -123,6 +143,121 @@ class LeanConnectionError(LeanError):
     """No answer: connection failure or timeout (``__cause__`` is the transport error)."""
 
 
+class _Release(httpx2.AsyncByteStream):
+    """A response body that gives its request's place in ``PoolSet`` back when closed."""
+
+    __slots__ = ("_index", "_pools", "_stream")
+
+    def __init__(self, stream: httpx2.AsyncByteStream, pools: PoolSet, index: int) -> None:
+        self._stream = stream
+        self._pools: PoolSet | None = pools
+        self._index = index
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._stream.__aiter__()  # the body itself: no extra layer per chunk
+
+    async def aclose(self) -> None:
+        pools, self._pools = self._pools, None
+        if pools is not None:
+            pools.release(self._index)
+        await self._stream.aclose()
+
+
+class PoolSet(httpx2.AsyncBaseTransport):
+    """Connection pools that fill one after another, so that no pool grows large.
+
+    A request goes to the first pool with fewer than ``_POOL_REQUESTS`` requests in flight
+    (a new pool is opened when all are that busy, up to ``_MAX_POOLS``; past that, the
+    least busy one queues it). One conversation at a time uses the first pool only, with
+    its kept-alive connections, exactly as a single pool would; 200 at once spread over 13
+    pools of at most 16 connections, and each request's pool bookkeeping stays that small.
+    Used from one event loop (every lean client of a loop shares its set, see
+    ``shared_pools``): no locking.
+
+    Args:
+        verify: The TLS context of every pool.
+    """
+
+    __slots__ = ("_load", "_pools", "_verify", "users")
+
+    def __init__(self, verify: ssl.SSLContext) -> None:
+        self._verify = verify
+        self._pools: list[httpx2.AsyncHTTPTransport] = []
+        self._load: list[int] = []
+        self.users = 1
+        """Clients sharing this set: ``aclose`` closes the pools when the last one closes."""
+
+    def _pick(self) -> int:
+        for index, load in enumerate(self._load):
+            if load < _POOL_REQUESTS:
+                return index
+        if len(self._pools) < _MAX_POOLS:
+            self._pools.append(httpx2.AsyncHTTPTransport(verify=self._verify, limits=_POOL_LIMITS))
+            self._load.append(0)
+            return len(self._pools) - 1
+        return self._load.index(min(self._load))
+
+    @property
+    def in_flight(self) -> list[int]:
+        """Requests in flight per pool, in the order the pools were opened."""
+        return list(self._load)
+
+    def release(self, index: int) -> None:
+        """A request of pool ``index`` is over (its response closed)."""
+        if index < len(self._load):  # else closed by ``aclose`` meanwhile
+            self._load[index] -= 1
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send ``request`` through the first pool with room."""
+        index = self._pick()
+        self._load[index] += 1
+        try:
+            response = await self._pools[index].handle_async_request(request)
+        except BaseException:
+            self._load[index] -= 1
+            raise
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        response.stream = _Release(response.stream, self, index)
+        return response
+
+    @property
+    def closed(self) -> bool:
+        """Whether every client sharing the set has closed it."""
+        return self.users <= 0
+
+    async def aclose(self) -> None:
+        """One client is done with the set; the last one closes every pool."""
+        self.users -= 1
+        if self.users > 0:
+            return
+        pools, self._pools, self._load = self._pools, [], []
+        for pool in pools:
+            await pool.aclose()
+
+
+# The pool sets of each event loop (one for https, one for http base URLs): models pointed at
+# the same server share their kept-alive connections instead of opening their own.
+_shared: weakref.WeakKeyDictionary[object, dict[bool, PoolSet]] = weakref.WeakKeyDictionary()
+
+
+def shared_pools(loop: object, secure: bool) -> PoolSet:
+    """The pool set of ``loop`` for ``secure`` (https) or plain URLs, one more user counted.
+
+    Outside asyncio (``loop`` None: trio) every client gets a set of its own.
+    """
+    if loop is None:
+        return PoolSet(_verifying_context() if secure else _closed_context())
+    sets = _shared.get(loop)
+    if sets is None:
+        sets = _shared[loop] = {}
+    pools = sets.get(secure)
+    if pools is None or pools.closed:
+        pools = sets[secure] = PoolSet(_verifying_context() if secure else _closed_context())
+    else:
+        pools.users += 1
+    return pools
+
+
 class LeanHTTP:
     """One ``httpx2.AsyncClient`` for a model, built on first use, per event loop.
 
@@ -133,7 +268,7 @@ class LeanHTTP:
             not given: 600 s, 5 s to connect).
     """
 
-    __slots__ = ("_client", "_loop", "base_url", "headers", "timeout")
+    __slots__ = ("_client", "_loop", "_urls", "base_url", "headers", "timeout")
 
     def __init__(
         self, base_url: str, headers: dict[str, str], timeout: Any = DEFAULT_TIMEOUT
@@ -143,17 +278,22 @@ class LeanHTTP:
         self.timeout = timeout
         self._client: httpx2.AsyncClient | None = None
         self._loop: object = None
+        # Parsed once per path: httpx2 parses a string URL again on every request.
+        self._urls: dict[str, httpx2.URL] = {}
         warm_up(self.base_url.startswith("https:"))
 
     def client(self, loop: object) -> httpx2.AsyncClient:
         """The client of ``loop`` (a new one when the last was built under another loop)."""
         if self._client is None or self._loop is not loop:
             secure = self.base_url.startswith("https:")
+            verify = _verifying_context() if secure else _closed_context()
             self._client = httpx2.AsyncClient(
                 headers=self.headers,
                 timeout=self.timeout,
+                transport=shared_pools(loop, secure),
+                # For the proxy transports httpx2 mounts from the environment, if any.
                 limits=_LIMITS,
-                verify=_verifying_context() if secure else _closed_context(),
+                verify=verify,
             )
             self._loop = loop
         return self._client
@@ -173,9 +313,10 @@ class LeanHTTP:
         extra: dict[str, Any] = {}
         if request_timeout is not None:
             extra["timeout"] = request_timeout
-        request = client.build_request(
-            "POST", self.base_url + path, content=body, headers=headers, **extra
-        )
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = httpx2.URL(self.base_url + path)
+        request = client.build_request("POST", url, content=body, headers=headers, **extra)
         try:
             response = await client.send(request, stream=stream)
         except httpx2.TimeoutException as err:

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass
@@ -150,6 +151,7 @@ def preload() -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=64)  # asked on every priced answer; the table is static
 def _official(genai_id: str, base_url: str | None) -> bool:
     """Whether ``base_url`` (None: the adapter's default) is the provider's own endpoint."""
     if base_url is None:

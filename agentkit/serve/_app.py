@@ -153,7 +153,9 @@ def _owner(request: Request) -> str:
 
 
 def _thread_id(request: Request) -> str:
-    return check_client_id(request.path_params["thread_id"], "the thread id")
+    thread_id = check_client_id(request.path_params["thread_id"], "the thread id")
+    request.state.thread_id = thread_id  # named by the log line of a failure
+    return thread_id
 
 
 async def _load(state: ServeState, owner: str, thread_id: str) -> ThreadRecord:
@@ -202,6 +204,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     state = _state(request)
     if state.task_group is None:
         raise ClientInputError(503, "not_started", "the app's lifespan has not started")
+    request.state.thread_id = run.thread_id  # named by the log line of a failure
     slot = state.runs_per_client.acquire(request, owner)  # 429 over the client's cap
     try:
         channel = await _reserve(state, owner, run.thread_id, run.run_id)
@@ -585,7 +588,14 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 async def _store_error(request: Request, exc: Exception) -> Response:
-    logger.error("%s %s: the thread store failed", request.method, request.url.path, exc_info=exc)
+    logger.error(
+        "%s %s: the thread store failed (thread %s): %s",
+        request.method,
+        request.url.path,
+        getattr(request.state, "thread_id", None),
+        exc,
+        exc_info=exc,
+    )
     message = "the thread store is unavailable; nothing was changed, retry soon"
     return error_response(503, "store_unavailable", message)
 

@@ -7,9 +7,20 @@ thread back through ``GET /threads/{id}`` and checks it:
 
 * every user turn that ended ``RUN_FINISHED`` success is stored exactly once, in order;
 * each of them has exactly one answer (an assistant message with text) before the next;
-* every tool call has its result.
+* every tool call has its result;
+* every turn's stream ended with its last event (``RUN_FINISHED`` or ``RUN_ERROR``): a
+  stream cut short, or a connection reset, is a failure the client could not tell apart
+  from a slow answer, so it counts as a problem.
 
-Also runnable as ``python -m agentkit.serve._check URL [URL ...] [--token T]``.
+**Faults.** ``fault`` is an async callable run once the first turn has ended, while the
+load goes on (stop the database for a few seconds, fill its disk, restart Redis, then put it
+back and return); conversations keep sending turns until it has returned. Every turn that
+ended ``success`` must be stored afterwards; every other one must have ended as an error the
+client saw (an HTTP error or ``RUN_ERROR``), never silently.
+
+Also runnable as ``python -m agentkit.serve._check URL [URL ...] [--token T]
+[--fault-command "shell command"]`` (the command is the fault: it breaks the store and
+repairs it before it exits).
 """
 
 from __future__ import annotations
@@ -17,14 +28,18 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
-from collections.abc import Sequence
+import subprocess
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import httpx2
 
-__all__ = ["ServedCheck", "check_served_threads"]
+__all__ = ["CLIENT_IDLE", "ServedCheck", "check_served_threads"]
+
+CLIENT_IDLE = 2.0
+"""Seconds the check's client keeps an idle connection: below the server's keep-alive."""
 
 
 @dataclass
@@ -43,6 +58,8 @@ class ServedCheck:
     """Every violation found in the stored threads (empty: the check passed)."""
     threads: list[str] = field(default_factory=list)
     """The thread ids the check created."""
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    """``(thread id, outcome)`` of every turn that did not succeed (refused or failed)."""
 
     @property
     def lost(self) -> int:
@@ -71,17 +88,20 @@ async def _turn(client: httpx2.AsyncClient, url: str, thread: str, text: str) ->
         "forwardedProps": {},
     }
     last: dict[str, Any] = {}
-    async with client.stream("POST", f"{url}/agui", json=body) as response:
-        if response.status_code != 200:
-            await response.aread()
-            try:
-                code = response.json()["error"]["code"]
-            except (ValueError, KeyError, TypeError):
-                code = "?"
-            return f"http:{response.status_code}:{code}"
-        async for line in response.aiter_lines():
-            if line.startswith("data: "):
-                last = json.loads(line[6:])
+    try:
+        async with client.stream("POST", f"{url}/agui", json=body) as response:
+            if response.status_code != 200:
+                await response.aread()
+                try:
+                    code = response.json()["error"]["code"]
+                except (ValueError, KeyError, TypeError):
+                    code = "?"
+                return f"http:{response.status_code}:{code}"
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    last = json.loads(line[6:])
+    except httpx2.TransportError as exc:  # a reset or a timeout: the client sees no answer
+        return f"transport:{type(exc).__name__}:{last.get('type')}"
     if last.get("type") == "RUN_FINISHED":
         outcome = last.get("outcome") or {}
         return "success" if outcome.get("type") == "success" else f"finished:{outcome}"
@@ -136,6 +156,8 @@ async def check_served_threads(
     token: str | None = None,
     concurrency: int | None = None,
     request_timeout: float = 120.0,
+    fault: Callable[[ServedCheck], Awaitable[None]] | None = None,
+    pause: float = 0.1,
 ) -> ServedCheck:
     """Play conversations round-robin over the workers of one deployment, then verify them.
 
@@ -149,6 +171,11 @@ async def check_served_threads(
         token: The bearer token, if the deployment has one.
         concurrency: How many conversations run at once (default: all).
         request_timeout: Seconds one turn may take.
+        fault: Breaks the store and repairs it (see the module docs); called with the live
+            report once the first turn has ended. The conversations keep sending turns
+            until it returns (each at least ``turns``); the threads are read back after.
+        pause: Seconds a conversation waits after a turn that did not succeed before it
+            sends the next (a client backing off, so a store outage is not a busy loop).
 
     Returns:
         The counts and every problem found (``.ok`` is True when there is none).
@@ -161,26 +188,59 @@ async def check_served_threads(
     limit = anyio.Semaphore(concurrency or conversations)
     sent: dict[str, list[tuple[str, bool]]] = {}
     timeout = httpx2.Timeout(request_timeout)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as client:
+    # Every conversation streams at once on a connection of its own (the client's default
+    # pool of 100 would queue them). An idle connection is dropped well before the
+    # server's keep-alive timeout (uvicorn: 5 s): reusing one the server is closing at
+    # that moment fails the request with a reset (ReadError / "server disconnected"),
+    # which is what equal idle timeouts on both ends do under load.
+    limits = httpx2.Limits(
+        max_connections=None, max_keepalive_connections=None, keepalive_expiry=CLIENT_IDLE
+    )
+    first_turn = anyio.Event()
+    fault_over = anyio.Event()
+    if fault is None:
+        fault_over.set()
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, limits=limits) as client:
 
         async def conversation(i: int) -> None:
             thread = f"check-{tag}-{i}"
             sent[thread] = []
             async with limit:
-                for j in range(turns):
+                j = 0
+                while j < turns or not fault_over.is_set():
                     url = urls[(i + j) % len(urls)].rstrip("/")
                     text = f"check {tag} conversation {i} turn {j}"
+                    j += 1
                     outcome = await _turn(client, url, thread, text)
                     report.sent += 1
+                    first_turn.set()
                     sent[thread].append((text, outcome == "success"))
                     if outcome == "success":
                         report.succeeded += 1
-                    elif outcome.startswith("http:"):
+                        continue
+                    report.errors.append((thread, outcome))
+                    if outcome.startswith("http:"):
                         _count(report.refused, outcome[5:])
                     else:
                         _count(report.failed, outcome)
+                    if outcome.startswith(("cut:", "transport:")):
+                        report.problems.append(
+                            f"silent: thread {thread}: turn {text!r} ended without its last "
+                            f"event ({outcome})"
+                        )
+                    await anyio.sleep(pause)
+
+        async def break_store() -> None:
+            assert fault is not None
+            await first_turn.wait()
+            try:
+                await fault(report)
+            finally:
+                fault_over.set()
 
         async with anyio.create_task_group() as tg:
+            if fault is not None:
+                tg.start_soon(break_store)
             for i in range(conversations):
                 tg.start_soon(conversation, i)
         for thread, turns_sent in sent.items():
@@ -201,10 +261,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--token")
+    parser.add_argument(
+        "--fault-command",
+        help="a shell command run during the load that breaks the store and repairs it "
+        "before it exits (e.g. 'systemctl stop postgresql; sleep 3; systemctl start postgresql')",
+    )
     args = parser.parse_args(argv)
+    fault = None
+    if args.fault_command:
+        command = str(args.fault_command)
+
+        async def fault(_: ServedCheck) -> None:
+            await anyio.to_thread.run_sync(lambda: subprocess.run(command, shell=True, check=False))
+
     report = anyio.run(
         lambda: check_served_threads(
-            args.urls, conversations=args.conversations, turns=args.turns, token=args.token
+            args.urls,
+            conversations=args.conversations,
+            turns=args.turns,
+            token=args.token,
+            fault=fault,
         )
     )
     print(

@@ -35,6 +35,7 @@ from ag_ui.encoder import EventEncoder
 from agentkit.agent import ReActAgent
 from agentkit.agent._conversation import Verdict
 from agentkit.events import AgentEvent, CallInfo, Interrupted, ReplyStarted
+from agentkit.exceptions import SessionError
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
 from agentkit.serve._convert import to_agui_messages
@@ -259,16 +260,21 @@ async def execute_run(req: RunRequest, claim: Claim, on_end: Callable[[], None])
         async with claim.holding(agent):
             final = await _turn(req, translator, commit)
     except Exception as exc:  # the hold itself failed (the control channel's connection)
+        store = _store_failure(exc)
         logger.error(
             "run %s of thread %s failed: %s: %s",
             channel.run_id,
             channel.thread_id,
             type(exc).__name__,
-            exc,
+            store or exc,
             exc_info=exc,
         )
         _emit(channel, translator.finish())
-        final = RunErrorEvent(message=failed_run_message(channel.run_id), code="agent_error")
+        if store is not None:
+            message = "the thread store became unavailable during this reply; send it again"
+            final = RunErrorEvent(message=message, code="store_unavailable")
+        else:
+            final = RunErrorEvent(message=failed_run_message(channel.run_id), code="agent_error")
     finally:
         with anyio.CancelScope(shield=True):
             if final is None:  # cancelled from outside: the server is shutting down
@@ -282,6 +288,18 @@ async def execute_run(req: RunRequest, claim: Claim, on_end: Callable[[], None])
             channel.close()
             on_end()
             await claim.answer_stops()
+
+
+def _store_failure(exc: BaseException) -> SessionError | None:
+    """The store error behind ``exc`` (itself, or inside an exception group), if any."""
+    if isinstance(exc, SessionError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _store_failure(inner)
+            if found is not None:
+                return found
+    return None
 
 
 async def _turn(

@@ -26,6 +26,7 @@ missed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -33,12 +34,13 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Literal, Protocol
+from functools import partial
+from typing import Any, Literal, Protocol, cast
 
 import anyio
 from anyio.abc import TaskGroup
 
-from agentkit.exceptions import AgentkitError, UsageError
+from agentkit.exceptions import AgentkitError, SessionError, UsageError
 from agentkit.session._base import Session, check_session_id
 from agentkit.session._file_control import (
     ControlChannel,
@@ -79,6 +81,8 @@ time)."""
 
 _REPUBLISH = 0.2  # a steer is sent again this often until the holder acknowledges it
 _ANSWER_GRACE = 2.0  # seconds a holder's answer may still take once its run has ended
+_RECONNECT_FIRST = 0.05  # seconds before a lost subscription reconnects; doubled up to the max
+_RECONNECT_MAX = 1.0
 
 MAILBOX_NAME = ".agentkit-control"
 """The mailbox folder of a ``JSONSession``'s control channel, inside its directory."""
@@ -124,14 +128,28 @@ class RedisControlChannel(ControlChannel):
 
     @asynccontextmanager
     async def subscribe(self, channel: str, handler: Handler) -> AsyncIterator[None]:
-        """``SUBSCRIBE`` on a connection of its own; confirmed before the block runs."""
+        """``SUBSCRIBE`` on a connection of its own; confirmed before the block runs.
+
+        A connection lost while the block runs is re-established with backoff (the holder's
+        run is not torn down by its control channel).
+
+        Raises:
+            SessionError: the server cannot be reached when the block starts.
+        """
+        from redis.exceptions import RedisError
+
         pubsub = self.store.subscriber.pubsub()  # outside the bounded command pool
         try:
-            await pubsub.subscribe(channel)
-            while True:  # the server's confirmation: from here on nothing is missed
-                message = await pubsub.get_message(timeout=None)
-                if message is not None and message.get("type") == "subscribe":
-                    break
+            try:
+                await pubsub.subscribe(channel)
+                while True:  # the server's confirmation: from here on nothing is missed
+                    message = await pubsub.get_message(timeout=None)
+                    if message is not None and message.get("type") == "subscribe":
+                        break
+            except RedisError as exc:
+                raise SessionError(
+                    f"{self.store!r}: cannot listen for control commands: {exc}"
+                ) from exc
             async with listening(self._listen, pubsub, handler):
                 yield
         finally:
@@ -140,9 +158,23 @@ class RedisControlChannel(ControlChannel):
 
     @staticmethod
     async def _listen(pubsub: Any, handler: Handler) -> None:
-        async for message in pubsub.listen():
-            if message.get("type") == "message":
-                await _dispatch(message.get("data"), handler)
+        from redis.exceptions import RedisError
+
+        delay = _RECONNECT_FIRST
+        while True:
+            try:
+                async for message in pubsub.listen():
+                    delay = _RECONNECT_FIRST
+                    if message.get("type") == "message":
+                        await _dispatch(message.get("data"), handler)
+            except RedisError as exc:
+                # The server went away (a restart): the holder's run goes on, and the
+                # subscription comes back with the server (the pub/sub connection
+                # re-subscribes on reconnect). Commands sent meanwhile are lost; their
+                # senders send them again until answered.
+                logger.warning("control channel lost its Redis connection (retrying): %s", exc)
+            await anyio.sleep(delay)
+            delay = min(delay * 2, _RECONNECT_MAX)
 
 
 class PostgresControlChannel(ControlChannel):
@@ -157,23 +189,72 @@ class PostgresControlChannel(ControlChannel):
             await conn.execute("SELECT pg_notify(%s, %s)", (channel, json.dumps(command)))
         return None
 
-    @asynccontextmanager
-    async def subscribe(self, channel: str, handler: Handler) -> AsyncIterator[None]:
-        """``LISTEN`` on a connection of its own; active before the block runs."""
+    async def _listener(self, channel: str) -> Any:
+        """A connection of its own that ``LISTEN``s on ``channel``.
+
+        Raises:
+            SessionError: the database cannot be reached.
+        """
         psycopg = import_psycopg()
-        conn = await psycopg.AsyncConnection.connect(self.store.url, autocommit=True)
+        try:
+            conn = await psycopg.AsyncConnection.connect(self.store.url, autocommit=True)
+        except psycopg.Error as exc:
+            raise SessionError(
+                f"{self.store!r}: cannot listen for control commands: {exc}"
+            ) from exc
         try:
             await conn.execute(f'LISTEN "{channel}"')  # the name is ours: hex, no quoting issue
-            async with listening(self._listen, conn, handler):
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise SessionError(
+                    f"{self.store!r}: cannot listen for control commands: {exc}"
+                ) from exc
+            raise
+        return conn
+
+    @asynccontextmanager
+    async def subscribe(self, channel: str, handler: Handler) -> AsyncIterator[None]:
+        """``LISTEN`` on a connection of its own; active before the block runs.
+
+        A connection lost while the block runs (the database restarted) is replaced, with
+        backoff, until the block ends: the holder's run is not torn down by its control
+        channel (commands sent meanwhile are lost; their senders repeat them until answered).
+
+        Raises:
+            SessionError: the database cannot be reached when the block starts.
+        """
+        link = [await self._listener(channel)]
+        try:
+            async with listening(partial(self._listen, channel), link, handler):
                 yield
         finally:
             with anyio.CancelScope(shield=True):
-                await conn.close()
+                with contextlib.suppress(Exception):
+                    await link[0].close()
 
-    @staticmethod
-    async def _listen(conn: Any, handler: Handler) -> None:
-        async for notify in conn.notifies():
-            await _dispatch(notify.payload, handler)
+    async def _listen(self, channel: str, link: list[Any], handler: Handler) -> None:
+        psycopg = import_psycopg()
+        delay = _RECONNECT_FIRST
+        while True:
+            try:
+                async for notify in link[0].notifies():
+                    delay = _RECONNECT_FIRST
+                    await _dispatch(notify.payload, handler)
+            except psycopg.Error as exc:
+                logger.warning("control channel lost its Postgres connection (retrying): %s", exc)
+            while True:
+                await anyio.sleep(delay)
+                delay = min(delay * 2, _RECONNECT_MAX)
+                try:
+                    fresh = await self._listener(channel)
+                except SessionError:
+                    continue
+                old, link[0] = link[0], fresh
+                with contextlib.suppress(Exception):
+                    await old.close()
+                break
 
 
 _dispatch = dispatch
@@ -219,7 +300,12 @@ class SteerReplies:
         if nonce in self._seen:  # sent again before our receipt arrived: queued already
             return
         self._seen.add(nonce)
-        self._tg.start_soon(self._answer, nonce, reply_to, text)
+        # Read again: the held run may have ended while the receipt went out.
+        tg = cast("TaskGroup | None", self._tg)
+        if tg is None:
+            await self._answer(nonce, reply_to, text)  # no run any more: answered at once
+            return
+        tg.start_soon(self._answer, nonce, reply_to, text)
 
     async def _answer(self, nonce: str, reply_to: str, text: object) -> None:
         outcome: str = "no_run"

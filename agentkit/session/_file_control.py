@@ -3,15 +3,21 @@
 The stores have no server to carry ``NOTIFY`` or pub/sub, but every process that uses them
 shares a file system, so the channel is a directory next to the store::
 
-    <mailbox>/<channel>/<pid>-<random>/      one folder per holder (a hold_session block)
-    <mailbox>/<channel>/<pid>-<random>/<n>.json   one file per command sent to it
+    <mailbox>/<channel>/<pid>-<bell>-<random>/   one folder per holder (a hold_session block)
+    <mailbox>/<channel>/<pid>-<bell>-<random>/<n>.json   one file per command sent to it
+    <mailbox>/.bells/<pid>-<bell>/<n>            a process's doorbell: "mail is waiting"
 
-A holder creates its folder before its block runs (so nothing sent after that is missed),
-polls it every ``POLL_INTERVAL`` seconds, and removes it when the block ends. Publishing
-delivers to holders in this process directly (no file, no delay) and writes one file into
-the folder of every other live holder (written aside, then renamed: a reader never sees half
-a command). The folder of a holder whose process died (its pid no longer exists) is removed
-by the next publish instead of being counted. Pids identify processes of one machine: the
+A holder creates its folder before its block runs (so nothing sent after that is missed)
+and removes it when the block ends. Publishing delivers to holders in this process directly
+(no file, no delay) and writes one file into the folder of every other live holder (written
+aside, then renamed: a reader never sees half a command), then rings that holder's process:
+an empty file in its doorbell folder. Each process looks at its doorbell every
+``POLL_INTERVAL`` seconds, one listing for all its holders however many runs they hold (a
+listing per holder and tick was most of a served turn's CPU); when it rang, every holder of
+the process reads its own folder. The bell is cleared before the folders are read and rung
+after the command is in place, so a command is never left unread. The folder of a holder
+whose process died (its pid no longer exists) is removed by the next publish instead of
+being counted. Pids identify processes of one machine: the
 mailbox works between the processes of one host, like the file stores themselves.
 """
 
@@ -25,12 +31,16 @@ import shutil
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.lowlevel import RunVar
+
+from agentkit.exceptions import SessionError
 
 __all__ = [
     "POLL_INTERVAL",
@@ -146,8 +156,90 @@ def _post(channel_dir: Path, command: dict[str, Any]) -> int:
             os.replace(tmp, Path(entry.path, f"{name}.json"))
         except FileNotFoundError:  # the holder left meanwhile: nobody to stop there
             continue
+        _ring(channel_dir.parent / _BELLS / _bell_of(entry.name), name)
         reached += 1
     return reached
+
+
+_BELLS = ".bells"
+
+
+def _bell_of(holder: str) -> str:
+    """The doorbell of the process (and event loop) a holder folder ``<pid>-<bell>-<n>`` is of."""
+    return "-".join(holder.split("-", 2)[:2])
+
+
+def _ring(bell: Path, name: str) -> None:
+    """Ring a process's doorbell (after the command is in its holder's folder)."""
+    bell.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(bell / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _answered(bell: Path) -> bool:
+    """Clear the doorbell; whether it had rung."""
+    try:
+        names = os.listdir(bell)
+    except FileNotFoundError:
+        return False
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(bell / name)
+    return bool(names)
+
+
+class _Doorbell:
+    """This process's doorbell in one mailbox, watched for all of its holders at once.
+
+    The holders take turns at watching: whichever waits first looks at the bell every
+    ``POLL_INTERVAL`` seconds; when it rang (or the watcher's block ended), every waiting
+    holder wakes and reads its folder, and the next one to wait watches. No task outlives
+    the holders' blocks.
+    """
+
+    def __init__(self, mailbox: Path) -> None:
+        self.name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"  # this process and event loop
+        self.path = mailbox / _BELLS / self.name
+        self.holders = 0
+        self.watched = False
+        self.rang = anyio.Event()
+
+    @classmethod
+    @contextlib.contextmanager
+    def joined(cls, mailbox: Path) -> Iterator[_Doorbell]:
+        """This event loop's doorbell of ``mailbox``, while the block runs."""
+        try:
+            bells = _DOORBELLS.get()
+        except LookupError:
+            bells = {}
+            _DOORBELLS.set(bells)
+        bell = bells.get(mailbox)
+        if bell is None:
+            bell = bells[mailbox] = cls(mailbox)
+        bell.holders += 1
+        try:
+            yield bell
+        finally:
+            bell.holders -= 1
+            if not bell.holders:  # the last holder of this loop: the bell goes too
+                del bells[mailbox]
+                shutil.rmtree(bell.path, ignore_errors=True)
+
+    async def wait(self) -> None:
+        """Return once the bell may have rung (a command may wait in a holder's folder)."""
+        if self.watched:
+            await self.rang.wait()
+            return
+        self.watched = True
+        try:
+            while True:  # one listing a tick: the folder is nearly always absent
+                if _answered(self.path):
+                    return
+                await anyio.sleep(POLL_INTERVAL)
+        finally:
+            self.watched = False
+            woken, self.rang = self.rang, anyio.Event()
+            woken.set()  # also when this watcher left: a waiting holder takes over
 
 
 def _take(folder: Path) -> list[bytes]:
@@ -163,6 +255,11 @@ def _take(folder: Path) -> list[bytes]:
             found.append(path.read_bytes())
             path.unlink()
     return found
+
+
+# One set per event loop: a bell's events belong to one loop (two loops in two threads of
+# one process have a bell each; a holder folder's name says which one to ring).
+_DOORBELLS: RunVar[dict[Path, _Doorbell]] = RunVar("agentkit_doorbells")
 
 
 class FileControlChannel(ControlChannel):
@@ -183,31 +280,46 @@ class FileControlChannel(ControlChannel):
 
     @asynccontextmanager
     async def subscribe(self, channel: str, handler: Handler) -> AsyncIterator[None]:
-        """Create this holder's folder, poll it while the block runs, then remove it."""
-        folder = self.mailbox / channel / f"{os.getpid()}-{uuid.uuid4().hex}"
-        await anyio.to_thread.run_sync(lambda: folder.mkdir(parents=True, exist_ok=True))
-        try:
-            with LocalHandlers.registered(channel, handler):
-                async with listening(self._poll, folder, handler):
-                    yield
-        finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
-                with contextlib.suppress(OSError):  # only when no other holder is there
-                    folder.parent.rmdir()
+        """Create this holder's folder, poll it while the block runs, then remove it.
+
+        Raises:
+            SessionError: the folder cannot be made (a read-only or full disk).
+        """
+        with _Doorbell.joined(self.mailbox) as bell:
+            folder = self.mailbox / channel / f"{bell.name}-{uuid.uuid4().hex}"
+            # On the loop, like the polling: a directory made and removed on a local file
+            # system takes microseconds, two thread hops a good part of a millisecond of
+            # CPU per held run. A folder that still holds commands is removed in a thread.
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a read-only or full disk: the store's own failure
+                raise SessionError(
+                    f"cannot listen for control commands in {self.mailbox}: {exc}"
+                ) from exc
+            try:
+                with LocalHandlers.registered(channel, handler):
+                    async with listening(partial(self._poll, bell), folder, handler):
+                        yield
+            finally:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        folder.rmdir()
+                    except OSError:  # not empty (unread commands), or gone
+                        await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
+                    with contextlib.suppress(OSError):  # only when no other holder is there
+                        folder.parent.rmdir()
 
     @staticmethod
-    async def _poll(folder: Path, handler: Handler) -> None:
-        waiting = False
+    async def _poll(bell: _Doorbell, folder: Path, handler: Handler) -> None:
         while True:
             # A listing of a (nearly always empty) local folder: cheaper than a thread hop.
+            waiting = False
             with contextlib.suppress(FileNotFoundError):
                 waiting = any(n.endswith(".json") for n in os.listdir(folder))
             if waiting:
                 for data in await anyio.to_thread.run_sync(_take, folder):
                     await dispatch(data, handler)
-            waiting = False
-            await anyio.sleep(POLL_INTERVAL)
+            await bell.wait()
 
 
 async def dispatch(data: Any, handler: Handler) -> None:

@@ -54,6 +54,8 @@ if TYPE_CHECKING:
         ContractReport,
         check_contracts,
     )
+    from agentkit.testing._durable_contracts import check_durable_contracts
+    from agentkit.testing._served_contracts import check_served_contracts
 
 __all__ = [
     "AgentFactory",
@@ -66,6 +68,8 @@ __all__ = [
     "TestModel",
     "block_model_requests",
     "check_contracts",
+    "check_durable_contracts",
+    "check_served_contracts",
     "text",
     "thinking",
     "tool_use",
@@ -78,9 +82,14 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         __all__,
-        dict.fromkeys(
-            ("AgentFactory", "ContractFailure", "ContractReport", "check_contracts"), _CONTRACTS
-        ),
+        {
+            **dict.fromkeys(
+                ("AgentFactory", "ContractFailure", "ContractReport", "check_contracts"),
+                _CONTRACTS,
+            ),
+            "check_durable_contracts": "agentkit.testing._durable_contracts",
+            "check_served_contracts": "agentkit.testing._served_contracts",
+        },
     )
 
 ScriptItem: TypeAlias = ChatResponse | str | list[ContentBlock] | dict[str, Any] | BaseException

@@ -36,7 +36,7 @@ from agentkit.models import ChatModel
 from agentkit.testing import FunctionModel, RequestInfo, ScriptItem, text, tool_use
 from agentkit.tools import Toolkit
 
-_Verdict = bool | str | Decision
+Verdict = bool | str | Decision
 """A decision in ``approvals=``."""
 
 __all__ = ["AgentFactory", "ContractFailure", "ContractReport", "check_contracts"]
@@ -63,18 +63,20 @@ class ContractFailure:
         seed: Its seed: ``check_contracts(make_agent, scenarios=1, seed=seed)`` replays it.
         message: Which numbered guarantee broke, and how.
         trace: The steps the scenario took, up to the failure.
+        suite: The function that replays it.
     """
 
     scenario: int
     seed: int
     message: str
     trace: tuple[str, ...]
+    suite: str = "check_contracts"
 
     def __str__(self) -> str:
         steps = "\n".join(f"    {s}" for s in self.trace[-12:])
         return (
             f"scenario {self.scenario} (seed {self.seed}): {self.message}\n  last steps:\n{steps}\n"
-            f"  replay: check_contracts(make_agent, scenarios=1, seed={self.seed})"
+            f"  replay: {self.suite}(make_agent, scenarios=1, seed={self.seed})"
         )
 
 
@@ -101,11 +103,11 @@ class ContractReport:
         return not self.failures
 
 
-class _Broken(AssertionError):
+class Broken(AssertionError):
     """A guarantee that does not hold (the message names it)."""
 
 
-class _Scenario:
+class Scenario:
     """The shared state of one scenario: its random generator, tools and bookkeeping."""
 
     def __init__(self, seed: int, make_agent: AgentFactory, counts: Counter[str]) -> None:
@@ -125,6 +127,7 @@ class _Scenario:
         self.block_tool_at = -1  # the tool start (counted in this step) that blocks
         self.tool_starts = 0
         self.tool_blocked = anyio.Event()
+        self.on_tool_start: Callable[[int], None] | None = None  # the other paths' drivers
         self.steers: list[str] = []  # accepted
         self.refused_steers: list[str] = []
         self.models: dict[str, ChatModel] = {
@@ -155,6 +158,8 @@ class _Scenario:
         self.notes.setdefault(tag, []).append(note)
         index = self.tool_starts
         self.tool_starts += 1
+        if self.on_tool_start is not None:
+            self.on_tool_start(index)
         if index == self.block_tool_at:  # the step's interrupt lands while this tool runs
             self.tool_blocked.set()
             await anyio.sleep_forever()
@@ -202,15 +207,15 @@ class _Scenario:
         helper = None
         outer_tools = self.toolkit("outer")
         if self.nested:
-            helper = await _made(
+            helper = await made(
                 self.make_agent("helper", self.models["helper"], self.toolkit("helper"))
             )
             outer_tools.register_tool(helper.as_tool())
-        outer = await _made(self.make_agent("outer", self.models["outer"], outer_tools))
+        outer = await made(self.make_agent("outer", self.models["outer"], outer_tools))
         return outer, helper
 
 
-async def _made(
+async def made(
     agent: ReActAgent[Any, Any] | Awaitable[ReActAgent[Any, Any]],
 ) -> ReActAgent[Any, Any]:
     if isinstance(agent, ReActAgent):
@@ -218,58 +223,66 @@ async def _made(
     return await agent
 
 
-def _check(ok: bool, guarantee: int, message: str) -> None:
+def check_guarantee(ok: bool, guarantee: int, message: str) -> None:
     if not ok:
-        raise _Broken(f"guarantee {guarantee} broken: {message}")
+        raise Broken(f"guarantee {guarantee} broken: {message}")
 
 
-def _result_texts(messages: list[Msg]) -> list[str]:
+def result_texts(messages: list[Msg]) -> list[str]:
     return [b["text"] for m in messages if m.role == "user" for b in m.get_blocks("text")]
 
 
-async def _check_agent(agent: ReActAgent[Any, Any], s: _Scenario) -> None:
+async def check_agent(agent: ReActAgent[Any, Any], s: Scenario) -> None:
     """Guarantees 1-3 and 5 on one agent's memory and state."""
     messages = await agent.memory.get_memory()
     pending = [c["id"] for c in agent.conversation.pending]
     try:
         check_memory_invariant(messages, pending)
     except Exception as exc:  # MemoryInvariantError: say which guarantee
-        raise _Broken(f"guarantee 1 broken ({agent.name}): {exc}") from exc
+        raise Broken(f"guarantee 1 broken ({agent.name}): {exc}") from exc
     for msg in messages:  # ids unique within each turn (a result answers one call)
         ids = [b["id"] for b in msg.get_blocks("tool_use")]
-        _check(len(ids) == len(set(ids)), 4, f"{agent.name}: repeated call ids in one turn {ids}")
+        check_guarantee(
+            len(ids) == len(set(ids)), 4, f"{agent.name}: repeated call ids in one turn {ids}"
+        )
     shown = [c["id"] for c in agent.pending_tool_calls]
-    _check(len(shown) == len(set(shown)), 4, f"{agent.name}: repeated pending ids {shown}")
+    check_guarantee(len(shown) == len(set(shown)), 4, f"{agent.name}: repeated pending ids {shown}")
     state = agent.state_dict()
     try:
         wire = json.dumps(state)
     except (TypeError, ValueError) as exc:
-        raise _Broken(f"guarantee 2 broken ({agent.name}): state is not JSON: {exc}") from exc
-    fresh = await _made(s.make_agent(agent.name, s.models[agent.name], s.toolkit(agent.name)))
+        raise Broken(f"guarantee 2 broken ({agent.name}): state is not JSON: {exc}") from exc
+    fresh = await made(s.make_agent(agent.name, s.models[agent.name], s.toolkit(agent.name)))
     fresh.load_state_dict(json.loads(wire))
-    _check(fresh.state_dict() == state, 2, f"{agent.name}: the state changed in a JSON round trip")
-    _check(
+    check_guarantee(
+        fresh.state_dict() == state, 2, f"{agent.name}: the state changed in a JSON round trip"
+    )
+    check_guarantee(
         fresh.pending_tool_calls == agent.pending_tool_calls,
         2,
         f"{agent.name}: pending calls changed in a JSON round trip",
     )
 
 
-def _check_runs(s: _Scenario, cut: bool, decided: dict[str, str]) -> None:
+def check_runs(s: Scenario, cut: bool, decided: dict[str, str]) -> None:
     """Guarantee 3: approved calls ran once, denied and undecided ones never."""
     for tag, n in s.ran.items():
-        _check(n <= 1, 3, f"call {tag} ran {n} times")
+        check_guarantee(n <= 1, 3, f"call {tag} ran {n} times")
     for tag in s.danger_tags - s.approved:
-        _check(s.ran[tag] == 0, 3, f"call {tag} ran without an approval ({sorted(s.denied)=})")
+        check_guarantee(
+            s.ran[tag] == 0, 3, f"call {tag} ran without an approval ({sorted(s.denied)=})"
+        )
     for tag in s.edited:
-        _check(s.notes.get(tag, ["edited"])[-1] == "edited", 3, f"{tag} ran without its new input")
+        check_guarantee(
+            s.notes.get(tag, ["edited"])[-1] == "edited", 3, f"{tag} ran without its new input"
+        )
     for tag, how in decided.items():
         if how == "approved" and not cut:
-            _check(s.ran[tag] == 1, 3, f"approved call {tag} ran {s.ran[tag]} times")
+            check_guarantee(s.ran[tag] == 1, 3, f"approved call {tag} ran {s.ran[tag]} times")
 
 
 async def _step(
-    s: _Scenario,
+    s: Scenario,
     agent: ReActAgent[Any, Any],
     work: Callable[..., Awaitable[RunResult[Any] | object]],
     *args: object,
@@ -338,7 +351,7 @@ async def _step(
     return cut[0]
 
 
-def _verdict(s: _Scenario, call: Any) -> tuple[_Verdict, str]:
+def verdict(s: Scenario, call: Any) -> tuple[Verdict, str]:
     """A random decision on a pending call, and what it means for the call's tag."""
     tag = str(call.input.get("tag", ""))
     draw = s.rng.random()
@@ -354,14 +367,14 @@ def _verdict(s: _Scenario, call: Any) -> tuple[_Verdict, str]:
     return Decision(False, reason="no"), "denied"
 
 
-async def _run_scenario(s: _Scenario) -> None:
+async def _run_scenario(s: Scenario) -> None:
     rng = s.rng
     outer, helper = await s.build()
 
     async def check() -> None:
         for agent in (outer, helper):
             if agent is not None:
-                await _check_agent(agent, s)
+                await check_agent(agent, s)
 
     for step in range(rng.randint(2, 6)):
         decided: dict[str, str] = {}
@@ -371,19 +384,23 @@ async def _run_scenario(s: _Scenario) -> None:
             cut = await _step(s, outer, outer.run, f"task {step}")
         else:
             ids = [c["id"] for c in pending]
-            _check(len(ids) == len(set(ids)), 4, f"pending ids repeat: {ids}")
+            check_guarantee(len(ids) == len(set(ids)), 4, f"pending ids repeat: {ids}")
             action = rng.random()
             if action < 0.15:  # save, load into fresh agents, then go on with them
                 state = json.loads(json.dumps(outer.state_dict()))
                 outer, helper = await s.build()
                 outer.load_state_dict(state)
-                _check(outer.pending_tool_calls == pending, 2, "pending calls lost in save/load")
+                check_guarantee(
+                    outer.pending_tool_calls == pending, 2, "pending calls lost in save/load"
+                )
                 s.counts["save/load"] += 1
                 s.trace.append(f"step {step}: save/load with {ids} pending")
                 continue
             if action < 0.22:
                 s.trace.append(f"step {step}: interrupt() while paused")
-                _check(await outer.interrupt() is False, 6, "interrupt() with no reply said True")
+                check_guarantee(
+                    await outer.interrupt() is False, 6, "interrupt() with no reply said True"
+                )
                 s.counts["interrupt while paused"] += 1
                 continue
             if action < 0.3:
@@ -399,11 +416,11 @@ async def _run_scenario(s: _Scenario) -> None:
                     decided[str(c["input"].get("tag", ""))] = "denied"
                 cut = await _step(s, outer, outer.run, f"new task {step}")
             else:
-                approvals: dict[str, _Verdict] = {}
+                approvals: dict[str, Verdict] = {}
                 chosen = [c for c in pending if rng.random() < 0.7] or pending[:1]
                 for c in chosen:
-                    verdict, how = _verdict(s, _Call(c))
-                    approvals[c["id"]] = verdict
+                    decision, how = verdict(s, PendingView(c))
+                    approvals[c["id"]] = decision
                     decided[str(c["input"].get("tag", ""))] = how
                     s.counts[f"{how}{' nested' if '/' in c['id'] else ''}"] += 1
                 s.trace.append(f"step {step}: run(approvals={approvals!r})")
@@ -412,7 +429,7 @@ async def _run_scenario(s: _Scenario) -> None:
                 (s.approved if how == "approved" else s.denied).add(tag)
         s.trace[-1] += " [cut]" if cut else ""
         await check()
-        _check_runs(s, cut, decided)
+        check_runs(s, cut, decided)
 
     # Close: deny what still waits, then one last run; every accepted steer is in memory.
     s.closing = True
@@ -425,22 +442,24 @@ async def _run_scenario(s: _Scenario) -> None:
             s.denied.add(str(c["input"].get("tag", "")))
         await outer.run(approvals={c["id"]: False for c in pending})
         await check()
-        _check_runs(s, False, {})
-    _check(not outer.pending_tool_calls, 3, "denying every pending call left calls pending")
+        check_runs(s, False, {})
+    check_guarantee(
+        not outer.pending_tool_calls, 3, "denying every pending call left calls pending"
+    )
     s.trace.append("close: run('bye')")
     await outer.run("bye")
     await check()
-    _check_runs(s, False, {})
-    stored = "\n".join(_result_texts(await outer.memory.get_memory()))
+    check_runs(s, False, {})
+    stored = "\n".join(result_texts(await outer.memory.get_memory()))
     for steer in s.steers:
         n = stored.count(steer)
-        _check(n == 1, 5, f"accepted steer {steer!r} is in memory {n} times")
+        check_guarantee(n == 1, 5, f"accepted steer {steer!r} is in memory {n} times")
     for steer in s.refused_steers:
-        _check(steer not in stored, 5, f"refused steer {steer!r} was stored")
+        check_guarantee(steer not in stored, 5, f"refused steer {steer!r} was stored")
     s.counts["steers checked"] += len(s.steers)
 
 
-class _Call:
+class PendingView:
     """A pending call as ``_verdict`` reads it."""
 
     def __init__(self, call: Any) -> None:
@@ -478,26 +497,48 @@ async def check_contracts(
         AssertionError: when a scenario broke the contract and ``raise_on_failure`` is set.
     """
     factory = make_agent or default_agent
-    first = seed if seed is not None else random.SystemRandom().randrange(2**31)
-    report = ContractReport(seed=first)
+    report = ContractReport(seed=first_seed(seed))
     for i in range(scenarios):
-        scenario = _Scenario(first + i, factory, report.counts)
-        try:
-            with anyio.fail_after(scenario_timeout):
-                await _run_scenario(scenario)
-        except TimeoutError:
-            hung = "a scenario hung (an interrupt or a resume never returned)"
-            report.failures.append(ContractFailure(i, first + i, hung, tuple(scenario.trace)))
-        except Exception as exc:  # _Broken, or the library raising where it must not
-            message = str(exc) if isinstance(exc, _Broken) else f"{type(exc).__name__}: {exc}"
-            report.failures.append(ContractFailure(i, first + i, message, tuple(scenario.trace)))
-        report.scenarios += 1
-        if scenario.nested:
-            report.counts["nested scenarios"] += 1
+        scenario = Scenario(report.seed + i, factory, report.counts)
+        await run_guarded(report, i, scenario, _run_scenario(scenario), scenario_timeout)
+    return finish_report(report, "check_contracts", raise_on_failure)
+
+
+def first_seed(seed: int | None) -> int:
+    """``seed``, or a fresh one."""
+    return seed if seed is not None else random.SystemRandom().randrange(2**31)
+
+
+async def run_guarded(
+    report: ContractReport,
+    index: int,
+    scenario: Scenario,
+    work: Awaitable[None],
+    limit: float,
+    suite: str = "check_contracts",
+) -> None:
+    """Run one scenario's ``work``; record how it broke the contract, if it did."""
+    seed = report.seed + index
+    try:
+        with anyio.fail_after(limit):
+            await work
+    except TimeoutError:
+        hung = "a scenario hung (an interrupt or a resume never returned)"
+        report.failures.append(ContractFailure(index, seed, hung, tuple(scenario.trace), suite))
+    except Exception as exc:  # Broken, or the library raising where it must not
+        message = str(exc) if isinstance(exc, Broken) else f"{type(exc).__name__}: {exc}"
+        report.failures.append(ContractFailure(index, seed, message, tuple(scenario.trace), suite))
+    report.scenarios += 1
+    if scenario.nested:
+        report.counts["nested scenarios"] += 1
+
+
+def finish_report(report: ContractReport, suite: str, raise_on_failure: bool) -> ContractReport:
+    """Print the failures with their seeds; raise when asked to."""
     if report.failures:
         print(
-            f"agentkit contracts: {len(report.failures)} of {report.scenarios} scenarios failed "
-            f"(seed {first})",
+            f"agentkit contracts ({suite}): {len(report.failures)} of {report.scenarios} "
+            f"scenarios failed (seed {report.seed})",
             file=sys.stderr,
         )
         for failure in report.failures[:5]:
@@ -505,6 +546,6 @@ async def check_contracts(
         if raise_on_failure:
             raise AssertionError(
                 f"{len(report.failures)} of {report.scenarios} scenarios broke the contract "
-                f"(seed {first}); first: {report.failures[0]}"
+                f"(seed {report.seed}); first: {report.failures[0]}"
             )
     return report

@@ -1,4 +1,4 @@
-"""Tools: the ``Tool`` interface, ``ToolResponse``, ``ToolContext`` and the ``Toolkit``.
+"""Tools: ``Tool``, ``ToolResponse``, ``ToolContext``, the ``Toolkit`` and ``ToolSource``.
 
 ``FunctionTool`` (pydantic, docstring-parser) is imported on first use, so
 ``import agentkit`` stays cheap.
@@ -13,6 +13,7 @@ from agentkit.tools._base import Tool
 from agentkit.tools._context import ToolContext
 from agentkit.tools._errors import INTERRUPTED_TEXT, ArgumentsError, interrupted_response
 from agentkit.tools._response import ToolResponse, ToolResultContent
+from agentkit.tools._sources import ToolSource
 from agentkit.tools._toolkit import Namesake, ToolGroup, Toolkit
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "ToolGroup",
     "ToolResponse",
     "ToolResultContent",
+    "ToolSource",
     "Toolkit",
     "annotate",
     "interrupted_response",

@@ -1,17 +1,17 @@
 """``Toolkit``: the one door every tool call passes through.
 
 It keeps the registered tools (Python functions, MCP tools, agents as tools: all ``Tool``
-implementations) and their groups, hands the model the JSON schemas of the active ones, and
+implementations) and their groups, hands the model the definitions of the active ones, and
 runs calls (``call_tool_function``): validation, timeouts, error responses, output limits.
+Tools kept current by someone else (an MCP server's) come with their ``ToolSource``, which
+the toolkit holds, copies and saves with its own state.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 import re
-import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -22,9 +22,9 @@ from agentkit.exceptions import StateError, ToolGroupError, ToolRegistrationErro
 from agentkit.messages import ToolUseBlock
 from agentkit.tools._base import Tool
 from agentkit.tools._response import ToolResponse
+from agentkit.tools._sources import SavedSources, ToolSource, parse_saved_sources
 
 if TYPE_CHECKING:
-    from agentkit.mcp._client import MCPClient
     from agentkit.models._base import ToolDefinition
     from agentkit.tools._context import RunContext
     from agentkit.tools._function import PostProcess
@@ -39,6 +39,7 @@ BASIC = "basic"
 # What OpenAI accepts (Anthropic allows a superset): a name outside it fails the model call.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _STATE_VERSION = 1
+_STATE_KEYS = ("version", "active_groups")  # every other key holds saved tool-source parts
 
 
 @dataclass(slots=True)
@@ -66,6 +67,13 @@ class Toolkit:
             note telling the model so (None: no limit).
         default_timeout: Seconds allowed to a call when its tool has no ``timeout``.
 
+    Attributes:
+        tainted_by: Where the open-world content that entered runs on this toolkit came
+            from (``"*"``: anywhere, such as the web; a server's name: that server's
+            output). Untrusted MCP servers' tools need approval once it is not empty (see
+            ``agentkit.mcp.mark_untrusted_content``); clear it when a new conversation
+            starts. A copy starts with what its original had.
+
     Example:
         >>> toolkit = Toolkit()
         >>> @toolkit.tool
@@ -81,10 +89,13 @@ class Toolkit:
         "_active",
         "_groups",
         "_meta",
+        "_saved_sources",
         "_shared",
+        "_sources",
         "_tools",
         "default_timeout",
         "max_output_chars",
+        "tainted_by",
     )
 
     def __init__(
@@ -103,6 +114,10 @@ class Toolkit:
         # True while ``_tools`` and ``_groups`` may be shared with a copy: copied before
         # the first change (copy-on-write).
         self._shared = False
+        self._sources: tuple[ToolSource, ...] = ()
+        # Loaded parts of sources not added yet: handed over by ``add_tool_source``.
+        self._saved_sources: SavedSources = {}
+        self.tainted_by: set[str] = set()
 
     def copy(self) -> Toolkit:
         """A toolkit with the same tools, groups and settings, copied on write.
@@ -115,14 +130,13 @@ class Toolkit:
         registered in two toolkits; a registered meta tool is rebuilt for the copy so that
         it switches the copy's groups. Change groups through the toolkit's methods or the
         ``groups`` view: a ``ToolGroup`` object held from before the copy may belong to the
-        other side afterwards. The copy keeps following the MCP clients registered here:
-        when a server's tool list changes, every copy is refreshed as this toolkit is.
+        other side afterwards. The copy has this toolkit's tool sources (each follows it:
+        when an MCP server's tool list changes, every copy is refreshed as this toolkit
+        is), their saved parts not claimed yet, and its ``tainted_by``.
         """
         self._shared = True
         clone = self._copy_registry()
-        bridge = sys.modules.get("agentkit.mcp._bridge")  # loaded once an MCP client registers
-        if bridge is not None:
-            bridge.follow_copy(self, clone)  # the copy follows the servers' tool lists too
+        clone._sources = tuple(source.follow(clone) for source in self._sources)
         return clone
 
     def _copy_registry(self) -> Toolkit:
@@ -167,6 +181,7 @@ class Toolkit:
         timeout: float | None = None,
         postprocess: PostProcess | None = None,
         namesake: Namesake = "raise",
+        inline: bool = False,
     ) -> Tool:
         """Register a Python function (sync or async, plain or generator) as a tool.
 
@@ -184,12 +199,18 @@ class Toolkit:
                 response or None (sync or async).
             namesake: What to do if the name is taken: "raise", "override", "skip" (keep
                 the existing tool) or "rename" (append ``_2``, ``_3``...).
+            inline: Call a sync function on the event loop instead of in a worker thread:
+                for functions that return in microseconds and never block (no I/O, no
+                locks), where the thread handoff would cost more than the call. The loop
+                waits for the call, and an interrupt cannot stop it mid-call: it lands when
+                the call returns (between items for a sync generator).
 
         Returns:
             The registered tool (the existing one for namesake="skip").
 
         Raises:
-            ToolRegistrationError: the signature cannot be described, or the name is taken.
+            ToolRegistrationError: the signature cannot be described, the name is taken, or
+                ``inline=True`` for an async function or together with ``timeout``.
             ToolGroupError: the group does not exist.
         """
         # Imported on first registration: pydantic and docstring-parser are not needed
@@ -206,6 +227,7 @@ class Toolkit:
             sequential=sequential,
             timeout=timeout,
             postprocess=postprocess,
+            inline=inline,
         )
         return self.register_tool(tool, namesake=namesake)
 
@@ -227,6 +249,7 @@ class Toolkit:
         timeout: float | None = None,
         postprocess: PostProcess | None = None,
         namesake: Namesake = "raise",
+        inline: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: F | None = None, /, **kwargs: Any) -> F | Callable[[F], F]:
@@ -480,21 +503,59 @@ class Toolkit:
         """Name of the registered meta tool, or None."""
         return None if self._meta is None else self._meta.name
 
+    # ----------------------------------------------------------------- sources
+
+    @property
+    def tool_sources(self) -> tuple[ToolSource, ...]:
+        """The tool sources added (MCP clients' registrations), in order."""
+        return self._sources
+
+    def add_tool_source(self, source: ToolSource) -> None:
+        """Hold ``source``: copies follow it, and its part is saved with this toolkit's state.
+
+        A part of the loaded state saved for it (same ``state_key`` and ``name``) and not
+        claimed yet is restored into it now. The source registers its tools itself.
+        """
+        if any(held is source for held in self._sources):
+            return
+        self._sources = (*self._sources, source)
+        parts = self._saved_sources.get(source.state_key)
+        part = parts.pop(source.name, None) if parts else None
+        if part is not None:
+            source.restore_state(part)
+
+    def remove_tool_source(self, source: ToolSource) -> None:
+        """Stop holding ``source`` (its tools stay registered; remove them apart)."""
+        self._sources = tuple(held for held in self._sources if held is not source)
+
     # ----------------------------------------------------------------- state
 
     def state_dict(self) -> dict[str, object]:
-        """JSON-safe state: which groups are active, and the MCP servers' tool pins."""
+        """JSON-safe state: which groups are active, and the tool sources' saved parts.
+
+        An MCP client's part is its tool pins (under ``"mcp_pins"``): a restored session
+        still catches a tool changed while the process was down.
+        """
         state: dict[str, object] = {
             "version": _STATE_VERSION,
             "active_groups": [g.name for g in self._groups.values() if g.active],
         }
-        pins = sys.modules.get("agentkit.mcp._pins")  # loaded once an MCP client registers
-        if pins is not None and (saved := pins.pins_state(self)):
-            state["mcp_pins"] = saved  # a restored session still catches a changed tool
+        saved: SavedSources = {
+            key: {name: dict(part) for name, part in parts.items()}
+            for key, parts in self._saved_sources.items()
+        }
+        for source in self._sources:
+            part = source.save_state()
+            if part is not None:
+                saved.setdefault(source.state_key, {})[source.name] = dict(part)
+        state.update((key, parts) for key, parts in saved.items() if parts)
         return state
 
     def load_state_dict(self, state: object) -> None:
-        """Restore which groups are active. Groups this toolkit lacks are skipped (logged).
+        """Restore which groups are active, and the tool sources' saved parts.
+
+        Groups this toolkit lacks are skipped (logged). A part saved for a source not added
+        yet waits for it (see :meth:`add_tool_source`) and is saved again meanwhile.
 
         Raises:
             StateError: ``state`` is malformed or of another version.
@@ -507,65 +568,21 @@ class Toolkit:
         missing = [n for n in active if n not in self._groups]
         if missing:
             logger.warning("Toolkit state names unknown tool groups %s; skipped", missing)
-        pins, saved_pins = None, state.get("mcp_pins")
-        if saved_pins is not None:
-            pins = importlib.import_module("agentkit.mcp._pins")  # MCP SDK only on demand
-            saved_pins = pins.parse_pins_state(saved_pins)  # raises before anything changes
+        # Checked before anything changes.
+        saved = parse_saved_sources(state, [k for k in state if k not in _STATE_KEYS])
         self._own()
         for group in self._groups.values():
             group.active = group.name == BASIC or group.name in active
         self._groups_changed()
-        if pins is not None:
-            pins.restore_pins(self, saved_pins)
-
-    # ----------------------------------------------------------------- MCP
-
-    async def register_mcp_client(
-        self,
-        client: MCPClient,
-        *,
-        group: str = BASIC,
-        enable_funcs: Iterable[str] | None = None,
-        disable_funcs: Iterable[str] | None = None,
-        prefix: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 (the tools' timeout, not this call's)
-        namesake: Namesake = "raise",
-        defer: bool = False,
-    ) -> list[Tool]:
-        """Register the tools of an MCP client (connecting it if needed).
-
-        Args:
-            client: The MCP client.
-            group: Tool group of the registered tools.
-            enable_funcs: Only these server tools (server-side names).
-            disable_funcs: All but these server tools.
-            prefix: Registered names become ``{prefix}_{name}``.
-            timeout: Per-call timeout (seconds) enforced by the Toolkit.
-            namesake: What to do on a name clash; ``"raise"`` registers nothing then.
-            defer: A cold server: register the tools of its manifest cached on disk and
-                start the server only on the first call that needs it (see docs/mcp.md).
-
-        Returns:
-            The registered tools (see ``agentkit.mcp.register_mcp_client``).
-        """
-        bridge = importlib.import_module("agentkit.mcp._bridge")  # MCP SDK only on demand
-        tools: list[Tool] = await bridge.register_mcp_client(
-            self,
-            client,
-            group=group,
-            enable_funcs=enable_funcs,
-            disable_funcs=disable_funcs,
-            prefix=prefix,
-            timeout=timeout,
-            namesake=namesake,
-            defer=defer,
-        )
-        return tools
-
-    async def remove_mcp_clients(self, clients: Iterable[Any]) -> None:
-        """Remove the tools of MCP clients, given as clients or by name (delegates)."""
-        bridge = importlib.import_module("agentkit.mcp._bridge")
-        await bridge.remove_mcp_clients(self, clients)
+        for key, parts in saved.items():
+            waiting: dict[str, dict[str, str]] = {}
+            for name, part in parts.items():
+                claimed = [s for s in self._sources if s.state_key == key and s.name == name]
+                for source in claimed:
+                    source.restore_state(part)
+                if not claimed:
+                    waiting[name] = part
+            self._saved_sources[key] = waiting
 
     def __repr__(self) -> str:
         return f"Toolkit(tools={list(self._tools)}, groups={list(self._groups)})"
@@ -579,6 +596,12 @@ def _copied(toolkit: Toolkit, fields: Mapping[str, object]) -> Toolkit:
         clone.__dict__.update(toolkit.__dict__)
     clone.max_output_chars = toolkit.max_output_chars
     clone.default_timeout = toolkit.default_timeout
+    clone._sources = ()  # the caller has each source follow the copy
+    clone._saved_sources = {
+        key: {name: dict(part) for name, part in parts.items()}
+        for key, parts in toolkit._saved_sources.items()
+    }
+    clone.tainted_by = set(toolkit.tainted_by)
     for name, value in fields.items():
         setattr(clone, name, value)
     return clone

@@ -95,7 +95,7 @@ def _rows(
     r_ak = paired(samples, "agentkit", "sdk")
     return [
         Row(scenario, "agentkit runs/s", ak, "runs/s", sdk_rps, "raw openai SDK loop",
-            r_ak, ">= 1.5x SDK loop", None if r_ak is None else r_ak >= 1.5,
+            r_ak, ">= 2.0x SDK loop", None if r_ak is None else r_ak >= 2.0,
             _churn_note(note, churn),
             {"samples": samples, "cpu_per_run": cpu, "new_connections_per_request": churn}),
         Row(scenario, "bare httpx2 loop runs/s (ceiling)", httpx_rps, "runs/s", sdk_rps,
@@ -114,6 +114,6 @@ def _cpu_rows(scenario: str, cpu: dict[str, list[float]]) -> list[Row]:
             "raw openai SDK loop", r_sdk, "<= 0.6x SDK loop",
             None if r_sdk is None else r_sdk <= 0.6, "time.process_time(), server excluded"),
         Row(scenario, "agentkit client CPU per run vs bare httpx2 loop", ak, "s",
-            median(cpu["httpx"]), "bare httpx2 loop", r_httpx, "<= 1.2x httpx2 loop",
-            None if r_httpx is None else r_httpx <= 1.2),
+            median(cpu["httpx"]), "bare httpx2 loop", r_httpx, "<= 0.7x httpx2 loop",
+            None if r_httpx is None else r_httpx <= 0.7),
     ]  # fmt: skip

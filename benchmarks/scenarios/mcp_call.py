@@ -68,7 +68,9 @@ async def _count(call: Awaitable[Any]) -> int:
 async def _open_agentkit(
     stack: contextlib.AsyncExitStack, counts: dict[str, Count]
 ) -> dict[str, Call]:
-    mcp_client, stdio_server = require("agentkit.mcp", "MCPClient", "StdioServer")
+    mcp_client, stdio_server, register_mcp_client = require(
+        "agentkit.mcp", "MCPClient", "StdioServer", "register_mcp_client"
+    )
     (tool_use,) = require("agentkit.testing", "tool_use")
 
     client = mcp_client("bench", stdio_server(sys.executable, [SERVER]))
@@ -83,7 +85,7 @@ async def _open_agentkit(
     )
     try:
         toolkit = kit.toolkit_with()
-        await toolkit.register_mcp_client(client)
+        await register_mcp_client(toolkit, client)
     except NotAvailable:
         return calls
 

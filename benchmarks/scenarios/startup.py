@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks import cold, kit
-from benchmarks.common import Config, NotAvailable, Row, median, ratio, require
+from benchmarks.baselines import SYSTEM
+from benchmarks.common import Config, NotAvailable, Row, median, paired, ratio, require
 
 HEAVY = cold.HEAVY
 
@@ -112,6 +113,66 @@ def _construction_rows(cfg: Config) -> list[Row]:
     return rows  # fmt: skip
 
 
+HISTORY_LENGTH = 20
+"""Messages in the stored history a conversation is rebuilt from (user and answer turns)."""
+
+
+def _history_variants(model: Any) -> dict[str, Callable[[], Any]]:
+    """One more conversation from a stored history: agentkit and the raw loops' equivalent."""
+    (msg_cls,) = require("agentkit.messages", "Msg")
+    (memory_cls,) = require("agentkit.memory", "InMemoryMemory")
+    template = kit.make_agent(model, kit.toolkit_with(kit.step))
+    turns = [
+        ("user" if i % 2 == 0 else "assistant", f"Message {i} of the stored conversation.")
+        for i in range(HISTORY_LENGTH)
+    ]
+    saved = [msg_cls("bench" if r == "assistant" else "user", t, r).to_dict() for r, t in turns]
+
+    def from_texts() -> Any:
+        history = [msg_cls("bench" if r == "assistant" else "user", t, r) for r, t in turns]
+        return template.copy(memory=memory_cls(history))
+
+    def from_saved() -> Any:
+        return template.copy(memory=memory_cls([msg_cls.from_dict(d) for d in saved]))
+
+    def raw_from_texts() -> Any:  # what the raw SDK and httpx2 loops hold: OpenAI dicts
+        return [{"role": "system", "content": SYSTEM}] + [
+            {"role": r, "content": t} for r, t in turns
+        ]
+
+    def raw_from_saved() -> Any:
+        return [{"role": "system", "content": SYSTEM}] + [
+            {"role": d["role"], "content": d["content"]} for d in saved
+        ]
+
+    return {"texts": from_texts, "saved": from_saved, "raw_texts": raw_from_texts,
+            "raw_saved": raw_from_saved}  # fmt: skip
+
+
+def _history_rows(cfg: Config) -> list[Row]:
+    scenario = f"a conversation with a {HISTORY_LENGTH}-message history"
+    try:
+        scripted, text = require("agentkit.testing", "ScriptedModel", "text")
+        variants = _history_variants(scripted([text("x")]))
+    except NotAvailable as exc:
+        return [Row(scenario, "build", None, "s", note=f"n/a (not available: {exc})")]
+    samples: dict[str, list[float]] = {k: [] for k in variants}
+    n = max(cfg.construct // 10, 5)
+    for _ in range(cfg.rounds):
+        for key, make in variants.items():  # interleaved: drift hits every variant
+            samples[key].append(_per_object(make, n)[0])
+    rows = []
+    for key, label in (("texts", "from (role, text) pairs"), ("saved", "from saved dicts")):
+        t, base = median(samples[key]), median(samples[f"raw_{key}"])
+        r = paired(samples, key, f"raw_{key}")
+        rows.append(
+            Row(scenario, f"agent copy + InMemoryMemory of Msgs, {label}", t, "s", base,
+                "the raw loops' list of message dicts", r, "no slower than the raw loops",
+                r is not None and r <= 1.0, "time per conversation")
+        )  # fmt: skip
+    return rows
+
+
 def _import_rows(cfg: Config) -> list[Row]:
     scenario = "cold import (fresh interpreter)"
     ak, sdk, heavy = [], [], []
@@ -130,4 +191,4 @@ def _import_rows(cfg: Config) -> list[Row]:
 
 async def run(cfg: Config) -> list[Row]:
     """Construction, import and first-request rows."""
-    return _construction_rows(cfg) + _import_rows(cfg) + cold.rows(cfg)
+    return _construction_rows(cfg) + _history_rows(cfg) + _import_rows(cfg) + cold.rows(cfg)

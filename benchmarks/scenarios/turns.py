@@ -201,6 +201,43 @@ async def _inprocess_rows(cfg: Config) -> list[Row]:
     ]  # fmt: skip
 
 
+async def _sync_tool_rows(cfg: Config) -> list[Row]:
+    """A trivial sync tool (microseconds) in a worker thread vs ``inline=True`` vs async."""
+    scenario = f"per turn in-process, trivial sync tool (ScriptedModel, steps-{cfg.steps})"
+    (scripted,) = require("agentkit.testing", "ScriptedModel")
+    toolkits = {"async": kit.toolkit_with(kit.step)}
+    toolkits["thread"] = kit.toolkit_with(kit.sync_step, name="step")
+    try:
+        inline = kit.toolkit_with()
+        inline.register_tool_function(kit.sync_step, name="step", inline=True)
+        toolkits["inline"] = inline
+    except TypeError as exc:  # no inline=
+        raise NotAvailable(f"inline sync tools: {exc}") from exc
+    n = cfg.rounds * cfg.reps * 10 + 20
+
+    def variant(toolkit: Any) -> Variant:
+        models = iter([scripted(_script(cfg.steps)) for _ in range(n)])
+
+        async def run_one() -> None:
+            agent = kit.make_agent(next(models), toolkit)
+            kit.check_answer(await kit.ask(agent), cfg.steps)
+
+        return run_one
+
+    variants = {name: variant(tk) for name, tk in toolkits.items()}
+    reps_cfg = Config(**{**cfg.__dict__, "reps": cfg.reps * 10})
+    samples = await measure(variants, reps_cfg, cfg.steps + 1)
+    r_inline = paired(samples, "inline", "thread")
+    return [
+        Row(scenario, "sync tool inline=True per turn", median(samples["inline"]), "s",
+            median(samples["thread"]), "same tool in a worker thread (default)", r_inline,
+            "< 1x thread", None if r_inline is None else r_inline < 1, "",
+            {"samples": samples}),
+        Row(scenario, "sync tool inline=True vs async tool", median(samples["inline"]), "s",
+            median(samples["async"]), "async tool", paired(samples, "inline", "async")),
+    ]  # fmt: skip
+
+
 async def _anthropic_rows(cfg: Config, stream: bool) -> list[Row]:
     import anthropic
 
@@ -254,4 +291,5 @@ async def run(cfg: Config) -> list[Row]:
         rows += await responses_rows(cfg, stream=False)
     rows += await responses_rows(cfg, stream=True)
     rows += await _inprocess_rows(cfg)
+    rows += await _sync_tool_rows(cfg)
     return rows
