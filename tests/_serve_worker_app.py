@@ -25,7 +25,13 @@ class MemorySession(Session):
         self.data: dict[str, tuple[str, int]] = {}
 
     async def _write(
-        self, session_id: str, text: str, expected: int | None, title: str | None
+        self,
+        session_id: str,
+        text: str,
+        expected: int | None,
+        title: str | None,
+        *,
+        durable: bool = True,
     ) -> int:
         from agentkit.exceptions import SessionConflictError
 

@@ -98,6 +98,75 @@ async def test_first_openai_run_imports_no_provider_sdk(server: WireServer) -> N
     assert server.requests[0].headers["authorization"] == "Bearer k"
 
 
+async def test_first_run_with_a_json_typed_tool_loads_no_pydantic_nor_price_table(
+    server: WireServer,
+) -> None:
+    # A tool whose parameters are JSON's own types gets its schema without pydantic, and an
+    # answer from a local server (no provider's own endpoint) is priced without the table.
+    server.script(Reply(json=openai_completion(text="done")))
+    code = (
+        "import sys, json, asyncio\n"
+        "from agentkit import ReActAgent, Toolkit\n"
+        "from agentkit.models import OpenAIChatModel\n"
+        "def look(query: str, limit: int = 5, tags: list[str] | None = None) -> str:\n"
+        "    return query\n"
+        "toolkit = Toolkit()\n"
+        "toolkit.register_tool_function(look)\n"
+        "model = OpenAIChatModel('gpt-4o', api_key='k', base_url=sys.argv[1], stream=False)\n"
+        "agent = ReActAgent(name='a', sys_prompt='s', model=model, toolkit=toolkit)\n"
+        "reply = asyncio.run(agent('hi'))\n"
+        "assert reply.get_text() == 'done', reply.get_text()\n"
+        "loaded = {m.split('.')[0] for m in sys.modules}\n"
+        "print(json.dumps(sorted(loaded & {'pydantic', 'pydantic_core', 'genai_prices'})))"
+    )
+    assert await _python(code, server.openai_url) == []
+    body = json.loads(server.requests[0].body)
+    assert body["tools"][0]["function"]["parameters"]["required"] == ["query"]
+
+
+async def test_first_tool_call_with_valid_arguments_loads_no_jsonschema(server: WireServer) -> None:
+    # Arguments the fast path proves valid need no validator: the first tool call of a
+    # process does not import jsonschema on the event loop.
+    server.script(
+        Reply(json=openai_completion(tool_calls=[("c1", "look", '{"query": "q", "limit": 2}')])),
+        Reply(json=openai_completion(text="done")),
+    )
+    code = (
+        "import sys, json, asyncio\n"
+        "from agentkit import ReActAgent, Toolkit\n"
+        "from agentkit.models import OpenAIChatModel\n"
+        "seen = []\n"
+        "def look(query: str, limit: int = 5) -> str:\n"
+        "    seen.append((query, limit))\n"
+        "    return query\n"
+        "toolkit = Toolkit()\n"
+        "toolkit.register_tool_function(look)\n"
+        "model = OpenAIChatModel('m', api_key='k', base_url=sys.argv[1], stream=False)\n"
+        "agent = ReActAgent(name='a', sys_prompt='s', model=model, toolkit=toolkit)\n"
+        "reply = asyncio.run(agent('hi'))\n"
+        "assert reply.get_text() == 'done' and seen == [('q', 2)], (reply.get_text(), seen)\n"
+        "loaded = {m.split('.')[0] for m in sys.modules}\n"
+        "print(json.dumps(sorted(loaded & {'jsonschema', 'pydantic'})))"
+    )
+    assert await _python(code, server.openai_url) == []
+    assert len(server.requests) == 2
+
+
+async def test_a_model_of_a_priced_endpoint_loads_the_price_table_in_the_background() -> None:
+    # Built for the provider's own endpoint, the model starts loading the table at once, so
+    # that its first answer does not stall the event loop importing it.
+    pytest.importorskip("genai_prices")
+    code = (
+        "import sys, json\n"
+        "from agentkit.models import OpenAIChatModel\n"
+        "from agentkit.models import _prices\n"
+        "OpenAIChatModel('gpt-4o', api_key='k')\n"
+        "assert _prices._warm_done.wait(60)\n"
+        "print(json.dumps(['genai_prices' in sys.modules]))"
+    )
+    assert await _python(code) == [True]
+
+
 async def test_lean_and_sdk_paths_send_the_same_request(server: WireServer) -> None:
     user = [Msg("user", "hi", "user")]
     lean = OpenAIChatModel(

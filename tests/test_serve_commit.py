@@ -35,12 +35,18 @@ class FillingDisk(SQLiteSession):
         self.refused = anyio.Event()
 
     async def _write(
-        self, session_id: str, text: str, expected: int | None, title: str | None
+        self,
+        session_id: str,
+        text: str,
+        expected: int | None,
+        title: str | None,
+        *,
+        durable: bool = True,
     ) -> int:
         if self.down:
             self.refused.set()
             raise OSError(28, "No space left on device")
-        return await super()._write(session_id, text, expected, title)
+        return await super()._write(session_id, text, expected, title, durable=durable)
 
 
 async def until(sink: list[dict[str, Any]], kind: str) -> None:

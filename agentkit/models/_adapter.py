@@ -28,6 +28,7 @@ from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._lean import LeanConnectionError, LeanError, LeanHTTP, LeanStatusError
 from agentkit.models._prices import fill_cost
+from agentkit.models._prices import warm_up as warm_prices
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -261,6 +262,7 @@ class HTTPChatModel(ChatModel):
         first access).
         """
         self._built_with = self._connection_settings()
+        warm_prices(self.provider, self.base_url)  # the first answer's price, in the background
         self._lean = self._lean_transport()
         if self._lean is not None:
             return

@@ -19,6 +19,7 @@ import json
 import os
 import ssl
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any
@@ -64,8 +65,9 @@ def _verifying_context() -> ssl.SSLContext:
 
 
 # What the first request imports: the connection pool and HTTP/1.1 parser (httpx2 loads them
-# when its first client is built) and anyio's asyncio backend (loaded on first use).
-_WARM_MODULES = ("httpcore2", "h11", "anyio._backends._asyncio", "anyio.streams.memory")
+# when its first client is built) and anyio's asyncio backend (loaded on first use). The
+# backend first: a first request that comes early sleeps on it while the rest loads.
+_WARM_MODULES = ("anyio._backends._asyncio", "anyio.streams.memory", "httpcore2", "h11")
 _warm_lock = threading.Lock()
 _warm_started = False
 _warm_done = threading.Event()
@@ -102,6 +104,19 @@ def _warm(secure: bool) -> None:
         return
     finally:
         _warm_done.set()
+
+
+async def _warmed() -> None:
+    """Wait for the warm-up without holding the event loop (a request right after the build).
+
+    Importing what the thread is importing would block the loop on its import locks until
+    the thread is done (the first-request stall); sleeping lets other tasks run meanwhile.
+    """
+    deadline = time.monotonic() + 30  # as the fork's wait: a stuck import must not hang us
+    # Polled: the thread cannot set an anyio.Event (no event loop of its own), and handing the
+    # wait to a worker thread would cost the first request a thread pool.
+    while not _warm_done.is_set() and time.monotonic() < deadline:  # noqa: ASYNC110
+        await anyio.sleep(0.002)
 
 
 def _before_fork() -> None:
@@ -309,6 +324,8 @@ class LeanHTTP:
         request_timeout: Any = None,
     ) -> httpx2.Response:
         """POST ``body``; the response (unread when ``stream``), or a ``LeanError``."""
+        if not _warm_done.is_set() and _warm_started:
+            await _warmed()
         client = self.client(loop)
         extra: dict[str, Any] = {}
         if request_timeout is not None:

@@ -15,16 +15,28 @@ Example:
 
 from __future__ import annotations
 
+import _thread
 import functools
+import importlib.util
+import os
 import re
 import threading
+import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentkit.models._base import ChatResponse, ChatUsage
 
-__all__ = ["ModelPrice", "clear_prices", "cost_of", "fill_cost", "preload", "set_price"]
+__all__ = [
+    "ModelPrice",
+    "clear_prices",
+    "cost_of",
+    "fill_cost",
+    "preload",
+    "set_price",
+    "warm_up",
+]
 
 # agentkit provider name -> genai-prices provider id (whose URL pattern says which endpoints
 # are the provider's own).
@@ -151,6 +163,74 @@ def preload() -> bool:
     return True
 
 
+_warm_lock = threading.Lock()
+_warm_started = False
+_warm_done = threading.Event()
+
+
+def warm_up(provider: str, base_url: str | None) -> None:
+    """Load the ``genai-prices`` table in a background thread, if this model's answers need it.
+
+    Called when a model is built. Importing the table takes 0.2-1 s; done by the first
+    priced answer, it would stall the event loop that long (the first-request stall). Only for
+    a provider the table prices, at an endpoint that may be the provider's own, once per
+    process, and only where ``genai-prices`` is installed.
+    """
+    global _warm_started
+    if provider not in _GENAI_PROVIDER or _local(base_url):
+        return
+    with _warm_lock:
+        if _warm_started:
+            return
+        _warm_started = True
+    try:
+        if importlib.util.find_spec("genai_prices") is None:
+            _warm_done.set()
+            return
+        # ``_thread``: ``threading.Thread.start`` waits for the thread to run (see ``_lean``).
+        _thread.start_new_thread(_warm, ())
+    except (ImportError, ValueError, RuntimeError):  # not importable, or no thread to be had
+        _warm_done.set()
+
+
+def _warm() -> None:
+    try:
+        preload()
+    except Exception:  # a warm-up only: the first priced answer imports it and sees why
+        return
+    finally:
+        _warm_done.set()
+
+
+def _before_fork() -> None:
+    # As in ``_lean``: a child forked mid-import would inherit a lock no thread releases.
+    if _warm_started:
+        _warm_done.wait(30)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork)
+
+
+def _local(base_url: str | None) -> bool:
+    """Whether ``base_url`` certainly is no provider's own endpoint, without the table.
+
+    Every provider's endpoint is a public DNS name: a host that is an IP address,
+    ``localhost`` or a name without a dot (a container's, a LAN machine's) is a local server,
+    a proxy or a test double. Deciding that here keeps the table (and pydantic, which it
+    loads) out of processes that only talk to such servers.
+    """
+    if base_url is None:
+        return False
+    try:
+        host = urllib.parse.urlsplit(base_url).hostname or ""
+    except ValueError:
+        return False
+    if ":" in host or "." not in host:  # IPv6 literal, or a single-label name
+        return True
+    return host == "localhost" or host.endswith(".localhost") or host.replace(".", "").isdigit()
+
+
 @functools.lru_cache(maxsize=64)  # asked on every priced answer; the table is static
 def _official(genai_id: str, base_url: str | None) -> bool:
     """Whether ``base_url`` (None: the adapter's default) is the provider's own endpoint."""
@@ -169,7 +249,7 @@ def _from_genai_prices(
     usage: ChatUsage, provider: str, model: str, base_url: str | None
 ) -> float | None:
     genai_id = _GENAI_PROVIDER.get(provider)
-    if genai_id is None:
+    if genai_id is None or _local(base_url):  # decided without importing the table
         return None
     try:
         from genai_prices import Usage, calc_price

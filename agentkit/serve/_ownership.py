@@ -11,10 +11,12 @@ of one key, each with the store's version check (compare-and-set):
   every third of the lease, so a live run keeps its thread and a dead one (SIGKILL) frees
   it once the lease expires.
 * **commit**: the turn is saved with the lease cleared, based on the last version the holder
-  wrote. A holder that lost its lease (paused past the expiry, and another run claimed the
-  thread meanwhile) fails this check and writes nothing: it is fenced. A store that is down
-  is retried with backoff while the lease lasts; ``RUN_FINISHED`` is only sent once the
-  commit is stored.
+  wrote. Only the commit is a durable write (``Session.save_state(durable=True)``: an
+  fsync); the claim, its renewals and a release are not (see docs/scaling.md: a power cut
+  can undo a lease, never a committed turn). A holder that lost its lease (paused past the
+  expiry, and another run claimed the thread meanwhile) fails this check and writes nothing:
+  it is fenced. A store that is down is retried with backoff while the lease lasts;
+  ``RUN_FINISHED`` is only sent once the commit is stored.
 
 While a run holds its thread it also holds the thread's session on the control channel
 (:mod:`agentkit.session._control`), so ``interrupt_session(store, "serve/<owner>/<thread>")``
@@ -316,7 +318,10 @@ class Claim:
             raise ThreadBusy(self.record.thread_id)
         self.record.lease = self._lease()
         try:
-            await self.store.save(self.record, agent)
+            # Not durable (no fsync): a power cut that undoes the claim ends its run too
+            # (or, the store's machine alone, fails its commit on the version check); the
+            # turn's commit is durable and makes this write durable with it.
+            await self.store.save(self.record, agent, durable=False)
         except SessionConflictError:
             raise ThreadBusy(self.record.thread_id) from None
         self._base = self.record.to_dict()  # what renewals rewrite (the thread as claimed)
@@ -325,7 +330,7 @@ class Claim:
         """Give the claim back without a turn (the run never started)."""
         self.record.lease = None
         try:
-            await self.store.save(self.record)
+            await self.store.save(self.record, durable=False)  # undone: the lease expires
         except (SessionConflictError, SessionError):  # the lease expires on its own
             logger.warning("could not release thread %s", self.record.thread_id, exc_info=True)
 
@@ -349,7 +354,7 @@ class Claim:
                 data = {**self._base, "lease": self._lease()}
                 try:
                     self.record.version = await self.session.save_state(
-                        self.key, data, expected_version=self.record.version
+                        self.key, data, expected_version=self.record.version, durable=False
                     )
                     continue
                 except SessionError:  # the store is down: try again at the next tick

@@ -30,7 +30,6 @@ from ag_ui.core import (
     RunStartedEvent,
     StateSnapshotEvent,
 )
-from ag_ui.encoder import EventEncoder
 
 from agentkit.agent import ReActAgent
 from agentkit.agent._conversation import Verdict
@@ -39,6 +38,7 @@ from agentkit.exceptions import SessionError
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
 from agentkit.serve._convert import to_agui_messages
+from agentkit.serve._encode import encode
 from agentkit.serve._events import Translator
 from agentkit.serve._frontend import FrontendTool, set_current_state
 from agentkit.serve._ownership import Claim, CommitFailed
@@ -47,7 +47,6 @@ from agentkit.serve._threads import RunChannel, ThreadRecord
 __all__ = ["APPROVAL_SCHEMA", "RunRequest", "current_deps", "execute_run", "interrupt_for"]
 
 logger = logging.getLogger("agentkit.serve")
-_ENCODER = EventEncoder()
 
 APPROVAL_SCHEMA: dict[str, object] = {
     "type": "object",
@@ -152,7 +151,7 @@ class RunRequest:
 
 def _emit(channel: RunChannel, events: Sequence[BaseEvent]) -> None:
     for event in events:
-        channel.push(_ENCODER.encode(event))
+        channel.push(encode(event))
 
 
 def _is_agent_tool(agent: ReActAgent) -> Callable[[str], bool]:

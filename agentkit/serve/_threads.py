@@ -166,11 +166,14 @@ class ThreadStore:
         )
         return ThreadRecord(owner, thread_id, data, found[1])
 
-    async def save(self, record: ThreadRecord, agent: ReActAgent | None = None) -> None:
+    async def save(
+        self, record: ThreadRecord, agent: ReActAgent | None = None, *, durable: bool = True
+    ) -> None:
         """Save the record (with ``agent``'s state when given), if the store still holds it.
 
         Every save is based on ``record.version`` (the version it was read at, or last
-        saved as; 0 creates the thread), and updates it.
+        saved as; 0 creates the thread), and updates it. ``durable`` False: the store may
+        skip its flush (``Session.save_state``): for lease-only writes, never for a turn.
 
         Raises:
             SessionConflictError: another writer changed the thread since; nothing written.
@@ -180,7 +183,11 @@ class ThreadStore:
         record.updated_at = _now()
         key = self.key(record.owner, record.thread_id)
         record.version = await self.session.save_state(
-            key, record.to_dict(), expected_version=record.version, title=record.title
+            key,
+            record.to_dict(),
+            expected_version=record.version,
+            title=record.title,
+            durable=durable,
         )
 
     async def delete(self, owner: str, thread_id: str) -> bool:
@@ -240,6 +247,7 @@ class RunChannel:
         self.committed_at: float | None = None  # perf_counter() when the turn was stored
         self.readers = 0
         self._changed = anyio.Event()
+        self._waiting = False  # a task waits on ``_changed`` (else a wake has no one to wake)
 
     def push(self, encoded: str) -> None:
         """Append one encoded event, with its SSE ``id`` (``<run id>:<seq>``); wake readers."""
@@ -286,7 +294,7 @@ class RunChannel:
                     continue  # more may have been pushed while the chunk was being written
                 if self.ended:
                     return
-                await self._changed.wait()
+                await self.changed()
         finally:
             self.readers -= 1
 
@@ -296,12 +304,17 @@ class RunChannel:
         Check ``events`` and ``ended`` first (with no await between the check and this
         call): a change that happened before is not waited for again.
         """
+        self._waiting = True
         await self._changed.wait()
 
     def wake(self) -> None:
         """Wake every task waiting in :meth:`changed` (nothing was pushed)."""
-        self._changed.set()
-        self._changed = anyio.Event()
+        # Most pushes find no one waiting (the reader is still writing the last chunk):
+        # a new Event is made only when the current one has waiters to release.
+        if self._waiting:
+            self._waiting = False
+            self._changed.set()
+            self._changed = anyio.Event()
 
     async def wait(self) -> None:
         """Wait until the run has ended (and its thread is saved)."""

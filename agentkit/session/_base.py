@@ -331,6 +331,7 @@ class Session(ABC):
         *,
         expected_version: int | None = None,
         title: str | None = None,
+        durable: bool = True,
     ) -> int:
         """Save a raw state dict (what ``save`` does after calling ``state_dict()``).
 
@@ -341,6 +342,17 @@ class Session(ABC):
                 session does not exist); None writes unconditionally.
             title: A short label kept beside the state for ``list_sessions`` (None: keep the
                 stored one).
+            durable: False lets the store skip flushing this write to stable storage: it
+                is atomic and versioned as ever, and visible to every reader at once, but a
+                power cut or OS crash (of the store's machine) may undo it, together with
+                the other non-durable writes since the last durable one. A durable write
+                also makes every earlier write durable (SQLite's WAL and Postgres' log are
+                written in order), so it never loses a durable save. For state that is
+                worth less than a flush (a served thread's lease: it belongs to a worker
+                that a power cut ends too). SQLite: ``PRAGMA synchronous=NORMAL`` for the
+                write; Postgres: ``synchronous_commit`` off for its transaction; JSON: the
+                file is still fsynced, the directory (the rename) is not; Redis: as durable
+                as the server's persistence either way.
 
         Returns:
             The new version.
@@ -354,7 +366,7 @@ class Session(ABC):
         key = check_session_id(session_id)
         title = _check_title(title)
         with self._storage("save", key):
-            return await self._write(key, text, expected_version, title)
+            return await self._write(key, text, expected_version, title, durable=durable)
 
     async def load_state(self, session_id: str) -> dict[str, object] | None:
         """Return the raw state dict saved under ``session_id``, or None if there is none.
@@ -494,12 +506,20 @@ class Session(ABC):
     # -- backend primitives ------------------------------------------------------------
     @abstractmethod
     async def _write(
-        self, session_id: str, text: str, expected: int | None, title: str | None
+        self,
+        session_id: str,
+        text: str,
+        expected: int | None,
+        title: str | None,
+        *,
+        durable: bool = True,
     ) -> int:
         """Store ``text`` atomically if the stored version is ``expected``; return the new one.
 
         ``expected`` None: write whatever is stored; 0: only if nothing is stored. ``title``
         None keeps the stored title. The time of the save is recorded for ``list_sessions``.
+        ``durable`` False: the write need not be flushed to stable storage (see
+        ``save_state``); a backend without a cheaper path writes durably anyway.
 
         Raises:
             SessionConflictError: the stored version differs; nothing was written.

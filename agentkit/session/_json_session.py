@@ -7,7 +7,8 @@ every other character, ``.`` and ``/`` included, becomes ``%XX`` per UTF-8 byte.
 ``"../etc/passwd"`` is stored as ``%2E%2E%2Fetc%2Fpasswd.json`` inside the directory.
 
 A write goes to a temporary file in the same directory, is flushed and fsynced, then
-``os.replace``d over the target (and the directory is fsynced): a reader sees the old state
+``os.replace``d over the target (and the directory is fsynced, unless the save was asked
+for with ``durable=False``): a reader sees the old state
 or the new one, never a torn file, and a crash cannot lose both.
 
 A file holds ``{"agentkit_session": 1, "version": N, "updated_at": ..., "title": ...,`` on its
@@ -241,15 +242,27 @@ class JSONSession(Session):
         return self.directory / (encode_file_stem(session_id) + _SUFFIX)
 
     async def _write(
-        self, session_id: str, text: str, expected: int | None, title: str | None
+        self,
+        session_id: str,
+        text: str,
+        expected: int | None,
+        title: str | None,
+        *,
+        durable: bool = True,
     ) -> int:
         path = self.path_for(session_id)
         return await anyio.to_thread.run_sync(
-            self._write_sync, path, session_id, text, expected, title
+            self._write_sync, path, session_id, text, expected, title, durable
         )
 
     def _write_sync(
-        self, path: Path, session_id: str, text: str, expected: int | None, title: str | None
+        self,
+        path: Path,
+        session_id: str,
+        text: str,
+        expected: int | None,
+        title: str | None,
+        durable: bool = True,
     ) -> int:
         with _locked(self.directory):
             current = self._read_sync(path, session_id)
@@ -259,7 +272,7 @@ class JSONSession(Session):
             if title is None and current is not None:
                 title = self._stored_title(path)
             version = actual + 1
-            self._replace(path, f'{_header(version, title)}"state":{text}}}')
+            self._replace(path, f'{_header(version, title)}"state":{text}}}', durable)
         return version
 
     @staticmethod
@@ -268,7 +281,7 @@ class JSONSession(Session):
             info = _parse_header(handle.readline(), "-")
         return None if info is None else info.title
 
-    def _replace(self, path: Path, text: str) -> None:
+    def _replace(self, path: Path, text: str, durable: bool = True) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX)
         try:
             try:
@@ -283,7 +296,11 @@ class JSONSession(Session):
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        _fsync_directory(self.directory)
+        # The file's bytes are always fsynced before the rename, so after a power cut the
+        # name holds the old state or the new one, never a torn file. Not durable: the
+        # rename itself may be undone (the next durable write's directory fsync keeps it).
+        if durable:
+            _fsync_directory(self.directory)
 
     async def _read(self, session_id: str) -> tuple[dict[str, object] | str, int] | None:
         path = self.path_for(session_id)

@@ -181,12 +181,24 @@ class PostgresSession(Session):
             return await cursor.fetchone()
 
     async def _write(
-        self, session_id: str, text: str, expected: int | None, title: str | None
+        self,
+        session_id: str,
+        text: str,
+        expected: int | None,
+        title: str | None,
+        *,
+        durable: bool = True,
     ) -> int:
         t = self.table
+        # Not durable: ``synchronous_commit`` off for this statement's own transaction (the
+        # connection is in autocommit; ``set_config(..., true)`` is ``SET LOCAL``), in the
+        # same round trip. The commit then returns before its log record is flushed; the
+        # log is flushed in order, so a later durable commit covers this one too.
+        relaxed = "" if durable else " AND set_config('synchronous_commit', 'off', true) <> ''"
         if expected is None:
             sql = (
-                f"INSERT INTO {t} AS t (id, state, version, title) VALUES (%s, %s, 1, %s) "
+                f"INSERT INTO {t} AS t (id, state, version, title) "
+                f"SELECT %s::text, %s::text, 1, %s::text WHERE true{relaxed} "
                 "ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, "
                 "version = t.version + 1, updated_at = now(), "
                 "title = COALESCE(EXCLUDED.title, t.title) RETURNING version"
@@ -194,14 +206,16 @@ class PostgresSession(Session):
             row = await self._fetch(sql, (session_id, text, title))
         elif expected == 0:
             sql = (
-                f"INSERT INTO {t} (id, state, version, title) VALUES (%s, %s, 1, %s) "
+                f"INSERT INTO {t} (id, state, version, title) "
+                f"SELECT %s::text, %s::text, 1, %s::text WHERE true{relaxed} "
                 "ON CONFLICT (id) DO NOTHING RETURNING version"
             )
             row = await self._fetch(sql, (session_id, text, title))
         else:
             sql = (
                 f"UPDATE {t} SET state = %s, version = version + 1, updated_at = now(), "
-                "title = COALESCE(%s, title) WHERE id = %s AND version = %s RETURNING version"
+                f"title = COALESCE(%s, title) WHERE id = %s AND version = %s{relaxed} "
+                "RETURNING version"
             )
             row = await self._fetch(sql, (text, title, session_id, expected))
         if row is None:

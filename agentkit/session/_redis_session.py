@@ -173,8 +173,15 @@ class RedisSession(Session):
         return f"redis:{self.url}#{self.prefix}"
 
     async def _write(
-        self, session_id: str, text: str, expected: int | None, title: str | None
+        self,
+        session_id: str,
+        text: str,
+        expected: int | None,
+        title: str | None,
+        *,
+        durable: bool = True,
     ) -> int:
+        # ``durable`` changes nothing: the server's persistence setting decides (docs/scaling.md).
         ttl_ms = "" if self.ttl is None else str(max(1, int(self.ttl * 1000)))
         wanted = "" if expected is None else str(expected)
         titled = "" if title is None else "=" + title

@@ -1,13 +1,15 @@
 """``SQLiteSession``: the embedded default store, one table in one SQLite file.
 
 Every operation opens its own connection in a worker thread (``anyio.to_thread``), so the
-event loop never blocks on the disk and no connection is shared between threads. The file
-is in WAL mode: readers never wait for a writer, and concurrent writers (other tasks, other
-threads, other processes) queue on SQLite's lock for up to ``timeout`` seconds. Each save is
-one atomic statement; a versioned save (see ``Session``) is an ``UPDATE ... WHERE version =
-?`` (or an ``INSERT`` that must not find the row), so the check and the write cannot be
-separated by another writer. The database file is created with mode 0600, like
-``JSONSession``'s files (SQLite gives its ``-wal``/``-shm`` files the same mode).
+event loop never blocks on the disk and no connection is shared between threads. The file is
+in WAL mode: readers never wait for a writer, and concurrent writers (other tasks, other
+threads, other processes) queue on SQLite's lock for up to ``timeout`` seconds. A save
+commits with ``synchronous=FULL`` (the log is fsynced), one asked for with ``durable=False``
+with ``NORMAL`` (no fsync; see ``Session.save_state``). Each save is one atomic statement; a
+versioned save (see ``Session``) is an ``UPDATE ... WHERE version = ?`` (or an ``INSERT``
+that must not find the row), so the check and the write cannot be separated by another
+writer. The database file is created with mode 0600, like ``JSONSession``'s files (SQLite
+gives its ``-wal``/``-shm`` files the same mode).
 
 A full disk or a read-only file fails the save's transaction as a whole (``SessionError``):
 the stored state stays the one before it.
@@ -168,12 +170,24 @@ class SQLiteSession(Session):
         return await anyio.to_thread.run_sync(run)
 
     async def _write(
-        self, session_id: str, text: str, expected: int | None, title: str | None
+        self,
+        session_id: str,
+        text: str,
+        expected: int | None,
+        title: str | None,
+        *,
+        durable: bool = True,
     ) -> int:
         now = _timestamp(datetime.now(UTC))
         table = self.table
+        # WAL + FULL: the commit fsyncs the log. NORMAL skips that fsync (the next FULL
+        # commit's fsync covers this write too: the log is appended in order), so a power
+        # cut can undo only the NORMAL writes since the last FULL one. Set on every write:
+        # it is the connection's setting, whatever SQLite's build default.
+        synchronous = "PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL"
 
         def write(conn: sqlite3.Connection) -> int:
+            conn.execute(synchronous)  # outside the transaction, where SQLite applies it
             # BEGIN IMMEDIATE: take the write lock before reading the version.
             conn.execute("BEGIN IMMEDIATE")
             row = conn.execute(f"SELECT version FROM {table} WHERE id = ?", (session_id,))

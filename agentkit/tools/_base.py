@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from agentkit.tools._quickcheck import QuickCheck, compile_check
+from agentkit.tools._quickcheck import QuickCheck, compile_check, well_formed
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
@@ -66,14 +66,20 @@ class ArgumentChecks:
 
     Shared by every tool built from the same function spec, so a Toolkit created per
     conversation does not compile its validators again.
+
+    The fast path is compiled on its own, without jsonschema, for a schema it can prove
+    well-formed: a call it proves valid needs no validator, so the first tool call of a
+    process does not stall the event loop importing jsonschema and checking the schema
+    against the meta-schema (hundreds of milliseconds on a busy machine).
     """
 
-    __slots__ = ("parameters", "quick", "validator")
+    __slots__ = ("_quick_compiled", "parameters", "quick", "validator")
 
     def __init__(self, parameters: dict[str, object]) -> None:
         self.parameters = parameters
         self.validator: Validator | None = None
         self.quick: QuickCheck | None = None
+        self._quick_compiled = False
 
     def get_validator(self) -> Validator:
         """The Draft 2020-12 validator (with the fast path compiled alongside).
@@ -85,10 +91,19 @@ class ArgumentChecks:
         if validator is None:
             validator, self.quick = _compiled(self.parameters)
             self.validator = validator
+            self._quick_compiled = True
         return validator
 
     def certainly_valid(self, arguments: object) -> bool:
-        """True when the fast path proves ``arguments`` valid (False: ask the validator)."""
+        """True when the fast path proves ``arguments`` valid (False: ask the validator).
+
+        True only for a schema the meta-schema accepts too (``well_formed``): a broken
+        schema is still reported by ``get_validator``, whatever the arguments.
+        """
+        if not self._quick_compiled:
+            quick = compile_check(self.parameters)
+            self.quick = quick if quick is not None and well_formed(self.parameters) else None
+            self._quick_compiled = True
         quick = self.quick
         return quick is not None and quick(arguments)
 

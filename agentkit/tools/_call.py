@@ -129,13 +129,13 @@ def _check_arguments(tool: Tool, block: ToolUseBlock, name: str) -> ToolResponse
         raw = block.get("raw_input")
         return _errors.invalid_json(name, raw, _json_problem(raw, arguments))
     checks = tool.checks
+    if checks.certainly_valid(arguments):
+        return None  # certainly valid: jsonschema would find no error (nor a schema error)
     try:
         validator = checks.get_validator()
     except Exception as exc:  # jsonschema SchemaError: the tool's own schema is broken
         logger.error("tool %r has an invalid parameters schema", name, exc_info=exc)
         return _errors.bad_tool_schema(name, _first_line(exc))
-    if checks.certainly_valid(arguments):
-        return None  # certainly valid: jsonschema would find no error
     errors = list(validator.iter_errors(arguments))
     if errors:
         from jsonschema.exceptions import relevance

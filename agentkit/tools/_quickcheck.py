@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["QuickCheck", "compile_check"]
+__all__ = ["QuickCheck", "compile_check", "well_formed"]
 
 QuickCheck = Callable[[object], bool]
 
@@ -165,3 +165,43 @@ def _any_of_check(schema: dict[str, object]) -> QuickCheck | None:
         return None
     valid = [check for check in checks if check is not None]
     return lambda value: any(check(value) for check in valid)
+
+
+# What the Draft 2020-12 meta-schema asks of the annotations ``compile_check`` lets through
+# (``default`` may be anything).
+_ANNOTATION_KINDS: dict[str, type | tuple[type, ...]] = {
+    "title": str,
+    "description": str,
+    "$comment": str,
+    "examples": list,
+    "deprecated": bool,
+    "readOnly": bool,
+    "writeOnly": bool,
+}
+
+
+def well_formed(schema: object) -> bool:
+    """Whether the meta-schema accepts ``schema``, for a schema ``compile_check`` compiled.
+
+    ``compile_check`` already refuses malformed ``type``, ``enum``, ``properties``,
+    ``required``, ``items``, ``anyOf`` and ``additionalProperties``; what is left for the
+    meta-schema is the annotations' types and the uniqueness of ``type`` and ``required``
+    lists. Together they let a call skip jsonschema without hiding a broken schema.
+    """
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict):
+        return False
+    for key, kind in _ANNOTATION_KINDS.items():
+        if key in schema and not isinstance(schema[key], kind):
+            return False
+    for key in ("type", "required"):
+        values = schema.get(key)
+        if isinstance(values, list) and len(set(map(str, values))) != len(values):
+            return False
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict) or not all(isinstance(k, str) for k in properties):
+        return False
+    subs = [*properties.values(), *schema.get("anyOf", ())]
+    subs += [schema[key] for key in ("items", "additionalProperties") if key in schema]
+    return all(well_formed(sub) for sub in subs)

@@ -4,6 +4,11 @@ Built once, at registration. pydantic generates the schema of each parameter typ
 TypedDicts, dataclasses, enums and nested models share one ``$defs``) and, for parameters
 whose types JSON cannot carry natively, converts validated arguments to those types.
 Everything a schema cannot describe fails here, with the parameter's name, never at call time.
+
+A function whose parameters are all JSON's own types (``str``, ``int``, ``list[str]``,
+``int | None``, a ``Literal`` of strings...) needs no conversion, and its schema is written
+here directly, exactly as pydantic would write it: registering such a function does not
+import pydantic (a few hundred milliseconds of a cold start).
 """
 
 from __future__ import annotations
@@ -19,16 +24,17 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, Union, cast, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union, cast, get_args, get_origin
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
-from pydantic.fields import FieldInfo
-from pydantic.json_schema import PydanticJsonSchemaWarning
 
+from agentkit._text import copy_json
 from agentkit.exceptions import ToolRegistrationError
 from agentkit.tools._base import ArgumentChecks
 from agentkit.tools._context import ToolContext
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["CallKind", "FunctionSpec", "build_function_spec", "call_kind"]
 
@@ -253,11 +259,15 @@ def _build_function_spec(
         raise ToolRegistrationError(
             f"tool {name!r}: preset_kwargs {sorted(unknown)} are not parameters of the function"
         )
-    model = _build_model(name, params.fields, params.aliases)
-    parameters = _parameters_schema(model, name, arg_docs, params.var_keyword)
     needs_conversion = bool(params.model_defaults) or any(
         not _is_native(annotation) for annotation, _ in params.fields.values()
     )
+    native = None if needs_conversion else _native_schema(params.fields, params.aliases)
+    model: type[BaseModel] | None = None
+    if native is None:
+        model = _build_model(name, params.fields, params.aliases)
+        native = _pydantic_schema(model, name)
+    parameters = _parameters_schema(native, arg_docs, params.var_keyword)
     if description is None:
         parts = (doc.short_description, doc.long_description)
         description = "\n\n".join(p.strip() for p in parts if p and p.strip())
@@ -268,7 +278,7 @@ def _build_function_spec(
         positional=tuple(params.positional),
         context_param=params.context_param,
         var_keyword=params.var_keyword,
-        model=model if needs_conversion else None,
+        model=model if needs_conversion else None,  # None: arguments pass as they are
         aliases=params.aliases,
         kind=call_kind(fn),
     )
@@ -331,15 +341,21 @@ class _Params:
         field_name = f"f{len(self.fields)}"
         self.aliases[field_name] = param.name
         default = ... if param.default is _P.empty else param.default
-        if isinstance(default, FieldInfo):
+        if _is_field_info(default):
             # ``x: int = Field(3, description=...)``: the Python default is the FieldInfo
             # itself, so pydantic must fill in the real default (conversion path).
-            info = FieldInfo.merge_field_infos(default, Field(alias=param.name))
             self.model_defaults.add(param.name)
-        else:
-            info = Field(default, alias=param.name)
-        self.fields[field_name] = (annotation, info)
+        self.fields[field_name] = (annotation, default)
         self.visible.append(param.name)
+
+
+def _is_field_info(value: object) -> bool:
+    """Whether ``value`` is a pydantic ``FieldInfo`` (none can exist before pydantic loads)."""
+    if "pydantic.fields" not in sys.modules:
+        return False
+    from pydantic.fields import FieldInfo
+
+    return isinstance(value, FieldInfo)
 
 
 def _signature_annotation(param: inspect.Parameter) -> object:
@@ -465,25 +481,37 @@ def _is_native(tp: object) -> bool:
 
 def _is_plain_field(meta: object) -> bool:
     # A Field() carrying only schema facts (description, bounds): jsonschema enforces them.
-    return (
-        isinstance(meta, FieldInfo)
-        and meta.default_factory is None
-        and not any(callable(m) for m in meta.metadata)
-    )
+    if not _is_field_info(meta):
+        return False
+    info: Any = meta
+    return info.default_factory is None and not any(callable(m) for m in info.metadata)
 
 
 def _build_model(name: str, fields: dict[str, Any], aliases: Mapping[str, str]) -> type[BaseModel]:
+    from pydantic import ConfigDict, Field, create_model
+    from pydantic.fields import FieldInfo
+
     config = ConfigDict(extra="ignore", arbitrary_types_allowed=False, validate_by_alias=True)
+    described: dict[str, Any] = {}
+    for key, (annotation, default) in fields.items():
+        alias = Field(alias=aliases[key])
+        info = (
+            FieldInfo.merge_field_infos(default, alias)
+            if isinstance(default, FieldInfo)
+            else Field(default, alias=aliases[key])
+        )
+        described[key] = (annotation, info)
     try:
-        return create_model(f"{name}_arguments", __config__=config, **fields)
+        return create_model(f"{name}_arguments", __config__=config, **described)
     except Exception as exc:
         annotations = {aliases[key]: annotation for key, (annotation, _) in fields.items()}
         raise _describe_failure(name, annotations, exc) from exc
 
 
-def _parameters_schema(
-    model: type[BaseModel], name: str, arg_docs: Mapping[str, str], var_keyword: bool
-) -> dict[str, object]:
+def _pydantic_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
+    """``model``'s JSON schema by pydantic, without the auto titles."""
+    from pydantic.json_schema import PydanticJsonSchemaWarning
+
     try:
         with warnings.catch_warnings():
             # Non-JSON defaults are left out of the schema; pydantic warns about it.
@@ -492,7 +520,106 @@ def _parameters_schema(
     except Exception as exc:
         annotations = {f.alias or k: f.annotation for k, f in model.model_fields.items()}
         raise _describe_failure(name, annotations, exc) from exc
-    schema = _strip_titles(raw)
+    schema: dict[str, Any] = _strip_titles(raw)
+    return schema
+
+
+_SCALAR_SCHEMAS: dict[object, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+def _native_schema(
+    fields: Mapping[str, tuple[object, object]], aliases: Mapping[str, str]
+) -> dict[str, Any] | None:
+    """The schema pydantic writes for these fields, when every type and default is JSON's own.
+
+    None when any field needs pydantic (a type or a default outside the small set written
+    here): the caller builds the model. Keys are sorted as pydantic sorts them (``properties``
+    in signature order); the parity with pydantic is tested type by type.
+    """
+    properties: dict[str, object] = {}
+    required: list[str] = []
+    for key, (annotation, default) in fields.items():
+        schema = _type_schema(annotation)
+        if schema is None:
+            return None
+        if default is ...:
+            required.append(aliases[key])
+        elif _plain_json(default):
+            # A copy: the schema must not share a mutable default with the function.
+            schema = dict(sorted({**schema, "default": copy_json(default)}.items()))
+        else:
+            return None
+        properties[aliases[key]] = schema
+    return {"properties": properties, "required": required}
+
+
+def _type_schema(tp: object) -> dict[str, object] | None:
+    """The JSON schema of one JSON-native type, as pydantic writes it (None: not one)."""
+    try:
+        if tp is Any or tp is object:
+            return {}
+        name = _SCALAR_SCHEMAS.get(tp)
+    except TypeError:  # an unhashable annotation
+        return None
+    if name is not None:
+        return {"type": name}
+    if tp is list:
+        return {"items": {}, "type": "array"}
+    if tp is dict:
+        return {"additionalProperties": True, "type": "object"}
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is list and len(args) == 1:
+        items = _type_schema(args[0])
+        return None if items is None else {"items": items, "type": "array"}
+    if origin is dict and len(args) == 2 and args[0] is str:
+        if args[1] is Any or args[1] is object:
+            return {"additionalProperties": True, "type": "object"}
+        values = _type_schema(args[1])
+        return None if values is None else {"additionalProperties": values, "type": "object"}
+    if origin in (Union, types.UnionType):
+        members = [_type_schema(a) for a in args]
+        if any(m is None for m in members):
+            return None
+        return {"anyOf": members}
+    if origin is Literal:
+        return _literal_schema(args)
+    return None
+
+
+def _literal_schema(values: tuple[object, ...]) -> dict[str, object] | None:
+    kinds = {type(v) for v in values}
+    if len(kinds) != 1 or not kinds <= {str, int, bool}:
+        return None  # mixed, enum members, None: pydantic's own rules
+    kind = _SCALAR_SCHEMAS[kinds.pop()]
+    if len(values) == 1:
+        return {"const": values[0], "type": kind}
+    return {"enum": list(values), "type": kind}
+
+
+def _plain_json(value: object) -> bool:
+    """Whether pydantic would write ``value`` as a schema default unchanged."""
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is bool:
+        return True
+    if kind is float:
+        return value == value and value not in (float("inf"), float("-inf"))
+    if kind is list:
+        return all(map(_plain_json, cast("list[object]", value)))
+    if kind is dict:
+        items = cast("dict[object, object]", value).items()
+        return all(type(k) is str and _plain_json(v) for k, v in items)
+    return False
+
+
+def _parameters_schema(
+    schema: Mapping[str, Any], arg_docs: Mapping[str, str], var_keyword: bool
+) -> dict[str, object]:
     properties: dict[str, dict[str, object]] = schema.get("properties", {})
     for arg, text in arg_docs.items():
         prop = properties.get(arg)
@@ -512,6 +639,9 @@ def _describe_failure(
     name: str, annotations: Mapping[str, Any], exc: Exception
 ) -> ToolRegistrationError:
     """Find the parameter whose type pydantic cannot handle, for a useful message."""
+    from pydantic import TypeAdapter
+    from pydantic.json_schema import PydanticJsonSchemaWarning
+
     for param, tp in annotations.items():
         try:
             with warnings.catch_warnings():
