@@ -5,16 +5,14 @@ from __future__ import annotations
 import anyio
 
 from agentkit import Msg
-from agentkit.models import ChatResponse
+from agentkit.models import ModelRequest
 from agentkit.testing import ScriptedModel, tool_use
 
 
 async def main() -> None:
     model = ScriptedModel([[tool_use("add", a=1, b=2)], "1 + 2 = 3"], stream=True)
     history = [Msg("user", "What is 1 + 2?", "user")]
-    stream = await model(history)
-    assert not isinstance(stream, ChatResponse)
-    async for chunk in stream:
+    async for chunk in model.request_stream(ModelRequest(history)):  # cumulative chunks
         last = chunk
     call = last.tool_calls[0]
     print(f"model asked for {call['name']}({call['input']})")
@@ -26,8 +24,7 @@ async def main() -> None:
             "user",
         )
     )
-    answer = await ScriptedModel(["1 + 2 = 3"])(history)
-    assert isinstance(answer, ChatResponse)
+    answer = await ScriptedModel(["1 + 2 = 3"]).request(ModelRequest(history))  # one answer
     print("answer:", answer.get_text())
     print("round trip ok:", all(Msg.from_dict(m.to_dict()) == m for m in history))
 

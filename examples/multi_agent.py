@@ -13,8 +13,6 @@ OPENAI_API_KEY / ANTHROPIC_API_KEY / AGENTKIT_MODEL and real models play them al
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 
 from agentkit.agent import ReActAgent
@@ -23,14 +21,14 @@ from agentkit.events import ToolProgress
 from agentkit.messages import Msg
 from agentkit.models import ChatModel
 from agentkit.pipelines import MsgHub, fanout_pipeline, sequential_pipeline
-from agentkit.testing import FunctionModel, ScriptItem, tool_use
+from agentkit.testing import FunctionModel, RequestInfo, ScriptItem, tool_use
 from agentkit.tools import Toolkit
 
 
 def persona(name: str, stance: str) -> ChatModel:
     """A scripted participant: states its stance and answers the last thing it heard."""
 
-    def speak(messages: list[Msg], tools: list[dict[str, Any]] | None) -> ScriptItem:
+    def speak(messages: list[Msg], info: RequestInfo) -> ScriptItem:
         heard = [m for m in messages if m.role != "system" and m.get_text()]
         last = heard[-1] if heard else None
         if last is None:
@@ -91,12 +89,12 @@ async def agent_as_tool() -> None:
         """
         return f"3 notes about {query}"
 
-    def research_script(messages: list[Msg], tools: list[dict[str, Any]] | None) -> ScriptItem:
+    def research_script(messages: list[Msg], info: RequestInfo) -> ScriptItem:
         if not any(m.has_blocks("tool_result") for m in messages):
             return [tool_use("search", query="otters")]
         return "Otters hold hands while sleeping (3 sources)."
 
-    def writer_script(messages: list[Msg], tools: list[dict[str, Any]] | None) -> ScriptItem:
+    def writer_script(messages: list[Msg], info: RequestInfo) -> ScriptItem:
         results = [b for m in messages for b in m.get_blocks("tool_result")]
         if not results:
             return [tool_use("researcher", task="Find one surprising fact about otters.")]

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from agentkit.agent import ReActAgent
 from agentkit.cli import describe_model, model_from_env
 from agentkit.messages import Msg
-from agentkit.testing import FunctionModel, ScriptItem, tool_use
+from agentkit.testing import FunctionModel, RequestInfo, ScriptItem, tool_use
 from agentkit.tools import Toolkit
 
 
@@ -43,7 +43,7 @@ async def get_weather(city: str) -> str:
     return f"{city}: light rain all week, 17 °C"
 
 
-def scripted(messages: list[Msg], tools: list[dict[str, Any]] | None) -> ScriptItem:
+def scripted(messages: list[Msg], info: RequestInfo) -> ScriptItem:
     """Offline stand-in for the model: weather first, one invalid answer, then a valid one."""
     results = [b for m in messages for b in m.get_blocks("tool_result")]
     if not results:

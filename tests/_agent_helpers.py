@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -13,7 +13,7 @@ import anyio
 from agentkit.agent import ReActAgent
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
-from agentkit.models._base import ChatModel, ChatResponse, ModelOutput
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 from agentkit.tools import Toolkit
 
 
@@ -158,16 +158,14 @@ class SignalModel(ChatModel):
         self.when = when
         self.event = anyio.Event()
 
-    async def __call__(self, messages: Any, tools: Any = None, **kwargs: Any) -> ModelOutput:
-        out = await self.inner(messages, tools, **kwargs)
-        if isinstance(out, ChatResponse):
-            if self.when(out):
-                self.event.set()
-            return out
-        return self._wrap(out)
+    async def _request(self, request: ModelRequest) -> ChatResponse:
+        out = await self.inner.request(request)
+        if self.when(out):
+            self.event.set()
+        return out
 
-    async def _wrap(self, stream: AsyncIterator[ChatResponse]) -> AsyncIterator[ChatResponse]:
-        async with contextlib.aclosing(stream):  # type: ignore[type-var]
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
+        async with contextlib.aclosing(self.inner.request_stream(request)) as stream:
             async for chunk in stream:
                 if self.when(chunk):
                     self.event.set()

@@ -27,7 +27,6 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 from dbos import DBOS, DBOSPortableJSONSerializer
@@ -36,7 +35,7 @@ from agentkit.agent import ReActAgent
 from agentkit.durable import DBOSAgent, idempotency_key
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
-from agentkit.models._base import ChatModel, ChatResponse
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 from agentkit.testing import tool_use
 from agentkit.tools import Toolkit
 
@@ -59,7 +58,8 @@ class StepModel(ChatModel):
         self.workdir = workdir
         self.kill = kill
 
-    async def __call__(self, messages: Sequence[Msg], *args: Any, **kwargs: Any) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
+        messages = request.messages
         seen = user_texts(messages)
         with (self.workdir / "model.log").open("a") as log:
             log.write(json.dumps(seen) + "\n")

@@ -26,7 +26,6 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from agentkit.agent import ReActAgent
 from agentkit.durable import DBOSAgent, idempotency_key
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
-from agentkit.models._base import ChatModel, ChatResponse
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 from agentkit.session import PostgresSession
 from agentkit.testing import ScriptedModel, tool_use
 from agentkit.tools import Toolkit
@@ -59,7 +58,8 @@ class LedgerModel(ChatModel):
         self.workdir = workdir
         self.kill = kill
 
-    async def __call__(self, messages: Sequence[Msg], *args: Any, **kwargs: Any) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
+        messages = request.messages
         done = sum(len(m.get_blocks("tool_result")) for m in messages)
         run = next((m.get_text() for m in messages if m.role == "user"), "")
         if self.kill == "after_tool_3" and done == 3:

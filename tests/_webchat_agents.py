@@ -27,7 +27,7 @@ from agentkit import ReActAgent
 from agentkit.cli._demo_model import demo_model
 from agentkit.exceptions import ModelConnectionError
 from agentkit.messages import Msg
-from agentkit.models import ChatModel, ChatResponse, ModelSettings, ToolDefinition
+from agentkit.models import ChatModel, ChatResponse, ModelRequest
 from agentkit.testing import FunctionModel, ScriptItem, tool_use
 from agentkit.tools import ToolContext, Toolkit
 from tests._serve_agents import make_agent as make_demo_agent
@@ -103,25 +103,16 @@ class WebChatModel(ChatModel):
         super().__init__("webchat", stream=True)
         self.demo = demo_model(chunk_delay=0.005)
 
-    async def request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
         """The whole answer (the last streamed chunk)."""
         last = ChatResponse(content=[])
-        async for chunk in self.request_stream(messages, tools, settings):
+        async for chunk in self._request_stream(request):
             last = chunk
         return last
 
-    async def request_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         """A scripted answer for the prompts above; the demo model's otherwise."""
+        messages = request.messages
         humans = [m for m in messages if m.role == "user" and not m.has_blocks("tool_result")]
         prompt = humans[-1].get_text().strip() if humans else ""
         if prompt.startswith("fail once"):
@@ -138,7 +129,7 @@ class WebChatModel(ChatModel):
         elif prompt == "long answer":
             answer, deltas = long_answer(), _LONG_DELTAS
         else:
-            async for chunk in self.demo.request_stream(messages, tools, settings):
+            async for chunk in self.demo.request_stream(request):
                 yield chunk
             return
         step = max(1, len(answer) // deltas)

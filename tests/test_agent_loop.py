@@ -109,7 +109,7 @@ async def test_parallel_tool_calls_false_runs_one_at_a_time():
     assert rec.max_in_flight == 1
     assert rec.order == ["t0", "t1", "t2", "t3"]
     # The provider is asked for one call per turn as well.
-    assert [r.kwargs for r in model.requests] == [{"parallel_tool_calls": False}] * 2
+    assert [r.settings for r in model.requests] == [{"parallel_tool_calls": False}] * 2
 
 
 async def test_max_concurrency_bounds_calls_in_flight():
@@ -149,7 +149,7 @@ async def test_max_iters_asks_for_a_summary_without_tools():
     assert reply.get_text() == "Summary: 2 and 4."
     assert reply.metadata["max_iters_reached"] is True
     last = model.requests[-1]
-    assert last.tool_choice == "none"
+    assert last.settings.get("tool_choice") == "none"
     assert "maximum number of steps" in last.messages[-1].get_text()
     memory = await checked_memory(agent)
     assert shape(memory)[-1] == ("assistant", ["text:Summary: 2 and 4."])

@@ -35,9 +35,9 @@ async def test_structured_output_success_without_touching_the_toolkit():
     json.dumps(reply.to_dict())
     assert agent.toolkit.get_tool_definitions() == before
     request = model.requests[0]
-    assert request.tool_choice == "required"
+    assert request.settings.get("tool_choice") == "required"
     assert "generate_response" in request.tool_names and "add" in request.tool_names
-    schema = request.tools[-1]["function"]["parameters"]
+    schema = request.tools[-1].parameters
     assert schema["properties"]["celsius"]["maximum"] == 60
     memory = await checked_memory(agent)
     assert results_of(memory)["r1"][1] is False
@@ -61,7 +61,7 @@ async def test_structured_output_retry_then_success():
     memory = await checked_memory(agent)
     error, is_error = results_of(memory)["r1"]
     assert is_error and "less than or equal to 60" in error
-    assert model.requests[2].tool_choice == "generate_response"
+    assert model.requests[2].settings.get("tool_choice") == "generate_response"
     assert reply.get_text() == json.dumps({"city": "Oslo", "celsius": -3.0})
 
 
@@ -87,7 +87,7 @@ async def test_structured_output_at_max_iters_forces_the_response_tool():
     assert reply.metadata["max_iters_reached"] is True
     assert reply.metadata["structured_output"]["city"] == "Rome"
     assert model.requests[-1].tool_names == ["generate_response"]
-    assert model.requests[-1].tool_choice == "generate_response"
+    assert model.requests[-1].settings.get("tool_choice") == "generate_response"
     assert shape(await checked_memory(agent))[-1] == ("user", ["result:r1"])
 
 

@@ -17,7 +17,8 @@ from agentkit.cli._demo_model import (
     model_from_env,
 )
 from agentkit.messages import Msg
-from agentkit.testing import ScriptedModel
+from agentkit.models import ModelRequest, ToolDefinition
+from agentkit.testing import RequestInfo, ScriptedModel
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTKIT_MODEL")
 
@@ -28,8 +29,12 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
-def _tools() -> list[dict]:
-    return [d.to_openai() for d in demo_toolkit().get_tool_definitions()]
+def _info(tools: list[ToolDefinition]) -> RequestInfo:
+    return RequestInfo(tools, None, {}, ModelRequest([], tools))
+
+
+def _tools() -> RequestInfo:
+    return _info(demo_toolkit().get_tool_definitions())
 
 
 def test_weather_in_several_cities_is_one_parallel_turn() -> None:
@@ -40,13 +45,13 @@ def test_weather_in_several_cities_is_one_parallel_turn() -> None:
 
 
 def test_only_offered_tools_are_called() -> None:
-    item = decide([Msg("user", "weather in Paris", "user")], None)
+    item = decide([Msg("user", "weather in Paris", "user")], _info([]))
     assert isinstance(item, str)
     assert DEMO_LABEL in item  # the fallback says what it is
 
 
 def test_explicit_call_and_bad_json() -> None:
-    tools = [{"type": "function", "function": {"name": "get-sum", "parameters": {}}}]
+    tools = _info([ToolDefinition("get-sum", "", {})])
     item = decide([Msg("user", 'call get-sum {"a": 2, "b": 3}', "user")], tools)
     assert isinstance(item, list)
     assert item[0]["name"] == "get-sum" and item[0]["input"] == {"a": 2, "b": 3}

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from _model_calls import ask
 from _wire_server import Reply, Stream, WireServer, openai_chunks, openai_completion, openai_error
 
 from agentkit.exceptions import BadRequestError
@@ -190,7 +191,7 @@ async def test_lean_and_sdk_paths_send_the_same_request(server: WireServer) -> N
     )
     server.script(Reply(json=openai_completion(text="a")), Reply(json=openai_completion(text="a")))
     for model in (lean, sdk):
-        await model(user)
+        await ask(model, user)
         await model.aclose()
     first, second = server.requests
     assert first.body == second.body
@@ -208,7 +209,7 @@ async def test_sdk_only_environment_keeps_the_sdk(
     monkeypatch.setenv("OPENAI_CUSTOM_HEADERS", "X-Env: yes")
     server.script(Reply(json=openai_completion(text="a")))
     model = OpenAIChatModel("m", api_key="k", base_url=server.openai_url, stream=False)
-    await model([Msg("user", "hi", "user")])
+    await ask(model, [Msg("user", "hi", "user")])
     await model.aclose()
     assert server.requests[0].headers["x-env"] == "yes"
 
@@ -238,10 +239,10 @@ async def test_lean_stream_error_answer_is_retried_on_the_same_connection(
     model = OpenAIChatModel(
         "m", api_key="k", base_url=server.openai_url, retry=RetryPolicy(initial_delay=0.001)
     )
-    chunks = [c async for c in await model([Msg("user", "hi", "user")])]  # type: ignore[union-attr]
+    chunks = [c async for c in await ask(model, [Msg("user", "hi", "user")])]  # type: ignore[union-attr]
     assert chunks[-1].get_text() == "ok"
     with pytest.raises(BadRequestError, match="bad"):
-        await model([Msg("user", "hi", "user")])
+        await ask(model, [Msg("user", "hi", "user")])
     await model.aclose()
     assert len(server.requests) == 3
     assert server.connections == 1
@@ -289,7 +290,7 @@ async def test_lean_path_reads_organization_and_project_from_the_environment(
     model = OpenAIChatModel(
         "m", api_key="k", base_url=server.openai_url, stream=False, client_kwargs=kwargs
     )
-    await model([Msg("user", "hi", "user")])
+    await ask(model, [Msg("user", "hi", "user")])
     await model.aclose()
     headers = server.requests[0].headers
     assert (headers["openai-organization"], headers["openai-project"]) == ("org-env", "proj-env")
@@ -301,7 +302,7 @@ async def test_transport_sdk_always_goes_through_the_sdk(server: WireServer) -> 
     model = OpenAIChatModel(
         "m", api_key="k", base_url=server.openai_url, stream=False, transport="sdk"
     )
-    await model([Msg("user", "hi", "user")])
+    await ask(model, [Msg("user", "hi", "user")])
     await model.aclose()
     assert any(h.startswith("x-stainless") for h in server.requests[0].headers)
     with pytest.raises(ValueError, match="transport"):

@@ -54,9 +54,8 @@ async def test_the_target_answers_the_same_conversation_through_the_filter() -> 
 
     assert result.last_agent == "billing"
     assert result.text == "Your invoice is 42 EUR." and result.stop_reason == "final"
-    [offered] = [t for t in model_of(triage).requests[0].tools or [] if "transfer" in str(t)]
-    assert offered["function"]["name"] == "transfer_to_billing"
-    assert offered["function"]["description"] == "Invoices."
+    [offered] = [t for t in model_of(triage).requests[0].tools if "transfer" in t.name]
+    assert offered.name == "transfer_to_billing" and offered.description == "Invoices."
     # The filter got the whole history; the target saw what it returned (plus its prompt).
     assert [m.get_text() for m in seen[0][:2]] == ["hi", "Hello."]
     [request] = model_of(billing).requests

@@ -106,7 +106,7 @@ async def test_sampling_passes_the_servers_max_tokens(protocol: Any) -> None:
     async with MCPClient("py", server, protocol=protocol, sampling_model=model) as client:
         result = await client.call_tool("sample", {"prompt": "hi"})
     assert result.get_text() == "model said: fine"
-    assert model.requests[0].kwargs == {"max_tokens": 50}
+    assert model.requests[0].settings == {"max_tokens": 50}
 
 
 @pytest.mark.parametrize("answer", ["cancel", "decline", None])

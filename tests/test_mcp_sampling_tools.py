@@ -42,9 +42,8 @@ async def test_the_model_gets_the_servers_tools_and_its_call_goes_back(
     assert big.requests == [] and len(small.requests) == 1
     request = small.requests[0]
     assert request.tool_names == ["get_weather"]
-    assert request.tools is not None
-    assert request.tools[0]["function"]["parameters"]["properties"] == {"city": {"type": "string"}}
-    assert request.tool_choice == "required"
+    assert request.tools[0].parameters["properties"] == {"city": {"type": "string"}}
+    assert request.settings.get("tool_choice") == "required"
     assert answer["model"] == "s-1"
     assert answer["stop_reason"] == "toolUse"
     assert answer["content"] == [

@@ -146,7 +146,7 @@ async def test_an_instruction_bit_encoded_in_blank_letters_never_reaches_the_mod
         assert isinstance(memo, MCPTool) and any("invisible" in f for f in memo.flags)
         model = ScriptedModel(["ok"])
         await ReActAgent("agent", "sys", model, tk, print_hint=False)("hi")
-    offered = next(t for t in model.requests[0].definitions if t.name == "memo")
+    offered = next(t for t in model.requests[0].tools if t.name == "memo")
     seen = offered.description + repr(offered.parameters)
     assert ZERO not in seen and ONE not in seen and _decode(seen) == ""
     assert offered.description == "Write a memo."

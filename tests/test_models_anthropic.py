@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _model_calls import ask
 from _wire_server import (
     Reply,
     Stream,
@@ -64,7 +65,7 @@ async def collect(output: Any, into: list[ChatResponse] | None = None) -> list[C
 
 async def test_text_non_streaming(model: AnthropicChatModel, server: WireServer) -> None:
     server.script(Reply(json=anthropic_message([{"type": "text", "text": "Hi!"}], usage=(20, 2))))
-    response = await model([Msg("sys", "Be brief.", "system"), *USER])
+    response = await ask(model, [Msg("sys", "Be brief.", "system"), *USER])
     assert response.content == [{"type": "text", "text": "Hi!"}]
     assert (response.usage.input_tokens, response.usage.output_tokens) == (20, 2)
     assert response.metadata == {"finish_reason": "end_turn"}
@@ -96,7 +97,7 @@ async def test_streaming_thinking_text_and_parallel_tools(
         {"type": "tool_use", "id": "toolu_2", "name": "ping", "raw": ""},
     ]
     server.script(Stream(anthropic_stream(blocks, parts=8, usage=(30, 17))))
-    chunks = await collect(await model(USER))
+    chunks = await collect(await ask(model, USER))
     final = chunks[-1]
     assert final.content == [
         {"type": "thinking", "thinking": "I should call two tools.", "signature": "sig-1"},
@@ -143,7 +144,7 @@ async def test_tool_arguments_split_over_many_chunks(
             )
         )
     )
-    chunks = await collect(await model(USER))
+    chunks = await collect(await ask(model, USER))
     raws = [
         c.tool_calls[0]["raw_input"]
         for c in chunks
@@ -162,7 +163,7 @@ async def test_malformed_tool_json_kept_raw(model: AnthropicChatModel, server: W
             anthropic_stream([{"type": "tool_use", "id": "t1", "name": "f", "raw": '{"a": tru'}])
         )
     )
-    chunks = await collect(await model(USER))
+    chunks = await collect(await ask(model, USER))
     assert chunks[-1].tool_calls == [
         {"type": "tool_use", "id": "t1", "name": "f", "input": {}, "raw_input": '{"a": tru'}
     ]
@@ -176,7 +177,7 @@ async def test_429_then_success_honours_retry_after(
         Reply(json=anthropic_message([{"type": "text", "text": "ok"}])),
     )
     started = time.perf_counter()
-    response = await model(USER)
+    response = await ask(model, USER)
     assert time.perf_counter() - started >= 0.14
     assert response.get_text() == "ok" and len(server.requests) == 2
 
@@ -186,14 +187,14 @@ async def test_overloaded_529_retried_then_rate_limit_error(
 ) -> None:
     server.script(*[anthropic_error(529, "Overloaded", "overloaded_error") for _ in range(3)])
     with pytest.raises(RateLimitError, match="Overloaded") as info:
-        await model(USER)
+        await ask(model, USER)
     assert info.value.status_code == 529 and len(server.requests) == 3
 
 
 async def test_500_gives_up(model: AnthropicChatModel, server: WireServer) -> None:
     server.script(*[anthropic_error(500, "Internal server error", "api_error") for _ in range(3)])
     with pytest.raises(ModelAPIError, match="Internal server error"):
-        await model(USER)
+        await ask(model, USER)
     assert len(server.requests) == 3
 
 
@@ -205,10 +206,10 @@ async def test_401_not_retried_and_context_window(
         anthropic_error(400, "prompt is too long: 210000 tokens > 200000 maximum"),
     )
     with pytest.raises(AuthenticationError, match="invalid x-api-key"):
-        await model(USER)
+        await ask(model, USER)
     assert len(server.requests) == 1
     with pytest.raises(ContextWindowError, match="prompt is too long"):
-        await model(USER)
+        await ask(model, USER)
 
 
 async def test_error_event_mid_stream(model: AnthropicChatModel, server: WireServer) -> None:
@@ -222,7 +223,7 @@ async def test_error_event_mid_stream(model: AnthropicChatModel, server: WireSer
     )
     server.script(Stream(events))
     with pytest.raises(RateLimitError, match="Overloaded"):
-        await collect(await model(USER))
+        await collect(await ask(model, USER))
 
 
 async def test_stream_cut_midway(model: AnthropicChatModel, server: WireServer) -> None:
@@ -234,7 +235,7 @@ async def test_stream_cut_midway(model: AnthropicChatModel, server: WireServer) 
     )
     received: list[ChatResponse] = []
     with pytest.raises(ModelConnectionError):
-        await collect(await model(USER), into=received)
+        await collect(await ask(model, USER), into=received)
     assert received and len(server.requests) == 1
 
 
@@ -249,7 +250,7 @@ async def test_cancellation_mid_stream_releases_connection(
     got_chunk = asyncio.Event()
 
     async def consume() -> None:
-        async for _ in await model(USER):
+        async for _ in await ask(model, USER):
             got_chunk.set()
 
     task = asyncio.create_task(consume())
@@ -271,7 +272,7 @@ async def test_consecutive_streams_reuse_one_connection(
     for text in ("one", "two", "three"):
         server.script(Stream(anthropic_stream([{"type": "text", "text": text}])))
     for text in ("one", "two", "three"):
-        chunks = await collect(await model(USER))
+        chunks = await collect(await ask(model, USER))
         assert chunks[-1].get_text() == text
     assert len(server.requests) == 3
     assert server.connections == 1
@@ -350,7 +351,7 @@ async def test_multi_turn_request_body_is_exact(
             },
         }
     ]
-    await model(history, tools=tools, tool_choice="required", parallel_tool_calls=False)
+    await ask(model, history, tools=tools, tool_choice="required", parallel_tool_calls=False)
     assert server.requests[0].json == {
         "model": "claude-test",
         "max_tokens": 512,
@@ -422,7 +423,7 @@ async def test_structured_output_via_output_config_json_schema(
     model.stream = True
     answer = {"type": "text", "text": '{"city": "Oslo", "temperature": -3}'}
     server.script(Stream(anthropic_stream([answer])))
-    chunks = await collect(await model(USER, structured_model=Answer))
+    chunks = await collect(await ask(model, USER, output=Answer))
     final = chunks[-1]
     assert final.metadata["structured_output"] == {"city": "Oslo", "temperature": -3.0}
     assert final.tool_calls == []
@@ -441,7 +442,7 @@ async def test_thinking_config_is_sent(server: WireServer) -> None:
         thinking={"type": "enabled", "budget_tokens": 1024},
     )
     server.script(Reply(json=anthropic_message([{"type": "text", "text": "ok"}])))
-    await model(USER, structured_model=Answer)
+    await ask(model, USER, output=Answer)
     body = server.requests[0].json
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     # Structured outputs work with thinking (no forced tool, which thinking forbids).
@@ -463,4 +464,4 @@ async def test_missing_credentials_is_authentication_error(
     monkeypatch.setenv("HOME", str(tmp_path))
     model = AnthropicChatModel("c", base_url="http://127.0.0.1:9")
     with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
-        await model(USER)
+        await ask(model, USER)

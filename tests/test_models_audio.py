@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _model_calls import request_of
 from _wire_server import Reply, Stream, WireServer, openai_completion, sse
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,6 +27,7 @@ from agentkit.messages import Msg
 from agentkit.models import (
     AnthropicChatModel,
     ChatResponse,
+    ModelRequest,
     ModelSettings,
     OpenAIChatModel,
     OpenAIResponsesModel,
@@ -142,7 +144,7 @@ async def test_request_body_and_parsed_answer(server: WireServer, transport: str
     server.script(Reply(json=audio_completion()))
     model = _model(server, transport)
     try:
-        response = await model.request([Msg("user", "Say hello", "user")])
+        response = await model.request(ModelRequest([Msg("user", "Say hello", "user")]))
     finally:
         await model.aclose()
     assert server.requests[0].json == {
@@ -180,7 +182,7 @@ async def test_typed_settings_ask_per_request(server: WireServer, transport: str
         "audio": {"voice": "coral", "format": "mp3"},
     }
     try:
-        await model.request([Msg("user", "hi", "user")], settings=settings)
+        await model.request(ModelRequest([Msg("user", "hi", "user")], settings=settings))
     finally:
         await model.aclose()
     body = server.requests[0].json
@@ -191,9 +193,11 @@ async def test_typed_settings_ask_per_request(server: WireServer, transport: str
 def test_incomplete_audio_request_is_a_usage_error() -> None:
     model = OpenAIChatModel("m", api_key="k", base_url="http://127.0.0.1:9/v1", stream=False)
     with pytest.raises(UsageError, match="audio="):
-        model.format_request([Msg("user", "hi", "user")], modalities=["text", "audio"])
+        model.format_request(request_of([Msg("user", "hi", "user")], modalities=["text", "audio"]))
     with pytest.raises(UsageError, match="modalities"):
-        model.format_request([Msg("user", "hi", "user")], audio={"voice": "alloy", "format": "wav"})
+        model.format_request(
+            request_of([Msg("user", "hi", "user")], audio={"voice": "alloy", "format": "wav"})
+        )
 
 
 # -- streamed answers ------------------------------------------------------------------
@@ -202,7 +206,9 @@ async def test_streamed_audio(server: WireServer, transport: str) -> None:
     server.script(Stream(events=events))
     model = _model(server, transport, stream=True)
     try:
-        seen, final = await _last(model.request_stream([Msg("user", "Say hello", "user")]))
+        seen, final = await _last(
+            model.request_stream(ModelRequest([Msg("user", "Say hello", "user")]))
+        )
     finally:
         await model.aclose()
     body = server.requests[0].json
@@ -233,9 +239,9 @@ async def test_multi_turn_replays_audio_by_id(server: WireServer, transport: str
     history = [Msg("user", "Say hello", "user")]
     try:
         for follow_up in ("Again", "Thanks"):
-            response = await model.request(history)
+            response = await model.request(ModelRequest(history))
             history += [Msg("a", response.content, "assistant"), Msg("user", follow_up, "user")]
-        await model.request(history)
+        await model.request(ModelRequest(history))
     finally:
         await model.aclose()
     assert server.requests[2].json["messages"] == [
@@ -255,9 +261,9 @@ async def test_expired_audio_is_replayed_as_transcript(server: WireServer, trans
     model = _model(server, transport)
     history = [Msg("user", "Say hello", "user")]
     try:
-        response = await model.request(history)
+        response = await model.request(ModelRequest(history))
         history += [Msg("a", response.content, "assistant"), Msg("user", "More", "user")]
-        await model.request(history)
+        await model.request(ModelRequest(history))
     finally:
         await model.aclose()
     assert server.requests[1].json["messages"][1] == {"role": "assistant", "content": TRANSCRIPT}
@@ -325,12 +331,12 @@ async def test_apis_without_audio_output_refuse_it(
     url = server.openai_url if cls is OpenAIResponsesModel else server.url
     opts = AUDIO_OPTS if where == "generate_kwargs" else None
     model = cls("m", api_key="k", base_url=url, stream=False, retry=FAST, generate_kwargs=opts)
-    settings: ModelSettings | None = None
+    settings: ModelSettings = {}
     if where == "settings":
         settings = {"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}}
     try:
         with pytest.raises(UnsupportedContentError, match="no audio output"):
-            await model.request([Msg("user", "hi", "user")], settings=settings)
+            await model.request(ModelRequest([Msg("user", "hi", "user")], settings=settings))
     finally:
         await model.aclose()
     assert server.requests == []  # refused before anything was sent

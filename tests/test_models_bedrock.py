@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from _model_calls import ask
 from _wire_server import (
     Reply,
     Stream,
@@ -15,7 +16,13 @@ from _wire_server import (
 
 from agentkit.exceptions import AuthenticationError, MissingDependencyError
 from agentkit.messages import Msg
-from agentkit.models import AnthropicBedrockModel, ChatResponse, RetryPolicy, from_string
+from agentkit.models import (
+    AnthropicBedrockModel,
+    ChatResponse,
+    ModelRequest,
+    RetryPolicy,
+    from_string,
+)
 
 USER = [Msg("user", "hello", "user")]
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -41,7 +48,7 @@ async def test_invoke_body_path_and_api_key() -> None:
     async with WireServer() as server:
         server.script(Reply(json=anthropic_message([{"type": "text", "text": "hi"}])))
         model = _model(server)
-        response = await model([Msg("s", "Be brief.", "system"), *USER])
+        response = await ask(model, [Msg("s", "Be brief.", "system"), *USER])
         await model.aclose()
         request = server.requests[0]
     assert isinstance(response, ChatResponse) and response.get_text() == "hi"
@@ -59,7 +66,7 @@ async def test_sigv4_signing_with_aws_credentials() -> None:
     async with WireServer() as server:
         server.script(Reply(json=anthropic_message([{"type": "text", "text": "signed"}])))
         model = _model(server, api_key=None, aws_access_key="AKIDEXAMPLE", aws_secret_key="secret")
-        assert (await model(USER)).get_text() == "signed"  # type: ignore[union-attr]
+        assert (await ask(model, USER)).get_text() == "signed"  # type: ignore[union-attr]
         await model.aclose()
         headers = server.requests[0].headers
     assert headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
@@ -78,7 +85,7 @@ async def test_event_stream_with_tool_call_and_retry() -> None:
             Stream(bedrock_stream(anthropic_stream(content)), headers=EVENTSTREAM),
         )
         model = _model(server)
-        chunks = [c async for c in await model(USER, tools=[ADD], stream=True)]  # type: ignore[union-attr]
+        chunks = [c async for c in await ask(model, USER, tools=[ADD], stream=True)]  # type: ignore[union-attr]
         await model.aclose()
         requests = server.requests
     assert chunks[-1].content == content
@@ -99,7 +106,7 @@ async def test_stream_cut_before_message_stop_is_an_error() -> None:
         from agentkit.exceptions import ModelConnectionError
 
         with pytest.raises(ModelConnectionError):
-            [c async for c in await model(USER, stream=True)]  # type: ignore[union-attr]
+            [c async for c in await ask(model, USER, stream=True)]  # type: ignore[union-attr]
         await model.aclose()
 
 
@@ -111,7 +118,7 @@ async def test_from_string_bedrock_anthropic_and_missing_region(
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "env-br")
     with pytest.raises(AuthenticationError, match="AWS_REGION"):
-        await from_string(f"bedrock-anthropic:{MODEL}", stream=False)(USER)
+        await from_string(f"bedrock-anthropic:{MODEL}", stream=False).request(ModelRequest(USER))
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     model = from_string(f"bedrock-anthropic:{MODEL}")
     assert isinstance(model, AnthropicBedrockModel)

@@ -21,6 +21,7 @@ from agentkit.messages import Msg
 from agentkit.models import (
     BedrockConverseModel,
     ChatResponse,
+    ModelRequest,
     RetryPolicy,
     ToolDefinition,
     from_string,
@@ -147,7 +148,7 @@ async def test_converse_request_body_signing_and_answer() -> None:
             guardrail={"guardrailIdentifier": "g1", "guardrailVersion": "1", "trace": "enabled"},
         )
         answer = await model.request(
-            messages, None, {"temperature": 0.2, "max_tokens": 50, "stop": ["END"]}
+            ModelRequest(messages, settings={"temperature": 0.2, "max_tokens": 50, "stop": ["END"]})
         )
         await model.aclose()
     request = server.requests[0]
@@ -186,7 +187,7 @@ async def test_converse_tool_use_and_reasoning_replayed() -> None:
         model = model_for(
             server, stream=False, reasoning={"thinking": {"type": "enabled", "budget_tokens": 1024}}
         )
-        first = await model.request(USER, [ADD], {"tool_choice": "required"})
+        first = await model.request(ModelRequest(USER, [ADD], settings={"tool_choice": "required"}))
         assert meta(first)["finish_reason"] == "tool_calls"
         assert first.content[0] == {
             "type": "thinking",
@@ -198,7 +199,7 @@ async def test_converse_tool_use_and_reasoning_replayed() -> None:
             "user", [{"type": "tool_result", "id": "t1", "name": "add", "output": "5"}], "user"
         )
         second = await model.request(
-            [*USER, Msg("assistant", first.content, "assistant"), result], [ADD]
+            ModelRequest([*USER, Msg("assistant", first.content, "assistant"), result], [ADD])
         )
         await model.aclose()
     assert second.get_text() == "5"
@@ -239,7 +240,7 @@ async def test_converse_errors_are_mapped(status: int, code: str, error: type[Ex
         server.script(reply, reply, reply)
         model = model_for(server, stream=False)
         with pytest.raises(error, match="said no"):
-            await model.request(USER)
+            await model.request(ModelRequest(USER))
         await model.aclose()
     assert len(server.requests) == (3 if status == 429 else 1)
 
@@ -254,7 +255,7 @@ async def test_model_not_ready_is_retried() -> None:
     async with WireServer() as server:
         server.script(busy, unavailable, converse([{"text": "ok"}]))
         model = model_for(server, stream=False)
-        answer = await model.request(USER)
+        answer = await model.request(ModelRequest(USER))
         await model.aclose()
     assert answer.get_text() == "ok"
     assert len(server.requests) == 3
@@ -305,7 +306,7 @@ async def test_converse_stream_event_frames() -> None:
     async with WireServer() as server:
         server.script(event_stream(stream_frames()))
         model = model_for(server)
-        chunks = [c async for c in model.request_stream(USER, [ADD])]
+        chunks = [c async for c in model.request_stream(ModelRequest(USER, [ADD]))]
         await model.aclose()
     assert server.requests[0].path.endswith("/converse-stream")
     final = chunks[-1]
@@ -327,7 +328,7 @@ async def test_converse_stream_throttling_before_content_is_retried() -> None:
             event_stream(stream_frames()),
         )
         model = model_for(server)
-        chunks = [c async for c in model.request_stream(USER, [ADD])]
+        chunks = [c async for c in model.request_stream(ModelRequest(USER, [ADD]))]
         await model.aclose()
     assert meta(chunks[-1])["finish_reason"] == "tool_calls"
     assert len(server.requests) == 2
@@ -345,7 +346,7 @@ async def test_cancelling_converse_stream_closes_it() -> None:
         seen = asyncio.Event()
 
         async def consume() -> None:
-            async for _ in model.request_stream(USER):
+            async for _ in model.request_stream(ModelRequest(USER)):
                 seen.set()
 
         task = asyncio.create_task(consume())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from _model_calls import ask
 
 from agentkit.messages import Msg
 from agentkit.models._openai import OpenAIChatModel
@@ -42,11 +43,11 @@ async def test_a_changed_key_url_and_headers_are_used_next(transport: str) -> No
         first.script(Reply(json=openai_completion("a")))
         second.script(Reply(json=openai_completion("b")))
         model = _model(first.openai_url, transport)
-        assert (await model(HI)).get_text() == "a"
+        assert (await ask(model, HI)).get_text() == "a"
         model.api_key = "k2"
         model.base_url = second.openai_url
         model.client_kwargs["default_headers"] = {"X-Tenant": "t2"}
-        assert (await model(HI)).get_text() == "b"
+        assert (await ask(model, HI)).get_text() == "b"
         await model.aclose()
     assert [len(first.requests), len(second.requests)] == [1, 1]
     sent = second.requests[0].headers
@@ -62,7 +63,7 @@ def test_one_model_in_two_event_loops_with_a_setting_changed_between(transport: 
         async with WireServer() as server:
             server.script(Reply(json=openai_completion(text)))
             model.api_key, model.base_url = key, server.openai_url
-            assert (await model(HI)).get_text() == text
+            assert (await ask(model, HI)).get_text() == text
             await model.aclose()
             keys.append(server.requests[0].headers["authorization"])
 
@@ -79,7 +80,7 @@ async def test_a_key_changed_before_every_request_keeps_few_transports_open(
         model = _model(server.openai_url, transport)
         for i in range(12):
             model.api_key = f"k{i}"  # a key per request (extra_headers is the cheap way)
-            assert (await model(HI)).get_text() == str(i)
+            assert (await ask(model, HI)).get_text() == str(i)
         assert len(model._retired) <= 5
         await model.aclose()
     keys = [r.headers["authorization"] for r in server.requests]

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio.lowlevel
 import pytest
+from _model_calls import ask
 from _wire_server import Reply, WireServer, openai_completion, openai_error
 from pydantic import BaseModel
 
@@ -75,14 +76,14 @@ async def test_408_409_and_x_should_retry(server: WireServer) -> None:
     model = fast_model(server)
     ok = Reply(json=openai_completion(text="ok"))
     server.script(openai_error(408, "timeout"), openai_error(409, "conflict"), ok)
-    assert (await model(USER)).get_text() == "ok"
+    assert (await ask(model, USER)).get_text() == "ok"
     assert len(server.requests) == 3
     server.script(openai_error(503, "down", x_should_retry="false"))
     with pytest.raises(ModelAPIError, match="down"):
-        await model(USER)
+        await ask(model, USER)
     assert len(server.requests) == 4
     server.script(openai_error(400, "odd but retryable", x_should_retry="true"), ok)
-    assert (await model(USER)).get_text() == "ok"
+    assert (await ask(model, USER)).get_text() == "ok"
     await model.aclose()
 
 
@@ -93,7 +94,7 @@ async def test_http_date_retry_after_and_max_retries_shortcut(server: WireServer
     assert model.retry.max_retries == 0 and model.retry.initial_delay == RetryPolicy().initial_delay
     server.script(openai_error(429, "slow down"))
     with pytest.raises(RateLimitError, match="slow down"):
-        await model(USER)
+        await ask(model, USER)
     assert len(server.requests) == 1
     await model.aclose()
     model = fast_model(server)
@@ -101,7 +102,7 @@ async def test_http_date_retry_after_and_max_retries_shortcut(server: WireServer
     server.script(
         openai_error(429, "slow down", retry_after=date), Reply(json=openai_completion(text="ok"))
     )
-    assert (await model(USER)).get_text() == "ok"
+    assert (await ask(model, USER)).get_text() == "ok"
     await model.aclose()
 
 
@@ -231,7 +232,7 @@ async def test_base_url_from_environment(
     monkeypatch.setenv("OPENAI_API_KEY", "env-key")
     server.script(Reply(json=openai_completion(text="ok")))
     model = from_string("openai:m", stream=False)
-    assert (await model(USER)).get_text() == "ok"  # type: ignore[union-attr]
+    assert (await ask(model, USER)).get_text() == "ok"  # type: ignore[union-attr]
     assert server.requests[0].headers["authorization"] == "Bearer env-key"
     await model.aclose()
     await model.aclose()  # idempotent

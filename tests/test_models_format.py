@@ -5,6 +5,7 @@ from __future__ import annotations
 from agentkit.messages import Msg
 from agentkit.models import _anthropic_format as anth
 from agentkit.models import _openai_format as oai
+from agentkit.models._base import ToolDefinition
 
 IMG = {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "QQ=="}}
 WAV = {"type": "audio", "source": {"type": "base64", "media_type": "audio/wav", "data": "UklG"}}
@@ -164,19 +165,18 @@ def test_anthropic_tool_results_in_assistant_message_are_split_out() -> None:
 
 def test_anthropic_tools_and_choices() -> None:
     tools = [
-        {
-            "type": "function",
-            "function": {"name": "a", "parameters": {"type": "object", "properties": {}}},
-        },
-        {"name": "b", "description": "bare schema"},
+        ToolDefinition("a", "", {"type": "object", "properties": {}}),
+        ToolDefinition("b", "bare schema", {}),
     ]
-    assert anth.format_tools(tools) == [
+    server_tool = {"type": "web_search_20250305", "name": "web_search"}
+    assert anth.format_tools(tools, [server_tool]) == [
         {"name": "a", "input_schema": {"type": "object", "properties": {}}},
         {
             "name": "b",
             "description": "bare schema",
             "input_schema": {"type": "object", "properties": {}},
         },
+        server_tool,
     ]
     assert anth.format_tool_choice(None, None) is None
     assert anth.format_tool_choice(None, False) == {

@@ -22,7 +22,14 @@ from agentkit.exceptions import (
     RateLimitError,
 )
 from agentkit.messages import Msg
-from agentkit.models import GoogleModel, RetryPolicy, ToolDefinition, from_string
+from agentkit.models import (
+    GoogleModel,
+    ModelRequest,
+    OutputSpec,
+    RetryPolicy,
+    ToolDefinition,
+    from_string,
+)
 
 MODEL = "gemini-2.5-flash"
 PATH = f"/v1beta/models/{MODEL}:generateContent"
@@ -103,7 +110,10 @@ async def test_text_answer_with_system_instruction_settings_and_usage() -> None:
         model = model_for(server)
         messages = [Msg("s", "Be brief.", "system"), *USER]
         response = await model.request(
-            messages, settings={"temperature": 0.2, "max_tokens": 64, "stop": ["END"], "seed": 3}
+            ModelRequest(
+                messages,
+                settings={"temperature": 0.2, "max_tokens": 64, "stop": ["END"], "seed": 3},
+            )
         )
         await model.aclose()
         request = server.requests[0]
@@ -132,7 +142,7 @@ async def test_empty_system_prompt_sends_no_system_instruction() -> None:
     async with WireServer() as server:
         server.script(Reply(json=answer([{"text": "ok"}])))
         model = model_for(server)
-        await model.request([Msg("s", "", "system"), *USER])
+        await model.request(ModelRequest([Msg("s", "", "system"), *USER]))
         await model.aclose()
     assert "systemInstruction" not in server.requests[0].json
 
@@ -146,7 +156,7 @@ async def test_streamed_text_is_cumulative_and_a_trailing_signature_joins_the_te
         )
         server.script(Stream(events=events))
         model = model_for(server, stream=True)
-        chunks = [c async for c in model.request_stream(USER)]
+        chunks = [c async for c in model.request_stream(ModelRequest(USER))]
         await model.aclose()
         request = server.requests[0]
     assert request.path == STREAM_PATH
@@ -176,7 +186,7 @@ async def test_parallel_calls_keep_ids_and_signatures_and_replay_them_verbatim()
     async with WireServer() as server:
         server.script(Reply(json=answer(calls)), Reply(json=answer([{"text": "3 and 7"}])))
         model = model_for(server)
-        first = await model.request(USER, [ADD], {"tool_choice": "required"})
+        first = await model.request(ModelRequest(USER, [ADD], settings={"tool_choice": "required"}))
         assert [(c["id"], c["name"], c["input"]) for c in first.tool_calls] == [
             ("c1", "add", {"a": 1, "b": 2}),
             ("c2", "add", {"a": 3, "b": 4}),
@@ -197,7 +207,7 @@ async def test_parallel_calls_keep_ids_and_signatures_and_replay_them_verbatim()
             "user",
         )
         second = await model.request(
-            [*USER, Msg("bot", first.content, "assistant"), results], [ADD]
+            ModelRequest([*USER, Msg("bot", first.content, "assistant"), results], [ADD])
         )
         await model.aclose()
     assert second.get_text() == "3 and 7"
@@ -243,7 +253,12 @@ async def test_streamed_calls_and_tool_choice_by_name() -> None:
         )
         server.script(Stream(events=events))
         model = model_for(server, stream=True)
-        chunks = [c async for c in model.request_stream(USER, [ADD], {"tool_choice": "add"})]
+        chunks = [
+            c
+            async for c in model.request_stream(
+                ModelRequest(USER, [ADD], settings={"tool_choice": "add"})
+            )
+        ]
         await model.aclose()
     final = chunks[-1]
     ids = [c["id"] for c in final.tool_calls]
@@ -263,7 +278,7 @@ async def test_calls_from_another_provider_get_the_documented_placeholder_signat
     async with WireServer() as server:
         server.script(Reply(json=answer([{"text": "ok"}])))
         model = model_for(server)
-        await model.request([*USER, history], [ADD])
+        await model.request(ModelRequest([*USER, history], [ADD]))
         await model.aclose()
     part = server.requests[0].json["contents"][1]["parts"][0]
     assert base64.urlsafe_b64decode(part["thoughtSignature"]) == b"skip_thought_signature_validator"
@@ -281,9 +296,11 @@ async def test_thought_summaries_become_thinking_blocks_and_signed_ones_go_back(
             Reply(json=answer(parts, usageMetadata=meta)), Reply(json=answer([{"text": "ok"}]))
         )
         model = model_for(server, thinking={"include_thoughts": True, "thinking_budget": 512})
-        response = await model.request(USER)
+        response = await model.request(ModelRequest(USER))
         await model.request(
-            [*USER, Msg("bot", response.content, "assistant"), Msg("u", "and?", "user")]
+            ModelRequest(
+                [*USER, Msg("bot", response.content, "assistant"), Msg("u", "and?", "user")]
+            )
         )
         await model.aclose()
     assert response.content[0]["type"] == "thinking"
@@ -312,7 +329,7 @@ async def test_structured_output_asks_for_json_by_schema_and_validates_it() -> N
         text = '{"name": "Oslo", "population": 700000}'
         server.script(Reply(json=answer([{"text": text}])))
         model = model_for(server)
-        response = await model.request(USER, settings={"output_type": City})
+        response = await model.request(ModelRequest(USER, output=OutputSpec(City, "native")))
         await model.aclose()
     config = server.requests[0].json["generationConfig"]
     assert config["responseMimeType"] == "application/json"
@@ -355,7 +372,7 @@ async def test_images_pdfs_and_audio_go_as_inline_data_and_urls_as_file_data() -
     async with WireServer() as server:
         server.script(Reply(json=answer([{"text": "seen"}])))
         model = model_for(server)
-        await model.request([Msg("user", blocks, "user")])
+        await model.request(ModelRequest([Msg("user", blocks, "user")]))
         await model.aclose()
     parts = camel(server.requests[0].json["contents"][0]["parts"])
     assert parts[0] == {"text": "look"}
@@ -376,7 +393,7 @@ async def test_rate_limit_is_retried_then_raised_as_rate_limit_error() -> None:
         server.script(limited, limited, limited)
         model = model_for(server)
         with pytest.raises(RateLimitError) as caught:
-            await model.request(USER)
+            await model.request(ModelRequest(USER))
         await model.aclose()
     assert len(server.requests) == 3  # the first try and FAST's two retries
     assert caught.value.status_code == 429 and caught.value.provider == "google"
@@ -391,7 +408,7 @@ async def test_unavailable_is_retried_until_the_answer_comes() -> None:
             Reply(json=answer([{"text": "back"}])),
         )
         model = model_for(server)
-        response = await model.request(USER)
+        response = await model.request(ModelRequest(USER))
         await model.aclose()
     assert response.get_text() == "back" and len(server.requests) == 3
 
@@ -418,7 +435,7 @@ async def test_client_errors_are_mapped_and_not_retried(
         server.script(error(status, message, name))
         model = model_for(server)
         with pytest.raises(expected) as caught:
-            await model.request(USER)
+            await model.request(ModelRequest(USER))
         await model.aclose()
     assert len(server.requests) == 1
     assert isinstance(caught.value, ModelAPIError) and caught.value.status_code == status
@@ -431,7 +448,7 @@ async def test_error_in_the_stream_is_mapped() -> None:
         server.script(Stream(events=events), Stream(events=events), Stream(events=events))
         model = model_for(server, stream=True)
         with pytest.raises(RateLimitError):
-            [c async for c in model.request_stream(USER)]
+            [c async for c in model.request_stream(ModelRequest(USER))]
         await model.aclose()
 
 
@@ -442,7 +459,7 @@ async def test_stream_cut_before_any_content_is_retried() -> None:
             Stream(events=sse_events(answer([{"text": "whole"}], usageMetadata=usage()))),
         )
         model = model_for(server, stream=True)
-        chunks = [c async for c in model.request_stream(USER)]
+        chunks = [c async for c in model.request_stream(ModelRequest(USER))]
         await model.aclose()
     assert chunks[-1].get_text() == "whole" and len(server.requests) == 2
 
@@ -456,7 +473,7 @@ async def test_stream_cut_after_content_raises_a_connection_error() -> None:
         seen: list[str] = []
 
         async def read() -> None:
-            async for chunk in model.request_stream(USER):
+            async for chunk in model.request_stream(ModelRequest(USER)):
                 seen.append(chunk.get_text())
 
         with pytest.raises(ModelConnectionError):
@@ -483,9 +500,9 @@ async def test_blocked_prompt_and_safety_stop_are_named_stop_reasons() -> None:
             Reply(json=answer([{"text": "x"}], finish="MAX_TOKENS")),
         )
         model = model_for(server)
-        first = await model.request(USER)
-        second = await model.request(USER)
-        third = await model.request(USER)
+        first = await model.request(ModelRequest(USER))
+        second = await model.request(ModelRequest(USER))
+        third = await model.request(ModelRequest(USER))
         await model.aclose()
     assert first.content == [] and first.metadata is not None
     assert first.metadata["finish_reason"] == "content_filter"
@@ -501,7 +518,7 @@ async def test_negative_token_counts_are_refused() -> None:
         server.script(Reply(json=answer([{"text": "x"}], usageMetadata=usage(5, -3))))
         model = model_for(server)
         with pytest.raises(ModelAPIError, match="negative"):
-            await model.request(USER)
+            await model.request(ModelRequest(USER))
         await model.aclose()
 
 
@@ -509,7 +526,7 @@ async def test_unknown_settings_are_a_clear_error_before_sending() -> None:
     async with WireServer() as server:
         model = model_for(server)
         with pytest.raises(BadRequestError, match="invalid request settings"):
-            await model.request(USER, settings={"extra_body": {"no_such_field": 1}})
+            await model.request(ModelRequest(USER, settings={"extra_body": {"no_such_field": 1}}))
         await model.aclose()
     assert server.requests == []
 
@@ -548,7 +565,7 @@ async def test_vertex_requests_go_to_the_project_and_region_path() -> None:
             stream=False,
             retry=FAST,
         )
-        response = await model.request(USER)
+        response = await model.request(ModelRequest(USER))
         await model.aclose()
         request = server.requests[0]
     assert response.get_text() == "from vertex"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _model_calls import ask
 from _wire_server import (
     Reply,
     WireServer,
@@ -265,7 +266,7 @@ async def test_unsupported_content_is_refused_before_sending() -> None:
     async with WireServer() as server:
         model = AnthropicChatModel("c", api_key="k", base_url=server.anthropic_url, stream=False)
         with pytest.raises(UnsupportedContentError):
-            await model([Msg("u", [WAV], "user")])  # type: ignore[list-item]
+            await ask(model, [Msg("u", [WAV], "user")])  # type: ignore[list-item]
         await model.aclose()
         assert server.requests == []
 

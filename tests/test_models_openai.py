@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _model_calls import ask
 from _wire_server import (
     Reply,
     Stream,
@@ -62,7 +63,7 @@ USER = [Msg("user", "hello", "user")]
 
 async def test_text_non_streaming(model: OpenAIChatModel, server: WireServer) -> None:
     server.script(Reply(json=openai_completion(text="Hi there", usage=(12, 3))))
-    response = await model(USER)
+    response = await ask(model, USER)
     assert isinstance(response, ChatResponse)
     assert response.content == [{"type": "text", "text": "Hi there"}]
     assert (response.usage.input_tokens, response.usage.output_tokens) == (12, 3)
@@ -78,7 +79,7 @@ async def test_text_non_streaming(model: OpenAIChatModel, server: WireServer) ->
 async def test_text_streaming_is_cumulative(model: OpenAIChatModel, server: WireServer) -> None:
     model.stream = True
     server.script(Stream(openai_chunks(text="Hello streaming world", parts=5, usage=(7, 4))))
-    chunks = await collect(await model(USER))
+    chunks = await collect(await ask(model, USER))
     texts = [c.get_text() for c in chunks]
     assert len(chunks) >= 5
     assert all(b.startswith(a) for a, b in itertools.pairwise(texts))
@@ -98,7 +99,7 @@ async def test_parallel_tool_calls_interleaved(model: OpenAIChatModel, server: W
         ("call_c", "ping", ""),
     ]
     server.script(Stream(openai_chunks(tool_calls=calls, parts=6, interleave=True)))
-    chunks = await collect(await model(USER))
+    chunks = await collect(await ask(model, USER))
     final = chunks[-1]
     assert final.content == [
         {
@@ -122,7 +123,7 @@ async def test_tool_arguments_split_over_many_chunks(
     model.stream = True
     args = json.dumps({"text": "ünïcødé " * 20, "n": [1, 2, 3], "nested": {"k": "}"}})
     server.script(Stream(openai_chunks(tool_calls=[("c1", "echo", args)], parts=len(args))))
-    chunks = await collect(await model(USER))
+    chunks = await collect(await ask(model, USER))
     raws = [
         c.tool_calls[0]["raw_input"]
         for c in chunks
@@ -138,7 +139,7 @@ async def test_malformed_arguments_kept_raw(model: OpenAIChatModel, server: Wire
     server.script(
         Reply(json=openai_completion(tool_calls=[("c1", "f", '{"a": 1,'), ("c2", "g", "[1]")]))
     )
-    response = await model(USER)
+    response = await ask(model, USER)
     assert response.tool_calls == [
         {"type": "tool_use", "id": "c1", "name": "f", "input": {}, "raw_input": '{"a": 1,'},
         {"type": "tool_use", "id": "c2", "name": "g", "input": {}, "raw_input": "[1]"},
@@ -150,7 +151,7 @@ async def test_unknown_finish_reason_does_not_crash(
 ) -> None:
     model.stream = True
     server.script(Stream(openai_chunks(text="ok", finish_reason="brand_new_reason")))
-    chunks = await collect(await model(USER))
+    chunks = await collect(await ask(model, USER))
     assert chunks[-1].metadata == {
         "finish_reason": "other",
         "provider_finish_reason": "brand_new_reason",
@@ -165,12 +166,12 @@ async def test_reasoning_content_becomes_thinking(
         Stream(openai_chunks(text="42", reasoning="Let me think.", parts=4)),
         Reply(json=openai_completion(text="42", reasoning="Because.")),
     )
-    chunks = await collect(await model(USER))
+    chunks = await collect(await ask(model, USER))
     assert chunks[-1].content == [
         {"type": "thinking", "thinking": "Let me think."},
         {"type": "text", "text": "42"},
     ]
-    response = await model(USER, stream=False)
+    response = await ask(model, USER, stream=False)
     assert response.content[0] == {"type": "thinking", "thinking": "Because."}
 
 
@@ -182,7 +183,7 @@ async def test_429_then_success_honours_retry_after(
         Reply(json=openai_completion(text="finally")),
     )
     started = time.perf_counter()
-    response = await model(USER)
+    response = await ask(model, USER)
     assert time.perf_counter() - started >= 0.14
     assert response.get_text() == "finally"
     assert len(server.requests) == 2
@@ -192,7 +193,7 @@ async def test_429_then_success_honours_retry_after(
 async def test_500_gives_up_after_max_retries(model: OpenAIChatModel, server: WireServer) -> None:
     server.script(*[openai_error(500, "The server had an error") for _ in range(3)])
     with pytest.raises(ModelAPIError) as info:
-        await model(USER)
+        await ask(model, USER)
     assert len(server.requests) == 3  # first try + max_retries=2
     assert info.value.status_code == 500
     assert "The server had an error" in str(info.value)
@@ -202,7 +203,7 @@ async def test_500_gives_up_after_max_retries(model: OpenAIChatModel, server: Wi
 async def test_401_is_not_retried(model: OpenAIChatModel, server: WireServer) -> None:
     server.script(openai_error(401, "Incorrect API key provided"))
     with pytest.raises(AuthenticationError, match="Incorrect API key provided") as info:
-        await model(USER)
+        await ask(model, USER)
     assert info.value.status_code == 401 and info.value.provider == "openai"
     assert len(server.requests) == 1
 
@@ -218,13 +219,13 @@ async def test_400_mapping_and_context_window(model: OpenAIChatModel, server: Wi
         openai_error(429, "Too many", retry_after="3600"),
     )
     with pytest.raises(BadRequestError) as info:
-        await model(USER)
+        await ask(model, USER)
     assert not isinstance(info.value, ContextWindowError)
     with pytest.raises(ContextWindowError, match="maximum context length"):
-        await model(USER)
+        await ask(model, USER)
     started = time.perf_counter()
     with pytest.raises(RateLimitError):  # Retry-After beyond the policy: raised at once
-        await model(USER)
+        await ask(model, USER)
     assert time.perf_counter() - started < 5
     assert len(server.requests) == 3
 
@@ -234,7 +235,7 @@ async def test_connection_refused_is_retried_then_mapped() -> None:
         url = srv.openai_url
     model = OpenAIChatModel("m", api_key="k", base_url=url, stream=False, retry=FAST)
     with pytest.raises(ModelConnectionError):
-        await model(USER)
+        await ask(model, USER)
     await model.aclose()
 
 
@@ -244,7 +245,7 @@ async def test_stream_cut_midway(model: OpenAIChatModel, server: WireServer) -> 
     server.script(Stream(events[:4], then="cut"))
     received: list[ChatResponse] = []
     with pytest.raises(ModelConnectionError):
-        await collect(await model(USER), into=received)
+        await collect(await ask(model, USER), into=received)
     assert received and received[-1].get_text()  # partial text reached the consumer first
     assert len(server.requests) == 1  # a started stream is never retried
 
@@ -255,7 +256,7 @@ async def test_stream_ending_without_done_is_an_error(
     model.stream = True
     server.script(Stream(openai_chunks(text="abc")[:2]))  # clean end, no finish, no [DONE]
     with pytest.raises(ModelConnectionError, match="ended before"):
-        await collect(await model(USER))
+        await collect(await ask(model, USER))
 
 
 async def test_cancellation_mid_stream_releases_connection(
@@ -269,7 +270,7 @@ async def test_cancellation_mid_stream_releases_connection(
     got_chunk = asyncio.Event()
 
     async def consume() -> None:
-        async for _ in await model(USER):
+        async for _ in await ask(model, USER):
             got_chunk.set()
 
     task = asyncio.create_task(consume())
@@ -291,7 +292,7 @@ async def test_consecutive_streams_reuse_one_connection(
     for text in ("first answer", "second answer", "third answer"):
         server.script(Stream(openai_chunks(text=text)))
     for text in ("first answer", "second answer", "third answer"):
-        chunks = await collect(await model(USER))
+        chunks = await collect(await ask(model, USER))
         assert chunks[-1].get_text() == text
     assert len(server.requests) == 3
     assert server.connections == 1
@@ -305,7 +306,7 @@ async def test_stream_body_that_does_not_end_is_not_waited_for(
     model.stream = True
     stream = Stream(openai_chunks(text="done early"), then="hang")
     server.script(stream)
-    chunks = await asyncio.wait_for(collect(await model(USER)), 10)  # the body never ends
+    chunks = await asyncio.wait_for(collect(await ask(model, USER)), 10)  # the body never ends
     assert chunks[-1].get_text() == "done early"
     await asyncio.wait_for(stream.closed.wait(), 10)
 
@@ -373,8 +374,13 @@ async def test_multi_turn_request_body_is_exact(model: OpenAIChatModel, server: 
             },
         }
     ]
-    await model(
-        MULTI_TURN, tools=tools, tool_choice="weather", parallel_tool_calls=False, temperature=0.2
+    await ask(
+        model,
+        MULTI_TURN,
+        tools=tools,
+        tool_choice="weather",
+        parallel_tool_calls=False,
+        temperature=0.2,
     )
     assert server.requests[0].json == {
         "model": "gpt-test",
@@ -432,7 +438,7 @@ async def test_reasoning_content_round_trip_option(server: WireServer) -> None:
         "ds", api_key="k", base_url=server.openai_url, stream=False, reasoning_content=True
     )
     server.script(Reply(json=openai_completion(text="ok")))
-    await model(MULTI_TURN[2:3])
+    await ask(model, MULTI_TURN[2:3])
     assert server.requests[0].json["messages"][0]["reasoning_content"] == "plan"
     await model.aclose()
 
@@ -453,14 +459,14 @@ async def test_structured_output(model: OpenAIChatModel, server: WireServer) -> 
         Reply(json=openai_completion(text='{"city": 5}')),
         Reply(json=openai_completion(text='{"city": "Oslo"}')),
     )
-    response = await model(USER, structured_model=Answer)
+    response = await ask(model, USER, output=Answer)
     assert response.metadata["structured_output"] == {"city": "Oslo", "temperature": -3.0}
     fmt = server.requests[0].json["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     assert fmt["json_schema"]["schema"]["additionalProperties"] is False
-    bad = await model(USER, structured_model=Answer)
+    bad = await ask(model, USER, output=Answer)
     assert "structured_output" not in bad.metadata and "structured_output_error" in bad.metadata
-    loose = await model(USER, structured_model=Loose)
+    loose = await ask(model, USER, output=Loose)
     assert loose.metadata["structured_output"] == {"city": "Oslo", "note": ""}
     assert server.requests[2].json["response_format"]["json_schema"]["strict"] is False
 
@@ -472,7 +478,7 @@ async def test_error_event_in_stream(model: OpenAIChatModel, server: WireServer)
     failed = Stream([sse({"error": {"message": "upstream overloaded", "code": "server_error"}})])
     server.script(failed, failed, failed)
     with pytest.raises(ModelAPIError, match="upstream overloaded"):
-        await collect(await model(USER))
+        await collect(await ask(model, USER))
     # Before any content: retried by its status (a 5xx without one), like an HTTP 500.
     assert len(server.requests) == 1 + FAST.max_retries
 
@@ -481,7 +487,7 @@ async def test_missing_api_key_is_authentication_error(monkeypatch: pytest.Monke
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(AuthenticationError):
-        await model(USER)
+        await ask(model, USER)
 
 
 async def test_closing_the_stream_early_releases_connection(
@@ -492,7 +498,7 @@ async def test_closing_the_stream_early_releases_connection(
         openai_chunks(text="a long answer", parts=5, done=False, usage=None)[:4], then="hang"
     )
     server.script(stream)
-    output = await model(USER)
+    output = await ask(model, USER)
     async with contextlib.aclosing(output):  # type: ignore[type-var]
         async for chunk in output:
             assert chunk.get_text()
@@ -514,10 +520,10 @@ async def test_malformed_shapes_raise_model_response_error(
         Reply(body=b"<html>proxy error</html>"),
     )
     with pytest.raises(ModelResponseError, match="unexpected answer shape"):
-        await model(USER)
+        await ask(model, USER)
     with pytest.raises(ModelResponseError, match="not valid JSON"):
-        await model(USER)
+        await ask(model, USER)
     model.stream = True
     server.script(Stream([sse({"choices": [{"delta": {"tool_calls": [7]}}]})]))
     with pytest.raises(ModelResponseError, match="unexpected answer shape"):
-        await collect(await model(USER))
+        await collect(await ask(model, USER))

@@ -9,6 +9,7 @@ from typing import Any
 
 import openai
 import pytest
+from _model_calls import ask, request_of
 from _wire_server import (
     Reply,
     Stream,
@@ -80,7 +81,7 @@ async def test_text_non_streaming_exact_request(
             )
         )
     )
-    response = await model([Msg("system", "Be brief.", "system"), *USER])
+    response = await ask(model, [Msg("system", "Be brief.", "system"), *USER])
     assert isinstance(response, ChatResponse)
     assert response.content == [{"type": "text", "text": "Hi there"}]
     assert response.id == "resp_1"
@@ -109,7 +110,7 @@ async def test_streaming_is_cumulative_and_final_has_usage(
 ) -> None:
     model.stream = True
     server.script(Stream(responses_stream([responses_message("Hello streaming world")], parts=4)))
-    chunks = await collect(await model(USER))
+    chunks = await collect(await ask(model, USER))
     texts = [c.get_text() for c in chunks]
     assert len(chunks) >= 4
     assert all(a == b[: len(a)] for a, b in itertools.pairwise(texts))
@@ -130,7 +131,7 @@ async def test_parallel_function_calls_streamed(
     ]
     server.script(Stream(responses_stream(output, parts=3)))
     chunks = await collect(
-        await model(USER, tools=[ADD], tool_choice="required", parallel_tool_calls=True)
+        await ask(model, USER, tools=[ADD], tool_choice="required", parallel_tool_calls=True)
     )
     partial = [c for c in chunks if any("raw_input" in b for b in c.content)]
     assert partial, "arguments streamed in pieces show as raw_input while incomplete"
@@ -155,7 +156,7 @@ async def test_parallel_function_calls_streamed(
 
 
 async def test_forced_tool_choice_format(model: OpenAIResponsesModel) -> None:
-    body = model.format_request(USER, tools=[ADD], tool_choice="add")
+    body = model.format_request(request_of(USER, tools=[ADD], tool_choice="add"))
     assert body["tool_choice"] == {"type": "function", "name": "add"}
 
 
@@ -169,7 +170,7 @@ async def test_reasoning_kept_with_encrypted_content_and_replayed(
         responses_call("call_a", "add", '{"a": 1, "b": 2}'),
     ]
     server.script(Stream(responses_stream(output)))
-    final = (await collect(await model(USER, tools=[ADD])))[-1]
+    final = (await collect(await ask(model, USER, tools=[ADD])))[-1]
     thinking = final.content[0]
     assert thinking == {
         "type": "thinking",
@@ -188,7 +189,7 @@ async def test_reasoning_kept_with_encrypted_content_and_replayed(
             "user",
         ),
     ]
-    body = model.format_request(history, tools=[ADD])
+    body = model.format_request(request_of(history, tools=[ADD]))
     assert body["reasoning"] == {"effort": "low", "summary": "auto"}
     assert body["input"] == [
         {"role": "user", "content": "hello"},
@@ -283,7 +284,7 @@ async def test_structured_output(model: OpenAIResponsesModel, server: WireServer
     server.script(
         Reply(json=responses_body([responses_message('{"city": "Paris", "population": 2}')]))
     )
-    response = await model(USER, structured_model=Answer)
+    response = await ask(model, USER, output=Answer)
     assert response.metadata["structured_output"] == {"city": "Paris", "population": 2}
     fmt = server.requests[0].json["text"]["format"]
     assert fmt["type"] == "json_schema" and fmt["name"] == "Answer" and fmt["strict"] is True
@@ -292,7 +293,7 @@ async def test_structured_output(model: OpenAIResponsesModel, server: WireServer
 
 async def test_structured_output_keeps_other_text_options(model: OpenAIResponsesModel) -> None:
     model.generate_kwargs = {"text": {"verbosity": "low"}}
-    body = model.format_request(USER, structured_model=Answer)
+    body = model.format_request(request_of(USER, output=Answer))
     assert body["text"]["verbosity"] == "low" and body["text"]["format"]["name"] == "Answer"
 
 
@@ -312,10 +313,10 @@ async def test_refusal_and_incomplete(model: OpenAIResponsesModel, server: WireS
             )
         ),
     )
-    first = await model(USER)
+    first = await ask(model, USER)
     assert first.get_text() == "I can't help with that."
     assert first.metadata["refusal"] == "I can't help with that."
-    second = await model(USER)
+    second = await ask(model, USER)
     assert second.metadata == {"finish_reason": "length"}
 
 
@@ -325,7 +326,7 @@ async def test_retries_then_succeeds(model: OpenAIResponsesModel, server: WireSe
         openai_error(503, "busy"),
         Reply(json=responses_body([responses_message("ok")])),
     )
-    response = await model(USER)
+    response = await ask(model, USER)
     assert response.get_text() == "ok"
     assert len(server.requests) == 3
 
@@ -339,11 +340,11 @@ async def test_errors_are_mapped(model: OpenAIResponsesModel, server: WireServer
         openai_error(429, "slow"),
     )
     with pytest.raises(ContextWindowError):
-        await model(USER)
+        await ask(model, USER)
     with pytest.raises(AuthenticationError):
-        await model(USER)
+        await ask(model, USER)
     with pytest.raises(RateLimitError):
-        await model(USER)
+        await ask(model, USER)
     assert len(server.requests) == 5  # 1 + 1 + (1 + 2 retries)
 
 
@@ -351,7 +352,7 @@ async def test_failed_response_body_raises(model: OpenAIResponsesModel, server: 
     error = {"code": "server_error", "message": "The model failed."}
     server.script(Reply(json=responses_body([], status="failed", error=error)))
     with pytest.raises(ModelAPIError, match="The model failed"):
-        await model(USER)
+        await ask(model, USER)
 
 
 async def test_stream_error_event_and_failed_event(
@@ -378,9 +379,9 @@ async def test_stream_error_event_and_failed_event(
         Stream(failed),
     )
     with pytest.raises(RateLimitError, match="Too fast"):
-        await collect(await model(USER))
+        await collect(await ask(model, USER))
     with pytest.raises(ModelAPIError, match="Boom"):
-        await collect(await model(USER))
+        await collect(await ask(model, USER))
 
 
 async def test_stream_cut_before_completed_raises(
@@ -389,12 +390,12 @@ async def test_stream_cut_before_completed_raises(
     model.stream = True
     server.script(Stream(responses_stream([responses_message("half")], complete=False)))
     with pytest.raises(ModelConnectionError, match="before the answer was complete"):
-        await collect(await model(USER))
+        await collect(await ask(model, USER))
 
 
 async def test_store_true_sends_no_include(server: WireServer) -> None:
     m = OpenAIResponsesModel("g", api_key="k", base_url=server.openai_url, store=True)
-    body = m.format_request(USER, stream=False)
+    body = m.format_request(request_of(USER), stream=False)
     assert body == {"model": "g", "input": [{"role": "user", "content": "hello"}], "store": True}
     await m.aclose()
 
@@ -454,7 +455,7 @@ async def test_cancelled_stream_releases_the_connection(
     seen: list[str] = []
 
     async def consume() -> None:
-        async for chunk in await model(USER):  # type: ignore[union-attr]
+        async for chunk in await ask(model, USER):  # type: ignore[union-attr]
             seen.append(chunk.get_text())
 
     async with anyio.create_task_group() as tg:
@@ -501,7 +502,7 @@ async def test_cost_is_priced_like_openai(model: OpenAIResponsesModel, server: W
     set_price("gpt-test", ModelPrice(input_per_mtok=1.0, output_per_mtok=2.0), provider="openai")
     try:
         server.script(Reply(json=responses_body([responses_message("ok")], usage=(1000, 500))))
-        response = await model(USER)
+        response = await ask(model, USER)
     finally:
         set_price("gpt-test", None, provider="openai")
     assert response.usage is not None and response.usage.cost == pytest.approx(0.002)

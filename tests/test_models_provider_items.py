@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from _model_calls import ask, request_of
 from _wire_server import (
     Reply,
     Stream,
@@ -63,13 +64,13 @@ async def test_server_tool_blocks_and_citations_are_kept_and_replayed() -> None:
             Reply(json=anthropic_message([{"type": "text", "text": "ok"}])),
         )
         model = AnthropicChatModel("c", api_key="k", base_url=server.anthropic_url, stream=False)
-        first = await model(USER, tools=[WEB_SEARCH_TOOL])
+        first = await ask(model, USER, tools=[WEB_SEARCH_TOOL])
         assert isinstance(first, ChatResponse)
         assert first.content == [_provider(SERVER_USE), _provider(SEARCH_RESULT), ANSWER]
         assert first.tool_calls == []  # a server tool is not ours to run
         reply = Msg("bot", first.content, "assistant")
         restored = Msg.from_dict(json.loads(json.dumps(reply.to_dict())))
-        await model([*USER, restored, Msg("user", "More?", "user")])
+        await ask(model, [*USER, restored, Msg("user", "More?", "user")])
         await model.aclose()
         sent = server.requests[1].json["messages"]
     assert sent[1] == {"role": "assistant", "content": [SERVER_USE, SEARCH_RESULT, ANSWER]}
@@ -133,7 +134,7 @@ async def test_streamed_server_tool_input_and_citation_deltas() -> None:
     async with WireServer() as server:
         server.script(Stream(events))
         model = AnthropicChatModel("c", api_key="k", base_url=server.anthropic_url)
-        chunks = [c async for c in await model(USER)]  # type: ignore[union-attr]
+        chunks = [c async for c in await ask(model, USER)]  # type: ignore[union-attr]
         await model.aclose()
     assert chunks[-1].content == [_provider(SERVER_USE), _provider(SEARCH_RESULT), ANSWER]
 
@@ -153,8 +154,8 @@ async def test_prompt_caching_marks_system_and_tools_and_reports_cache_usage() -
     async with WireServer() as server:
         server.script(Reply(json={**body, "usage": usage}), Reply(json={**body, "usage": second}))
         model = AnthropicChatModel("c", api_key="k", base_url=server.anthropic_url, stream=False)
-        first = await model(messages, tools=[tool, other], cache={})
-        again = await model(messages, tools=[tool, other], cache={"ttl": "1h"})
+        first = await ask(model, messages, tools=[tool, other], cache={})
+        again = await ask(model, messages, tools=[tool, other], cache={"ttl": "1h"})
         await model.aclose()
         requests = [r.json for r in server.requests]
     ephemeral = {"type": "ephemeral"}
@@ -172,7 +173,7 @@ async def test_prompt_caching_marks_system_and_tools_and_reports_cache_usage() -
 
 def test_caching_is_off_by_default() -> None:
     model = AnthropicChatModel("c", api_key="k")
-    body = model.format_request([Msg("s", "sys", "system"), *USER])
+    body = model.format_request(request_of([Msg("s", "sys", "system"), *USER]))
     assert "cache_control" not in json.dumps(body)
 
 
@@ -187,7 +188,7 @@ def test_provider_items_go_only_to_their_provider() -> None:
     assert oai.format_messages(history)[1] == {"role": "assistant", "content": "x"}
     assert rsp.format_input(history)[1:] == [web_call, {"role": "assistant", "content": "x"}]
     model = AnthropicChatModel("c", api_key="k")
-    turns = model.format_request(history)["messages"]
+    turns = model.format_request(request_of(history))["messages"]
     assert turns[1]["content"] == [SERVER_USE, {"type": "text", "text": "x"}]
 
 
@@ -201,7 +202,7 @@ async def test_responses_built_in_tool_items_are_kept_and_replayed() -> None:
     async with WireServer() as server:
         server.script(Reply(json=responses_body([web_call, responses_message("Found it.")])))
         model = OpenAIResponsesModel("g", api_key="k", base_url=server.openai_url, stream=False)
-        response = await model(USER, tools=[{"type": "web_search"}])
+        response = await ask(model, USER, tools=[{"type": "web_search"}])
         await model.aclose()
     assert isinstance(response, ChatResponse)
     assert response.content[0] == {

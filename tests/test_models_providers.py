@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _model_calls import ask
 from _wire_server import (
     Reply,
     Stream,
@@ -64,14 +65,14 @@ async def test_azure_chat_uses_the_deployment_path_and_api_key(server: WireServe
         stream=False,
         retry=FAST,
     )
-    response = await model(USER)
+    response = await ask(model, USER)
     assert isinstance(response, ChatResponse) and response.get_text() == "hi from azure"
     request = server.requests[0]
     assert request.path == f"/openai/deployments/my-gpt4o/chat/completions?api-version={VERSION}"
     assert request.headers["api-key"] == "az-key"
     assert "authorization" not in request.headers
     assert request.json == {"model": "my-gpt4o", "messages": [{"role": "user", "content": "hello"}]}
-    chunks = [c async for c in await model(USER, stream=True)]  # type: ignore[union-attr]
+    chunks = [c async for c in await ask(model, USER, stream=True)]  # type: ignore[union-attr]
     assert chunks[-1].get_text() == "streamed"
     assert server.requests[1].path == server.requests[0].path
     assert model.provider == "azure"
@@ -97,8 +98,8 @@ async def test_azure_entra_token_provider_is_called_per_request(server: WireServ
         stream=False,
         retry=FAST,
     )
-    await model(USER)
-    await model(USER)  # retried once after the 503
+    await ask(model, USER)
+    await ask(model, USER)  # retried once after the 503
     auth = [r.headers["authorization"] for r in server.requests]
     assert auth == ["Bearer entra-1", "Bearer entra-2", "Bearer entra-3"]
     assert all("api-key" not in r.headers for r in server.requests)
@@ -111,7 +112,7 @@ async def test_azure_base_url_with_deployment_is_used_as_is(server: WireServer) 
     model = AzureOpenAIChatModel(
         "dep2", base_url=base, api_version=VERSION, api_key="k", stream=False
     )
-    await model(USER)
+    await ask(model, USER)
     assert (
         server.requests[0].path
         == f"/openai/deployments/dep2/chat/completions?api-version={VERSION}"
@@ -128,7 +129,7 @@ async def test_azure_responses_path(server: WireServer) -> None:
         api_key="az",
         stream=False,
     )
-    assert (await model(USER)).get_text() == "ok"  # type: ignore[union-attr]
+    assert (await ask(model, USER)).get_text() == "ok"  # type: ignore[union-attr]
     request = server.requests[0]
     assert request.path == "/openai/responses?api-version=2025-04-01-preview"
     assert request.json["model"] == "my-o4" and request.json["store"] is False
@@ -145,7 +146,7 @@ async def test_azure_settings_from_the_sdk_environment(
     server.script(Reply(json=openai_completion(text="ok")))
     model = from_string("azure:envdep", stream=False)
     assert isinstance(model, AzureOpenAIChatModel)
-    await model(USER)
+    await ask(model, USER)
     assert server.requests[0].path.startswith("/openai/deployments/envdep/chat/completions")
     assert server.requests[0].headers["api-key"] == "env-az"
     await model.aclose()
@@ -164,7 +165,7 @@ async def test_azure_missing_setting_names_the_variable(
 ) -> None:
     model = AzureOpenAIChatModel("dep", stream=False, **kwargs)
     with pytest.raises(AuthenticationError, match=missing):
-        await model(USER)
+        await ask(model, USER)
 
 
 # -- Gemini (OpenAI-compatible endpoint) ---------------------------------------------------
@@ -182,7 +183,7 @@ async def test_gemini_thought_signature_kept_and_sent_back(
     model = from_string("gemini:gemini-3-flash", base_url=server.openai_url, stream=False)
     assert isinstance(model, OpenAIChatModel) and model.provider == "gemini"
     server.script(Reply(json=_gemini_call("SIG-1")), Reply(json=openai_completion(text="done")))
-    first = await model(USER, tools=[])
+    first = await ask(model, USER, tools=[])
     assert isinstance(first, ChatResponse)
     call = first.content[0]
     assert call["extra_content"] == {"google": {"thought_signature": "SIG-1"}}  # type: ignore[typeddict-item]
@@ -193,7 +194,7 @@ async def test_gemini_thought_signature_kept_and_sent_back(
             "user", [{"type": "tool_result", "id": "call_g", "name": "add", "output": "1"}], "user"
         ),
     ]
-    await model(history)
+    await ask(model, history)
     sent = server.requests[1].json["messages"][1]["tool_calls"][0]
     assert sent["extra_content"] == {"google": {"thought_signature": "SIG-1"}}
     assert server.requests[0].headers["authorization"] == "Bearer gm-key"
@@ -209,7 +210,7 @@ async def test_gemini_thought_signature_in_a_stream(server: WireServer) -> None:
     events[1] = f"data: {json.dumps(head)}\n\n".encode()
     server.script(Stream(events))
     model = OpenAIChatModel("g", api_key="k", base_url=server.openai_url, provider="gemini")
-    chunks = [c async for c in await model(USER)]  # type: ignore[union-attr]
+    chunks = [c async for c in await ask(model, USER)]  # type: ignore[union-attr]
     assert chunks[-1].content[0]["extra_content"] == {"google": {"thought_signature": "SIG-S"}}  # type: ignore[typeddict-item]
     await model.aclose()
 
@@ -301,8 +302,8 @@ async def test_chat_usage_details_cached_and_reasoning_tokens(server: WireServer
     body["usage"]["completion_tokens_details"] = {"reasoning_tokens": 32}
     server.script(Reply(json=body), Reply(json=openai_completion(text="plain")))
     model = OpenAIChatModel("m", api_key="k", base_url=server.openai_url, stream=False)
-    first = await model(USER)
-    second = await model(USER)
+    first = await ask(model, USER)
+    second = await ask(model, USER)
     await model.aclose()
     assert isinstance(first, ChatResponse) and first.usage is not None
     assert (first.usage.cache_read_tokens, first.usage.reasoning_tokens) == (64, 32)

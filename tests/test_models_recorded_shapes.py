@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _model_calls import ask, request_of
 from _wire_server import (
     Reply,
     Stream,
@@ -121,7 +122,7 @@ async def test_list_content_gives_text_and_thinking(
     chat: OpenAIChatModel, server: WireServer
 ) -> None:
     server.script(Reply(json=_magistral_completion()))
-    response = await chat(USER)
+    response = await ask(chat, USER)
     assert response.content == [
         {"type": "thinking", "thinking": THINKING},
         {"type": "text", "text": "Hello! How can I help?"},
@@ -144,7 +145,7 @@ async def test_streamed_list_content_keeps_thinking_parts(
         b"data: [DONE]\n\n",
     ]
     server.script(Stream(events))
-    chunks = await collect(await chat(USER))
+    chunks = await collect(await ask(chat, USER))
     assert chunks[-1].content == [
         {"type": "thinking", "thinking": "The user greets me."},
         {"type": "text", "text": "Hello!"},
@@ -163,18 +164,18 @@ async def test_built_in_tools_pass_through_chat_completions(
     chat: OpenAIChatModel, server: WireServer
 ) -> None:
     server.script(Reply(json=openai_completion(text="ok")))
-    await chat(USER, tools=[*BUILT_IN, FUNCTION])
+    await ask(chat, USER, tools=[*BUILT_IN, FUNCTION])
     sent = server.requests[0].json["tools"]
-    assert sent[:2] == BUILT_IN
-    assert sent[2]["type"] == "function" and sent[2]["function"]["name"] == "add"
+    assert sent[0]["type"] == "function" and sent[0]["function"]["name"] == "add"
+    assert sent[1:] == BUILT_IN  # function tools first, built-in ones as they are
 
 
 def test_built_in_tools_pass_through_responses_and_anthropic(
     responses: OpenAIResponsesModel, claude: AnthropicChatModel
 ) -> None:
     server_tool = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
-    assert responses.format_request(USER, tools=BUILT_IN)["tools"] == BUILT_IN
-    assert claude.format_request(USER, tools=[server_tool])["tools"] == [server_tool]
+    assert responses.format_request(request_of(USER, tools=BUILT_IN))["tools"] == BUILT_IN
+    assert claude.format_request(request_of(USER, tools=[server_tool]))["tools"] == [server_tool]
 
 
 # -- errors in a stream ------------------------------------------------------------------
@@ -195,7 +196,7 @@ async def test_stream_error_event_keeps_its_status(server: WireServer) -> None:
     )
     server.script(Stream([_chunk({"role": "assistant"}), sse(GROQ_TOOL_USE_FAILED)]))
     with pytest.raises(BadRequestError, match="Failed to call a function") as caught:
-        await collect(await model(USER))
+        await collect(await ask(model, USER))
     assert (caught.value.status_code, caught.value.provider) == (400, "groq")
     assert len(server.requests) == 1  # a 400 is not retried
     await model.aclose()
@@ -212,14 +213,14 @@ TEXT_DOC = {
 def test_plain_text_document_is_sent_to_anthropic(claude: AnthropicChatModel) -> None:
     msg = Msg("user", [TEXT_DOC, {"type": "text", "text": "What colour?"}], "user")
     assert Msg.from_dict(msg.to_dict()).content == msg.content
-    content = claude.format_request([msg])["messages"][0]["content"]
+    content = claude.format_request(request_of([msg]))["messages"][0]["content"]
     assert content[0] == TEXT_DOC
 
 
 def test_plain_text_document_on_chat_completions_is_text(chat: OpenAIChatModel) -> None:
     # OpenAI: "to use text from a file in Chat Completions, send its contents as text".
     msg = Msg("user", [TEXT_DOC, {"type": "text", "text": "What colour?"}], "user")
-    sent = chat.format_request([msg])["messages"][0]
+    sent = chat.format_request(request_of([msg]))["messages"][0]
     assert sent == {"role": "user", "content": "The grass is green.\nWhat colour?"}
 
 
@@ -235,7 +236,7 @@ async def test_document_by_url_is_sent_as_a_file_part(
     url = "https://bitcoin.org/bitcoin.pdf"
     doc = {"type": "document", "source": {"type": "url", "url": url}, "filename": "bitcoin.pdf"}
     server.script(Reply(json=openai_completion(text="ok")))
-    await chat([Msg("user", [doc, {"type": "text", "text": "Summarize"}], "user")])
+    await ask(chat, [Msg("user", [doc, {"type": "text", "text": "Summarize"}], "user")])
     parts = server.requests[0].json["messages"][0]["content"]
     assert parts[0] == {"type": "file", "file": {"filename": "bitcoin.pdf", "file_data": url}}
 
@@ -258,7 +259,7 @@ async def test_hostile_usage_is_an_api_error(
     )
     server.script(Reply(body=body.encode(), headers={"content-type": "application/json"}))
     with pytest.raises(ModelAPIError, match=f"prompt_tokens.*{problem}"):
-        await chat(USER)
+        await ask(chat, USER)
 
 
 async def test_hostile_usage_on_anthropic_stream(
@@ -269,7 +270,7 @@ async def test_hostile_usage_on_anthropic_stream(
     events = [e.replace(b'"output_tokens": 5', b'"output_tokens": 1e400') for e in events]
     server.script(Stream(events))
     with pytest.raises(ModelAPIError, match="output_tokens"):
-        await collect(await claude(USER))
+        await collect(await ask(claude, USER))
 
 
 # -- system prompt, finish reasons -------------------------------------------------------
@@ -279,11 +280,17 @@ EMPTY_SYSTEM = [Msg("system", "", "system"), *USER]
 def test_empty_system_prompt_sends_no_system_message(
     chat: OpenAIChatModel, responses: OpenAIResponsesModel, claude: AnthropicChatModel
 ) -> None:
-    assert chat.format_request(EMPTY_SYSTEM)["messages"] == [{"role": "user", "content": "hello"}]
-    assert responses.format_request(EMPTY_SYSTEM)["input"] == [{"role": "user", "content": "hello"}]
-    assert "system" not in claude.format_request(EMPTY_SYSTEM)
+    assert chat.format_request(request_of(EMPTY_SYSTEM))["messages"] == [
+        {"role": "user", "content": "hello"}
+    ]
+    assert responses.format_request(request_of(EMPTY_SYSTEM))["input"] == [
+        {"role": "user", "content": "hello"}
+    ]
+    assert "system" not in claude.format_request(request_of(EMPTY_SYSTEM))
     blocks = [Msg("system", [{"type": "text", "text": ""}], "system"), *USER]
-    assert responses.format_request(blocks)["input"] == [{"role": "user", "content": "hello"}]
+    assert responses.format_request(request_of(blocks))["input"] == [
+        {"role": "user", "content": "hello"}
+    ]
 
 
 async def test_unknown_finish_reason_is_other_and_logged(
@@ -291,7 +298,7 @@ async def test_unknown_finish_reason_is_other_and_logged(
 ) -> None:
     server.script(Reply(json=openai_completion(text="ok", finish_reason="banana")))
     with caplog.at_level(logging.DEBUG, logger="agentkit.models"):
-        response = await chat(USER)
+        response = await ask(chat, USER)
     assert response.metadata is not None
     assert response.metadata["finish_reason"] == "other"
     assert response.metadata["provider_finish_reason"] == "banana"
@@ -303,11 +310,11 @@ async def test_unknown_anthropic_stop_reason_is_other(
 ) -> None:
     body = anthropic_message([{"type": "text", "text": "ok"}])
     server.script(Reply(json={**body, "stop_reason": "banana"}), Reply(json=body))
-    assert (await claude(USER)).metadata == {
+    assert (await ask(claude, USER)).metadata == {
         "finish_reason": "other",
         "provider_finish_reason": "banana",
     }
-    assert (await claude(USER)).metadata == {"finish_reason": "end_turn"}
+    assert (await ask(claude, USER)).metadata == {"finish_reason": "end_turn"}
 
 
 # -- streams cut before their first delta ------------------------------------------------
@@ -319,7 +326,7 @@ async def test_stream_cut_before_any_delta_is_retried(
         Stream(openai_chunks(text="hi")[:1], then="cut"),  # only the role chunk, then a drop
         Stream(openai_chunks(text="hello again")),
     )
-    chunks = await collect(await chat(USER))
+    chunks = await collect(await ask(chat, USER))
     assert chunks[-1].get_text() == "hello again"
     assert all(c.get_text() for c in chunks)  # nothing of the cut attempt reached the caller
     assert len(server.requests) == 2
@@ -331,7 +338,7 @@ async def test_anthropic_stream_cut_before_any_delta_is_retried(
     claude.stream = True
     events = anthropic_stream([{"type": "text", "text": "hello"}])
     server.script(Stream(events[:2], then="cut"), Stream(events))  # message_start, block start
-    chunks = await collect(await claude(USER))
+    chunks = await collect(await ask(claude, USER))
     assert chunks[-1].get_text() == "hello"
     assert len(server.requests) == 2
 
@@ -351,9 +358,9 @@ def test_orphan_reasoning_item_is_not_sent(responses: OpenAIResponsesModel) -> N
         Msg("user", "go on", "user"),
         Msg("assistant", [kept, {"type": "text", "text": "done"}], "assistant"),
     ]
-    items = responses.format_request(history)["input"]
+    items = responses.format_request(request_of(history))["input"]
     assert [i.get("id") for i in items if i.get("type") == "reasoning"] == ["rs_2"]
-    assert responses.format_request(history)["store"] is False
+    assert responses.format_request(request_of(history))["store"] is False
 
 
 def test_responses_usage_is_checked(responses: OpenAIResponsesModel) -> None:
@@ -368,4 +375,4 @@ def test_responses_usage_is_checked(responses: OpenAIResponsesModel) -> None:
 def test_unsupported_content_error_still_refuses_audio_urls(chat: OpenAIChatModel) -> None:
     audio = {"type": "audio", "source": {"type": "url", "url": "https://x/a.wav"}}
     with pytest.raises(UnsupportedContentError):
-        chat.format_request([Msg("user", [audio], "user")])
+        chat.format_request(request_of([Msg("user", [audio], "user")]))

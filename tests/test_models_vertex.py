@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import anthropic
 import pytest
+from _model_calls import ask
 from _wire_server import Reply, Stream, WireServer, anthropic_message, anthropic_stream
 
 from agentkit.exceptions import AuthenticationError, MissingDependencyError, RateLimitError
 from agentkit.messages import Msg
-from agentkit.models import AnthropicVertexModel, ChatResponse, RetryPolicy, from_string
+from agentkit.models import (
+    AnthropicVertexModel,
+    ChatResponse,
+    ModelRequest,
+    RetryPolicy,
+    from_string,
+)
 
 USER = [Msg("user", "hello", "user")]
 MODEL = "claude-sonnet-4-5@20250929"
@@ -45,7 +52,7 @@ async def test_request_matches_the_sdk_vertex_client() -> None:
         )
         await sdk.close()
         model = _model(server)
-        response = await model(USER)
+        response = await ask(model, USER)
         await model.aclose()
         theirs, ours = server.requests
     assert isinstance(response, ChatResponse) and response.get_text() == "hi"
@@ -80,10 +87,10 @@ async def test_streaming_uses_stream_raw_predict_and_retries() -> None:
             ),
         )
         model = _model(server)
-        chunks = [c async for c in await model(USER, stream=True)]  # type: ignore[union-attr]
+        chunks = [c async for c in await ask(model, USER, stream=True)]  # type: ignore[union-attr]
         assert chunks[-1].get_text() == "streamed answer"
         with pytest.raises(RateLimitError):
-            await model(USER)
+            await ask(model, USER)
         await model.aclose()
         paths = [r.path for r in server.requests]
     assert paths[0].endswith(":streamRawPredict") and paths[1] == paths[0]
@@ -95,9 +102,13 @@ async def test_missing_settings_name_their_variable(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("CLOUD_ML_REGION", raising=False)
     monkeypatch.delenv("ANTHROPIC_VERTEX_PROJECT_ID", raising=False)
     with pytest.raises(AuthenticationError, match="CLOUD_ML_REGION"):
-        await AnthropicVertexModel(MODEL, project_id="p", access_token="t", stream=False)(USER)
+        await AnthropicVertexModel(MODEL, project_id="p", access_token="t").request(
+            ModelRequest(USER)
+        )
     with pytest.raises(AuthenticationError, match="ANTHROPIC_VERTEX_PROJECT_ID"):
-        await AnthropicVertexModel(MODEL, region="us-east5", access_token="t", stream=False)(USER)
+        await AnthropicVertexModel(MODEL, region="us-east5", access_token="t").request(
+            ModelRequest(USER)
+        )
     monkeypatch.setenv("CLOUD_ML_REGION", "europe-west1")
     monkeypatch.setenv("ANTHROPIC_VERTEX_PROJECT_ID", "envproj")
     model = from_string(f"vertex:{MODEL}", access_token="t")

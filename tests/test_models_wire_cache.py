@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from _model_calls import request_of
+
 from agentkit.messages import Msg
 from agentkit.models import _openai_format as oai
 from agentkit.models._http import dumps
@@ -144,6 +146,6 @@ async def test_the_model_sends_the_encoded_body() -> None:
     from agentkit.models._openai import OpenAIChatModel
 
     model = OpenAIChatModel("m", api_key="k", base_url="http://127.0.0.1:9/v1")
-    body = model.format_request(conversation(), None)
+    body = model.format_request(request_of(conversation(), None))
     assert model.encode_body(body) == dumps(body)
     await model.aclose()

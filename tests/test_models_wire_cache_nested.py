@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _model_calls import ask
 
 from agentkit.messages import Msg
 from agentkit.models import _openai_format as oai
@@ -105,10 +106,10 @@ async def test_the_server_receives_the_edited_history() -> None:
         server.script(Reply(json=openai_completion(text="a")), Reply(json=openai_completion("b")))
         model = OpenAIChatModel("m", api_key="k", base_url=server.openai_url, stream=False)
         msgs = conversation()
-        await model(msgs)
+        await ask(model, msgs)
         _append_output(msgs)
         _set_input(msgs)
-        await model(msgs)
+        await ask(model, msgs)
         await model.aclose()
         sent: Any = server.requests[1].json
         assert sent["messages"] == oai.format_messages_uncached(msgs)

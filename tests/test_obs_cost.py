@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from _model_calls import ask
 from _wire_server import Reply, WireServer, anthropic_message, openai_completion
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentkit import Msg, ReActAgent
+from agentkit.models import ModelRequest
 from agentkit.models._anthropic import AnthropicChatModel
 from agentkit.models._base import ChatUsage
 from agentkit.models._openai import OpenAIChatModel
@@ -149,7 +151,7 @@ async def test_unknown_model_reports_no_cost(server: WireServer) -> None:
         "claude-local", api_key="k", base_url=server.anthropic_url, stream=False
     )
     try:
-        response = await model([Msg("user", "hi", "user")])
+        response = await ask(model, [Msg("user", "hi", "user")])
     finally:
         await model.aclose()
     assert response.usage is not None and response.usage.cost is None  # type: ignore[union-attr]
@@ -169,14 +171,14 @@ async def test_audio_tokens_are_priced_as_audio_or_not_at_all(server: WireServer
     model = OpenAIChatModel("local-audio", api_key="k", base_url=server.openai_url, stream=False)
     try:
         set_price("local-audio", ModelPrice(input_per_mtok=2.5, output_per_mtok=10.0))
-        response = await model.request([Msg("user", "hi", "user")])
+        response = await model.request(ModelRequest([Msg("user", "hi", "user")]))
         assert response.usage is not None
         assert response.usage.input_audio_tokens == 600
         assert response.usage.output_audio_tokens == 80
         assert response.usage.cost is None  # text prices only: the audio's is unknown
         audio = ModelPrice(2.5, 10.0, input_audio_per_mtok=40.0, output_audio_per_mtok=80.0)
         set_price("local-audio", audio)
-        response = await model.request([Msg("user", "hi", "user")])
+        response = await model.request(ModelRequest([Msg("user", "hi", "user")]))
         assert response.usage is not None
         expected = (400 * 2.5 + 600 * 40.0 + 20 * 10.0 + 80 * 80.0) / 1e6
         assert response.usage.cost == pytest.approx(expected)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from _model_calls import ask
 from _wire_server import (
     Reply,
     Stream,
@@ -81,13 +82,13 @@ async def test_direct_call_marks_the_model_on_the_response(server: WireServer) -
     )
     model = _pair(server)
     try:
-        response = await model([Msg("user", "hi", "user")])
+        response = await ask(model, [Msg("user", "hi", "user")])
         assert response.metadata == {  # type: ignore[union-attr]
             "finish_reason": "end_turn",
             "model": "claude-secondary",
             "fallback_from": ["gpt-primary"],
         }
-        again = await model([Msg("user", "hi", "user")])  # the primary is asked first again
+        again = await ask(model, [Msg("user", "hi", "user")])  # the primary is asked first again
         assert again.metadata["model"] == "gpt-primary"  # type: ignore[union-attr,index]
         assert "fallback_from" not in again.metadata  # type: ignore[union-attr,operator]
     finally:
@@ -115,7 +116,7 @@ async def test_errors_outside_on_propagate_at_once(server: WireServer) -> None:
     model = FallbackModel([primary, secondary], on=(RateLimitError,))
     try:
         with pytest.raises(AuthenticationError):
-            await model([Msg("user", "hi", "user")])
+            await ask(model, [Msg("user", "hi", "user")])
     finally:
         await model.aclose()
     assert len(server.requests) == 1
@@ -128,7 +129,7 @@ async def test_all_failing_raises_the_last_error(server: WireServer) -> None:
     model = FallbackModel([primary, secondary])
     try:
         with pytest.raises(RateLimitError, match="no 3"):
-            await model([Msg("user", "hi", "user")])
+            await ask(model, [Msg("user", "hi", "user")])
     finally:
         await model.aclose()
     assert len(server.requests) == 4

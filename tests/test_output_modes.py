@@ -19,9 +19,8 @@ from agentkit import NativeOutput, PromptedOutput, ReActAgent, ToolOutput, ToolR
 from agentkit.agent._partial import parse_partial_json, partial_ok
 from agentkit.events import AgentEvent, PartialOutput
 from agentkit.exceptions import StructuredOutputError, UsageError
-from agentkit.messages import Msg
 from agentkit.models import AnthropicChatModel, ChatModel, OpenAIChatModel, OpenAIResponsesModel
-from agentkit.models._base import ChatResponse, ModelSettings, ToolDefinition
+from agentkit.models._base import ChatResponse, ModelRequest
 from agentkit.models._http import RetryPolicy
 from agentkit.testing import ScriptedModel, text, tool_use
 from tests._wire_server import (
@@ -127,7 +126,7 @@ async def test_tool_output_streams_partials_from_the_response_tool_arguments() -
     assert isinstance(result.output, Ticket) and result.output.owner.team == "ops"
     check_partials(events, Ticket, result.output)
     assert "estimate" in [e for e in events if isinstance(e, PartialOutput)][-1].partial
-    assert model.requests[0].tool_choice == "required"
+    assert model.requests[0].settings.get("tool_choice") == "required"
     assert "generate_response" in model.requests[0].tool_names
 
 
@@ -145,8 +144,9 @@ async def test_native_output_asks_the_model_for_the_schema_and_reads_the_text() 
     assert isinstance(result.output, Ticket) and result.output.tags == ["hardware", "urgent"]
     check_partials(events, Ticket, result.output)
     request = model.requests[0]
-    assert request.structured_model is Ticket  # settings["output_type"]: the adapters' native mode
-    assert "generate_response" not in request.tool_names and request.tool_choice is None
+    assert request.native_output is Ticket  # what the adapters read: their JSON-schema mode
+    assert "generate_response" not in request.tool_names
+    assert request.settings.get("tool_choice") is None
 
 
 async def test_prompted_output_gives_the_schema_and_retries_invalid_json() -> None:
@@ -158,7 +158,7 @@ async def test_prompted_output_gives_the_schema_and_retries_invalid_json() -> No
     assert isinstance(result.output, Ticket)
     system = model.requests[0].messages[0].get_text()
     assert "JSON schema" in system and '"priority"' in system
-    assert model.requests[0].structured_model is None  # not the provider's mode
+    assert model.requests[0].native_output is None  # not the provider's mode
     retry = model.requests[1].messages[-1]
     assert retry.role == "user" and "not valid JSON" in retry.get_text()
     assert [e.partial for e in events if isinstance(e, PartialOutput)][-1] == (
@@ -197,13 +197,8 @@ class PlainModel(ChatModel):
         self.answers = answers
         self.seen: list[list[str]] = []
 
-    async def request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
-        self.seen.append([t.name for t in tools or ()])
+    async def _request(self, request: ModelRequest) -> ChatResponse:
+        self.seen.append(request.tool_names)
         return self.answers.pop(0)
 
 

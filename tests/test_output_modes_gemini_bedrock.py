@@ -22,7 +22,7 @@ from test_output_modes import TICKET, TICKET_JSON, Refund, Ticket, check_partial
 from agentkit import NativeOutput, ReActAgent, ToolOutput
 from agentkit.exceptions import BadRequestError
 from agentkit.messages import Msg
-from agentkit.models import ChatModel
+from agentkit.models import ChatModel, ModelRequest
 
 USER = [Msg("user", "hello", "user")]
 USAGE = {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}
@@ -120,7 +120,7 @@ async def test_gemini_service_tier_is_a_request_field() -> None:
     async with WireServer() as server:
         server.script(Reply(json=answer([{"text": "ok"}])))
         model = google_for(server)
-        await model.request(USER, settings={"service_tier": "flex"})
+        await model.request(ModelRequest(USER, settings={"service_tier": "flex"}))
         await model.aclose()
     body = server.requests[0].json  # a field of the request, beside generationConfig
     assert body["serviceTier"] == "flex" and "serviceTier" not in body.get("generationConfig", {})
@@ -170,7 +170,7 @@ async def test_converse_service_tier_is_sent_as_service_tier_type(tier: str) -> 
     async with WireServer() as server:
         server.script(converse([{"text": "ok"}]))
         model = bedrock_for(server, stream=False)
-        await model.request(USER, settings={"service_tier": tier})
+        await model.request(ModelRequest(USER, settings={"service_tier": tier}))
         await model.aclose()
     assert server.requests[0].json["serviceTier"] == {"type": tier}
 
@@ -179,6 +179,6 @@ async def test_gemini_without_any_turn_is_a_bad_request_before_sending() -> None
     async with WireServer() as server:
         model = google_for(server)
         with pytest.raises(BadRequestError, match="at least one user or model message"):
-            await model.request([Msg("s", "Be brief.", "system")])
+            await model.request(ModelRequest([Msg("s", "Be brief.", "system")]))
         await model.aclose()
     assert server.requests == []

@@ -35,6 +35,7 @@ from agentkit.models import (
     ChatUsage,
     GoogleModel,
     ModelPrice,
+    ModelRequest,
     OpenAIChatModel,
     OpenAIResponsesModel,
     RetryPolicy,
@@ -72,8 +73,10 @@ async def test_anthropic_marks_tools_system_and_the_last_two_user_turns() -> Non
         body = {**anthropic_message([{"type": "text", "text": "2"}]), "usage": usage}
         server.script(Reply(json=body), Reply(json=body))
         model = AnthropicChatModel("c", api_key="k", base_url=server.anthropic_url, stream=False)
-        first = await model.request(LOOP, [ADD, MUL], {"cache": {}})
-        await model.request(LOOP, [ADD, MUL], {"cache": {"ttl": "1h", "points": ["system"]}})
+        first = await model.request(ModelRequest(LOOP, [ADD, MUL], settings={"cache": {}}))
+        await model.request(
+            ModelRequest(LOOP, [ADD, MUL], settings={"cache": {"ttl": "1h", "points": ["system"]}})
+        )
         await model.aclose()
         sent = [r.json for r in server.requests]
         betas = [r.headers.get("anthropic-beta") for r in server.requests]
@@ -110,7 +113,12 @@ async def test_anthropic_streamed_cache_usage_comes_from_message_start() -> None
     async with WireServer() as server:
         server.script(Stream(events=events))
         model = AnthropicChatModel("c", api_key="k", base_url=server.anthropic_url)
-        chunks = [c async for c in model.request_stream(LOOP, [ADD], {"cache": {"ttl": "1h"}})]
+        chunks = [
+            c
+            async for c in model.request_stream(
+                ModelRequest(LOOP, [ADD], settings={"cache": {"ttl": "1h"}})
+            )
+        ]
         await model.aclose()
         sent = server.requests[0].json
     usage = chunks[-1].usage
@@ -125,22 +133,30 @@ def test_anthropic_breakpoints_the_caller_placed_count_against_the_limit() -> No
     marked = Msg(
         "s", [{"type": "text", "text": "Long manual.", "cache_control": EPHEMERAL}], "system"
     )  # type: ignore[list-item]
-    body = model.format_request([marked, *LOOP[1:]], [ADD.to_openai()], cache={})
+    body = model.format_request(ModelRequest([marked, *LOOP[1:]], [ADD], settings={"cache": {}}))
     text = json.dumps(body)
     assert text.count("cache_control") == 4  # the caller's, tools, and two user turns
     assert body["system"] == [{"type": "text", "text": "Long manual.", "cache_control": EPHEMERAL}]
     assert body["messages"][-1]["content"][-1]["cache_control"] == EPHEMERAL
     # Formatting again gives the same body: the shared wire blocks were not marked in place.
-    again = model.format_request([marked, *LOOP[1:]], [ADD.to_openai()])
+    again = model.format_request(ModelRequest([marked, *LOOP[1:]], [ADD]))
     assert json.dumps(again).count("cache_control") == 1
-    # Two of the caller's: room for two of ours, the tools' and the latest user turn's.
-    tool = {**ADD.to_openai(), "cache_control": EPHEMERAL}
-    other = MUL.to_openai()
-    body = model.format_request([marked, *LOOP[1:]], [tool, other], cache={})
-    assert json.dumps(body).count("cache_control") == 4
-    assert body["tools"][-1]["cache_control"] == EPHEMERAL
+    # A tool the caller marked is one sent as it is (a built-in, provider-shaped one): it
+    # comes last, so the tools' point is the caller's and both user turns get one of ours.
+    tool = {"name": "add", "input_schema": dict(ADD.parameters), "cache_control": EPHEMERAL}
+    body = model.format_request(
+        ModelRequest([marked, *LOOP[1:]], [MUL], [tool], settings={"cache": {}})
+    )
+    assert json.dumps(body).count("cache_control") == 4  # never more than the API takes
+    assert body["tools"][-1] == tool and "cache_control" not in body["tools"][0]
     assert body["messages"][-1]["content"][-1]["cache_control"] == EPHEMERAL
-    assert "cache_control" not in json.dumps(body["messages"][0])  # the older user turn
+    assert body["messages"][0]["content"][-1]["cache_control"] == EPHEMERAL
+    # With a third mark of the caller's, only the latest user turn gets one of ours.
+    busy = Msg("u", [{"type": "text", "text": "What is 1+1?", "cache_control": EPHEMERAL}], "user")
+    body = model.format_request(
+        ModelRequest([marked, busy, *LOOP[2:]], [MUL], [tool], settings={"cache": {}})
+    )
+    assert json.dumps(body).count("cache_control") == 4
 
 
 # -- OpenAI: prompt_cache_key and retention -------------------------------------------------
@@ -157,12 +173,16 @@ async def test_openai_chat_and_responses_send_the_cache_key_and_retention() -> N
             Reply(json=responses_body([responses_message("2")], usage=(1200, 3), cached=1152)),
         )
         chat = OpenAIChatModel("gpt-4.1", api_key="k", base_url=server.openai_url, stream=False)
-        cached = await chat.request(LOOP, [ADD], {"cache": {"key": "conv-7", "ttl": "1h"}})
-        await chat.request(LOOP, [ADD], {"cache": {}})
+        cached = await chat.request(
+            ModelRequest(LOOP, [ADD], settings={"cache": {"key": "conv-7", "ttl": "1h"}})
+        )
+        await chat.request(ModelRequest(LOOP, [ADD], settings={"cache": {}}))
         responses = OpenAIResponsesModel(
             "gpt-5", api_key="k", base_url=server.openai_url, stream=False
         )
-        answer = await responses.request(LOOP, [ADD], {"cache": {"key": "conv-7"}})
+        answer = await responses.request(
+            ModelRequest(LOOP, [ADD], settings={"cache": {"key": "conv-7"}})
+        )
         await chat.aclose()
         await responses.aclose()
         sent = [r.json for r in server.requests]
@@ -194,8 +214,8 @@ async def test_compatible_servers_report_cache_tokens_their_way() -> None:
             Reply(json={**openai_completion(text="b"), "usage": openrouter}),
         )
         model = OpenAIChatModel("m", api_key="k", base_url=server.openai_url, stream=False)
-        first = await model.request(LOOP)
-        second = await model.request(LOOP)
+        first = await model.request(ModelRequest(LOOP))
+        second = await model.request(ModelRequest(LOOP))
         await model.aclose()
     assert first.usage is not None and first.usage.cache_read_tokens == 640
     assert second.usage is not None and second.usage.cache_write_tokens == 880
@@ -237,9 +257,9 @@ async def test_bedrock_converse_puts_cache_points_after_tools_system_and_user_tu
     async with WireServer() as server:
         server.script(_converse(usage), _converse(usage))
         claude = _bedrock(server, "us.anthropic.claude-sonnet-4-5-20250929-v1:0")
-        answer = await claude.request(LOOP, [ADD], {"cache": {"ttl": "1h"}})
+        answer = await claude.request(ModelRequest(LOOP, [ADD], settings={"cache": {"ttl": "1h"}}))
         nova = _bedrock(server, "us.amazon.nova-lite-v1:0")
-        await nova.request(LOOP, [ADD], {"cache": {}})
+        await nova.request(ModelRequest(LOOP, [ADD], settings={"cache": {}}))
         await claude.aclose()
         await nova.aclose()
         sent = [r.json for r in server.requests]
@@ -277,9 +297,15 @@ async def test_gemini_cached_content_leaves_out_what_the_cache_holds() -> None:
         model = GoogleModel(
             "gemini-2.5-flash", api_key="g", base_url=server.url, stream=False, retry=FAST
         )
-        implicit = await model.request(LOOP, [ADD], {"cache": {"key": "ignored"}})
+        implicit = await model.request(
+            ModelRequest(LOOP, [ADD], settings={"cache": {"key": "ignored"}})
+        )
         explicit = await model.request(
-            LOOP, [ADD], {"cache": {}, "extra_body": {"cached_content": "cachedContents/abc"}}
+            ModelRequest(
+                LOOP,
+                [ADD],
+                settings={"cache": {}, "extra_body": {"cached_content": "cachedContents/abc"}},
+            )
         )
         await model.aclose()
         sent = [r.json for r in server.requests]
@@ -380,7 +406,7 @@ async def test_a_stable_prefix_emits_no_bust_and_every_request_asks_for_caching(
     agent = ReActAgent("a", "sys", model, _toolkit(), capabilities=[PromptCaching(key="k1")])
     events = await _events(agent, "1+2?") + await _events(agent, "again")
     assert not [e for e in events if isinstance(e, CacheBusted)]
-    assert [r.kwargs.get("cache") for r in model.requests] == [{"key": "k1"}] * 3
+    assert [r.settings.get("cache") for r in model.requests] == [{"key": "k1"}] * 3
 
 
 async def test_changing_instructions_bust_the_cache_on_every_later_request() -> None:
@@ -424,7 +450,7 @@ async def test_without_caching_asked_no_bust_is_reported() -> None:
     agent = ReActAgent("a", "sys", model, _toolkit(), capabilities=[Clock()])
     events = await _events(agent, "1+2?")
     assert not [e for e in events if isinstance(e, CacheBusted)]
-    assert all("cache" not in r.kwargs for r in model.requests)
+    assert all("cache" not in r.settings for r in model.requests)
 
 
 async def test_the_cache_key_may_come_from_the_runs_dependencies() -> None:
@@ -432,7 +458,7 @@ async def test_the_cache_key_may_come_from_the_runs_dependencies() -> None:
     caching = PromptCaching(key=lambda ctx: f"user-{ctx.deps}", points=["tools", "system"])
     agent = ReActAgent("a", "sys", model, capabilities=[caching])
     await agent.run("hello", deps=42)
-    assert model.requests[0].kwargs["cache"] == {"points": ["tools", "system"], "key": "user-42"}
+    assert model.requests[0].settings["cache"] == {"points": ["tools", "system"], "key": "user-42"}
 
 
 def test_bad_caching_options_are_usage_errors() -> None:
@@ -480,11 +506,9 @@ async def test_tool_search_loads_keep_the_cached_prefix_byte_identical_with_cach
     gpt = OpenAIChatModel("gpt-4.1", api_key="k", stream=False)
     bodies = []
     for request in model.requests:
-        assert request.kwargs["cache"] == {"key": "conv"}
-        anthropic = claude.format_request(
-            request.messages, request.tools, cache=request.kwargs["cache"]
-        )
-        openai = gpt.format_request(request.messages, request.tools, cache=request.kwargs["cache"])
+        assert request.settings["cache"] == {"key": "conv"}
+        anthropic = claude.format_request(request)
+        openai = gpt.format_request(request)
         bodies.append((anthropic, openai))
     for (before, before_oa), (after, after_oa) in itertools.pairwise(bodies):
         # Anthropic: the previous request's last cache point (its last user turn) is still

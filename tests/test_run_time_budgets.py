@@ -22,7 +22,7 @@ from agentkit import (
     check_memory_invariant,
 )
 from agentkit.messages import Msg
-from agentkit.models._base import ChatModel, ChatResponse, ModelSettings, ToolDefinition
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 from agentkit.models._openai import OpenAIChatModel
 from agentkit.testing import ScriptedModel, tool_use
 from agentkit.tools import Toolkit
@@ -73,20 +73,10 @@ class HangingStream(ChatModel):
         self.closed = anyio.Event()
         self.calls = 0
 
-    async def request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
         raise AssertionError("the agent streams from this model")
 
-    async def request_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         self.calls += 1
         try:
             yield ChatResponse(content=[{"type": "text", "text": "Half an ans"}])

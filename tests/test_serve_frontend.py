@@ -76,7 +76,7 @@ async def test_a_frontend_tool_call_ends_the_run_and_its_result_comes_back(
     async with running(setup.app(tmp_path)) as base, httpx2.AsyncClient(base_url=base) as c:
         first_user = user("where am I?")
         first = await run_events(c, "/agui", run_input("f1", first_user, tools=[LOCATION_TOOL]))
-        offered = [t["function"]["name"] for t in setup.model.requests[0].tools or []]
+        offered = setup.model.requests[0].tool_names
         assert "get_location" in offered and "bump" in offered
         start = next(e for e in first if e["type"] == "TOOL_CALL_START")
         assert start["toolCallName"] == "get_location" and start["toolCallId"] == "loc1"

@@ -104,7 +104,7 @@ async def test_the_instructions_list_every_skill_and_the_tools_are_offered(
     assert "<name>pdf-forms</name><description>Fill PDF forms." in first
     assert "Read references/fields.md" not in first  # the body waits for load_skill
     assert model.requests[0].tool_names == ["load_skill", "read_skill_file"]
-    schema = model.requests[0].tools[0]["function"]["parameters"]  # type: ignore[index]
+    schema = model.requests[0].tools[0].parameters
     assert schema["properties"]["name"]["enum"] == ["meeting-notes", "pdf-forms"]
 
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from agentkit import Msg
 from agentkit.exceptions import ModelAPIError, ScriptExhaustedError
-from agentkit.models import ChatModel, ChatResponse
+from agentkit.models import ChatModel, ChatResponse, ModelRequest, ToolDefinition
 from agentkit.testing import FunctionModel, ScriptedModel, thinking, tool_use
 
 USER = [Msg("user", "hi", "user")]
@@ -24,7 +24,8 @@ class Plan(BaseModel):
     where: Address
 
 
-TOOLS = [{"type": "function", "function": {"name": "add", "description": "", "parameters": {}}}]
+TOOLS = [ToolDefinition("add", "", {})]
+ASK = ModelRequest(USER)
 
 
 async def test_scripted_replays_every_item_form_and_records_requests() -> None:
@@ -39,24 +40,24 @@ async def test_scripted_replays_every_item_form_and_records_requests() -> None:
         ]
     )
     assert isinstance(model, ChatModel)
-    first = await model(USER, tools=TOOLS, tool_choice="auto")
+    first = await model.request(ModelRequest(USER, TOOLS, settings={"tool_choice": "auto"}))
     assert isinstance(first, ChatResponse) and first.get_text() == "plain text"
-    second = await model(USER)
+    second = await model.request(ASK)
     assert isinstance(second, ChatResponse)
     assert [b["type"] for b in second.content] == ["thinking", "tool_use", "tool_use"]
     assert second.tool_calls[1]["id"] == "fixed-id"
     assert call["id"].startswith("call_")
-    third = await model(USER)
+    third = await model.request(ASK)
     assert isinstance(third, ChatResponse) and third.get_text() == "one block"
-    fourth = await model(USER)
+    fourth = await model.request(ASK)
     assert isinstance(fourth, ChatResponse) and fourth.metadata == {"k": 1}
     with pytest.raises(ModelAPIError, match="boom"):
-        await model(USER)
+        await model.request(ASK)
     with pytest.raises(ScriptExhaustedError, match="ran out of responses: call 6"):
-        await model(USER)
+        await model.request(ASK)
     assert len(model.requests) == 6
     assert model.requests[0].tools == TOOLS and model.requests[0].tool_names == ["add"]
-    assert model.requests[0].tool_choice == "auto"
+    assert model.requests[0].settings.get("tool_choice") == "auto"
     assert model.requests[0].messages == USER
 
 
@@ -67,9 +68,7 @@ async def test_streaming_yields_cumulative_chunks_with_partial_tool_arguments() 
         tool_use("add", "c1", a=1, b=2),
     ]
     model = ScriptedModel([final], stream=True)
-    stream = await model(USER)
-    assert not isinstance(stream, ChatResponse)
-    chunks = [c async for c in stream]
+    chunks = [c async for c in model.request_stream(ASK)]
     assert len(chunks) > 6
     assert chunks[-1].content == final
     assert chunks[-1].usage is not None
@@ -86,12 +85,10 @@ async def test_function_model_sync_and_async() -> None:
     async def async_fn(messages: list[Msg], tools: object) -> list[dict[str, object]]:
         return [tool_use("add", a=len(messages))]  # type: ignore[list-item]
 
-    sync_result = await FunctionModel(sync_fn)(USER)
-    assert isinstance(sync_result, ChatResponse) and sync_result.get_text() == "1 messages"
+    sync_result = await FunctionModel(sync_fn).request(ASK)
+    assert sync_result.get_text() == "1 messages"
     model = FunctionModel(async_fn, stream=True)
-    stream = await model(USER)
-    assert not isinstance(stream, ChatResponse)
-    last = [c async for c in stream][-1]
+    last = [c async for c in model.request_stream(ASK)][-1]
     assert last.tool_calls[0]["input"] == {"a": 1}
     assert len(model.requests) == 1
 
@@ -99,29 +96,29 @@ async def test_function_model_sync_and_async() -> None:
 async def test_invalid_script_item_is_a_clear_error() -> None:
     model = ScriptedModel([[{"type": "tool_use", "name": "x", "input": {}}]])
     with pytest.raises(ValueError, match=r"script\[0\]\[0\]\.id"):
-        await model(USER)
+        await model.request(ASK)
 
 
 # -- round 2: strict scripts, FunctionModel info, TestModel, blocking real models ---------
 async def test_assert_complete_and_strict_mode() -> None:
     model = ScriptedModel(["one", "two"])
-    await model(USER)
+    await model.request(ASK)
     with pytest.raises(AssertionError, match="used 1 of 2 responses; unused: 'two'"):
         model.assert_complete()
     with (
         pytest.raises(AssertionError, match="unused"),
         ScriptedModel(["a", "b"], strict=True) as strict,
     ):
-        await strict(USER)
+        await strict.request(ASK)
     async with ScriptedModel(["a"], strict=True) as done:
-        await done(USER)
+        await done.request(ASK)
     done.assert_complete()
     with ScriptedModel(["a"]) as lax:  # not strict: no check on exit
         pass
     assert lax.remaining == 1
 
 
-async def test_function_model_gets_request_info_or_the_old_tools_argument() -> None:
+async def test_function_model_gets_request_info() -> None:
     from agentkit.testing import RequestInfo
 
     seen: list[RequestInfo] = []
@@ -131,14 +128,14 @@ async def test_function_model_gets_request_info_or_the_old_tools_argument() -> N
         return f"{len(messages)} messages, tools {info.tool_names}"
 
     model = FunctionModel(answer)
-    out = await model(USER, tools=TOOLS, tool_choice="required", parallel_tool_calls=False)
-    assert isinstance(out, ChatResponse) and out.get_text() == "1 messages, tools ['add']"
+    request = ModelRequest(
+        USER, TOOLS, settings={"tool_choice": "required", "parallel_tool_calls": False}
+    )
+    out = await model.request(request)
+    assert out.get_text() == "1 messages, tools ['add']"
     (info,) = seen
     assert info.tool_choice == "required" and info.settings == {"parallel_tool_calls": False}
-    assert info.tools[0].name == "add"
-    old = FunctionModel(lambda messages, tools: f"{len(tools or [])} tools")
-    out = await old(USER, tools=TOOLS)
-    assert isinstance(out, ChatResponse) and out.get_text() == "1 tools"
+    assert info.tools[0].name == "add" and info.request is request
 
 
 async def test_test_model_calls_every_tool_with_valid_arguments() -> None:
@@ -179,14 +176,13 @@ async def test_test_model_calls_every_tool_with_valid_arguments() -> None:
     agent = ReActAgent("bot", "sys", model, toolkit)
     result = await agent.run("go")
     assert sorted(calls) == ["2026-01-31:0:bus:aaa", "tags:[]"]  # parallel calls: any order
-    for request_tool in model.requests[0].tools or []:
-        function = request_tool["function"]
+    for request_tool in model.requests[0].tools:
         call = next(
             b
             for b in result.new_messages[1].get_blocks("tool_use")
-            if b["name"] == function["name"]
+            if b["name"] == request_tool.name
         )
-        jsonschema.validate(call["input"], function["parameters"])
+        jsonschema.validate(call["input"], request_tool.parameters)
     assert '"booked"' in result.output and '"tagged"' in result.output
     structured = await ReActAgent("bot", "sys", TestModel(), toolkit).run("go", output_type=Plan)
     assert structured.output.days == 1 and structured.output.where.zip == 1000
@@ -200,9 +196,9 @@ async def test_block_model_requests_stops_real_models_only() -> None:
     real = OpenAIChatModel("gpt-4o-mini", api_key="sk-test", base_url="http://127.0.0.1:9/v1")
     with block_model_requests("test_block"):
         with pytest.raises(ModelRequestsBlocked, match="test_block"):
-            await real(USER)
+            await real.request(ASK)
         with pytest.raises(ModelRequestsBlocked):
-            await real.request(USER)
-        out = await ScriptedModel(["fine"])(USER)  # test doubles still answer
-        assert isinstance(out, ChatResponse)
+            real.request_stream(ASK)  # refused before a stream (a connection) is made
+        out = await ScriptedModel(["fine"]).request(ASK)  # test doubles still answer
+        assert out.get_text() == "fine"
     await real.aclose()

@@ -17,11 +17,10 @@ from agentkit import Msg, ReActAgent, Tool, Toolkit, ToolResponse, ToolSearch
 from agentkit.agent._compaction import estimate_tokens
 from agentkit.agent._tool_search import ToolIndex
 from agentkit.exceptions import UsageError
-from agentkit.models import ToolDefinition
+from agentkit.models import ModelRequest, ToolDefinition
 from agentkit.models._anthropic_format import format_messages as anthropic_messages
 from agentkit.models._anthropic_format import format_tools as anthropic_tools
 from agentkit.models._openai_format import format_messages as openai_messages
-from agentkit.testing import ModelRequest as Recorded
 from agentkit.testing import ScriptedModel, tool_use
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -84,18 +83,18 @@ def test_a_query_without_a_known_word_finds_nothing() -> None:
     assert index.search("the and of", 5) == []  # stop words only
 
 
-def wire(request: Recorded) -> tuple[str, str, str]:
+def wire(request: ModelRequest) -> tuple[str, str, str]:
     """The request as two providers serialize it: Anthropic tools and messages, OpenAI's."""
-    tools = request.tools or []
     system, turns = anthropic_messages(request.messages)
     return (
-        json.dumps(anthropic_tools(tools), sort_keys=True) + json.dumps(system, sort_keys=True),
+        json.dumps(anthropic_tools(request.tools, request.builtin_tools), sort_keys=True)
+        + json.dumps(system, sort_keys=True),
         json.dumps(turns, sort_keys=True),
         json.dumps(openai_messages(request.messages), sort_keys=True),
     )
 
 
-def _prefix_kept(before: Recorded, after: Recorded) -> None:
+def _prefix_kept(before: ModelRequest, after: ModelRequest) -> None:
     head_a, turns_a, openai_a = wire(before)
     head_b, turns_b, openai_b = wire(after)
     assert head_a == head_b  # tools and system: byte-identical

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _model_calls import ask, request_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -46,10 +47,12 @@ async def _assert_usable(agent: ReActAgent, tmp: Path) -> None:
     check_memory_invariant(memory)
     for msg in memory:
         json.dumps(msg.to_dict(), ensure_ascii=False).encode("utf-8")
-    body = OpenAIChatModel("m", api_key="k", base_url="http://127.0.0.1:9").format_request(memory)
+    body = OpenAIChatModel("m", api_key="k", base_url="http://127.0.0.1:9").format_request(
+        request_of(memory)
+    )
     dumps(body)  # the exact encoder the OpenAI adapter sends with
     anthropic = AnthropicChatModel("m", api_key="k", base_url="http://127.0.0.1:9")
-    dumps(anthropic.format_request(memory))
+    dumps(anthropic.format_request(request_of(memory)))
     async with JSONSession(tmp / "json") as store:
         await store.save("s", agent)
     async with SQLiteSession(tmp / "db.sqlite") as store:
@@ -203,7 +206,7 @@ async def _stream_through_sdk(pieces: list[str], arguments: list[str]) -> list[A
         model = OpenAIChatModel("m", api_key="k", base_url=server.openai_url, stream=True)
         snapshots = []
         try:
-            async for snapshot in await model([Msg("u", "hi", "user")]):
+            async for snapshot in await ask(model, [Msg("u", "hi", "user")]):
                 for block in snapshot.content:  # every snapshot is valid, not only the last
                     json.dumps(block, ensure_ascii=False).encode("utf-8")
                 snapshots.append(snapshot)
@@ -277,7 +280,7 @@ def test_fuzz_model_deltas_through_the_openai_sdk(text: str, cut: int) -> None:
         agent.toolkit.register_tool_function(lambda q="": q, name="t")
         await agent("go")
         memory = await agent.memory.get_memory()
-        dumps(OpenAIChatModel("m", api_key="k").format_request(memory))
+        dumps(OpenAIChatModel("m", api_key="k").format_request(request_of(memory)))
 
     anyio.run(main)
 

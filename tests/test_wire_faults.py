@@ -58,6 +58,7 @@ from agentkit.models import (
     AnthropicChatModel,
     ChatModel,
     ChatResponse,
+    ModelRequest,
     OpenAIChatModel,
     OpenAIResponsesModel,
     RetryPolicy,
@@ -241,9 +242,9 @@ def _first_content(events: list[bytes]) -> int:
 
 async def _final(model: ChatModel, stream: bool, tools: Any = None) -> ChatResponse:
     if not stream:
-        return await model.request(USER, tools)
+        return await model.request(ModelRequest(USER, list(tools or [])))
     last: ChatResponse | None = None
-    async for chunk in model.request_stream(USER, tools):
+    async for chunk in model.request_stream(ModelRequest(USER, list(tools or []))):
         last = chunk
     assert last is not None
     return last
@@ -257,7 +258,7 @@ async def test_a_body_that_is_not_json_is_a_model_response_error(provider: Provi
         server.script(bad, bad, bad)
         model = provider.make(server, False)
         with pytest.raises(ModelResponseError) as caught:
-            await model.request(USER)
+            await model.request(ModelRequest(USER))
         await model.aclose()
     assert caught.value.provider == model.provider
 
@@ -465,7 +466,7 @@ async def test_server_errors_and_overload_are_named_errors_after_retries(
         server.script(reply, reply, reply)
         model = provider.make(server, False)
         with pytest.raises(error) as caught:
-            await model.request(USER)
+            await model.request(ModelRequest(USER))
         await model.aclose()
     assert caught.value.status_code == status
     assert caught.value.provider is not None and caught.value.provider.startswith(name[:6])
@@ -585,7 +586,7 @@ async def test_refusals_and_content_filters_are_named_stop_reasons(
     async with WireServer() as server:
         server.script(provider.reply(body))
         model = provider.make(server, False)
-        response = await model.request(USER)
+        response = await model.request(ModelRequest(USER))
         await model.aclose()
     assert response.metadata is not None
     assert response.metadata["finish_reason"] == finish
@@ -617,13 +618,13 @@ async def test_retry_after_is_read_on_429_and_503(provider: Provider, status: in
         model = provider.make(server, False)
         model.retry = patient  # type: ignore[attr-defined]
         with pytest.raises(ModelAPIError) as caught:
-            await model.request(USER)
+            await model.request(ModelRequest(USER))
         assert caught.value.status_code == status
         assert len(server.requests) == 1
         server.script(
             _limited(provider.name, status, "0"), provider.reply(provider.text_body("back"))
         )
-        response = await model.request(USER)
+        response = await model.request(ModelRequest(USER))
         await model.aclose()
     assert response.get_text() == "back" and len(server.requests) == 3
 
@@ -638,7 +639,7 @@ async def test_service_tier_is_sent_as_the_provider_names_it(name: str, tier: st
     async with WireServer() as server:
         server.script(provider.reply(provider.text_body("ok")))
         model = provider.make(server, False)
-        await model.request(USER, settings={"service_tier": tier})
+        await model.request(ModelRequest(USER, settings={"service_tier": tier}))
         await model.aclose()
     assert server.requests[0].json["service_tier"] == tier
 
@@ -711,7 +712,7 @@ async def test_preset_error_bodies_are_named_errors_with_their_message(
         server.script(*[reply] * tries)
         model = _preset(server, preset, False)
         with pytest.raises(error) as caught:
-            await model.request(USER)
+            await model.request(ModelRequest(USER))
         await model.aclose()
     assert caught.value.status_code == status and len(server.requests) == tries
     message = reply.json["error"]["message"] if "error" in reply.json else reply.json["message"]

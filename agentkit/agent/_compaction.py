@@ -38,10 +38,10 @@ import agentkit._seams as seams
 from agentkit.agent._capabilities import MESSAGE_METADATA, Capability, spent
 from agentkit.exceptions import ContextWindowError
 from agentkit.messages import Msg
-from agentkit.models._base import ChatResponse
+from agentkit.models._base import ChatResponse, ModelRequest
 
 if TYPE_CHECKING:
-    from agentkit.models._base import ChatModel, ModelRequest
+    from agentkit.models._base import ChatModel
     from agentkit.tools._context import ModelView, RunContext
 
 __all__ = [
@@ -212,16 +212,9 @@ class Summarize:
             Msg("system", self.prompt.format(words=words), "system"),
             Msg("user", "\n".join(lines), "user"),
         ]
-        output = await self.model(request)
-        final: ChatResponse | None = None
-        if isinstance(output, ChatResponse):
-            final = output
-        else:  # a stream of cumulative chunks: the last one is the answer
-            async for chunk in output:
-                final = chunk
-        if final is not None:
-            spent(final)
-        text = final.get_text().strip() if final is not None else ""
+        final = await self.model.request(ModelRequest(request))  # the whole answer
+        spent(final)
+        text = final.get_text().strip()
         # Never let a runaway summary break the budget it is meant to protect.
         return text[: int(self.summary_tokens * _CHARS_PER_TOKEN)] or None
 

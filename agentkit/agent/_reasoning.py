@@ -130,8 +130,6 @@ def _request(
     if run.structured is not None:
         mode = run.structured.mode_for(setup.model)
         output = run.structured.request_spec(mode)
-        if mode == "native":  # what the adapters read: their JSON-schema mode
-            settings["output_type"] = output.model
     functions = [t for t in tools or () if t.native is None]
     builtin = [dict(t.native) for t in tools or () if t.native is not None]
     return ModelRequest(prompt, functions, builtin, settings, output)
@@ -139,15 +137,11 @@ def _request(
 
 async def _call_model(setup: RunSetup, run: Run, request: ModelRequest) -> None:
     """One model call, its answer left in ``run.partial``."""
-    # The adapters still take (messages, tools, settings): one conversion, in the request.
-    prompt, definitions, settings = request.messages, request.tool_definitions(), request.settings
     model = setup.model
     if model.stream:
-        await _consume(
-            run, model.request_stream(prompt, definitions, settings), _tracker(setup, run)
-        )
+        await _consume(run, model.request_stream(request), _tracker(setup, run))
         return
-    output = await model.request(prompt, definitions, settings)
+    output = await model.request(request)
     run.partial = output
     if run.emit is not None:
         _diff([], output.content, run.emit)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentkit.messages import Msg, ToolUseBlock
-from agentkit.testing import FunctionModel, ScriptItem, text, tool_use
+from agentkit.testing import FunctionModel, RequestInfo, ScriptItem, text, tool_use
 from agentkit.tools._context import ToolContext
 
 if TYPE_CHECKING:
@@ -164,10 +164,6 @@ def demo_toolkit() -> Toolkit:
 
 
 # -- the rules ---------------------------------------------------------------------------
-def _tool_names(tools: list[dict[str, Any]] | None) -> set[str]:
-    return {t["function"]["name"] for t in tools or []}
-
-
 def _is_human(msg: Msg) -> bool:
     return msg.role == "user" and not msg.has_blocks("tool_result") and bool(msg.get_text())
 
@@ -196,12 +192,12 @@ def _was_interrupted(messages: Sequence[Msg], before: int) -> list[str]:
     return cut
 
 
-def decide(messages: list[Msg], tools: list[dict[str, object]] | None) -> ScriptItem:
+def decide(messages: list[Msg], info: RequestInfo) -> ScriptItem:
     """The demo model's whole brain: one answer computed from the conversation."""
     human = _last_human(messages)
     if human < 0:
         return "Hello! I am the offline demo model. Ask me something."
-    names = _tool_names(tools)
+    names = set(info.tool_names)
     request = messages[human].get_text()
     results = [b for m in messages[human + 1 :] for b in m.get_blocks("tool_result")]
     redo = _interrupted_calls(messages)

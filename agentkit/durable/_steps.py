@@ -19,19 +19,18 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from agentkit.exceptions import StateError
-from agentkit.messages import ContentBlock, Msg, ToolUseBlock
-from agentkit.models._base import ChatModel, ChatResponse, ChatUsage, ModelOutput, ToolChoice
+from agentkit.messages import ContentBlock, ToolUseBlock
+from agentkit.models._base import ChatModel, ChatResponse, ChatUsage, ModelRequest
 from agentkit.tools import Toolkit, ToolResponse
 from agentkit.tools._response import ToolResultContent
 
 if TYPE_CHECKING:
     from dbos import DBOS, StepOptions, StepReservation
-    from pydantic import BaseModel
 
     from agentkit.tools._context import RunContext
 
@@ -161,22 +160,6 @@ def _response_from_json(data: _ResponseRecord) -> ChatResponse:
     )
 
 
-async def _final(output: ModelOutput) -> ChatResponse:
-    """The complete answer: a response as is, or the last chunk of a stream."""
-    if isinstance(output, ChatResponse):
-        return output
-    last: ChatResponse | None = None
-    stream: AsyncIterator[ChatResponse] = output
-    try:
-        async for chunk in stream:
-            last = chunk
-    finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    return last if last is not None else ChatResponse(content=[])
-
-
 class DurableModel(ChatModel):
     """A ``ChatModel`` whose requests are DBOS steps inside a workflow (see module docs).
 
@@ -188,31 +171,19 @@ class DurableModel(ChatModel):
         steps: The run's bookkeeping (tool-call reservations).
     """
 
+    offline = True
+    """The wrapped model checks ``block_model_requests`` itself; a replay sends nothing."""
+
     def __init__(self, inner: ChatModel, steps: RunSteps) -> None:
         super().__init__(inner.model_name, stream=False)
         self.inner = inner
         self.steps = steps
         self.provider = inner.provider
 
-    async def __call__(
-        self,
-        messages: Sequence[Msg],
-        tools: list[dict[str, object]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        **kwargs: Any,
-    ) -> ModelOutput:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
         """Send the request as a step (or replay its recorded answer)."""
-
-        async def request() -> _ResponseRecord:
-            output = await self.inner(
-                messages, tools, tool_choice, structured_model=structured_model, **kwargs
-            )
-            return _response_to_json(await _final(output))
-
         if not in_workflow():
-            output = await self.inner(messages, tools, tool_choice, structured_model, **kwargs)
-            return await _final(output)
+            return await self.inner.request(request)
         self.steps.raise_corrupt()  # never send a request built on a corrupt record
         self.steps.model_requests += 1
         sent = False
@@ -220,7 +191,7 @@ class DurableModel(ChatModel):
         async def send() -> _ResponseRecord:
             nonlocal sent
             sent = True
-            return await request()
+            return _response_to_json(await self.inner.request(request))
 
         name = f"model:{self.model_name}"
         try:

@@ -12,11 +12,17 @@ import logging
 import os
 import pathlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from agentkit.mcp._convert import sampling_messages_to_msgs
 from agentkit.messages import Msg
-from agentkit.models._base import ChatModel, ChatResponse
+from agentkit.models._base import (
+    ChatModel,
+    ChatResponse,
+    ModelRequest,
+    ModelSettings,
+    ToolDefinition,
+)
 
 if TYPE_CHECKING:
     from mcp.client.session import (
@@ -89,21 +95,6 @@ def _generation_kwargs(model: ChatModel, params: CreateMessageRequestParams) -> 
     return kwargs
 
 
-async def _final_response(
-    model: ChatModel, messages: list[Msg], kwargs: dict[str, Any]
-) -> ChatResponse:
-    """Call the model once; a streaming model is consumed to its last (complete) chunk."""
-    output = await model(messages, **kwargs)
-    if isinstance(output, ChatResponse):
-        return output
-    last: ChatResponse | None = None
-    async for chunk in output:
-        last = chunk
-    if last is None:
-        return ChatResponse(content=[])
-    return last
-
-
 SamplingModels: TypeAlias = ChatModel | Mapping[str, ChatModel]
 """One model, or ``{name: model}`` chosen by the server's ``modelPreferences.hints``."""
 
@@ -131,19 +122,12 @@ def pick_model(models: SamplingModels, preferences: ModelPreferences | None) -> 
     return next(iter(models.values()))
 
 
-def _tool_schemas(params: CreateMessageRequestParams) -> list[dict[str, Any]] | None:
-    """The server's sampling ``tools`` as OpenAI-style function schemas for the model."""
+def _tool_definitions(params: CreateMessageRequestParams) -> list[ToolDefinition] | None:
+    """The server's sampling ``tools`` as tool definitions for the model."""
     if not params.tools:
         return None
     return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description or "",
-                "parameters": dict(tool.input_schema),
-            },
-        }
+        ToolDefinition(tool.name, tool.description or "", dict(tool.input_schema))
         for tool in params.tools
     ]
 
@@ -205,15 +189,14 @@ def make_sampling_callback(
         if approval is not None and not await _maybe_await(approval(messages)):
             return ErrorData(code=-1, message="The user declined the sampling request")
         chosen = pick_model(model, params.model_preferences)
-        kwargs: dict[str, Any] = _generation_kwargs(chosen, params)
-        tools = _tool_schemas(params)
+        settings = cast(ModelSettings, _generation_kwargs(chosen, params))
+        tools = _tool_definitions(params)
         if tools is not None:
-            kwargs["tools"] = tools
             mode = params.tool_choice.mode if params.tool_choice is not None else None
             if mode is not None:
-                kwargs["tool_choice"] = mode
-        try:
-            response = await _final_response(chosen, messages, kwargs)
+                settings["tool_choice"] = mode
+        try:  # the whole answer, from a streaming model too
+            response = await chosen.request(ModelRequest(messages, tools or [], settings=settings))
         except Exception as exc:  # the server gets an error answer, the call goes on
             logging.getLogger(f"agentkit.mcp.{server}").warning("sampling failed: %s", exc)
             return ErrorData(code=-32603, message=f"sampling failed: {exc}")

@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import time
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
 
 import anyio
@@ -22,14 +22,7 @@ from agentkit.exceptions import (
     ModelError,
     ModelResponseError,
 )
-from agentkit.messages import Msg
-from agentkit.models._base import (
-    ChatModel,
-    ChatResponse,
-    ModelSettings,
-    ToolChoice,
-    ToolDefinition,
-)
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 from agentkit.models._clients import SDK, SDKClient, SDKErrors
 from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
 from agentkit.models._json import JSONObject, JSONValue
@@ -229,16 +222,9 @@ class HTTPChatModel(ChatModel):
 
     @abstractmethod
     def format_request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[Mapping[str, object]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        *,
-        stream: bool | None = None,
-        **kwargs: object,
+        self, request: ModelRequest, *, stream: bool | None = None
     ) -> dict[str, object]:
-        """The wire-format request body."""
+        """The wire-format request body of ``request`` (``stream``: override ``self.stream``)."""
 
     @abstractmethod
     def _parse(
@@ -339,12 +325,7 @@ class HTTPChatModel(ChatModel):
             await _close_transport(lean, client, owner)
 
     # -- requests ------------------------------------------------------------------------
-    async def request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
         """Ask for the next assistant turn and wait for the whole answer.
 
         See ``ChatModel.request``. ``settings`` keys this adapter does not know are sent as
@@ -354,7 +335,7 @@ class HTTPChatModel(ChatModel):
             ModelError: a subclass describing the failure, after retries.
         """
         started = time.perf_counter()
-        call = self._prepare(messages, tools, settings, stream=False)
+        call = self._prepare(request, stream=False)
         response = await self._send(self.encode_body(call.body), False, call.options)
         data = loads_body(self.provider, response.content)
         elapsed = time.perf_counter() - started
@@ -366,19 +347,14 @@ class HTTPChatModel(ChatModel):
             raise self.owned(err) from err
         return fill_cost(parsed, self.model_name, self.provider, self.base_url)  # USD price
 
-    async def request_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         """Ask for the next assistant turn as cumulative chunks (the last one complete).
 
         The request is sent when the first chunk is asked for; the HTTP response is closed
         however the iteration ends. Same arguments and errors as :meth:`request`.
         """
         started = time.perf_counter()
-        call = self._prepare(messages, tools, settings, stream=True)
+        call = self._prepare(request, stream=True)
         attempt, errors = await self._attempt(self.encode_body(call.body), True, call.options)
 
         async def open_stream() -> AsyncGenerator[ChatResponse, None]:
@@ -423,31 +399,16 @@ class HTTPChatModel(ChatModel):
         first, rest = await self._with_retries(attempt, errors)
         return _resumed(first, rest)
 
-    def _prepare(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None,
-        settings: ModelSettings | None,
-        *,
-        stream: bool,
-    ) -> PreparedCall:
+    def _prepare(self, request: ModelRequest, *, stream: bool) -> PreparedCall:
         """The body, SDK request options and structured-output model of one request."""
-        args: dict[str, object] = dict(settings or {})
+        settings = request.settings
         options = self._request_options()
-        if "extra_headers" in args:
-            options["headers"] = args.pop("extra_headers")
-        if "timeout" in args:
-            options["timeout"] = args.pop("timeout")
-        tool_choice = cast("ToolChoice | None", args.pop("tool_choice", None))
-        structured = cast("type[BaseModel] | None", args.pop("output_type", None))
-        extra = args.pop("extra_body", None)
-        if isinstance(extra, dict):
-            args.update(extra)
-        schemas = [t.to_openai() for t in tools] if tools else None
-        body = self.format_request(
-            messages, schemas, tool_choice, structured, stream=stream, **args
-        )
-        return PreparedCall(body, options, structured)
+        if "extra_headers" in settings:
+            options["headers"] = settings["extra_headers"]
+        if "timeout" in settings:
+            options["timeout"] = settings["timeout"]
+        body = self.format_request(request, stream=stream)
+        return PreparedCall(body, options, request.native_output)
 
     def encode_body(self, body: Mapping[str, object]) -> bytes:
         """The request body's bytes (compact UTF-8 JSON; a provider may reuse cached parts)."""

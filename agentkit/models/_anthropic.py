@@ -7,11 +7,10 @@ layer skipped), SDK retries off, and events parsed straight from JSON.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from agentkit.exceptions import AuthenticationError, ModelResponseError
-from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, PreparedCall, StreamState
 from agentkit.models._anthropic_format import (
     AnthropicStreamState,
@@ -21,15 +20,9 @@ from agentkit.models._anthropic_format import (
     mark_cache_points,
     parse_message,
 )
-from agentkit.models._base import (
-    ChatResponse,
-    ModelSettings,
-    PromptCache,
-    ToolChoice,
-    ToolDefinition,
-)
+from agentkit.models._base import ChatResponse, ModelRequest, PromptCache
 from agentkit.models._clients import ANTHROPIC, SDKClient
-from agentkit.models._common import apply_structured_output, closed_schema
+from agentkit.models._common import apply_structured_output, body_fields, closed_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._openai_audio import reject_audio_output
@@ -51,7 +44,7 @@ class AnthropicChatModel(HTTPChatModel):
         model_name: Model name, e.g. ``"claude-sonnet-4-5"``.
         api_key: API key; ``ANTHROPIC_API_KEY`` when None.
         base_url: Server URL; ``ANTHROPIC_BASE_URL`` or the Anthropic API when None.
-        stream: Return an async iterator of cumulative chunks.
+        stream: Whether the agent streams this model's answers (``request_stream``).
         max_tokens: The answer's token limit (the API requires one).
         thinking: Extended thinking configuration, sent as is, e.g.
             ``{"type": "enabled", "budget_tokens": 2048}``. Thinking blocks come back with
@@ -125,35 +118,29 @@ class AnthropicChatModel(HTTPChatModel):
         return client
 
     def format_request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[Mapping[str, object]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        *,
-        stream: bool | None = None,
-        **kwargs: object,
+        self, request: ModelRequest, *, stream: bool | None = None
     ) -> dict[str, object]:
         """The Messages request body of a call (exactly what is sent).
 
+        Leading system messages become ``system``; function tools become ``input_schema``
+        tools and server tools are sent as given; ``tool_choice`` ``"required"`` is
+        ``any``; ``parallel_tool_calls=False`` sets ``disable_parallel_tool_use``; a
+        native-mode ``output`` goes through structured outputs (``output_config.format``, a
+        ``json_schema``: the answer is JSON text, validated into
+        ``metadata["structured_output"]``); ``cache`` (a ``PromptCache``) puts
+        ``cache_control`` breakpoints in (see ``mark_cache_points``).
+
         Args:
-            messages: The conversation; leading system messages become ``system``.
-            tools: OpenAI-style function schemas (converted to ``input_schema`` tools).
-            tool_choice: ``"auto"``, ``"none"``, ``"required"`` (``any``) or a tool name.
-            structured_model: Ask for an answer matching this pydantic model, through
-                structured outputs (``output_config.format``, a ``json_schema``): the
-                answer is JSON text, validated into ``metadata["structured_output"]``.
+            request: The request.
             stream: Override ``self.stream``.
-            **kwargs: Body fields; ``parallel_tool_calls=False`` sets
-                ``disable_parallel_tool_use``; ``cache`` (a ``PromptCache``) puts
-                ``cache_control`` breakpoints in (see ``mark_cache_points``).
 
         Returns:
             The JSON body.
         """
+        kwargs = body_fields(request.settings)
         parallel = kwargs.pop("parallel_tool_calls", None)
         cache = cast("PromptCache | None", kwargs.pop("cache", None))
-        system, turns = format_messages(messages)
+        system, turns = format_messages(request.messages)
         body: dict[str, object] = {
             "model": self.model_name,
             "max_tokens": self.max_tokens,
@@ -166,15 +153,17 @@ class AnthropicChatModel(HTTPChatModel):
         body.update(self.generate_kwargs)
         body.update(kwargs)
         reject_audio_output(body, self.provider, "the Anthropic Messages API")
-        specs = format_tools(tools or [])
-        if structured_model is not None:
+        specs = format_tools(request.tools, request.builtin_tools)
+        structured = request.native_output
+        if structured is not None:
             config = body.get("output_config")
             body["output_config"] = {
                 **(config if isinstance(config, dict) else {}),
-                "format": {"type": "json_schema", "schema": closed_schema(structured_model)},
+                "format": {"type": "json_schema", "schema": closed_schema(structured)},
             }
         if specs:
             body["tools"] = specs
+            tool_choice = request.settings.get("tool_choice")
             choice = format_tool_choice(tool_choice, None if parallel is None else bool(parallel))
             if choice is not None:
                 body["tool_choice"] = choice
@@ -186,17 +175,10 @@ class AnthropicChatModel(HTTPChatModel):
             body.pop("stream", None)
         return body
 
-    def _prepare(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None,
-        settings: ModelSettings | None,
-        *,
-        stream: bool,
-    ) -> PreparedCall:
+    def _prepare(self, request: ModelRequest, *, stream: bool) -> PreparedCall:
         """The call, with the beta the one-hour cache needs (``ttl: "1h"`` marks)."""
-        call = super()._prepare(messages, tools, settings, stream=stream)
-        cache = (settings or {}).get("cache")
+        call = super()._prepare(request, stream=stream)
+        cache = request.settings.get("cache")
         if self.beta_header and cache is not None and cache.get("ttl") == "1h":
             given = call.options.get("headers")
             headers = dict(given) if isinstance(given, Mapping) else {}

@@ -18,7 +18,7 @@ from typing import TypeAlias, TypedDict, cast
 from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
-from agentkit.models._base import ChatResponse, ChatUsage, PromptCache
+from agentkit.models._base import ChatResponse, ChatUsage, PromptCache, ToolDefinition
 from agentkit.models._common import (
     ANTHROPIC_STOP_REASONS,
     clean_body,
@@ -254,22 +254,21 @@ def _trim_prefill(turns: list[Turn]) -> None:
         turns.pop()
 
 
-def format_tools(tools: Sequence[Mapping[str, object]]) -> list[WireBlock]:
-    """OpenAI-style function schemas -> Anthropic tool definitions.
+def format_tools(
+    tools: Sequence[ToolDefinition], builtin: Sequence[Mapping[str, object]] = ()
+) -> list[WireBlock]:
+    """Function tools as Anthropic tool definitions, then the server tools as given.
 
-    Server tool specs (a ``type`` other than ``function``) pass through unchanged.
+    A server tool spec (``web_search_20250305``...) is sent unchanged.
     """
     out: list[WireBlock] = []
     for tool in tools:
-        if tool.get("type") not in (None, "function", "custom"):
-            out.append(dict(tool))  # a server tool (web_search_20250305...), sent as given
-            continue
-        function = cast("Mapping[str, object]", tool.get("function", tool))
-        schema = function.get("parameters") or {"type": "object", "properties": {}}
-        converted: WireBlock = {"name": function["name"], "input_schema": schema}
-        if function.get("description"):
-            converted["description"] = function["description"]
-        out.append(_with_cache(converted, tool))
+        schema = tool.parameters or {"type": "object", "properties": {}}
+        converted: WireBlock = {"name": tool.name, "input_schema": schema}
+        if tool.description:
+            converted["description"] = tool.description
+        out.append(converted)
+    out += [dict(spec) for spec in builtin]
     return out
 
 

@@ -1,10 +1,12 @@
-"""The provider-neutral model interface: ``ChatModel``, ``ChatResponse``, ``ChatUsage``.
+"""The provider-neutral model interface: ``ChatModel``, ``ModelRequest``, ``ChatResponse``.
 
-A model is called with agentkit ``Msg``s and OpenAI-style function schemas. With
-``stream=False`` the call returns one ``ChatResponse``; with ``stream=True`` it returns an
-async iterator of *cumulative* ``ChatResponse`` chunks (each chunk holds everything received
-so far; the last chunk is the complete answer). Consumers that need deltas diff consecutive
-chunks, so a dropped chunk never corrupts the final result.
+A model is asked with one ``ModelRequest`` (agentkit ``Msg``s, ``ToolDefinition``s, a
+provider's built-in tool specs, settings, the structured output asked for); each adapter
+builds its provider's wire form from it. ``model.request(request)`` returns one
+``ChatResponse``; ``model.request_stream(request)`` yields *cumulative* ``ChatResponse``
+chunks (each chunk holds everything received so far; the last chunk is the complete
+answer). Consumers that need deltas diff consecutive chunks, so a dropped chunk never
+corrupts the final result.
 
 While a tool call's arguments are still streaming, its ``tool_use`` block carries
 ``raw_input`` (the JSON text so far) and is not executable; see ``ToolUseBlock``.
@@ -12,11 +14,10 @@ While a tool call's arguments are still streaming, its ``tool_use`` block carrie
 
 from __future__ import annotations
 
-import contextvars
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 from agentkit.messages import ContentBlock, Msg, ToolUseBlock, text_of
 
@@ -29,7 +30,6 @@ __all__ = [
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
-    "ModelOutput",
     "ModelRequest",
     "ModelSettings",
     "OutputSpec",
@@ -46,16 +46,17 @@ ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
 class ToolDefinition:
     """A tool as offered to a model, in no provider's shape.
 
-    ``Tool.definition`` builds one; adapters turn it into their provider's format
-    (:meth:`to_openai` for OpenAI-compatible APIs).
+    ``Tool.definition`` builds one; each adapter turns it into its provider's format
+    (:meth:`to_openai` is the OpenAI-compatible one).
 
     Attributes:
         name: The tool's name.
         description: What it does (the model reads it).
         parameters: The JSON schema of its arguments (an object schema).
         strict: Ask the provider to enforce the schema exactly (None: provider default).
-        native: A provider's built-in tool spec (``{"type": "web_search_20250305", ...}``),
-            sent as it is instead of a function tool (None for function tools).
+        native: A provider's built-in tool spec (``{"type": "web_search_20250305", ...}``)
+            offered through a toolkit (None for function tools): the agent's loop puts it in
+            the request's ``builtin_tools``, which every adapter sends as it is.
     """
 
     name: str
@@ -80,30 +81,6 @@ class ToolDefinition:
         if self.strict is not None:
             function["strict"] = self.strict
         return {"type": "function", "function": function}
-
-    @classmethod
-    def from_openai(cls, schema: Mapping[str, Any]) -> ToolDefinition:
-        """Read an OpenAI function-tool dict (with or without the ``function`` wrapper).
-
-        A dict with another ``type`` (a provider's built-in tool) or with keys of its own
-        (``cache_control``...) is also kept as ``native``, and sent back as it is.
-        """
-        kind = schema.get("type", "function")
-        if "function" not in schema and kind != "function":
-            return cls(str(schema.get("name", kind)), "", {}, native=schema)
-        function = schema.get("function", schema)
-        extra = set(schema) - _OUTER_KEYS or set(function) - _FUNCTION_KEYS
-        return cls(
-            name=function["name"],
-            description=function.get("description", ""),
-            parameters=function.get("parameters", {"type": "object", "properties": {}}),
-            strict=function.get("strict"),
-            native=schema if extra else None,
-        )
-
-
-_OUTER_KEYS = frozenset({"type", "function", "name", "description", "parameters", "strict"})
-_FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict"})
 
 
 class AudioOutput(TypedDict):
@@ -145,8 +122,8 @@ class PromptCache(TypedDict, total=False):
 class ModelSettings(TypedDict, total=False):
     """Generation settings for one request; every key is optional.
 
-    Keys an adapter does not know are sent to the provider as body fields (the
-    compatibility path of ``model(..., some_field=...)``); ``extra_body`` is the typed way.
+    Keys an adapter does not know are sent to the provider as body fields; ``extra_body``
+    is the typed way.
     """
 
     tool_choice: ToolChoice
@@ -162,9 +139,6 @@ class ModelSettings(TypedDict, total=False):
     """HTTP headers added to this request."""
     extra_body: dict[str, object]
     """Provider-specific body fields, sent as they are."""
-    output_type: type[BaseModel]
-    """Ask for an answer matching this pydantic model (the provider's native structured
-    output); the validated value is put in ``response.metadata["structured_output"]``."""
     modalities: list[Literal["text", "audio"]]
     """``["text", "audio"]`` with ``audio`` asks for a spoken answer (OpenAI Chat
     Completions audio models); APIs without audio output raise ``UnsupportedContentError``."""
@@ -189,9 +163,9 @@ class OutputSpec:
         model: The pydantic model the answer must match.
         mode: How it is asked for: ``"tool"``, a response tool the model calls with the
             answer as arguments (its definition is among the request's ``tools``);
-            ``"native"``, the provider's JSON-schema mode (the model is also in
-            ``settings["output_type"]``, which the adapters read); ``"prompted"``, the
-            schema in the system message and the answer read from the text.
+            ``"native"``, the provider's JSON-schema mode (the adapters read it, and put the
+            validated value in ``response.metadata["structured_output"]``); ``"prompted"``,
+            the schema in the system message and the answer read from the text.
     """
 
     model: type[BaseModel]
@@ -220,16 +194,16 @@ class ModelRequest:
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())
     output: OutputSpec | None = None
 
-    def tool_definitions(self) -> list[ToolDefinition] | None:
-        """Every tool as the adapters take them today (None: no tools).
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the function tools offered."""
+        return [tool.name for tool in self.tools]
 
-        The one place where a request becomes the adapters' arguments: built-in tools
-        travel as ``ToolDefinition.native``, after the function tools.
-        """
-        if not self.builtin_tools:
-            return self.tools or None
-        builtin = [ToolDefinition.from_openai(spec) for spec in self.builtin_tools]
-        return [*self.tools, *builtin]
+    @property
+    def native_output(self) -> type[BaseModel] | None:
+        """The pydantic model of a native-mode answer (the provider's JSON-schema mode)."""
+        output = self.output
+        return output.model if output is not None and output.mode == "native" else None
 
 
 @dataclass(slots=True)
@@ -344,181 +318,78 @@ class ChatResponse:
         return [b for b in self.content if b["type"] == "tool_use"]
 
 
-ModelOutput: TypeAlias = ChatResponse | AsyncIterator[ChatResponse]
-
-
 class ChatModel:
     """Base class of every model adapter and test double.
 
-    An adapter implements :meth:`request` (one whole answer) and :meth:`request_stream`
-    (cumulative chunks), both taking typed tools and settings. ``await model(...)`` is
-    the compatibility form (AgentScope's): it turns its arguments into those and calls one
-    of them. A subclass written against older agentkit versions that implements only
-    ``__call__`` keeps working: ``request``/``request_stream`` then call it.
+    Callers ask :meth:`request` (one whole answer) or :meth:`request_stream` (cumulative
+    chunks), both with one :class:`ModelRequest`. An adapter implements :meth:`_request`
+    and :meth:`_request_stream`; the public methods refuse first while real model requests
+    are blocked (``agentkit.testing.block_model_requests``, unless the class is
+    ``offline``), so no adapter can forget that check.
 
     Args:
         model_name: The provider's model name.
-        stream: Whether ``await model(...)`` returns an async iterator of cumulative chunks
-            instead of one response (and whether the agent streams).
+        stream: Whether the agent streams this model's answers (:meth:`request_stream`).
     """
 
     provider: str = "unknown"
     native_output: bool = False
     """True for adapters that can ask their provider for JSON matching a schema
-    (``settings["output_type"]``; ``NativeOutput`` needs it)."""
+    (``OutputSpec`` mode ``"native"``; ``NativeOutput`` needs it)."""
     offline: bool = False
     """True for models that never reach a network (test doubles): not blocked by
     ``agentkit.testing.block_model_requests``."""
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        own = cls.__dict__
-        if "__call__" in own and "request" not in own and "request_stream" not in own:
-            parent = cls.__mro__[1]
-            if issubclass(parent, ChatModel) and _implements_request(parent):
-                _route_through_call(cls, parent)
-        if cls.offline:
-            return
-        for name in ("request", "request_stream", "__call__"):
-            method = cls.__dict__.get(name)
-            if method is not None:
-                setattr(cls, name, _guarded(method, stream=name == "request_stream"))
 
     def __init__(self, model_name: str, stream: bool = False) -> None:
         self.model_name = model_name
         self.stream = stream
 
-    async def request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
+    async def request(self, request: ModelRequest) -> ChatResponse:
         """Ask for the next assistant turn and wait for the whole answer.
 
         Args:
-            messages: The conversation, system message first if any.
-            tools: The tools the model may call.
-            settings: Generation settings (``tool_choice``, ``temperature``...).
+            request: The messages, tools, settings and structured output asked for.
 
         Returns:
             The complete answer.
 
         Raises:
+            ModelRequestsBlocked: real model requests are blocked now.
             ModelError: a subclass describing the failure.
         """
-        output = await self._legacy_call(messages, tools, settings)
-        if isinstance(output, ChatResponse):
-            return output
-        last = ChatResponse(content=[])
-        async for chunk in output:
-            last = chunk
-        return last
+        self._check_allowed()
+        return await self._request(request)
 
-    async def request_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
+    def request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         """Ask for the next assistant turn as cumulative chunks (the last one is complete).
 
-        Same arguments and errors as :meth:`request`. This default (for an adapter with a
-        ``request`` only) yields the whole answer as one chunk.
+        Same argument and errors as :meth:`request`; a blocked request is refused here,
+        before the stream is made (so before any connection).
         """
-        if not _implements_call(type(self)):
-            yield await self.request(messages, tools, settings)
-            return
-        async for chunk in self._legacy_stream(messages, tools, settings):
-            yield chunk
+        self._check_allowed()
+        return self._request_stream(request)
 
-    async def _legacy_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None,
-        settings: ModelSettings | None,
-        *,
-        routed: bool = False,
-    ) -> AsyncGenerator[ChatResponse, None]:
-        """The chunks of an older adapter's ``__call__``; its stream is closed however it ends."""
-        output = await self._legacy_call(messages, tools, settings, routed=routed)
-        if isinstance(output, ChatResponse):
-            yield output
-            return
-        try:
-            async for chunk in output:
-                yield chunk
-        finally:
-            aclose = getattr(output, "aclose", None)
-            if aclose is not None:
-                await aclose()
+    async def _request(self, request: ModelRequest) -> ChatResponse:
+        """The adapter's implementation of :meth:`request` (every adapter has one)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement _request()")
 
-    async def _legacy_call(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None,
-        settings: ModelSettings | None,
-        *,
-        routed: bool = False,
-    ) -> ModelOutput:
-        """Call the ``__call__`` of a subclass that implements only that (older adapters).
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
+        """The adapter's implementation of :meth:`request_stream`.
 
-        ``routed``: the call comes from :func:`_route_through_call`, so the override's
-        ``super().__call__`` must reach the parent's ``request`` (see there).
+        This default, for an adapter without streaming, yields the whole answer as one chunk.
         """
-        if not _implements_call(type(self)):
-            raise NotImplementedError(
-                f"{type(self).__name__} implements neither request() nor __call__()"
+        yield await self._request(request)
+
+    def _check_allowed(self) -> None:
+        if BLOCKED and not self.offline:
+            from agentkit.exceptions import ModelRequestsBlocked
+
+            raise ModelRequestsBlocked(
+                f"{type(self).__name__}({self.model_name!r}) was asked for an answer while "
+                f"model requests are blocked ({BLOCKED[-1]}); use a test double from "
+                "agentkit.testing (ScriptedModel, FunctionModel, TestModel)",
+                provider=self.provider,
             )
-        args: dict[str, Any] = dict(settings or {})
-        if tools:
-            args["tools"] = [t.to_openai() for t in tools]
-        if "output_type" in args:
-            args["structured_model"] = args.pop("output_type")
-        token = _ROUTED.set(self) if routed else None
-        try:
-            return await self(messages, **args)
-        finally:
-            if token is not None:
-                _ROUTED.reset(token)
-
-    async def __call__(
-        self,
-        messages: Sequence[Msg],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        **kwargs: Any,
-    ) -> ModelOutput:
-        """Ask the model for the next assistant turn (the compatibility form).
-
-        Args:
-            messages: The conversation, system message first if any.
-            tools: OpenAI-style function schemas (``{"type": "function", "function": {...}}``).
-            tool_choice: How the model may use the tools.
-            structured_model: Ask for an answer matching this pydantic model; the validated
-                value is put in ``response.metadata["structured_output"]``.
-            **kwargs: Settings (``ModelSettings`` keys) and provider body fields;
-                ``stream`` overrides the model's ``stream``.
-
-        Returns:
-            A ``ChatResponse``, or an async iterator of cumulative chunks when streaming
-            (the request is sent, and its first chunk received, before this returns, so
-            errors are raised here).
-
-        Raises:
-            ModelError: a subclass describing the failure.
-        """
-        stream = bool(kwargs.pop("stream", self.stream))
-        settings = cast(ModelSettings, kwargs)
-        if tool_choice is not None:
-            settings["tool_choice"] = tool_choice
-        if structured_model is not None:
-            settings["output_type"] = structured_model
-        definitions = [ToolDefinition.from_openai(t) for t in tools] if tools else None
-        if not stream:
-            return await self.request(messages, definitions, settings)
-        return await _started(self.request_stream(messages, definitions, settings))
 
     async def aclose(self) -> None:
         """Release network resources (HTTP clients). Safe to call more than once."""
@@ -527,126 +398,5 @@ class ChatModel:
         return f"{type(self).__name__}(model_name={self.model_name!r}, stream={self.stream})"
 
 
-def _implements_request(cls: type[ChatModel]) -> bool:
-    """Whether ``cls`` has typed request methods of its own (not the base's defaults)."""
-    return cls.request is not _BASE_REQUEST and not _implements_call(cls)
-
-
-_ROUTED: contextvars.ContextVar[object] = contextvars.ContextVar("agentkit_routed", default=None)
-
-
-def _route_through_call(cls: type[ChatModel], parent: type[ChatModel]) -> None:
-    """Make ``request``/``request_stream`` of ``cls`` go through its own ``__call__``.
-
-    For an older-style subclass of a typed adapter that overrides only ``__call__``
-    (to log, or to change arguments) and calls ``super().__call__``: the agent asks
-    ``request``, which must not skip that override. The override's ``super().__call__``
-    reaches the base shim, which asks ``request`` again: that inner call goes to the
-    parent's implementation (marked by a context variable), so nothing loops.
-    """
-
-    async def request(
-        self: ChatModel,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
-        if _ROUTED.get() is self:
-            return await parent.request(self, messages, tools, settings)
-        token = _ROUTED.set(self)
-        try:
-            return await ChatModel.request(self, messages, tools, settings)
-        finally:
-            _ROUTED.reset(token)
-
-    def request_stream(
-        self: ChatModel,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
-        if _ROUTED.get() is self:
-            return parent.request_stream(self, messages, tools, settings)
-        return self._legacy_stream(messages, tools, settings, routed=True)
-
-    for name, method in (("request", request), ("request_stream", request_stream)):
-        setattr(cls, name, method)  # set on the class as its own methods
-
-
-def _implements_call(cls: type[ChatModel]) -> bool:
-    """Whether ``cls`` (an older-style adapter) implements ``__call__`` itself."""
-    return getattr(cls.__call__, "__wrapped__", cls.__call__) is not _BASE_CALL
-
-
-async def _started(
-    chunks: AsyncGenerator[ChatResponse, None],
-) -> AsyncGenerator[ChatResponse, None]:
-    """``chunks`` with its first chunk already received (errors raised now, not later)."""
-    try:
-        first = await anext(chunks)
-    except StopAsyncIteration:
-        first = None
-    except BaseException:
-        await chunks.aclose()
-        raise
-    return _resumed(first, chunks)
-
-
-async def _resumed(
-    first: ChatResponse | None, rest: AsyncGenerator[ChatResponse, None]
-) -> AsyncGenerator[ChatResponse, None]:
-    try:
-        if first is None:
-            return
-        yield first
-        async for chunk in rest:
-            yield chunk
-    finally:
-        await rest.aclose()
-
-
-_BASE_CALL = ChatModel.__call__
-_BASE_REQUEST = ChatModel.request
-
 BLOCKED: list[str] = []
 """Reasons real model requests are blocked now (``agentkit.testing.block_model_requests``)."""
-
-
-def _check_blocked(model: ChatModel) -> None:
-    if BLOCKED:
-        from agentkit.exceptions import ModelRequestsBlocked
-
-        raise ModelRequestsBlocked(
-            f"{type(model).__name__}({model.model_name!r}) was asked for an answer while "
-            f"model requests are blocked ({BLOCKED[-1]}); use a test double from "
-            "agentkit.testing (ScriptedModel, FunctionModel, TestModel)",
-            provider=model.provider,
-        )
-
-
-_Method = TypeVar("_Method", bound=Callable[..., object])
-
-
-def _guarded(method: _Method, *, stream: bool) -> _Method:
-    """Wrap an adapter's request method so it refuses while model requests are blocked.
-
-    ``request_stream`` (an async generator function) refuses when called, before its
-    generator is made.
-    """
-    import functools
-
-    if stream:
-
-        @functools.wraps(method)
-        def guarded_stream(self: ChatModel, *args: object, **kwargs: object) -> object:
-            _check_blocked(self)
-            return method(self, *args, **kwargs)
-
-        return cast(_Method, guarded_stream)
-
-    @functools.wraps(method)
-    async def guarded(self: ChatModel, *args: object, **kwargs: object) -> object:
-        _check_blocked(self)
-        return await cast(Callable[..., Awaitable[object]], method)(self, *args, **kwargs)
-
-    return cast(_Method, guarded)

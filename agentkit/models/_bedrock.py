@@ -13,17 +13,16 @@ from __future__ import annotations
 import os
 import time
 import urllib.parse
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import httpx2
 
 from agentkit.exceptions import ModelConnectionError, ModelError
-from agentkit.messages import Msg
 from agentkit.models._anthropic import AnthropicChatModel
 from agentkit.models._anthropic_format import AnthropicStreamState
-from agentkit.models._base import ChatResponse, ModelSettings, ToolChoice, ToolDefinition
+from agentkit.models._base import ChatResponse, ModelRequest
 from agentkit.models._common import require_extra
 from agentkit.models._http import map_status_error
 from agentkit.models._prices import fill_cost
@@ -98,38 +97,24 @@ class AnthropicBedrockModel(AnthropicChatModel):
         return f"/model/{urllib.parse.quote(self.model_name, safe=':')}/invoke"
 
     def format_request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[Mapping[str, object]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        *,
-        stream: bool | None = None,
-        **kwargs: object,
+        self, request: ModelRequest, *, stream: bool | None = None
     ) -> dict[str, object]:
         """The Messages body as Bedrock takes it (``model`` and ``stream`` go in the URL)."""
-        body = super().format_request(
-            messages, tools, tool_choice, structured_model, stream=stream, **kwargs
-        )
+        body = super().format_request(request, stream=stream)
         body.pop("model", None)
         body.pop("stream", None)
         body.setdefault("anthropic_version", BEDROCK_ANTHROPIC_VERSION)
         return body
 
-    async def request_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         """Stream the next assistant turn through the SDK's event-stream decoder.
 
-        Same arguments as ``AnthropicChatModel.request_stream``.
+        Same argument as ``AnthropicChatModel.request_stream``.
         """
         from anthropic import NOT_GIVEN
 
         started = time.perf_counter()
-        call = self._prepare(messages, tools, settings, stream=False)
+        call = self._prepare(request, stream=False)
         body = call.body
         body.pop("anthropic_version", None)  # the SDK adds its own
         max_tokens = cast(int, body.pop("max_tokens"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -24,8 +24,7 @@ from agentkit.exceptions import (
     ModelConnectionError,
     ModelError,
 )
-from agentkit.messages import Msg
-from agentkit.models._base import ChatModel, ChatResponse, ModelSettings, ToolDefinition
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 from agentkit.models._bedrock_format import (
     ConverseState,
     add_cache_points,
@@ -112,7 +111,7 @@ class BedrockConverseModel(ChatModel):
         aws_session_token: See ``aws_access_key``.
         aws_profile: A named AWS profile.
         base_url: The endpoint (a VPC endpoint, a local test server); the region's when None.
-        stream: Whether ``await model(...)`` streams cumulative chunks (and the agent does).
+        stream: Whether the agent streams this model's answers (``request_stream``).
         reasoning: ``additionalModelRequestFields`` for reasoning, sent as is, e.g.
             ``{"thinking": {"type": "enabled", "budget_tokens": 1024}}`` (Claude) or
             ``{"reasoningConfig": {"type": "enabled"}}`` (Nova). Reasoning comes back as
@@ -198,31 +197,27 @@ class BedrockConverseModel(ChatModel):
             await stack.aclose()
 
     # -- requests ------------------------------------------------------------------------
-    def format_request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> dict[str, Any]:
+    def format_request(self, request: ModelRequest) -> dict[str, Any]:
         """The Converse parameters of a request (the SDK's dict form, without ``modelId``).
 
+        Leading system messages become ``system``; function tools become ``toolSpec``s and
+        built-in specs are sent as given; a native-mode ``output`` uses structured outputs
+        (``outputConfig.textFormat``, a ``json_schema`` the answer text follows). Settings:
+        ``tool_choice``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``
+        (``inferenceConfig``), ``service_tier`` (``serviceTier``: ``"priority"``,
+        ``"default"``, ``"flex"``); ``extra_body`` entries are Converse parameters;
+        ``cache`` (a ``PromptCache``) adds ``cachePoint`` blocks. Converse has no ``seed``
+        or ``parallel_tool_calls`` switch: they are not sent.
+
         Args:
-            messages: The conversation; leading system messages become ``system``.
-            tools: Function tools (``toolSpec``) and native specs.
-            settings: ``tool_choice``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``
-                (``inferenceConfig``), ``output_type`` (structured outputs:
-                ``outputConfig.textFormat``, a ``json_schema`` the answer text follows),
-                ``service_tier`` (``serviceTier``: ``"priority"``, ``"default"``,
-                ``"flex"``); ``extra_body`` entries are Converse parameters; ``cache`` (a
-                ``PromptCache``) adds ``cachePoint`` blocks. Converse has no ``seed`` or
-                ``parallel_tool_calls`` switch: they are not sent.
+            request: The request.
 
         Raises:
             BadRequestError: ``extra_headers`` (the SDK signs the headers it sends) or a
                 setting Converse does not take.
         """
-        args: dict[str, Any] = dict(settings or {})
-        for key in ("timeout", "parallel_tool_calls", "seed", "output_type"):
+        args: dict[str, Any] = dict(request.settings)
+        for key in ("timeout", "parallel_tool_calls", "seed"):
             args.pop(key, None)
         if args.pop("extra_headers", None):
             raise BadRequestError(
@@ -233,7 +228,7 @@ class BedrockConverseModel(ChatModel):
         extra = args.pop("extra_body", None)
         cache = args.pop("cache", None)
         tier = args.pop("service_tier", None)
-        system, turns = format_messages(messages)
+        system, turns = format_messages(request.messages)
         params: dict[str, Any] = {"messages": turns}
         if tier is not None:
             params["serviceTier"] = {"type": tier}
@@ -252,16 +247,16 @@ class BedrockConverseModel(ChatModel):
             )
         if inference:
             params["inferenceConfig"] = inference
-        definitions = list(tools or ())
-        structured: type[BaseModel] | None = (settings or {}).get("output_type")
+        definitions, builtin = request.tools, request.builtin_tools
+        structured = request.native_output
         if structured is not None:
             params["outputConfig"] = {"textFormat": output_format(structured)}
         has_tool_blocks = any(
             "toolUse" in b or "toolResult" in b for t in turns for b in t["content"]
         )
         if choice == "none" and not has_tool_blocks:
-            definitions = []
-        tool_config = format_tool_config(definitions, choice)
+            definitions, builtin = [], []
+        tool_config = format_tool_config(definitions, choice, builtin)
         if tool_config is not None:
             params["toolConfig"] = tool_config
         fields: dict[str, Any] = dict(self.reasoning or {})
@@ -277,19 +272,14 @@ class BedrockConverseModel(ChatModel):
             add_cache_points(params, cache, self.model_name)
         return params
 
-    async def request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
         """Ask for the next assistant turn and wait for the whole answer (``Converse``).
 
         Raises:
             ModelError: a subclass describing the failure, after retries.
         """
         started = time.perf_counter()
-        params = self.format_request(messages, tools, settings)
+        params = self.format_request(request)
         client = await self._get_client()
 
         async def attempt() -> Any:
@@ -302,14 +292,9 @@ class BedrockConverseModel(ChatModel):
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:
             raise self._owned(err) from err
-        return self._finish(final, settings)
+        return self._finish(final, request.native_output)
 
-    async def request_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         """Ask for the next assistant turn as cumulative chunks (``ConverseStream``).
 
         Opening the stream and reading it to its first visible chunk is one attempt of
@@ -317,7 +302,7 @@ class BedrockConverseModel(ChatModel):
         event stream (its HTTP response) is closed however this ends, cancelled included.
         """
         started = time.perf_counter()
-        params = self.format_request(messages, tools, settings)
+        params = self.format_request(request)
         client = await self._get_client()
 
         async def attempt() -> tuple[ConverseState, Any, AsyncGenerator[Any, None]]:
@@ -356,7 +341,7 @@ class BedrockConverseModel(ChatModel):
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:
             raise self._owned(err) from err
-        yield self._finish(final, settings)
+        yield self._finish(final, request.native_output)
 
     def _feed(self, state: ConverseState, event: Mapping[str, Any]) -> bool:
         """``state.feed(event)``, a malformed event's error naming this provider."""
@@ -365,8 +350,7 @@ class BedrockConverseModel(ChatModel):
         except ModelError as err:
             raise self._owned(err) from err
 
-    def _finish(self, response: ChatResponse, settings: ModelSettings | None) -> ChatResponse:
-        structured: type[BaseModel] | None = (settings or {}).get("output_type")
+    def _finish(self, response: ChatResponse, structured: type[BaseModel] | None) -> ChatResponse:
         if structured is not None:
             apply_structured_output(response, structured, response.get_text() or None)
         return fill_cost(response, self.model_name, self.provider, self.base_url)

@@ -221,25 +221,28 @@ def format_messages(messages: Sequence[Msg]) -> tuple[list[Wire], list[Wire]]:
     return system, turns
 
 
-def format_tool_config(tools: Sequence[ToolDefinition], choice: ToolChoice | None) -> Wire | None:
+def format_tool_config(
+    tools: Sequence[ToolDefinition],
+    choice: ToolChoice | None,
+    builtin: Sequence[Mapping[str, object]] = (),
+) -> Wire | None:
     """Tools and ``tool_choice`` as Converse's ``toolConfig`` (None: no tools, or ``none``).
 
     Converse has no "none" choice: with ``tool_choice="none"`` the tools are not sent (a
     conversation that already holds tool blocks keeps them, which the API accepts only
-    with a ``toolConfig``, so then the tools are sent with ``auto``). A native spec
-    (``{"systemTool": {...}}``, ``{"cachePoint": {...}}``) is sent as it is.
+    with a ``toolConfig``, so then the tools are sent with ``auto``). A built-in spec
+    (``{"systemTool": {...}}``, ``{"cachePoint": {...}}``) is sent as it is, after the
+    function tools.
     """
     specs: list[Wire] = []
     for tool in tools:
-        if tool.native is not None:
-            specs.append(dict(tool.native))
-            continue
         spec: Wire = {"name": tool.name, "inputSchema": {"json": dict(tool.parameters)}}
         if tool.description:
             spec["description"] = tool.description
         if tool.strict is not None:
             spec["strict"] = tool.strict
         specs.append({"toolSpec": spec})
+    specs += [dict(b) for b in builtin]
     if not specs:
         return None
     config: Wire = {"tools": specs}

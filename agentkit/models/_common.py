@@ -15,7 +15,7 @@ from agentkit.messages import ContentBlock, ToolResultBlock, ToolUseBlock
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from agentkit.models._base import ChatResponse
+    from agentkit.models._base import ChatResponse, ModelSettings
     from agentkit.models._json import JSONObject, JSONValue
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "CHAT_FINISH_REASONS",
     "RESPONSES_FINISH_REASONS",
     "apply_structured_output",
+    "body_fields",
     "closed_schema",
     "finish_metadata",
     "json_schema_spec",
@@ -68,6 +69,23 @@ RESPONSES_FINISH_REASONS = frozenset(("stop", "length", "tool_calls", "content_f
 # Unknown finish reasons already warned about: a warning once per value, then debug lines.
 _WARNED: set[str] = set()
 _MAX_WARNED = 64
+
+
+# Settings every adapter reads itself: how the request is sent, not what its body holds.
+_NOT_BODY = frozenset({"extra_headers", "timeout", "tool_choice", "extra_body"})
+
+
+def body_fields(settings: ModelSettings) -> dict[str, object]:
+    """The settings that become body fields, ``extra_body``'s merged in (it wins).
+
+    ``extra_headers``, ``timeout`` and ``tool_choice`` are left out: each adapter sends
+    them its own way.
+    """
+    fields: dict[str, object] = {k: v for k, v in settings.items() if k not in _NOT_BODY}
+    extra = settings.get("extra_body")
+    if isinstance(extra, dict):
+        fields.update(extra)
+    return fields
 
 
 def finish_metadata(reason: object, known: frozenset[str]) -> dict[str, object]:

@@ -12,14 +12,10 @@ caller, a failure is the caller's (the text already shown cannot be taken back).
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
-from typing import TYPE_CHECKING
 
 import agentkit._seams as seams
 from agentkit.exceptions import ModelAPIError, ModelConnectionError
-from agentkit.models._base import ChatModel, ChatResponse, ModelSettings, ToolDefinition
-
-if TYPE_CHECKING:
-    from agentkit.messages import Msg
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 
 __all__ = ["FallbackModel"]
 
@@ -54,6 +50,9 @@ class FallbackModel(ChatModel):
         ... )
     """
 
+    offline = True
+    """Its models check ``block_model_requests`` themselves (a scripted one still answers)."""
+
     def __init__(
         self,
         models: Sequence[ChatModel],
@@ -72,12 +71,7 @@ class FallbackModel(ChatModel):
         self.on = on
         self.last_model: ChatModel | None = None
 
-    async def request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
         """Ask each model in turn until one answers (see ``ChatModel.request``).
 
         Raises:
@@ -87,7 +81,7 @@ class FallbackModel(ChatModel):
         failed: list[str] = []
         for i, model in enumerate(self.models):
             try:
-                response = await model.request(messages, tools, settings)
+                response = await model.request(request)
             except self.on as exc:
                 self._failed(model, exc, failed, last=i == len(self.models) - 1)
                 continue
@@ -95,12 +89,7 @@ class FallbackModel(ChatModel):
             return _mark(response, model, failed)
         raise AssertionError("unreachable")  # pragma: no cover - the last model raises
 
-    async def request_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         """Stream from the first model whose stream starts (see ``ChatModel.request_stream``).
 
         A model whose stream fails before its first chunk is passed over; a failure after
@@ -108,7 +97,7 @@ class FallbackModel(ChatModel):
         """
         failed: list[str] = []
         for i, model in enumerate(self.models):
-            stream = model.request_stream(messages, tools, settings)
+            stream = model.request_stream(request)
             try:
                 first = await _first_chunk(stream)
             except self.on as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -23,8 +23,7 @@ from agentkit.exceptions import (
     ModelError,
     ModelResponseError,
 )
-from agentkit.messages import Msg
-from agentkit.models._base import ChatModel, ChatResponse, ModelSettings, ToolDefinition
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest, ModelSettings
 from agentkit.models._common import apply_structured_output
 from agentkit.models._google_format import (
     GoogleStreamState,
@@ -93,7 +92,7 @@ class GoogleModel(ChatModel):
         credentials: google-auth credentials (Vertex AI); Application Default Credentials
             when None.
         base_url: Server URL (a proxy, a local test server); the SDK's default when None.
-        stream: Whether ``await model(...)`` streams cumulative chunks (and the agent does).
+        stream: Whether the agent streams this model's answers (``request_stream``).
         thinking: ``thinking_config`` sent as is, e.g. ``{"include_thoughts": True,
             "thinking_budget": 1024}`` or ``{"thinking_level": "low"}``. Thought summaries
             come back as thinking blocks; thought signatures are kept on the blocks and
@@ -190,25 +189,20 @@ class GoogleModel(ChatModel):
             await self._own_http.aclose()
 
     # -- requests ------------------------------------------------------------------------
-    def format_request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def format_request(self, request: ModelRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The ``contents`` and ``GenerateContentConfig`` (dict form) of a request.
 
+        Leading system messages become the system instruction; function tools become
+        ``function_declarations`` and built-in tool specs are sent as given; a native-mode
+        ``output`` is ``response_mime_type: application/json`` with the model's JSON schema
+        as ``response_json_schema`` (which takes JSON Schema with ``$defs``/``$ref``/
+        ``anyOf``, unlike ``response_schema``'s OpenAPI subset). Settings: ``tool_choice``,
+        ``temperature``, ``max_tokens``, ``stop``, ``service_tier``...; other keys and
+        ``extra_body`` are ``GenerateContentConfig`` fields. Gemini has no switch for
+        parallel calls: ``parallel_tool_calls`` is not sent.
+
         Args:
-            messages: The conversation; leading system messages become the system
-                instruction.
-            tools: Function tools (``function_declarations``) and built-in tool specs.
-            settings: ``tool_choice``, ``temperature``, ``max_tokens``, ``stop``,
-                ``output_type`` (``response_mime_type: application/json`` with the model's
-                JSON schema as ``response_json_schema``, which takes JSON Schema with
-                ``$defs``/``$ref``/``anyOf``, unlike ``response_schema``'s OpenAPI subset),
-                ``service_tier``...; other keys and
-                ``extra_body`` are ``GenerateContentConfig`` fields. Gemini has no switch for
-                parallel calls: ``parallel_tool_calls`` is not sent.
+            request: The request.
 
         Returns:
             ``(contents, config)``.
@@ -217,12 +211,12 @@ class GoogleModel(ChatModel):
             BadRequestError: a setting that is no ``GenerateContentConfig`` field, or no
                 message besides the system prompt.
         """
-        args: dict[str, object] = dict(settings or {})
-        for key in ("extra_headers", "timeout", "parallel_tool_calls", "output_type", "cache"):
+        args: dict[str, object] = dict(request.settings)
+        for key in ("extra_headers", "timeout", "parallel_tool_calls", "cache"):
             args.pop(key, None)  # cache: Gemini caches implicitly, there is nothing to mark
         choice = args.pop("tool_choice", None)
         extra = args.pop("extra_body", None)
-        system, contents = format_contents(messages)
+        system, contents = format_contents(request.messages)
         if not contents:  # the SDK would raise a bare ValueError("contents are required.")
             raise BadRequestError(
                 f"{self.provider}: a request needs at least one user or model message "
@@ -242,24 +236,23 @@ class GoogleModel(ChatModel):
             config[_SETTINGS.get(key, key)] = value
         if isinstance(extra, dict):
             config.update(extra)
-        specs = format_tools([t.to_openai() for t in tools or ()])
+        specs = format_tools(request.tools, request.builtin_tools)
         if specs:
             config["tools"] = specs
             tool_config = format_tool_config(choice if isinstance(choice, str) else None)
             if tool_config is not None:
                 config["tool_config"] = tool_config
-        structured = (settings or {}).get("output_type")
+        structured = request.native_output
         if structured is not None:
             config["response_mime_type"] = "application/json"
             config["response_json_schema"] = structured.model_json_schema()
         use_cached_content(config)
         return contents, config
 
-    def _config(self, config: dict[str, Any], settings: ModelSettings | None) -> Any:
+    def _config(self, config: dict[str, Any], settings: ModelSettings) -> Any:
         """The typed config (bad fields refused here, with our error), HTTP options set."""
         from pydantic import ValidationError
 
-        settings = settings or {}
         http: dict[str, object] = {}
         if "extra_headers" in settings:
             http["headers"] = dict(settings["extra_headers"])
@@ -274,12 +267,7 @@ class GoogleModel(ChatModel):
                 f"{self.provider}: invalid request settings: {err}", provider=self.provider
             ) from err
 
-    async def request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
         """Ask for the next assistant turn and wait for the whole answer.
 
         See ``ChatModel.request``.
@@ -288,8 +276,8 @@ class GoogleModel(ChatModel):
             ModelError: a subclass describing the failure, after retries.
         """
         started = time.perf_counter()
-        contents, config = self.format_request(messages, tools, settings)
-        typed = self._config(config, settings)
+        contents, config = self.format_request(request)
+        typed = self._config(config, request.settings)
 
         async def attempt() -> Any:
             return await self._client.aio.models.generate_content(
@@ -303,14 +291,9 @@ class GoogleModel(ChatModel):
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:
             raise self._owned(err) from err
-        return self._finish(final, settings)
+        return self._finish(final, request.native_output)
 
-    async def request_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         """Ask for the next assistant turn as cumulative chunks (the last one complete).
 
         Opening the stream and reading it to its first visible chunk is one attempt of
@@ -318,8 +301,8 @@ class GoogleModel(ChatModel):
         caller, a failure is raised. The HTTP response is closed however this ends.
         """
         started = time.perf_counter()
-        contents, config = self.format_request(messages, tools, settings)
-        typed = self._config(config, settings)
+        contents, config = self.format_request(request)
+        typed = self._config(config, request.settings)
 
         async def attempt() -> tuple[GoogleStreamState, AsyncGenerator[Any, None], bool]:
             chunks = await self._client.aio.models.generate_content_stream(
@@ -356,10 +339,9 @@ class GoogleModel(ChatModel):
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:
             raise self._owned(err) from err
-        yield self._finish(final, settings)
+        yield self._finish(final, request.native_output)
 
-    def _finish(self, response: ChatResponse, settings: ModelSettings | None) -> ChatResponse:
-        structured: type[BaseModel] | None = (settings or {}).get("output_type")
+    def _finish(self, response: ChatResponse, structured: type[BaseModel] | None) -> ChatResponse:
         if structured is not None:
             text = response.get_text()
             apply_structured_output(response, structured, text or None)

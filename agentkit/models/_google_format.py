@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 from agentkit._text import clean_text
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ThinkingBlock, ToolResultBlock
-from agentkit.models._base import ChatResponse, ChatUsage, ToolChoice
+from agentkit.models._base import ChatResponse, ChatUsage, ToolChoice, ToolDefinition
 from agentkit.models._common import finish_metadata, tool_use_block
 from agentkit.models._json import count
 
@@ -249,31 +249,27 @@ def format_contents(messages: Sequence[Msg]) -> tuple[WireContent | None, list[W
     return instruction, contents
 
 
-def format_tools(schemas: Sequence[Mapping[str, object]]) -> list[dict[str, Any]]:
-    """OpenAI-style tool schemas as Gemini ``tools``.
+def format_tools(
+    tools: Sequence[ToolDefinition], builtin: Sequence[Mapping[str, object]] = ()
+) -> list[dict[str, Any]]:
+    """Function tools and built-in tool specs as Gemini ``tools``.
 
     Function tools become one tool of ``function_declarations`` (their JSON schema sent as
     ``parameters_json_schema``, which takes full JSON Schema); a built-in tool spec
     (``{"google_search": {}}``, ``{"code_execution": {}}``) is sent as its own tool.
     """
     declarations: list[dict[str, Any]] = []
-    builtin: list[dict[str, Any]] = []
-    for schema in schemas:
-        function = schema.get("function")
-        if not isinstance(function, Mapping):
-            builtin.append(dict(schema))
-            continue
-        declaration: dict[str, Any] = {"name": function["name"]}
-        if function.get("description"):
-            declaration["description"] = function["description"]
-        parameters = function.get("parameters")
-        if isinstance(parameters, Mapping) and parameters.get("properties"):
-            declaration["parameters_json_schema"] = parameters
+    for tool in tools:
+        declaration: dict[str, Any] = {"name": tool.name}
+        if tool.description:
+            declaration["description"] = tool.description
+        if tool.parameters.get("properties"):
+            declaration["parameters_json_schema"] = tool.parameters
         declarations.append(declaration)
-    tools: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
     if declarations:
-        tools.append({"function_declarations": declarations})
-    return tools + builtin
+        out.append({"function_declarations": declarations})
+    return out + [dict(spec) for spec in builtin]
 
 
 def format_tool_config(choice: ToolChoice | None) -> dict[str, Any] | None:

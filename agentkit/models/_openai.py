@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agentkit.exceptions import ModelResponseError, UsageError
-from agentkit.messages import Msg
 from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
-from agentkit.models._base import ChatResponse, PromptCache, ToolChoice
+from agentkit.models._base import ChatResponse, ModelRequest, PromptCache
 from agentkit.models._caching import openai_cache_fields
 from agentkit.models._clients import OPENAI
-from agentkit.models._common import apply_structured_output, strict_schema
+from agentkit.models._common import apply_structured_output, body_fields, strict_schema
 from agentkit.models._http import RetryPolicy, embedded_error_status, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._lean import DEFAULT_TIMEOUT, LeanHTTP
@@ -51,7 +50,7 @@ class OpenAIChatModel(HTTPChatModel):
         api_key: API key; ``OPENAI_API_KEY`` when None.
         base_url: Server URL (``http://localhost:11434/v1`` for Ollama...);
             ``OPENAI_BASE_URL`` or the OpenAI API when None.
-        stream: Return an async iterator of cumulative chunks.
+        stream: Whether the agent streams this model's answers (``request_stream``).
         client_kwargs: Extra ``openai.AsyncOpenAI`` arguments (``timeout``,
             ``default_headers``, ``http_client``...). Its ``max_retries`` is always 0:
             retries follow ``retry``.
@@ -72,7 +71,7 @@ class OpenAIChatModel(HTTPChatModel):
 
     Example:
         >>> model = OpenAIChatModel("gpt-4.1-mini", stream=False)
-        >>> # response = await model([Msg("user", "Hello", "user")])
+        >>> # response = await model.request(ModelRequest([Msg("user", "Hello", "user")]))
     """
 
     native_output = True
@@ -157,47 +156,44 @@ class OpenAIChatModel(HTTPChatModel):
         return encode_body(body)
 
     def format_request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[Mapping[str, object]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        *,
-        stream: bool | None = None,
-        **kwargs: object,
+        self, request: ModelRequest, *, stream: bool | None = None
     ) -> dict[str, object]:
         """The Chat Completions request body of a call (exactly what is sent).
 
+        Function tools become ``{"type": "function", ...}`` entries; built-in tools
+        (``openrouter:web_search``...) are sent as given; a native-mode ``output`` becomes
+        ``response_format`` (json_schema, strict when the schema allows it);
+        ``parallel_tool_calls`` is sent only with tools.
+
         Args:
-            messages: The conversation.
-            tools: OpenAI-style function schemas.
-            tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
-            structured_model: Ask for JSON matching this pydantic model (``response_format``
-                json_schema, strict when the schema allows it).
+            request: The request.
             stream: Override ``self.stream``.
-            **kwargs: Body fields; ``parallel_tool_calls`` is sent only with tools.
 
         Returns:
             The JSON body.
         """
+        kwargs = body_fields(request.settings)
         parallel = kwargs.pop("parallel_tool_calls", None)
         cache = openai_cache_fields(cast("PromptCache | None", kwargs.pop("cache", None)))
         body: dict[str, object] = {
             "model": self.model_name,
-            "messages": format_messages(messages, reasoning=self.reasoning_content),
+            "messages": format_messages(request.messages, reasoning=self.reasoning_content),
         }
         body.update(self.generate_kwargs)
         body.update(kwargs)
         body.update(cache)
         _check_audio_output(body)
+        tools = [*(t.to_openai() for t in request.tools), *request.builtin_tools]
         if tools:
-            body["tools"] = [_wire_tool(t) for t in tools]
+            body["tools"] = tools
+            tool_choice = request.settings.get("tool_choice")
             if tool_choice is not None:
                 body["tool_choice"] = format_tool_choice(tool_choice)
             if parallel is not None:
                 body["parallel_tool_calls"] = bool(parallel)
-        if structured_model is not None:
-            body["response_format"] = _response_format(structured_model)
+        structured = request.native_output
+        if structured is not None:
+            body["response_format"] = _response_format(structured)
         if self.stream if stream is None else stream:
             body["stream"] = True
             body.setdefault("stream_options", {"include_usage": True})
@@ -240,18 +236,6 @@ class OpenAIChatModel(HTTPChatModel):
         if structured is not None:
             apply_structured_output(response, structured, response.get_text() or None)
         return response
-
-
-def _wire_tool(tool: Mapping[str, object]) -> Mapping[str, object]:
-    """A tool as Chat Completions takes it.
-
-    A function tool may come without its ``{"type": "function", "function": ...}``
-    wrapper; any other ``type`` is a server's built-in tool (``openrouter:web_search``,
-    ``web_search_preview``...), sent exactly as given.
-    """
-    if "function" in tool or tool.get("type", "function") != "function":
-        return tool
-    return {"type": "function", "function": tool}
 
 
 def _check_audio_output(body: Mapping[str, object]) -> None:

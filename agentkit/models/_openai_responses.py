@@ -13,16 +13,15 @@ next request, so a reasoning model keeps its chain of thought across tool calls.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from agentkit.exceptions import ModelResponseError
-from agentkit.messages import Msg
 from agentkit.models._adapter import HTTPChatModel, StreamState
-from agentkit.models._base import ChatResponse, PromptCache, ToolChoice
+from agentkit.models._base import ChatResponse, ModelRequest, PromptCache
 from agentkit.models._caching import openai_cache_fields
 from agentkit.models._clients import OPENAI
-from agentkit.models._common import apply_structured_output, json_schema_spec
+from agentkit.models._common import apply_structured_output, body_fields, json_schema_spec
 from agentkit.models._http import (
     RetryPolicy,
     embedded_error_status,
@@ -54,7 +53,7 @@ class OpenAIResponsesModel(HTTPChatModel):
         model_name: Model name, e.g. ``"gpt-5-mini"`` or ``"o4-mini"``.
         api_key: API key; ``OPENAI_API_KEY`` when None.
         base_url: Server URL; ``OPENAI_BASE_URL`` or the OpenAI API when None.
-        stream: Return an async iterator of cumulative chunks.
+        stream: Whether the agent streams this model's answers (``request_stream``).
         reasoning: The ``reasoning`` request field, e.g. ``{"effort": "low", "summary":
             "auto"}`` (a summary makes the thinking blocks readable).
         store: Let OpenAI store the responses. Off by default: the conversation is kept in
@@ -70,7 +69,7 @@ class OpenAIResponsesModel(HTTPChatModel):
 
     Example:
         >>> model = OpenAIResponsesModel("o4-mini", reasoning={"effort": "low"})
-        >>> # response = await model([Msg("user", "Hello", "user")])
+        >>> # response = await model.request(ModelRequest([Msg("user", "Hello", "user")]))
     """
 
     native_output = True
@@ -111,26 +110,18 @@ class OpenAIResponsesModel(HTTPChatModel):
         self._prepare_client()
 
     def format_request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[Mapping[str, object]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        *,
-        stream: bool | None = None,
-        **kwargs: object,
+        self, request: ModelRequest, *, stream: bool | None = None
     ) -> dict[str, object]:
         """The Responses request body of a call (exactly what is sent).
 
+        System messages stay in place in ``input``; function tools become Responses
+        function tools and built-in tool specs (``{"type": "web_search"}``) pass through; a
+        native-mode ``output`` becomes ``text.format`` (json_schema, strict when the schema
+        allows it); ``parallel_tool_calls`` is sent only with tools.
+
         Args:
-            messages: The conversation (system messages stay in place in ``input``).
-            tools: OpenAI Chat-style function schemas (converted to Responses function
-                tools); built-in tool specs (``{"type": "web_search"}``) pass through.
-            tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
-            structured_model: Ask for JSON matching this pydantic model (``text.format``
-                json_schema, strict when the schema allows it).
+            request: The request.
             stream: Override ``self.stream``.
-            **kwargs: Body fields; ``parallel_tool_calls`` is sent only with tools.
 
         Returns:
             The JSON body.
@@ -138,11 +129,12 @@ class OpenAIResponsesModel(HTTPChatModel):
         Raises:
             UnsupportedContentError: a block the Responses API cannot take where it sits.
         """
+        kwargs = body_fields(request.settings)
         parallel = kwargs.pop("parallel_tool_calls", None)
         cache = openai_cache_fields(cast("PromptCache | None", kwargs.pop("cache", None)))
         body: dict[str, object] = {
             "model": self.model_name,
-            "input": format_input(messages),
+            "input": format_input(request.messages),
             "store": self.store,
         }
         if not self.store:
@@ -154,16 +146,18 @@ class OpenAIResponsesModel(HTTPChatModel):
         body.update(kwargs)
         body.update(cache)
         reject_audio_output(body, self.provider, "the OpenAI Responses API")
-        if tools:
-            body["tools"] = format_tools(tools)
+        if request.tools or request.builtin_tools:
+            body["tools"] = format_tools(request.tools, request.builtin_tools)
+            tool_choice = request.settings.get("tool_choice")
             if tool_choice is not None:
                 body["tool_choice"] = format_tool_choice(tool_choice)
             if parallel is not None:
                 body["parallel_tool_calls"] = bool(parallel)
-        if structured_model is not None:
+        structured = request.native_output
+        if structured is not None:
             given = body.get("text")
             text: dict[str, object] = dict(given) if isinstance(given, Mapping) else {}
-            text["format"] = {"type": "json_schema", **json_schema_spec(structured_model)}
+            text["format"] = {"type": "json_schema", **json_schema_spec(structured)}
             body["text"] = text
         if self.stream if stream is None else stream:
             body["stream"] = True

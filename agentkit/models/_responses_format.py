@@ -25,7 +25,7 @@ from agentkit.messages import (
     ToolResultBlock,
     URLSource,
 )
-from agentkit.models._base import ChatResponse, ChatUsage
+from agentkit.models._base import ChatResponse, ChatUsage, ToolDefinition
 from agentkit.models._common import (
     RESPONSES_FINISH_REASONS,
     finish_metadata,
@@ -245,28 +245,32 @@ def _is_output(item: Item) -> bool:
     return item.get("type") not in ("reasoning", "function_call_output")
 
 
-def format_tools(tools: Sequence[Mapping[str, object]]) -> list[Item]:
-    """OpenAI Chat-style function schemas -> Responses function tools.
+def format_tools(
+    tools: Sequence[ToolDefinition], builtin: Sequence[Mapping[str, object]] = ()
+) -> list[Item]:
+    """Function tools as Responses function tools, then the built-in tools as given.
 
     ``strict`` is sent explicitly (the Responses API defaults to strict schemas, which
-    would reject ordinary optional parameters); a schema may opt in with ``strict: True``.
+    would reject ordinary optional parameters); a tool may opt in with ``strict=True``.
     """
     out: list[Item] = []
     for tool in tools:
-        if tool.get("type") not in (None, "function"):
-            out.append(dict(tool))  # a built-in tool (web_search...), passed through as is
-            continue
-        function = cast("Mapping[str, object]", tool.get("function", tool))
         spec: Item = {
             "type": "function",
-            "name": function["name"],
-            "parameters": function.get("parameters") or {"type": "object", "properties": {}},
-            "strict": bool(function.get("strict", False)),
+            "name": tool.name,
+            "parameters": _schema(tool),
+            "strict": bool(tool.strict),
         }
-        if function.get("description"):
-            spec["description"] = function["description"]
+        if tool.description:
+            spec["description"] = tool.description
         out.append(spec)
+    out += [dict(spec) for spec in builtin]  # built-in tools (web_search...) as they are
     return out
+
+
+def _schema(tool: ToolDefinition) -> Mapping[str, object]:
+    """The tool's argument schema: shared, not copied (a tool's schema is built once)."""
+    return tool.parameters or {"type": "object", "properties": {}}
 
 
 def format_tool_choice(choice: str) -> str | Item:

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentkit.exceptions import AuthenticationError
-from agentkit.messages import Msg
 from agentkit.models._anthropic import AnthropicChatModel
-from agentkit.models._base import ToolChoice
 from agentkit.models._common import require_extra
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
+    from agentkit.models._base import ModelRequest
 
 __all__ = ["VERTEX_ANTHROPIC_VERSION", "AnthropicVertexModel"]
 
@@ -91,22 +88,13 @@ class AnthropicVertexModel(AnthropicChatModel):
         return kwargs
 
     def format_request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[Mapping[str, object]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        structured_model: type[BaseModel] | None = None,
-        *,
-        stream: bool | None = None,
-        **kwargs: object,
+        self, request: ModelRequest, *, stream: bool | None = None
     ) -> dict[str, object]:
         """The Messages body as Vertex takes it.
 
         No ``model`` (it is in the URL), and ``anthropic_version`` added.
         """
-        body = super().format_request(
-            messages, tools, tool_choice, structured_model, stream=stream, **kwargs
-        )
+        body = super().format_request(request, stream=stream)
         body.pop("model", None)
         body["anthropic_version"] = VERTEX_ANTHROPIC_VERSION
         return body

@@ -22,7 +22,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
@@ -42,14 +42,12 @@ from agentkit.models._base import (
     ChatModel,
     ChatResponse,
     ChatUsage,
-    ModelSettings,
+    ModelRequest,
     ToolChoice,
     ToolDefinition,
 )
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from agentkit.testing._contracts import (
         AgentFactory,
         ContractFailure,
@@ -64,7 +62,6 @@ __all__ = [
     "ContractFailure",
     "ContractReport",
     "FunctionModel",
-    "ModelRequest",
     "RequestInfo",
     "ScriptItem",
     "ScriptedModel",
@@ -114,24 +111,6 @@ def text(value: str) -> TextBlock:
 def thinking(value: str) -> ThinkingBlock:
     """Build a thinking block."""
     return ThinkingBlock(type="thinking", thinking=value)
-
-
-@dataclass(slots=True)
-class ModelRequest:
-    """What a test double received in one call."""
-
-    messages: list[Msg]
-    tools: list[dict[str, Any]] | None
-    tool_choice: ToolChoice | None = None
-    structured_model: type[BaseModel] | None = None
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    definitions: list[ToolDefinition] = field(default_factory=list)
-    """The offered tools as typed definitions (``tools`` holds them in OpenAI's form)."""
-
-    @property
-    def tool_names(self) -> list[str]:
-        """Names of the tools offered in this call."""
-        return [t["function"]["name"] for t in self.tools or []]
 
 
 def _to_response(item: ScriptItem, call_index: int) -> ChatResponse:
@@ -212,42 +191,20 @@ class _ScriptedBase(ChatModel):
     async def _next(self, request: ModelRequest) -> ChatResponse:
         raise NotImplementedError
 
-    async def request(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
         """Record the request and answer with the next response (see class docs)."""
-        return await self._answer(messages, tools, settings)
+        return await self._answer(request)
 
-    async def request_stream(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None = None,
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         """Like :meth:`request`, in cumulative chunks (one chunk when built unstreamed)."""
-        response = await self._answer(messages, tools, settings)
+        response = await self._answer(request)
         if not self.stream:
             yield response
             return
         async for chunk in self._stream(response):
             yield chunk
 
-    async def _answer(
-        self,
-        messages: Sequence[Msg],
-        tools: Sequence[ToolDefinition] | None,
-        settings: ModelSettings | None,
-    ) -> ChatResponse:
-        args: dict[str, Any] = dict(settings or {})
-        tool_choice: ToolChoice | None = args.pop("tool_choice", None)
-        structured: type[BaseModel] | None = args.pop("output_type", None)
-        schemas = [t.to_openai() for t in tools] if tools else None
-        request = ModelRequest(
-            list(messages), schemas, tool_choice, structured, args, list(tools or ())
-        )
+    async def _answer(self, request: ModelRequest) -> ChatResponse:
         self.requests.append(request)
         started = time.perf_counter()
         if self.delay:
@@ -278,7 +235,7 @@ class ScriptedModel(_ScriptedBase):
         responses: Script items: a ``ChatResponse``; a ``str`` (a text answer); a list of
             blocks (e.g. several ``tool_use`` blocks for parallel calls); one block dict;
             or an exception instance, raised by that call.
-        stream: Return cumulative chunks like a streaming provider.
+        stream: Stream cumulative chunks like a streaming provider (``request_stream``).
         model_name: Reported model name.
         delay: Seconds to wait before answering (cancellable), to test interrupts.
         chunk_delay: Seconds between streamed chunks (cancellable).
@@ -287,7 +244,9 @@ class ScriptedModel(_ScriptedBase):
             model:``), check on exit that every response was used.
 
     Attributes:
-        requests: One ``ModelRequest`` per call, in order.
+        requests: The ``ModelRequest`` of each call, in order (``tools`` holds
+            ``ToolDefinition``s, ``settings["tool_choice"]`` the choice, ``output`` the
+            structured answer asked for).
     """
 
     native_output = True
@@ -359,14 +318,17 @@ class RequestInfo:
     """What a ``FunctionModel`` function learns about a request besides the messages.
 
     Attributes:
-        tools: The tools offered.
+        tools: The function tools offered.
         tool_choice: How the model may use them (None: provider default).
         settings: The other generation settings (``parallel_tool_calls``...).
+        request: The whole request (built-in tools and the structured output asked for
+            too).
     """
 
     tools: list[ToolDefinition]
     tool_choice: ToolChoice | None
     settings: dict[str, Any]
+    request: ModelRequest
 
     @property
     def tool_names(self) -> list[str]:
@@ -375,9 +337,7 @@ class RequestInfo:
 
 
 ModelFunction: TypeAlias = Callable[[list[Msg], RequestInfo], ScriptItem | Awaitable[ScriptItem]]
-"""``fn(messages, info)``; the round-1 form ``fn(messages, tools)`` (OpenAI tool dicts) is
-still accepted: a second parameter named ``info`` (or annotated ``RequestInfo``) selects the
-new form."""
+"""``fn(messages, info)``: the conversation and what else the request holds."""
 
 
 class FunctionModel(_ScriptedBase):
@@ -385,10 +345,8 @@ class FunctionModel(_ScriptedBase):
 
     Args:
         fn: Sync or async callable returning any ``ScriptItem`` form; ``info`` is a
-            ``RequestInfo`` (tools, tool_choice, settings). A function whose second
-            parameter is not named ``info`` gets the offered tools as OpenAI dicts (the
-            round-1 form).
-        stream: Return cumulative chunks like a streaming provider.
+            ``RequestInfo`` (tools, tool_choice, settings, the whole request).
+        stream: Stream cumulative chunks like a streaming provider (``request_stream``).
         model_name: Reported model name.
         delay: Seconds to wait before answering (cancellable).
         chunk_delay: Seconds between streamed chunks (cancellable).
@@ -399,7 +357,7 @@ class FunctionModel(_ScriptedBase):
 
     def __init__(
         self,
-        fn: ModelFunction | Callable[..., ScriptItem | Awaitable[ScriptItem]],
+        fn: ModelFunction,
         stream: bool = False,
         *,
         model_name: str = "function",
@@ -409,13 +367,12 @@ class FunctionModel(_ScriptedBase):
     ) -> None:
         super().__init__(model_name, stream, delay, chunk_delay, chunks_per_block)
         self.fn = fn
-        self._wants_info = _wants_info(fn)
 
     async def _next(self, request: ModelRequest) -> ChatResponse:
-        second: Any = request.tools  # the round-1 form gets OpenAI dicts, the new one RequestInfo
-        if self._wants_info:
-            second = RequestInfo(request.definitions, request.tool_choice, dict(request.kwargs))
-        item = self.fn(request.messages, second)
+        settings: dict[str, Any] = dict(request.settings)
+        choice = settings.pop("tool_choice", None)
+        info = RequestInfo(list(request.tools), choice, settings, request)
+        item = self.fn(list(request.messages), info)
         if inspect.isawaitable(item):
             item = await item
         return _to_response(item, len(self.requests) - 1)
@@ -432,7 +389,7 @@ class TestModel(_ScriptedBase):
     Args:
         text: The final answer (None: a JSON object of the tool results by call id).
         call_tools: Names of the tools to call (None: all of them).
-        stream: Return cumulative chunks like a streaming provider.
+        stream: Stream cumulative chunks like a streaming provider (``request_stream``).
         model_name: Reported model name.
     """
 
@@ -452,7 +409,7 @@ class TestModel(_ScriptedBase):
         self.called = False
 
     async def _next(self, request: ModelRequest) -> ChatResponse:
-        tools = request.definitions
+        tools = request.tools
         response = next((t for t in tools if t.name == "generate_response"), None)
         wanted = [
             t
@@ -460,7 +417,7 @@ class TestModel(_ScriptedBase):
             if t is not response and (self.call_tools is None or t.name in self.call_tools)
         ]
         index = len(self.requests)
-        if wanted and not self.called and request.tool_choice != "none":
+        if wanted and not self.called and request.settings.get("tool_choice") != "none":
             self.called = True
             return _to_response([_call(t, f"test_{index}_{i}") for i, t in enumerate(wanted)], 0)
         if response is not None:
@@ -535,17 +492,6 @@ def _scalar_or_container(kind: str, schema: dict[str, Any], root: Any, depth: in
     if kind == "boolean":
         return False
     return None
-
-
-def _wants_info(fn: Callable[..., object]) -> bool:
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):  # a builtin or C callable: assume the new form
-        return True
-    if len(params) < 2:
-        return True
-    second = params[1]
-    return second.name == "info" or second.annotation in (RequestInfo, "RequestInfo")
 
 
 def _describe(item: ScriptItem) -> str:

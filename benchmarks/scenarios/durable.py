@@ -15,7 +15,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from benchmarks import servers
@@ -33,8 +32,8 @@ def _agent(steps: int) -> Any:
     )
 
     class StepModel(chat_model):  # type: ignore[misc, valid-type]
-        async def __call__(self, messages: Sequence[Any], *a: Any, **kw: Any) -> Any:
-            done = sum(len(m.get_blocks("tool_result")) for m in messages)
+        async def _request(self, request: Any) -> Any:
+            done = sum(len(m.get_blocks("tool_result")) for m in request.messages)
             if done >= steps:
                 return chat_response(content=[{"type": "text", "text": "done"}])
             return chat_response(content=[tool_use("step", f"c{done}", n=done)])

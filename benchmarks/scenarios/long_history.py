@@ -17,6 +17,7 @@ from typing import Any
 from benchmarks import kit
 from benchmarks.baselines import PROMPT, SYSTEM, tool_schema
 from benchmarks.common import Config, NotAvailable, Row, median, paired, require
+from benchmarks.model_calls import model_request
 from benchmarks.scenarios.turns import http_clients, measure
 
 # Compact UTF-8 JSON, as agentkit and the SDKs send it (same bytes on both sides).
@@ -58,7 +59,7 @@ def _variants(cfg: Config, model: Any, template: Any, raw: Any, n: int) -> dict[
     msgs = history(n)
     tools = [tool_schema("step")]
     system = msg_cls("system", SYSTEM, "system")
-    wire = model.format_request([system, *msgs], tools, stream=False)["messages"]
+    wire = model.format_request(model_request([system, *msgs], tools), stream=False)["messages"]
     url = cfg.base_url + "/chat/completions"
 
     async def httpx_variant() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from benchmarks import kit
 from benchmarks.baselines import PROMPT, SYSTEM, Executor, tool_schema
 from benchmarks.common import Config, NotAvailable, Row, median, paired, require, timed
+from benchmarks.model_calls import ask
 
 __all__ = ["responses_rows", "responses_sdk_run"]
 
@@ -88,11 +89,7 @@ async def _adapter_loop(model: Any, tools: list[dict[str, Any]]) -> str:
     (msg_cls,) = require("agentkit.messages", "Msg")
     messages = [msg_cls("system", SYSTEM, "system"), msg_cls("user", PROMPT, "user")]
     while True:
-        response = await model(messages, tools)
-        if not hasattr(response, "content"):
-            async for chunk in response:
-                final = chunk
-            response = final
+        response = await ask(model, messages, tools)
         messages.append(msg_cls("bench", response.content, "assistant"))
         calls = [b for b in response.content if b["type"] == "tool_use"]
         if not calls:

@@ -19,6 +19,7 @@ from benchmarks.baselines import (
     tool_schema,
 )
 from benchmarks.common import Config, NotAvailable, Row, median, paired, require, timed
+from benchmarks.model_calls import ask
 from benchmarks.scenarios.responses_turns import responses_rows
 
 Variant = Callable[[], Awaitable[Any]]
@@ -149,11 +150,7 @@ async def _hand_loop(model: Any, tools: list[dict[str, Any]]) -> str:
     (msg_cls,) = require("agentkit.messages", "Msg")
     messages = [msg_cls("system", SYSTEM, "system"), msg_cls("user", PROMPT, "user")]
     while True:
-        response = await model(messages, tools)
-        if not hasattr(response, "content"):  # a stream of cumulative chunks: keep the last
-            async for chunk in response:
-                final = chunk
-            response = final
+        response = await ask(model, messages, tools)
         messages.append(msg_cls("bench", response.content, "assistant"))
         calls = [b for b in response.content if b["type"] == "tool_use"]
         if not calls:
