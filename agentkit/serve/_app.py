@@ -170,7 +170,7 @@ async def _settled(state: ServeState, owner: str, thread_id: str) -> RunChannel 
     """The thread's live run, after waiting out one that only has its save left."""
     key = ThreadStore.key(owner, thread_id)
     channel = state.active.get(key)
-    while channel is not None and channel.ended:
+    while channel is not None and not channel.unavailable and (channel.ended or channel.committing):
         await channel.wait()
         channel = state.active.get(key)
     if channel is not None and channel.unavailable:  # its commit is being retried
@@ -377,6 +377,10 @@ async def _steer(
         wait=state.stop_timeout,
         still_held=still_held,
     )
+    if status == "no_run":  # the run ended meanwhile: paused for approval, it keeps the steer
+        record = await _load(state, owner, thread_id)
+        if live_lease(record) is None:
+            return await _steer_paused(state, record, message), None, None
     return status, worker, run_id if status != "no_run" else None
 
 

@@ -342,6 +342,7 @@ def _state_json(state: object) -> str:
 
 async def _commit(req: RunRequest, claim: Claim, translator: Translator) -> RunErrorEvent | None:
     """Commit the turn (releasing the thread); None, or the error that replaces its end."""
+    req.channel.committing = True  # before any await: what the save captures is final
     req.record.aliases.extend(translator.aliases)
     try:
         await claim.commit(req.agent)

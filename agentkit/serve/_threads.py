@@ -245,6 +245,9 @@ class RunChannel:
         self.written_at: float | None = None  # perf_counter() when a reader wrote the end
         self.written = anyio.Event()  # set with written_at
         self.committed_at: float | None = None  # perf_counter() when the turn was stored
+        # The turn's commit has begun: its state is being written, so nothing may reach the
+        # agent object any more (a steer placed now would not be in the saved thread).
+        self.committing = False
         self.readers = 0
         self._changed = anyio.Event()
         self._waiting = False  # a task waits on ``_changed`` (else a wake has no one to wake)
