@@ -1,0 +1,199 @@
+"""Self-healing MCP sessions: a call interrupted by a dropped connection is sent again only
+when a repeat is harmless (``readOnlyHint`` / ``idempotentHint``), else it is a typed error.
+
+Real servers (``tests/mcp_servers/flaky_server.py``) over stdio and over streamable HTTP on
+127.0.0.1: killed (and restarted) while a call runs, or forgetting the session the call runs
+in (its resumed stream is answered 404). The server appends every run of a tool to a file
+that outlives its processes, so the tests count real runs: never a silent second one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agentkit.exceptions import MCPCallInterrupted
+from agentkit.mcp import HttpServer, MCPClient, StdioServer, register_mcp_client
+from agentkit.testing import tool_use
+from agentkit.tools import Toolkit, ToolResponse
+from tests._mcp_helpers import ROOT, free_port
+from tests._waiting import eventually, listening
+
+FLAKY = str(ROOT / "tests" / "mcp_servers" / "flaky_server.py")
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.log"
+    path.touch()
+    return path
+
+
+def runs(log: Path, tool: str) -> int:
+    return log.read_text().split().count(tool)
+
+
+def stdio(log: Path) -> StdioServer:
+    return StdioServer(sys.executable, [FLAKY, "stdio"], env={**os.environ, "FLAKY_LOG": str(log)})
+
+
+class HttpFlaky:
+    """flaky_server over streamable HTTP on one port, restartable at the same address."""
+
+    def __init__(self, log: Path, *options: str) -> None:
+        self.port = free_port()
+        self.argv = [sys.executable, FLAKY, "http", str(self.port), *options]
+        self.env = {**os.environ, "FLAKY_LOG": str(log)}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.config = HttpServer(f"http://127.0.0.1:{self.port}/mcp")
+
+    async def start(self) -> None:
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        await eventually(lambda: listening(self.port), "the flaky server to listen", timeout=30)
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(10)
+            self.proc = None
+
+
+@pytest.fixture
+def http_flaky(log: Path) -> Iterator[Any]:
+    servers: list[HttpFlaky] = []
+
+    def make(*options: str) -> HttpFlaky:
+        servers.append(HttpFlaky(log, *options))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.kill()
+
+
+async def call_while(
+    client: MCPClient, tool: str, arguments: dict[str, object], log: Path, then: Any
+) -> ToolResponse | BaseException:
+    """Call ``tool``; once its run is logged on the server, run ``then()``. The outcome."""
+    outcome: list[ToolResponse | BaseException] = []
+
+    async def call() -> None:
+        try:
+            outcome.append(await client.call_tool(tool, arguments))
+        except MCPCallInterrupted as exc:
+            outcome.append(exc)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await eventually(lambda: runs(log, tool) >= 1, f"{tool} to run on the server")
+            await then()
+    return outcome[0]
+
+
+async def test_toolkit_turns_an_interrupted_call_into_an_error_naming_it(log: Path) -> None:
+    client = MCPClient("flaky", stdio(log))
+    async with client:
+        toolkit = Toolkit()
+        await register_mcp_client(toolkit, client)
+        pid = int((await client.call_tool("pid")).get_text())
+        finals: dict[str, ToolResponse] = {}
+        progress: list[ToolResponse] = []
+
+        async def run(name: str, **arguments: object) -> None:
+            block = tool_use(name, f"call-{name}", hang=True, **arguments)
+            async for chunk in toolkit.call_tool_function(block):
+                if chunk.is_last:
+                    finals[name] = chunk
+                else:
+                    progress.append(chunk)
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: run("charge", amount=5))
+                tg.start_soon(lambda: run("put", key="k", value="v"))
+                await eventually(
+                    lambda: runs(log, "charge") and runs(log, "put"), "both calls to run"
+                )
+                os.kill(pid, signal.SIGKILL)
+
+    charge = finals["charge"]
+    assert charge.is_error
+    assert "call call-charge" in charge.get_text()
+    assert "Check whether it took effect" in charge.get_text()
+    assert (charge.metadata or {})["mcp_call_interrupted"] is True
+    assert runs(log, "charge") == 1
+    put = finals["put"]
+    assert not put.is_error and put.get_text() == "put ran 2 times"
+    assert (put.metadata or {})["mcp_retried"]["safe_because"] == "idempotentHint"  # type: ignore[index]
+    assert [p.metadata["mcp_retry"]["safe_because"] for p in progress if p.metadata] == [  # type: ignore[index]
+        "idempotentHint"
+    ]
+
+
+async def test_session_forgotten_under_a_running_call(log: Path, http_flaky: Any) -> None:
+    # The server forgets the session while the call runs: the call's stream ends, the SDK
+    # resumes it with Last-Event-ID and gets 404. That 404 does not mean "never ran".
+    server = http_flaky("forget")
+    await server.start()
+    async with MCPClient("flaky", server.config, protocol="legacy", timeout=30) as client:
+        await client.list_tools()
+        with anyio.fail_after(60), pytest.raises(MCPCallInterrupted) as interrupted:
+            await client.call_tool("charge", {"amount": 5, "hang": True})
+        assert (interrupted.value.server, interrupted.value.tool) == ("flaky", "charge")
+        assert "may or may not have run" in str(interrupted.value)
+        assert runs(log, "charge") == 1
+        with anyio.fail_after(60):  # healed: a new session, and the read-only call again
+            result = await client.call_tool("lookup", {"key": "k", "hang": True})
+        assert not result.is_error and result.get_text() == "lookup ran 2 times"
+        retried = (result.metadata or {})["mcp_retried"]
+        assert isinstance(retried, dict)
+        assert (retried["reason"], retried["safe_because"]) == ("connection_lost", "readOnlyHint")
+    cautious = MCPClient("flaky", server.config, protocol="legacy", retry_interrupted=False)
+    async with cautious:
+        await cautious.list_tools()
+        with anyio.fail_after(60), pytest.raises(MCPCallInterrupted):
+            await cautious.call_tool("put", {"key": "k", "value": "v", "hang": True})
+        assert runs(log, "put") == 1
+
+
+async def test_calls_survive_http_server_restarts(log: Path, http_flaky: Any) -> None:
+    server = http_flaky()
+    await server.start()
+    client = MCPClient("flaky", server.config, protocol="legacy", timeout=30, max_reconnects=30)
+    async with client:
+        await client.list_tools()
+
+        async def restart() -> None:
+            server.kill()
+            await server.start()
+
+        arguments: dict[str, object] = {"key": "k", "value": "v", "hang": True}
+        result = await call_while(client, "put", arguments, log, restart)
+        assert isinstance(result, ToolResponse) and not result.is_error, result
+        assert result.get_text() == "put ran 2 times"
+        assert (result.metadata or {})["mcp_retried"]["safe_because"] == "idempotentHint"  # type: ignore[index]
+
+        await restart()  # between calls: our session id is unknown to the new process (404)
+        result = await client.call_tool("charge", {"amount": 5})
+        assert not result.is_error, result.get_text()
+        assert runs(log, "charge") == 1
+        retried = (result.metadata or {}).get("mcp_retried")
+        # The 404 reached the call itself (it never ran, so any tool is sent again), unless
+        # the client noticed the lost session first and started a new one before sending.
+        assert retried is None or retried == {
+            "reason": "session_lost",
+            "safe_because": "not_run",
+            "detail": retried["detail"],  # type: ignore[index]
+        }
