@@ -15,8 +15,10 @@ bytes / 4 (the row's note says which); the reduction is a ratio, so the estimate
 Latency (wall clock, from nothing running to the first tool result): eager (all servers
 started and their tools listed at registration, connected concurrently) against
 ``register_mcp_client(..., defer=True)`` (tools from the cached manifests, no process; the
-first call starts the one server it needs). The manifest cache is primed beforehand in a
-temporary ``XDG_CACHE_HOME``. ``--quick``: 3 servers, one round.
+first call starts the one server it needs). The manifest cache (a temporary
+``XDG_CACHE_HOME``) is primed from the first eager round's running servers, and the token
+runs use that round's toolkit, so a round starts N + 1 processes. ``--quick``: 3 servers,
+one round (4 server processes).
 """
 
 from __future__ import annotations
@@ -86,7 +88,8 @@ def _children() -> int:
     return sum(1 for p in psutil.Process().children(recursive=True) if p.is_running())
 
 
-async def _latency(names: list[str], *, defer: bool) -> dict[str, float]:
+async def _round(names: list[str], *, defer: bool, then: Any = None) -> dict[str, float]:
+    """One timed start: registration and first call; ``then(toolkit, clients)`` after it."""
     (toolkit_cls,) = require("agentkit", "Toolkit")
     clients = _clients(names)
     before = _children()  # the runner's own (the mock LLM server)
@@ -97,38 +100,34 @@ async def _latency(names: list[str], *, defer: bool) -> dict[str, float]:
         registered = time.perf_counter()
         await _first_call(toolkit)
         done = time.perf_counter()
-        return {
+        figures = {
             "setup": registered - start,
             "first_call": done - registered,
             "total": done - start,
             "processes": float(_children() - before),
         }
+        if then is not None:
+            await then(toolkit, clients)
+        return figures
     finally:
         for client in clients:
             await client.close()
 
 
-async def _tokens(names: list[str], count: Any) -> dict[str, float]:
-    react, toolkit_cls, tool_search = require("agentkit", "ReActAgent", "Toolkit", "ToolSearch")
+async def _tokens(toolkit: Any, count: Any) -> dict[str, float]:
+    react, tool_search = require("agentkit", "ReActAgent", "ToolSearch")
     scripted, tool_use = require("agentkit.testing", "ScriptedModel", "tool_use")
-    clients = _clients(names)
-    try:
-        toolkit = toolkit_cls()
-        await _register(toolkit, clients, defer=False)
-        eager = scripted([tool_use(CALL[0], "c1", **CALL[1]), "Filed."])
-        await react("a", "sys", eager, toolkit, print_hint=False).run("File a bug")
-        search = scripted(
-            [
-                tool_use("search_tools", "s1", query="create a github issue"),
-                tool_use(CALL[0], "c1", **CALL[1]),
-                "Filed.",
-            ]
-        )
-        agent = react("a", "sys", search, toolkit, capabilities=[tool_search()], print_hint=False)
-        await agent.run("File a bug")
-    finally:
-        for client in clients:
-            await client.close()
+    eager = scripted([tool_use(CALL[0], "c1", **CALL[1]), "Filed."])
+    await react("a", "sys", eager, toolkit, print_hint=False).run("File a bug")
+    search = scripted(
+        [
+            tool_use("search_tools", "s1", query="create a github issue"),
+            tool_use(CALL[0], "c1", **CALL[1]),
+            "Filed.",
+        ]
+    )
+    agent = react("a", "sys", search, toolkit, capabilities=[tool_search()], print_hint=False)
+    await agent.run("File a bug")
 
     def tools(request: Any) -> float:
         return float(count(json.dumps(request.tools or [])))
@@ -149,21 +148,25 @@ async def _tokens(names: list[str], count: Any) -> dict[str, float]:
 
 async def run(cfg: Config) -> list[Row]:
     """Token and latency rows, deferred against eager."""
+    (register,) = require("agentkit.mcp", "register_mcp_client")
+    (toolkit_cls,) = require("agentkit", "Toolkit")
     names = _servers(cfg)
     count, how = _counter()
     scenario = f"MCP fleet: {len(names)} stdio servers x 20 tools"
-    tokens = await _tokens(names, count)
+    tokens: dict[str, float] = {}
+
+    async def measure_and_prime(toolkit: Any, clients: list[Any]) -> None:
+        tokens.update(await _tokens(toolkit, count))
+        for client in clients:  # the manifest cache, from the running servers' listings
+            await register(toolkit_cls(), client, prefix=client.name, defer=True)
+
     rounds = 1 if cfg.quick else min(cfg.rounds, 3)
     samples: dict[str, list[dict[str, float]]] = {"eager": [], "cold": []}
     with tempfile.TemporaryDirectory() as cache, _env("XDG_CACHE_HOME", cache):
-        for client in _clients(names):  # prime the manifest cache (starts each server once)
-            (register,) = require("agentkit.mcp", "register_mcp_client")
-            (toolkit_cls,) = require("agentkit", "Toolkit")
-            await register(toolkit_cls(), client, prefix=client.name, defer=True)
-            await client.close()
-        for _ in range(rounds):
-            samples["eager"].append(await _latency(names, defer=False))
-            samples["cold"].append(await _latency(names, defer=True))
+        for i in range(rounds):
+            then = measure_and_prime if i == 0 else None
+            samples["eager"].append(await _round(names, defer=False, then=then))
+            samples["cold"].append(await _round(names, defer=True))
     med = {
         kind: {key: median([s[key] for s in runs]) for key in runs[0]}
         for kind, runs in samples.items()
