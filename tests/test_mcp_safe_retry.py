@@ -132,7 +132,8 @@ async def test_toolkit_turns_an_interrupted_call_into_an_error_naming_it(log: Pa
     assert charge.is_error
     assert "call call-charge" in charge.get_text()
     assert "Check whether it took effect" in charge.get_text()
-    assert (charge.metadata or {})["mcp_call_interrupted"] is True
+    assert (charge.metadata or {})["error"] == "mcp_call_interrupted"
+    assert (charge.metadata or {})["call_id"] == "call-charge"
     assert runs(log, "charge") == 1
     put = finals["put"]
     assert not put.is_error and put.get_text() == "put ran 2 times"
@@ -168,7 +169,32 @@ async def test_session_forgotten_under_a_running_call(log: Path, http_flaky: Any
         assert runs(log, "put") == 1
 
 
-async def test_calls_survive_http_server_restarts(log: Path, http_flaky: Any) -> None:
+async def test_call_refused_for_a_forgotten_session_runs_exactly_once(
+    log: Path, http_flaky: Any
+) -> None:
+    server = http_flaky("forget")
+    await server.start()
+    client = MCPClient("flaky", server.config, protocol="legacy")
+    other = MCPClient("other", server.config, protocol="legacy")
+    async with client, other:
+        await client.list_tools()
+        forgotten = await other.call_tool("forget_others")  # the server expires our session
+        assert forgotten.get_text() == "1"
+        result = await client.call_tool("charge", {"amount": 5})
+        assert not result.is_error, result.get_text()
+        assert runs(log, "charge") == 1
+        retried = (result.metadata or {}).get("mcp_retried")
+        # The 404 reached the call itself (it never ran, so any tool is sent again), unless
+        # the client's listening stream met the 404 first and a new session was started
+        # before the call went out.
+        assert retried is None or retried == {
+            "reason": "session_lost",
+            "safe_because": "not_run",
+            "detail": retried["detail"],  # type: ignore[index]
+        }
+
+
+async def test_idempotent_call_survives_an_http_server_restart(log: Path, http_flaky: Any) -> None:
     server = http_flaky()
     await server.start()
     client = MCPClient("flaky", server.config, protocol="legacy", timeout=30, max_reconnects=30)
@@ -184,16 +210,3 @@ async def test_calls_survive_http_server_restarts(log: Path, http_flaky: Any) ->
         assert isinstance(result, ToolResponse) and not result.is_error, result
         assert result.get_text() == "put ran 2 times"
         assert (result.metadata or {})["mcp_retried"]["safe_because"] == "idempotentHint"  # type: ignore[index]
-
-        await restart()  # between calls: our session id is unknown to the new process (404)
-        result = await client.call_tool("charge", {"amount": 5})
-        assert not result.is_error, result.get_text()
-        assert runs(log, "charge") == 1
-        retried = (result.metadata or {}).get("mcp_retried")
-        # The 404 reached the call itself (it never ran, so any tool is sent again), unless
-        # the client noticed the lost session first and started a new one before sending.
-        assert retried is None or retried == {
-            "reason": "session_lost",
-            "safe_because": "not_run",
-            "detail": retried["detail"],  # type: ignore[index]
-        }

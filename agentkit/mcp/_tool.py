@@ -188,6 +188,7 @@ class MCPTool(Tool):
             yield ToolResponse.error(
                 str(exc),
                 metadata={
+                    "error": "mcp_call_interrupted",
                     "mcp_server": exc.server,
                     "mcp_tool": exc.tool,
                     "mcp_call_interrupted": True,

@@ -12,7 +12,7 @@ session it runs in (its id answers HTTP 404 from then on, as after an expiry) an
 stream ends. Every other call answers at once.
 
 Tools: ``lookup`` (``readOnlyHint``), ``put`` (``idempotentHint``), ``charge`` (no hint:
-a repeat would charge twice), ``pid``.
+a repeat would charge twice), ``forget_others`` (HTTP: forget every other session), ``pid``.
 """
 
 from __future__ import annotations
@@ -63,6 +63,18 @@ async def put(key: str, value: str, ctx: Context, hang: bool = False) -> str:
 async def charge(amount: int, ctx: Context, hang: bool = False) -> str:
     """Charge an amount (each call charges again)."""
     return await _run("charge", hang, ctx)
+
+
+@server.tool()
+async def forget_others(ctx: Context) -> int:
+    """Forget every session but the caller's, as expiries would; how many were forgotten."""
+    request = ctx.request_context.request
+    mine = request.headers.get("mcp-session-id") if request is not None else None
+    manager = server.session_manager
+    others = [(sid, t) for sid, t in manager._server_instances.items() if sid != mine]
+    for session_id, transport in others:
+        await manager._discard_session(session_id, transport)
+    return len(others)
 
 
 @server.tool()
