@@ -3,12 +3,14 @@ when a repeat is harmless (``readOnlyHint`` / ``idempotentHint``), else it is a 
 
 Real servers (``tests/mcp_servers/flaky_server.py``) over stdio and over streamable HTTP on
 127.0.0.1: killed (and restarted) while a call runs, or forgetting the session the call runs
-in (its resumed stream is answered 404). The server appends every run of a tool to a file
-that outlives its processes, so the tests count real runs: never a silent second one.
+in (its resumed stream is answered 404), in a plain client and in a durable agent run
+(whose step log records the retry). The server appends every run of a tool to a file that
+outlives its processes, so the tests count real runs: never a silent second one.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -102,47 +104,6 @@ async def call_while(
     return outcome[0]
 
 
-async def test_toolkit_turns_an_interrupted_call_into_an_error_naming_it(log: Path) -> None:
-    client = MCPClient("flaky", stdio(log))
-    async with client:
-        toolkit = Toolkit()
-        await register_mcp_client(toolkit, client)
-        pid = int((await client.call_tool("pid")).get_text())
-        finals: dict[str, ToolResponse] = {}
-        progress: list[ToolResponse] = []
-
-        async def run(name: str, **arguments: object) -> None:
-            block = tool_use(name, f"call-{name}", hang=True, **arguments)
-            async for chunk in toolkit.call_tool_function(block):
-                if chunk.is_last:
-                    finals[name] = chunk
-                else:
-                    progress.append(chunk)
-
-        with anyio.fail_after(60):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(lambda: run("charge", amount=5))
-                tg.start_soon(lambda: run("put", key="k", value="v"))
-                await eventually(
-                    lambda: runs(log, "charge") and runs(log, "put"), "both calls to run"
-                )
-                os.kill(pid, signal.SIGKILL)
-
-    charge = finals["charge"]
-    assert charge.is_error
-    assert "call call-charge" in charge.get_text()
-    assert "Check whether it took effect" in charge.get_text()
-    assert (charge.metadata or {})["error"] == "mcp_call_interrupted"
-    assert (charge.metadata or {})["call_id"] == "call-charge"
-    assert runs(log, "charge") == 1
-    put = finals["put"]
-    assert not put.is_error and put.get_text() == "put ran 2 times"
-    assert (put.metadata or {})["mcp_retried"]["safe_because"] == "idempotentHint"  # type: ignore[index]
-    assert [p.metadata["mcp_retry"]["safe_because"] for p in progress if p.metadata] == [  # type: ignore[index]
-        "idempotentHint"
-    ]
-
-
 async def test_session_forgotten_under_a_running_call(log: Path, http_flaky: Any) -> None:
     # The server forgets the session while the call runs: the call's stream ends, the SDK
     # resumes it with Last-Event-ID and gets 404. That 404 does not mean "never ran".
@@ -198,15 +159,89 @@ async def test_idempotent_call_survives_an_http_server_restart(log: Path, http_f
     server = http_flaky()
     await server.start()
     client = MCPClient("flaky", server.config, protocol="legacy", timeout=30, max_reconnects=30)
+    chunks: list[ToolResponse] = []
+
+    async def call() -> None:
+        arguments: dict[str, object] = {"key": "k", "value": "v", "hang": True}
+        async for chunk in client.call_tool_stream("put", arguments):
+            chunks.append(chunk)
+
     async with client:
         await client.list_tools()
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await eventually(lambda: runs(log, "put") >= 1, "put to run on the server")
+                server.kill()
+                await server.start()  # same address, new process
+    *progress, final = chunks
+    assert not final.is_error and final.get_text() == "put ran 2 times"
+    assert (final.metadata or {})["mcp_retried"]["safe_because"] == "idempotentHint"  # type: ignore[index]
+    notes = [p.metadata["mcp_retry"] for p in progress if p.metadata and "mcp_retry" in p.metadata]
+    assert [n["reason"] for n in notes] == ["connection_lost"]  # type: ignore[index]
 
-        async def restart() -> None:
-            server.kill()
-            await server.start()
 
-        arguments: dict[str, object] = {"key": "k", "value": "v", "hang": True}
-        result = await call_while(client, "put", arguments, log, restart)
-        assert isinstance(result, ToolResponse) and not result.is_error, result
-        assert result.get_text() == "put ran 2 times"
-        assert (result.metadata or {})["mcp_retried"]["safe_because"] == "idempotentHint"  # type: ignore[index]
+async def test_durable_run_records_the_retry_and_names_the_interrupted_call(
+    log: Path, tmp_path: Path
+) -> None:
+    # Through an agent's (durable) toolkit: the MCP tool turns the unmarked call's
+    # MCPCallInterrupted into its error result, and the step log keeps both outcomes.
+    dbos = pytest.importorskip("dbos", reason="the optional 'dbos' package is not installed")
+    from agentkit import ReActAgent
+    from agentkit.durable import DBOSAgent
+    from agentkit.session import SQLiteSession
+    from agentkit.testing import ScriptedModel
+
+    DBOS = dbos.DBOS
+    DBOS(
+        config={
+            "name": "agentkit-mcp-retry",
+            "system_database_url": f"sqlite:///{tmp_path / 'dbos.sqlite'}",
+            "executor_id": "test-worker",
+            "application_version": "test-1",
+            "serializer": dbos.DBOSPortableJSONSerializer(),
+            "log_level": "WARNING",
+        }
+    )
+    try:
+        toolkit = Toolkit()
+        async with MCPClient("flaky", stdio(log)) as client:
+            await register_mcp_client(toolkit, client, enable_funcs=["put", "charge"])
+            pid = int((await client.call_tool("pid")).get_text())
+            charge_and_put = [
+                tool_use("charge", "call-charge", amount=5, hang=True),
+                tool_use("put", "call-put", key="k", value="v", hang=True),
+            ]
+            model = ScriptedModel([list(charge_and_put), "ok"])
+            agent = ReActAgent("a", "sys", model, toolkit, print_hint=False)
+            durable = DBOSAgent(agent, name="mcp-retry", sessions=SQLiteSession(tmp_path / "s.db"))
+            DBOS.launch()
+            done: list[Any] = []
+
+            async def run() -> None:
+                done.append(await durable.run("charge and store"))
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(run)
+                    await eventually(
+                        lambda: runs(log, "charge") and runs(log, "put"), "both calls to run"
+                    )
+                    os.kill(pid, signal.SIGKILL)
+        steps = await DBOS.list_workflow_steps_async(done[0].workflow_id)
+        outputs = {
+            s["function_name"]: json.loads(json.dumps(s["output"]))
+            for s in steps
+            if s["function_name"].startswith("tool:")
+        }
+    finally:
+        DBOS.destroy(destroy_registry=True)
+    charge, put = outputs["tool:charge"], outputs["tool:put"]
+    assert charge["is_error"]
+    text = charge["content"][-1]["text"]
+    assert "call call-charge" in text and "Check whether it took effect" in text
+    assert charge["metadata"]["error"] == "mcp_call_interrupted"
+    assert charge["metadata"]["call_id"] == "call-charge"
+    assert runs(log, "charge") == 1
+    assert not put["is_error"] and put["content"][0]["text"] == "put ran 2 times"
+    assert put["metadata"]["mcp_retried"]["safe_because"] == "idempotentHint"
