@@ -8,12 +8,13 @@ generator cancel the request when its consumer is cancelled: the SDK then writes
 
 Interrupted calls (see :func:`_fate`): a request the server refused with HTTP 404 for a
 session it forgot, or whose HTTP connection never opened, never ran, so it is sent again
-on a new session. A request that was
-running when the connection dropped (a killed server, a stream that ended, a resumed stream
-answered 404) may have run: it is sent again, once, only when the server marks the tool
-``readOnlyHint`` or ``idempotentHint``; otherwise it raises ``MCPCallInterrupted``. Every
-retry is logged, announced by a progress chunk (streamed calls) and recorded in the final
-result's ``metadata["mcp_retried"]``, which a durable run's step log keeps with the result.
+on a new session. A request that was running when the connection dropped (a killed
+server, a stream that ended, a resumed stream answered 404) may have run: it is sent again,
+once, only when the server marks the tool ``readOnlyHint`` or ``idempotentHint``;
+otherwise it raises ``MCPCallInterrupted``. Every retry is logged, announced by a progress
+chunk (streamed calls) and recorded in the final result's ``metadata["mcp_retried"]``,
+which a durable run's step log keeps with the result. A call that ``client.close()`` cut
+short is neither sent again nor reported as interrupted.
 """
 
 from __future__ import annotations

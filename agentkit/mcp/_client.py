@@ -416,9 +416,10 @@ class MCPClient(ClientEvents):
             timeout: Seconds for this call (default: the client's ``timeout``).
             meta: Sent as the request's ``_meta`` as is (trace context, app keys).
 
-        A call the server refused with HTTP 404 for our session never ran: it is sent again
-        on a new session. A call running when the connection dropped is sent again only if
-        the tool is read-only or idempotent (see ``retry_interrupted``).
+        A call the server refused with HTTP 404 for our session, or whose HTTP connection
+        never opened, never ran: it is sent again on a new session. A call running when the
+        connection dropped is sent again (once) only if the tool is read-only or idempotent
+        (see ``retry_interrupted``).
 
         Raises:
             MCPCallInterrupted: the connection dropped during the call and it was not sent
