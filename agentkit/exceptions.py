@@ -22,6 +22,7 @@ Every exception agentkit raises on purpose derives from one root, so callers can
     │   └── ToolGroupError                          unknown or invalid tool group
     ├── MCPError                                    MCP client problems
     │   ├── MCPConnectionError                      cannot start / reach / keep the server
+    │   │   └── MCPCallInterrupted                  the link dropped mid-call; not sent again
     │   └── MCPProtocolError                        the server broke the protocol
     ├── StateError                                  a state dict cannot be loaded
     │   ├── SessionConflictError                    a session save based on a stale version
@@ -50,6 +51,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ContextWindowError",
+    "MCPCallInterrupted",
     "MCPConnectionError",
     "MCPError",
     "MCPProtocolError",
@@ -176,6 +178,39 @@ class MCPError(AgentkitError):
 
 class MCPConnectionError(MCPError):
     """The MCP server cannot be started, reached or kept connected."""
+
+
+class MCPCallInterrupted(MCPConnectionError):
+    """The connection dropped while a tool call was running, and the call was not sent again.
+
+    The server may or may not have run it. agentkit sends an interrupted call again (once, on
+    a new session) only when the server marks the tool ``readOnlyHint`` or ``idempotentHint``
+    (a repeat then has no second effect); any other call ends with this error, so a lost
+    answer is never turned into a silent second effect. A toolkit hands it to the model as
+    the call's error result.
+
+    Attributes:
+        server: The MCP client's name.
+        tool: The server-side tool name.
+        reason: What broke the connection.
+        call_id: The ``tool_use`` id of the call when it came through a Toolkit, else None.
+    """
+
+    def __init__(self, server: str, tool: str, reason: str, call_id: str | None = None) -> None:
+        super().__init__(server, tool, reason, call_id)
+        self.server = server
+        self.tool = tool
+        self.reason = reason
+        self.call_id = call_id
+
+    def __str__(self) -> str:
+        call = f" (call {self.call_id})" if self.call_id else ""
+        return (
+            f"MCP server {self.server!r}: the connection was lost during the call to "
+            f"{self.tool!r}{call} ({self.reason}). The server may or may not have run it; it "
+            "was not sent again because the server does not mark the tool read-only or "
+            "idempotent. Check whether it took effect before calling it again."
+        )
 
 
 class MCPProtocolError(MCPError):

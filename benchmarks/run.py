@@ -39,6 +39,7 @@ SCENARIOS = (
     "interrupts",
     "startup",
     "mcp_call",
+    "mcp_fleet",
     "cross_worker_interrupts",
     "durable",
     "serve",

@@ -25,7 +25,7 @@ SUMMARIES = ROOT / "benchmarks" / "results" / "ci"
 TOOLS = [tool_schema("step")]
 HALVES = [
     "turns,streaming,parallel,concurrency,interrupts",
-    "startup,mcp_call,a2a",
+    "startup,mcp_call,mcp_fleet,a2a",
     "cross_worker_interrupts,long_history,scale",
     "durable",
     "serve",

@@ -5,6 +5,16 @@ async generator only reads a memory stream. That keeps task groups out of the ge
 async generator must not yield inside a task group or cancel scope it opened), and lets the
 generator cancel the request when its consumer is cancelled: the SDK then writes
 ``notifications/cancelled`` before the task ends.
+
+Interrupted calls (see :func:`_fate`): a request the server refused with HTTP 404 for a
+session it forgot, or whose HTTP connection never opened, never ran, so it is sent again
+on a new session. A request that was running when the connection dropped (a killed
+server, a stream that ended, a resumed stream answered 404) may have run: it is sent again,
+once, only when the server marks the tool ``readOnlyHint`` or ``idempotentHint``;
+otherwise it raises ``MCPCallInterrupted``. Every retry is logged, announced by a progress
+chunk (streamed calls) and recorded in the final result's ``metadata["mcp_retried"]``,
+which a durable run's step log keeps with the result. A call that ``client.close()`` cut
+short is neither sent again nor reported as interrupted.
 """
 
 from __future__ import annotations
@@ -12,13 +22,16 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from agentkit.exceptions import MCPCallInterrupted
 from agentkit.mcp._convert import result_to_response
 from agentkit.mcp._defenses import cap_result
 from agentkit.mcp._tasks import requires_tasks
+from agentkit.mcp._wire import CallWire, watching
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
@@ -90,12 +103,7 @@ def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -
         if requires_tasks(exc):  # the server runs this tool only as a task: not run yet
             meta["mcp_requires_tasks"] = True
         return ToolResponse.error(text, metadata=meta)
-    lost = (
-        isinstance(exc, SDKError | anyio.BrokenResourceError | anyio.ClosedResourceError | OSError)
-        or type(exc).__module__.startswith("httpx2")
-        or not conn.healthy
-    )
-    if lost:
+    if _broke_connection(exc, conn):
         conn.broken = True
         why = conn.broken_reason or str(exc)
         return ToolResponse.error(
@@ -104,6 +112,111 @@ def _error_for(exc: Exception, client: MCPClient, conn: Connection, name: str) -
             metadata=meta,
         )
     return ToolResponse.error(f"MCP tool {name!r} failed: {exc}", metadata=meta)
+
+
+def _broke_connection(exc: Exception, conn: Connection) -> bool:
+    """Whether ``exc`` (no JSON-RPC answer from the server) means the connection is gone."""
+    from mcp import MCPError as SDKError
+
+    return (
+        isinstance(exc, SDKError | anyio.BrokenResourceError | anyio.ClosedResourceError | OSError)
+        or type(exc).__module__.startswith("httpx2")
+        or not conn.healthy
+    )
+
+
+Fate = Literal["session_lost", "not_sent", "lost"]
+
+
+def _fate(exc: Exception | None, conn: Connection, wire: CallWire) -> Fate | None:
+    """How a failed ``tools/call`` attempt ended, for the retry decision.
+
+    ``"session_lost"``: the server answered the call's own POST with HTTP 404 for our
+    session; ``"not_sent"``: its connection never opened (both: it never ran, see
+    :mod:`agentkit.mcp._wire`). ``"lost"``: the connection broke while the call was out
+    (``exc`` None: the stream ended without an answer), so it may have run; a 404 to a
+    resumed stream (``Last-Event-ID``) of a call in flight is this case. None: the server
+    (or our timeout) answered, nothing was interrupted.
+    """
+    from mcp import MCPError as SDKError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    if wire.refused:
+        return "session_lost"
+    if wire.unsent:
+        return "not_sent"
+    if exc is None:
+        return "lost"
+    if isinstance(exc, SDKError) and exc.code == REQUEST_TIMEOUT:
+        return None
+    if isinstance(exc, SDKError) and exc.code != CONNECTION_CLOSED:
+        return None  # a JSON-RPC error the server sent
+    return "lost" if _broke_connection(exc, conn) else None
+
+
+def _decide_retry(
+    client: MCPClient,
+    name: str,
+    fate: Fate | None,
+    hint: str | None,
+    conn: Connection,
+    exc: Exception | None,
+    attempt: int,
+) -> dict[str, object] | None:
+    """The record of a retry to make now, or None (the failure is the call's result).
+
+    Raises:
+        MCPCallInterrupted: the call may have run and a repeat is not known to be harmless.
+    """
+    if fate is None or client.closed:  # closed: the application itself cut the call
+        return None
+    conn.broken = True  # the next request reconnects (and re-initializes)
+    detail = conn.broken_reason or _describe(exc)
+    if fate == "lost" and hint is None:
+        raise MCPCallInterrupted(client.name, name, detail)
+    if attempt:  # once only: a second failure is the call's result
+        return None
+    why = "it never ran" if fate != "lost" else f"the tool is marked {hint}"
+    client.logger.warning(
+        "MCP server %r: %s during the call to %r; reconnecting and sending it again (%s)",
+        client.name,
+        detail,
+        name,
+        why,
+    )
+    return {
+        "reason": "connection_lost" if fate == "lost" else fate,
+        "safe_because": hint if fate == "lost" else "not_run",
+        "detail": detail,
+    }
+
+
+def _describe(exc: Exception | None) -> str:
+    if exc is None:
+        return "the stream ended without an answer"
+    return str(getattr(exc, "message", "") or exc) or type(exc).__name__
+
+
+def _recorded(response: ToolResponse, retried: dict[str, object] | None) -> ToolResponse:
+    """``response`` with the retry that led to it in its metadata (kept by durable logs)."""
+    if retried is not None:
+        response.metadata = {**(response.metadata or {}), "mcp_retried": retried}
+    return response
+
+
+def _retry_note(client: MCPClient, name: str, retried: dict[str, object]) -> ToolResponse:
+    """The progress chunk that tells a stream's consumer (a UI, the events) of a retry."""
+    why = (
+        "it never ran"
+        if retried["safe_because"] == "not_run"
+        else f"the tool is marked {retried['safe_because']}"
+    )
+    return ToolResponse.text(
+        f"MCP server {client.name!r}: {retried['detail']}; reconnected, calling {name!r} "
+        f"again ({why})",
+        is_last=False,
+        metadata={"mcp_retry": retried},
+    )
 
 
 def _elicitation_urls(data: object) -> list[str]:
@@ -140,22 +253,38 @@ async def call_once(
 ) -> ToolResponse:
     """A call without progress streaming, awaited in the caller's task (no extra task).
 
-    A server that forgot our session (HTTP 404: it restarted) never ran the call, so it is
-    sent once more on a fresh session.
+    Interrupted calls are sent again or raise as the module docs say.
     """
+    hint = client.retry_hint(name)  # the listing before the call: a reconnect may relist
+    retried: dict[str, object] | None = None
     for attempt in range(2):
         conn = await client.live_connection()
         session = conn.client
         assert session is not None
         limit = read_timeout if read_timeout is not None else client.timeout
         try:
-            result = await _request(session, name, arguments, limit, None, meta)
+            with watching() as wire:
+                result = await _request(session, name, arguments, limit, None, meta)
         except Exception as exc:
-            if conn.session_lost and not attempt:
+            fate = _fate(exc, conn, wire)
+            record = _decide_retry(client, name, fate, hint, conn, exc, attempt)
+            if record is not None:
+                retried = record
                 continue
-            return _error_for(exc, client, conn, name)
-        return cap_result(result_to_response(result, client.name, name), client.max_result_chars)
+            return _recorded(_error_for(exc, client, conn, name), retried)
+        response = result_to_response(result, client.name, name)
+        return _recorded(cap_result(response, client.max_result_chars), retried)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass
+class _Attempt:
+    """How one streamed attempt failed, if it did (set by its request task)."""
+
+    failed: bool = False
+    exc: Exception | None = None
+    conn: Connection | None = None
+    wire: CallWire = field(default_factory=CallWire)
 
 
 async def call_stream(
@@ -165,18 +294,26 @@ async def call_stream(
     read_timeout: float | None,
     meta: dict[str, object] | None = None,
 ) -> AsyncIterator[ToolResponse]:
-    """The body of :meth:`MCPClient.call_tool_stream` (one retry on a lost session)."""
+    """The body of :meth:`MCPClient.call_tool_stream` (interrupted calls: module docs)."""
+    hint = client.retry_hint(name)
+    retried: dict[str, object] | None = None
     for attempt in range(2):
         final: ToolResponse | None = None
-        async for chunk in _stream_once(client, name, arguments, read_timeout, meta):
+        outcome = _Attempt()
+        async for chunk in _stream_once(client, name, arguments, read_timeout, meta, outcome):
             if not chunk.is_last:
                 yield chunk
             else:
                 final = chunk
         assert final is not None
-        if (final.metadata or {}).get("mcp_session_lost") and not attempt:
-            continue
-        yield final
+        if outcome.failed and outcome.conn is not None:
+            fate = _fate(outcome.exc, outcome.conn, outcome.wire)
+            record = _decide_retry(client, name, fate, hint, outcome.conn, outcome.exc, attempt)
+            if record is not None:
+                retried = record
+                yield _retry_note(client, name, record)
+                continue
+        yield _recorded(final, retried)
         return
 
 
@@ -186,8 +323,10 @@ async def _stream_once(
     arguments: dict[str, object],
     read_timeout: float | None,
     meta: dict[str, object] | None,
+    outcome: _Attempt,
 ) -> AsyncIterator[ToolResponse]:
     conn = await client.live_connection()
+    outcome.conn = conn
     session = conn.client
     assert session is not None
     send, receive = anyio.create_memory_object_stream[ToolResponse](math.inf)
@@ -198,7 +337,8 @@ async def _stream_once(
 
     async def run() -> None:
         try:
-            with scope:
+            with scope, watching() as wire:
+                outcome.wire = wire
                 try:
                     limit = read_timeout if read_timeout is not None else client.timeout
                     result = await _request(session, name, arguments, limit, progress, meta)
@@ -206,6 +346,7 @@ async def _stream_once(
                         result_to_response(result, client.name, name), client.max_result_chars
                     )
                 except Exception as exc:
+                    outcome.failed, outcome.exc = True, exc
                     response = _error_for(exc, client, conn, name)
                 send.send_nowait(response)
         finally:
@@ -231,6 +372,7 @@ async def _stream_once(
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WAIT):
                 await done.wait()
     if final is None:  # the connection went away under the call
+        outcome.failed = True
         conn.broken = True
         why = f" ({conn.broken_reason})" if conn.broken_reason else ""
         final = ToolResponse.error(

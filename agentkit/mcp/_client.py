@@ -90,6 +90,11 @@ class MCPClient(ClientEvents):
         max_description_chars: Longest tool description shown to the model.
         on_tool_change: ``(ToolChange) -> None`` (sync or async), called on a pinned
             tool's change.
+        retry_interrupted: When the connection drops (or an HTTP server forgets the
+            session) while a call runs, reconnect and send the call once more if the server
+            marks the tool ``readOnlyHint`` or ``idempotentHint``; the retry is recorded
+            in the result's ``metadata["mcp_retried"]``. Other interrupted calls raise
+            :class:`~agentkit.exceptions.MCPCallInterrupted`. False: never send one again.
     """
 
     def __init__(
@@ -112,6 +117,7 @@ class MCPClient(ClientEvents):
         pin_tools: bool = True,
         max_description_chars: int | None = 4000,
         on_tool_change: Callable[[ToolChange], object] | None = None,
+        retry_interrupted: bool = True,
     ) -> None:
         self.name = name
         self.server = server
@@ -130,6 +136,7 @@ class MCPClient(ClientEvents):
         self.pin_tools = pin_tools
         self.max_description_chars = max_description_chars
         self.on_tool_change = on_tool_change
+        self.retry_interrupted = retry_interrupted
         # Definition hash per server tool name, set when first registered: save it with
         # your session and restore it to keep pins across restarts.
         self.pins: dict[str, str] = {}
@@ -143,6 +150,8 @@ class MCPClient(ClientEvents):
         self._entered = 0  # depth of nested ``async with client`` blocks
         self._tools: list[mcp_types.Tool] | None = None
         self._tools_expiry = math.inf
+        # The annotations of the last listing, whatever its cache hint said (retry safety).
+        self._annotations: dict[str, mcp_types.ToolAnnotations | None] = {}
         self._ttl_ms: int | None = None
         self._tools_changed: list[ToolsChangedCallback] = []
         self._dirty: anyio.Event | None = None
@@ -192,6 +201,15 @@ class MCPClient(ClientEvents):
     def is_connected(self) -> bool:
         """Whether a healthy session is up right now."""
         return self._conn is not None and self._conn.healthy
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (and :meth:`connect` not since).
+
+        A call that ``close()`` cut short ends with an error result: it is neither sent
+        again nor reported as ``MCPCallInterrupted`` (the application stopped it).
+        """
+        return not self._wanted
 
     @property
     def protocol_version(self) -> str | None:
@@ -377,6 +395,7 @@ class MCPClient(ClientEvents):
         # 2026-07-28 cache hints: ttlMs 0 means "do not cache"; otherwise keep it that long
         # (or, without a hint, until the server announces a change).
         ttl = self._ttl_ms
+        self._annotations = {t.name: t.annotations for t in tools}
         self._tools = tools if ttl != 0 else None
         self._tools_expiry = anyio.current_time() + ttl / 1000 if ttl else math.inf
         return list(tools)
@@ -396,6 +415,16 @@ class MCPClient(ClientEvents):
             arguments: The tool's arguments.
             timeout: Seconds for this call (default: the client's ``timeout``).
             meta: Sent as the request's ``_meta`` as is (trace context, app keys).
+
+        A call the server refused with HTTP 404 for our session, or whose HTTP connection
+        never opened, never ran: it is sent again on a new session. A call running when the
+        connection dropped is sent again (once) only if the tool is read-only or idempotent
+        (see ``retry_interrupted``).
+
+        Raises:
+            MCPCallInterrupted: the connection dropped during the call and it was not sent
+                again (the server may have run it).
+            MCPConnectionError: the server cannot be reached.
         """
         if self._requires_task(name):
             return await call_via_task(self, name, arguments or {}, meta)
@@ -403,6 +432,23 @@ class MCPClient(ClientEvents):
         if (response.metadata or {}).get("mcp_requires_tasks"):  # 2026-07-28: never ran
             return await call_via_task(self, name, arguments or {}, meta)
         return response
+
+    def retry_hint(self, name: str) -> str | None:
+        """Why a second run of tool ``name`` would have no second effect, else None.
+
+        ``"readOnlyHint"`` or ``"idempotentHint"``, as the server's last listing marks the
+        tool (and ``retry_interrupted`` allows). Internal API of ``agentkit.mcp`` (its call
+        paths). Any server's hints count, trusted or not: a repeat goes only to the server
+        that made the claim, which could repeat an effect by itself anyway.
+        """
+        annotations = self._annotations.get(name)
+        if not self.retry_interrupted or annotations is None:
+            return None
+        if annotations.read_only_hint is True:
+            return "readOnlyHint"
+        if annotations.idempotent_hint is True:
+            return "idempotentHint"
+        return None
 
     def _requires_task(self, name: str) -> bool:
         """Whether the listed tool ``name`` declares ``execution.taskSupport: "required"``.
@@ -468,7 +514,9 @@ class MCPClient(ClientEvents):
         """Call a tool, yielding progress chunks (``is_last=False``) then the final response.
 
         Cancelling the iteration cancels the call: the server receives
-        ``notifications/cancelled``. ``meta`` is sent as the request's ``_meta``.
+        ``notifications/cancelled``. ``meta`` is sent as the request's ``_meta``. Interrupted
+        calls are handled as by :meth:`call_tool` (a retry first yields a progress chunk
+        saying so); the iteration may raise ``MCPCallInterrupted``.
         """
         if self._requires_task(name):
             return _single(call_via_task(self, name, arguments or {}, meta))

@@ -193,18 +193,25 @@ async def _http_client(server: HttpServer) -> tuple[httpx2.AsyncClient, bool]:
 
     if isinstance(server.auth, httpx2.AsyncClient):
         return server.auth, False
+    from agentkit.mcp._wire import recording_transport
+
     timeout = httpx2.Timeout(server.timeout, read=server.sse_read_timeout)
     client = httpx2.AsyncClient(
-        headers=dict(server.headers or {}), timeout=timeout, auth=await _auth(server)
+        headers=dict(server.headers or {}),
+        timeout=timeout,
+        auth=await _auth(server),
+        transport=recording_transport(),  # a call that never reached the server: see _wire
     )
     return client, True
 
 
 def _session_watch(on_lost: Callable[[str], None]) -> Callable[[Any], Awaitable[None]]:
     """An httpx2 response hook: a 404 to a request that carried our session id."""
+    from agentkit.mcp._wire import note_refused
 
     async def check(response: Any) -> None:
         if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
+            note_refused(response.request)  # a tools/call refused so never ran
             on_lost(
                 "the server answered HTTP 404 for our session: it restarted or expired it; "
                 "a new session is started"

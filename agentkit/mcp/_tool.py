@@ -8,6 +8,7 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
 
+from agentkit.exceptions import MCPCallInterrupted
 from agentkit.mcp._defenses import (
     ToolChange,
     clean_schema,
@@ -152,7 +153,7 @@ class MCPTool(Tool):
 
     def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Call the server tool: progress chunks, then the final response."""
-        return self._call(arguments, self._toolkit() if self._toolkit else None)
+        return self._call(arguments, self._toolkit() if self._toolkit else None, None)
 
     def invoke_with_context(
         self, arguments: dict[str, object], context: ToolContext
@@ -161,10 +162,10 @@ class MCPTool(Tool):
         toolkit: object = context.toolkit
         if toolkit is None and self._toolkit is not None:
             toolkit = self._toolkit()
-        return self._call(arguments, toolkit)
+        return self._call(arguments, toolkit, context.call_id)
 
     async def _call(
-        self, arguments: dict[str, object], toolkit: object
+        self, arguments: dict[str, object], toolkit: object, call_id: str | None
     ) -> AsyncIterator[ToolResponse]:
         if self.changed is not None:
             yield ToolResponse.error(
@@ -175,10 +176,25 @@ class MCPTool(Tool):
             )
             return
         taint = self._taint()
-        async for chunk in self.client.call_tool_stream(self.mcp_name, arguments):
-            if chunk.is_last and taint is not None and isinstance(toolkit, Toolkit):
-                mark_untrusted_content(toolkit, taint)
-            yield chunk
+        try:
+            async for chunk in self.client.call_tool_stream(self.mcp_name, arguments):
+                if chunk.is_last and taint is not None and isinstance(toolkit, Toolkit):
+                    mark_untrusted_content(toolkit, taint)
+                yield chunk
+        except MCPCallInterrupted as exc:
+            # Not the toolkit's generic "the server is unavailable, call it again later":
+            # the model must check whether the call took effect before repeating it.
+            exc.call_id = call_id
+            yield ToolResponse.error(
+                str(exc),
+                metadata={
+                    "error": "mcp_call_interrupted",
+                    "mcp_server": exc.server,
+                    "mcp_tool": exc.tool,
+                    "mcp_call_interrupted": True,
+                    "call_id": call_id,
+                },
+            )
 
     def _taint(self) -> str | None:
         """Where this tool's output counts as coming from (see ``mark_untrusted_content``).
