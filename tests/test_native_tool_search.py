@@ -256,3 +256,8 @@ async def test_every_adapter_keeps_the_request_before_a_load_a_byte_prefix_of_th
             assert dump(head) == dump(next_head), name
             assert dump(next_turns[: len(turns)]) == dump(turns), name
             assert len(next_turns) > len(turns), name
+        head, turns = formatted[-1]
+        native = name == "anthropic"  # Claude on Bedrock and Vertex: behind a platform beta
+        assert ("defer_loading" in dump(head)) is native, name
+        assert ("tool_reference" in dump(turns)) is native, name
+        assert ("slack_post_message" in dump(head)) is native, name  # definitions: stream
