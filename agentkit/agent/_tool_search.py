@@ -6,6 +6,12 @@ the tools found are *loaded*: their definitions come back as the search tool's r
 the message stream, and the model calls them by name from then on (the Toolkit runs them as
 usual, approvals and pins included).
 
+Where the provider has tool search of its own (the Claude API), the request carries the
+other tools as ``ModelRequest.deferred``: the adapter sends them all with
+``defer_loading: true`` (the same list on every request) and turns each search result into
+``tool_reference`` blocks, which the API resolves to the definitions at that place in the
+conversation. Elsewhere the result's text is the definitions.
+
 Why the message stream and not the request's ``tools`` list: providers cache a request's
 prefix (tools first, then system, then messages). Adding a definition to ``tools`` changes
 the start of every later request and so throws the cached prefix away; appending it as a
@@ -31,13 +37,13 @@ from agentkit.agent._capabilities import Capability
 from agentkit.agent._structured import RESPONSE_TOOL
 from agentkit.exceptions import UsageError
 from agentkit.messages import Msg, ToolUseBlock
-from agentkit.models._base import ModelRequest, ToolDefinition
+from agentkit.models._base import DeferredTools, ModelRequest, ToolDefinition
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
     from agentkit.tools._context import RunContext, ToolContext
 
-__all__ = ["ToolIndex", "ToolSearch", "loaded_tool_names"]
+__all__ = ["ToolIndex", "ToolSearch", "loaded_tool_names", "tool_loads"]
 
 _SEARCH_PARAMETERS: dict[str, object] = {
     "type": "object",
@@ -127,7 +133,14 @@ def _result_output(block: Mapping[str, Any]) -> str | None:
 
 def loaded_tool_names(messages: Iterable[Msg], search_tool: str = "search_tools") -> set[str]:
     """The tools that earlier ``search_tool`` results in ``messages`` loaded."""
-    names: set[str] = set()
+    return {name for names in tool_loads(messages, search_tool).values() for name in names}
+
+
+def tool_loads(
+    messages: Iterable[Msg], search_tool: str = "search_tools"
+) -> dict[str, tuple[str, ...]]:
+    """Each ``search_tool`` result in ``messages`` (by id) -> the tools it loaded, in order."""
+    loads: dict[str, tuple[str, ...]] = {}
     for msg in messages:
         if isinstance(msg.content, str):
             continue
@@ -142,10 +155,14 @@ def loaded_tool_names(messages: Iterable[Msg], search_tool: str = "search_tools"
             except ValueError:
                 continue
             tools = data.get("loaded_tools") if isinstance(data, dict) else None
-            for tool in tools if isinstance(tools, list) else []:
-                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                    names.add(tool["name"])
-    return names
+            names = tuple(
+                tool["name"]
+                for tool in (tools if isinstance(tools, list) else [])
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+            )
+            if names:
+                loads[block["id"]] = names
+    return loads
 
 
 class ToolSearch(Capability[Any]):
@@ -202,8 +219,19 @@ class ToolSearch(Capability[Any]):
         return [self.definition, *kept]
 
     async def before_model(self, ctx: RunContext[Any], request: ModelRequest) -> ModelRequest:
-        """Offer the search tool and the always-on tools only."""
-        return replace(request, tools=self.offered(request.tools))
+        """Offer the search tool and the always-on tools; the others go as ``deferred``.
+
+        An adapter with native tool search (Anthropic) sends the deferred tools marked
+        deferred and the loads as references to them; the others leave ``deferred`` out and
+        the search results' text carries the definitions.
+        """
+        offered = self.offered(request.tools)
+        names = {t.name for t in offered}
+        deferred = DeferredTools(
+            tools=tuple(t for t in self._searchable(request.tools) if t.name not in names),
+            loads=tool_loads(request.messages, self.name),
+        )
+        return replace(request, tools=offered, deferred=deferred)
 
     async def before_tool(
         self, ctx: ToolContext[Any], call: ToolUseBlock

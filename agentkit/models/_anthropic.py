@@ -73,6 +73,10 @@ class AnthropicChatModel(HTTPChatModel):
     client_class = "AsyncAnthropic"
     check_api_credentials: ClassVar[bool] = True
     """Check for an API key or token at construction (Bedrock and Vertex sign otherwise)."""
+    native_tool_search: ClassVar[bool] = True
+    """Send a request's ``deferred`` tools with ``defer_loading`` and loads as
+    ``tool_reference`` blocks (the Claude API's tool search). Off on Bedrock and Vertex, where
+    it is behind a platform beta: there the loading result's text carries the definitions."""
     beta_header: ClassVar[bool] = True
     """Ask for beta features with the ``anthropic-beta`` header (Bedrock takes none)."""
 
@@ -128,7 +132,9 @@ class AnthropicChatModel(HTTPChatModel):
         native-mode ``output`` goes through structured outputs (``output_config.format``, a
         ``json_schema``: the answer is JSON text, validated into
         ``metadata["structured_output"]``); ``cache`` (a ``PromptCache``) puts
-        ``cache_control`` breakpoints in (see ``mark_cache_points``).
+        ``cache_control`` breakpoints in (see ``mark_cache_points``); ``deferred`` tools
+        (``ToolSearch``) are sent with ``defer_loading: true`` after the others, and each
+        tool result that loaded some becomes ``tool_reference`` blocks naming them.
 
         Args:
             request: The request.
@@ -140,7 +146,17 @@ class AnthropicChatModel(HTTPChatModel):
         kwargs = body_fields(request.settings)
         parallel = kwargs.pop("parallel_tool_calls", None)
         cache = cast("PromptCache | None", kwargs.pop("cache", None))
-        system, turns = format_messages(request.messages)
+        deferred = request.deferred if self.native_tool_search else None
+        loads: dict[str, tuple[str, ...]] = {}
+        if deferred is not None:
+            # Only tools sent as deferred can be referenced (the API refuses an unresolved
+            # reference); a load whose tools are all gone keeps its text answer.
+            known = {t.name for t in deferred.tools}
+            for result_id, names in deferred.loads.items():
+                kept = tuple(n for n in names if n in known)
+                if kept:
+                    loads[result_id] = kept
+        system, turns = format_messages(request.messages, loads)
         body: dict[str, object] = {
             "model": self.model_name,
             "max_tokens": self.max_tokens,
@@ -153,7 +169,9 @@ class AnthropicChatModel(HTTPChatModel):
         body.update(self.generate_kwargs)
         body.update(kwargs)
         reject_audio_output(body, self.provider, "the Anthropic Messages API")
-        specs = format_tools(request.tools, request.builtin_tools)
+        specs = format_tools(
+            request.tools, request.builtin_tools, deferred.tools if deferred is not None else ()
+        )
         structured = request.native_output
         if structured is not None:
             config = body.get("output_config")

@@ -99,10 +99,19 @@ def _with_cache(out: WireBlock, block: Mapping[str, object]) -> WireBlock:
     return out
 
 
-def _result(result: ToolResultBlock) -> WireBlock:
+Loads: TypeAlias = Mapping[str, Sequence[str]]
+"""Tool result id -> the deferred tools that result loaded (``DeferredTools.loads``)."""
+
+
+def _result(result: ToolResultBlock, loads: Loads) -> WireBlock:
     output = result["output"]
     content: str | list[WireBlock]
-    if isinstance(output, str):
+    loaded = loads.get(result["id"])
+    if loaded:
+        # A tool search's answer: references the API resolves to the deferred definitions
+        # (sent with the tools, kept out of the prompt until referenced here).
+        content = [{"type": "tool_reference", "tool_name": name} for name in loaded]
+    elif isinstance(output, str):
         content = output
     else:
         content = []
@@ -184,7 +193,7 @@ def _append(turns: list[Turn], role: str, blocks: list[WireBlock]) -> None:
 
 
 def format_messages(
-    messages: Sequence[Msg],
+    messages: Sequence[Msg], loads: Loads | None = None
 ) -> tuple[list[WireBlock], list[Turn]]:
     """Convert a conversation to Anthropic's ``(system, messages)``.
 
@@ -193,7 +202,10 @@ def format_messages(
     are stored, whatever the role of the message holding them: tool calls go into assistant
     turns, tool results and images into user turns (a ``role="system"`` message holding
     results, as AgentScope stores them, included); consecutive same-role turns are merged.
+    A tool result named in ``loads`` becomes ``tool_reference`` blocks to the tools it
+    loaded (native tool search).
     """
+    loads = loads or {}
     system: list[WireBlock] = []
     turns: list[Turn] = []
     for msg in messages:
@@ -201,13 +213,13 @@ def format_messages(
         if msg.role == "system" and not turns:
             system += [b for b in (_block(x, "user") for x in blocks) if b and b["type"] == "text"]
             blocks = [b for b in blocks if b["type"] not in ("text", "thinking")]
-        _add_message(turns, "assistant" if msg.role == "assistant" else "user", blocks)
+        _add_message(turns, "assistant" if msg.role == "assistant" else "user", blocks, loads)
     if turns and turns[-1]["role"] == "assistant":
         _trim_prefill(turns)
     return system, turns
 
 
-def _add_message(turns: list[Turn], role: str, blocks: list[ContentBlock]) -> None:
+def _add_message(turns: list[Turn], role: str, blocks: list[ContentBlock], loads: Loads) -> None:
     """One stored message as turns, in an order that keeps every call answered.
 
     Results of earlier calls come first; then the message's own content (its calls in an
@@ -216,7 +228,7 @@ def _add_message(turns: list[Turn], role: str, blocks: list[ContentBlock]) -> No
     """
     others, results = split_tool_results(blocks)
     own_ids = {b["id"] for b in others if b["type"] == "tool_use"}
-    _append(turns, "user", [_result(r) for r in results if r["id"] not in own_ids])
+    _append(turns, "user", [_result(r, loads) for r in results if r["id"] not in own_ids])
     calls = [b for b in others if b["type"] == "tool_use"]
     if role == "assistant":
         # Audio a model spoke (OpenAI Chat audio output) is left out: its transcript is a
@@ -229,7 +241,7 @@ def _add_message(turns: list[Turn], role: str, blocks: list[ContentBlock]) -> No
         media = []
         _append(turns, "user", _blocks([b for b in others if b["type"] != "tool_use"], "user"))
         _append(turns, "assistant", _blocks(calls, "assistant"))
-    _append(turns, "user", [_result(r) for r in results if r["id"] in own_ids])
+    _append(turns, "user", [_result(r, loads) for r in results if r["id"] in own_ids])
     _append(turns, "user", _blocks(media, "user"))
 
 
@@ -255,21 +267,32 @@ def _trim_prefill(turns: list[Turn]) -> None:
 
 
 def format_tools(
-    tools: Sequence[ToolDefinition], builtin: Sequence[Mapping[str, object]] = ()
+    tools: Sequence[ToolDefinition],
+    builtin: Sequence[Mapping[str, object]] = (),
+    deferred: Sequence[ToolDefinition] = (),
 ) -> list[WireBlock]:
     """Function tools as Anthropic tool definitions, then the server tools as given.
 
-    A server tool spec (``web_search_20250305``...) is sent unchanged.
+    A server tool spec (``web_search_20250305``...) is sent unchanged. ``deferred`` tools
+    follow, marked ``defer_loading: true``: the API keeps them out of the prompt until a
+    ``tool_reference`` in a tool result loads them. They come last so that the offered
+    tools' bytes, and so a cache point after them, do not depend on them.
     """
     out: list[WireBlock] = []
     for tool in tools:
-        schema = tool.parameters or {"type": "object", "properties": {}}
-        converted: WireBlock = {"name": tool.name, "input_schema": schema}
-        if tool.description:
-            converted["description"] = tool.description
-        out.append(converted)
+        out.append(_tool(tool))
     out += [dict(spec) for spec in builtin]
+    offered = {tool.name for tool in tools}
+    out += [{**_tool(t), "defer_loading": True} for t in deferred if t.name not in offered]
     return out
+
+
+def _tool(tool: ToolDefinition) -> WireBlock:
+    schema = tool.parameters or {"type": "object", "properties": {}}
+    converted: WireBlock = {"name": tool.name, "input_schema": schema}
+    if tool.description:
+        converted["description"] = tool.description
+    return converted
 
 
 MAX_CACHE_POINTS = 4
@@ -315,14 +338,20 @@ def mark_cache_points(body: dict[str, object], cache: PromptCache) -> None:
     free -= 1 if "cache_control" in body else 0  # automatic caching's breakpoint
     places: list[tuple[list[object], int]] = []  # (list, index of the block to mark)
     for name, blocks in (("tools", tools), ("system", system)):
-        if (
-            name in points
-            and isinstance(blocks, list)
-            and blocks
-            and _markable(blocks[-1])
-            and "cache_control" not in blocks[-1]
-        ):
-            places.append((blocks, len(blocks) - 1))
+        if name not in points or not isinstance(blocks, list):
+            continue
+        # Deferred tools (``defer_loading``) are not part of the prompt's prefix: the
+        # tools' point goes on the last tool that is.
+        at = next(
+            (
+                i
+                for i in range(len(blocks) - 1, -1, -1)
+                if not (isinstance(blocks[i], dict) and blocks[i].get("defer_loading"))
+            ),
+            None,
+        )
+        if at is not None and _markable(blocks[at]) and "cache_control" not in blocks[at]:
+            places.append((blocks, at))
     if "messages" in points and isinstance(turns, list):
         user = [i for i, t in enumerate(turns) if isinstance(t, dict) and t["role"] == "user"]
         for i in reversed(user[-2:]):  # the latest first: it matters most

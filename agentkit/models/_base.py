@@ -30,6 +30,7 @@ __all__ = [
     "ChatModel",
     "ChatResponse",
     "ChatUsage",
+    "DeferredTools",
     "ModelRequest",
     "ModelSettings",
     "OutputSpec",
@@ -186,6 +187,7 @@ class ModelRequest:
             (``{"type": "web_search_20250305", ...}``).
         settings: Generation settings (``tool_choice``, ``parallel_tool_calls``...).
         output: The structured answer asked for (None: free text).
+        deferred: Tools the model may load on demand (``ToolSearch``); None: none.
     """
 
     messages: list[Msg]
@@ -193,6 +195,7 @@ class ModelRequest:
     builtin_tools: list[dict[str, object]] = field(default_factory=list)
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())
     output: OutputSpec | None = None
+    deferred: DeferredTools | None = None
 
     @property
     def tool_names(self) -> list[str]:
@@ -204,6 +207,28 @@ class ModelRequest:
         """The pydantic model of a native-mode answer (the provider's JSON-schema mode)."""
         output = self.output
         return output.model if output is not None and output.mode == "native" else None
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredTools:
+    """Tools a request does not offer up front but the model may load on demand.
+
+    ``ToolSearch`` fills this in. An adapter whose provider loads tools natively (Anthropic:
+    ``defer_loading`` tools and ``tool_reference`` blocks) sends every deferred definition
+    marked deferred, which the provider keeps out of the prompt, and turns each loading
+    tool result into references to the tools it loaded: the request's tools never change
+    and a load is appended at the end of the conversation, so the cached prefix stays
+    byte-identical. Every other adapter ignores it: the loading tool result itself carries
+    the definitions (in the message stream, where appending leaves the prefix untouched).
+
+    Attributes:
+        tools: The deferred tools' definitions (not in the request's ``tools``).
+        loads: For each loading tool result (by its ``tool_result`` id), the names of the
+            tools it loaded, in order.
+    """
+
+    tools: tuple[ToolDefinition, ...] = ()
+    loads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

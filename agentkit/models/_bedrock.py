@@ -60,6 +60,7 @@ class AnthropicBedrockModel(AnthropicChatModel):
 
     provider = "bedrock"
     client_class = "AsyncAnthropicBedrock"
+    native_tool_search = False  # tool search there is behind a platform beta
     check_api_credentials = False
     beta_header = False  # Bedrock's Messages body takes ``anthropic_beta`` instead
     auth_hint = " (AWS_REGION, AWS credentials or AWS_BEARER_TOKEN_BEDROCK)"

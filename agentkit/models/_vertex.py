@@ -49,6 +49,7 @@ class AnthropicVertexModel(AnthropicChatModel):
 
     provider = "vertex"
     client_class = "AsyncAnthropicVertex"
+    native_tool_search = False  # tool search there is behind a platform beta
     check_api_credentials = False
 
     def __init__(
