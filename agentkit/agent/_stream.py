@@ -59,9 +59,12 @@ def fan_out(sinks: list[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent],
     Events are for display: a failing sink (a console printer on a closed or broken
     stdout...) must not abort the reply's work. It is logged and dropped.
     """
+    # Once per event: iterate a tuple (no copy per event), replaced when a sink fails.
+    live = tuple(sinks)
 
     def emit(event: AgentEvent) -> None:
-        for sink in list(sinks):
+        nonlocal live
+        for sink in live:
             try:
                 sink(event)
             except Exception:
@@ -70,7 +73,7 @@ def fan_out(sinks: list[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent],
                     sink,
                     exc_info=True,
                 )
-                sinks.remove(sink)
+                live = tuple(s for s in live if s is not sink)
 
     return emit
 
