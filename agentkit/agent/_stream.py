@@ -264,7 +264,8 @@ class EventStream(Generic[OutputT]):
             try:
                 return recv.receive_nowait()
             except anyio.WouldBlock:
-                return await recv.receive()
+                pass  # wait outside the handler: it would keep the exception alive meanwhile
+            return await recv.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             recv.close()
         if self._task is not None:
