@@ -8,7 +8,7 @@ task)::
             ...
 
 Leaving the block early (``break``, an exception) interrupts the reply and waits until its
-memory is repaired. Events travel through an unbounded anyio memory object stream, so the
+memory is repaired. Events travel through an unbounded queue (a deque and one waiter), so the
 reply never waits for a slow consumer.
 
 Once the reply has ended, ``events.result`` is its typed ``RunResult`` (built by the same code
