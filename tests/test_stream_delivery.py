@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import anyio
 
-from agentkit.events import TextDelta
+from agentkit.events import AgentEvent, TextDelta
 from agentkit.testing import ScriptedModel
 from tests._agent_helpers import agent_for
 
@@ -33,3 +33,23 @@ async def test_a_cancelled_consumer_stops_at_its_next_event() -> None:
     assert seen[-1] == "text_delta"
     assert seen.count("text_delta") == 1
     assert "reply_finished" not in seen
+
+
+async def test_a_failing_listener_is_dropped_and_the_others_get_every_event_in_order() -> None:
+    model = ScriptedModel(["one two three four"], stream=True)
+    agent = agent_for(model)
+    failures: list[str] = []
+    seen: list[str] = []
+
+    def broken(event: AgentEvent) -> None:
+        failures.append(event.type)
+        raise RuntimeError("this sink is down")
+
+    agent.add_event_listener(broken)
+    agent.add_event_listener(lambda event: seen.append(event.type))
+    async with agent.stream("hi") as events:
+        streamed = [event.type async for event in events]
+    assert failures == ["reply_started"]  # called once, then dropped for the reply
+    assert seen == streamed  # the listener after it and the stream: every event, in order
+    assert streamed[0] == "reply_started" and streamed[-1] == "reply_finished"
+    assert streamed.count("text_delta") >= 2

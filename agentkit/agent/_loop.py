@@ -326,6 +326,8 @@ async def drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Ms
     ``interrupt()`` would, and :func:`_cut_at_limit` repairs memory and ends the run at
     that limit.
     """
+    if not setup.capabilities.all:  # no tool guardrail can trip: nothing to record
+        return await _drive(setup, conv, run, step)
     with guarding(run):  # where a tool guardrail records a trip that stops the run
         return await _drive(setup, conv, run, step)
 

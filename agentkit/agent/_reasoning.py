@@ -48,12 +48,12 @@ def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> None:
             kind, value = "thinking", block["thinking"]
         else:
             continue
-        while len(lengths) <= i:
-            lengths.append(0)
-        old = lengths[i]
-        if len(value) > old:
+        if i >= len(lengths):
+            lengths.extend([0] * (i + 1 - len(lengths)))
+        old, size = lengths[i], len(value)
+        if size > old:
             emit(TextDelta(value[old:]) if kind == "text" else ThinkingDelta(value[old:]))
-        lengths[i] = len(value)
+        lengths[i] = size
 
 
 def _tracker(setup: RunSetup, run: Run) -> PartialTracker | None:

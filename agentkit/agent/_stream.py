@@ -8,7 +8,7 @@ task)::
             ...
 
 Leaving the block early (``break``, an exception) interrupts the reply and waits until its
-memory is repaired. Events travel through an unbounded anyio memory object stream, so the
+memory is repaired. Events travel through an unbounded queue (a deque and one waiter), so the
 reply never waits for a slow consumer.
 
 Once the reply has ended, ``events.result`` is its typed ``RunResult`` (built by the same code
@@ -28,8 +28,8 @@ collected (immediately, in CPython, once nothing refers to it).
 from __future__ import annotations
 
 import logging
-import math
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol
@@ -59,9 +59,12 @@ def fan_out(sinks: list[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent],
     Events are for display: a failing sink (a console printer on a closed or broken
     stdout...) must not abort the reply's work. It is logged and dropped.
     """
+    # Once per event: iterate a tuple (no copy per event), replaced when a sink fails.
+    live = tuple(sinks)
 
     def emit(event: AgentEvent) -> None:
-        for sink in list(sinks):
+        nonlocal live
+        for sink in live:
             try:
                 sink(event)
             except Exception:
@@ -70,7 +73,7 @@ def fan_out(sinks: list[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent],
                     sink,
                     exc_info=True,
                 )
-                sinks.remove(sink)
+                live = tuple(s for s in live if s is not sink)
 
     return emit
 
@@ -96,27 +99,32 @@ _DETACHED: set[asyncio.Task[Any]] = set()
 
 
 class _Feed(Generic[OutputT]):
-    """What a running reply shares with its EventStream.
+    """What a running reply shares with its EventStream: the queue of its events.
 
-    It never refers to the EventStream itself, so dropping an abandoned iterator can
-    interrupt the reply from ``EventStream.__del__``.
+    The queue is a deque and one waiter, woken by the next event or by the end: the
+    consumer waits only when nothing is queued, and takes a queued event without a trip
+    through the event loop. It never refers to the EventStream itself, so dropping an
+    abandoned iterator can interrupt the reply from ``EventStream.__del__``.
     """
 
     __slots__ = (
         "agent",
         "closing",
         "done",
+        "ended",
         "error",
-        "recv",
+        "events",
         "reply",
         "result",
         "running",
-        "send",
+        "waiter",
     )
 
     def __init__(self, agent: EventSource) -> None:
         self.agent = agent
-        self.send, self.recv = anyio.create_memory_object_stream[AgentEvent](math.inf)
+        self.events: deque[AgentEvent] = deque()
+        self.waiter: anyio.Event | None = None  # set while the consumer waits
+        self.ended = False  # no event comes any more (the reply ended, or the consumer left)
         self.reply: Msg | None = None
         self.result: RunResult[OutputT] | None = None
         self.error: Exception | None = None
@@ -125,14 +133,23 @@ class _Feed(Generic[OutputT]):
         self.closing = False
 
     def sink(self, event: AgentEvent) -> None:
-        # Once per event: a plain ``try`` costs nothing when nothing is raised.
-        try:  # noqa: SIM105
-            self.send.send_nowait(event)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # the consumer is gone: the reply is then being interrupted
+        if self.ended:
+            return  # the consumer is gone: the reply is then being interrupted
+        self.events.append(event)
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            waiter.set()
+
+    def end(self) -> None:
+        """No more events: wake the consumer so that it sees the end."""
+        self.ended = True
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None:
+            waiter.set()
 
     async def run(self, start: StartRun[OutputT]) -> None:
-        with self.send:
+        try:
             if self.closing:
                 return
             self.agent.add_event_listener(self.sink)
@@ -149,13 +166,32 @@ class _Feed(Generic[OutputT]):
                 self.running = False
                 self.done = True
                 self.agent.remove_event_listener(self.sink)
+        finally:
+            self.end()
 
     def stop(self) -> None:
         """Interrupt the reply if it still runs, and stop delivering events."""
         self.closing = True
         if self.running and not self.done:
             self.agent.interrupt_threadsafe(None)  # on the loop's thread: a direct call
-        self.recv.close()
+        self.events.clear()
+        self.end()
+
+    async def next(self) -> AgentEvent | None:
+        """The next event, waiting for it when none is queued; None at the end."""
+        events = self.events
+        if not events and not self.ended:
+            while not events and not self.ended:  # the wait is the cancellation point
+                waiter = self.waiter
+                if waiter is None:
+                    waiter = self.waiter = anyio.Event()
+                await waiter.wait()
+        elif events:
+            # A reply emits its events in bursts (one network chunk's deltas at once): a
+            # queued event is handed over without a trip through the event loop. A
+            # cancellation still lands here, before the event is taken.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        return events.popleft() if events else None
 
     def take_error(self) -> Exception | None:
         error, self.error = self.error, None
@@ -252,18 +288,9 @@ class EventStream(Generic[OutputT]):
         if self._feed is None:
             self._detach()
         assert self._feed is not None
-        recv = self._feed.recv
-        try:
-            # A reply emits its events in bursts (one network chunk's deltas at once): an
-            # event already queued is handed over without a trip through the event loop,
-            # which ``receive()`` would make per event. A cancellation still lands here.
-            await anyio.lowlevel.checkpoint_if_cancelled()
-            try:
-                return recv.receive_nowait()
-            except anyio.WouldBlock:
-                return await recv.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            recv.close()
+        event = await self._feed.next()
+        if event is not None:
+            return event
         if self._task is not None:
             await self._task
         error = self._feed.take_error()
