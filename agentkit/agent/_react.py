@@ -230,6 +230,11 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         return self._conv
 
     @property
+    def session_versions(self) -> dict[tuple[str, str], int]:
+        """The session versions the conversation was loaded at or saved as (see ``Session``)."""
+        return self._conv.session_versions
+
+    @property
     def toolkit(self) -> Toolkit:
         """The agent's ``Toolkit`` (an empty one is created on first access if none)."""
         if self._toolkit is None:
