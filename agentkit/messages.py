@@ -17,10 +17,11 @@ import mimetypes
 import os
 import pathlib
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast, overload
 
+from agentkit._ids import new_id_bytes
 from agentkit._text import clean_json, clean_text, copy_json, is_clean
 from agentkit.exceptions import MessageValidationError
 
@@ -323,35 +324,6 @@ def _pack_timestamp(text: str) -> int | str:
     return seconds * 1_000_000 + max(micros, 0)
 
 
-# Generated ids come from one ``os.urandom`` call per 64 messages: the system call was half
-# the cost of building a message. ``next`` on a list iterator is atomic, so threads never share
-# an id (two threads that find the pool empty each make their own); a forked child empties
-# the pool it inherited, so two processes never hand out the same ids.
-_ID_BATCH = 64
-_id_pool: Iterator[bytes] = iter(())
-
-
-def _new_id() -> bytes:
-    """16 fresh random bytes."""
-    global _id_pool
-    raw = next(_id_pool, None)
-    if raw is None:
-        block = os.urandom(16 * _ID_BATCH)
-        pool = iter([block[i : i + 16] for i in range(0, 16 * _ID_BATCH, 16)])
-        _id_pool = pool
-        raw = next(pool)
-    return raw
-
-
-def _empty_id_pool() -> None:
-    global _id_pool
-    _id_pool = iter(())
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_empty_id_pool)
-
-
 def _pack_id(text: str) -> bytes | str:
     """The 16 bytes of a 32-digit lowercase hex id, else ``text`` itself."""
     if len(text) == 32:
@@ -414,7 +386,7 @@ class Msg:
             except ValueError as exc:
                 raise MessageValidationError("metadata", str(exc)) from None
         # 16 random bytes, shown as 32 hex digits like uuid4().hex.
-        self._id: bytes | str = _pack_id(id) if id else _new_id()
+        self._id: bytes | str = _pack_id(id) if id else new_id_bytes()
         self.name: str = clean_text(name)
         self.role: Role = role
         self.content: str | list[ContentBlock] = content

@@ -23,6 +23,7 @@ from agentkit.session import JSONSession, PostgresSession, RedisSession, Session
 class Box:
     def __init__(self) -> None:
         self.items: list[str] = []
+        self.session_versions: dict[tuple[str, str], int] = {}  # opts in to conflict checks
 
     def state_dict(self) -> dict[str, Any]:
         return {"items": list(self.items)}

@@ -22,6 +22,7 @@ ROOT = Path(agentkit.__file__).parent
 # Higher imports lower. Root-level modules are named by their file; packages by folder.
 LAYER = {
     "_text": 0,
+    "_ids": 0,
     "_lazy": 0,
     "_version": 0,
     "exceptions": 1,

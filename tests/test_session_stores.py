@@ -36,6 +36,7 @@ class Box:
     def __init__(self, value: Any = None) -> None:
         self.value = value
         self.loads = 0
+        self.session_versions: dict[tuple[str, str], int] = {}  # opts in to conflict checks
 
     def state_dict(self) -> dict[str, Any]:
         return {"schema_version": 1, "value": self.value}

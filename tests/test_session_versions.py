@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import os
 import signal
@@ -15,8 +17,11 @@ from typing import Any
 import anyio
 import pytest
 
+from agentkit.agent import ReActAgent
 from agentkit.exceptions import SessionConflictError, StateError
-from agentkit.session import JSONSession, RedisSession, Session, SQLiteSession
+from agentkit.session import JSONSession, RedisSession, Session, SQLiteSession, StateGroup
+from agentkit.session import _base as session_base
+from agentkit.testing import ScriptedModel
 from tests.test_session_stores import STORES, Box, make_store
 
 WORKER = Path(__file__).with_name("_session_conflict_worker.py")
@@ -309,3 +314,59 @@ async def test_json_and_sqlite_stores_create_private_files(tmp_path: Path) -> No
     assert "sessions.db" in [p.name for p in sqlite_files]  # (-wal/-shm: same mode if any)
     assert json_mode == 0o600
     assert {p.stat().st_mode & 0o777 for p in sqlite_files} == {0o600}
+
+
+# -- who owns the tracking ----------------------------------------------------------------
+
+
+class Untracked:
+    """A Stateful without ``session_versions``: nothing to check a save against."""
+
+    def __init__(self) -> None:
+        self.value: object = None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"value": self.value}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.value = state["value"]
+
+
+async def test_an_agent_keeps_its_versions_on_its_conversation(tmp_path: Path) -> None:
+    store = JSONSession(tmp_path)
+    agent = ReActAgent("a", "Be brief.", ScriptedModel([]), print_hint=False)
+    await store.save("s", agent)
+    assert agent.session_versions == {(store.store_key, "s"): 1}
+    assert agent.conversation.session_versions is agent.session_versions
+    clone = agent.copy()  # a new conversation: untracked, so its save is a plain overwrite
+    assert clone.session_versions == {}
+    assert await store.save("s", clone) == 2
+    with pytest.raises(SessionConflictError):
+        await store.save("s", agent)  # still based on version 1
+    group = StateGroup({"a": agent})  # a group tracks itself, apart from its members
+    assert await store.save("g", group) == 1
+    assert group.session_versions == {(store.store_key, "g"): 1}
+    assert (store.store_key, "g") not in agent.session_versions
+
+
+async def test_an_object_without_session_versions_saves_as_a_plain_overwrite(
+    tmp_path: Path,
+) -> None:
+    store = JSONSession(tmp_path)
+    first, second = Untracked(), Untracked()
+    assert not await store.load("s", first) and not await store.load("s", second)
+    assert await store.save("s", first) == 1
+    assert await store.save("s", second) == 2
+    assert store.tracked_version("s", second) is None
+
+
+def test_the_session_base_keeps_no_module_level_table_of_objects() -> None:
+    source = inspect.getsource(session_base)
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign) and node.value is not None:
+            text = ast.unparse(node)
+            assert "Weak" not in text, text
+            if isinstance(node.value, ast.Dict | ast.Call) and "dict" in text.lower():
+                # only registries keyed by plain values (format versions), never by objects
+                assert isinstance(node, ast.AnnAssign), text
+                assert ast.unparse(node.annotation).startswith(("dict[int,", "dict[str,")), text

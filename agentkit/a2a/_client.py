@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +49,7 @@ from a2a.utils.errors import A2AError
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, Parse
 
+from agentkit._ids import new_id
 from agentkit.a2a._journal import current_journal
 from agentkit.a2a._trace import add_trace_hook
 from agentkit.agent._acting import denied_response
@@ -302,7 +302,7 @@ class A2AAgent(HookHost):
         """
         client = await self._ensure_client()
         journal = current_journal()
-        message_id = uuid.uuid4().hex
+        message_id = new_id()
         on_task: Callable[[str], Awaitable[None]] | None = None
         if journal is not None:
             key = journal.key(task_id, parts)
@@ -318,7 +318,7 @@ class A2AAgent(HookHost):
                 message_id = record.get("messageId") or message_id
                 context_id = record.get("contextId") or context_id
             # A new context is named here, so that a record without a task id can find it.
-            context_id = context_id or uuid.uuid4().hex
+            context_id = context_id or new_id()
             sent = {"messageId": message_id, "contextId": context_id}
             await journal.put(key, sent)
 

@@ -81,6 +81,7 @@ class _ContextState:
     def __init__(self, agent: ReActAgent[Any, Any]) -> None:
         self.agent = agent
         self.pending_task: str | None = None
+        self.session_versions: dict[tuple[str, str], int] = {}  # the session's conflict check
 
     def state_dict(self) -> dict[str, object]:
         return {"agent": self.agent.state_dict(), "pendingTask": self.pending_task}

@@ -18,7 +18,6 @@ answer from memory; any other task is read from the store.
 from __future__ import annotations
 
 import time
-import uuid
 from collections import OrderedDict
 from typing import Any
 
@@ -30,6 +29,7 @@ from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE, MAX_LIST_TASKS_PAG
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from agentkit._ids import new_uuid
 from agentkit.session import Session
 
 __all__ = [
@@ -93,7 +93,7 @@ class SessionTaskStore(TaskStore):
 
     def new_task_id(self) -> str:
         """A new task id, known to be absent from the store until its first save."""
-        task_id = str(uuid.uuid4())
+        task_id = new_uuid()
         self._fresh[task_id] = None
         while len(self._fresh) > _FRESH_MAX:
             self._fresh.popitem(last=False)

@@ -189,6 +189,9 @@ class Conversation:
             runs under them unless given others).
         cache_prefix: The cacheable start (tools, system prompt) of the conversation's last
             request that asked for prompt caching (not saved: see ``PromptCaching``).
+        session_versions: The session versions this conversation was loaded at or last
+            saved as, by (store key, session id): what a session store checks a save
+            against (not saved; a copied agent starts a conversation of its own, untracked).
     """
 
     __slots__ = (
@@ -201,6 +204,7 @@ class Conversation:
         "paused_limits",
         "paused_output",
         "paused_output_name",
+        "session_versions",
     )
 
     def __init__(self, memory: Memory) -> None:
@@ -213,6 +217,7 @@ class Conversation:
         self.paused_output: OutputPlan | None = None
         self.paused_output_name: str | None = None
         self.paused_limits: UsageLimits | None = None
+        self.session_versions: dict[tuple[str, str], int] = {}
         self.iteration = 0
         self.cache_prefix: object = None
 

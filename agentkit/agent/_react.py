@@ -13,6 +13,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 import agentkit._seams as _obs
+from agentkit._ids import new_id
 from agentkit.agent import _loop as loop
 from agentkit.agent import _steer
 from agentkit.agent._cancel import cancel_run, current_task
@@ -25,7 +26,7 @@ from agentkit.agent._hooks import HookHost, HookRegistry
 from agentkit.agent._result import make_result
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
 from agentkit.agent._setup import ApprovalPolicy, RunSetup
-from agentkit.agent._state import Run, migrate_state, new_id, parse_agent_state, store
+from agentkit.agent._state import Run, migrate_state, parse_agent_state, store
 from agentkit.agent._steer import SteerOutcome
 from agentkit.agent._stream import fan_out
 from agentkit.agent._structured import OutputPlan, output_plan
@@ -228,6 +229,11 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     def conversation(self) -> Conversation:
         """Memory plus what outlives a run (pending calls, deferred messages): the state."""
         return self._conv
+
+    @property
+    def session_versions(self) -> dict[tuple[str, str], int]:
+        """The session versions the conversation was loaded at or saved as (see ``Session``)."""
+        return self._conv.session_versions
 
     @property
     def toolkit(self) -> Toolkit:

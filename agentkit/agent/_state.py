@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from random import getrandbits as _randbits
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -40,7 +39,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "Run",
     "migrate_state",
-    "new_id",
     "new_msg",
     "parse_agent_state",
     "store",
@@ -285,14 +283,9 @@ async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -
         run.added.extend([msgs] if isinstance(msgs, Msg) else msgs)
 
 
-def new_id() -> str:
-    """A cheap random id: 32 hex digits (``uuid4`` costs a system call per id)."""
-    return f"{_randbits(128):032x}"
-
-
 def new_msg(name: str, content: Any, role: Role, metadata: dict[str, object] | None = None) -> Msg:
-    """A Msg with a cheap random id (``uuid4`` costs a system call per message)."""
-    return Msg(name, content, role, metadata, id=new_id())
+    """A Msg (its id from ``agentkit._ids``)."""
+    return Msg(name, content, role, metadata)
 
 
 def _check_version(state: object) -> dict[str, object]:

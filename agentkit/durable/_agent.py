@@ -54,13 +54,13 @@ import contextvars
 import dataclasses
 import inspect
 import sys
-import uuid
 import weakref
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
+from agentkit._ids import new_id, new_uuid
 from agentkit.agent._construct import no_running_loop
 from agentkit.agent._limits import UsageLimits
 from agentkit.agent._result import OutputT, PendingCall, RunResult, RunUsage, StopReason
@@ -311,7 +311,7 @@ class _WorkflowSteers:
         if self.closed:
             raise StateError(f"durable run {self.workflow_id!r} has ended: nothing to steer")
         steer = _RecordedSteer(msgs, self, live)
-        self.outbox.append((uuid.uuid4().hex, steer))
+        self.outbox.append((new_id(), steer))
         return steer
 
     async def flush(self) -> None:
@@ -534,7 +534,7 @@ class DBOSAgent:
             output_type=output_type,
             usage_limits=usage_limits,
         )
-        wid = workflow_id or str(uuid.uuid4())
+        wid = workflow_id or new_uuid()
         if deps is not None:
             request["has_deps"] = True
             self._live_deps[wid] = deps
@@ -707,7 +707,7 @@ class DBOSAgent:
             output_type=output_type,
             usage_limits=usage_limits,
         )
-        wid = workflow_id or str(uuid.uuid4())
+        wid = workflow_id or new_uuid()
         if deps is not None:
             request["has_deps"] = True
             self._live_deps[wid] = deps  # taken by the workflow when it starts here
@@ -810,7 +810,7 @@ class DBOSAgent:
         items = _as_input(msg)
         if not items:
             raise UsageError("steer needs a message")
-        nonce = uuid.uuid4().hex
+        nonce = new_id()  # an idempotency key, not a secret
         record = {"id": nonce, "messages": items}
         if client is None:
             await DBOS.send_async(workflow_id, record, STEER_TOPIC, idempotency_key=nonce)

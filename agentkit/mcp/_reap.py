@@ -26,10 +26,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import uuid
 from collections.abc import Mapping
 
 import anyio
+
+from agentkit._ids import new_id
 
 __all__ = ["MARKER_VAR", "Tree", "marker_env", "reap", "server_tree"]
 
@@ -45,7 +46,7 @@ Tree = dict[int, int]
 
 def marker_env() -> dict[str, str]:
     """The environment entry that marks one server and its descendants (unique value)."""
-    return {MARKER_VAR: uuid.uuid4().hex}
+    return {MARKER_VAR: new_id()}
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
-import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from typing_extensions import is_typeddict  # also knows typing_extensions.TypedDict
 
 import agentkit._seams as _obs
+from agentkit._ids import new_id
 from agentkit.mcp._context import MCPContext
 from agentkit.mcp._input_rounds import InputRounds
 from agentkit.messages import ToolUseBlock
@@ -179,7 +179,7 @@ class ServedTools:
         name: str,
         args: dict[str, object],
     ) -> ToolResponse:
-        block = ToolUseBlock(type="tool_use", id=f"mcp-{uuid.uuid4().hex}", name=name, input=args)
+        block = ToolUseBlock(type="tool_use", id=new_id("mcp-"), name=name, input=args)
         final: ToolResponse | None = None
         step: float | None = None
         # observability seam: continue the caller's trace (traceparent in the request's _meta)

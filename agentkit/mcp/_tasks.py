@@ -22,7 +22,6 @@ result check.
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from agentkit._ids import new_id
 from agentkit.mcp._convert import result_to_response
 from agentkit.mcp._defenses import cap_result
 from agentkit.tools._response import ToolResponse
@@ -282,7 +282,7 @@ async def start_task(
     if not modern and isinstance(raw.get("task"), dict):
         return MCPTask(client, conn, name, _state(raw["task"]))
     if modern and raw.get("resultType", "complete") == "complete" and "content" in raw:
-        done = TaskState(f"immediate-{uuid.uuid4().hex}", "completed")
+        done = TaskState(new_id("immediate-"), "completed")
         return MCPTask(client, conn, name, done, outcome={"result": raw})
     raise MCPError(f"MCP server {client.name!r} ran {name!r} without creating a task")
 
@@ -514,7 +514,7 @@ class TaskRunner:
             return "connection"
         key = connection.state.get(_SESSION_KEY)
         if key is None:
-            key = connection.state[_SESSION_KEY] = uuid.uuid4().hex
+            key = connection.state[_SESSION_KEY] = new_id()
             connection.exit_stack.push_async_callback(self._end_session, key)
         return str(key)
 
@@ -584,7 +584,7 @@ class TaskRunner:
         if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
             ttl = min(requested, MAX_TTL_MS)
         life = anyio.CancelScope(deadline=anyio.current_time() + ttl / 1000)
-        task = _ServedTask(uuid.uuid4().hex, owner, _modern(ctx), ttl, _now(), life)
+        task = _ServedTask(new_id(), owner, _modern(ctx), ttl, _now(), life)
         self._tasks[task.task_id] = task  # before the answer: tasks/get resolves at once
         self._tg.start_soon(self._live, task, ctx, typed)
         if task.modern:

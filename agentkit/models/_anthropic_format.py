@@ -11,10 +11,10 @@ import contextlib
 import hashlib
 import json
 import re
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias, TypedDict, cast
 
+from agentkit._ids import new_id
 from agentkit._text import StreamText
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import ContentBlock, Msg, ToolResultBlock
@@ -449,7 +449,7 @@ def parse_message(data: JSONObject, elapsed: float) -> ChatResponse:
     return ChatResponse(
         content=content,
         usage=_usage(obj(data.get("usage")), elapsed),
-        id=str(data.get("id") or uuid.uuid4().hex),
+        id=str(data.get("id") or new_id()),
         metadata=finish_metadata(data.get("stop_reason"), ANTHROPIC_STOP_REASONS),
     )
 
@@ -460,7 +460,7 @@ class AnthropicStreamState:
     __slots__ = ("blocks", "finish_reason", "id", "stopped", "texts", "usage_data")
 
     def __init__(self) -> None:
-        self.id = uuid.uuid4().hex
+        self.id = new_id()
         # index -> mutable Anthropic-style block; tool_use blocks accumulate "raw"
         self.blocks: dict[int, JSONObject] = {}
         self.stopped: set[int] = set()

@@ -14,11 +14,11 @@ While a tool call's arguments are still streaming, its ``tool_use`` block carrie
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
+from agentkit._ids import new_id
 from agentkit.messages import ContentBlock, Msg, ToolUseBlock, text_of
 
 if TYPE_CHECKING:
@@ -330,7 +330,7 @@ class ChatResponse:
 
     content: list[ContentBlock]
     usage: ChatUsage | None = None
-    id: str = field(default_factory=lambda: os.urandom(16).hex())
+    id: str = field(default_factory=new_id)
     metadata: dict[str, Any] | None = None
 
     def get_text(self) -> str:

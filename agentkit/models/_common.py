@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-import uuid
 from typing import TYPE_CHECKING, Any
 
+from agentkit._ids import new_id
 from agentkit._text import MAX_JSON_DEPTH, clean_json, clean_text, is_clean, too_deep
 from agentkit.exceptions import ModelResponseError
 from agentkit.messages import ContentBlock, ToolResultBlock, ToolUseBlock
@@ -178,7 +178,7 @@ def tool_use_block(
     Returns:
         The block; with ``raw_input`` when the text is not (yet) a JSON object.
     """
-    call_id = clean_text(call_id) if call_id else f"call_{uuid.uuid4().hex[:24]}"
+    call_id = clean_text(call_id) if call_id else new_id("call_", 12)
     block = ToolUseBlock(type="tool_use", id=call_id, name=clean_text(name), input={})
     parsed = parse_arguments(raw) if (raw.strip() or (final and empty_is_object)) else None
     if parsed is None:

@@ -6,9 +6,9 @@ Pure functions on dicts: no SDK import, so they are cheap and easy to test.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import cast
 
+from agentkit._ids import new_id
 from agentkit._text import StreamText
 from agentkit.messages import ContentBlock, ToolUseBlock
 from agentkit.models._base import ChatResponse, ChatUsage
@@ -140,7 +140,7 @@ def parse_completion(data: JSONObject, elapsed: float) -> ChatResponse:
     return ChatResponse(
         content=content,
         usage=_usage(data.get("usage"), elapsed),
-        id=str(data.get("id") or uuid.uuid4().hex),
+        id=str(data.get("id") or new_id()),
         metadata=metadata,
     )
 
@@ -250,7 +250,7 @@ class OpenAIStreamState:
             block = tool_use_block(entry.id, entry.name, entry.arguments, final=final)
             content.append(_with_extra(block, entry.extra))
         if self.id is None:
-            self.id = uuid.uuid4().hex
+            self.id = new_id()
         response = ChatResponse(content=content, id=self.id)
         if final:
             response.usage = _usage(self.usage_data, elapsed) or ChatUsage(time=elapsed)

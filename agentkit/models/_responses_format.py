@@ -10,10 +10,10 @@ Responses form and is not sent.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias, cast
 
+from agentkit._ids import new_id
 from agentkit.exceptions import UnsupportedContentError
 from agentkit.messages import (
     Base64Source,
@@ -389,7 +389,7 @@ def parse_response(data: JSONObject, elapsed: float) -> ChatResponse:
     return ChatResponse(
         content=content,
         usage=response_usage(data.get("usage"), elapsed),
-        id=str(data.get("id") or uuid.uuid4().hex),
+        id=str(data.get("id") or new_id()),
         metadata=metadata,
     )
 
@@ -479,7 +479,7 @@ class ResponsesStreamState:
         refusals: list[str] = []
         content = output_blocks(items, refusals, done=done)
         if self.id is None:
-            self.id = uuid.uuid4().hex
+            self.id = new_id()
         response = ChatResponse(content=content, id=self.id)
         if final:
             data = self.final or {}

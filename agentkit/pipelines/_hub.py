@@ -14,11 +14,11 @@ provider signatures that are only valid for the model that produced them.
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Self
 
+from agentkit._ids import new_id
 from agentkit.messages import ContentBlock, Msg
 from agentkit.pipelines._protocols import HubParticipant
 
@@ -68,7 +68,7 @@ class MsgHub:
         self._participants: list[HubParticipant] = []
         self.announcement = announcement
         self.auto_broadcast = auto_broadcast
-        self._hook_name = f"agentkit.msghub.{uuid.uuid4().hex[:12]}"
+        self._hook_name = new_id("agentkit.msghub.", 6)
         self._open = False
         self.add(participants)
 

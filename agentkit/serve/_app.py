@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from importlib import resources
@@ -32,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from agentkit._ids import new_id
 from agentkit.agent import ReActAgent
 from agentkit.exceptions import SessionConflictError, SessionError, StateError, UsageError
 from agentkit.observability import continue_trace
@@ -275,7 +275,7 @@ async def approvals(request: Request) -> Response:
     thread_id = _thread_id(request)
     body = await read_json(request, _state(request).max_body)
     await _load(_state(request), owner, thread_id)  # approvals need an existing thread
-    run = RunInput(thread_id, secrets.token_hex(16), [], parse_approvals(body))
+    run = RunInput(thread_id, new_id(), [], parse_approvals(body))
     return await _start_run(request, owner, run)
 
 
@@ -488,7 +488,7 @@ async def list_threads(request: Request) -> Response:
 async def create_thread(request: Request) -> Response:
     """``POST /threads``: a new empty thread with a random 128-bit id."""
     owner = _owner(request)
-    record = ThreadRecord(owner, secrets.token_hex(16))
+    record = ThreadRecord(owner, new_id())
     await _state(request).store.save(record)
     return JSONResponse(record.summary(), status_code=201)
 
@@ -576,7 +576,7 @@ async def _client_error(request: Request, exc: Exception) -> Response:
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
-    reference = secrets.token_hex(6)
+    reference = new_id(nbytes=6)
     logger.error(
         "%s %s failed (reference %s): %s: %s",
         request.method,

@@ -73,6 +73,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agentkit._ids import new_id
 from agentkit.exceptions import MCPError, SessionConflictError, SessionError
 from agentkit.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from agentkit.serve._convert import ClientInputError, check_client_id
@@ -269,7 +270,7 @@ class AppSessions:
         until = (period + 2) * SESSION_SECONDS + _FRAME_GRACE
         frame = {"serve_app": APP_VERSION, "html": html, "expires": until}
         await store.save_state(self.frame_key(name), frame, title=repr(until))
-        sid = secrets.token_urlsafe(32)
+        sid = secrets.token_urlsafe(32)  # a capability: whoever holds it is the session
         await store.save_state(
             self.key(sid), session.to_dict(), expected_version=0, title=repr(session.expires)
         )
@@ -505,7 +506,7 @@ async def call_tool(request: Request) -> Response:
     async with sessions.locked(sid):
         record, agent = await _idle_thread(state, session)
         tool = _server_tool(agent, session, name)
-        call_id = "app_" + secrets.token_hex(12)
+        call_id = new_id("app_", 12)
         block = ToolUseBlock(type="tool_use", id=call_id, name=tool.name, input=arguments)
         if await _needs_approval(agent, tool, block):
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import secrets
 import subprocess
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +34,8 @@ from typing import Any
 
 import anyio
 import httpx2
+
+from agentkit._ids import new_id
 
 __all__ = ["CLIENT_IDLE", "ServedCheck", "check_served_threads"]
 
@@ -80,8 +81,8 @@ async def _turn(client: httpx2.AsyncClient, url: str, thread: str, text: str) ->
     """Send one turn; return ``"success"``, ``"error:<code>"`` or ``"http:<status>:<code>"``."""
     body = {
         "threadId": thread,
-        "runId": secrets.token_hex(8),
-        "messages": [{"id": secrets.token_hex(8), "role": "user", "content": text}],
+        "runId": new_id(nbytes=8),
+        "messages": [{"id": new_id(nbytes=8), "role": "user", "content": text}],
         "state": {},
         "tools": [],
         "context": [],
@@ -183,7 +184,7 @@ async def check_served_threads(
     if not urls:
         raise ValueError("check_served_threads needs at least one URL")
     report = ServedCheck()
-    tag = secrets.token_hex(4)
+    tag = new_id(nbytes=4)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     limit = anyio.Semaphore(concurrency or conversations)
     sent: dict[str, list[tuple[str, bool]]] = {}

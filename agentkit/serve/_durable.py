@@ -25,13 +25,13 @@ by that prefix.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit._ids import new_id
 from agentkit.exceptions import SessionConflictError, SessionError, UsageError
 from agentkit.messages import Msg
 from agentkit.serve._threads import ThreadStore
@@ -101,7 +101,7 @@ class DurableTurns:
         """Run the served turn as a workflow; ``commit`` is called as its last step."""
         channel = req.channel
         key = ThreadStore.key(channel.owner, channel.thread_id)
-        wid = f"{self.prefix(key)}{channel.run_id}/{secrets.token_hex(4)}"
+        wid = f"{self.prefix(key)}{channel.run_id}/{new_id(nbytes=4)}"
         meta = {"owner": channel.owner, "thread_id": channel.thread_id, "run_id": channel.run_id}
         self.live[wid] = commit
         try:

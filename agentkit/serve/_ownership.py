@@ -60,6 +60,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from agentkit._ids import new_id
 from agentkit.agent import ReActAgent
 from agentkit.exceptions import SessionConflictError, SessionError
 from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
@@ -99,7 +100,7 @@ _RELAY_GRACE = 2.0  # seconds the asker still waits for the end once the lease i
 
 def new_worker_id() -> str:
     """An id for this worker: host, pid and a random part (a restarted pid differs)."""
-    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+    return f"{socket.gethostname()}-{os.getpid()}-{new_id(nbytes=3)}"
 
 
 def live_lease(record: ThreadRecord) -> dict[str, Any] | None:
@@ -522,7 +523,7 @@ async def stop_remote(
         ``"unreachable"`` (no answer within ``wait`` seconds while the lease is held).
     """
     control = control_channel(session)
-    nonce = secrets.token_hex(8)
+    nonce = secrets.token_hex(8)  # unguessable: only the asker can read the reply channel
     reply_to = channel_name(session, f"{key}\0reply\0{nonce}")
     answered = anyio.Event()
 
@@ -591,7 +592,7 @@ async def _relayed(
     task_status: TaskStatus[AsyncIterator[str] | None],
 ) -> None:
     control = control_channel(session)
-    nonce = secrets.token_hex(8)
+    nonce = secrets.token_hex(8)  # unguessable: only the asker can read the event channel
     reply_to = channel_name(session, f"{key}\0events\0{nonce}")
     send, receive = anyio.create_memory_object_stream[str](math.inf)
     waiting: dict[int, tuple[str, bool]] = {}  # parts that came ahead of their turn

@@ -10,16 +10,19 @@ so "resume if saved, else start fresh" is one ``if``; a stored state that cannot
 raises :class:`~agentkit.exceptions.StateError` naming the session and the backend.
 
 Optimistic concurrency: every stored session has a version (1 after its first save, +1 per
-save; 0 means "does not exist"). ``load(session_id, agent)`` remembers the version it read
-for the triple (store, session id, agent object), and ``save(session_id, agent)`` writes
-only if the store still holds that version; otherwise it raises
-:class:`~agentkit.exceptions.SessionConflictError` and writes nothing, so a worker never
-silently overwrites another worker's newer state. A ``load`` that finds nothing remembers
+save; 0 means "does not exist"). ``load(session_id, agent)`` records the version it read in
+``agent.session_versions`` (a dict the saved object owns, keyed by (store, session id)), and
+``save(session_id, agent)`` writes only if the store still holds that version; otherwise it
+raises :class:`~agentkit.exceptions.SessionConflictError` and writes nothing, so a worker
+never silently overwrites another worker's newer state. A ``load`` that finds nothing records
 version 0, so two workers that both start a new session cannot both create it. "Store" means
 the physical store (the directory, database file, URL + table or prefix), not the Python
-object: two ``SQLiteSession`` objects on one file share the tracking. The tracking holds the
-agent weakly. A save with nothing tracked (the agent was never loaded or saved through this
-store under this id) is a plain overwrite, as is ``save(..., force=True)``.
+object: two ``SQLiteSession`` objects on one file share the tracking. ``ReActAgent`` keeps
+the versions on its conversation (``agent.copy()`` starts untracked, as a new conversation),
+``StateGroup`` on itself; an object of your own opts in with a ``session_versions = {}``
+attribute (not part of its state). A save with nothing tracked (the object has no
+``session_versions``, or was never loaded or saved through this store under this id) is a
+plain overwrite, as is ``save(..., force=True)``.
 
 Listing: ``list_sessions`` pages through the stored sessions' metadata (id, version, time of
 the last save, the ``title`` given to ``save``), most recently saved first, without reading a
@@ -32,9 +35,8 @@ import base64
 import binascii
 import contextlib
 import json
-import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -52,11 +54,6 @@ __all__ = [
     "Stateful",
     "check_session_id",
 ]
-
-# agent -> {(store key, session id): version it was loaded at / last saved as}
-_TRACKED: weakref.WeakKeyDictionary[object, dict[tuple[str, str], int]] = (
-    weakref.WeakKeyDictionary()
-)
 
 GROUP_SCHEMA_VERSION = 1
 """The version of the :class:`StateGroup` layout this agentkit writes (``schema_version``).
@@ -201,6 +198,7 @@ class StateGroup:
 
     def __init__(self, members: Mapping[str, Stateful]) -> None:
         self.members = dict(members)
+        self.session_versions: dict[tuple[str, str], int] = {}  # see the module docs
 
     def state_dict(self) -> dict[str, object]:
         """Return ``{"schema_version": 1, "members": {key: member_state}}``."""
@@ -474,18 +472,16 @@ class Session(ABC):
 
     # -- version tracking --------------------------------------------------------------
     @staticmethod
-    def _tracked(agent: object) -> dict[tuple[str, str], int]:
-        try:
-            return _TRACKED.get(agent) or {}
-        except TypeError:  # not weakly referenceable: saves are plain overwrites
-            return {}
+    def _tracked(agent: object) -> Mapping[tuple[str, str], int]:
+        versions = getattr(agent, "session_versions", None)
+        # Without a mapping of its own the object is untracked: saves are plain overwrites.
+        return versions if isinstance(versions, MutableMapping) else {}
 
     @staticmethod
     def _track(agent: object, key: tuple[str, str], version: int) -> None:
-        try:
-            _TRACKED.setdefault(agent, {})[key] = version
-        except TypeError:
-            return
+        versions = getattr(agent, "session_versions", None)
+        if isinstance(versions, MutableMapping):
+            versions[key] = version
 
     @contextlib.contextmanager
     def _storage(self, action: str, session_id: str | None) -> Iterator[None]:

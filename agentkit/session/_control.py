@@ -362,7 +362,7 @@ async def send_steer(
         raise UsageError("a steer needs a non-empty message")
     control = control_channel(store)
     channel = channel_name(store, check_session_id(session_id))
-    nonce = secrets.token_hex(8)
+    nonce = secrets.token_hex(8)  # unguessable: only the asker can read the reply channel
     reply_to = channel_name(store, f"{session_id}\0steer\0{nonce}")
     received, answered = anyio.Event(), anyio.Event()
     answer: dict[str, Any] = {}

@@ -29,7 +29,6 @@ import logging
 import os
 import shutil
 import time
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
@@ -40,6 +39,7 @@ from typing import Any
 import anyio
 from anyio.lowlevel import RunVar
 
+from agentkit._ids import new_id
 from agentkit.exceptions import SessionError
 
 __all__ = [
@@ -149,7 +149,7 @@ def _post(channel_dir: Path, command: dict[str, Any]) -> int:
         if not _alive(pid):
             shutil.rmtree(entry.path, ignore_errors=True)
             continue
-        name = f"{time.time_ns():020d}-{uuid.uuid4().hex}"
+        name = f"{time.time_ns():020d}-{new_id()}"
         tmp = Path(entry.path, f".{name}.tmp")
         try:
             tmp.write_bytes(data)
@@ -198,7 +198,7 @@ class _Doorbell:
     """
 
     def __init__(self, mailbox: Path) -> None:
-        self.name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"  # this process and event loop
+        self.name = new_id(f"{os.getpid()}-", 6)  # this process and event loop
         self.path = mailbox / _BELLS / self.name
         self.holders = 0
         self.watched = False
@@ -286,7 +286,7 @@ class FileControlChannel(ControlChannel):
             SessionError: the folder cannot be made (a read-only or full disk).
         """
         with _Doorbell.joined(self.mailbox) as bell:
-            folder = self.mailbox / channel / f"{bell.name}-{uuid.uuid4().hex}"
+            folder = self.mailbox / channel / f"{bell.name}-{new_id()}"
             # On the loop, like the polling: a directory made and removed on a local file
             # system takes microseconds, two thread hops a good part of a millisecond of
             # CPU per held run. A folder that still holds commands is removed in a thread.

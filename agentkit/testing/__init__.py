@@ -20,13 +20,13 @@ import contextlib
 import inspect
 import json
 import time
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
+from agentkit._ids import new_id
 from agentkit._lazy import lazy_exports
 from agentkit.exceptions import ScriptExhaustedError, UsageError
 from agentkit.messages import (
@@ -98,9 +98,7 @@ ScriptItem: TypeAlias = ChatResponse | str | list[ContentBlock] | dict[str, Any]
 
 def tool_use(name: str, id: str | None = None, /, **arguments: Any) -> ToolUseBlock:
     """Build a ``tool_use`` block, generating an id when none is given."""
-    return ToolUseBlock(
-        type="tool_use", id=id or f"call_{uuid.uuid4().hex[:12]}", name=name, input=arguments
-    )
+    return ToolUseBlock(type="tool_use", id=id or new_id("call_", 6), name=name, input=arguments)
 
 
 def text(value: str) -> TextBlock:

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit._ids import new_id
 from agentkit.testing._contracts import (
     AgentFactory,
     ContractReport,
@@ -88,8 +88,8 @@ def _wire(decision: Any) -> Any:
 def _agui(thread: str, text: str) -> dict[str, Any]:
     return {
         "threadId": thread,
-        "runId": os.urandom(8).hex(),
-        "messages": [{"id": os.urandom(8).hex(), "role": "user", "content": text}],
+        "runId": new_id(nbytes=8),
+        "messages": [{"id": new_id(nbytes=8), "role": "user", "content": text}],
         "state": {},
         "tools": [],
         "context": [],

@@ -8,10 +8,10 @@ concatenating what the generator yielded.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from agentkit._ids import new_id
 from agentkit._text import clean_json, clean_text, is_clean
 from agentkit.messages import AudioBlock, DocumentBlock, ImageBlock, TextBlock, text_of
 
@@ -38,7 +38,7 @@ class ToolResponse:
     is_last: bool = True
     is_error: bool = False
     is_interrupted: bool = False
-    id: str = field(default_factory=lambda: os.urandom(16).hex())
+    id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
         self.clean()
