@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from agentkit._text import clean_text
 from agentkit.exceptions import UnsupportedContentError
-from agentkit.messages import ContentBlock, Msg, ThinkingBlock, ToolResultBlock
+from agentkit.messages import ContentBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock
 from agentkit.models._base import ChatResponse, ChatUsage, ToolChoice, ToolDefinition
 from agentkit.models._common import finish_metadata, tool_use_block
 from agentkit.models._json import count
@@ -389,7 +389,8 @@ class GoogleStreamState:
                 thinking = cast("ThinkingBlock", last)
                 thinking["thinking"] += text
             else:
-                last["text"] += text  # type: ignore[typeddict-item]
+                prose = cast("TextBlock", last)
+                prose["text"] += text
             _with_signature(last, signature)
             return bool(text)
         new: ContentBlock

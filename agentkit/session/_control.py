@@ -394,16 +394,17 @@ async def send_steer(
                     return "no_run", None
         if not received.is_set():
             return "unreachable", None
-        if still_held is None:
+        if still_held is None:  # no way to tell a dead holder: wait the bound out
             with anyio.move_on_after(wait):
                 await answered.wait()
-        while not answered.is_set():
-            with anyio.move_on_after(1.0):
-                await answered.wait()
-            if not answered.is_set() and not await still_held():  # type: ignore[misc]
-                with anyio.move_on_after(_ANSWER_GRACE):
+        else:  # the holder answers once the run placed it: as long as the run holds
+            while not answered.is_set():
+                with anyio.move_on_after(1.0):
                     await answered.wait()
-                break
+                if not answered.is_set() and not await still_held():
+                    with anyio.move_on_after(_ANSWER_GRACE):
+                        await answered.wait()
+                    break
     if not answered.is_set():
         return "unreachable", None
     outcome = answer.get("outcome")
