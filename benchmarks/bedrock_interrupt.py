@@ -40,7 +40,7 @@ from _wire_server import Stream, WireServer, aws_event_frame
 from agentkit import ReActAgent, Toolkit
 from agentkit.events import TextDelta
 from agentkit.messages import Msg
-from agentkit.models import BedrockConverseModel
+from agentkit.models import BedrockConverseModel, ModelRequest
 
 MODEL = "us.amazon.nova-lite-v1:0"
 KEYS = {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"}
@@ -100,11 +100,15 @@ def _model(model: BedrockConverseModel, server: WireServer) -> Start:
         first = asyncio.Event()
 
         async def job() -> None:
-            async for _ in model.request_stream([Msg("user", "go", "user")]):
+            async for _ in model.request_stream(ModelRequest([Msg("user", "go", "user")])):
                 first.set()
 
         task = asyncio.create_task(job())
-        await first.wait()
+        waiting = asyncio.ensure_future(first.wait())
+        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if not first.is_set():  # the request failed before its first chunk: say why
+            waiting.cancel()
+            task.result()
         return task, lambda: _cancel(task)
 
     return start

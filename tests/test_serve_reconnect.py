@@ -79,11 +79,17 @@ async def sse_with_ids(response: httpx2.Response, limit: int | None = None) -> l
 
 
 async def read_events(
-    c: httpx2.AsyncClient, path: str, last: str | None = None, limit: int | None = None
+    c: httpx2.AsyncClient,
+    path: str,
+    last: str | None = None,
+    limit: int | None = None,
+    connected: anyio.Event | None = None,
 ) -> list[Any]:
     headers = {"Last-Event-ID": last} if last else {}
     async with c.stream("GET", path, headers=headers) as response:
         assert response.status_code == 200, await response.aread()
+        if connected is not None:  # the stream is open: the run may end now
+            connected.set()
         return await sse_with_ids(response, limit)
 
 
@@ -102,16 +108,21 @@ async def test_a_reconnect_with_last_event_id_gets_every_later_event_once_in_ord
             await gate.started.wait()
         rest: list[Any] = []
         full: list[Any] = []
+        both = [anyio.Event(), anyio.Event()]
         async with anyio.create_task_group() as tg:
 
             async def reconnect() -> None:
-                rest.extend(await read_events(c, "/threads/t1/events", first[-1][0]))
+                last = first[-1][0]
+                rest.extend(await read_events(c, "/threads/t1/events", last, connected=both[0]))
 
             async def replay() -> None:
-                full.extend(await read_events(c, "/threads/t1/events"))
+                full.extend(await read_events(c, "/threads/t1/events", connected=both[1]))
 
             tg.start_soon(reconnect)
             tg.start_soon(replay)
+            with anyio.fail_after(10):
+                for event in both:  # both readers follow the live run before it ends
+                    await event.wait()
             gate.steered.set()  # let the run finish
         assert first + rest == full, f"seed {seed}"
         ids = [event_id for event_id, _ in full]

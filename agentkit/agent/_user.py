@@ -24,7 +24,7 @@ from agentkit._console import console_input
 from agentkit.agent._hooks import HookHost, HookRegistry
 from agentkit.agent._printer import printed_on_console
 from agentkit.exceptions import AgentBusyError, UsageError
-from agentkit.messages import Msg
+from agentkit.messages import Msg, MsgInput
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -104,7 +104,7 @@ class UserAgent(HookHost):
     # -- the agent interface -----------------------------------------------------------
     async def __call__(
         self,
-        msg: Msg | list[Msg] | str | None = None,
+        msg: MsgInput = None,
         *,
         output_type: type[BaseModel] | None = None,
     ) -> Msg:
@@ -139,7 +139,7 @@ class UserAgent(HookHost):
 
     async def reply(
         self,
-        msg: Msg | list[Msg] | str | None = None,
+        msg: MsgInput = None,
         *,
         output_type: type[BaseModel] | None = None,
     ) -> Msg:
@@ -149,7 +149,7 @@ class UserAgent(HookHost):
             return Msg(self.name, await self._read(self.prompt), "user")
         return await self._read_structured(output_type)
 
-    async def observe(self, msg: Msg | list[Msg] | str | None) -> None:
+    async def observe(self, msg: MsgInput) -> None:
         """Show messages to the human (what other participants said in a ``MsgHub``).
 
         On the console (the default ``output_fn``), a reply that an agent with
@@ -160,7 +160,7 @@ class UserAgent(HookHost):
         if isinstance(msg, str):
             msg = Msg("user", msg, "user")
         on_console = self.output_fn is print
-        for one in msg if isinstance(msg, list) else [msg]:
+        for one in [msg] if isinstance(msg, Msg) else msg:
             if on_console and printed_on_console(one.id):
                 continue
             self.output_fn(_render(one))

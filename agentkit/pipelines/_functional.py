@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from agentkit.messages import Msg
+from agentkit.messages import Msg, MsgInput
 from agentkit.pipelines._protocols import AgentLike, deps_kwargs
 
 __all__ = ["fanout_pipeline", "sequential_pipeline"]
@@ -15,7 +15,7 @@ __all__ = ["fanout_pipeline", "sequential_pipeline"]
 
 async def sequential_pipeline(
     agents: Sequence[AgentLike],
-    msg: Msg | list[Msg] | str | None = None,
+    msg: MsgInput = None,
     *,
     deps: object = None,
 ) -> Msg | None:
@@ -39,7 +39,7 @@ async def sequential_pipeline(
 
 async def fanout_pipeline(
     agents: Sequence[AgentLike],
-    msg: Msg | list[Msg] | str | None = None,
+    msg: MsgInput = None,
     *,
     deps: object = None,
 ) -> list[Msg]:
@@ -69,9 +69,9 @@ async def fanout_pipeline(
     return [reply for reply in replies if reply is not None]
 
 
-def _copy_input(msg: Msg | list[Msg] | str | None) -> Msg | list[Msg] | str | None:
+def _copy_input(msg: MsgInput) -> MsgInput:
     if isinstance(msg, Msg):
         return msg.copy()
-    if isinstance(msg, list):
-        return [m.copy() for m in msg]
-    return msg
+    if isinstance(msg, str) or msg is None:
+        return msg
+    return [m.copy() for m in msg]

@@ -170,7 +170,7 @@ async def _settled(state: ServeState, owner: str, thread_id: str) -> RunChannel 
     """The thread's live run, after waiting out one that only has its save left."""
     key = ThreadStore.key(owner, thread_id)
     channel = state.active.get(key)
-    while channel is not None and not channel.unavailable and (channel.ended or channel.committing):
+    while channel is not None and channel.ended:
         await channel.wait()
         channel = state.active.get(key)
     if channel is not None and channel.unavailable:  # its commit is being retried
@@ -352,6 +352,10 @@ async def _steer(
 ) -> tuple[str, str | None, str | None]:
     """Steer the thread's run: ``(status, worker, run id)``."""
     channel = await _settled(state, owner, thread_id)
+    while channel is not None and channel.committing and not channel.unavailable:
+        # Its state is being saved: a steer placed on the agent now would not be in it.
+        await channel.wait()
+        channel = await _settled(state, owner, thread_id)
     if channel is not None and channel.agent is not None:  # it runs here: no network hop
         try:
             return await channel.agent.steer(message), state.worker, channel.run_id

@@ -130,7 +130,8 @@ async def _tokens(toolkit: Any, count: Any) -> dict[str, float]:
     await agent.run("File a bug")
 
     def tools(request: Any) -> float:
-        return float(count(json.dumps(request.tools or [])))
+        # The tools as the OpenAI wire carries them (what a request pays for).
+        return float(count(json.dumps([t.to_openai() for t in request.tools or ()])))
 
     def whole(request: Any) -> float:
         messages = json.dumps([m.to_dict() for m in request.messages], default=str)
