@@ -32,7 +32,12 @@ from agentkit.models._bedrock_format import (
     format_tool_config,
 )
 from agentkit.models._common import apply_structured_output, closed_schema
-from agentkit.models._http import RetryPolicy, map_status_error, send_with_retries
+from agentkit.models._http import (
+    RetryPolicy,
+    broken_off,
+    owned,
+    send_with_retries,
+)
 from agentkit.models._prices import fill_cost
 
 if TYPE_CHECKING:
@@ -291,7 +296,7 @@ class BedrockConverseModel(ChatModel):
             state.feed_response(answer)
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:
-            raise self._owned(err) from err
+            raise owned(self.provider, err) from err
         return self._finish(final, request.native_output)
 
     async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
@@ -325,7 +330,7 @@ class BedrockConverseModel(ChatModel):
         try:
             if state.blocks:
                 yield state.snapshot(final=False)
-            async for event in self._mapped(events):
+            async for event in broken_off(self.provider, events, _StatusError, _ConnectionError):
                 if self._feed(state, event):
                     yield state.snapshot(final=False)
         finally:
@@ -340,7 +345,7 @@ class BedrockConverseModel(ChatModel):
         try:
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:
-            raise self._owned(err) from err
+            raise owned(self.provider, err) from err
         yield self._finish(final, request.native_output)
 
     def _feed(self, state: ConverseState, event: Mapping[str, Any]) -> bool:
@@ -348,7 +353,7 @@ class BedrockConverseModel(ChatModel):
         try:
             return state.feed(event)
         except ModelError as err:
-            raise self._owned(err) from err
+            raise owned(self.provider, err) from err
 
     def _finish(self, response: ChatResponse, structured: type[BaseModel] | None) -> ChatResponse:
         if structured is not None:
@@ -413,23 +418,6 @@ class BedrockConverseModel(ChatModel):
             connection_error=_ConnectionError,
             base_error=self._errors.BotoCoreError,
         )
-
-    async def _mapped(self, events: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
-        """Events after the first visible one: failures raised as ``ModelError`` (no retry)."""
-        try:
-            async for event in events:
-                yield event
-        except _StatusError as err:
-            raise map_status_error(self.provider, err.status_code, err.body, str(err)) from err
-        except _ConnectionError as err:
-            raise ModelConnectionError(
-                f"{self.provider}: the stream broke off: {err}", provider=self.provider
-            ) from err
-
-    def _owned(self, err: ModelError) -> ModelError:
-        if err.provider is not None:
-            return err
-        return type(err)(f"{self.provider}: {err}", provider=self.provider)
 
     def __repr__(self) -> str:
         return f"BedrockConverseModel(model_name={self.model_name!r})"

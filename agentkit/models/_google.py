@@ -32,7 +32,7 @@ from agentkit.models._google_format import (
     format_tools,
     use_cached_content,
 )
-from agentkit.models._http import RetryPolicy, send_with_retries
+from agentkit.models._http import RetryPolicy, broken_off, owned, send_with_retries
 from agentkit.models._prices import fill_cost
 
 if TYPE_CHECKING:
@@ -290,7 +290,7 @@ class GoogleModel(ChatModel):
             state.feed(answer)
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:
-            raise self._owned(err) from err
+            raise owned(self.provider, err) from err
         return self._finish(final, request.native_output)
 
     async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
@@ -324,7 +324,7 @@ class GoogleModel(ChatModel):
         try:
             if not done:
                 yield state.snapshot(final=False)
-                async for chunk in self._mapped(calls):
+                async for chunk in broken_off(self.provider, calls, _StatusError, _ConnectionError):
                     if state.feed(chunk):
                         yield state.snapshot(final=False)
         finally:
@@ -338,7 +338,7 @@ class GoogleModel(ChatModel):
         try:
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:
-            raise self._owned(err) from err
+            raise owned(self.provider, err) from err
         yield self._finish(final, request.native_output)
 
     def _finish(self, response: ChatResponse, structured: type[BaseModel] | None) -> ChatResponse:
@@ -393,25 +393,6 @@ class GoogleModel(ChatModel):
             connection_error=_ConnectionError,
             base_error=self._errors.APIError,
         )
-
-    async def _mapped(self, chunks: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
-        """Chunks after the first visible one: failures raised as ``ModelError`` (no retry)."""
-        from agentkit.models._http import map_status_error
-
-        try:
-            async for chunk in chunks:
-                yield chunk
-        except _StatusError as err:
-            raise map_status_error(self.provider, err.status_code, err.body, str(err)) from err
-        except _ConnectionError as err:
-            raise ModelConnectionError(
-                f"{self.provider}: the stream broke off: {err}", provider=self.provider
-            ) from err
-
-    def _owned(self, err: ModelError) -> ModelError:
-        if err.provider is not None:
-            return err
-        return type(err)(f"{self.provider}: {err}", provider=self.provider)
 
     def __repr__(self) -> str:
         return f"GoogleModel(model_name={self.model_name!r}, vertexai={self.vertexai})"

@@ -35,11 +35,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RetryPolicy",
+    "broken_off",
     "dumps",
     "embedded_error_status",
     "iter_sse",
     "loads_body",
     "map_status_error",
+    "owned",
     "parse_retry_after",
     "send_with_retries",
 ]
@@ -324,3 +326,34 @@ async def iter_sse(chunks: AsyncIterator[bytes]) -> AsyncGenerator[tuple[str, by
         data.append(buffer.rstrip(b"\r")[5:].lstrip(b" "))
     if data:
         yield event, b"\n".join(data)
+
+
+async def broken_off(
+    provider: str,
+    chunks: AsyncGenerator[Any, None],
+    status_error: type[Exception],
+    connection_error: type[Exception],
+) -> AsyncGenerator[Any, None]:
+    """``chunks`` after the first visible one: an SDK failure raised as a ``ModelError``.
+
+    For adapters on a provider SDK that wrap its failures in ``status_error`` (with
+    ``status_code`` and ``body``) and ``connection_error``: past the first visible chunk a
+    failure is not retried, it ends the answer.
+    """
+    try:
+        async for chunk in chunks:
+            yield chunk
+    except status_error as err:
+        status, body = getattr(err, "status_code", 500), getattr(err, "body", None)
+        raise map_status_error(provider, status, body, str(err)) from err
+    except connection_error as err:
+        raise ModelConnectionError(
+            f"{provider}: the stream broke off: {err}", provider=provider
+        ) from err
+
+
+def owned(provider: str, err: ModelError) -> ModelError:
+    """``err`` naming ``provider`` (as it is, when it already names one)."""
+    if err.provider is not None:
+        return err
+    return type(err)(f"{provider}: {err}", provider=provider)

@@ -144,12 +144,7 @@ def _state(request: Request) -> ServeState:
 
 
 def _owner(request: Request) -> str:
-    state = _state(request)
-    state.guard.check_host(request)
-    owner, user = state.guard.owner(request)
-    request.state.owner = owner
-    request.state.user = user
-    return owner
+    return _state(request).guard.admit(request)
 
 
 def _thread_id(request: Request) -> str:

@@ -391,12 +391,8 @@ def _sessions(request: Request) -> AppSessions:
 
 
 def _owner(request: Request) -> str:
-    state = _serve(request)
-    state.guard.check_host(request)
-    owner, user = state.guard.owner(request)
-    request.state.owner = owner
-    request.state.user = user
-    return str(owner)
+    owner: str = _serve(request).guard.admit(request)
+    return owner
 
 
 def _number(value: object) -> float:

@@ -165,6 +165,18 @@ class Guard:
                 403, "origin_not_allowed", f"requests from origin {origin!r} are not allowed"
             )
 
+    def admit(self, request: Request) -> str:
+        """Check the request's host and token; record its owner and user on it; the owner.
+
+        Raises:
+            ClientInputError: 403 for a host or origin not served, 401 for a bad token.
+        """
+        self.check_host(request)
+        owner, user = self.owner(request)
+        request.state.owner = owner
+        request.state.user = user
+        return owner
+
     def owner(self, request: Request) -> tuple[str, str | None]:
         """The owner namespace and user name of an authenticated request.
 
