@@ -74,7 +74,7 @@ async def _check_through(
         [worker.url], conversations=6, turns=3, fault=fault, pause=0.05
     )
     assert report.problems == [], report.problems  # nothing lost, duplicated, cut or unpaired
-    assert report.succeeded > 0 and report.errors, (report.succeeded, report.errors)
+    assert report.succeeded > 0, report
     assert worker.log is not None
     lines = worker.log.read_text().splitlines()  # one flushed line per record
     for thread, outcome in report.errors:
@@ -113,10 +113,13 @@ async def test_postgres_stopped_for_three_seconds_mid_load(
 ) -> None:
     pg = private_postgres
 
+    ended_by_restart: list[int] = []
+
     async def stop_three_seconds(report: ServedCheck) -> None:
         await anyio.to_thread.run_sync(pg.stop)  # the held run's LISTEN connection dies too
         await anyio.sleep(3)  # the outage itself (what is tested), not a synchronisation
         await anyio.to_thread.run_sync(pg.start)
+        ended_by_restart.append(report.sent)
 
     sessions = PostgresSession(pg.url)
     events: list[dict[str, Any]] = []
@@ -132,7 +135,11 @@ async def test_postgres_stopped_for_three_seconds_mid_load(
                 tg.start_soon(held)  # a run that holds its thread across the outage
                 with anyio.fail_after(30):
                     await running.wait()
-                await _check_through(worker, stop_three_seconds)
+                report = await _check_through(worker, stop_three_seconds)
+                # The outage met the load: turns in flight during it ended after the restart,
+                # each either riding it out (a commit retries within the lease) or as an
+                # error the client saw. Which of the two is timing, so neither is required.
+                assert report.sent > ended_by_restart[0], (report.sent, ended_by_restart)
                 # Still stoppable: sent again until the run ends (a command sent before
                 # the holder listens again is lost, as every sender of this channel knows).
                 with anyio.fail_after(30):
