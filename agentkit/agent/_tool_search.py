@@ -230,6 +230,7 @@ class ToolSearch(Capability[Any]):
         deferred = DeferredTools(
             tools=tuple(t for t in self._searchable(request.tools) if t.name not in names),
             loads=tool_loads(request.messages, self.name),
+            search_tool=self.name,
         )
         return replace(request, tools=offered, deferred=deferred)
 

@@ -225,10 +225,15 @@ class DeferredTools:
         tools: The deferred tools' definitions (not in the request's ``tools``).
         loads: For each loading tool result (by its ``tool_result`` id), the names of the
             tools it loaded, in order.
+        search_tool: The name of the tool whose results are the loads (one of the
+            request's ``tools``). An adapter whose provider runs the search as a tool of
+            its own (OpenAI Responses ``tool_search`` with ``execution: "client"``) sends
+            that tool, its calls and results in the provider's form.
     """
 
     tools: tuple[ToolDefinition, ...] = ()
     loads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    search_tool: str = "search_tools"
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ next request, so a reasoning model keeps its chain of thought across tool calls.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from agentkit.exceptions import ModelResponseError
@@ -31,10 +31,13 @@ from agentkit.models._http import (
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._openai_audio import reject_audio_output
 from agentkit.models._responses_format import (
+    ClientSearch,
     ResponsesStreamState,
+    client_search_calls,
     format_input,
     format_tool_choice,
     format_tools,
+    function_tool,
     parse_response,
 )
 
@@ -66,6 +69,13 @@ class OpenAIResponsesModel(HTTPChatModel):
         retry: The retry policy (default: 3 retries, 0.5 s doubling backoff with jitter).
         max_retries: Shortcut overriding ``retry.max_retries``.
         provider: Provider name reported in errors.
+        native_tool_search: Send ``ToolSearch``'s search as the API's client-executed tool
+            search (``gpt-5.4`` and later only): the search tool as ``{"type":
+            "tool_search", "execution": "client"}``, the deferred tools with
+            ``defer_loading: true`` (the same list on every request), the model's searches
+            as ``tool_search_call`` items run by the agent, and each result as a
+            ``tool_search_output`` item carrying the definitions it loaded. Off by default:
+            the search is then a function tool whose result's text carries them.
 
     Example:
         >>> model = OpenAIResponsesModel("o4-mini", reasoning={"effort": "low"})
@@ -93,6 +103,7 @@ class OpenAIResponsesModel(HTTPChatModel):
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
         provider: str = "openai",
+        native_tool_search: bool = False,
     ) -> None:
         super().__init__(
             model_name,
@@ -107,6 +118,7 @@ class OpenAIResponsesModel(HTTPChatModel):
         self.reasoning = reasoning
         self.store = store
         self.provider = provider
+        self.native_tool_search = native_tool_search
         self._prepare_client()
 
     def format_request(
@@ -117,7 +129,11 @@ class OpenAIResponsesModel(HTTPChatModel):
         System messages stay in place in ``input``; function tools become Responses
         function tools and built-in tool specs (``{"type": "web_search"}``) pass through; a
         native-mode ``output`` becomes ``text.format`` (json_schema, strict when the schema
-        allows it); ``parallel_tool_calls`` is sent only with tools.
+        allows it); ``parallel_tool_calls`` is sent only with tools. With
+        ``native_tool_search`` and ``deferred`` tools (``ToolSearch``), the search tool goes
+        as a client-executed ``tool_search``, the deferred tools after the others with
+        ``defer_loading: true``, and the searches and their results as ``tool_search_call``
+        and ``tool_search_output`` items (see ``ClientSearch``).
 
         Args:
             request: The request.
@@ -132,9 +148,10 @@ class OpenAIResponsesModel(HTTPChatModel):
         kwargs = body_fields(request.settings)
         parallel = kwargs.pop("parallel_tool_calls", None)
         cache = openai_cache_fields(cast("PromptCache | None", kwargs.pop("cache", None)))
+        search = self._client_search(request)
         body: dict[str, object] = {
             "model": self.model_name,
-            "input": format_input(request.messages),
+            "input": format_input(request.messages, search),
             "store": self.store,
         }
         if not self.store:
@@ -147,7 +164,13 @@ class OpenAIResponsesModel(HTTPChatModel):
         body.update(cache)
         reject_audio_output(body, self.provider, "the OpenAI Responses API")
         if request.tools or request.builtin_tools:
-            body["tools"] = format_tools(request.tools, request.builtin_tools)
+            deferred = request.deferred.tools if search is not None and request.deferred else ()
+            body["tools"] = format_tools(
+                request.tools,
+                request.builtin_tools,
+                search=search.name if search is not None else None,
+                deferred=deferred,
+            )
             tool_choice = request.settings.get("tool_choice")
             if tool_choice is not None:
                 body["tool_choice"] = format_tool_choice(tool_choice)
@@ -164,6 +187,45 @@ class OpenAIResponsesModel(HTTPChatModel):
         else:
             body.pop("stream", None)
         return body
+
+    def _search_tool(self, request: ModelRequest) -> str | None:
+        """The tool sent as the API's tool search in this request (None: no native search)."""
+        deferred = request.deferred
+        if not self.native_tool_search or deferred is None:
+            return None
+        # No search offered (another capability took it out): nothing to send as one.
+        return deferred.search_tool if deferred.search_tool in request.tool_names else None
+
+    def _client_search(self, request: ModelRequest) -> ClientSearch | None:
+        """How this request's tool search goes on the wire (None: as a function tool)."""
+        name = self._search_tool(request)
+        if name is None or request.deferred is None:
+            return None
+        deferred = {t.name: t for t in request.deferred.tools}
+        # Only deferred tools can be loaded (those offered are loaded already), each sent as
+        # its ``tools`` entry is, so a load repeats the declared definition byte for byte.
+        loads = {
+            result_id: [function_tool(deferred[n], deferred=True) for n in names if n in deferred]
+            for result_id, names in request.deferred.loads.items()
+        }
+        return ClientSearch(name, loads)
+
+    async def _request(self, request: ModelRequest) -> ChatResponse:
+        """See ``HTTPChatModel._request`` (client tool searches as calls of the search tool)."""
+        response = await super()._request(request)
+        name = self._search_tool(request)
+        return response if name is None else client_search_calls(response, name)
+
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
+        # The parser cannot know the search tool's name (the request's): the model's
+        # ``tool_search_call`` items are turned into its calls here, chunk by chunk.
+        chunks = super()._request_stream(request)
+        name = self._search_tool(request)
+        try:
+            async for chunk in chunks:
+                yield chunk if name is None else client_search_calls(chunk, name)
+        finally:
+            await chunks.aclose()
 
     def _parse(
         self, data: JSONValue, status: int, elapsed: float, structured: type[BaseModel] | None

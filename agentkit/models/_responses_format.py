@@ -5,12 +5,19 @@ keeps what is needed to send it back (``reasoning_id``, ``encrypted_content``, `
 so a reasoning model keeps its chain of thought across tool calls while the conversation
 state stays in agentkit's memory (``store=False``). Thinking from other providers has no
 Responses form and is not sent.
+
+With a client-executed tool search (``ClientSearch``: the agent's ``search_tools`` sent as
+the API's ``{"type": "tool_search", "execution": "client"}``), the search tool's calls and
+results travel as ``tool_search_call`` / ``tool_search_output`` items; in agentkit's memory
+they stay an ordinary ``tool_use`` and ``tool_result`` pair (``client_search_calls`` maps
+the model's ``tool_search_call`` to one), so a conversation replays the same on any adapter.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TypeAlias, cast
 
 from agentkit._ids import new_id
@@ -36,7 +43,9 @@ from agentkit.models._json import JSONObject, JSONValue, arr, count, obj
 from agentkit.models._openai_audio import is_audio_output
 
 __all__ = [
+    "ClientSearch",
     "ResponsesStreamState",
+    "client_search_calls",
     "format_input",
     "format_tool_choice",
     "format_tools",
@@ -109,7 +118,31 @@ def _user_item(role: str, blocks: list[ContentBlock]) -> Item | None:
     return {"role": role, "content": parts}
 
 
-def _result_item(result: ToolResultBlock) -> Item:
+@dataclass(frozen=True, slots=True)
+class ClientSearch:
+    """A client-executed tool search: how the agent's search tool goes on the wire.
+
+    Attributes:
+        name: The agent's search tool (``DeferredTools.search_tool``): it is sent as the
+            ``tool_search`` tool, its calls as ``tool_search_call`` items and its results
+            as ``tool_search_output`` items.
+        loads: Each search result (by call id) -> the specs of the deferred tools it loaded
+            (as ``format_tools`` sends them), in order.
+    """
+
+    name: str
+    loads: Mapping[str, Sequence[Item]]
+
+
+_CLIENT = {"execution": "client", "status": "completed"}
+
+
+def _result_item(result: ToolResultBlock, search: ClientSearch | None = None) -> Item:
+    if search is not None and result["name"] == search.name:
+        # The loaded tools' definitions, which the API appends at the end of the context; a
+        # search that loaded nothing (no match, an error) answers with none.
+        tools = [dict(spec) for spec in search.loads.get(result["id"], ())]
+        return {"type": "tool_search_output", "call_id": result["id"], **_CLIENT, "tools": tools}
     output = result["output"]
     value: str | list[Item]
     if isinstance(output, str):
@@ -138,7 +171,7 @@ def _reasoning_item(block: ThinkingBlock) -> Item:
     return item
 
 
-def _assistant_items(blocks: list[ContentBlock]) -> list[Item]:
+def _assistant_items(blocks: list[ContentBlock], search: ClientSearch | None) -> list[Item]:
     """Assistant blocks as output items, in the order the model produced them."""
     items: list[Item] = []
     texts: list[str] = []
@@ -168,6 +201,17 @@ def _assistant_items(blocks: list[ContentBlock]) -> list[Item]:
         elif block["type"] == "provider_item":
             if block["provider"] == PROVIDER:  # a built-in tool call: replayed as it came
                 items.append(dict(block["item"]))
+        elif block["type"] == "tool_use" and search is not None and block["name"] == search.name:
+            # Malformed arguments go as {}: the call stays paired with its (error) result.
+            arguments: object = {} if "raw_input" in block else block["input"]
+            items.append(
+                {
+                    "type": "tool_search_call",
+                    "call_id": block["id"],
+                    **_CLIENT,
+                    "arguments": arguments,
+                }
+            )
         elif block["type"] == "tool_use":
             raw = block.get("raw_input")
             arguments = raw if raw is not None else _encode(block["input"])
@@ -185,11 +229,12 @@ def _assistant_items(blocks: list[ContentBlock]) -> list[Item]:
     return items
 
 
-def format_input(messages: Sequence[Msg]) -> list[Item]:
+def format_input(messages: Sequence[Msg], search: ClientSearch | None = None) -> list[Item]:
     """Convert a conversation to the Responses ``input`` items.
 
     System messages stay in place as ``role=system`` messages. Tool results become
-    ``function_call_output`` items wherever they are stored.
+    ``function_call_output`` items wherever they are stored. With ``search``, the search
+    tool's calls and results become ``tool_search_call`` and ``tool_search_output`` items.
 
     Raises:
         UnsupportedContentError: for a block the Responses API cannot take where it sits
@@ -204,10 +249,10 @@ def format_input(messages: Sequence[Msg]) -> list[Item]:
         others, results = split_tool_results(msg.content)
         if msg.role == "assistant":
             # Audio a model spoke (OpenAI Chat audio output): its transcript is a text block.
-            out += _assistant_items([b for b in others if not is_audio_output(b)])
-            out += [_result_item(r) for r in results]
+            out += _assistant_items([b for b in others if not is_audio_output(b)], search)
+            out += [_result_item(r, search) for r in results]
             continue
-        out += [_result_item(r) for r in results]
+        out += [_result_item(r, search) for r in results]
         if msg.role == "system":
             text = "\n".join(b["text"] for b in others if b["type"] == "text")
             if text:
@@ -242,30 +287,58 @@ def _is_output(item: Item) -> bool:
     """Whether an input item is one the model produced (the item a reasoning item precedes)."""
     if "role" in item:
         return item["role"] == "assistant"
-    return item.get("type") not in ("reasoning", "function_call_output")
+    return item.get("type") not in ("reasoning", "function_call_output", "tool_search_output")
 
 
 def format_tools(
-    tools: Sequence[ToolDefinition], builtin: Sequence[Mapping[str, object]] = ()
+    tools: Sequence[ToolDefinition],
+    builtin: Sequence[Mapping[str, object]] = (),
+    *,
+    search: str | None = None,
+    deferred: Sequence[ToolDefinition] = (),
 ) -> list[Item]:
     """Function tools as Responses function tools, then the built-in tools as given.
 
     ``strict`` is sent explicitly (the Responses API defaults to strict schemas, which
     would reject ordinary optional parameters); a tool may opt in with ``strict=True``.
+    The tool named ``search`` is sent, in its place, as a client-executed ``tool_search``
+    with its description and parameters. ``deferred`` tools follow, marked
+    ``defer_loading: true`` (the API shows the model their names and descriptions, not
+    their parameters, until a ``tool_search_output`` loads them); last, so that the
+    offered tools' bytes do not depend on them.
     """
     out: list[Item] = []
     for tool in tools:
-        spec: Item = {
-            "type": "function",
-            "name": tool.name,
-            "parameters": _schema(tool),
-            "strict": bool(tool.strict),
-        }
-        if tool.description:
-            spec["description"] = tool.description
-        out.append(spec)
+        if tool.name == search:
+            out.append(
+                {
+                    "type": "tool_search",
+                    "execution": "client",
+                    "description": tool.description,
+                    "parameters": _schema(tool),
+                }
+            )
+        else:
+            out.append(function_tool(tool))
     out += [dict(spec) for spec in builtin]  # built-in tools (web_search...) as they are
+    offered = {tool.name for tool in tools}
+    out += [function_tool(t, deferred=True) for t in deferred if t.name not in offered]
     return out
+
+
+def function_tool(tool: ToolDefinition, *, deferred: bool = False) -> Item:
+    """One function tool's spec (``deferred``: marked ``defer_loading: true``)."""
+    spec: Item = {
+        "type": "function",
+        "name": tool.name,
+        "parameters": _schema(tool),
+        "strict": bool(tool.strict),
+    }
+    if tool.description:
+        spec["description"] = tool.description
+    if deferred:
+        spec["defer_loading"] = True
+    return spec
 
 
 def _schema(tool: ToolDefinition) -> Mapping[str, object]:
@@ -365,6 +438,47 @@ def output_blocks(
             kept = ProviderItemBlock(type="provider_item", provider=PROVIDER, item=dict(item))
             content.append(kept)
     return content
+
+
+def client_search_calls(response: ChatResponse, name: str) -> ChatResponse:
+    """``response`` with its client-executed ``tool_search_call`` items as calls of ``name``.
+
+    The model's call to the ``tool_search`` tool (parsed, like any item agentkit has no
+    block for, as a ``provider_item``) becomes a ``tool_use`` of the agent's search tool,
+    with the call's ``call_id`` and ``arguments``: the agent runs the search and stores its
+    result, and ``format_input`` sends the pair back as ``tool_search_call`` and
+    ``tool_search_output``. Server-executed searches stay provider items, replayed as
+    they came.
+    """
+    content: list[ContentBlock] = []
+    changed = False
+    for block in response.content:
+        if block["type"] == "provider_item" and _is_client_search(block):
+            item = block["item"]
+            arguments = item.get("arguments")
+            raw = _encode(arguments) if isinstance(arguments, dict) else str(arguments or "")
+            call_id = item.get("call_id") or item.get("id")
+            content.append(
+                tool_use_block(None if call_id is None else str(call_id), name, raw, final=True)
+            )
+            changed = True
+        else:
+            content.append(block)
+    if not changed:
+        return response
+    metadata = response.metadata
+    if metadata is not None and metadata.get("finish_reason") == "stop":
+        metadata = {**metadata, "finish_reason": "tool_calls"}  # a call, not an answer
+    return replace(response, content=content, metadata=metadata)
+
+
+def _is_client_search(block: ProviderItemBlock) -> bool:
+    item = block["item"]
+    return (
+        block["provider"] == PROVIDER
+        and item.get("type") == "tool_search_call"
+        and item.get("execution") == "client"
+    )
 
 
 def finish_reason(data: JSONObject, content: Sequence[ContentBlock]) -> str | None:
