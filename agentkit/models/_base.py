@@ -218,8 +218,10 @@ class DeferredTools:
     marked deferred, which the provider keeps out of the prompt, and turns each loading
     tool result into references to the tools it loaded: the request's tools never change
     and a load is appended at the end of the conversation, so the cached prefix stays
-    byte-identical. Every other adapter ignores it: the loading tool result itself carries
-    the definitions (in the message stream, where appending leaves the prefix untouched).
+    byte-identical. ``OpenAIResponsesModel(native_tool_search=True)`` does the same with the
+    API's client-executed ``tool_search`` (loads as ``tool_search_output`` items). Every
+    other adapter ignores it: the loading tool result itself carries the definitions (in the
+    message stream, where appending leaves the prefix untouched).
 
     Attributes:
         tools: The deferred tools' definitions (not in the request's ``tools``).
