@@ -97,3 +97,22 @@ def test_toolkit_copy_is_cheap_to_keep() -> None:
     template.register_tool_function(lambda a: a, name="ident")
     clone = template.copy()
     assert list(clone.tools) == ["ident"]
+
+
+async def test_a_hook_registered_on_a_copy_stays_on_the_copy() -> None:
+    """The copy starts with the template's hooks; later registrations stay on their side."""
+    heard: list[str] = []
+    template = agent_for(ScriptedModel(["one", "two", "three"]), Recorder())
+    template.register_hook("pre_reply", "template", lambda *a: heard.append("template"))
+    clone = template.copy()
+    clone.register_hook("pre_reply", "clone", lambda *a: heard.append("clone"))
+    template.register_hook("post_reply", "late", lambda *a: heard.append("late"))
+    await template("hi")
+    assert heard == ["template", "late"]
+    heard.clear()
+    await clone("hi")
+    assert heard == ["template", "clone"]
+    clone.clear_hooks()
+    heard.clear()
+    await template("again")
+    assert heard == ["template", "late"]

@@ -740,7 +740,62 @@ class A2AAgent(HookHost):
         cancels the remote task; a remote task waiting for input makes the call wait for
         approval (nested ids ``"<call id>/<remote id>"``).
         """
-        return _RemoteAgentTool(self, name, description, timeout=timeout)
+        return _RemoteAgentTool(self, name, description, timeout=timeout, answer=self._answer_call)
+
+    async def _answer_call(
+        self, task: str, context: ToolContext | None
+    ) -> AsyncIterator[ToolResponse]:
+        """Answer one call of :meth:`as_tool`'s tool (its ``task``; its ``context``, if any).
+
+        The remote task's progress streams through ``context``; the last response is the
+        answer, or one that waits for approval when the remote task waits for input.
+        """
+
+        def progress(text: str, meta: dict[str, object]) -> None:
+            if context is not None:
+                context.emit_progress(text, metadata={"agent": self.name, **meta})
+
+        resume = nested_resume(context.call_id) if context is not None else None
+        try:
+            if resume is not None:
+                outcome = await self._decide(resume, progress)
+                if outcome is None:  # the call itself was denied: the remote task is canceled
+                    yield denied_response(resume.cancel.reason or False if resume.cancel else False)
+                    return
+            else:
+                outcome = await self._ask(task, progress)
+            wait = self._wait(outcome)
+            if wait is not None:
+                yield self._waiting_response(wait, outcome)
+                return
+            text, data = self._result(outcome)
+        except RemoteAgentError as exc:
+            yield ToolResponse.error(str(exc))
+            return
+        chunks = [text] if text else []
+        chunks += [json.dumps(d, ensure_ascii=False) for d in data]
+        body = "\n".join(chunks) or f"[{self.name} gave no answer]"
+        meta: dict[str, object] = {
+            "agent": self.name,
+            "a2a_context_id": outcome.context_id,
+        }
+        if data:
+            meta["structured_output"] = data[0] if len(data) == 1 else data
+        yield ToolResponse.text(body, metadata=meta)
+
+    def _waiting_response(self, wait: NestedWait, outcome: _Outcome) -> ToolResponse:
+        """The final response of a call whose remote task waits for input."""
+        names = ", ".join(c["name"] for c in wait.calls)
+        detail = f": {outcome.status_text}" if outcome.status_text else ""
+        return ToolResponse(
+            content=[{"type": "text", "text": f"[{self.name} waits for {names}{detail}]"}],
+            metadata={
+                "error": NESTED_APPROVAL,
+                "agent": self.name,
+                **wait.to_dict(),
+            },
+            is_last=True,
+        )
 
 
 HANDOFF_HEADER = (
@@ -892,7 +947,13 @@ class _RemoteAgentTool(Tool):
     reports_progress = True  # the remote progress streams live through the ToolContext
 
     def __init__(
-        self, agent: A2AAgent, name: str | None, description: str | None, *, timeout: float | None
+        self,
+        agent: A2AAgent,
+        name: str | None,
+        description: str | None,
+        *,
+        timeout: float | None,
+        answer: Callable[[str, ToolContext | None], AsyncIterator[ToolResponse]],
     ) -> None:
         super().__init__(
             name or _tool_name(agent.name),
@@ -902,11 +963,11 @@ class _RemoteAgentTool(Tool):
             _PARAMETERS,
             timeout=timeout,
         )
-        self.agent = agent
+        self._answer = answer  # the agent answers: it holds the remote task and context
 
     def invoke(self, arguments: dict[str, object]) -> AsyncIterator[ToolResponse]:
         """Ask the remote agent (no live progress without a context)."""
-        return self._call(str(arguments["task"]), None)
+        return self._answer(str(arguments["task"]), None)
 
     def invoke_with_context(
         self, arguments: dict[str, object], context: ToolContext
@@ -916,51 +977,4 @@ class _RemoteAgentTool(Tool):
         A call re-invoked with decisions for the remote task it waits on (a
         ``NestedResume``) sends them to that task instead of asking anew.
         """
-        return self._call(str(arguments.get("task", "")), context)
-
-    async def _call(self, task: str, context: ToolContext | None) -> AsyncIterator[ToolResponse]:
-        def progress(text: str, meta: dict[str, object]) -> None:
-            if context is not None:
-                context.emit_progress(text, metadata={"agent": self.agent.name, **meta})
-
-        resume = nested_resume(context.call_id) if context is not None else None
-        try:
-            if resume is not None:
-                outcome = await self.agent._decide(resume, progress)
-                if outcome is None:  # the call itself was denied: the remote task is canceled
-                    yield denied_response(resume.cancel.reason or False if resume.cancel else False)
-                    return
-            else:
-                outcome = await self.agent._ask(task, progress)
-            wait = self.agent._wait(outcome)
-            if wait is not None:
-                yield self._waiting(wait, outcome)
-                return
-            text, data = self.agent._result(outcome)
-        except RemoteAgentError as exc:
-            yield ToolResponse.error(str(exc))
-            return
-        chunks = [text] if text else []
-        chunks += [json.dumps(d, ensure_ascii=False) for d in data]
-        body = "\n".join(chunks) or f"[{self.agent.name} gave no answer]"
-        meta: dict[str, object] = {
-            "agent": self.agent.name,
-            "a2a_context_id": outcome.context_id,
-        }
-        if data:
-            meta["structured_output"] = data[0] if len(data) == 1 else data
-        yield ToolResponse.text(body, metadata=meta)
-
-    def _waiting(self, wait: NestedWait, outcome: _Outcome) -> ToolResponse:
-        """The final response of a call whose remote task waits for input."""
-        names = ", ".join(c["name"] for c in wait.calls)
-        detail = f": {outcome.status_text}" if outcome.status_text else ""
-        return ToolResponse(
-            content=[{"type": "text", "text": f"[{self.agent.name} waits for {names}{detail}]"}],
-            metadata={
-                "error": NESTED_APPROVAL,
-                "agent": self.agent.name,
-                **wait.to_dict(),
-            },
-            is_last=True,
-        )
+        return self._answer(str(arguments.get("task", "")), context)

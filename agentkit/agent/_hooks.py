@@ -17,7 +17,7 @@ adapted onto the string registry above (AgentScope's form, which stays).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast, get_args
 
 from agentkit.exceptions import UsageError
@@ -46,8 +46,16 @@ class HookRegistry:
 
     __slots__ = ("_hooks",)
 
-    def __init__(self) -> None:
-        self._hooks: dict[str, dict[str, Callable[..., object]]] = {}
+    def __init__(
+        self, hooks: Mapping[str, Mapping[str, Callable[..., object]]] | None = None
+    ) -> None:
+        # Copied: a registry built from another one's hooks (``copy``) changes apart from it.
+        given = hooks or {}
+        self._hooks = {kind: dict(named) for kind, named in given.items()}
+
+    def copy(self) -> HookRegistry:
+        """A registry of the same hooks; a change on either side does not show on the other."""
+        return HookRegistry(self._hooks)
 
     def register(self, kind: str, name: str, fn: Callable[..., object]) -> None:
         """Add (or replace) the hook ``name`` of ``kind``.

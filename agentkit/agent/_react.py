@@ -173,10 +173,11 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     ) -> ReActAgent[DepsT, OutputT]:
         """A new agent with this one's configuration and a conversation of its own.
 
-        The copy shares the model, toolkit, hooks, capabilities, output validators,
-        approval policy, limits and concurrency limiter (configuration); it gets a fresh
-        conversation (``memory`` or an empty ``InMemoryMemory``), no pending calls and no
-        listeners.
+        The copy shares the model, toolkit, capabilities, output validators, approval
+        policy, limits and concurrency limiter (configuration); it starts with this agent's
+        hooks in a registry of its own (a hook registered or removed later on either side
+        stays on that side); it gets a fresh conversation (``memory`` or an empty
+        ``InMemoryMemory``), no pending calls and no listeners.
         Cheap: use it to serve one template agent to many conversations (the template may
         be replying meanwhile).
         Pass ``toolkit=agent.toolkit.copy()`` for a toolkit of its own (copy-on-write, so
@@ -187,6 +188,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             "_listeners": (),
             "_printer": None,
             "_run": None,
+            # Its own registry: a hook registered on either side later stays on that side.
+            "_hooks": None if self._hooks is None else self._hooks.copy(),
         }
         if toolkit is not None:
             fresh["_toolkit"] = toolkit

@@ -146,6 +146,14 @@ async def _request(
     return raw
 
 
+def _speaks_modern(conn: Connection) -> bool:
+    """Whether ``conn`` negotiated 2026-07-28 (the tasks extension, not SEP-1686)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    session = conn.client
+    return session is not None and session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
 class MCPTask:
     """A tool call running as a task on an MCP server (from ``call_tool_as_task``).
 
@@ -173,13 +181,6 @@ class MCPTask:
 
     def __repr__(self) -> str:
         return f"MCPTask({self.tool!r}, id={self.task_id!r}, status={self._last.status!r})"
-
-    @property
-    def _modern(self) -> bool:
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-        session = self._conn.client
-        return session is not None and session.protocol_version in MODERN_PROTOCOL_VERSIONS
 
     async def status(self) -> TaskState:
         """The task's current state (one ``tasks/get``).
@@ -230,7 +231,7 @@ class MCPTask:
             return ToolResponse.error(
                 f"MCP task {self.task_id!r} of tool {self.tool!r} was cancelled", metadata=meta
             )
-        if self._modern or self._outcome is not None:
+        if _speaks_modern(self._conn) or self._outcome is not None:
             outcome = self._outcome or {}
             error = outcome.get("error")
             if state.status == "failed" or not isinstance(outcome.get("result"), dict):
@@ -270,7 +271,7 @@ async def start_task(
     from agentkit.exceptions import MCPError
 
     conn = await client.live_connection()
-    modern = MCPTask(client, conn, name, TaskState("", "working"))._modern
+    modern = _speaks_modern(conn)
     params: dict[str, Any] = {"name": name, "arguments": arguments}
     if not modern:
         params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}

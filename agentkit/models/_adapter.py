@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import time
 from abc import abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
@@ -24,7 +25,14 @@ from agentkit.exceptions import (
 )
 from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 from agentkit.models._clients import SDK, SDKClient, SDKErrors
-from agentkit.models._http import RetryPolicy, dumps, iter_sse, loads_body, send_with_retries
+from agentkit.models._http import (
+    RetryPolicy,
+    dumps,
+    iter_sse,
+    loads_body,
+    owned,
+    send_with_retries,
+)
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._lean import LeanConnectionError, LeanError, LeanHTTP, LeanStatusError
 from agentkit.models._prices import fill_cost
@@ -33,7 +41,7 @@ from agentkit.models._prices import warm_up as warm_prices
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["EndOfStream", "HTTPChatModel", "PreparedCall", "StreamState"]
+__all__ = ["HTTPChatModel", "PreparedCall", "StreamMark", "StreamState"]
 
 _T = TypeVar("_T")
 
@@ -119,8 +127,14 @@ async def _close_transport(lean: LeanHTTP | None, client: SDKClient | None, owne
         await client.close()
 
 
-class EndOfStream(Exception):
-    """Raised by ``_check_event`` at the provider's end-of-stream marker."""
+class StreamMark(enum.Enum):
+    """What ``_check_event`` returns for an event that is a marker, not a payload.
+
+    The provider's end-of-stream marker is the normal end of an answer, so it is a value
+    the streaming loop tests for, not an exception it catches.
+    """
+
+    END = "end"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -237,11 +251,11 @@ class HTTPChatModel(ChatModel):
         """A fresh stream accumulator."""
 
     @abstractmethod
-    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
-        """Decode one SSE event: the payload, or None to skip it.
+    def _check_event(self, event: str, data: bytes) -> JSONObject | StreamMark | None:
+        """Decode one SSE event: the payload, ``StreamMark.END`` or None to skip it.
 
-        Raises ``EndOfStream`` at the provider's end-of-stream marker and a ``ModelError``
-        for an error event.
+        Returns ``StreamMark.END`` at the provider's end-of-stream marker (the loop reads
+        no further event) and raises a ``ModelError`` for an error event.
         """
 
     @abstractmethod
@@ -480,9 +494,7 @@ class HTTPChatModel(ChatModel):
 
     def owned(self, err: ModelError) -> ModelError:
         """``err`` naming this model's provider (a parser raises without knowing it)."""
-        if err.provider is not None:
-            return err
-        return type(err)(f"{self.provider}: {err}", provider=self.provider)
+        return owned(self.provider, err)
 
     def _shape_error(self, data: object, err: Exception) -> ModelResponseError:
         return ModelResponseError(
@@ -503,9 +515,8 @@ class HTTPChatModel(ChatModel):
         done = False
         try:
             async for name, data in events:
-                try:
-                    payload = self._check_event(name, data)
-                except EndOfStream:
+                payload = self._check_event(name, data)
+                if payload is StreamMark.END:
                     done = True
                     break
                 if payload is None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from agentkit.exceptions import AuthenticationError, ModelResponseError
-from agentkit.models._adapter import EndOfStream, HTTPChatModel, PreparedCall, StreamState
+from agentkit.models._adapter import HTTPChatModel, PreparedCall, StreamMark, StreamState
 from agentkit.models._anthropic_format import (
     AnthropicStreamState,
     format_messages,
@@ -221,13 +221,13 @@ class AnthropicChatModel(HTTPChatModel):
     def _new_state(self) -> StreamState:
         return AnthropicStreamState()
 
-    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
+    def _check_event(self, event: str, data: bytes) -> JSONObject | StreamMark | None:
         payload = loads_body(self.provider, data)
         if not isinstance(payload, dict):
             return None
         kind = payload.get("type", event)
         if kind == "message_stop":
-            raise EndOfStream
+            return StreamMark.END
         if kind == "error":
             error = payload.get("error") or {}
             status = 529 if error.get("type") == "overloaded_error" else 500

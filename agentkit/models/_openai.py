@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agentkit.exceptions import ModelResponseError, UsageError
-from agentkit.models._adapter import EndOfStream, HTTPChatModel, StreamState
+from agentkit.models._adapter import HTTPChatModel, StreamMark, StreamState
 from agentkit.models._base import ChatResponse, ModelRequest, PromptCache
 from agentkit.models._caching import openai_cache_fields
 from agentkit.models._clients import OPENAI
@@ -217,9 +217,9 @@ class OpenAIChatModel(HTTPChatModel):
     def _new_state(self) -> StreamState:
         return OpenAIStreamState()
 
-    def _check_event(self, event: str, data: bytes) -> JSONObject | None:
+    def _check_event(self, event: str, data: bytes) -> JSONObject | StreamMark | None:
         if data == b"[DONE]":
-            raise EndOfStream
+            return StreamMark.END
         chunk = loads_body(self.provider, data)
         if not isinstance(chunk, dict):
             return None

@@ -136,7 +136,8 @@ class Toolkit:
         """
         self._shared = True
         clone = self._copy_registry()
-        clone._sources = tuple(source.follow(clone) for source in self._sources)
+        for source in self._sources:
+            clone.add_tool_source(source.follow(clone))
         return clone
 
     def _copy_registry(self) -> Toolkit:
@@ -144,7 +145,7 @@ class Toolkit:
         meta = self._meta
         if meta is None:
             shared = {"_tools": self._tools, "_groups": self._groups, "_active": self._active}
-            return _copied(self, {**shared, "_meta": None, "_shared": True})
+            return self._copied({**shared, "_meta": None, "_shared": True})
         # The meta tool is bound to this toolkit: the copy gets a registry of its own, with
         # its own meta tool at the same position in the registration order.
         from agentkit.tools._meta import MetaTool
@@ -155,8 +156,33 @@ class Toolkit:
         tools[meta.name] = rebound
         groups = {name: replace(g) for name, g in self._groups.items()}
         owned = {"_tools": tools, "_groups": groups, "_active": None, "_meta": rebound}
-        clone = _copied(self, {**owned, "_shared": False})
+        clone = self._copied({**owned, "_shared": False})
         rebound.toolkit = clone
+        return clone
+
+    def _copied(self, fields: Mapping[str, object]) -> Toolkit:
+        """A shallow copy of this toolkit with its registry ``fields`` replaced.
+
+        The copy holds no tool source yet (:meth:`copy` adds each one, following the copy)
+        and a copy of its own of the saved parts not claimed yet.
+        """
+        cls = type(self)
+        clone = cls.__new__(cls)
+        if hasattr(self, "__dict__"):  # a subclass's own attributes
+            clone.__dict__.update(self.__dict__)
+        slots: dict[str, object] = {
+            "max_output_chars": self.max_output_chars,
+            "default_timeout": self.default_timeout,
+            "tainted_by": set(self.tainted_by),
+            "_sources": (),
+            "_saved_sources": {
+                key: {name: dict(part) for name, part in parts.items()}
+                for key, parts in self._saved_sources.items()
+            },
+            **fields,
+        }
+        for name, value in slots.items():
+            setattr(clone, name, value)
         return clone
 
     def _own(self) -> None:
@@ -586,22 +612,3 @@ class Toolkit:
 
     def __repr__(self) -> str:
         return f"Toolkit(tools={list(self._tools)}, groups={list(self._groups)})"
-
-
-def _copied(toolkit: Toolkit, fields: Mapping[str, object]) -> Toolkit:
-    """A shallow copy of ``toolkit`` with its registry ``fields`` replaced (see ``copy``)."""
-    cls = type(toolkit)
-    clone = cls.__new__(cls)
-    if hasattr(toolkit, "__dict__"):  # a subclass's own attributes
-        clone.__dict__.update(toolkit.__dict__)
-    clone.max_output_chars = toolkit.max_output_chars
-    clone.default_timeout = toolkit.default_timeout
-    clone._sources = ()  # the caller has each source follow the copy
-    clone._saved_sources = {
-        key: {name: dict(part) for name, part in parts.items()}
-        for key, parts in toolkit._saved_sources.items()
-    }
-    clone.tainted_by = set(toolkit.tainted_by)
-    for name, value in fields.items():
-        setattr(clone, name, value)
-    return clone
