@@ -55,7 +55,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -103,7 +103,7 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{new_id(nbytes=3)}"
 
 
-def live_lease(record: ThreadRecord) -> dict[str, Any] | None:
+def live_lease(record: ThreadRecord) -> dict[str, object] | None:
     """The thread's lease if it has not expired (by this machine's clock), else None."""
     lease = record.lease
     if lease is None:
@@ -126,10 +126,10 @@ class CommitFailed(Exception):
         self.code = code
 
 
-Command = Callable[["Claim", dict[str, Any]], Awaitable[None]]
+Command = Callable[["Claim", dict[str, object]], Awaitable[None]]
 
 
-async def _interrupt(claim: Claim, command: dict[str, Any]) -> None:
+async def _interrupt(claim: Claim, command: dict[str, object]) -> None:
     reply_to, nonce = command.get("reply_to"), command.get("id")
     if isinstance(reply_to, str) and isinstance(nonce, str):
         claim.replies[nonce] = reply_to  # answered once the turn is committed
@@ -139,12 +139,12 @@ async def _interrupt(claim: Claim, command: dict[str, Any]) -> None:
         await claim.agent.interrupt(text if isinstance(text, str) and text else None)
 
 
-async def _steer(claim: Claim, command: dict[str, Any]) -> None:
+async def _steer(claim: Claim, command: dict[str, object]) -> None:
     if claim.steers is not None:  # queued into the run; answered once it is placed
         await claim.steers.handle(command)
 
 
-async def _events(claim: Claim, command: dict[str, Any]) -> None:
+async def _events(claim: Claim, command: dict[str, object]) -> None:
     nonce, reply_to, after = command.get("id"), command.get("reply_to"), command.get("after")
     if not (isinstance(nonce, str) and isinstance(reply_to, str)):
         return
@@ -305,7 +305,7 @@ class Claim:
         """The store's session."""
         return self.store.session
 
-    def _lease(self) -> dict[str, Any]:
+    def _lease(self) -> dict[str, object]:
         self.expires = time.time() + self.seconds
         return {"worker": self.worker, "run": self.channel.run_id, "expires": self.expires}
 
@@ -385,7 +385,7 @@ class Claim:
         """Keep the lease renewed and listen on the control channel while the run lives."""
         self.agent = agent
 
-        async def on_command(command: dict[str, Any]) -> None:
+        async def on_command(command: dict[str, object]) -> None:
             run = command.get("run")
             if run is not None and run != self.channel.run_id:
                 return  # meant for an earlier or later run of the thread
@@ -527,7 +527,7 @@ async def stop_remote(
     reply_to = channel_name(session, f"{key}\0reply\0{nonce}")
     answered = anyio.Event()
 
-    async def on_reply(command: dict[str, Any]) -> None:
+    async def on_reply(command: dict[str, object]) -> None:
         if command.get("command") == "stopped" and command.get("id") == nonce:
             answered.set()
 
@@ -599,7 +599,7 @@ async def _relayed(
     order = {"next": 0}
     heard, done = anyio.Event(), anyio.Event()
 
-    async def on_part(part: dict[str, Any]) -> None:
+    async def on_part(part: dict[str, object]) -> None:
         n, data, end = part.get("n"), part.get("data"), part.get("end")
         if part.get("command") != "relay" or part.get("id") != nonce:
             return
