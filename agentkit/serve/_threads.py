@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 
@@ -107,7 +106,7 @@ class ThreadRecord:
         # AG-UI: the client's tools of the last run that declared some, the shared state.
         tools = data.get("frontend_tools")
         self.frontend_tools: list[dict[str, object]] = tools if isinstance(tools, list) else []
-        self.state: Any = data.get("state")
+        self.state: object = data.get("state")
 
     def to_dict(self) -> dict[str, object]:
         """The stored form."""
