@@ -10,7 +10,7 @@ Routes: ``GET /.well-known/agent-card.json`` (public) and ``POST /`` (JSON-RPC:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +181,39 @@ def to_a2a(
     executor = AgentkitExecutor(agent_or_factory, session, store)
     # A template agent fills the card now; a factory's agent fills it on the first fetch.
     template = agent_or_factory if isinstance(agent_or_factory, ReActAgent) else None
-    card = AgentCard(
+    card = _card(template, name=name, description=description, skills=skills, version=version)
+    if url is not None:
+        card.supported_interfaces[0].url = url
+    if auth_token:
+        _require_bearer(card)
+    handler = _Handler(executor, store, card)
+    cards = _CardEndpoint(executor, card, name, description, skills, url, ready=bool(template))
+    rpc = create_jsonrpc_routes(handler, "/")[0]
+    routes = [
+        Route(AGENT_CARD_WELL_KNOWN_PATH, cards.serve, methods=["GET"]),
+        Route("/", rpc.endpoint, methods=["POST"], name="a2a_rpc"),
+    ]
+    app = Starlette(routes=routes, lifespan=_lifespan(handler, session, owned=sessions is None))
+    app.add_middleware(
+        Guard,
+        token=auth_token,
+        max_body=max_body_bytes,
+        public_paths=frozenset({AGENT_CARD_WELL_KNOWN_PATH}),
+    )
+    app.state.a2a_handler = handler
+    return app
+
+
+def _card(
+    template: ReActAgent[Any, Any] | None,
+    *,
+    name: str | None,
+    description: str | None,
+    skills: Sequence[AgentSkill | dict[str, Any]] | None,
+    version: str | None,
+) -> AgentCard:
+    """The agent card: from the template agent, or placeholders a factory's agent fills."""
+    return AgentCard(
         name=name or (template.name if template else "agent"),
         description=description or (template.sys_prompt[:500] if template else "An agent."),
         skills=_skills(template, skills) if template else [_CHAT_SKILL],
@@ -191,52 +223,75 @@ def to_a2a(
         default_output_modes=_MODES,
         supported_interfaces=[
             AgentInterface(
-                url=url or "http://127.0.0.1/",
+                url="http://127.0.0.1/",  # to_a2a(url=...), else the URL the card is fetched from
                 protocol_binding="JSONRPC",
                 protocol_version=PROTOCOL_VERSION_CURRENT,
             )
         ],
     )
-    if auth_token:
-        card.security_schemes["bearer"].CopyFrom(
-            SecurityScheme(
-                http_auth_security_scheme=HTTPAuthSecurityScheme(
-                    scheme="bearer", description="Authorization: Bearer <token>"
-                )
+
+
+def _require_bearer(card: AgentCard) -> None:
+    """Declare on ``card`` that every request but its fetch needs a bearer token."""
+    card.security_schemes["bearer"].CopyFrom(
+        SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(
+                scheme="bearer", description="Authorization: Bearer <token>"
             )
         )
-        card.security_requirements.append(
-            SecurityRequirement(schemes={"bearer": StringList(list=[])})
-        )
-    handler = _Handler(executor, store, card)
-    filled = anyio.Lock()
-    ready: list[bool] = [True] if template else []
+    )
+    card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList(list=[])}))
 
-    async def fill_card() -> None:
+
+class _CardEndpoint:
+    """``GET /.well-known/agent-card.json``: the card, filled from the agent on first need."""
+
+    def __init__(
+        self,
+        executor: AgentkitExecutor,
+        card: AgentCard,
+        name: str | None,
+        description: str | None,
+        skills: Sequence[AgentSkill | dict[str, Any]] | None,
+        url: str | None,
+        *,
+        ready: bool,
+    ) -> None:
+        self.executor = executor
+        self.card = card
+        self.name = name
+        self.description = description
+        self.skills = skills
+        self.url = url
+        self.ready = ready
+        self.filled = anyio.Lock()
+
+    async def fill(self) -> None:
         """Name, description and skills from the agent (built once, on first need)."""
-        async with filled:
-            if ready:
+        async with self.filled:
+            if self.ready:
                 return
-            agent = await executor.new_agent()
-            card.name = name or agent.name
-            card.description = description or agent.sys_prompt[:500]
-            del card.skills[:]
-            card.skills.extend(_skills(agent, skills))
-            ready.append(True)
+            agent = await self.executor.new_agent()
+            self.card.name = self.name or agent.name
+            self.card.description = self.description or agent.sys_prompt[:500]
+            del self.card.skills[:]
+            self.card.skills.extend(_skills(agent, self.skills))
+            self.ready = True
 
-    async def agent_card(request: Request) -> Response:
-        await fill_card()
+    async def serve(self, request: Request) -> Response:
+        """The card, with the endpoint's URL where the client reached us (unless given)."""
+        await self.fill()
         served = AgentCard()
-        served.CopyFrom(card)
-        if url is None:  # where the client reached us
+        served.CopyFrom(self.card)
+        if self.url is None:
             served.supported_interfaces[0].url = str(request.url_for("a2a_rpc"))
         return JSONResponse(agent_card_to_dict(served))
 
-    rpc = create_jsonrpc_routes(handler, "/")[0]
-    routes = [
-        Route(AGENT_CARD_WELL_KNOWN_PATH, agent_card, methods=["GET"]),
-        Route("/", rpc.endpoint, methods=["POST"], name="a2a_rpc"),
-    ]
+
+def _lifespan(
+    handler: _Handler, session: Session, *, owned: bool
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """Close the handler (and the session ``to_a2a`` opened itself) on shutdown."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -245,15 +300,7 @@ def to_a2a(
         finally:
             with anyio.CancelScope(shield=True):
                 await handler.aclose()
-                if sessions is None:
+                if owned:
                     await session.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
-    app.add_middleware(
-        Guard,
-        token=auth_token,
-        max_body=max_body_bytes,
-        public_paths=frozenset({AGENT_CARD_WELL_KNOWN_PATH}),
-    )
-    app.state.a2a_handler = handler
-    return app
+    return lifespan

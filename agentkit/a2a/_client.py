@@ -25,7 +25,6 @@ import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import httpx
@@ -130,7 +129,7 @@ class _Outcome:
     state: int = TaskState.TASK_STATE_UNSPECIFIED
     artifacts: dict[str, list[Part]] = field(default_factory=dict)
     status_text: str = ""
-    status_data: list[Any] = field(default_factory=list)
+    status_data: list[object] = field(default_factory=list)
     streamed: dict[str, str] = field(default_factory=dict)  # artifact id -> text shown
 
     @property
@@ -141,7 +140,7 @@ class _Outcome:
         ).strip("\n")
 
     @property
-    def data(self) -> list[Any]:
+    def data(self) -> list[object]:
         return [
             MessageToDict(p.data)
             for parts in self.artifacts.values()
@@ -150,9 +149,10 @@ class _Outcome:
         ]
 
 
-def _status_text(status: TaskStatus) -> tuple[str, list[Any]]:
+def _status_text(status: TaskStatus) -> tuple[str, list[object]]:
     text = [p.text for p in status.message.parts if p.WhichOneof("content") == "text"]
-    data = [
+    # A data part is any JSON value (a struct Value), whatever MessageToDict's stub says.
+    data: list[object] = [
         MessageToDict(p.data) for p in status.message.parts if p.WhichOneof("content") == "data"
     ]
     return "\n".join(text), data
@@ -427,7 +427,7 @@ class A2AAgent(HookHost):
         with anyio.move_on_after(self.cancel_timeout), contextlib.suppress(Exception):
             await client.cancel_task(CancelTaskRequest(id=task_id))
 
-    def _result(self, outcome: _Outcome) -> tuple[str, list[Any]]:
+    def _result(self, outcome: _Outcome) -> tuple[str, list[object]]:
         state = outcome.state
         if state == TaskState.TASK_STATE_COMPLETED:
             return outcome.text, outcome.data
@@ -592,7 +592,7 @@ class A2AAgent(HookHost):
             RemoteAuthRequiredError: when the remote task stopped in
                 ``TASK_STATE_AUTH_REQUIRED``.
         """
-        kwargs: dict[str, Any] = {"msg": msg}
+        kwargs: dict[str, object] = {"msg": msg}
         hooks = self._hooks
         if hooks is not None and hooks.has("pre_reply"):
             kwargs = await hooks.run_pre("pre_reply", self, kwargs)
@@ -675,7 +675,7 @@ class A2AAgent(HookHost):
             return Msg(self.name, "", "assistant", metadata={"interrupted": True})
         assert decided is not None  # a direct resume never cancels (only a denied outer call)
         outcome = decided
-        metadata: dict[str, Any] = {"a2a_context_id": outcome.context_id or self.context_id}
+        metadata: dict[str, object] = {"a2a_context_id": outcome.context_id or self.context_id}
         wait = self._wait(outcome)
         if wait is not None:
             metadata["a2a_task_id"] = outcome.task_id

@@ -20,9 +20,12 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from a2a.types.a2a_pb2 import Part
+
+if TYPE_CHECKING:
+    from dbos import DBOS
 
 __all__ = ["Journal", "current_journal"]
 
@@ -32,7 +35,7 @@ _PREFIX = "agentkit.a2a"
 class Journal:
     """The exchanges of one DBOS step, as events of its workflow."""
 
-    def __init__(self, dbos: Any, workflow_id: str, step_id: int) -> None:
+    def __init__(self, dbos: type[DBOS], workflow_id: str, step_id: int) -> None:
         self._dbos = dbos
         self.workflow_id = workflow_id
         self.step_id = step_id

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.id_generator import IDGenerator, IDGeneratorContext
@@ -59,7 +58,7 @@ def context_key(context_id: str) -> str:
 
 
 def _to_state(task: Task) -> dict[str, object]:
-    state: dict[str, Any] = {"task": MessageToDict(task, preserving_proto_field_name=True)}
+    state: dict[str, object] = {"task": MessageToDict(task, preserving_proto_field_name=True)}
     return state
 
 

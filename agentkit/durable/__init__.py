@@ -16,15 +16,10 @@ See ``docs/scaling.md`` for recovery, approvals, interrupts and the at-least-onc
 """
 
 from agentkit.agent._result import RunResult
-from agentkit.durable._agent import (
-    APPROVALS_TOPIC,
-    PENDING_EVENT,
-    STEER_TOPIC,
-    DBOSAgent,
-    DurableRunResult,
-    approvals_record,
-)
+from agentkit.durable._agent import DBOSAgent
 from agentkit.durable._recovery import PendingRun, pending_runs, recover_executor
+from agentkit.durable._results import DurableRunResult, approvals_record
+from agentkit.durable._steering import APPROVALS_TOPIC, PENDING_EVENT, STEER_TOPIC
 from agentkit.durable._steps import DurableModel, DurableToolkit, idempotency_key
 
 __all__ = [

@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
 
 if TYPE_CHECKING:
     from agentkit.agent._result import StopReason
     from agentkit.events import CallInfo
 
-__all__ = ["CodeVersion", "RunOutput", "RunRequest", "SessionConflict", "UsageRecord"]
+__all__ = [
+    "CodeVersion",
+    "DecisionRecord",
+    "LimitsRecord",
+    "RunOutput",
+    "RunRequest",
+    "SessionConflict",
+    "UsageRecord",
+]
+
+DecisionRecord: TypeAlias = "bool | str | dict[str, object]"
+"""An approval decision as JSON: ``True``, ``False``, a denial's reason, or a ``Decision``'s
+fields as an object."""
+
+
+class LimitsRecord(TypedDict, total=False):
+    """``UsageLimits`` by its fields (a recovered run is bounded the same way)."""
+
+    max_requests: int | None
+    max_input_tokens: int | None
+    max_output_tokens: int | None
+    max_total_tokens: int | None
+    max_tool_calls: int | None
+    max_cost: float | None
+    max_wall_time: float | None
+    model_call_timeout: float | None
+    raise_on_limit: bool
 
 
 class UsageRecord(TypedDict, total=False):
@@ -45,10 +71,10 @@ class RunRequest(TypedDict):
     session_id: str | None
     session_version: int | None
     output_type: NotRequired[str | None]
-    usage_limits: NotRequired[dict[str, Any] | None]
+    usage_limits: NotRequired[LimitsRecord | None]
     has_deps: NotRequired[bool]
-    approvals: NotRequired[dict[str, Any] | None]  # decisions the first reply resolves
-    meta: NotRequired[dict[str, Any] | None]  # the caller's JSON, given to the save hook
+    approvals: NotRequired[dict[str, DecisionRecord] | None]  # decisions the first reply resolves
+    meta: NotRequired[dict[str, object] | None]  # the caller's JSON, given to the save hook
     code: NotRequired[CodeVersion | None]  # checked when the run is executed again
 
 

@@ -48,7 +48,7 @@ class PendingRun:
     skew: str | None
 
 
-def _recorded_code(inputs: Any) -> CodeVersion | None:
+def _recorded_code(inputs: object) -> CodeVersion | None:
     args = getattr(inputs, "args", None)
     if args is None and isinstance(inputs, dict):
         args = inputs.get("args")
@@ -64,7 +64,7 @@ def pending_runs(
     executor_id: str,
     *,
     application_version: str | None = None,
-    agents: Sequence[DBOSAgent] = (),
+    agents: Sequence[DBOSAgent[Any]] = (),
 ) -> list[PendingRun]:
     """The pending runs of ``executor_id``, each with its skew against a deploy's versions.
 
@@ -81,7 +81,7 @@ def pending_runs(
     from dbos import DBOSClient
 
     by_name = {agent.workflow_name: code_version(agent.template) for agent in agents}
-    client: Any = DBOSClient(system_database_url=system_database_url)
+    client = DBOSClient(system_database_url=system_database_url)
     try:
         found = client.list_workflows(
             status="PENDING", executor_id=executor_id, load_input=True, load_output=False
@@ -91,7 +91,9 @@ def pending_runs(
     runs = []
     for w in found:
         name, version = str(w.name), w.app_version
-        code = _recorded_code(w.input)
+        # DBOS types it WorkflowInputs, but an input it cannot decode comes back as its text.
+        recorded: object = w.input
+        code = _recorded_code(recorded)
         skew: list[str] = []
         if application_version is not None and version != application_version:
             skew.append(
@@ -104,7 +106,7 @@ def pending_runs(
                 f"recorded under {describe(code)}, the new code is {describe(current)}: "
                 "a worker refuses to finish it"
             )
-        elif name.startswith("agentkit.") and code is None and isinstance(w.input, str):
+        elif name.startswith("agentkit.") and code is None and isinstance(recorded, str):
             skew.append("its recorded input does not decode: it will fail")
         runs.append(PendingRun(str(w.workflow_id), name, version, code, "; ".join(skew) or None))
     return runs
@@ -130,7 +132,7 @@ def recover_executor(
     """
     from dbos import DBOSClient
 
-    client: Any = DBOSClient(system_database_url=system_database_url)
+    client = DBOSClient(system_database_url=system_database_url)
     try:
         pending = client.list_workflows(
             status="PENDING", executor_id=executor_id, load_input=False, load_output=False

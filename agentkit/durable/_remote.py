@@ -13,7 +13,7 @@ first one started rather than sending a second message.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkit.agent._conversation import NESTED_APPROVAL, NestedResume, NestedWait, nested_wait
 from agentkit.durable._steps import RunSteps, in_workflow, keyed_call
@@ -64,7 +64,7 @@ class DurableRemote:
             )
         from dbos import DBOS
 
-        async def exchange() -> dict[str, Any]:
+        async def exchange() -> dict[str, object]:
             with keyed_call(f"{DBOS.workflow_id}/{call_id}"):
                 try:
                     outcome = await self.remote.take_over(
@@ -87,13 +87,24 @@ class DurableRemote:
         return _outcome(record)
 
 
-def _outcome(record: Any) -> Msg | NestedWait | None:
+def _outcome(record: object) -> Msg | NestedWait | None:
+    """The exchange's recorded outcome (raises a recorded error again).
+
+    Raises:
+        TypeError: for a record that is not a handoff outcome (a corrupt or foreign one).
+    """
     if not isinstance(record, dict):
         raise TypeError(f"not a handoff outcome: {str(record)[:200]!r}")
     if "error" in record:
         raise AgentkitError(str(record["error"]))
     if "wait" in record:
-        return nested_wait(record["wait"])
+        return nested_wait(_fields(record["wait"]))
     if "answer" in record:
-        return Msg.from_dict(record["answer"])
+        return Msg.from_dict(_fields(record["answer"]))
     return None
+
+
+def _fields(value: object) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise TypeError(f"not a JSON object: {str(value)[:200]!r}")
+    return value

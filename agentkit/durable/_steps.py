@@ -248,7 +248,7 @@ class DurableToolkit(Toolkit):
         block: ToolUseBlock,
         *,
         context: object = None,
-        run: RunContext[Any] | None = None,
+        run: RunContext[object] | None = None,
         approved: bool = False,
     ) -> AsyncGenerator[ToolResponse, None]:
         """Run the call as a step at its reserved id (or replay its recorded result)."""
@@ -257,7 +257,7 @@ class DurableToolkit(Toolkit):
         return self._durable_call(block, context, run, approved)
 
     async def _durable_call(
-        self, block: ToolUseBlock, context: Any, run: RunContext[Any] | None, approved: bool
+        self, block: ToolUseBlock, context: object, run: RunContext[object] | None, approved: bool
     ) -> AsyncGenerator[ToolResponse, None]:
         dbos = _dbos()
         key = f"{dbos.workflow_id}/{block['id']}"

@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkit._version import __version__
+from agentkit.agent._runs import DepsT, OutputT
 from agentkit.exceptions import StateError
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["check_code_version", "code_version", "describe", "recorded_steps"]
 
 
-def code_version(agent: ReActAgent[Any, Any]) -> CodeVersion:
+def code_version(agent: ReActAgent[DepsT, OutputT]) -> CodeVersion:
     """The version a run of ``agent`` records: agentkit's release and the agent's config hash."""
     model = agent.model
     config = {

@@ -30,6 +30,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ExceptionHandler
 
 from agentkit._ids import new_id
 from agentkit.agent import ReActAgent
@@ -65,7 +66,7 @@ from agentkit.session._control import send_steer
 __all__ = ["AgentFactory", "DepsBuilder", "ServeState", "create_app"]
 
 AgentFactory: TypeAlias = "ReActAgent | Callable[[], ReActAgent | Awaitable[ReActAgent]]"
-DepsBuilder: TypeAlias = Callable[[Request], Any]
+DepsBuilder: TypeAlias = Callable[[Request], object]
 logger = logging.getLogger("agentkit.serve")
 _HOLDER_ANSWER = 5.0  # seconds a relayed /events waits for the holder's first answer
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -88,7 +89,7 @@ class ServeState:
 
     def __init__(
         self,
-        factory: Any,
+        factory: AgentFactory,
         session: Session,
         guard: Guard,
         deps: DepsBuilder | None,
@@ -112,12 +113,14 @@ class ServeState:
 
     async def new_agent(self) -> ReActAgent:
         """A fresh agent from the factory (or a copy of the template agent)."""
+        agent: object
         if isinstance(self.factory, ReActAgent):
             agent = self.factory.copy()  # all of its configuration: limits, compactor, hooks
         else:
             agent = self.factory()
             if inspect.isawaitable(agent):
                 agent = await agent
+        # A factory typed to return an agent may still return something else: checked.
         if not isinstance(agent, ReActAgent):
             raise TypeError(f"the agent factory returned {type(agent).__name__}, not ReActAgent")
         agent.print_hint = False  # a server has no console to print replies to
@@ -130,7 +133,7 @@ class ServeState:
             agent.load_state_dict(record.agent_state)
         return agent
 
-    async def build_deps(self, request: Request) -> Any:
+    async def build_deps(self, request: Request) -> object:
         """The run's deps from ``deps(request)`` (sync or async), or None."""
         if self.deps is None:
             return None
@@ -632,7 +635,9 @@ _ROUTES = [
 ]
 
 
-def _lifespan(state: ServeState, session: Session) -> Any:
+def _lifespan(
+    state: ServeState, session: Session
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
@@ -676,6 +681,16 @@ def _template(factory: AgentFactory) -> ReActAgent[Any, Any]:
     if not isinstance(agent, ReActAgent):
         raise TypeError(f"the agent factory returned {type(agent).__name__}, not ReActAgent")
     return agent
+
+
+_ERROR_HANDLERS: dict[type[BaseException], ExceptionHandler] = {
+    ClientInputError: _client_error,
+    SessionError: _store_error,
+    StateError: _state_error,
+    HTTPException: _http_error,
+    Exception: _server_error,
+}
+"""How the app answers each kind of error (an unexpected one: 500, logged, no detail)."""
 
 
 def create_app(
@@ -737,18 +752,11 @@ def create_app(
     state = ServeState(factory, session, guard, deps, max_body_bytes, runs, lease_seconds)
     if durable:
         state.durable = DurableTurns(_template(factory), state.store)
-
     app = Starlette(
         routes=_ROUTES + APP_ROUTES,  # MCP Apps: a trusted server's ui:// UI (_apps.py)
         middleware=_cors(cors_origins),
         lifespan=_lifespan(state, session),
-        exception_handlers={
-            ClientInputError: _client_error,
-            SessionError: _store_error,
-            StateError: _state_error,
-            HTTPException: _http_error,
-            Exception: _server_error,
-        },
+        exception_handlers=_ERROR_HANDLERS,
     )
     app.state.serve = state
     app.state.mcp_apps = AppSessions()

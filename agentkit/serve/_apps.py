@@ -66,7 +66,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from starlette.requests import Request
@@ -84,6 +84,7 @@ from agentkit.serve._threads import ThreadRecord, ThreadStore
 if TYPE_CHECKING:
     from agentkit.agent import ReActAgent
     from agentkit.mcp._tool import MCPTool
+    from agentkit.serve._app import ServeState
     from agentkit.session import Session
     from agentkit.tools import Tool
     from agentkit.tools._response import ToolResponse
@@ -381,8 +382,9 @@ class AppSessions:
             cursor = page.next_cursor
 
 
-def _serve(request: Request) -> Any:
-    return request.app.state.serve
+def _serve(request: Request) -> ServeState:
+    state: ServeState = request.app.state.serve
+    return state
 
 
 def _sessions(request: Request) -> AppSessions:
@@ -562,7 +564,7 @@ async def decide(request: Request) -> Response:
         return JSONResponse(await _run(state, session, record, agent, block, approved=True))
 
 
-async def _idle_thread(state: Any, session: AppSession) -> tuple[ThreadRecord, ReActAgent]:
+async def _idle_thread(state: ServeState, session: AppSession) -> tuple[ThreadRecord, ReActAgent]:
     """The session's thread and its agent; 409 while a run or a decision holds the thread."""
     key = ThreadStore.key(session.owner, session.thread_id)
     record = await state.store.load(session.owner, session.thread_id)
@@ -607,7 +609,7 @@ async def _needs_approval(agent: ReActAgent, tool: MCPTool, block: ToolUseBlock)
 
 
 async def _run(
-    state: Any,
+    state: ServeState,
     session: AppSession,
     record: ThreadRecord,
     agent: ReActAgent,
@@ -626,7 +628,7 @@ async def _run(
 
 
 async def _record(
-    state: Any,
+    state: ServeState,
     record: ThreadRecord,
     agent: ReActAgent,
     session: AppSession,

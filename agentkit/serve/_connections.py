@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["ConnectionGuard", "ConnectionLimits", "default_total", "guarded_protocol"]
@@ -70,7 +71,7 @@ class ConnectionLimits:
 class _Conn:
     __slots__ = ("cycle", "host", "proto", "since", "transport", "waiting_headers")
 
-    def __init__(self, proto: Any, transport: asyncio.BaseTransport, host: str) -> None:
+    def __init__(self, proto: object, transport: asyncio.BaseTransport, host: str) -> None:
         self.proto = proto
         self.transport = transport
         self.host = host
@@ -90,7 +91,7 @@ class ConnectionGuard:
         self.refused = 0
         self._timer: asyncio.TimerHandle | None = None
 
-    def opened(self, proto: Any, transport: asyncio.BaseTransport) -> bool:
+    def opened(self, proto: object, transport: asyncio.BaseTransport) -> bool:
         """A new connection; False when it must be refused (closed at once)."""
         peer = transport.get_extra_info("peername")
         host = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
@@ -108,7 +109,7 @@ class ConnectionGuard:
             self._timer = asyncio.get_running_loop().call_later(SWEEP_INTERVAL, self._sweep)
         return True
 
-    def progressed(self, proto: Any) -> None:
+    def progressed(self, proto: object) -> None:
         """Data arrived: note whether the connection's request has its headers now."""
         conn = self.conns.get(id(proto))
         if conn is None:
@@ -122,7 +123,7 @@ class ConnectionGuard:
         elif not conn.waiting_headers:
             conn.since = now  # body bytes: the body timeout counts from the last ones
 
-    def closed(self, proto: Any) -> None:
+    def closed(self, proto: object) -> None:
         """The connection is gone."""
         conn = self.conns.pop(id(proto), None)
         if conn is None:
@@ -133,7 +134,7 @@ class ConnectionGuard:
             if not mine:
                 del self.by_host[conn.host]
 
-    def _evict(self, candidates: Any) -> bool:
+    def _evict(self, candidates: Iterable[_Conn]) -> bool:
         """Close the oldest connection still waiting for headers; False when none is."""
         slow = [c for c in candidates if c.waiting_headers]
         if not slow:
@@ -166,7 +167,7 @@ def _request_done(cycle: object) -> bool:
     return cycle is not None and bool(getattr(cycle, "response_complete", False))
 
 
-def _reading_body(proto: Any) -> bool:
+def _reading_body(proto: object) -> bool:
     cycle = getattr(proto, "cycle", None)
     return cycle is not None and bool(getattr(cycle, "more_body", False))
 

@@ -75,7 +75,7 @@ class DurableTurns:
         self.live: dict[str, Callable[[], Awaitable[None]]] = {}
         # approval_timeout=0: a served turn that pauses for approval ends (the approvals
         # arrive as the next turn, POST /threads/{id}/approvals), it never waits in DBOS.
-        self.durable: DBOSAgent = DBOSAgent(
+        self.durable: DBOSAgent[Any] = DBOSAgent(
             template, name=f"serve.{template.name}", approval_timeout=0, save=self._save
         )
 

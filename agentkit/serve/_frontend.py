@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import contextvars
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
 from ag_ui.core import Context, Tool, ToolMessage
 
 from agentkit.agent import ReActAgent
+from agentkit.messages import ToolUseBlock
 from agentkit.serve._convert import ClientInputError, message_text
 from agentkit.tools import Tool as AgentkitTool
 from agentkit.tools import ToolContext, ToolResponse
@@ -45,7 +46,9 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 NO_RESULT_TEXT = "The client sent no result for this call."
 
-_STATE: contextvars.ContextVar[Any] = contextvars.ContextVar("agentkit_serve_state", default=None)
+_STATE: contextvars.ContextVar[object] = contextvars.ContextVar(
+    "agentkit_serve_state", default=None
+)
 
 
 def current_state() -> Any:
@@ -163,7 +166,7 @@ def install_frontend_tools(
     policy = agent.approval_policy
     if policy is not None:  # a policy approves server tools; a client's call always waits
 
-        def frontend_waits(call: Any) -> Any:
+        def frontend_waits(call: ToolUseBlock) -> bool | Awaitable[bool]:
             return False if call["name"] in names else policy(call)
 
         agent.approval_policy = frontend_waits

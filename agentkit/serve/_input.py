@@ -92,7 +92,7 @@ class RunInput:
         *,
         tools: list[dict[str, Any]] | None = None,
         context: list[Context] | None = None,
-        state: Any = None,
+        state: object = None,
     ) -> None:
         self.thread_id = check_client_id(thread_id, "the thread id")
         self.run_id = check_client_id(run_id, "the run id")

@@ -55,10 +55,11 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectSendStream
 
 from agentkit._ids import new_id
 from agentkit.agent import ReActAgent
@@ -103,7 +104,7 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{new_id(nbytes=3)}"
 
 
-def live_lease(record: ThreadRecord) -> dict[str, Any] | None:
+def live_lease(record: ThreadRecord) -> dict[str, object] | None:
     """The thread's lease if it has not expired (by this machine's clock), else None."""
     lease = record.lease
     if lease is None:
@@ -126,10 +127,10 @@ class CommitFailed(Exception):
         self.code = code
 
 
-Command = Callable[["Claim", dict[str, Any]], Awaitable[None]]
+Command = Callable[["Claim", dict[str, object]], Awaitable[None]]
 
 
-async def _interrupt(claim: Claim, command: dict[str, Any]) -> None:
+async def _interrupt(claim: Claim, command: dict[str, object]) -> None:
     reply_to, nonce = command.get("reply_to"), command.get("id")
     if isinstance(reply_to, str) and isinstance(nonce, str):
         claim.replies[nonce] = reply_to  # answered once the turn is committed
@@ -139,12 +140,12 @@ async def _interrupt(claim: Claim, command: dict[str, Any]) -> None:
         await claim.agent.interrupt(text if isinstance(text, str) and text else None)
 
 
-async def _steer(claim: Claim, command: dict[str, Any]) -> None:
+async def _steer(claim: Claim, command: dict[str, object]) -> None:
     if claim.steers is not None:  # queued into the run; answered once it is placed
         await claim.steers.handle(command)
 
 
-async def _events(claim: Claim, command: dict[str, Any]) -> None:
+async def _events(claim: Claim, command: dict[str, object]) -> None:
     nonce, reply_to, after = command.get("id"), command.get("reply_to"), command.get("after")
     if not (isinstance(nonce, str) and isinstance(reply_to, str)):
         return
@@ -305,7 +306,7 @@ class Claim:
         """The store's session."""
         return self.store.session
 
-    def _lease(self) -> dict[str, Any]:
+    def _lease(self) -> dict[str, object]:
         self.expires = time.time() + self.seconds
         return {"worker": self.worker, "run": self.channel.run_id, "expires": self.expires}
 
@@ -385,7 +386,7 @@ class Claim:
         """Keep the lease renewed and listen on the control channel while the run lives."""
         self.agent = agent
 
-        async def on_command(command: dict[str, Any]) -> None:
+        async def on_command(command: dict[str, object]) -> None:
             run = command.get("run")
             if run is not None and run != self.channel.run_id:
                 return  # meant for an earlier or later run of the thread
@@ -527,7 +528,7 @@ async def stop_remote(
     reply_to = channel_name(session, f"{key}\0reply\0{nonce}")
     answered = anyio.Event()
 
-    async def on_reply(command: dict[str, Any]) -> None:
+    async def on_reply(command: dict[str, object]) -> None:
         if command.get("command") == "stopped" and command.get("id") == nonce:
             answered.set()
 
@@ -581,6 +582,45 @@ async def follow_remote(
     return found
 
 
+class _RelayParts:
+    """The holder's relayed parts put back in order, each sent on once (see the module docs).
+
+    Args:
+        nonce: The ``id`` of the asker's ``events`` command (parts for another are ignored).
+        send: Where the events go, in order.
+    """
+
+    def __init__(self, nonce: str, send: MemoryObjectSendStream[str]) -> None:
+        self.nonce = nonce
+        self.send = send
+        self.waiting: dict[int, tuple[str, bool]] = {}  # parts that came ahead of their turn
+        self.next = 0
+        self.heard = anyio.Event()  # the holder answered
+        self.done = anyio.Event()  # the last part was sent on, or the client left
+
+    async def on_part(self, part: dict[str, object]) -> None:
+        """Take one part from the reply channel; send on every part now in its turn."""
+        n, data, end = part.get("n"), part.get("data"), part.get("end")
+        if part.get("command") != "relay" or part.get("id") != self.nonce:
+            return
+        if not isinstance(n, int) or not isinstance(data, str) or n < self.next:
+            return  # malformed, or a repeat of a part already relayed
+        self.waiting.setdefault(n, (data, end is True))
+        self.heard.set()
+        while self.next in self.waiting:
+            data, last = self.waiting.pop(self.next)
+            self.next += 1
+            try:
+                if data:
+                    self.send.send_nowait(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self.done.set()  # the client left
+                return
+            if last:
+                self.done.set()
+                return
+
+
 async def _relayed(
     session: Session,
     key: str,
@@ -595,30 +635,8 @@ async def _relayed(
     nonce = secrets.token_hex(8)  # unguessable: only the asker can read the event channel
     reply_to = channel_name(session, f"{key}\0events\0{nonce}")
     send, receive = anyio.create_memory_object_stream[str](math.inf)
-    waiting: dict[int, tuple[str, bool]] = {}  # parts that came ahead of their turn
-    order = {"next": 0}
-    heard, done = anyio.Event(), anyio.Event()
-
-    async def on_part(part: dict[str, Any]) -> None:
-        n, data, end = part.get("n"), part.get("data"), part.get("end")
-        if part.get("command") != "relay" or part.get("id") != nonce:
-            return
-        if not isinstance(n, int) or not isinstance(data, str) or n < order["next"]:
-            return  # malformed, or a repeat of a part already relayed
-        waiting.setdefault(n, (data, end is True))
-        heard.set()
-        while order["next"] in waiting:
-            data, last = waiting.pop(order["next"])
-            order["next"] += 1
-            try:
-                if data:
-                    send.send_nowait(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                done.set()  # the client left
-                return
-            if last:
-                done.set()
-                return
+    parts = _RelayParts(nonce, send)
+    heard, done = parts.heard, parts.done
 
     async def events() -> AsyncIterator[str]:
         async with receive:
@@ -633,7 +651,7 @@ async def _relayed(
         "after": after,
     }
     channel = channel_name(session, key)
-    async with send, control.subscribe(reply_to, on_part):
+    async with send, control.subscribe(reply_to, parts.on_part):
         with anyio.move_on_after(wait):
             while not heard.is_set():
                 await control.publish(channel, command)

@@ -58,7 +58,7 @@ APPROVAL_SCHEMA: dict[str, object] = {
 }
 """The ``response_schema`` of an approval interrupt (the resume ``payload``)."""
 
-_DEPS: contextvars.ContextVar[Any] = contextvars.ContextVar("agentkit_serve_deps", default=None)
+_DEPS: contextvars.ContextVar[object] = contextvars.ContextVar("agentkit_serve_deps", default=None)
 
 
 def current_deps() -> Any:
@@ -75,7 +75,7 @@ def _start_call(
     msgs: list[Msg],
     approvals: dict[str, Verdict] | None,
     deps: object,
-    state: Any = None,
+    state: object = None,
 ) -> Callable[[], Awaitable[Msg]]:
     """The seam between the server and the agent's run API: the only place a run starts.
 
@@ -228,7 +228,7 @@ def _finished(req: RunRequest, translator: Translator, interrupted: bool) -> Run
         for c in agent.pending_tool_calls
         if not isinstance(agent.toolkit.get_tool(c["name"]), FrontendTool)
     ]
-    outcome: Any
+    outcome: RunFinishedCancelledOutcome | RunFinishedInterruptOutcome | RunFinishedSuccessOutcome
     if interrupted:
         outcome = RunFinishedCancelledOutcome()
     elif pending:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 
@@ -94,7 +93,7 @@ class ThreadRecord:
         data = data or {}
         self.version = version  # the store's version of what was read (0: not stored yet)
         lease = data.get("lease")
-        self.lease: dict[str, Any] | None = lease if isinstance(lease, dict) else None
+        self.lease: dict[str, object] | None = lease if isinstance(lease, dict) else None
         self.owner = owner
         self.thread_id = thread_id
         self.title: str = str(data.get("title") or "")
@@ -106,8 +105,8 @@ class ThreadRecord:
         self.agent_state: dict[str, object] | None = state if isinstance(state, dict) else None
         # AG-UI: the client's tools of the last run that declared some, the shared state.
         tools = data.get("frontend_tools")
-        self.frontend_tools: list[dict[str, Any]] = tools if isinstance(tools, list) else []
-        self.state: Any = data.get("state")
+        self.frontend_tools: list[dict[str, object]] = tools if isinstance(tools, list) else []
+        self.state: object = data.get("state")
 
     def to_dict(self) -> dict[str, object]:
         """The stored form."""
