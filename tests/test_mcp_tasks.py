@@ -70,3 +70,26 @@ async def test_a_tool_that_requires_tasks_is_called_through_one(
         assert (
             await (await client.call_tool_as_task("echo", {"text": "t"})).result()
         ).get_text() == "t"
+
+
+async def test_a_call_asks_first_then_becomes_a_task(http_url: str) -> None:
+    """SEP-2663's MRTR-to-task composition: the question comes as a synchronous input round
+    (no task yet), the retry with the answer creates the task, whose result has the answer."""
+    asked: list[str] = []
+
+    def answer(message: str, schema: dict[str, Any]) -> dict[str, object]:
+        asked.append(message)
+        return {"name": "Alice"}
+
+    server = HttpServer(http_url)
+    async with MCPClient("tasks", server, elicitation_callback=answer) as client:
+        assert client.protocol_version == "2026-07-28"
+        task = await client.call_tool_as_task("greet_later", {})
+        assert asked == ["Your name?"]  # answered before the task existed
+        assert not task.task_id.startswith("immediate-")  # a real task, on the server
+        assert (await task.result()).get_text() == "hello Alice"
+
+        # A task that asks from inside itself: input_required, answered with tasks/update.
+        inside = await client.call_tool_as_task("greet_in_task", {})
+        assert (await inside.result()).get_text() == "hi Alice"
+        assert asked == ["Your name?", "Your name?"]

@@ -54,12 +54,17 @@ __all__ = [
     "start_task",
 ]
 
-TaskSupport = Literal["optional", "required"]
+TaskSupport = Literal["optional", "required", "after_input"]
+"""How a served tool runs as a task: ``"optional"`` (either way), ``"required"`` (only as a
+task), ``"after_input"`` (listed as required; on 2026-07-28 a call's first round runs in
+the request, so its questions go out as synchronous input rounds, and the retry that
+brings the answers becomes the task: SEP-2663's MRTR-to-task composition)."""
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 _DEFAULT_POLL = 0.5  # seconds between tasks/get when the server suggests no interval
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"  # SEP-2663, the 2026-07-28 tasks surface
 _CANCEL_WAIT = 5.0  # bound on the shielded tasks/cancel sent when the caller is interrupted
+_MAX_ROUNDS = 8  # input rounds a tools/call may take before it creates its task
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,37 @@ async def _request(
     return raw
 
 
+async def _answer(client: MCPClient, conn: Connection, requests: dict[str, Any]) -> dict[str, Any]:
+    """The client's answers to a round's ``inputRequests`` (wire JSON), by key.
+
+    Each question goes through the same callbacks as a plain call's input rounds (the
+    client's elicitation, sampling and roots handlers), one after another.
+
+    Raises:
+        MCPError: a callback declined (or the client has none for that kind of question).
+    """
+    from mcp import types
+    from mcp.client.session import ClientRequestContext
+
+    from agentkit.exceptions import MCPError
+
+    session = conn.client
+    if session is None:
+        raise MCPError(f"MCP server {client.name!r} closed the task's connection")
+    asked = types.InputRequiredResult.model_validate(
+        {"resultType": "input_required", "inputRequests": requests}, by_name=False
+    )
+    answers: dict[str, Any] = {}
+    for key, request in (asked.input_requests or {}).items():
+        meta = request.params.meta if request.params is not None else None
+        context = ClientRequestContext(session=session.session, request_id=key, meta=meta)
+        answer = await session.session.dispatch_input_request(context, request)
+        if isinstance(answer, types.ErrorData):
+            raise MCPError(f"MCP server {client.name!r} asked {key!r}: {answer.message}")
+        answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return answers
+
+
 class MCPTask:
     """A tool call running as a task on an MCP server (from ``call_tool_as_task``).
 
@@ -170,6 +206,7 @@ class MCPTask:
         self._conn = conn
         self._last = state
         self._outcome = outcome  # 2026-07-28: the ended task's inlined result or error
+        self._asking: dict[str, Any] = {}  # 2026-07-28: the open questions of the last poll
 
     def __repr__(self) -> str:
         return f"MCPTask({self.tool!r}, id={self.task_id!r}, status={self._last.status!r})"
@@ -192,6 +229,8 @@ class MCPTask:
         self._last = _state(raw)
         if "result" in raw or "error" in raw:
             self._outcome = raw
+        asking = raw.get("inputRequests")
+        self._asking = asking if isinstance(asking, dict) else {}
         return self._last
 
     async def cancel(self) -> TaskState:
@@ -203,10 +242,20 @@ class MCPTask:
         return await self.status()
 
     async def wait(self) -> TaskState:
-        """Poll until the task reaches a terminal status (at the server's interval)."""
+        """Poll until the task reaches a terminal status (at the server's interval).
+
+        A task that asks the client (``input_required`` with ``inputRequests``, 2026-07-28)
+        gets its answers from the client's callbacks through ``tasks/update``.
+        """
         state = self._last
         while not state.done:
-            await anyio.sleep(state.poll_interval or _DEFAULT_POLL)
+            if state.status == "input_required" and self._asking:
+                answers = await _answer(self.client, self._conn, self._asking)
+                self._asking = {}
+                params = {"taskId": self.task_id, "inputResponses": answers}
+                await _request(self.client, self._conn, "tasks/update", params)
+            else:
+                await anyio.sleep(state.poll_interval or _DEFAULT_POLL)
             state = await self.status()
         return state
 
@@ -262,7 +311,8 @@ async def start_task(
     On 2025-11-25 the call carries a ``task`` param (with ``ttl_ms``); on 2026-07-28 it
     declares the tasks extension and the server decides (``ttl_ms`` is not sent: the
     server picks the TTL). A server that answered at once (its choice on 2026-07-28)
-    gives a task that has already completed.
+    gives a task that has already completed. A call that first asks the client (input
+    rounds before the task exists, 2026-07-28) is answered through the client's callbacks.
 
     Raises:
         MCPError: the server did not create a task (no task support, unknown tool).
@@ -277,6 +327,14 @@ async def start_task(
     if meta:
         params["_meta"] = dict(meta)
     raw = await _request(client, conn, "tools/call", params)
+    for _ in range(_MAX_ROUNDS):  # 2026-07-28: questions asked before the task exists
+        if not modern or raw.get("resultType") != "input_required":
+            break
+        answers = await _answer(client, conn, raw.get("inputRequests") or {})
+        params = {**params, "inputResponses": answers, "requestState": raw.get("requestState")}
+        if params["requestState"] is None:  # this round's state only: none, none sent
+            del params["requestState"]
+        raw = await _request(client, conn, "tools/call", params)
     if modern and raw.get("resultType") == "task":
         return MCPTask(client, conn, name, _state(raw))
     if not modern and isinstance(raw.get("task"), dict):
@@ -564,9 +622,14 @@ class TaskRunner:
             if support is None:
                 return await call_next(ctx)
             if not _declares_tasks(ctx):
-                if support == "required":
+                if support != "optional":
                     raise _missing_extension()
                 return await call_next(ctx)  # optional: runs as a plain call
+            if support == "after_input" and not params.get("inputResponses"):
+                # The first round asks its questions synchronously (an InputRequiredResult
+                # with no task); one that asks nothing answers at once (SEP-2663 allows it).
+                first = types.CallToolRequestParams.model_validate(params, by_name=False)
+                return await self._run(ctx, first)
             requested = None
         else:
             if "task" not in params:
