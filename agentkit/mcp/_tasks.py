@@ -22,6 +22,7 @@ result check.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
     from mcp import types
+    from mcp.client.extension import ClientExtension
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
     from agentkit.mcp._client import MCPClient
@@ -48,6 +50,7 @@ __all__ = [
     "TaskRunner",
     "TaskState",
     "TaskSupport",
+    "TaskUpdates",
     "attach_task",
     "call_via_task",
     "requires_tasks",
@@ -151,6 +154,74 @@ async def _request(
     return raw
 
 
+class TaskUpdates:
+    """The ``notifications/tasks/status`` a server sends (2025-11-25), for waiting tasks.
+
+    SEP-1686 lets a server push a task's new state; a requestor must not rely on it and
+    polls ``tasks/get`` anyway. So a waiting :class:`MCPTask` wakes on a notification and
+    otherwise polls at the server's interval. Only tracked task ids are kept (those being
+    waited on), so a chatty server cannot grow this.
+
+    The SDK surfaces a notification method outside its core tables only through a client
+    extension's binding: :meth:`extension` is that extension, a claim-less one
+    (``dev.agentkit/task-status``), so servers ignore its entry in the capabilities.
+    """
+
+    identifier = "dev.agentkit/task-status"
+
+    def __init__(self) -> None:
+        self._latest: dict[str, TaskState] = {}
+        self._changed: dict[str, anyio.Event] = {}
+
+    def extension(self) -> ClientExtension:
+        """The SDK client extension that hands this the notifications (``Client(extensions=)``)."""
+        from mcp.client.extension import ClientExtension, NotificationBinding
+        from mcp_types import TaskStatusNotificationParams
+
+        updates = self
+
+        class _Binding(ClientExtension):
+            identifier = TaskUpdates.identifier
+
+            def notifications(self) -> list[NotificationBinding[TaskStatusNotificationParams]]:
+                return [
+                    NotificationBinding(
+                        method="notifications/tasks/status",
+                        params_type=TaskStatusNotificationParams,
+                        handler=updates.receive,
+                    )
+                ]
+
+        return _Binding()
+
+    async def receive(self, params: types.TaskStatusNotificationParams) -> None:
+        """Note one notification (for a tracked task only) and wake its waiter."""
+        from agentkit.exceptions import MCPError
+
+        if params.task_id not in self._changed:
+            return
+        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        try:
+            self._latest[params.task_id] = _state(wire)
+        except MCPError:  # a malformed notification: the waiter polls as usual
+            return
+        self._changed.pop(params.task_id).set()
+        self._changed[params.task_id] = anyio.Event()
+
+    def track(self, task_id: str) -> anyio.Event:
+        """The event set by the task's next notification (tracking it from now on)."""
+        return self._changed.setdefault(task_id, anyio.Event())
+
+    def take(self, task_id: str) -> TaskState | None:
+        """The state the last notification carried, if one came since the last take."""
+        return self._latest.pop(task_id, None)
+
+    def forget(self, task_id: str) -> None:
+        """Stop tracking the task (it ended, or nobody waits on it any more)."""
+        self._changed.pop(task_id, None)
+        self._latest.pop(task_id, None)
+
+
 async def _answer(client: MCPClient, conn: Connection, requests: dict[str, Any]) -> dict[str, Any]:
     """The client's answers to a round's ``inputRequests`` (wire JSON), by key.
 
@@ -247,16 +318,28 @@ class MCPTask:
         A task that asks the client (``input_required`` with ``inputRequests``, 2026-07-28)
         gets its answers from the client's callbacks through ``tasks/update``.
         """
+        updates = self.client.task_updates
         state = self._last
-        while not state.done:
-            if state.status == "input_required" and self._asking:
-                answers = await _answer(self.client, self._conn, self._asking)
-                self._asking = {}
-                params = {"taskId": self.task_id, "inputResponses": answers}
-                await _request(self.client, self._conn, "tasks/update", params)
-            else:
-                await anyio.sleep(state.poll_interval or _DEFAULT_POLL)
-            state = await self.status()
+        try:
+            while not state.done:
+                if state.status == "input_required" and self._asking:
+                    answers = await _answer(self.client, self._conn, self._asking)
+                    self._asking = {}
+                    params = {"taskId": self.task_id, "inputResponses": answers}
+                    await _request(self.client, self._conn, "tasks/update", params)
+                else:
+                    changed = updates.track(self.task_id)
+                    with anyio.move_on_after(state.poll_interval or _DEFAULT_POLL):
+                        await changed.wait()
+                    pushed = updates.take(self.task_id)
+                    # The server said: no poll needed, unless the task ended on 2026-07-28,
+                    # where the outcome comes inlined in tasks/get.
+                    if pushed is not None and not (pushed.done and self._modern):
+                        self._last = state = pushed
+                        continue
+                state = await self.status()
+        finally:
+            updates.forget(self.task_id)
         return state
 
     async def result(self) -> ToolResponse:
@@ -388,6 +471,8 @@ MAX_TASKS_PER_OWNER = 64  # tasks one session/principal may hold at once (runnin
 DEFAULT_TTL_MS = 10 * 60_000  # kept this long when the request names no TTL
 MAX_TTL_MS = 60 * 60_000  # a requested TTL is capped here: tasks are held in memory
 _SESSION_KEY = "agentkit.mcp.tasks.session"  # in the SDK connection's per-connection state
+_NOTIFY_WAIT = 5.0  # bound on sending one task status notification
+_log = logging.getLogger("agentkit.mcp.tasks")
 
 Owner = tuple[str | None, str | None]  # (authenticated principal, session), None: absent
 
@@ -487,6 +572,28 @@ def _missing_extension() -> Exception:
         message=f"this request needs the {TASKS_EXTENSION} extension",
         data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
     )
+
+
+async def _announce(task: _ServedTask, ctx: ServerRequestContext) -> None:
+    """Send ``notifications/tasks/status`` for the task's new status (2025-11-25).
+
+    To the session that created the task (the only one that may see it), on its standalone
+    channel: the ``tools/call`` that created it was answered long ago. The notification is
+    optional (a client must poll anyway), so a session that cannot take it is not waited
+    on. 2026-07-28 delivers task status on ``subscriptions/listen``, which the SDK's event
+    bus does not carry yet: clients there poll.
+    """
+    # The lowlevel request context reaches its SDK ``Connection`` only through the session
+    # proxy (as in ``TaskRunner._session``); ``Connection.outbound`` is its public channel.
+    connection = getattr(ctx.session, "_connection", None)
+    outbound = getattr(connection, "outbound", None)
+    if outbound is None:
+        return
+    with anyio.move_on_after(_NOTIFY_WAIT):
+        try:
+            await outbound.notify("notifications/tasks/status", task.wire())
+        except Exception as exc:  # a closed or notification-less session: it polls
+            _log.debug("notifications/tasks/status for %s not sent: %r", task.task_id, exc)
 
 
 def _unknown(task_id: object) -> Exception:
@@ -661,6 +768,8 @@ class TaskRunner:
         try:
             with task.life:
                 await self._execute(task, ctx, params)
+                if not task.modern:
+                    await _announce(task, ctx)
                 await anyio.sleep_forever()
         finally:
             if self._tasks.get(task.task_id) is task:

@@ -70,6 +70,24 @@ def _ask_name(ctx: ToolContext) -> MCPContext:
     return mcp
 
 
+GATE = {"open": anyio.Event()}
+
+
+@app.tool(task=True)
+async def gated() -> str:
+    """Run until ``release`` is called."""
+    await GATE["open"].wait()
+    GATE["open"] = anyio.Event()
+    return "released"
+
+
+@app.tool()
+async def release() -> str:
+    """Let the running ``gated`` task finish."""
+    GATE["open"].set()
+    return "ok"
+
+
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 
