@@ -3,13 +3,16 @@
 2025-11-25: a ``tools/call`` whose params carry ``task: {ttl}`` is answered at once with a
 ``CreateTaskResult`` (``{"task": {...}}``); the tool runs on, and the client polls
 ``tasks/get``, fetches the outcome with ``tasks/result``, may stop it with
-``tasks/cancel`` and list its tasks with ``tasks/list``.
+``tasks/cancel`` and list its tasks with ``tasks/list``. The server may push
+``notifications/tasks/status``; agentkit's sends one when a task ends.
 
 2026-07-28 (``io.modelcontextprotocol/tasks``): a client that declares the extension in a
 request's capabilities may get a flat ``{"resultType": "task", "taskId", ...}`` answer
 (the server decides, per tool); ``tasks/get`` inlines the outcome (``result`` or
 ``error``), ``tasks/cancel`` and ``tasks/update`` answer an empty ack, and
-``tasks/result``/``tasks/list`` are gone.
+``tasks/result``/``tasks/list`` are gone. A task's questions wait in ``input_required``
+(``inputRequests`` on ``tasks/get``, answered with ``tasks/update``); a call may also ask
+first, as plain input rounds, and become a task on the answered retry (``after_input``).
 
 The installed ``mcp`` SDK (2.x) defines the 2025-11-25 task types but dispatches none of
 the methods ("tasks/* deliberately absent" in ``mcp_types.methods``), and it validates
@@ -257,7 +260,9 @@ class MCPTask:
     """A tool call running as a task on an MCP server (from ``call_tool_as_task``).
 
     ``await task.result()`` waits for the outcome (an interrupt while waiting cancels the
-    task on the server); ``status()`` polls once; ``cancel()`` asks the server to stop it.
+    task on the server; the server's questions are answered through the client's
+    callbacks; a status notification ends a poll early); ``status()`` polls once;
+    ``cancel()`` asks the server to stop it.
     Works on both task surfaces: SEP-1686 (2025-11-25) and the
     ``io.modelcontextprotocol/tasks`` extension (SEP-2663, 2026-07-28).
     """
