@@ -437,6 +437,15 @@ async def multi_input(ctx: ToolContext) -> str:
     return f"answered: {sorted(answers)}"
 
 
+@app.tool(task="after_input")
+async def test_tool_with_task(ctx: ToolContext) -> str:
+    """Asks the user's name as a synchronous input round, then runs on as a task."""
+    answer = await mcp_of(ctx).elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    await anyio.sleep(0.2)  # the work the call became a task for
+    content = answer["content"]
+    return f"Hello, {content.get('name') if isinstance(content, dict) else None}!"
+
+
 @app.resource("test://static-text", mime_type="text/plain")
 def static_text() -> str:
     """A static text resource for testing."""

@@ -8,8 +8,7 @@ runners, pinned and installed by ``scripts/test`` (each with a Node 22 from
   every server scenario (``--suite all``) passes, 44 checks; the client scenarios below.
 - 0.2.0-alpha.12 in ``tests/conformance-next`` (adds 2026-07-28: stateless requests,
   input-required rounds, HTTP header validation, caching, the tasks extension): every server
-  scenario runs in one invocation; the one failure is ``tasks-mrtr-composition`` (see
-  ``TASKS``).
+  scenario runs in one invocation and passes.
 
 The test reads the runner's per-scenario ``checks.json`` rather than its summary, so a
 scenario that "passes" with no successful check is caught.
@@ -61,13 +60,8 @@ class Runner:
         assert self.script.exists(), f"run scripts/test: it installs tests/{self.folder}"
 
 
-# MCP tasks (SEP-2663) pass but for one: a tool that asks its questions as synchronous
-# input rounds and becomes a task only on the last round (SEP-2663 "MRTR -> Tasks
-# composition"). agentkit's served task tools create their task on the first call and ask
-# through tasks/get + tasks/update (tasks-mrtr-input passes).
-TASKS = frozenset({"tasks-mrtr-composition"})
 PINNED = Runner("conformance", scenarios=32, passed=44, failing=frozenset())
-NEXT = Runner("conformance-next", scenarios=65, passed=227, failing=TASKS)
+NEXT = Runner("conformance-next", scenarios=65, passed=228, failing=frozenset())
 RUNNER = PINNED.script  # the client scenarios run on the pinned runner
 NODE = PINNED.node
 MODULES = PINNED.modules
@@ -140,7 +134,7 @@ def test_server_conformance_scores(runner: Runner, tmp_path: Path) -> None:
         if not count and n not in NO_SUCCESS_CHECKS and n not in runner.failing
     )
     assert not vacuous, (vacuous, summary)
-    assert sum(passed.values()) == runner.passed, summary
+    assert sum(passed.values()) == runner.passed, (sum(passed.values()), summary)
 
 
 CLIENT = ROOT / "tests" / "_mcp_conformance_client.py"

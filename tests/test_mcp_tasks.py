@@ -7,9 +7,10 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import pytest
 
-from agentkit.mcp import HttpServer, MCPClient
+from agentkit.mcp import HttpServer, MCPClient, TaskState
 from tests._mcp_task_helpers import task_server
 
 pytestmark = pytest.mark.anyio
@@ -70,3 +71,80 @@ async def test_a_tool_that_requires_tasks_is_called_through_one(
         assert (
             await (await client.call_tool_as_task("echo", {"text": "t"})).result()
         ).get_text() == "t"
+
+
+async def test_a_call_asks_first_then_becomes_a_task(http_url: str) -> None:
+    """SEP-2663's MRTR-to-task composition: the question comes as a synchronous input round
+    (no task yet), the retry with the answer creates the task, whose result has the answer."""
+    asked: list[str] = []
+
+    def answer(message: str, schema: dict[str, Any]) -> dict[str, object]:
+        asked.append(message)
+        return {"name": "Alice"}
+
+    server = HttpServer(http_url)
+    async with MCPClient("tasks", server, elicitation_callback=answer) as client:
+        assert client.protocol_version == "2026-07-28"
+        task = await client.call_tool_as_task("greet_later", {})
+        assert asked == ["Your name?"]  # answered before the task existed
+        assert not task.task_id.startswith("immediate-")  # a real task, on the server
+        assert (await task.result()).get_text() == "hello Alice"
+
+        # A task that asks from inside itself: input_required, answered with tasks/update.
+        inside = await client.call_tool_as_task("greet_in_task", {})
+        assert (await inside.result()).get_text() == "hi Alice"
+        assert asked == ["Your name?", "Your name?"]
+
+
+async def test_a_task_status_notification_ends_the_wait(
+    http_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2025-11-25: the server pushes ``notifications/tasks/status`` when the task ends, and
+    ``wait()`` takes the pushed state (here ``tasks/get`` never reports the end)."""
+    async with _client("legacy", http_url) as client:
+        task = await client.call_tool_as_task("gated", {})
+        polling = anyio.Event()
+
+        async def stale_status() -> TaskState:
+            polling.set()  # wait() is in its loop, tracking the task
+            return TaskState(task.task_id, "working", poll_interval=0.05)
+
+        monkeypatch.setattr(task, "status", stale_status)
+        waited: list[TaskState] = []
+
+        async def wait() -> None:
+            waited.append(await task.wait())
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait)
+                await polling.wait()
+                assert (await client.call_tool("release", {})).get_text() == "ok"
+        assert [s.status for s in waited] == ["completed"]
+        monkeypatch.undo()
+        assert (await task.result()).get_text() == "released"  # tasks/result as before
+
+
+async def test_status_notifications_are_kept_only_for_tasks_being_waited_on() -> None:
+    from mcp_types import TaskStatusNotificationParams
+
+    from agentkit.mcp._tasks import TaskUpdates
+
+    def note(task_id: str, status: str) -> TaskStatusNotificationParams:
+        wire = {"taskId": task_id, "status": status, "createdAt": "2025-11-25T00:00:00Z"}
+        return TaskStatusNotificationParams.model_validate(
+            {**wire, "lastUpdatedAt": "x", "ttl": None}
+        )
+
+    updates = TaskUpdates()
+    await updates.receive(note("stranger", "completed"))  # nobody waits on it: dropped
+    assert updates.take("stranger") is None
+    changed = updates.track("mine")
+    await updates.receive(note("mine", "completed"))
+    assert changed.is_set()
+    pushed = updates.take("mine")
+    assert pushed is not None and pushed.status == "completed"
+    assert updates.take("mine") is None  # taken once
+    updates.forget("mine")
+    await updates.receive(note("mine", "failed"))
+    assert updates.take("mine") is None

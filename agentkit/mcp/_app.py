@@ -113,7 +113,9 @@ class MCPApp:
             name: The tool's name (default: the function's).
             description: Its description (default: the docstring's summary).
             task: Serve it as an MCP task (SEP-1686, 2025-11-25): ``True`` or
-                ``"required"`` (clients must call it as a task), ``"optional"`` (either way).
+                ``"required"`` (clients must call it as a task), ``"optional"`` (either way),
+                ``"after_input"`` (required; on 2026-07-28 its first round asks its questions
+                synchronously, and the call becomes a task once they are answered).
                 A task-augmented call returns at once; the tool runs on until it completes,
                 fails or the client sends ``tasks/cancel``.
         """

@@ -132,7 +132,7 @@ class _Handlers:
     ) -> types.CallToolResult | types.InputRequiredResult:
         from mcp import MCPError
 
-        if self.app.tools.task_support.get(params.name) == "required":
+        if self.app.tools.wire_task_support(params.name) == "required":
             # SEP-1686: a tool that requires tasks is called only as one.
             raise MCPError(code=-32601, message=f"Tool {params.name!r} must be called as a task")
         key = self.app.remember(ctx)

@@ -36,7 +36,7 @@ from agentkit.mcp._config import ServerConfig
 from agentkit.mcp._connection import Connection
 from agentkit.mcp._convert import content_to_blocks
 from agentkit.mcp._defenses import ToolChange
-from agentkit.mcp._tasks import MCPTask, attach_task, call_via_task, start_task
+from agentkit.mcp._tasks import MCPTask, TaskUpdates, attach_task, call_via_task, start_task
 from agentkit.mcp._tool import MCPToolFunction
 from agentkit.messages import Msg
 from agentkit.tools._response import ToolResponse, ToolResultContent
@@ -156,6 +156,8 @@ class MCPClient(ClientEvents):
         self._tools_changed: list[ToolsChangedCallback] = []
         self._dirty: anyio.Event | None = None
         self.reconnects = 0
+        # Task status notifications (2025-11-25) for the tasks being waited on.
+        self.task_updates = TaskUpdates()
         # The registrations of its tools in toolkits (held by them; bridge API).
         self.registrations = Registrations()
 
@@ -249,6 +251,7 @@ class MCPClient(ClientEvents):
             "logging_callback": make_logging_callback(self.logger),
             "client_info": Implementation(name="agentkit", version=__version__),
             "cache": None,  # we cache the tool list ourselves and refresh on change events
+            "extensions": [self.task_updates.extension()],
         }
         if self.log_level is not None:
             kwargs["log_level"] = self.log_level

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mcp import types
     from mcp.server.context import ServerRequestContext
 
+    from agentkit.mcp._tasks import TaskSupport
     from agentkit.models import ToolDefinition
     from agentkit.tools import Toolkit
 
@@ -87,8 +88,7 @@ class ServedTools:
         self.icons = {name: [dict(i) for i in items] for name, items in (icons or {}).items()}
         self.levels: dict[str, str] = {}  # logging/setLevel per connection key
         self.listed: frozenset[str] | None = None  # names in the last tools/list answer
-        # tool name -> how it runs as a task
-        self.task_support: dict[str, Literal["optional", "required"]] = {}
+        self.task_support: dict[str, TaskSupport] = {}  # tool name -> how it runs as a task
 
     def visible(self) -> list[ToolDefinition]:
         """The tools a client may see and call."""
@@ -123,9 +123,14 @@ class ServedTools:
             icons=[types.Icon.model_validate(i) for i in self.icons.get(definition.name, ())]
             or None,
             execution=types.ToolExecution(task_support=support)
-            if (support := self.task_support.get(definition.name))
+            if (support := self.wire_task_support(definition.name))
             else None,
         )
+
+    def wire_task_support(self, name: str) -> Literal["optional", "required"] | None:
+        """The tool's ``execution.taskSupport`` (an ``"after_input"`` tool requires tasks)."""
+        support = self.task_support.get(name)
+        return "required" if support == "after_input" else support
 
     def changed_since_listing(self) -> bool:
         """Whether the visible tools differ from the last ``tools/list`` answer."""

@@ -3,13 +3,16 @@
 2025-11-25: a ``tools/call`` whose params carry ``task: {ttl}`` is answered at once with a
 ``CreateTaskResult`` (``{"task": {...}}``); the tool runs on, and the client polls
 ``tasks/get``, fetches the outcome with ``tasks/result``, may stop it with
-``tasks/cancel`` and list its tasks with ``tasks/list``.
+``tasks/cancel`` and list its tasks with ``tasks/list``. The server may push
+``notifications/tasks/status``; agentkit's sends one when a task ends.
 
 2026-07-28 (``io.modelcontextprotocol/tasks``): a client that declares the extension in a
 request's capabilities may get a flat ``{"resultType": "task", "taskId", ...}`` answer
 (the server decides, per tool); ``tasks/get`` inlines the outcome (``result`` or
 ``error``), ``tasks/cancel`` and ``tasks/update`` answer an empty ack, and
-``tasks/result``/``tasks/list`` are gone.
+``tasks/result``/``tasks/list`` are gone. A task's questions wait in ``input_required``
+(``inputRequests`` on ``tasks/get``, answered with ``tasks/update``); a call may also ask
+first, as plain input rounds, and become a task on the answered retry (``after_input``).
 
 The installed ``mcp`` SDK (2.x) defines the 2025-11-25 task types but dispatches none of
 the methods ("tasks/* deliberately absent" in ``mcp_types.methods``), and it validates
@@ -22,6 +25,7 @@ result check.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -37,6 +41,7 @@ from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
     from mcp import types
+    from mcp.client.extension import ClientExtension
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
     from agentkit.mcp._client import MCPClient
@@ -48,18 +53,24 @@ __all__ = [
     "TaskRunner",
     "TaskState",
     "TaskSupport",
+    "TaskUpdates",
     "attach_task",
     "call_via_task",
     "requires_tasks",
     "start_task",
 ]
 
-TaskSupport = Literal["optional", "required"]
+TaskSupport = Literal["optional", "required", "after_input"]
+"""How a served tool runs as a task: ``"optional"`` (either way), ``"required"`` (only as a
+task), ``"after_input"`` (listed as required; on 2026-07-28 a call's first round runs in
+the request, so its questions go out as synchronous input rounds, and the retry that
+brings the answers becomes the task: SEP-2663's MRTR-to-task composition)."""
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 _DEFAULT_POLL = 0.5  # seconds between tasks/get when the server suggests no interval
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"  # SEP-2663, the 2026-07-28 tasks surface
 _CANCEL_WAIT = 5.0  # bound on the shielded tasks/cancel sent when the caller is interrupted
+_MAX_ROUNDS = 8  # input rounds a tools/call may take before it creates its task
 
 
 @dataclass(frozen=True)
@@ -154,11 +165,112 @@ def _speaks_modern(conn: Connection) -> bool:
     return session is not None and session.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
+class TaskUpdates:
+    """The ``notifications/tasks/status`` a server sends (2025-11-25), for waiting tasks.
+
+    SEP-1686 lets a server push a task's new state; a requestor must not rely on it and
+    polls ``tasks/get`` anyway. So a waiting :class:`MCPTask` wakes on a notification and
+    otherwise polls at the server's interval. Only tracked task ids are kept (those being
+    waited on), so a chatty server cannot grow this.
+
+    The SDK surfaces a notification method outside its core tables only through a client
+    extension's binding: :meth:`extension` is that extension, a claim-less one
+    (``dev.agentkit/task-status``), so servers ignore its entry in the capabilities.
+    """
+
+    identifier = "dev.agentkit/task-status"
+
+    def __init__(self) -> None:
+        self._latest: dict[str, TaskState] = {}
+        self._changed: dict[str, anyio.Event] = {}
+
+    def extension(self) -> ClientExtension:
+        """The SDK client extension that hands this the notifications (``Client(extensions=)``)."""
+        from mcp.client.extension import ClientExtension, NotificationBinding
+        from mcp_types import TaskStatusNotificationParams
+
+        updates = self
+
+        class _Binding(ClientExtension):
+            identifier = TaskUpdates.identifier
+
+            def notifications(self) -> list[NotificationBinding[TaskStatusNotificationParams]]:
+                return [
+                    NotificationBinding(
+                        method="notifications/tasks/status",
+                        params_type=TaskStatusNotificationParams,
+                        handler=updates.receive,
+                    )
+                ]
+
+        return _Binding()
+
+    async def receive(self, params: types.TaskStatusNotificationParams) -> None:
+        """Note one notification (for a tracked task only) and wake its waiter."""
+        from agentkit.exceptions import MCPError
+
+        if params.task_id not in self._changed:
+            return
+        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        try:
+            self._latest[params.task_id] = _state(wire)
+        except MCPError:  # a malformed notification: the waiter polls as usual
+            return
+        self._changed.pop(params.task_id).set()
+        self._changed[params.task_id] = anyio.Event()
+
+    def track(self, task_id: str) -> anyio.Event:
+        """The event set by the task's next notification (tracking it from now on)."""
+        return self._changed.setdefault(task_id, anyio.Event())
+
+    def take(self, task_id: str) -> TaskState | None:
+        """The state the last notification carried, if one came since the last take."""
+        return self._latest.pop(task_id, None)
+
+    def forget(self, task_id: str) -> None:
+        """Stop tracking the task (it ended, or nobody waits on it any more)."""
+        self._changed.pop(task_id, None)
+        self._latest.pop(task_id, None)
+
+
+async def _answer(client: MCPClient, conn: Connection, requests: dict[str, Any]) -> dict[str, Any]:
+    """The client's answers to a round's ``inputRequests`` (wire JSON), by key.
+
+    Each question goes through the same callbacks as a plain call's input rounds (the
+    client's elicitation, sampling and roots handlers), one after another.
+
+    Raises:
+        MCPError: a callback declined (or the client has none for that kind of question).
+    """
+    from mcp import types
+    from mcp.client.session import ClientRequestContext
+
+    from agentkit.exceptions import MCPError
+
+    session = conn.client
+    if session is None:
+        raise MCPError(f"MCP server {client.name!r} closed the task's connection")
+    asked = types.InputRequiredResult.model_validate(
+        {"resultType": "input_required", "inputRequests": requests}, by_name=False
+    )
+    answers: dict[str, Any] = {}
+    for key, request in (asked.input_requests or {}).items():
+        meta = request.params.meta if request.params is not None else None
+        context = ClientRequestContext(session=session.session, request_id=key, meta=meta)
+        answer = await session.session.dispatch_input_request(context, request)
+        if isinstance(answer, types.ErrorData):
+            raise MCPError(f"MCP server {client.name!r} asked {key!r}: {answer.message}")
+        answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return answers
+
+
 class MCPTask:
     """A tool call running as a task on an MCP server (from ``call_tool_as_task``).
 
     ``await task.result()`` waits for the outcome (an interrupt while waiting cancels the
-    task on the server); ``status()`` polls once; ``cancel()`` asks the server to stop it.
+    task on the server; the server's questions are answered through the client's
+    callbacks; a status notification ends a poll early); ``status()`` polls once;
+    ``cancel()`` asks the server to stop it.
     Works on both task surfaces: SEP-1686 (2025-11-25) and the
     ``io.modelcontextprotocol/tasks`` extension (SEP-2663, 2026-07-28).
     """
@@ -178,6 +290,7 @@ class MCPTask:
         self._conn = conn
         self._last = state
         self._outcome = outcome  # 2026-07-28: the ended task's inlined result or error
+        self._asking: dict[str, Any] = {}  # 2026-07-28: the open questions of the last poll
 
     def __repr__(self) -> str:
         return f"MCPTask({self.tool!r}, id={self.task_id!r}, status={self._last.status!r})"
@@ -193,6 +306,8 @@ class MCPTask:
         self._last = _state(raw)
         if "result" in raw or "error" in raw:
             self._outcome = raw
+        asking = raw.get("inputRequests")
+        self._asking = asking if isinstance(asking, dict) else {}
         return self._last
 
     async def cancel(self) -> TaskState:
@@ -204,11 +319,33 @@ class MCPTask:
         return await self.status()
 
     async def wait(self) -> TaskState:
-        """Poll until the task reaches a terminal status (at the server's interval)."""
+        """Poll until the task reaches a terminal status (at the server's interval).
+
+        A task that asks the client (``input_required`` with ``inputRequests``, 2026-07-28)
+        gets its answers from the client's callbacks through ``tasks/update``.
+        """
+        updates = self.client.task_updates
         state = self._last
-        while not state.done:
-            await anyio.sleep(state.poll_interval or _DEFAULT_POLL)
-            state = await self.status()
+        try:
+            while not state.done:
+                if state.status == "input_required" and self._asking:
+                    answers = await _answer(self.client, self._conn, self._asking)
+                    self._asking = {}
+                    params = {"taskId": self.task_id, "inputResponses": answers}
+                    await _request(self.client, self._conn, "tasks/update", params)
+                else:
+                    changed = updates.track(self.task_id)
+                    with anyio.move_on_after(state.poll_interval or _DEFAULT_POLL):
+                        await changed.wait()
+                    pushed = updates.take(self.task_id)
+                    # The server said: no poll needed, unless the task ended on 2026-07-28,
+                    # where the outcome comes inlined in tasks/get.
+                    if pushed is not None and not (pushed.done and _speaks_modern(self._conn)):
+                        self._last = state = pushed
+                        continue
+                state = await self.status()
+        finally:
+            updates.forget(self.task_id)
         return state
 
     async def result(self) -> ToolResponse:
@@ -263,7 +400,8 @@ async def start_task(
     On 2025-11-25 the call carries a ``task`` param (with ``ttl_ms``); on 2026-07-28 it
     declares the tasks extension and the server decides (``ttl_ms`` is not sent: the
     server picks the TTL). A server that answered at once (its choice on 2026-07-28)
-    gives a task that has already completed.
+    gives a task that has already completed. A call that first asks the client (input
+    rounds before the task exists, 2026-07-28) is answered through the client's callbacks.
 
     Raises:
         MCPError: the server did not create a task (no task support, unknown tool).
@@ -278,6 +416,14 @@ async def start_task(
     if meta:
         params["_meta"] = dict(meta)
     raw = await _request(client, conn, "tools/call", params)
+    for _ in range(_MAX_ROUNDS):  # 2026-07-28: questions asked before the task exists
+        if not modern or raw.get("resultType") != "input_required":
+            break
+        answers = await _answer(client, conn, raw.get("inputRequests") or {})
+        params = {**params, "inputResponses": answers, "requestState": raw.get("requestState")}
+        if params["requestState"] is None:  # this round's state only: none, none sent
+            del params["requestState"]
+        raw = await _request(client, conn, "tools/call", params)
     if modern and raw.get("resultType") == "task":
         return MCPTask(client, conn, name, _state(raw))
     if not modern and isinstance(raw.get("task"), dict):
@@ -331,6 +477,8 @@ MAX_TASKS_PER_OWNER = 64  # tasks one session/principal may hold at once (runnin
 DEFAULT_TTL_MS = 10 * 60_000  # kept this long when the request names no TTL
 MAX_TTL_MS = 60 * 60_000  # a requested TTL is capped here: tasks are held in memory
 _SESSION_KEY = "agentkit.mcp.tasks.session"  # in the SDK connection's per-connection state
+_NOTIFY_WAIT = 5.0  # bound on sending one task status notification
+_log = logging.getLogger("agentkit.mcp.tasks")
 
 Owner = tuple[str | None, str | None]  # (authenticated principal, session), None: absent
 
@@ -430,6 +578,28 @@ def _missing_extension() -> Exception:
         message=f"this request needs the {TASKS_EXTENSION} extension",
         data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
     )
+
+
+async def _announce(task: _ServedTask, ctx: ServerRequestContext) -> None:
+    """Send ``notifications/tasks/status`` for the task's new status (2025-11-25).
+
+    To the session that created the task (the only one that may see it), on its standalone
+    channel: the ``tools/call`` that created it was answered long ago. The notification is
+    optional (a client must poll anyway), so a session that cannot take it is not waited
+    on. 2026-07-28 delivers task status on ``subscriptions/listen``, which the SDK's event
+    bus does not carry yet: clients there poll.
+    """
+    # The lowlevel request context reaches its SDK ``Connection`` only through the session
+    # proxy (as in ``TaskRunner._session``); ``Connection.outbound`` is its public channel.
+    connection = getattr(ctx.session, "_connection", None)
+    outbound = getattr(connection, "outbound", None)
+    if outbound is None:
+        return
+    with anyio.move_on_after(_NOTIFY_WAIT):
+        try:
+            await outbound.notify("notifications/tasks/status", task.wire())
+        except Exception as exc:  # a closed or notification-less session: it polls
+            _log.debug("notifications/tasks/status for %s not sent: %r", task.task_id, exc)
 
 
 def _unknown(task_id: object) -> Exception:
@@ -565,9 +735,14 @@ class TaskRunner:
             if support is None:
                 return await call_next(ctx)
             if not _declares_tasks(ctx):
-                if support == "required":
+                if support != "optional":
                     raise _missing_extension()
                 return await call_next(ctx)  # optional: runs as a plain call
+            if support == "after_input" and not params.get("inputResponses"):
+                # The first round asks its questions synchronously (an InputRequiredResult
+                # with no task); one that asks nothing answers at once (SEP-2663 allows it).
+                first = types.CallToolRequestParams.model_validate(params, by_name=False)
+                return await self._run(ctx, first)
             requested = None
         else:
             if "task" not in params:
@@ -599,6 +774,8 @@ class TaskRunner:
         try:
             with task.life:
                 await self._execute(task, ctx, params)
+                if not task.modern:
+                    await _announce(task, ctx)
                 await anyio.sleep_forever()
         finally:
             if self._tasks.get(task.task_id) is task:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from agentkit.mcp import MCPApp, serve
+from agentkit.mcp import MCPApp, MCPContext, serve
+from agentkit.tools import ToolContext
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
@@ -61,6 +62,47 @@ async def boom() -> str:
 async def echo(text: str) -> str:
     """Echo, as a task or not."""
     return text
+
+
+def _ask_name(ctx: ToolContext) -> MCPContext:
+    mcp = MCPContext.of(ctx)
+    assert mcp is not None, "called over MCP only"
+    return mcp
+
+
+GATE = {"open": anyio.Event()}
+
+
+@app.tool(task=True)
+async def gated() -> str:
+    """Run until ``release`` is called."""
+    await GATE["open"].wait()
+    GATE["open"] = anyio.Event()
+    return "released"
+
+
+@app.tool()
+async def release() -> str:
+    """Let the running ``gated`` task finish."""
+    GATE["open"].set()
+    return "ok"
+
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@app.tool(task="after_input")
+async def greet_later(ctx: ToolContext) -> str:
+    """Ask the caller's name (before the task exists), then greet as a task."""
+    answer = await _ask_name(ctx).elicit("Your name?", NAME, key="user_name")
+    return f"hello {(answer['content'] or {}).get('name')}"
+
+
+@app.tool(task=True)
+async def greet_in_task(ctx: ToolContext) -> str:
+    """Ask the caller's name from inside the task (input_required, tasks/update)."""
+    answer = await _ask_name(ctx).elicit("Your name?", NAME, key="user_name")
+    return f"hi {(answer['content'] or {}).get('name')}"
 
 
 class TwoUsers:
