@@ -1,24 +1,21 @@
 """Every ```python snippet of README.md and docs/*.md type-checks with ``mypy --strict``.
 
 The idioms the docs teach must type-check in user code. Snippets are written to a temporary
-package, one module each, and checked by ONE mypy run (fast, and it reuses the repository's
-mypy cache). A snippet that is deliberately not valid on its own (a fragment, a shell
-transcript) is marked with ``<!-- no-typecheck -->`` on the line right before its fence;
-use it sparingly.
+package, one module each, and checked by ONE mypy run together with a deliberately wrong
+module (the generic agent's ``deps_type`` errors): fast, and it reuses the mypy cache that the
+``mypy`` step of ``scripts/test`` leaves. A snippet that is deliberately not valid on its own
+(a fragment, a shell transcript) is marked with ``<!-- no-typecheck -->`` on the line right
+before its fence; use it sparingly.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 import re
 import subprocess
 import sys
 
 import pytest
-
-# One mypy run serves the module's tests: keep them on one xdist worker (--dist loadgroup).
-pytestmark = pytest.mark.xdist_group("docs_mypy")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -97,7 +94,7 @@ def test_snippets_are_found() -> None:
     assert any(name.startswith("readme_") for name in names)
 
 
-# The deliberately wrong module of ``test_a_wrong_deps_type_is_a_mypy_error``: each line
+# A deliberately wrong module (checked in the same mypy run as the snippets): each line
 # mypy must reject ends with a ``# line X`` marker.
 WRONG_DEPS = PRELUDE + (
     "from dataclasses import dataclass\n"
@@ -126,23 +123,20 @@ WRONG_DEPS = PRELUDE + (
 SNIPPET_HEADER = '# mypy: disable-error-code="top-level-await, unused-ignore"\n'
 
 
-@dataclasses.dataclass(frozen=True)
-class MypyRun:
-    """One ``mypy --strict`` run over the snippet package: its exit status and output."""
-
-    returncode: int
-    stdout: str
-    stderr: str
+# ``path:line: error: ...`` in mypy's output.
+ERROR = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+): error: .*$", re.M)
 
 
-@pytest.fixture(scope="module")
-def mypy_run(tmp_path_factory: pytest.TempPathFactory) -> MypyRun:
-    """ONE mypy run checks every doc snippet and the wrong-deps module (one start, one cache).
+@pytest.mark.timeout(300)
+def test_docs_snippets_type_check_with_mypy_strict(tmp_path: pathlib.Path) -> None:
+    """Every snippet type-checks, and the wrong-deps module fails exactly where it should.
 
-    The module's tests are one ``xdist_group``, so under ``--dist loadgroup`` they share this
-    run on one worker.
+    ONE mypy run checks both (a second run would start mypy and load its cache again): the
+    generic agent, ``ReActAgent(..., deps_type=D)``, rejects ``deps=`` of another type, an
+    ``output_type`` other than the declared return type, and ``deps=`` on an agent without
+    ``deps_type`` (the ``# line X`` markers of ``WRONG_DEPS``).
     """
-    package = tmp_path_factory.mktemp("mypy") / "doc_snippets"
+    package = tmp_path / "doc_snippets"
     package.mkdir()
     (package / "__init__.py").write_text("")
     for name, code in snippets():
@@ -163,28 +157,15 @@ def mypy_run(tmp_path_factory: pytest.TempPathFactory) -> MypyRun:
         text=True,
         check=False,
     )
-    stdout = result.stdout.replace(str(package) + "/", "")
-    return MypyRun(result.returncode, stdout, result.stderr)
-
-
-@pytest.mark.timeout(300)
-def test_docs_snippets_type_check_with_mypy_strict(mypy_run: MypyRun) -> None:
+    # Paths relative to the package. Not by replacing ``str(package)``: an error mypy replays
+    # from its cache can name the file where an identical module was checked before.
+    output = re.sub(r"^\S*/doc_snippets/", "", result.stdout, flags=re.M)
     # Exit status 1 is the wrong-deps module's expected errors; 2 is mypy failing to run.
-    assert mypy_run.returncode in (0, 1), f"mypy failed:\n{mypy_run.stdout}{mypy_run.stderr}"
-    errors = [
-        line
-        for line in mypy_run.stdout.splitlines()
-        if ": error:" in line and not line.startswith("wrong_deps.py:")
-    ]
-    assert not errors, "doc snippets fail mypy --strict:\n" + "\n".join(errors)
-
-
-@pytest.mark.timeout(300)
-def test_a_wrong_deps_type_is_a_mypy_error(mypy_run: MypyRun) -> None:
-    """The generic agent: ``ReActAgent(..., deps_type=D)`` rejects ``deps=`` of another type."""
+    assert result.returncode in (0, 1), f"mypy failed:\n{output}{result.stderr}"
+    errors = list(ERROR.finditer(output))
+    wrong_deps = [e for e in errors if e["path"] == "wrong_deps.py"]
+    snippet_errors = [e[0] for e in errors if e["path"] != "wrong_deps.py"]
+    assert not snippet_errors, "doc snippets fail mypy --strict:\n" + "\n".join(snippet_errors)
     lines = WRONG_DEPS.splitlines()
-    errors = {
-        lines[int(m.group(1)) - 1].rsplit("# ", 1)[-1]
-        for m in re.finditer(r"^wrong_deps.py:(\d+): error", mypy_run.stdout, re.M)
-    }
-    assert errors == {"line A", "line B", "line C"}, mypy_run.stdout
+    rejected = {lines[int(e["line"]) - 1].rsplit("# ", 1)[-1] for e in wrong_deps}
+    assert rejected == {"line A", "line B", "line C"}, f"wrong_deps.py:\n{output}"
