@@ -21,7 +21,6 @@ import sys
 import types
 import typing
 import warnings
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union, cast, get_args, get_origin
@@ -79,16 +78,17 @@ class FunctionSpec:
         object.__setattr__(self, "checks", ArgumentChecks(self.parameters))
 
 
-# Specs are shared by every Toolkit that registers the same function object: a server that
-# builds a Toolkit per conversation pays for signature and docstring parsing, the pydantic
-# model and the schema once per function, not once per conversation. Only what the spec
-# depends on is in the key (preset values are not: only their names hide parameters). Each
-# spec is kept with the function's state it was built from (see ``_state``): a function whose
-# docstring, defaults, annotations or ``__signature__`` changed since is described again.
-_SPECS: weakref.WeakKeyDictionary[
-    Callable[..., object],
-    dict[tuple[object, ...], tuple[tuple[object, ...], types.CodeType, FunctionSpec]],
-] = weakref.WeakKeyDictionary()
+# Specs are shared by every Toolkit that registers the same function, and by the closures of
+# one ``def`` (a tool defined anew per conversation): describing a function costs about 0.7 ms
+# (docstring parsing and type hints; several ms with a pydantic model), a hit a few
+# microseconds. The key is everything the spec is built from, as immutable values (the code
+# object, the docstring, the resolved annotations, the defaults with their types), never the
+# function object: a function changed after registration has another key, so no spec can go
+# stale. A function whose key cannot be written so is described afresh each time. Bounded:
+# the oldest entry leaves first.
+_SPECS: dict[tuple[object, ...], FunctionSpec] = {}
+_MAX_SPECS = 256
+_UNFROZEN = object()  # a value ``_frozen`` cannot write as immutable data
 
 
 def build_function_spec(
@@ -98,11 +98,11 @@ def build_function_spec(
     description: str | None = None,
     preset_kwargs: Mapping[str, object] | None = None,
 ) -> FunctionSpec:
-    """Describe ``fn`` as a tool (cached per function object; see ``_SPECS``).
+    """Describe ``fn`` as a tool (shared by equal functions; see ``_SPECS``).
 
     A function defined anew for every conversation (a tool closing over the request's user)
     is a new object each time; it shares the spec of the earlier ones with the same code,
-    docstring, defaults and annotations (see ``_BY_CODE``).
+    docstring, defaults and annotations.
 
     Args:
         fn: The function (sync or async, plain or generator, bound method, callable object).
@@ -111,115 +111,93 @@ def build_function_spec(
         preset_kwargs: Arguments fixed at registration, hidden from the model.
 
     Returns:
-        The function's spec (the same object for the same function and options).
+        The function's spec (the same object for equal functions and options).
 
     Raises:
         ToolRegistrationError: the signature cannot be described.
     """
-    key = (name, description, tuple(sorted(preset_kwargs or ())))
-    if not inspect.isfunction(fn):  # partials, methods, objects: not weak-referenceable
-        return _build_function_spec(
-            fn, name=name, description=description, preset_kwargs=preset_kwargs
-        )
-    state = _state(fn)
-    cached = _SPECS.get(fn)
-    found = cached.get(key) if cached is not None else None
-    # The code too: a hot reload (IPython's autoreload) replaces ``__code__`` in place. Kept
-    # apart from the state, which ``_BY_CODE`` stores: its key must not be in its values.
-    if found is not None and found[1] is fn.__code__ and _same(found[0], state):
-        return found[2]
-    # Shared across closures only when the signature is the function's own.
-    shareable = state[_SIGNATURE] is None and state[_WRAPPED] is None
-    spec = _same_code_spec(fn, key, state) if shareable else None
+    key = _spec_key(fn, (name, description, tuple(sorted(preset_kwargs or ()))))
+    spec = _SPECS.get(key) if key is not None else None
     if spec is None:
         spec = _build_function_spec(
             fn, name=name, description=description, preset_kwargs=preset_kwargs
         )
-        if shareable:
-            _remember_code_spec(fn, key, state, spec)
-    _SPECS.setdefault(fn, {})[key] = (state, fn.__code__, spec)
+        if key is not None:
+            if len(_SPECS) >= _MAX_SPECS:
+                del _SPECS[next(iter(_SPECS))]
+            _SPECS[key] = spec
     return spec
 
 
-# Specs by code object, for functions re-created from the same ``def`` (closures). Each entry
-# keeps the fingerprint of everything else the spec is built from; a function whose
-# fingerprint differs, or cannot be compared, gets a spec of its own.
-_BY_CODE: weakref.WeakKeyDictionary[
-    types.CodeType, list[tuple[tuple[object, ...], tuple[object, ...], FunctionSpec]]
-] = weakref.WeakKeyDictionary()
-_PER_CODE = 8  # fingerprints kept per code object (a factory with varying defaults)
+def _spec_key(fn: Callable[..., object], options: tuple[object, ...]) -> tuple[object, ...] | None:
+    """What ``fn``'s spec is built from, as hashable immutable values (None: not expressible).
 
-
-_SIGNATURE, _WRAPPED, _DEFAULTS, _KWDEFAULTS = 6, 7, 3, 4  # positions in ``_state``
-
-
-def _state(fn: types.FunctionType) -> tuple[object, ...]:
-    """What a function's spec is built from besides its code (compared with ``_same``)."""
-    extra = fn.__dict__  # set by functools.wraps or by hand; empty on plain functions
-    return (
-        fn.__module__,
-        id(fn.__globals__),
-        fn.__doc__,
-        fn.__defaults__,
-        fn.__kwdefaults__,
-        tuple(fn.__annotations__.items()),
-        extra.get("__signature__") if extra else None,  # the signature comes from elsewhere
-        extra.get("__wrapped__") if extra else None,
-    )
-
-
-def _same(known: tuple[object, ...], now: tuple[object, ...]) -> bool:
-    """Whether two ``_state`` tuples describe the same spec.
-
-    Equal, and defaults of the same types: ``1``, ``True`` and ``1.0`` are equal in Python
-    but each is its own JSON default, so closures with such defaults must not share a spec.
-    False when a default's ``==`` raises or is not a bool (an array).
+    Only plain functions (decorated ones by what they wrap): partials, methods, callable
+    objects and functions with ``__signature__`` set are described afresh. Annotations are
+    compared resolved (a name rebound in the module is seen), and classes in them by
+    identity.
     """
-    if known is now:
-        return True
+    if not isinstance(fn, types.FunctionType):
+        return None
+    extra = fn.__dict__  # set by functools.wraps or by hand; empty on plain functions
+    if extra and "__signature__" in extra:
+        return None
+    if extra and "__wrapped__" in extra:  # the signature and the hints are the wrapped one's
+        inner = _spec_key(extra["__wrapped__"], ())
+        return None if inner is None else (fn.__code__, _docstring(fn), inner, *options)
+    defaults, kwdefaults = _frozen(fn.__defaults__), _frozen(fn.__kwdefaults__)
+    if defaults is _UNFROZEN or kwdefaults is _UNFROZEN:
+        return None
     try:
-        if not bool(known == now):
-            return False
-    except Exception:
-        return False
-    return _same_types(known[_DEFAULTS], now[_DEFAULTS]) and _same_types(
-        known[_KWDEFAULTS], now[_KWDEFAULTS]
-    )
+        key = (fn.__code__, _docstring(fn), _resolved(fn), defaults, kwdefaults, *options)
+        hash(key)
+    except Exception:  # unresolvable or unhashable annotations: described (and reported) afresh
+        return None
+    return key
 
 
-def _same_types(known: object, now: object) -> bool:
-    """Whether two equal values have the same types all the way down (containers too)."""
-    if known is now:
-        return True
-    kind = type(known)
-    if kind is not type(now):
-        return False
+def _resolved(fn: types.FunctionType) -> tuple[tuple[str, object], ...]:
+    """``fn``'s annotations, resolved in its module as ``typing.get_type_hints`` does.
+
+    String annotations (``from __future__ import annotations``) are evaluated from code
+    compiled once per string: ``get_type_hints`` compiles each string anew, which would be
+    most of a cache hit's cost. A string holding a quoted forward reference goes through
+    ``get_type_hints``, which resolves nested references too.
+    """
+    resolved: list[tuple[str, object]] = []
+    scope = fn.__globals__
+    for name, annotation in fn.__annotations__.items():
+        if not isinstance(annotation, str) or "'" in annotation or '"' in annotation:
+            return tuple(typing.get_type_hints(fn, include_extras=True).items())
+        resolved.append((name, eval(_annotation_code(annotation), scope)))
+    return tuple(resolved)
+
+
+@functools.lru_cache(maxsize=1024)
+def _annotation_code(text: str) -> types.CodeType:
+    """One annotation string, compiled (keyed by the string itself: it cannot go stale)."""
+    return compile(text, "<annotation>", "eval")
+
+
+def _frozen(value: object) -> object:
+    """``value`` as immutable data equal only to the same value of the same types.
+
+    ``1``, ``True`` and ``1.0`` are equal in Python but each is its own JSON default, so
+    every value is written with its type. ``_UNFROZEN`` for anything but JSON-like data
+    and enum members.
+    """
+    kind = type(value)
+    if value is None or kind in (str, int, float, bool, bytes) or isinstance(value, enum.Enum):
+        return (kind, value)
     if kind is tuple or kind is list:
-        return all(map(_same_types, cast("list[object]", known), cast("list[object]", now)))
+        items = tuple(map(_frozen, cast("list[object]", value)))
+        return _UNFROZEN if _UNFROZEN in items else (kind, items)
     if kind is dict:
-        mine, theirs = cast("dict[object, object]", known), cast("dict[object, object]", now)
-        same_keys = list(mine) == list(theirs)
-        return same_keys and all(_same_types(v, theirs[k]) for k, v in mine.items())
-    return True
-
-
-def _same_code_spec(
-    fn: types.FunctionType, key: tuple[object, ...], state: tuple[object, ...]
-) -> FunctionSpec | None:
-    """The spec of an earlier function from the same ``def`` with this key and state, if any."""
-    for known_key, known, spec in _BY_CODE.get(fn.__code__, ()):
-        if known_key == key and _same(known, state):
-            return spec
-    return None
-
-
-def _remember_code_spec(
-    fn: types.FunctionType, key: tuple[object, ...], state: tuple[object, ...], spec: FunctionSpec
-) -> None:
-    entries = _BY_CODE.setdefault(fn.__code__, [])
-    if len(entries) >= _PER_CODE:
-        del entries[0]
-    entries.append((key, state, spec))
+        pairs = tuple(
+            (_frozen(k), _frozen(v)) for k, v in cast("dict[object, object]", value).items()
+        )
+        return _UNFROZEN if any(_UNFROZEN in pair for pair in pairs) else (kind, pairs)
+    return _UNFROZEN
 
 
 def _build_function_spec(
@@ -309,6 +287,7 @@ class _Params:
     model_defaults: set[str] = field(default_factory=set)
     context_param: str | None = None
     var_keyword: bool = False
+    rebuilt: dict[type, object] = field(default_factory=dict)  # see ``_compat``
 
     def add(
         self,
@@ -322,7 +301,7 @@ class _Params:
         if param.kind is _P.VAR_KEYWORD:
             self.var_keyword = True
             return
-        annotation = _compat(hints.get(param.name, _signature_annotation(param)))
+        annotation = _compat(hints.get(param.name, _signature_annotation(param)), self.rebuilt)
         if param.kind is _P.POSITIONAL_ONLY:
             self.positional.append(param.name)
         if _is_context(annotation):
@@ -397,26 +376,27 @@ def _docstring(fn: object) -> str | None:
 
 
 _OLD_TYPEDDICT = sys.version_info < (3, 12)
-_td_cache: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
 
 
-def _compat(tp: object) -> object:
+def _compat(tp: object, rebuilt: dict[type, object]) -> object:
     """On Python 3.11, rebuild ``typing.TypedDict`` classes as ``typing_extensions`` ones.
 
     pydantic refuses ``typing.TypedDict`` before 3.12; users should not have to care.
+    ``rebuilt`` holds the classes already rebuilt for this function, so that a TypedDict
+    used by two parameters is one class (one ``$defs`` entry) in its schema.
     """
     if not _OLD_TYPEDDICT:
         return tp
     if isinstance(tp, type) and typing.is_typeddict(tp) and type(tp).__module__ == "typing":
-        if tp not in _td_cache:
-            _td_cache[tp] = _rebuild_typeddict(tp)
-        return _td_cache[tp]
+        if tp not in rebuilt:
+            rebuilt[tp] = _rebuild_typeddict(tp, rebuilt)
+        return rebuilt[tp]
     origin, args = get_origin(tp), get_args(tp)
     if origin is None or not args or origin is Literal:
         return tp
     if origin is typing.Annotated:
-        return typing.Annotated[(_compat(args[0]), *args[1:])]
-    new_args = tuple(_compat(a) if a is not Ellipsis else a for a in args)
+        return typing.Annotated[(_compat(args[0], rebuilt), *args[1:])]
+    new_args = tuple(_compat(a, rebuilt) if a is not Ellipsis else a for a in args)
     if new_args == args:
         return tp
     if origin in (Union, types.UnionType):
@@ -424,7 +404,7 @@ def _compat(tp: object) -> object:
     return tp.copy_with(new_args) if hasattr(tp, "copy_with") else origin[new_args]
 
 
-def _rebuild_typeddict(tp: type) -> object:
+def _rebuild_typeddict(tp: type, rebuilt: dict[type, object]) -> object:
     import typing_extensions as te
 
     hints = typing.get_type_hints(tp, include_extras=True)
@@ -438,7 +418,7 @@ def _rebuild_typeddict(tp: type) -> object:
             required = get_origin(hint) in (te.Required, typing.Required)
             hint = get_args(hint)[0]
         wrapper = te.Required if required else te.NotRequired
-        fields[key] = wrapper[_compat(hint)]
+        fields[key] = wrapper[_compat(hint, rebuilt)]
     make: Any = te.TypedDict  # the functional form, with computed fields
     new = make(tp.__name__, fields)
     new.__doc__ = tp.__doc__
