@@ -264,7 +264,7 @@ def _build_function_spec(
 
 def call_kind(fn: Callable[..., object]) -> CallKind:
     """How ``fn`` is called (a callable object by its ``__call__``)."""
-    target: Any = fn
+    target: object = fn
     if not (inspect.isroutine(fn) or isinstance(fn, functools.partial)):
         target = type(fn).__call__  # a callable object
     if inspect.isasyncgenfunction(target):
@@ -280,7 +280,7 @@ def call_kind(fn: Callable[..., object]) -> CallKind:
 class _Params:
     """Sorts a signature's parameters into model-visible fields and hidden ones."""
 
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, tuple[object, object]] = field(default_factory=dict)  # (type, default)
     aliases: dict[str, str] = field(default_factory=dict)
     visible: list[str] = field(default_factory=list)
     positional: list[str] = field(default_factory=list)
@@ -345,12 +345,12 @@ def _signature_annotation(param: inspect.Parameter) -> object:
 
 def _type_hints(fn: Callable[..., object], name: str) -> dict[str, object]:
     """Resolve annotations (string annotations included) of ``fn``."""
-    target: Any = fn
+    target: object = fn
     while True:  # functools.partial and decorators that keep __wrapped__
         if isinstance(target, functools.partial):
             target = target.func
-        elif hasattr(target, "__wrapped__"):
-            target = target.__wrapped__
+        elif (wrapped := getattr(target, "__wrapped__", None)) is not None:
+            target = wrapped
         else:
             break
     if inspect.isclass(target):
@@ -408,7 +408,7 @@ def _rebuild_typeddict(tp: type, rebuilt: dict[type, object]) -> object:
     import typing_extensions as te
 
     hints = typing.get_type_hints(tp, include_extras=True)
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     markers = (te.Required, te.NotRequired, typing.Required, typing.NotRequired)
     for key, hint in hints.items():
         # With string annotations 3.11 cannot see ``NotRequired`` at class creation, so
@@ -419,7 +419,7 @@ def _rebuild_typeddict(tp: type, rebuilt: dict[type, object]) -> object:
             hint = get_args(hint)[0]
         wrapper = te.Required if required else te.NotRequired
         fields[key] = wrapper[_compat(hint, rebuilt)]
-    make: Any = te.TypedDict  # the functional form, with computed fields
+    make: Any = te.TypedDict  # the functional form: mypy only takes a literal dict of fields
     new = make(tp.__name__, fields)
     new.__doc__ = tp.__doc__
     new.__module__ = tp.__module__
@@ -463,16 +463,21 @@ def _is_plain_field(meta: object) -> bool:
     # A Field() carrying only schema facts (description, bounds): jsonschema enforces them.
     if not _is_field_info(meta):
         return False
-    info: Any = meta
-    return info.default_factory is None and not any(callable(m) for m in info.metadata)
+    from pydantic.fields import FieldInfo
+
+    if not isinstance(meta, FieldInfo):
+        return False
+    return meta.default_factory is None and not any(callable(m) for m in meta.metadata)
 
 
-def _build_model(name: str, fields: dict[str, Any], aliases: Mapping[str, str]) -> type[BaseModel]:
+def _build_model(
+    name: str, fields: Mapping[str, tuple[object, object]], aliases: Mapping[str, str]
+) -> type[BaseModel]:
     from pydantic import ConfigDict, Field, create_model
     from pydantic.fields import FieldInfo
 
     config = ConfigDict(extra="ignore", arbitrary_types_allowed=False, validate_by_alias=True)
-    described: dict[str, Any] = {}
+    described: dict[str, Any] = {}  # (type form, FieldInfo): pydantic types a form as Any
     for key, (annotation, default) in fields.items():
         alias = Field(alias=aliases[key])
         info = (
@@ -488,7 +493,7 @@ def _build_model(name: str, fields: dict[str, Any], aliases: Mapping[str, str]) 
         raise _describe_failure(name, annotations, exc) from exc
 
 
-def _pydantic_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
+def _pydantic_schema(model: type[BaseModel], name: str) -> dict[str, object]:
     """``model``'s JSON schema by pydantic, without the auto titles."""
     from pydantic.json_schema import PydanticJsonSchemaWarning
 
@@ -500,8 +505,7 @@ def _pydantic_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
     except Exception as exc:
         annotations = {f.alias or k: f.annotation for k, f in model.model_fields.items()}
         raise _describe_failure(name, annotations, exc) from exc
-    schema: dict[str, Any] = _strip_titles(raw)
-    return schema
+    return _strip_object_titles(raw)
 
 
 _SCALAR_SCHEMAS: dict[object, str] = {
@@ -515,7 +519,7 @@ _SCALAR_SCHEMAS: dict[object, str] = {
 
 def _native_schema(
     fields: Mapping[str, tuple[object, object]], aliases: Mapping[str, str]
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """The schema pydantic writes for these fields, when every type and default is JSON's own.
 
     None when any field needs pydantic (a type or a default outside the small set written
@@ -598,12 +602,13 @@ def _plain_json(value: object) -> bool:
 
 
 def _parameters_schema(
-    schema: Mapping[str, Any], arg_docs: Mapping[str, str], var_keyword: bool
+    schema: Mapping[str, object], arg_docs: Mapping[str, str], var_keyword: bool
 ) -> dict[str, object]:
-    properties: dict[str, dict[str, object]] = schema.get("properties", {})
+    found = schema.get("properties")
+    properties: dict[str, object] = found if isinstance(found, dict) else {}
     for arg, text in arg_docs.items():
         prop = properties.get(arg)
-        if prop is not None and text and "description" not in prop:
+        if isinstance(prop, dict) and text and "description" not in prop:
             prop["description"] = text
     result: dict[str, object] = {"type": "object", "properties": properties}
     if schema.get("required"):
@@ -656,13 +661,16 @@ _SCHEMA_ONE = frozenset(
 )
 
 
-def _strip_titles(schema: Any) -> Any:
+def _strip_titles(schema: object) -> object:
+    """``schema`` without pydantic's auto ``title``s (a non-object is returned as it is)."""
+    return _strip_object_titles(schema) if isinstance(schema, dict) else schema
+
+
+def _strip_object_titles(schema: Mapping[str, object]) -> dict[str, object]:
     """Drop pydantic's auto ``title``s (tokens the model does not need), structurally.
 
     Walking keyword by keyword keeps a *property* named ``title`` intact.
     """
-    if not isinstance(schema, dict):
-        return schema
     out: dict[str, object] = {}
     for key, value in schema.items():
         if key == "title":
