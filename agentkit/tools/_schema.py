@@ -124,7 +124,9 @@ def build_function_spec(
         )
         if key is not None:
             if len(_SPECS) >= _MAX_SPECS:
-                del _SPECS[next(iter(_SPECS))]
+                oldest = next(iter(_SPECS), None)
+                if oldest is not None:  # (pop: another thread may have taken it out first)
+                    _SPECS.pop(oldest, None)
             _SPECS[key] = spec
     return spec
 
