@@ -192,13 +192,21 @@ def test_specs_of_code_made_at_run_time_are_not_kept_alive_forever() -> None:
     assert code() is None
 
 
-def test_a_name_rebound_in_the_module_is_resolved_again() -> None:
-    source = "from __future__ import annotations\ndef tool(x: Kind) -> str:\n    return ''\n"
+@pytest.mark.parametrize(
+    "header",
+    ["from __future__ import annotations\n", ""],
+    ids=["string annotations", "a quoted forward reference"],
+)
+def test_a_name_rebound_in_the_module_is_resolved_again(header: str) -> None:
+    annotation = "list[Kind]" if header else "list['Kind']"
+    source = f"{header}def tool(x: {annotation}) -> str:\n    return ''\n"
     namespace: dict[str, object] = {"Kind": int}
     tool = _made(source, "tool", namespace)
-    assert _register(tool).parameters["properties"] == {"x": {"type": "integer"}}
+    properties = _register(tool).parameters["properties"]
+    assert properties == {"x": {"items": {"type": "integer"}, "type": "array"}}
     namespace["Kind"] = str
-    assert _register(tool).parameters["properties"] == {"x": {"type": "string"}}
+    properties = _register(tool).parameters["properties"]
+    assert properties == {"x": {"items": {"type": "string"}, "type": "array"}}
 
 
 def test_a_mutable_default_changed_after_registration_is_seen() -> None:

@@ -151,7 +151,10 @@ def _spec_key(fn: Callable[..., object], options: tuple[object, ...]) -> tuple[o
     if defaults is _UNFROZEN or kwdefaults is _UNFROZEN:
         return None
     try:
-        key = (fn.__code__, _docstring(fn), _resolved(fn), defaults, kwdefaults, *options)
+        # The raw docstring decides what ``inspect.getdoc`` makes of it (a missing one is
+        # looked up, in the classes of a method).
+        doc = fn.__doc__ if fn.__doc__ is not None else _docstring(fn)
+        key = (fn.__code__, doc, _resolved(fn), defaults, kwdefaults, *options)
         hash(key)
     except Exception:  # unresolvable or unhashable annotations: described (and reported) afresh
         return None
@@ -162,17 +165,37 @@ def _resolved(fn: types.FunctionType) -> tuple[tuple[str, object], ...]:
     """``fn``'s annotations, resolved in its module as ``typing.get_type_hints`` does.
 
     String annotations (``from __future__ import annotations``) are evaluated from code
-    compiled once per string: ``get_type_hints`` compiles each string anew, which would be
-    most of a cache hit's cost. A string holding a quoted forward reference goes through
-    ``get_type_hints``, which resolves nested references too.
+    compiled once per string, and annotation objects without forward references are taken
+    as they are: ``get_type_hints`` compiles each string anew and walks every type, which
+    would be most of a cache hit's cost. Anything with a quoted forward reference goes
+    through ``get_type_hints``, which resolves nested references too.
     """
     resolved: list[tuple[str, object]] = []
     scope = fn.__globals__
     for name, annotation in fn.__annotations__.items():
-        if not isinstance(annotation, str) or "'" in annotation or '"' in annotation:
+        if not isinstance(annotation, str):
+            if not _settled(annotation):
+                return tuple(typing.get_type_hints(fn, include_extras=True).items())
+            resolved.append((name, annotation))
+        elif "'" in annotation or '"' in annotation:
             return tuple(typing.get_type_hints(fn, include_extras=True).items())
-        resolved.append((name, eval(_annotation_code(annotation), scope)))
+        else:
+            resolved.append((name, eval(_annotation_code(annotation), scope)))
     return tuple(resolved)
+
+
+def _settled(tp: object) -> bool:
+    """Whether an annotation object holds no forward reference (nothing left to resolve)."""
+    if not isinstance(tp, types.GenericAlias) and isinstance(tp, type):
+        return True  # a class (``list[int]`` passes for one: it is looked into below)
+    if isinstance(tp, str | typing.ForwardRef):
+        return False
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Literal:
+        return True  # its arguments are values, not types
+    if origin is typing.Annotated:
+        return _settled(args[0])  # the metadata is not resolved either
+    return all(_settled(a) for a in args if a is not Ellipsis)
 
 
 @functools.lru_cache(maxsize=1024)
