@@ -1,7 +1,7 @@
 """Shared function-tool specs never hand out a stale or another tool's schema.
 
-Specs are shared per function object and across closures of one ``def`` (see
-``agentkit.tools._schema``); these tests change what a spec is built from after it was
+Specs are shared by equal functions, closures of one ``def`` included, keyed by what they
+are built from (see ``agentkit.tools._schema``); these tests change what a spec is built from after it was
 built, and edit one tool's schema, and check that every tool still describes and validates
 its own function.
 """
@@ -169,18 +169,53 @@ def test_decorated_functions_are_described_by_what_they_wrap() -> None:
     )
 
 
-def test_specs_of_code_made_at_run_time_are_not_kept_alive() -> None:
+def _made(source: str, name: str, namespace: dict[str, object]) -> Callable[..., object]:
+    exec(compile(source, "<made>", "exec"), namespace)
+    made = namespace[name]
+    assert callable(made)
+    return made
+
+
+def test_specs_of_code_made_at_run_time_are_not_kept_alive_forever() -> None:
     import gc
     import weakref
 
     from agentkit.tools import _schema
 
-    namespace: dict[str, object] = {}
-    exec(compile("def made(x: int) -> int:\n    return x\n", "<made>", "exec"), namespace)
-    made = namespace.pop("made")
+    made = _made("def made(x: int) -> int:\n    return x\n", "made", {})
     code = weakref.ref(made.__code__)  # type: ignore[attr-defined]
-    _register(made)  # type: ignore[arg-type]
-    assert code() in _schema._BY_CODE
+    _register(made)
     del made
+    for i in range(_schema._MAX_SPECS):  # other functions push its spec out
+        _register(_made(f"def made{i}(x: int) -> int:\n    return x\n", f"made{i}", {}))
     gc.collect()
     assert code() is None
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["from __future__ import annotations\n", ""],
+    ids=["string annotations", "a quoted forward reference"],
+)
+def test_a_name_rebound_in_the_module_is_resolved_again(header: str) -> None:
+    annotation = "list[Kind]" if header else "list['Kind']"
+    source = f"{header}def tool(x: {annotation}) -> str:\n    return ''\n"
+    namespace: dict[str, object] = {"Kind": int}
+    tool = _made(source, "tool", namespace)
+    properties = _register(tool).parameters["properties"]
+    assert properties == {"x": {"items": {"type": "integer"}, "type": "array"}}
+    namespace["Kind"] = str
+    properties = _register(tool).parameters["properties"]
+    assert properties == {"x": {"items": {"type": "string"}, "type": "array"}}
+
+
+def test_a_mutable_default_changed_after_registration_is_seen() -> None:
+    def tool(tags: list[str] = ["a"]) -> str:  # noqa: B006 - the point of the test
+        return ",".join(tags)
+
+    first = _register(tool)
+    assert tool.__defaults__ is not None
+    tool.__defaults__[0].append("b")
+    properties = _register(tool).parameters["properties"]
+    assert properties["tags"]["default"] == ["a", "b"]  # type: ignore[index]
+    assert first.parameters["properties"]["tags"]["default"] == ["a"]  # type: ignore[index]

@@ -7,12 +7,11 @@ rounds that ``mcp.Client`` drives for 2026-07-28 servers.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import pathlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 from agentkit.mcp._convert import sampling_messages_to_msgs
 from agentkit.messages import Msg
@@ -38,7 +37,10 @@ if TYPE_CHECKING:
         ElicitRequestParams,
         LoggingMessageNotificationParams,
         ModelPreferences,
+        SamplingMessageContentBlock,
     )
+
+_T = TypeVar("_T")
 
 __all__ = [
     "ElicitationCallback",
@@ -73,13 +75,16 @@ _LEVELS = {
 }
 
 
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+async def _maybe_await(value: Awaitable[_T] | _T) -> _T:
+    if isinstance(value, Awaitable):
+        result: _T = await value
+        return result
+    return value
 
 
 def _generation_kwargs(model: ChatModel, params: CreateMessageRequestParams) -> dict[str, object]:
     """The server's ``maxTokens`` and ``temperature``, named as the model's API names them."""
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     max_tokens = getattr(params, "max_tokens", None)
     if isinstance(max_tokens, int):
         kind = type(model).__name__
@@ -147,7 +152,7 @@ def _with_tools_result(response: ChatResponse, model: str) -> CreateMessageResul
     """The answer to a sampling request that offered tools: text and ``tool_use`` blocks."""
     from mcp_types import CreateMessageResultWithTools, TextContent, ToolUseContent
 
-    content: list[Any] = []
+    content: list[SamplingMessageContentBlock] = []
     for block in response.content:
         if block["type"] == "text" and block["text"]:
             content.append(TextContent(text=block["text"]))

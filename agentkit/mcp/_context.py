@@ -32,13 +32,14 @@ import contextvars
 import warnings
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from agentkit.exceptions import MCPError
 from agentkit.mcp._input_rounds import InputRequired, InputRounds
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
+    from mcp_types import ElicitRequest
 
 __all__ = ["LogLevel", "MCPContext", "handshake_era_api"]
 
@@ -94,7 +95,7 @@ class MCPContext:
         self.request_id = request.request_id
         meta = request.meta
         self.progress_token = meta.get("progressToken") if meta else None
-        self.meta: Mapping[str, Any] = dict(meta or {})
+        self.meta: Mapping[str, object] = dict(meta or {})
         self.missing_capability: dict[str, object] | None = None
 
     @staticmethod
@@ -221,12 +222,12 @@ class MCPContext:
                 temperature=temperature,
             )
             result = self.rounds.ask(CreateMessageRequest(params=params), key)
-        content: Any = result.content  # one block, or a list when the model used tools
+        content: object = result.content  # one block, or a list when the model used tools
         blocks = content if isinstance(content, list) else [content]
         return "".join(getattr(b, "text", "") for b in blocks)
 
     async def elicit(
-        self, message: str, schema: Mapping[str, Any], *, key: str | None = None
+        self, message: str, schema: Mapping[str, object], *, key: str | None = None
     ) -> dict[str, object]:
         """Ask the client's user (form ``elicitation/create``).
 
@@ -253,7 +254,7 @@ class MCPContext:
             result = self.rounds.ask(self._elicit_request(message, schema), key)
         return {"action": result.action, "content": result.content}
 
-    def _elicit_request(self, message: str, schema: Mapping[str, Any]) -> Any:
+    def _elicit_request(self, message: str, schema: Mapping[str, object]) -> ElicitRequest:
         from mcp_types import ElicitRequest, ElicitRequestFormParams
 
         capabilities = self._request.session.client_capabilities

@@ -10,14 +10,29 @@ its MIME type says so, else a text note; a resource link becomes a text line.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentkit._text import clean_text
-from agentkit.messages import AudioBlock, DocumentBlock, ImageBlock, Msg, TextBlock
+from agentkit.messages import (
+    AudioBlock,
+    Base64Source,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    Msg,
+    TextBlock,
+)
 from agentkit.tools._response import ToolResponse, ToolResultContent
 
 if TYPE_CHECKING:
-    from mcp_types import CallToolResult, ContentBlock, SamplingMessage
+    from mcp_types import (
+        BlobResourceContents,
+        CallToolResult,
+        SamplingMessage,
+        SamplingMessageContentBlock,
+        TextResourceContents,
+    )
+    from mcp_types import ContentBlock as MCPContent
 
 __all__ = ["content_to_blocks", "result_to_response", "sampling_messages_to_msgs"]
 
@@ -28,13 +43,13 @@ def _text(text: str) -> TextBlock:
 
 
 def _media(kind: str, mime: str, data: str) -> ImageBlock | AudioBlock:
-    source: Any = {"type": "base64", "media_type": mime, "data": data}
+    source: Base64Source = {"type": "base64", "media_type": mime, "data": data}
     if kind == "image":
         return ImageBlock(type="image", source=source)
     return AudioBlock(type="audio", source=source)
 
 
-def _resource_to_block(resource: Any) -> ToolResultContent:
+def _resource_to_block(resource: TextResourceContents | BlobResourceContents) -> ToolResultContent:
     """An embedded resource's contents (text or blob) as one block."""
     uri = str(resource.uri)
     mime = resource.mime_type or ""
@@ -42,36 +57,37 @@ def _resource_to_block(resource: Any) -> ToolResultContent:
     if isinstance(text, str):
         return _text(f"[resource {uri}]\n{text}")
     blob = getattr(resource, "blob", "")
+    blob = blob if isinstance(blob, str) else ""
     for kind in ("image", "audio"):
         if mime.startswith(f"{kind}/"):
             return _media(kind, mime, blob)
     if mime == "application/pdf":  # the document type every document-taking provider reads
-        source: Any = {"type": "base64", "media_type": mime, "data": blob}
+        source: Base64Source = {"type": "base64", "media_type": mime, "data": blob}
         return DocumentBlock(type="document", source=source, filename=uri.rsplit("/", 1)[-1])
     size = len(blob) * 3 // 4
     return _text(f"[binary resource {uri} ({mime or 'unknown type'}, about {size} bytes)]")
 
 
-def content_to_blocks(content: list[ContentBlock]) -> list[ToolResultContent]:
+def content_to_blocks(content: list[MCPContent]) -> list[ToolResultContent]:
     """Convert MCP content blocks to agentkit tool-result blocks.
 
     Args:
         content: ``CallToolResult.content`` (or prompt/resource content) items.
     """
+    from mcp_types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
+
     blocks: list[ToolResultContent] = []
     for item in content:
-        kind = item.type
-        any_item: Any = item
-        if kind == "text":
-            blocks.append(_text(any_item.text))
-        elif kind in ("image", "audio"):
-            blocks.append(_media(kind, any_item.mime_type, any_item.data))
-        elif kind == "resource":
-            blocks.append(_resource_to_block(any_item.resource))
-        elif kind == "resource_link":
-            link: Any = item
-            note = f" - {link.description}" if link.description else ""
-            blocks.append(_text(f"[resource link {link.name}: {link.uri}{note}]"))
+        known: object = item  # a newer SDK may carry content types not listed here
+        if isinstance(known, TextContent):
+            blocks.append(_text(known.text))
+        elif isinstance(known, ImageContent | AudioContent):
+            blocks.append(_media(known.type, known.mime_type, known.data))
+        elif isinstance(known, EmbeddedResource):
+            blocks.append(_resource_to_block(known.resource))
+        elif isinstance(known, ResourceLink):
+            note = f" - {known.description}" if known.description else ""
+            blocks.append(_text(f"[resource link {known.name}: {known.uri}{note}]"))
         else:  # a future content type: keep it visible rather than dropping it
             blocks.append(_text(json.dumps(item.model_dump(mode="json", by_alias=True))))
     return blocks
@@ -88,7 +104,7 @@ def result_to_response(result: CallToolResult, server: str, tool: str) -> ToolRe
     blocks = content_to_blocks(list(result.content))
     metadata: dict[str, object] = {"mcp_server": server, "mcp_tool": tool}
     # Content annotations (audience, priority...), aligned with the blocks.
-    notes: list[Any] = [
+    notes: list[dict[str, object] | None] = [
         i.annotations.model_dump(mode="json", exclude_none=True) if i.annotations else None
         for i in result.content
     ]
@@ -109,22 +125,31 @@ def result_to_response(result: CallToolResult, server: str, tool: str) -> ToolRe
     return ToolResponse(content=blocks, metadata=metadata, is_error=bool(result.is_error))
 
 
-def _sampling_block(block: Any) -> Any:
+def _sampling_block(block: SamplingMessageContentBlock) -> ContentBlock:
     """One sampling message content item as an agentkit block."""
-    if block.type == "text":
-        return _text(block.text)
-    if block.type in ("image", "audio"):
-        return _media(block.type, block.mime_type, block.data)
-    if block.type == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    if block.type == "tool_result":
-        output = content_to_blocks(list(block.content))
+    from mcp_types import (
+        AudioContent,
+        ImageContent,
+        TextContent,
+        ToolUseContent,
+    )
+    from mcp_types import ToolResultContent as MCPToolResult
+
+    known: object = block  # a newer SDK may carry content types not listed here
+    if isinstance(known, TextContent):
+        return _text(known.text)
+    if isinstance(known, ImageContent | AudioContent):
+        return _media(known.type, known.mime_type, known.data)
+    if isinstance(known, ToolUseContent):
+        return {"type": "tool_use", "id": known.id, "name": known.name, "input": known.input}
+    if isinstance(known, MCPToolResult):
+        output = content_to_blocks(list(known.content))
         return {
             "type": "tool_result",
-            "id": block.tool_use_id,
+            "id": known.tool_use_id,
             "name": "",
             "output": output,
-            "is_error": bool(block.is_error),
+            "is_error": bool(known.is_error),
         }
     return _text(json.dumps(block.model_dump(mode="json", by_alias=True)))
 

@@ -35,7 +35,7 @@ import webbrowser
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlparse
 
 import anyio
@@ -98,7 +98,7 @@ class FileTokenStorage:
         return f"FileTokenStorage({str(self.path)!r})"
 
     # -- file access (in a worker thread: never block the event loop on disk) ----------
-    def _read_sync(self) -> dict[str, Any]:
+    def _read_sync(self) -> dict[str, object]:
         try:
             mode = self.path.stat().st_mode
             text = self.path.read_text(encoding="utf-8")
@@ -114,7 +114,7 @@ class FileTokenStorage:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _write_sync(self, data: dict[str, Any]) -> None:
+    def _write_sync(self, data: dict[str, object]) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -129,10 +129,10 @@ class FileTokenStorage:
                 os.unlink(tmp)
             raise
 
-    async def _read(self) -> dict[str, Any]:
+    async def _read(self) -> dict[str, object]:
         return await anyio.to_thread.run_sync(self._read_sync)
 
-    async def _update(self, **changes: Any) -> None:
+    async def _update(self, **changes: object) -> None:
         data = await self._read()
         data.update(changes, format=_FORMAT)
         if self.server_url is not None:

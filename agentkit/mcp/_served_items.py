@@ -8,15 +8,17 @@ from __future__ import annotations
 import base64
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from agentkit.mcp._served_tools import MCP_CONTENT_KEY
 from agentkit.tools._response import ToolResponse, ToolResultContent
 
 if TYPE_CHECKING:
     from mcp import types
+
+_T = TypeVar("_T")
 
 __all__ = [
     "EmbeddedResource",
@@ -81,7 +83,7 @@ def block_to_wire(block: ToolResultContent) -> dict[str, object]:
     """An agentkit content block as MCP content (JSON)."""
     if block["type"] == "text":
         return {"type": "text", "text": block["text"]}
-    source: Any = block["source"]
+    source = block["source"]
     if source["type"] == "url":
         return {"type": "text", "text": f"[{block['type']}: {source['url']}]"}
     return {"type": block["type"], "data": source["data"], "mimeType": source["media_type"]}
@@ -104,7 +106,8 @@ class ServedResource:
         if isinstance(value, bytes | bytearray):
             blob = base64.b64encode(bytes(value)).decode()
             mime = self.mime_type or "application/octet-stream"
-            item: Any = types.BlobResourceContents(uri=uri, mime_type=mime, blob=blob)
+            item: types.BlobResourceContents | types.TextResourceContents
+            item = types.BlobResourceContents(uri=uri, mime_type=mime, blob=blob)
         else:
             mime = self.mime_type or "text/plain"
             item = types.TextResourceContents(uri=uri, mime_type=mime, text=str(value))
@@ -119,10 +122,15 @@ class ServedPrompt:
     description: str | None
 
 
-async def call_maybe_async(fn: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
+async def call_maybe_async(
+    fn: Callable[..., Awaitable[_T] | _T], *args: object, **kwargs: object
+) -> _T:
     """``fn(...)``, awaited if it returned an awaitable."""
     value = fn(*args, **kwargs)
-    return await value if inspect.isawaitable(value) else value
+    if isinstance(value, Awaitable):
+        result: _T = await value
+        return result
+    return value
 
 
 def template_pattern(uri: str) -> re.Pattern[str]:

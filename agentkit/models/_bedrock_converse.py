@@ -13,6 +13,7 @@ import contextlib
 import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -89,7 +90,7 @@ class _ConnectionError(Exception):
     """The request did not reach the server or its answer broke off (retried)."""
 
 
-def _sdk() -> tuple[Any, Any, Any]:
+def _sdk() -> tuple[ModuleType, ModuleType, ModuleType]:
     """``aiobotocore.session``, ``botocore.config`` and ``botocore.exceptions``."""
     try:
         import aiobotocore.session
@@ -170,7 +171,7 @@ class BedrockConverseModel(ChatModel):
         self._session = session_module.get_session()
         if aws_profile is not None:
             self._session.set_config_variable("profile", aws_profile)
-        self._client_kwargs: dict[str, Any] = {
+        self._client_kwargs: dict[str, object] = {
             "region_name": region,
             "endpoint_url": base_url,
             "aws_access_key_id": aws_access_key,
@@ -202,7 +203,7 @@ class BedrockConverseModel(ChatModel):
             await stack.aclose()
 
     # -- requests ------------------------------------------------------------------------
-    def format_request(self, request: ModelRequest) -> dict[str, Any]:
+    def format_request(self, request: ModelRequest) -> dict[str, object]:
         """The Converse parameters of a request (the SDK's dict form, without ``modelId``).
 
         Leading system messages become ``system``; function tools become ``toolSpec``s and
@@ -221,27 +222,32 @@ class BedrockConverseModel(ChatModel):
             BadRequestError: ``extra_headers`` (the SDK signs the headers it sends) or a
                 setting Converse does not take.
         """
-        args: dict[str, Any] = dict(request.settings)
-        for key in ("timeout", "parallel_tool_calls", "seed"):
-            args.pop(key, None)
-        if args.pop("extra_headers", None):
+        settings = request.settings
+        if settings.get("extra_headers"):
             raise BadRequestError(
                 f"{self.provider}: extra_headers is not supported by Converse",
                 provider=self.provider,
             )
-        choice = args.pop("tool_choice", None)
-        extra = args.pop("extra_body", None)
-        cache = args.pop("cache", None)
-        tier = args.pop("service_tier", None)
+        choice, extra = settings.get("tool_choice"), settings.get("extra_body")
+        cache, tier, stop = (
+            settings.get("cache"),
+            settings.get("service_tier"),
+            settings.get("stop"),
+        )
+        args: dict[str, object] = dict(settings)
+        for key in ("timeout", "parallel_tool_calls", "seed", "extra_headers", "tool_choice"):
+            args.pop(key, None)
+        for key in ("extra_body", "cache", "service_tier", "stop"):
+            args.pop(key, None)
         system, turns = format_messages(request.messages)
-        params: dict[str, Any] = {"messages": turns}
+        params: dict[str, object] = {"messages": turns}
         if tier is not None:
             params["serviceTier"] = {"type": tier}
         if system:
             params["system"] = system
-        inference: dict[str, Any] = {}
-        if "stop" in args:
-            inference["stopSequences"] = list(args.pop("stop"))
+        inference: dict[str, object] = {}
+        if stop is not None:
+            inference["stopSequences"] = list(stop)
         for key, field in _SETTINGS.items():
             if key in args:
                 inference[field] = args.pop(key)
@@ -264,13 +270,16 @@ class BedrockConverseModel(ChatModel):
         tool_config = format_tool_config(definitions, choice, builtin)
         if tool_config is not None:
             params["toolConfig"] = tool_config
-        fields: dict[str, Any] = dict(self.reasoning or {})
+        fields: dict[str, object] = dict(self.reasoning or {})
         if self.guardrail is not None:
             params["guardrailConfig"] = self.guardrail
         params.update(self.request_fields)
         if fields:
-            merged = dict(params.get("additionalModelRequestFields") or {})
-            params["additionalModelRequestFields"] = {**fields, **merged}
+            merged = params.get("additionalModelRequestFields")
+            params["additionalModelRequestFields"] = {
+                **fields,
+                **(merged if isinstance(merged, dict) else {}),
+            }
         if isinstance(extra, dict):
             params.update(extra)
         if cache is not None:
@@ -361,18 +370,20 @@ class BedrockConverseModel(ChatModel):
         return fill_cost(response, self.model_name, self.provider, self.base_url)
 
     # -- errors --------------------------------------------------------------------------
-    def _status_error(self, err: Any) -> _StatusError:
-        response = getattr(err, "response", None) or {}
-        error = response.get("Error") or {}
+    def _status_error(self, err: Exception) -> _StatusError:
+        response = _mapping(getattr(err, "response", None))  # botocore's parsed error body
+        error = _mapping(response.get("Error"))
         code = str(error.get("Code") or "")
-        meta = response.get("ResponseMetadata") or {}
-        status = meta.get("HTTPStatusCode") or 500
+        meta = _mapping(response.get("ResponseMetadata"))
+        given = meta.get("HTTPStatusCode")
+        status = given if isinstance(given, int) and given else 500
         mapped = _ERROR_STATUS.get(code.lower())
         if mapped is not None and (status == 200 or mapped != 429 or status == 429):
             status = mapped  # event-stream exceptions arrive in a 200
         message = str(error.get("Message") or err)
         body = {"message": message, "type": code}
-        return _StatusError(int(status), meta.get("HTTPHeaders") or {}, body, message)
+        headers = {str(k): str(v) for k, v in _mapping(meta.get("HTTPHeaders")).items()}
+        return _StatusError(status, headers, body, message)
 
     async def _sdk_call(self, call: Callable[[], Awaitable[_T]]) -> _T:
         import aiohttp
@@ -423,7 +434,12 @@ class BedrockConverseModel(ChatModel):
         return f"BedrockConverseModel(model_name={self.model_name!r})"
 
 
-def output_format(structured: type[BaseModel]) -> dict[str, Any]:
+def _mapping(value: object) -> Mapping[str, object]:
+    """``value`` when it is a dict, else empty (botocore leaves out what it did not get)."""
+    return value if isinstance(value, dict) else {}
+
+
+def output_format(structured: type[BaseModel]) -> dict[str, object]:
     """Converse's ``OutputFormat`` for ``structured``: a ``json_schema``, sent as a string.
 
     The schema is closed (``additionalProperties: false``) without the constraints
@@ -432,7 +448,7 @@ def output_format(structured: type[BaseModel]) -> dict[str, Any]:
     """
     import json
 
-    definition: dict[str, Any] = {
+    definition: dict[str, object] = {
         "schema": json.dumps(closed_schema(structured)),
         "name": re.sub(r"[^a-zA-Z0-9_-]", "_", structured.__name__)[:64],
     }

@@ -17,11 +17,20 @@ import binascii
 import json
 import mimetypes
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias, TypedDict, cast
 
 from agentkit._text import clean_text
 from agentkit.exceptions import ModelResponseError, UnsupportedContentError
-from agentkit.messages import ContentBlock, Msg, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from agentkit.messages import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    Msg,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from agentkit.models._base import ChatResponse, ChatUsage, PromptCache, ToolChoice, ToolDefinition
 from agentkit.models._common import finish_metadata, tool_use_block
 from agentkit.models._json import count
@@ -34,7 +43,7 @@ __all__ = [
     "format_tool_config",
 ]
 
-Wire: TypeAlias = dict[str, Any]
+Wire: TypeAlias = dict[str, object]
 
 # Converse's stopReason -> agentkit's finish_reason.
 _FINISH: dict[str, str] = {
@@ -86,7 +95,7 @@ def _media_source(source: Mapping[str, str], kind: str) -> Wire:
     return {"bytes": _bytes(source["data"], kind)}
 
 
-def _media(block: Mapping[str, Any], index: int) -> Wire:
+def _media(block: ImageBlock | AudioBlock | DocumentBlock, index: int) -> Wire:
     """An image or document block as a Converse content block."""
     kind = block["type"]
     source = cast("Mapping[str, str]", block["source"])
@@ -108,7 +117,7 @@ def _media(block: Mapping[str, Any], index: int) -> Wire:
     raise UnsupportedContentError(f"bedrock: Converse takes no {kind} blocks")
 
 
-def _document_name(block: Mapping[str, Any], index: int) -> str:
+def _document_name(block: Mapping[str, object], index: int) -> str:
     """A document name as Converse allows it (letters, digits, single spaces, ``-()[]``)."""
     raw = str(block.get("title") or "")
     if not raw and block.get("filename"):
@@ -156,7 +165,6 @@ def _call(block: ToolUseBlock) -> Wire:
 def _blocks(blocks: Sequence[ContentBlock], role: str, counter: list[int]) -> list[Wire]:
     out: list[Wire] = []
     for block in blocks:
-        kind = block["type"]
         if block["type"] == "text":
             if block["text"]:
                 out.append({"text": block["text"]})
@@ -172,16 +180,23 @@ def _blocks(blocks: Sequence[ContentBlock], role: str, counter: list[int]) -> li
                 continue
             counter[0] += 1
             out.append(_result(block, counter[0]))
-        elif kind in ("image", "document"):
+        elif block["type"] == "image" or block["type"] == "document":
             counter[0] += 1
             out.append(_media(block, counter[0]))
-        elif kind == "audio":
+        elif block["type"] == "audio":
             raise UnsupportedContentError("bedrock: Converse takes no audio input")
         # provider items of other providers: left out
     return out
 
 
-def _append(turns: list[Wire], role: str, content: list[Wire]) -> None:
+class Turn(TypedDict):
+    """A Converse ``Message``: a role and its content blocks."""
+
+    role: str
+    content: list[Wire]
+
+
+def _append(turns: list[Turn], role: str, content: list[Wire]) -> None:
     if not content:
         return
     if turns and turns[-1]["role"] == role:
@@ -190,7 +205,7 @@ def _append(turns: list[Wire], role: str, content: list[Wire]) -> None:
         turns.append({"role": role, "content": content})
 
 
-def format_messages(messages: Sequence[Msg]) -> tuple[list[Wire], list[Wire]]:
+def format_messages(messages: Sequence[Msg]) -> tuple[list[Wire], list[Turn]]:
     """A conversation as Converse's ``(system, messages)``.
 
     Leading system messages become ``system`` text blocks (none when empty); a later system
@@ -199,7 +214,7 @@ def format_messages(messages: Sequence[Msg]) -> tuple[list[Wire], list[Wire]]:
     turns of one role are merged (Converse requires alternating roles).
     """
     system: list[Wire] = []
-    turns: list[Wire] = []
+    turns: list[Turn] = []
     counter = [0]
     for msg in messages:
         blocks = msg.get_content_blocks()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from agentkit._ids import new_id
 from agentkit._text import MAX_JSON_DEPTH, clean_json, clean_text, is_clean, too_deep
@@ -111,7 +112,7 @@ def finish_metadata(reason: object, known: frozenset[str]) -> dict[str, object]:
     return {"finish_reason": "other", "provider_finish_reason": value}
 
 
-def parse_arguments(raw: str) -> dict[str, Any] | None:
+def parse_arguments(raw: str) -> dict[str, object] | None:
     """The arguments as a JSON object, or None while/when they are not one.
 
     Empty arguments mean "no arguments" (servers send ``""`` for parameterless tools).
@@ -139,11 +140,11 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _clean_arguments(raw: str, parsed: dict[str, Any]) -> dict[str, Any]:
+def _clean_arguments(raw: str, parsed: dict[str, object]) -> dict[str, object]:
     """``parsed`` with valid Unicode strings (checked only when ``raw`` could carry a surrogate)."""
     if is_clean(raw) and _SURROGATE_ESCAPE.search(raw) is None:
         return parsed
-    cleaned: dict[str, Any] = clean_json(parsed)
+    cleaned: dict[str, object] = clean_json(parsed)
     return cleaned
 
 
@@ -321,7 +322,7 @@ _UNSUPPORTED_SCHEMA_KEYS = frozenset(
 """JSON-schema constraints constrained decoding does not take (pydantic checks them after)."""
 
 
-def closed_schema(model: type[BaseModel]) -> dict[str, Any]:
+def closed_schema(model: type[BaseModel]) -> dict[str, object]:
     """The JSON schema of ``model`` as Anthropic and Bedrock structured outputs take it.
 
     Every object is closed (``additionalProperties: false``, which both APIs require) and
@@ -329,12 +330,13 @@ def closed_schema(model: type[BaseModel]) -> dict[str, Any]:
     validated against the full pydantic model afterwards, so nothing is lost.
     """
 
-    def walk(node: Any) -> Any:
+    def walk(node: object) -> object:
         if isinstance(node, list):
             return [walk(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        out: dict[str, Any] = {}
+        return walk_object(node) if isinstance(node, dict) else node
+
+    def walk_object(node: Mapping[str, object]) -> dict[str, object]:
+        out: dict[str, object] = {}
         for key, value in node.items():
             if key in _SCHEMA_MAPS and isinstance(value, dict):  # names -> schemas
                 out[key] = {name: walk(sub) for name, sub in value.items()}
@@ -344,8 +346,7 @@ def closed_schema(model: type[BaseModel]) -> dict[str, Any]:
             out["additionalProperties"] = False
         return out
 
-    schema: dict[str, Any] = walk(model.model_json_schema())
-    return schema
+    return walk_object(model.model_json_schema())
 
 
 class _NotStrict(Exception):

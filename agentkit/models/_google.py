@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
@@ -36,7 +37,12 @@ from agentkit.models._http import RetryPolicy, broken_off, owned, send_with_retr
 from agentkit.models._prices import fill_cost
 
 if TYPE_CHECKING:
+    from google.auth.credentials import Credentials
+    from google.genai import Client
+    from google.genai.types import GenerateContentConfig, GenerateContentResponse
     from pydantic import BaseModel
+
+    from agentkit.models._google_format import WireContent
 
 __all__ = ["GoogleModel"]
 
@@ -66,7 +72,7 @@ class _ConnectionError(Exception):
     """The request did not reach the server or its answer broke off (retried)."""
 
 
-def _sdk() -> tuple[Any, Any, Any]:
+def _sdk() -> tuple[ModuleType, ModuleType, ModuleType]:
     """``google.genai``, its ``types`` and ``errors`` (the ``google`` extra)."""
     try:
         from google import genai
@@ -124,7 +130,7 @@ class GoogleModel(ChatModel):
         vertexai: bool = False,
         project: str | None = None,
         location: str | None = None,
-        credentials: Any = None,
+        credentials: Credentials | None = None,
         base_url: str | None = None,
         stream: bool = True,
         thinking: Mapping[str, object] | None = None,
@@ -173,7 +179,7 @@ class GoogleModel(ChatModel):
         elif api_key is not None:
             kwargs["api_key"] = api_key
         try:
-            self._client: Any = genai.Client(**kwargs)
+            self._client: Client = genai.Client(**kwargs)
         except ValueError as err:  # the SDK's "Missing key inputs argument!"
             where = "pass api_key= or set GEMINI_API_KEY"
             if vertexai:
@@ -189,7 +195,7 @@ class GoogleModel(ChatModel):
             await self._own_http.aclose()
 
     # -- requests ------------------------------------------------------------------------
-    def format_request(self, request: ModelRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def format_request(self, request: ModelRequest) -> tuple[list[WireContent], dict[str, object]]:
         """The ``contents`` and ``GenerateContentConfig`` (dict form) of a request.
 
         Leading system messages become the system instruction; function tools become
@@ -223,7 +229,7 @@ class GoogleModel(ChatModel):
                 "besides the system prompt (Gemini's contents are required)",
                 provider=self.provider,
             )
-        config: dict[str, Any] = {
+        config: dict[str, object] = {
             "automatic_function_calling": {"disable": True},
             "automatic_continuation": False,
         }
@@ -249,7 +255,7 @@ class GoogleModel(ChatModel):
         use_cached_content(config)
         return contents, config
 
-    def _config(self, config: dict[str, Any], settings: ModelSettings) -> Any:
+    def _config(self, config: dict[str, object], settings: ModelSettings) -> GenerateContentConfig:
         """The typed config (bad fields refused here, with our error), HTTP options set."""
         from pydantic import ValidationError
 
@@ -261,7 +267,8 @@ class GoogleModel(ChatModel):
         if http:
             config["http_options"] = http
         try:
-            return self._types.GenerateContentConfig.model_validate(config)
+            typed: GenerateContentConfig = self._types.GenerateContentConfig.model_validate(config)
+            return typed
         except ValidationError as err:
             raise BadRequestError(
                 f"{self.provider}: invalid request settings: {err}", provider=self.provider
@@ -279,7 +286,7 @@ class GoogleModel(ChatModel):
         contents, config = self.format_request(request)
         typed = self._config(config, request.settings)
 
-        async def attempt() -> Any:
+        async def attempt() -> GenerateContentResponse:
             return await self._client.aio.models.generate_content(
                 model=self.model_name, contents=contents, config=typed
             )
@@ -304,7 +311,9 @@ class GoogleModel(ChatModel):
         contents, config = self.format_request(request)
         typed = self._config(config, request.settings)
 
-        async def attempt() -> tuple[GoogleStreamState, AsyncGenerator[Any, None], bool]:
+        async def attempt() -> tuple[
+            GoogleStreamState, AsyncGenerator[GenerateContentResponse, None], bool
+        ]:
             chunks = await self._client.aio.models.generate_content_stream(
                 model=self.model_name, contents=contents, config=typed
             )
@@ -348,7 +357,9 @@ class GoogleModel(ChatModel):
         return fill_cost(response, self.model_name, "google", self.base_url)
 
     # -- errors --------------------------------------------------------------------------
-    async def _sdk_calls(self, chunks: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+    async def _sdk_calls(
+        self, chunks: AsyncIterator[GenerateContentResponse]
+    ) -> AsyncGenerator[GenerateContentResponse, None]:
         """The SDK's chunks, its failures turned into the classes the retry loop knows."""
         iterator = chunks.__aiter__()
         try:

@@ -18,11 +18,20 @@ import binascii
 import json
 import mimetypes
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict, cast
 
 from agentkit._text import clean_text
 from agentkit.exceptions import UnsupportedContentError
-from agentkit.messages import ContentBlock, Msg, TextBlock, ThinkingBlock, ToolResultBlock
+from agentkit.messages import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+)
 from agentkit.models._base import ChatResponse, ChatUsage, ToolChoice, ToolDefinition
 from agentkit.models._common import finish_metadata, tool_use_block
 from agentkit.models._json import count
@@ -41,13 +50,13 @@ __all__ = [
     "use_cached_content",
 ]
 
-WirePart: TypeAlias = dict[str, Any]
+WirePart: TypeAlias = dict[str, object]
 """A ``Part`` in the SDK's dict form."""
 _IN_THE_CACHE = ("system_instruction", "tools", "tool_config")
 """What a ``CachedContent`` holds and a request that uses one must not set again."""
 
 
-def use_cached_content(config: dict[str, Any]) -> None:
+def use_cached_content(config: dict[str, object]) -> None:
     """Leave out of ``config`` what its explicit cache (``cached_content``) already holds.
 
     Gemini's explicit caches (``client.caches.create(...)``) hold the system instruction,
@@ -61,8 +70,12 @@ def use_cached_content(config: dict[str, Any]) -> None:
             config.pop(key, None)
 
 
-WireContent: TypeAlias = dict[str, Any]
-"""A ``Content`` (``{"role": ..., "parts": [...]}``) in the SDK's dict form."""
+class WireContent(TypedDict):
+    """A ``Content`` (``{"role": ..., "parts": [...]}``) in the SDK's dict form."""
+
+    parts: list[WirePart]
+    role: NotRequired[str]  # none on the system instruction
+
 
 SKIP_SIGNATURE = b"skip_thought_signature_validator"
 """The placeholder signature Google documents for function calls that did not come from
@@ -126,7 +139,7 @@ def _mime_of(source: Mapping[str, str], fallback: str) -> str:
     return guessed or fallback
 
 
-def _media(block: Mapping[str, Any]) -> WirePart:
+def _media(block: ImageBlock | AudioBlock | DocumentBlock) -> WirePart:
     """An image, audio clip or document: inline bytes, a file URI, or (plain text) text."""
     source = cast("Mapping[str, str]", block["source"])
     kind = block["type"]
@@ -212,7 +225,7 @@ def _user_parts(blocks: Sequence[ContentBlock]) -> list[WirePart]:
 def _append(contents: list[WireContent], role: str, parts: list[WirePart]) -> None:
     if not parts:
         return
-    if contents and contents[-1]["role"] == role:
+    if contents and contents[-1].get("role") == role:
         contents[-1]["parts"].extend(parts)
     else:
         contents.append({"role": role, "parts": parts})
@@ -245,39 +258,39 @@ def format_contents(messages: Sequence[Msg]) -> tuple[WireContent | None, list[W
             _append(contents, "model", _assistant_parts(calls))
             _append(contents, "user", _user_parts(blocks))
     text = "\n\n".join(system)
-    instruction = {"parts": [{"text": text}]} if text else None
+    instruction: WireContent | None = {"parts": [{"text": text}]} if text else None
     return instruction, contents
 
 
 def format_tools(
     tools: Sequence[ToolDefinition], builtin: Sequence[Mapping[str, object]] = ()
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """Function tools and built-in tool specs as Gemini ``tools``.
 
     Function tools become one tool of ``function_declarations`` (their JSON schema sent as
     ``parameters_json_schema``, which takes full JSON Schema); a built-in tool spec
     (``{"google_search": {}}``, ``{"code_execution": {}}``) is sent as its own tool.
     """
-    declarations: list[dict[str, Any]] = []
+    declarations: list[dict[str, object]] = []
     for tool in tools:
-        declaration: dict[str, Any] = {"name": tool.name}
+        declaration: dict[str, object] = {"name": tool.name}
         if tool.description:
             declaration["description"] = tool.description
         if tool.parameters.get("properties"):
             declaration["parameters_json_schema"] = tool.parameters
         declarations.append(declaration)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     if declarations:
         out.append({"function_declarations": declarations})
     return out + [dict(spec) for spec in builtin]
 
 
-def format_tool_config(choice: ToolChoice | None) -> dict[str, Any] | None:
+def format_tool_config(choice: ToolChoice | None) -> dict[str, object] | None:
     """``tool_choice`` as Gemini's ``tool_config`` (None: the API's default, ``AUTO``)."""
     if choice is None:
         return None
     if choice == "auto":
-        config: dict[str, Any] = {"mode": "AUTO"}
+        config: dict[str, object] = {"mode": "AUTO"}
     elif choice == "none":
         config = {"mode": "NONE"}
     elif choice == "required":
@@ -329,7 +342,7 @@ class GoogleStreamState:
         self.usage: types.GenerateContentResponseUsageMetadata | None = None
         self.response_id: str | None = None
         self.model_version: str | None = None
-        self.safety: list[dict[str, Any]] = []
+        self.safety: list[dict[str, object]] = []
 
     def feed(self, chunk: types.GenerateContentResponse) -> bool:
         """Add one chunk; True when the answer shown changed."""

@@ -279,7 +279,7 @@ async def send_with_retries(
 _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def dumps(value: Any) -> bytes:
+def dumps(value: object) -> bytes:
     """Compact UTF-8 JSON, as the SDKs send it."""
     return _compact(value).encode()
 
@@ -330,10 +330,10 @@ async def iter_sse(chunks: AsyncIterator[bytes]) -> AsyncGenerator[tuple[str, by
 
 async def broken_off(
     provider: str,
-    chunks: AsyncGenerator[Any, None],
+    chunks: AsyncGenerator[T, None],
     status_error: type[Exception],
     connection_error: type[Exception],
-) -> AsyncGenerator[Any, None]:
+) -> AsyncGenerator[T, None]:
     """``chunks`` after the first visible one: an SDK failure raised as a ``ModelError``.
 
     For adapters on a provider SDK that wrap its failures in ``status_error`` (with

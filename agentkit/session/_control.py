@@ -32,10 +32,10 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -54,6 +54,13 @@ from agentkit.session._json_session import JSONSession
 from agentkit.session._postgres_session import PostgresSession, import_psycopg
 from agentkit.session._redis_session import RedisSession
 from agentkit.session._sqlite_session import SQLiteSession
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg.rows import TupleRow
+    from redis.asyncio.client import PubSub
+
+    from agentkit.messages import MsgInput
 
 __all__ = [
     "ControlChannel",
@@ -91,7 +98,7 @@ MAILBOX_NAME = ".agentkit-control"
 class Interruptible(Protocol):
     """What ``hold_session`` needs from an agent: an async ``interrupt(msg)``."""
 
-    async def interrupt(self, msg: Any = None) -> bool:
+    async def interrupt(self, msg: MsgInput = None) -> bool:
         """Interrupt the reply in progress; return whether one was."""
         ...
 
@@ -105,7 +112,7 @@ def channel_name(store: Session, session_id: str) -> str:
 class LocalControlChannel(ControlChannel):
     """In-process channel (stores of other kinds): reaches holders in this process only."""
 
-    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
+    async def publish(self, channel: str, command: Mapping[str, object]) -> int | None:
         """Run the handlers registered on ``channel`` in this process."""
         return await LocalHandlers.deliver(channel, command)
 
@@ -122,7 +129,7 @@ class RedisControlChannel(ControlChannel):
     def __init__(self, store: RedisSession) -> None:
         self.store = store
 
-    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
+    async def publish(self, channel: str, command: Mapping[str, object]) -> int | None:
         """``PUBLISH``; returns the number of subscribers reached."""
         return int(await self.store.client.publish(channel, json.dumps(command)))
 
@@ -157,7 +164,7 @@ class RedisControlChannel(ControlChannel):
                 await pubsub.aclose()
 
     @staticmethod
-    async def _listen(pubsub: Any, handler: Handler) -> None:
+    async def _listen(pubsub: PubSub, handler: Handler) -> None:
         from redis.exceptions import RedisError
 
         delay = _RECONNECT_FIRST
@@ -183,13 +190,13 @@ class PostgresControlChannel(ControlChannel):
     def __init__(self, store: PostgresSession) -> None:
         self.store = store
 
-    async def publish(self, channel: str, command: dict[str, object]) -> int | None:
+    async def publish(self, channel: str, command: Mapping[str, object]) -> int | None:
         """``NOTIFY`` (Postgres does not say how many listeners got it: None)."""
         async with self.store.connection() as conn:
             await conn.execute("SELECT pg_notify(%s, %s)", (channel, json.dumps(command)))
         return None
 
-    async def _listener(self, channel: str) -> Any:
+    async def _listener(self, channel: str) -> AsyncConnection[TupleRow]:
         """A connection of its own that ``LISTEN``s on ``channel``.
 
         Raises:
@@ -197,7 +204,9 @@ class PostgresControlChannel(ControlChannel):
         """
         psycopg = import_psycopg()
         try:
-            conn = await psycopg.AsyncConnection.connect(self.store.url, autocommit=True)
+            conn: AsyncConnection[TupleRow] = await psycopg.AsyncConnection.connect(
+                self.store.url, autocommit=True
+            )
         except psycopg.Error as exc:
             raise SessionError(
                 f"{self.store!r}: cannot listen for control commands: {exc}"
@@ -234,7 +243,9 @@ class PostgresControlChannel(ControlChannel):
                 with contextlib.suppress(Exception):
                     await link[0].close()
 
-    async def _listen(self, channel: str, link: list[Any], handler: Handler) -> None:
+    async def _listen(
+        self, channel: str, link: list[AsyncConnection[TupleRow]], handler: Handler
+    ) -> None:
         psycopg = import_psycopg()
         delay = _RECONNECT_FIRST
         while True:
@@ -274,7 +285,7 @@ class SteerReplies:
     are due go out (the run is over, so each is immediate) before it stops.
     """
 
-    def __init__(self, store: Session, agent: Any, worker: str | None = None) -> None:
+    def __init__(self, store: Session, agent: object, worker: str | None = None) -> None:
         self.control = control_channel(store)
         self.agent = agent
         self.worker = worker or f"pid-{os.getpid()}"
@@ -291,7 +302,7 @@ class SteerReplies:
         tg.cancel_scope.deadline = anyio.current_time() + _ANSWER_GRACE
         await tg.__aexit__(None, None, None)
 
-    async def handle(self, command: dict[str, Any]) -> None:
+    async def handle(self, command: Mapping[str, object]) -> None:
         """Obey one ``steer`` command (malformed ones are ignored)."""
         nonce, reply_to, text = command.get("id"), command.get("reply_to"), command.get("message")
         if not (isinstance(nonce, str) and isinstance(reply_to, str)) or self._tg is None:
@@ -319,7 +330,7 @@ class SteerReplies:
         with anyio.CancelScope(shield=True):
             await self._publish(reply_to, answer)
 
-    async def _publish(self, channel: str, command: dict[str, Any]) -> None:
+    async def _publish(self, channel: str, command: Mapping[str, object]) -> None:
         try:
             await self.control.publish(channel, command)
         except Exception:  # the sender times out ("unreachable"); the steer is queued
@@ -365,9 +376,9 @@ async def send_steer(
     nonce = secrets.token_hex(8)  # unguessable: only the asker can read the reply channel
     reply_to = channel_name(store, f"{session_id}\0steer\0{nonce}")
     received, answered = anyio.Event(), anyio.Event()
-    answer: dict[str, Any] = {}
+    answer: dict[str, object] = {}
 
-    async def on_reply(reply: dict[str, Any]) -> None:
+    async def on_reply(reply: dict[str, object]) -> None:
         if reply.get("id") != nonce:
             return
         if reply.get("command") == "steered":
@@ -505,7 +516,7 @@ async def hold_session(
 
     async with SteerReplies(store, agent) as steers:
 
-        async def on_command(command: dict[str, Any]) -> None:
+        async def on_command(command: dict[str, object]) -> None:
             if command.get("command") == "interrupt":
                 text = command.get("message")
                 await agent.interrupt(text if isinstance(text, str) and text else None)

@@ -30,11 +30,11 @@ import os
 import shutil
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import anyio
 from anyio.lowlevel import RunVar
@@ -58,9 +58,14 @@ POLL_INTERVAL = 0.01
 """Seconds between two looks of a holder into its mailbox folder (the added latency)."""
 
 
+_Source = TypeVar("_Source")
+
+
 @asynccontextmanager
 async def listening(
-    listen: Callable[[Any, Handler], Coroutine[Any, Any, None]], source: Any, handler: Handler
+    listen: Callable[[_Source, Handler], Coroutine[object, object, None]],
+    source: _Source,
+    handler: Handler,
 ) -> AsyncIterator[None]:
     """Run ``listen(source, handler)`` in a task while the block runs; stop it on exit."""
     async with anyio.create_task_group() as tg:
@@ -71,7 +76,7 @@ async def listening(
             tg.cancel_scope.cancel()
 
 
-Handler = Callable[[dict[str, Any]], Awaitable[None]]
+Handler = Callable[[dict[str, object]], Awaitable[None]]
 
 
 class ControlChannel(ABC):
@@ -81,11 +86,11 @@ class ControlChannel(ABC):
     """
 
     @abstractmethod
-    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+    async def publish(self, channel: str, command: Mapping[str, object]) -> int | None:
         """Send ``command``; return how many holders got it (None: the transport can't tell)."""
 
     @abstractmethod
-    def subscribe(self, channel: str, handler: Handler) -> Any:
+    def subscribe(self, channel: str, handler: Handler) -> AbstractAsyncContextManager[None]:
         """An async context manager: ``handler`` runs for each command while it is entered.
 
         Entering returns once the subscription is active on the server.
@@ -98,16 +103,16 @@ class LocalHandlers:
     registry: dict[str, list[Handler]] = {}  # noqa: RUF012 - one registry per process
 
     @classmethod
-    async def deliver(cls, channel: str, command: dict[str, Any]) -> int:
+    async def deliver(cls, channel: str, command: Mapping[str, object]) -> int:
         """Run the handlers registered on ``channel``; return how many."""
         handlers = list(cls.registry.get(channel, []))
         for handler in handlers:
-            await handler(command)
+            await handler(dict(command))  # each its own, as a decoded one would be
         return len(handlers)
 
     @classmethod
     @contextlib.contextmanager
-    def registered(cls, channel: str, handler: Handler) -> Any:
+    def registered(cls, channel: str, handler: Handler) -> Iterator[None]:
         """Register ``handler`` on ``channel`` while the block runs."""
         cls.registry.setdefault(channel, []).append(handler)
         try:
@@ -134,7 +139,7 @@ def _holder_pid(name: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _post(channel_dir: Path, command: dict[str, Any]) -> int:
+def _post(channel_dir: Path, command: Mapping[str, object]) -> int:
     """Write ``command`` into the folder of every live holder of other processes."""
     data = json.dumps(command).encode()
     reached = 0
@@ -272,7 +277,7 @@ class FileControlChannel(ControlChannel):
     def __init__(self, mailbox: Path) -> None:
         self.mailbox = mailbox
 
-    async def publish(self, channel: str, command: dict[str, Any]) -> int | None:
+    async def publish(self, channel: str, command: Mapping[str, object]) -> int | None:
         """Deliver to this process's holders, mail the others; return how many got it."""
         local = await LocalHandlers.deliver(channel, command)
         remote = await anyio.to_thread.run_sync(_post, self.mailbox / channel, command)
@@ -322,16 +327,19 @@ class FileControlChannel(ControlChannel):
             await bell.wait()
 
 
-async def dispatch(data: Any, handler: Handler) -> None:
+async def dispatch(data: object, handler: Handler) -> None:
     """Decode one command (JSON text) and run ``handler`` on it; log and skip what is malformed.
 
     Anyone who can write to the mailbox or publish on the channel may send anything: text
     that is not JSON, JSON that is not an object, or nesting deep enough to exhaust the
     parser's recursion. None of it may end the listener (and with it the held run).
     """
+    if not isinstance(data, str | bytes | bytearray):
+        _ignored(data, "not JSON")
+        return
     try:
         command = json.loads(data)
-    except (TypeError, ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else "not JSON"
         _ignored(data, reason)
         return

@@ -33,24 +33,30 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import anyio
 
 from agentkit.exceptions import SessionConflictError, SessionError
 from agentkit.session._base import Session, SessionInfo, check_session_id
 
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg.rows import TupleRow
+    from psycopg_pool import AsyncConnectionPool
+
 __all__ = ["PostgresSession"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
-def import_psycopg() -> Any:
+def import_psycopg() -> ModuleType:
     """Import ``psycopg`` with an install hint when it is missing."""
     return _import("psycopg")
 
 
-def _import(name: str) -> Any:
+def _import(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as exc:
@@ -100,7 +106,7 @@ class PostgresSession(Session):
         self.min_size = min_size
         self.max_size = max_size
         self.pool_timeout = pool_timeout
-        self._pool: Any = None
+        self._pool: AsyncConnectionPool[AsyncConnection[TupleRow]] | None = None
         self._pool_lock = anyio.Lock()
         self._ready = False
 
@@ -110,13 +116,14 @@ class PostgresSession(Session):
         return f"postgres:{self.url}#{self.table}"
 
     @property
-    def pool(self) -> Any:
+    def pool(self) -> AsyncConnectionPool[AsyncConnection[TupleRow]] | None:
         """The ``psycopg_pool.AsyncConnectionPool`` (None until first use and after close)."""
         return self._pool
 
-    async def _open_pool(self) -> Any:
+    async def _open_pool(self) -> AsyncConnectionPool[AsyncConnection[TupleRow]]:
         async with self._pool_lock:  # two first operations at once open one pool
-            if self._pool is None:
+            pool = self._pool
+            if pool is None:
                 pool_class = _import("psycopg_pool").AsyncConnectionPool
                 pool = pool_class(
                     self.url,
@@ -132,10 +139,10 @@ class PostgresSession(Session):
                 )
                 await pool.open()
                 self._pool = pool
-            return self._pool
+            return pool
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Any]:
+    async def connection(self) -> AsyncIterator[AsyncConnection[TupleRow]]:
         """Borrow an autocommit ``psycopg.AsyncConnection`` from the pool.
 
         Raises:
@@ -159,7 +166,7 @@ class PostgresSession(Session):
             with anyio.CancelScope(shield=True):
                 await pool.putconn(conn)
 
-    async def _create_table(self, conn: Any) -> None:
+    async def _create_table(self, conn: AsyncConnection[TupleRow]) -> None:
         t = self.table
         async with conn.transaction():
             # Concurrent CREATE TABLE IF NOT EXISTS can still collide in pg_type.
@@ -175,7 +182,7 @@ class PostgresSession(Session):
             )
         self._ready = True
 
-    async def _fetch(self, sql: str, params: tuple[Any, ...]) -> Any:
+    async def _fetch(self, sql: str, params: tuple[object, ...]) -> TupleRow | None:
         async with self.connection() as conn:
             cursor = await conn.execute(sql, params)
             return await cursor.fetchone()
@@ -248,7 +255,7 @@ class PostgresSession(Session):
         self, prefix: str, limit: int, after: tuple[datetime, str] | None
     ) -> list[SessionInfo]:
         sql = f"SELECT id, version, updated_at, title FROM {self.table} WHERE starts_with(id, %s)"
-        params: tuple[Any, ...] = (prefix,)
+        params: tuple[object, ...] = (prefix,)
         if after is not None:
             sql += " AND (updated_at, id) < (%s, %s)"
             params += after

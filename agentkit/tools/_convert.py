@@ -23,9 +23,9 @@ import json
 import pathlib
 import uuid
 from collections.abc import Iterable
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
-from agentkit.messages import DocumentBlock, ImageBlock, TextBlock
+from agentkit.messages import Base64Source, DocumentBlock, ImageBlock, TextBlock
 from agentkit.tools._response import ToolResponse, ToolResultContent
 
 __all__ = ["DONE_TEXT", "ChunkCollector", "merge_content", "to_content", "truncate"]
@@ -109,7 +109,7 @@ def _bytes_block(data: bytes) -> ToolResultContent:
     media_type = _image_type(data)
     if media_type is None and data.startswith(b"%PDF-"):
         pdf = base64.b64encode(data).decode("ascii")
-        source: Any = {"type": "base64", "media_type": "application/pdf", "data": pdf}
+        source: Base64Source = {"type": "base64", "media_type": "application/pdf", "data": pdf}
         return DocumentBlock(type="document", source=source)
     if media_type is None:
         return TextBlock(

@@ -16,10 +16,11 @@ schemas) rather than matched on ``re``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
 
 __all__ = ["MAX_PATTERN_CHARS", "PatternError", "compile_pattern", "linear_validator"]
@@ -32,12 +33,20 @@ _DATA_KEYWORDS = frozenset(("const", "default", "enum", "examples"))
 _NAMED_SUBSCHEMAS = frozenset(("properties", "$defs", "definitions", "dependentSchemas"))
 
 
+class Regex(Protocol):
+    """A compiled RE2 pattern (``re2`` ships no type information)."""
+
+    def search(self, text: str) -> object | None:
+        """The first match in ``text``, or None."""
+        ...
+
+
 class PatternError(ValueError):
     """A pattern that cannot be matched in linear time, with the reason in words."""
 
 
 @functools.lru_cache(maxsize=1024)
-def compile_pattern(pattern: str) -> Any:
+def compile_pattern(pattern: str) -> Regex:
     """``pattern`` compiled on RE2 (cached: schemas repeat their patterns on every call).
 
     Raises:
@@ -55,7 +64,7 @@ def compile_pattern(pattern: str) -> Any:
     options.log_errors = False  # raised to the caller; no stderr noise
     options.max_mem = _MAX_MEM
     try:
-        return re2.compile(pattern, options)
+        compiled: Regex = re2.compile(pattern, options)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         if isinstance(reason, bytes):
@@ -64,6 +73,7 @@ def compile_pattern(pattern: str) -> Any:
             f"pattern {pattern[:200]!r} cannot be matched in linear time ({reason}): patterns "
             "run on RE2, which has no backreferences (\\1) and no lookaround ((?=...))"
         ) from None
+    return compiled
 
 
 def _search(pattern: str, text: str) -> bool:
@@ -107,18 +117,33 @@ def check_patterns(schema: object) -> None:
         raise PatternError("patternProperties with unevaluatedProperties is not supported")
 
 
+class _Keywords(Protocol):
+    """What a keyword callback uses of the validator running it."""
+
+    def is_type(self, instance: object, type: str) -> bool: ...
+
+    def descend(
+        self, instance: object, schema: object, path: str, schema_path: str
+    ) -> Iterator[ValidationError]: ...
+
+
 @functools.cache
-def _validator_class() -> Any:
+def _validator_class() -> type[Validator]:
     """Draft 2020-12 with its pattern-matching keywords on RE2 (built on first use)."""
     from jsonschema import Draft202012Validator, validators
     from jsonschema.exceptions import ValidationError
 
-    def pattern(validator: Any, patrn: str, instance: object, schema: object) -> Any:
+    def pattern(
+        validator: _Keywords, patrn: str, instance: object, schema: object
+    ) -> Iterator[ValidationError]:
         if validator.is_type(instance, "string") and not _search(patrn, str(instance)):
             yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
-    def pattern_properties(validator: Any, given: Any, instance: Any, schema: object) -> Any:
-        if not validator.is_type(instance, "object"):
+    def pattern_properties(
+        validator: _Keywords, given: object, instance: object, schema: object
+    ) -> Iterator[ValidationError]:
+        # An "object" to jsonschema's draft 2020-12 type checker is a dict.
+        if not isinstance(instance, dict) or not isinstance(given, dict):
             return
         for patrn, subschema in given.items():
             for key, value in instance.items():
@@ -127,13 +152,16 @@ def _validator_class() -> Any:
 
     original = Draft202012Validator.VALIDATORS["additionalProperties"]
 
-    def additional_properties(validator: Any, given: Any, instance: Any, schema: Any) -> Any:
+    def additional_properties(
+        validator: _Keywords, given: object, instance: object, schema: Mapping[str, object]
+    ) -> Iterator[ValidationError]:
         # jsonschema's own keyword, on the properties no pattern claims (found on RE2).
-        if not validator.is_type(instance, "object") or "patternProperties" not in schema:
+        patterns = schema.get("patternProperties")
+        if not isinstance(instance, dict) or not isinstance(patterns, dict):
             yield from original(validator, given, instance, schema)
             return
-        patterns = list(schema["patternProperties"])
-        named = schema.get("properties", {})
+        named = schema.get("properties")
+        named = named if isinstance(named, dict) else {}
         extras = {
             k: v
             for k, v in instance.items()
@@ -142,7 +170,8 @@ def _validator_class() -> Any:
         rest = {k: v for k, v in schema.items() if k != "patternProperties"}
         yield from original(validator, given, extras, {**rest, "properties": {}})
 
-    extend: Any = validators.extend  # untyped in jsonschema's stubs
+    # Untyped in jsonschema's stubs; it returns a validator class.
+    extend: Callable[..., type[Validator]] = validators.extend
     return extend(
         Draft202012Validator,
         {

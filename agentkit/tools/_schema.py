@@ -21,7 +21,6 @@ import sys
 import types
 import typing
 import warnings
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union, cast, get_args, get_origin
@@ -79,16 +78,17 @@ class FunctionSpec:
         object.__setattr__(self, "checks", ArgumentChecks(self.parameters))
 
 
-# Specs are shared by every Toolkit that registers the same function object: a server that
-# builds a Toolkit per conversation pays for signature and docstring parsing, the pydantic
-# model and the schema once per function, not once per conversation. Only what the spec
-# depends on is in the key (preset values are not: only their names hide parameters). Each
-# spec is kept with the function's state it was built from (see ``_state``): a function whose
-# docstring, defaults, annotations or ``__signature__`` changed since is described again.
-_SPECS: weakref.WeakKeyDictionary[
-    Callable[..., object],
-    dict[tuple[object, ...], tuple[tuple[object, ...], types.CodeType, FunctionSpec]],
-] = weakref.WeakKeyDictionary()
+# Specs are shared by every Toolkit that registers the same function, and by the closures of
+# one ``def`` (a tool defined anew per conversation): describing a function costs about 0.7 ms
+# (docstring parsing and type hints; several ms with a pydantic model), a hit a few
+# microseconds. The key is everything the spec is built from, as immutable values (the code
+# object, the docstring, the resolved annotations, the defaults with their types), never the
+# function object: a function changed after registration has another key, so no spec can go
+# stale. A function whose key cannot be written so is described afresh each time. Bounded:
+# the oldest entry leaves first.
+_SPECS: dict[tuple[object, ...], FunctionSpec] = {}
+_MAX_SPECS = 256
+_UNFROZEN = object()  # a value ``_frozen`` cannot write as immutable data
 
 
 def build_function_spec(
@@ -98,11 +98,11 @@ def build_function_spec(
     description: str | None = None,
     preset_kwargs: Mapping[str, object] | None = None,
 ) -> FunctionSpec:
-    """Describe ``fn`` as a tool (cached per function object; see ``_SPECS``).
+    """Describe ``fn`` as a tool (shared by equal functions; see ``_SPECS``).
 
     A function defined anew for every conversation (a tool closing over the request's user)
     is a new object each time; it shares the spec of the earlier ones with the same code,
-    docstring, defaults and annotations (see ``_BY_CODE``).
+    docstring, defaults and annotations.
 
     Args:
         fn: The function (sync or async, plain or generator, bound method, callable object).
@@ -111,115 +111,118 @@ def build_function_spec(
         preset_kwargs: Arguments fixed at registration, hidden from the model.
 
     Returns:
-        The function's spec (the same object for the same function and options).
+        The function's spec (the same object for equal functions and options).
 
     Raises:
         ToolRegistrationError: the signature cannot be described.
     """
-    key = (name, description, tuple(sorted(preset_kwargs or ())))
-    if not inspect.isfunction(fn):  # partials, methods, objects: not weak-referenceable
-        return _build_function_spec(
-            fn, name=name, description=description, preset_kwargs=preset_kwargs
-        )
-    state = _state(fn)
-    cached = _SPECS.get(fn)
-    found = cached.get(key) if cached is not None else None
-    # The code too: a hot reload (IPython's autoreload) replaces ``__code__`` in place. Kept
-    # apart from the state, which ``_BY_CODE`` stores: its key must not be in its values.
-    if found is not None and found[1] is fn.__code__ and _same(found[0], state):
-        return found[2]
-    # Shared across closures only when the signature is the function's own.
-    shareable = state[_SIGNATURE] is None and state[_WRAPPED] is None
-    spec = _same_code_spec(fn, key, state) if shareable else None
+    key = _spec_key(fn, (name, description, tuple(sorted(preset_kwargs or ()))))
+    spec = _SPECS.get(key) if key is not None else None
     if spec is None:
         spec = _build_function_spec(
             fn, name=name, description=description, preset_kwargs=preset_kwargs
         )
-        if shareable:
-            _remember_code_spec(fn, key, state, spec)
-    _SPECS.setdefault(fn, {})[key] = (state, fn.__code__, spec)
+        if key is not None:
+            if len(_SPECS) >= _MAX_SPECS:
+                oldest = next(iter(_SPECS), None)
+                if oldest is not None:  # (pop: another thread may have taken it out first)
+                    _SPECS.pop(oldest, None)
+            _SPECS[key] = spec
     return spec
 
 
-# Specs by code object, for functions re-created from the same ``def`` (closures). Each entry
-# keeps the fingerprint of everything else the spec is built from; a function whose
-# fingerprint differs, or cannot be compared, gets a spec of its own.
-_BY_CODE: weakref.WeakKeyDictionary[
-    types.CodeType, list[tuple[tuple[object, ...], tuple[object, ...], FunctionSpec]]
-] = weakref.WeakKeyDictionary()
-_PER_CODE = 8  # fingerprints kept per code object (a factory with varying defaults)
+def _spec_key(fn: Callable[..., object], options: tuple[object, ...]) -> tuple[object, ...] | None:
+    """What ``fn``'s spec is built from, as hashable immutable values (None: not expressible).
 
-
-_SIGNATURE, _WRAPPED, _DEFAULTS, _KWDEFAULTS = 6, 7, 3, 4  # positions in ``_state``
-
-
-def _state(fn: types.FunctionType) -> tuple[object, ...]:
-    """What a function's spec is built from besides its code (compared with ``_same``)."""
-    extra = fn.__dict__  # set by functools.wraps or by hand; empty on plain functions
-    return (
-        fn.__module__,
-        id(fn.__globals__),
-        fn.__doc__,
-        fn.__defaults__,
-        fn.__kwdefaults__,
-        tuple(fn.__annotations__.items()),
-        extra.get("__signature__") if extra else None,  # the signature comes from elsewhere
-        extra.get("__wrapped__") if extra else None,
-    )
-
-
-def _same(known: tuple[object, ...], now: tuple[object, ...]) -> bool:
-    """Whether two ``_state`` tuples describe the same spec.
-
-    Equal, and defaults of the same types: ``1``, ``True`` and ``1.0`` are equal in Python
-    but each is its own JSON default, so closures with such defaults must not share a spec.
-    False when a default's ``==`` raises or is not a bool (an array).
+    Only plain functions (decorated ones by what they wrap): partials, methods, callable
+    objects and functions with ``__signature__`` set are described afresh. Annotations are
+    compared resolved (a name rebound in the module is seen), and classes in them by
+    identity.
     """
-    if known is now:
-        return True
+    if not isinstance(fn, types.FunctionType):
+        return None
+    extra = fn.__dict__  # set by functools.wraps or by hand; empty on plain functions
+    if extra and "__signature__" in extra:
+        return None
+    if extra and "__wrapped__" in extra:  # the signature and the hints are the wrapped one's
+        inner = _spec_key(extra["__wrapped__"], ())
+        return None if inner is None else (fn.__code__, _docstring(fn), inner, *options)
+    defaults, kwdefaults = _frozen(fn.__defaults__), _frozen(fn.__kwdefaults__)
+    if defaults is _UNFROZEN or kwdefaults is _UNFROZEN:
+        return None
     try:
-        if not bool(known == now):
-            return False
-    except Exception:
-        return False
-    return _same_types(known[_DEFAULTS], now[_DEFAULTS]) and _same_types(
-        known[_KWDEFAULTS], now[_KWDEFAULTS]
-    )
+        # The raw docstring decides what ``inspect.getdoc`` makes of it (a missing one is
+        # looked up, in the classes of a method).
+        doc = fn.__doc__ if fn.__doc__ is not None else _docstring(fn)
+        key = (fn.__code__, doc, _resolved(fn), defaults, kwdefaults, *options)
+        hash(key)
+    except Exception:  # unresolvable or unhashable annotations: described (and reported) afresh
+        return None
+    return key
 
 
-def _same_types(known: object, now: object) -> bool:
-    """Whether two equal values have the same types all the way down (containers too)."""
-    if known is now:
-        return True
-    kind = type(known)
-    if kind is not type(now):
+def _resolved(fn: types.FunctionType) -> tuple[tuple[str, object], ...]:
+    """``fn``'s annotations, resolved in its module as ``typing.get_type_hints`` does.
+
+    String annotations (``from __future__ import annotations``) are evaluated from code
+    compiled once per string, and annotation objects without forward references are taken
+    as they are: ``get_type_hints`` compiles each string anew and walks every type, which
+    would be most of a cache hit's cost. Anything with a quoted forward reference goes
+    through ``get_type_hints``, which resolves nested references too.
+    """
+    resolved: list[tuple[str, object]] = []
+    scope = fn.__globals__
+    for name, annotation in fn.__annotations__.items():
+        if not isinstance(annotation, str):
+            if not _settled(annotation):
+                return tuple(typing.get_type_hints(fn, include_extras=True).items())
+            resolved.append((name, annotation))
+        elif "'" in annotation or '"' in annotation:
+            return tuple(typing.get_type_hints(fn, include_extras=True).items())
+        else:
+            resolved.append((name, eval(_annotation_code(annotation), scope)))
+    return tuple(resolved)
+
+
+def _settled(tp: object) -> bool:
+    """Whether an annotation object holds no forward reference (nothing left to resolve)."""
+    if not isinstance(tp, types.GenericAlias) and isinstance(tp, type):
+        return True  # a class (``list[int]`` passes for one: it is looked into below)
+    if isinstance(tp, str | typing.ForwardRef):
         return False
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Literal:
+        return True  # its arguments are values, not types
+    if origin is typing.Annotated:
+        return _settled(args[0])  # the metadata is not resolved either
+    return all(_settled(a) for a in args if a is not Ellipsis)
+
+
+@functools.lru_cache(maxsize=1024)
+def _annotation_code(text: str) -> types.CodeType:
+    """One annotation string, compiled (keyed by the string itself: it cannot go stale)."""
+    return compile(text, "<annotation>", "eval")
+
+
+def _frozen(value: object) -> object:
+    """``value`` as immutable data equal only to the same value of the same types.
+
+    ``1``, ``True`` and ``1.0`` are equal in Python but each is its own JSON default, so
+    every value is written with its type. ``_UNFROZEN`` for anything but JSON-like data
+    and enum members.
+    """
+    kind = type(value)
+    if value is None or kind in (str, int, float, bool, bytes) or isinstance(value, enum.Enum):
+        return (kind, value)
     if kind is tuple or kind is list:
-        return all(map(_same_types, cast("list[object]", known), cast("list[object]", now)))
+        items = tuple(map(_frozen, cast("list[object]", value)))
+        return _UNFROZEN if _UNFROZEN in items else (kind, items)
     if kind is dict:
-        mine, theirs = cast("dict[object, object]", known), cast("dict[object, object]", now)
-        same_keys = list(mine) == list(theirs)
-        return same_keys and all(_same_types(v, theirs[k]) for k, v in mine.items())
-    return True
-
-
-def _same_code_spec(
-    fn: types.FunctionType, key: tuple[object, ...], state: tuple[object, ...]
-) -> FunctionSpec | None:
-    """The spec of an earlier function from the same ``def`` with this key and state, if any."""
-    for known_key, known, spec in _BY_CODE.get(fn.__code__, ()):
-        if known_key == key and _same(known, state):
-            return spec
-    return None
-
-
-def _remember_code_spec(
-    fn: types.FunctionType, key: tuple[object, ...], state: tuple[object, ...], spec: FunctionSpec
-) -> None:
-    entries = _BY_CODE.setdefault(fn.__code__, [])
-    if len(entries) >= _PER_CODE:
-        del entries[0]
-    entries.append((key, state, spec))
+        pairs = tuple(
+            (_frozen(k), _frozen(v)) for k, v in cast("dict[object, object]", value).items()
+        )
+        return _UNFROZEN if any(_UNFROZEN in pair for pair in pairs) else (kind, pairs)
+    return _UNFROZEN
 
 
 def _build_function_spec(
@@ -286,7 +289,7 @@ def _build_function_spec(
 
 def call_kind(fn: Callable[..., object]) -> CallKind:
     """How ``fn`` is called (a callable object by its ``__call__``)."""
-    target: Any = fn
+    target: object = fn
     if not (inspect.isroutine(fn) or isinstance(fn, functools.partial)):
         target = type(fn).__call__  # a callable object
     if inspect.isasyncgenfunction(target):
@@ -302,13 +305,14 @@ def call_kind(fn: Callable[..., object]) -> CallKind:
 class _Params:
     """Sorts a signature's parameters into model-visible fields and hidden ones."""
 
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, tuple[object, object]] = field(default_factory=dict)  # (type, default)
     aliases: dict[str, str] = field(default_factory=dict)
     visible: list[str] = field(default_factory=list)
     positional: list[str] = field(default_factory=list)
     model_defaults: set[str] = field(default_factory=set)
     context_param: str | None = None
     var_keyword: bool = False
+    rebuilt: dict[type, object] = field(default_factory=dict)  # see ``_compat``
 
     def add(
         self,
@@ -322,7 +326,7 @@ class _Params:
         if param.kind is _P.VAR_KEYWORD:
             self.var_keyword = True
             return
-        annotation = _compat(hints.get(param.name, _signature_annotation(param)))
+        annotation = _compat(hints.get(param.name, _signature_annotation(param)), self.rebuilt)
         if param.kind is _P.POSITIONAL_ONLY:
             self.positional.append(param.name)
         if _is_context(annotation):
@@ -366,12 +370,12 @@ def _signature_annotation(param: inspect.Parameter) -> object:
 
 def _type_hints(fn: Callable[..., object], name: str) -> dict[str, object]:
     """Resolve annotations (string annotations included) of ``fn``."""
-    target: Any = fn
+    target: object = fn
     while True:  # functools.partial and decorators that keep __wrapped__
         if isinstance(target, functools.partial):
             target = target.func
-        elif hasattr(target, "__wrapped__"):
-            target = target.__wrapped__
+        elif (wrapped := getattr(target, "__wrapped__", None)) is not None:
+            target = wrapped
         else:
             break
     if inspect.isclass(target):
@@ -397,26 +401,27 @@ def _docstring(fn: object) -> str | None:
 
 
 _OLD_TYPEDDICT = sys.version_info < (3, 12)
-_td_cache: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
 
 
-def _compat(tp: object) -> object:
+def _compat(tp: object, rebuilt: dict[type, object]) -> object:
     """On Python 3.11, rebuild ``typing.TypedDict`` classes as ``typing_extensions`` ones.
 
     pydantic refuses ``typing.TypedDict`` before 3.12; users should not have to care.
+    ``rebuilt`` holds the classes already rebuilt for this function, so that a TypedDict
+    used by two parameters is one class (one ``$defs`` entry) in its schema.
     """
     if not _OLD_TYPEDDICT:
         return tp
     if isinstance(tp, type) and typing.is_typeddict(tp) and type(tp).__module__ == "typing":
-        if tp not in _td_cache:
-            _td_cache[tp] = _rebuild_typeddict(tp)
-        return _td_cache[tp]
+        if tp not in rebuilt:
+            rebuilt[tp] = _rebuild_typeddict(tp, rebuilt)
+        return rebuilt[tp]
     origin, args = get_origin(tp), get_args(tp)
     if origin is None or not args or origin is Literal:
         return tp
     if origin is typing.Annotated:
-        return typing.Annotated[(_compat(args[0]), *args[1:])]
-    new_args = tuple(_compat(a) if a is not Ellipsis else a for a in args)
+        return typing.Annotated[(_compat(args[0], rebuilt), *args[1:])]
+    new_args = tuple(_compat(a, rebuilt) if a is not Ellipsis else a for a in args)
     if new_args == args:
         return tp
     if origin in (Union, types.UnionType):
@@ -424,11 +429,11 @@ def _compat(tp: object) -> object:
     return tp.copy_with(new_args) if hasattr(tp, "copy_with") else origin[new_args]
 
 
-def _rebuild_typeddict(tp: type) -> object:
+def _rebuild_typeddict(tp: type, rebuilt: dict[type, object]) -> object:
     import typing_extensions as te
 
     hints = typing.get_type_hints(tp, include_extras=True)
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     markers = (te.Required, te.NotRequired, typing.Required, typing.NotRequired)
     for key, hint in hints.items():
         # With string annotations 3.11 cannot see ``NotRequired`` at class creation, so
@@ -438,8 +443,8 @@ def _rebuild_typeddict(tp: type) -> object:
             required = get_origin(hint) in (te.Required, typing.Required)
             hint = get_args(hint)[0]
         wrapper = te.Required if required else te.NotRequired
-        fields[key] = wrapper[_compat(hint)]
-    make: Any = te.TypedDict  # the functional form, with computed fields
+        fields[key] = wrapper[_compat(hint, rebuilt)]
+    make: Any = te.TypedDict  # the functional form: mypy only takes a literal dict of fields
     new = make(tp.__name__, fields)
     new.__doc__ = tp.__doc__
     new.__module__ = tp.__module__
@@ -483,16 +488,21 @@ def _is_plain_field(meta: object) -> bool:
     # A Field() carrying only schema facts (description, bounds): jsonschema enforces them.
     if not _is_field_info(meta):
         return False
-    info: Any = meta
-    return info.default_factory is None and not any(callable(m) for m in info.metadata)
+    from pydantic.fields import FieldInfo
+
+    if not isinstance(meta, FieldInfo):
+        return False
+    return meta.default_factory is None and not any(callable(m) for m in meta.metadata)
 
 
-def _build_model(name: str, fields: dict[str, Any], aliases: Mapping[str, str]) -> type[BaseModel]:
+def _build_model(
+    name: str, fields: Mapping[str, tuple[object, object]], aliases: Mapping[str, str]
+) -> type[BaseModel]:
     from pydantic import ConfigDict, Field, create_model
     from pydantic.fields import FieldInfo
 
     config = ConfigDict(extra="ignore", arbitrary_types_allowed=False, validate_by_alias=True)
-    described: dict[str, Any] = {}
+    described: dict[str, Any] = {}  # (type form, FieldInfo): pydantic types a form as Any
     for key, (annotation, default) in fields.items():
         alias = Field(alias=aliases[key])
         info = (
@@ -508,7 +518,7 @@ def _build_model(name: str, fields: dict[str, Any], aliases: Mapping[str, str]) 
         raise _describe_failure(name, annotations, exc) from exc
 
 
-def _pydantic_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
+def _pydantic_schema(model: type[BaseModel], name: str) -> dict[str, object]:
     """``model``'s JSON schema by pydantic, without the auto titles."""
     from pydantic.json_schema import PydanticJsonSchemaWarning
 
@@ -520,8 +530,7 @@ def _pydantic_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
     except Exception as exc:
         annotations = {f.alias or k: f.annotation for k, f in model.model_fields.items()}
         raise _describe_failure(name, annotations, exc) from exc
-    schema: dict[str, Any] = _strip_titles(raw)
-    return schema
+    return _strip_object_titles(raw)
 
 
 _SCALAR_SCHEMAS: dict[object, str] = {
@@ -535,7 +544,7 @@ _SCALAR_SCHEMAS: dict[object, str] = {
 
 def _native_schema(
     fields: Mapping[str, tuple[object, object]], aliases: Mapping[str, str]
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """The schema pydantic writes for these fields, when every type and default is JSON's own.
 
     None when any field needs pydantic (a type or a default outside the small set written
@@ -618,12 +627,13 @@ def _plain_json(value: object) -> bool:
 
 
 def _parameters_schema(
-    schema: Mapping[str, Any], arg_docs: Mapping[str, str], var_keyword: bool
+    schema: Mapping[str, object], arg_docs: Mapping[str, str], var_keyword: bool
 ) -> dict[str, object]:
-    properties: dict[str, dict[str, object]] = schema.get("properties", {})
+    found = schema.get("properties")
+    properties: dict[str, object] = found if isinstance(found, dict) else {}
     for arg, text in arg_docs.items():
         prop = properties.get(arg)
-        if prop is not None and text and "description" not in prop:
+        if isinstance(prop, dict) and text and "description" not in prop:
             prop["description"] = text
     result: dict[str, object] = {"type": "object", "properties": properties}
     if schema.get("required"):
@@ -676,13 +686,16 @@ _SCHEMA_ONE = frozenset(
 )
 
 
-def _strip_titles(schema: Any) -> Any:
+def _strip_titles(schema: object) -> object:
+    """``schema`` without pydantic's auto ``title``s (a non-object is returned as it is)."""
+    return _strip_object_titles(schema) if isinstance(schema, dict) else schema
+
+
+def _strip_object_titles(schema: Mapping[str, object]) -> dict[str, object]:
     """Drop pydantic's auto ``title``s (tokens the model does not need), structurally.
 
     Walking keyword by keyword keeps a *property* named ``title`` intact.
     """
-    if not isinstance(schema, dict):
-        return schema
     out: dict[str, object] = {}
     for key, value in schema.items():
         if key == "title":
