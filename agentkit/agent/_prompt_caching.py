@@ -18,12 +18,13 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, cast, get_args
 
 from agentkit.agent._capabilities import Capability
 from agentkit.events import AgentEvent, CacheBusted
 from agentkit.exceptions import UsageError
 from agentkit.models._base import CachePoint, ModelRequest, PromptCache, ToolDefinition
+from agentkit.tools._context import DepsT
 
 if TYPE_CHECKING:
     from agentkit.messages import Msg
@@ -36,7 +37,7 @@ logger = logging.getLogger("agentkit.agent")
 _POINTS = frozenset(get_args(CachePoint))
 
 
-class PromptCaching(Capability[Any]):
+class PromptCaching(Capability[DepsT]):
     """Ask every model request of the agent for prompt caching.
 
     Args:
@@ -58,7 +59,7 @@ class PromptCaching(Capability[Any]):
         self,
         *,
         ttl: Literal["5m", "1h"] | None = None,
-        key: str | Callable[[RunContext[Any]], str] | None = None,
+        key: str | Callable[[RunContext[DepsT]], str] | None = None,
         points: Iterable[CachePoint] | None = None,
     ) -> None:
         if ttl not in (None, "5m", "1h"):
@@ -82,13 +83,19 @@ class PromptCaching(Capability[Any]):
         self.cache = cache
         self.key = key if callable(key) else None
 
-    async def before_model(self, ctx: RunContext[Any], request: ModelRequest) -> ModelRequest:
+    async def before_model(self, ctx: RunContext[DepsT], request: ModelRequest) -> ModelRequest:
         """The request with ``settings["cache"]`` (keys a request already has are kept)."""
         cache = PromptCache(**self.cache)
         if self.key is not None:
             cache["key"] = self.key(ctx)
         cache.update(request.settings.get("cache") or {})
         return replace(request, settings={**request.settings, "cache": cache})
+
+
+class PrefixHolder(Protocol):
+    """Where the previous caching request's prefix is kept (the conversation)."""
+
+    cache_prefix: CachePrefix | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +158,7 @@ def bust_of(previous: CachePrefix, current: CachePrefix) -> CacheBusted | None:
 
 
 def check_prefix(
-    holder: Any, request: ModelRequest, emit: Callable[[AgentEvent], None] | None
+    holder: PrefixHolder, request: ModelRequest, emit: Callable[[AgentEvent], None] | None
 ) -> CacheBusted | None:
     """Compare ``request`` with the previous caching request kept on ``holder``.
 
@@ -163,7 +170,7 @@ def check_prefix(
         The ``CacheBusted`` event, or None when the prefix is the same (or is the first).
     """
     current = CachePrefix.of(request)
-    previous: CachePrefix | None = holder.cache_prefix
+    previous = holder.cache_prefix
     holder.cache_prefix = current
     if previous is None:
         return None

@@ -65,7 +65,7 @@ class RunSetup:
     limiter: anyio.CapacityLimiter | None = None
     limits: UsageLimits | None = None
     context: RunContext[Any] = _NO_RUN
-    capabilities: Capabilities = NO_CAPABILITIES
+    capabilities: Capabilities[Any] = NO_CAPABILITIES
     max_iters: int = 10
     parallel_tool_calls: bool = True
     approval_policy: ApprovalPolicy | None = None
