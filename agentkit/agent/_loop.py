@@ -37,7 +37,7 @@ from agentkit.agent._structured import MAX_STRUCTURED_RETRIES
 from agentkit.agent._validators import accept_text, validate_text
 from agentkit.events import ApprovalRequested, Interrupted, PartialOutput
 from agentkit.exceptions import StructuredOutputError
-from agentkit.messages import Msg
+from agentkit.messages import ContentBlock, Msg, TextBlock
 from agentkit.tools import INTERRUPTED_TEXT
 from agentkit.tools._response import ToolResponse
 
@@ -93,8 +93,8 @@ def _finish(setup: RunSetup, run: Run, last: Msg, **extra: Any) -> Finish:
             # The last partial is the accepted answer (defaults filled, validators applied).
             run.partial_output = run.structured_output
             run.emit(PartialOutput(dict(run.structured_output)))
-        content: Any = run.last_text or [
-            {"type": "text", "text": json.dumps(run.structured_output, ensure_ascii=False)}
+        content: str | list[ContentBlock] = list(run.last_text) or [
+            TextBlock(type="text", text=json.dumps(run.structured_output, ensure_ascii=False))
         ]
     else:
         content = last.content

@@ -507,7 +507,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         if self.print_hint or self._listeners:
             emit = self._make_emit()
         run = Run(emit, output)
-        context: RunContext[Any] = RunContext(
+        context: RunContext[object] = RunContext(
             deps=deps,
             run_id=new_id(),
             agent_name=self.name,
