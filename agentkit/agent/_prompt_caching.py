@@ -18,13 +18,12 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, Protocol, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
 from agentkit.agent._capabilities import Capability
 from agentkit.events import AgentEvent, CacheBusted
 from agentkit.exceptions import UsageError
 from agentkit.models._base import CachePoint, ModelRequest, PromptCache, ToolDefinition
-from agentkit.tools._context import DepsT
 
 if TYPE_CHECKING:
     from agentkit.messages import Msg
@@ -37,7 +36,10 @@ logger = logging.getLogger("agentkit.agent")
 _POINTS = frozenset(get_args(CachePoint))
 
 
-class PromptCaching(Capability[DepsT]):
+# Capability[Any], not generic in the deps: a ``key`` lambda given inline would then be
+# checked against the agent's deps type, and one reading ``ctx.deps`` of an agent declared
+# without ``deps_type`` (deps given per run) would stop type-checking.
+class PromptCaching(Capability[Any]):
     """Ask every model request of the agent for prompt caching.
 
     Args:
@@ -59,7 +61,7 @@ class PromptCaching(Capability[DepsT]):
         self,
         *,
         ttl: Literal["5m", "1h"] | None = None,
-        key: str | Callable[[RunContext[DepsT]], str] | None = None,
+        key: str | Callable[[RunContext[Any]], str] | None = None,
         points: Iterable[CachePoint] | None = None,
     ) -> None:
         if ttl not in (None, "5m", "1h"):
@@ -83,7 +85,7 @@ class PromptCaching(Capability[DepsT]):
         self.cache = cache
         self.key = key if callable(key) else None
 
-    async def before_model(self, ctx: RunContext[DepsT], request: ModelRequest) -> ModelRequest:
+    async def before_model(self, ctx: RunContext[Any], request: ModelRequest) -> ModelRequest:
         """The request with ``settings["cache"]`` (keys a request already has are kept)."""
         cache = PromptCache(**self.cache)
         if self.key is not None:
