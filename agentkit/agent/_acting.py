@@ -26,7 +26,7 @@ from agentkit.events import ToolCallStarted, ToolProgress, ToolResult
 from agentkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from agentkit.tools import INTERRUPTED_TEXT, interrupted_response
 from agentkit.tools._call import call_offered_tool
-from agentkit.tools._response import ToolResponse
+from agentkit.tools._response import ToolResponse, ToolResultContent
 
 if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation
@@ -78,7 +78,7 @@ def _invalid_json(call: ToolUseBlock, finish_reason: str | None) -> ToolResponse
 def result_block(call: ToolUseBlock, response: ToolResponse) -> ToolResultBlock:
     """Turn a final ``ToolResponse`` into the ``tool_result`` block stored in memory."""
     content = response.content
-    output: Any
+    output: str | list[ToolResultContent]
     if all(b["type"] == "text" for b in content):
         output = "".join(cast(TextBlock, b)["text"] for b in content)
     else:
@@ -381,7 +381,7 @@ async def commit_results(
     calls, results = run.batch, run.results
     if calls is None:
         return
-    blocks: list[Any] = []
+    blocks: list[ToolResultBlock] = []
     pending: list[ToolUseBlock] = []
     for i, call in enumerate(calls):
         result = results[i]

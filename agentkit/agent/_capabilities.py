@@ -137,41 +137,38 @@ _METHODS = (
 )
 
 
-def _overrides(cap: Capability[Any], method: str) -> bool:
+def _overrides(cap: Capability[DepsT], method: str) -> bool:
     return getattr(type(cap), method) is not getattr(Capability, method)
 
 
-AnyCapability = Capability[Any]
-
-
 @dataclass(frozen=True, slots=True)
-class Capabilities:
+class Capabilities(Generic[DepsT]):
     """An agent's capabilities, with the ones that override each method listed apart.
 
     Built once per agent (and again per run only when some capability has per-run state),
     so that each hook point costs one empty-tuple check when nothing overrides it.
     """
 
-    all: tuple[AnyCapability, ...] = ()
-    for_run: tuple[AnyCapability, ...] = ()
-    before_run: tuple[AnyCapability, ...] = ()
-    instructions: tuple[AnyCapability, ...] = ()
-    tools: tuple[AnyCapability, ...] = ()
-    before_model: tuple[AnyCapability, ...] = ()
-    after_model: tuple[AnyCapability, ...] = ()
-    before_tool: tuple[AnyCapability, ...] = ()
-    after_tool: tuple[AnyCapability, ...] = ()
-    after_run: tuple[AnyCapability, ...] = ()
-    on_error: tuple[AnyCapability, ...] = ()
+    all: tuple[Capability[DepsT], ...] = ()
+    for_run: tuple[Capability[DepsT], ...] = ()
+    before_run: tuple[Capability[DepsT], ...] = ()
+    instructions: tuple[Capability[DepsT], ...] = ()
+    tools: tuple[Capability[DepsT], ...] = ()
+    before_model: tuple[Capability[DepsT], ...] = ()
+    after_model: tuple[Capability[DepsT], ...] = ()
+    before_tool: tuple[Capability[DepsT], ...] = ()
+    after_tool: tuple[Capability[DepsT], ...] = ()
+    after_run: tuple[Capability[DepsT], ...] = ()
+    on_error: tuple[Capability[DepsT], ...] = ()
 
     @classmethod
-    def of(cls, capabilities: Sequence[object]) -> Capabilities:
+    def of(cls, capabilities: Sequence[object]) -> Capabilities[DepsT]:
         """Sort ``capabilities`` by the methods they override.
 
         Raises:
             UsageError: for an item that is not a ``Capability``.
         """
-        caps: list[AnyCapability] = []
+        caps: list[Capability[DepsT]] = []
         for cap in capabilities:
             if not isinstance(cap, Capability):
                 raise UsageError(
@@ -181,9 +178,9 @@ class Capabilities:
             caps.append(cap)
         return _sort(caps) if caps else NO_CAPABILITIES
 
-    def bind(self, ctx: RunContext[Any]) -> Capabilities:
+    def bind(self, ctx: RunContext[DepsT]) -> Capabilities[DepsT]:
         """The capabilities of one run: ``for_run`` applied where it is overridden."""
-        bound: list[AnyCapability] = []
+        bound: list[Capability[DepsT]] = []
         for cap in self.all:
             if _overrides(cap, "for_run"):
                 fresh = cap.for_run(ctx)
@@ -197,7 +194,7 @@ class Capabilities:
                 bound.append(cap)
         return _sort(bound)
 
-    async def system(self, ctx: RunContext[Any], system: Msg) -> Msg:
+    async def system(self, ctx: RunContext[DepsT], system: Msg) -> Msg:
         """``system`` with the capabilities' instructions for this request appended."""
         parts = []
         for cap in self.instructions:
@@ -209,7 +206,9 @@ class Capabilities:
         base = system.content if isinstance(system.content, str) else system.get_text()
         return Msg(system.name, "\n\n".join([base, *parts] if base else parts), "system")
 
-    async def offered_tools(self, ctx: RunContext[Any], toolkit: Toolkit | None) -> dict[str, Tool]:
+    async def offered_tools(
+        self, ctx: RunContext[DepsT], toolkit: Toolkit | None
+    ) -> dict[str, Tool]:
         """The tools the capabilities offer for the next request, by name, in order.
 
         Raises:
@@ -228,20 +227,20 @@ class Capabilities:
                 offered[name] = tool
         return offered
 
-    async def run_before_model(self, ctx: RunContext[Any], request: ModelRequest) -> ModelRequest:
+    async def run_before_model(self, ctx: RunContext[DepsT], request: ModelRequest) -> ModelRequest:
         """``before_model`` of each capability, in order."""
         for cap in self.before_model:
             request = await cap.before_model(ctx, request)
         return request
 
-    async def run_after_model(self, ctx: RunContext[Any], response: ChatResponse) -> ChatResponse:
+    async def run_after_model(self, ctx: RunContext[DepsT], response: ChatResponse) -> ChatResponse:
         """``after_model`` of each capability, in order."""
         for cap in self.after_model:
             response = await cap.after_model(ctx, response)
         return response
 
     async def run_before_tool(
-        self, ctx: ToolContext[Any], call: ToolUseBlock
+        self, ctx: ToolContext[DepsT], call: ToolUseBlock
     ) -> ToolUseBlock | ToolResponse:
         """``before_tool`` of each capability, in order, until one answers the call."""
         for cap in self.before_tool:
@@ -251,29 +250,29 @@ class Capabilities:
             call = outcome
         return call
 
-    async def run_after_tool(self, ctx: ToolContext[Any], result: ToolResponse) -> ToolResponse:
+    async def run_after_tool(self, ctx: ToolContext[DepsT], result: ToolResponse) -> ToolResponse:
         """``after_tool`` of each capability, in order."""
         for cap in self.after_tool:
             result = await cap.after_tool(ctx, result)
         return result
 
-    async def run_before_run(self, ctx: RunContext[Any]) -> None:
+    async def run_before_run(self, ctx: RunContext[DepsT]) -> None:
         """``before_run`` of each capability, in order."""
         for cap in self.before_run:
             await cap.before_run(ctx)
 
-    async def run_after_run(self, ctx: RunContext[Any], result: RunResult[Any]) -> None:
+    async def run_after_run(self, ctx: RunContext[DepsT], result: RunResult[Any]) -> None:
         """``after_run`` of each capability, in order."""
         for cap in self.after_run:
             await cap.after_run(ctx, result)
 
-    async def run_on_error(self, ctx: RunContext[Any], error: BaseException) -> None:
+    async def run_on_error(self, ctx: RunContext[DepsT], error: BaseException) -> None:
         """``on_error`` of each capability, in order."""
         for cap in self.on_error:
             await cap.on_error(ctx, error)
 
 
-def _sort(caps: Sequence[AnyCapability]) -> Capabilities:
+def _sort(caps: Sequence[Capability[DepsT]]) -> Capabilities[DepsT]:
     lists = {m: tuple(c for c in caps if _overrides(c, m)) for m in _METHODS}
     return Capabilities(tuple(caps), **lists)
 

@@ -39,6 +39,7 @@ from agentkit.agent._capabilities import MESSAGE_METADATA, Capability, spent
 from agentkit.exceptions import ContextWindowError
 from agentkit.messages import Msg
 from agentkit.models._base import ChatResponse, ModelRequest
+from agentkit.tools._context import DepsT
 
 if TYPE_CHECKING:
     from agentkit.models._base import ChatModel
@@ -115,11 +116,14 @@ _AUDIO_BYTES_PER_TOKEN = 1000
 _AUDIO_URL_TOKENS = 1600
 
 
-def _blocks_tokens(blocks: Sequence[Any]) -> int:
+def _blocks_tokens(blocks: Sequence[object]) -> int:
     """Tokens of a list of content blocks (tool results' block outputs included)."""
     text_size, media = 0, 0
     for block in blocks:
-        kind = block.get("type") if isinstance(block, dict) else None
+        if not isinstance(block, dict):
+            text_size += len(json.dumps(block, ensure_ascii=False, default=str))
+            continue
+        kind = block.get("type")
         if kind == "image":
             media += _IMAGE_TOKENS
         elif kind == "audio":
@@ -230,7 +234,7 @@ class _View:
 
 
 @dataclass
-class Compactor(Capability[Any]):
+class Compactor(Capability[DepsT]):
     """Keeps an agent's requests under a token budget (see the module docs).
 
     A capability: ``ReActAgent(..., capabilities=[Compactor(...)])``. The compactor is
@@ -261,7 +265,7 @@ class Compactor(Capability[Any]):
         if self.context_window is not None and self.context_window <= self.reserve_output:
             raise ValueError("context_window must be larger than reserve_output")
 
-    def for_run(self, ctx: RunContext[Any]) -> Capability[Any]:
+    def for_run(self, ctx: RunContext[DepsT]) -> Capability[DepsT]:
         """A view of its own for one run: the request's decision, until its answer."""
         return _CompactingRun(self)
 
@@ -312,23 +316,23 @@ class Compactor(Capability[Any]):
         return self._summaries[key]
 
 
-class _CompactingRun(Capability[Any]):
+class _CompactingRun(Capability[DepsT]):
     """One run's compaction: the view of each request, recorded on its answer."""
 
     __slots__ = ("compactor", "pending")
 
-    def __init__(self, compactor: Compactor) -> None:
+    def __init__(self, compactor: Compactor[DepsT]) -> None:
         self.compactor = compactor
         self.pending: _View | None = None  # the current request's decision
 
-    async def before_model(self, ctx: RunContext[Any], request: ModelRequest) -> ModelRequest:
+    async def before_model(self, ctx: RunContext[DepsT], request: ModelRequest) -> ModelRequest:
         """The request with its messages compacted to the budget."""
         messages, self.pending = await request_view(self.compactor, ctx.model, request.messages)
         if messages is request.messages:
             return request
         return dataclasses.replace(request, messages=messages)
 
-    async def after_model(self, ctx: RunContext[Any], response: ChatResponse) -> ChatResponse:
+    async def after_model(self, ctx: RunContext[DepsT], response: ChatResponse) -> ChatResponse:
         """The answer, carrying the request's decision for its stored message."""
         view, self.pending = self.pending, None
         if view is None:
@@ -394,7 +398,12 @@ def _ratio(rec: dict[str, object] | None) -> float:
 
 
 def _current_tokens(
-    c: Compactor, history: list[Msg], start: int, system: Msg, rec_at: int | None, rec: Any
+    c: Compactor[DepsT],
+    history: list[Msg],
+    start: int,
+    system: Msg,
+    rec_at: int | None,
+    rec: Any,
 ) -> float:
     """Tokens of the uncompacted view.
 
@@ -410,7 +419,7 @@ def _current_tokens(
 
 
 def _choose_cut(
-    c: Compactor, history: list[Msg], start: int, fixed: float, ratio: float, budget: int
+    c: Compactor[DepsT], history: list[Msg], start: int, fixed: float, ratio: float, budget: int
 ) -> int | None:
     """The earliest cut point whose view fits the target (else the budget, else the last)."""
     points = _cut_points(history, start + 1)
@@ -440,7 +449,7 @@ def _opens_turn(msg: Msg) -> bool:
 
 
 async def request_view(
-    c: Compactor, model: ModelView | None, prompt: list[Msg]
+    c: Compactor[DepsT], model: ModelView | None, prompt: list[Msg]
 ) -> tuple[list[Msg], _View | None]:
     """The messages to send for ``prompt`` (system message first, then memory).
 
@@ -491,7 +500,7 @@ def _check_system_fits(system: Msg, ratio: float, budget: int) -> None:
         )
 
 
-def _estimate(c: Compactor, view: list[Msg]) -> int:
+def _estimate(c: Compactor[DepsT], view: list[Msg]) -> int:
     return estimate_tokens(view[0]) + sum(c.estimate(m) for m in view[1:])
 
 

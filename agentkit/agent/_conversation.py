@@ -29,6 +29,7 @@ from agentkit.exceptions import StateError, UsageError
 
 if TYPE_CHECKING:
     from agentkit.agent._limits import UsageLimits
+    from agentkit.agent._prompt_caching import CachePrefix
     from agentkit.agent._state import Run
     from agentkit.agent._structured import OutputPlan
     from agentkit.memory import Memory
@@ -219,7 +220,7 @@ class Conversation:
         self.paused_limits: UsageLimits | None = None
         self.session_versions: dict[tuple[str, str], int] = {}
         self.iteration = 0
-        self.cache_prefix: object = None
+        self.cache_prefix: CachePrefix | None = None
 
     @property
     def pending(self) -> list[ToolUseBlock]:

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 import anyio
+from typing_extensions import TypeVar
 
 from agentkit.agent._capabilities import Capabilities, Capability
 from agentkit.agent._state import answered_by
@@ -90,15 +91,15 @@ class GuardrailResult:
 
     tripped: bool
     message: str = ""
-    info: Any = None
+    info: object = None
 
     @classmethod
-    def passed(cls, info: Any = None) -> GuardrailResult:
+    def passed(cls, info: object = None) -> GuardrailResult:
         """A verdict that lets the run go on."""
         return cls(False, "", info)
 
     @classmethod
-    def trip(cls, message: str, info: Any = None) -> GuardrailResult:
+    def trip(cls, message: str, info: object = None) -> GuardrailResult:
         """A verdict that trips the guardrail, saying why."""
         return cls(True, message, info)
 
@@ -117,14 +118,29 @@ class GuardrailTripped:
     name: str
     kind: GuardrailKind
     message: str
-    info: Any = None
+    info: object = None
 
     def to_dict(self) -> dict[str, object]:
         """The JSON-safe part (``reply.metadata["guardrail"]``): ``info`` is left out."""
         return {"name": self.name, "kind": self.kind, "message": self.message}
 
 
-GuardrailFunction: TypeAlias = Callable[..., "GuardrailResult | Awaitable[GuardrailResult]"]
+Verdict: TypeAlias = "GuardrailResult | Awaitable[GuardrailResult]"
+GuardrailFunction: TypeAlias = Callable[..., Verdict]
+
+OutputT = TypeVar("OutputT", default=object)
+"""The type of the answer an output guardrail function accepts (the agent's output)."""
+CheckedT = TypeVar(
+    "CheckedT", bound="ToolUseBlock | ToolResponse", default="ToolUseBlock | ToolResponse"
+)
+"""What a tool guardrail function checks: the call (``when="before"``) or its result."""
+
+InputCheck: TypeAlias = Callable[[RunContext[DepsT], list[Msg]], Verdict]
+"""An input guardrail function: the run's context and its input messages."""
+OutputCheck: TypeAlias = Callable[[RunContext[DepsT], OutputT], Verdict]
+"""An output guardrail function: the run's context and its final answer."""
+ToolCheck: TypeAlias = Callable[[ToolContext[DepsT], CheckedT], Verdict]
+"""A tool guardrail function: the call's context and the call, or its result."""
 
 
 class _Guardrail(Capability[DepsT]):
@@ -138,7 +154,7 @@ class _Guardrail(Capability[DepsT]):
         self.function = function
         self.name: str = name or getattr(function, "__name__", None) or type(self).__name__
 
-    async def check(self, ctx: RunContext[DepsT], value: Any) -> GuardrailTripped | None:
+    async def check(self, ctx: RunContext[DepsT], value: object) -> GuardrailTripped | None:
         """Run the function on ``value``; the trip, or None when it passed."""
         verdict = self.function(ctx, value)
         if inspect.isawaitable(verdict):
@@ -271,45 +287,45 @@ class ToolGuardrail(_Guardrail[DepsT]):
 
 # -- decorators --------------------------------------------------------------------------
 @overload
-def input_guardrail(function: GuardrailFunction, /) -> InputGuardrail[Any]: ...
+def input_guardrail(function: InputCheck[DepsT], /) -> InputGuardrail[DepsT]: ...
 @overload
 def input_guardrail(
     *, name: str | None = None, run_in_parallel: bool = False
-) -> Callable[[GuardrailFunction], InputGuardrail[Any]]: ...
+) -> Callable[[InputCheck[DepsT]], InputGuardrail[DepsT]]: ...
 def input_guardrail(
-    function: GuardrailFunction | None = None,
+    function: InputCheck[DepsT] | None = None,
     /,
     *,
     name: str | None = None,
     run_in_parallel: bool = False,
-) -> InputGuardrail[Any] | Callable[[GuardrailFunction], InputGuardrail[Any]]:
+) -> InputGuardrail[DepsT] | Callable[[InputCheck[DepsT]], InputGuardrail[DepsT]]:
     """Make ``function`` an :class:`InputGuardrail` (``@input_guardrail`` or with options)."""
 
-    def make(fn: GuardrailFunction) -> InputGuardrail[Any]:
+    def make(fn: InputCheck[DepsT]) -> InputGuardrail[DepsT]:
         return InputGuardrail(fn, name=name, run_in_parallel=run_in_parallel)
 
     return make if function is None else make(function)
 
 
 @overload
-def output_guardrail(function: GuardrailFunction, /) -> OutputGuardrail[Any]: ...
+def output_guardrail(function: OutputCheck[DepsT, OutputT], /) -> OutputGuardrail[DepsT]: ...
 @overload
 def output_guardrail(
     *, name: str | None = None
-) -> Callable[[GuardrailFunction], OutputGuardrail[Any]]: ...
+) -> Callable[[OutputCheck[DepsT, OutputT]], OutputGuardrail[DepsT]]: ...
 def output_guardrail(
-    function: GuardrailFunction | None = None, /, *, name: str | None = None
-) -> OutputGuardrail[Any] | Callable[[GuardrailFunction], OutputGuardrail[Any]]:
+    function: OutputCheck[DepsT, OutputT] | None = None, /, *, name: str | None = None
+) -> OutputGuardrail[DepsT] | Callable[[OutputCheck[DepsT, OutputT]], OutputGuardrail[DepsT]]:
     """Make ``function`` an :class:`OutputGuardrail` (``@output_guardrail`` or with options)."""
 
-    def make(fn: GuardrailFunction) -> OutputGuardrail[Any]:
+    def make(fn: OutputCheck[DepsT, OutputT]) -> OutputGuardrail[DepsT]:
         return OutputGuardrail(fn, name=name)
 
     return make if function is None else make(function)
 
 
 @overload
-def tool_guardrail(function: GuardrailFunction, /) -> ToolGuardrail[Any]: ...
+def tool_guardrail(function: ToolCheck[DepsT, CheckedT], /) -> ToolGuardrail[DepsT]: ...
 @overload
 def tool_guardrail(
     *,
@@ -317,19 +333,19 @@ def tool_guardrail(
     when: Literal["before", "after"] = "before",
     action: Literal["block_call", "stop_run"] = "block_call",
     tools: Collection[str] | None = None,
-) -> Callable[[GuardrailFunction], ToolGuardrail[Any]]: ...
+) -> Callable[[ToolCheck[DepsT, CheckedT]], ToolGuardrail[DepsT]]: ...
 def tool_guardrail(
-    function: GuardrailFunction | None = None,
+    function: ToolCheck[DepsT, CheckedT] | None = None,
     /,
     *,
     name: str | None = None,
     when: Literal["before", "after"] = "before",
     action: Literal["block_call", "stop_run"] = "block_call",
     tools: Collection[str] | None = None,
-) -> ToolGuardrail[Any] | Callable[[GuardrailFunction], ToolGuardrail[Any]]:
+) -> ToolGuardrail[DepsT] | Callable[[ToolCheck[DepsT, CheckedT]], ToolGuardrail[DepsT]]:
     """Make ``function`` a :class:`ToolGuardrail` (``@tool_guardrail`` or with options)."""
 
-    def make(fn: GuardrailFunction) -> ToolGuardrail[Any]:
+    def make(fn: ToolCheck[DepsT, CheckedT]) -> ToolGuardrail[DepsT]:
         return ToolGuardrail(fn, name=name, when=when, action=action, tools=tools)
 
     return make if function is None else make(function)
@@ -373,7 +389,7 @@ def output_guards(setup: RunSetup) -> tuple[OutputGuardrail[Any], ...]:
 
 
 async def _check_all(
-    guards: Collection[_Guardrail[Any]], ctx: RunContext[Any], value: Any
+    guards: Collection[_Guardrail[DepsT]], ctx: RunContext[DepsT], value: object
 ) -> GuardrailTripped | None:
     """Run ``guards`` concurrently on ``value``; the first trip (the others are cancelled)."""
     trips: list[GuardrailTripped] = []
@@ -384,7 +400,7 @@ async def _check_all(
     with _single_errors():
         async with anyio.create_task_group() as tg:
 
-            async def one(guard: _Guardrail[Any]) -> None:
+            async def one(guard: _Guardrail[DepsT]) -> None:
                 tripped = await guard.check(ctx, value)
                 if tripped is not None and not trips:
                     trips.append(tripped)
@@ -406,13 +422,13 @@ def _single_errors() -> Iterator[None]:
         raise
 
 
-class _Gate(Capability[Any]):
+class _Gate(Capability[DepsT]):
     """Holds the raced first answer until the parallel input guardrails have passed."""
 
     def __init__(self, passed: anyio.Event) -> None:
         self.passed = passed
 
-    async def after_model(self, ctx: RunContext[Any], response: ChatResponse) -> ChatResponse:
+    async def after_model(self, ctx: RunContext[DepsT], response: ChatResponse) -> ChatResponse:
         await self.passed.wait()  # a trip cancels the race here: the answer is never stored
         return response
 
@@ -475,7 +491,7 @@ async def guarded_reason(
     return answer
 
 
-async def check_output(setup: RunSetup, run: Run, output: Any) -> bool:
+async def check_output(setup: RunSetup, run: Run, output: object) -> bool:
     """Run the output guardrails on the final answer; whether one tripped (recorded)."""
     guards = output_guards(setup)
     if guards:

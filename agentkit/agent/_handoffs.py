@@ -55,14 +55,15 @@ from agentkit.events import (
     ToolResult,
 )
 from agentkit.exceptions import AgentkitError, UsageError
-from agentkit.messages import Msg, ToolUseBlock
+from agentkit.messages import Msg, ToolResultBlock, ToolUseBlock
 from agentkit.models._base import ToolDefinition
+from agentkit.tools._context import DepsT
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation
     from agentkit.agent._react import ReActAgent
-    from agentkit.agent._result import RunResult
+    from agentkit.agent._result import OutputT, RunResult
     from agentkit.agent._setup import RunSetup
     from agentkit.agent._state import Run
 
@@ -289,7 +290,7 @@ def _history(msgs: list[Msg], run: Run, index: int, target: Handoff) -> list[Msg
     """
     batch = run.batch
     assert batch is not None
-    answered: dict[str, Any] = {}
+    answered: dict[str, ToolResultBlock] = {}
     for i, call in enumerate(batch):
         result = _transferred(target) if i == index else run.results[i]
         if isinstance(result, ToolResponse) and result is not PENDING:
@@ -327,7 +328,7 @@ def _forwarder(run: Run) -> Callable[[AgentEvent], None] | None:
     return forward
 
 
-def _count(run: Run, result: RunResult[Any]) -> None:
+def _count(run: Run, result: RunResult[object]) -> None:
     """Add the target's usage to the source's run."""
     usage, counts = result.usage, run.counts
     counts.requests += usage.requests
@@ -344,7 +345,7 @@ def _count(run: Run, result: RunResult[Any]) -> None:
 
 async def hand_off(
     setup: RunSetup, conv: Conversation, run: Run, index: int, target: Handoff
-) -> RunResult[Any] | Msg | None:
+) -> RunResult[object] | Msg | None:
     """Run ``target`` on the conversation for the call ``run.batch[index]``.
 
     Returns the target's result once it answered (the call is answered ``Transferred``):
@@ -473,9 +474,9 @@ async def _interruptible(
     run: Run,
     index: int,
     target: Handoff,
-    agent: ReActAgent[Any, Any],
+    agent: ReActAgent[DepsT, OutputT],
     resume: NestedResume | None,
-) -> RunResult[Any]:
+) -> RunResult[object]:
     """Run the target so that cancelling the source *interrupts* it.
 
     The target's run is shielded in a child task; a cancellation of the source (its
@@ -486,7 +487,7 @@ async def _interruptible(
     deps = setup.context.deps
     structured: Any = None if run.structured is None else run.structured.output_type
 
-    def work() -> Awaitable[RunResult[Any]]:
+    def work() -> Awaitable[RunResult[object]]:
         if resume is not None:
             return agent.run(
                 approvals=resume.approvals,
@@ -498,7 +499,7 @@ async def _interruptible(
 
     done = anyio.Event()
     shield = anyio.CancelScope(shield=True)
-    outcome: list[RunResult[Any]] = []
+    outcome: list[RunResult[object]] = []
     errors: list[Exception] = []
 
     async def body() -> None:
@@ -539,7 +540,7 @@ async def _keep_interrupted(
     run: Run,
     index: int,
     target: Handoff,
-    result: RunResult[Any],
+    result: RunResult[object],
 ) -> None:
     """Store what an interrupted target said in the source's memory (shielded caller)."""
     run.results[index] = _transferred(target)  # its ToolResult event went out already
@@ -553,7 +554,7 @@ async def _keep_interrupted(
     run.last_agent = result.last_agent
 
 
-async def finish_handoff(conv: Conversation, run: Run, result: RunResult[Any] | Msg) -> Msg:
+async def finish_handoff(conv: Conversation, run: Run, result: RunResult[object] | Msg) -> Msg:
     """Store the target's answer in the source's memory; return the source's reply.
 
     ``result`` is a local target's ``RunResult``, or a remote target's answer (its

@@ -165,17 +165,17 @@ class AgentHooks:
 def _adapt(hooks: AgentHooks) -> dict[str, Callable[..., object]]:
     """String-registry hooks that call the typed methods ``hooks`` overrides."""
 
-    async def pre_reply(agent: object, kwargs: dict[str, Any]) -> None:
+    async def pre_reply(agent: object, kwargs: dict[str, object]) -> None:
         msg = kwargs.get("msg")
         await hooks.before_run(agent, list(msg) if isinstance(msg, list) else [])
 
-    async def post_reply(agent: object, kwargs: dict[str, Any], reply: Msg) -> Msg | None:
+    async def post_reply(agent: object, kwargs: dict[str, object], reply: Msg) -> Msg | None:
         return await hooks.after_run(agent, reply)
 
     async def pre_reasoning(agent: object, kwargs: dict[str, Any]) -> None:
         await hooks.before_model(agent, kwargs["messages"])
 
-    async def post_reasoning(agent: object, kwargs: dict[str, Any], msg: Msg) -> Msg | None:
+    async def post_reasoning(agent: object, kwargs: dict[str, object], msg: Msg) -> Msg | None:
         return await hooks.after_model(agent, msg)
 
     async def pre_acting(agent: object, kwargs: dict[str, Any]) -> dict[str, Any] | None:

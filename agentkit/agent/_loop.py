@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -37,7 +37,7 @@ from agentkit.agent._structured import MAX_STRUCTURED_RETRIES
 from agentkit.agent._validators import accept_text, validate_text
 from agentkit.events import ApprovalRequested, Interrupted, PartialOutput
 from agentkit.exceptions import StructuredOutputError
-from agentkit.messages import Msg
+from agentkit.messages import ContentBlock, Msg, TextBlock
 from agentkit.tools import INTERRUPTED_TEXT
 from agentkit.tools._response import ToolResponse
 
@@ -82,7 +82,7 @@ async def _tools_for(setup: RunSetup, run: Run) -> tuple[list[ToolDefinition] | 
     return [*tools, *run.response_tools()], choice
 
 
-def _finish(setup: RunSetup, run: Run, last: Msg, **extra: Any) -> Finish:
+def _finish(setup: RunSetup, run: Run, last: Msg, **extra: object) -> Finish:
     metadata = run.metadata()
     metadata.update(extra)
     if run.finish_reason is not None:  # "length"/"max_tokens": the answer was cut short
@@ -93,8 +93,8 @@ def _finish(setup: RunSetup, run: Run, last: Msg, **extra: Any) -> Finish:
             # The last partial is the accepted answer (defaults filled, validators applied).
             run.partial_output = run.structured_output
             run.emit(PartialOutput(dict(run.structured_output)))
-        content: Any = run.last_text or [
-            {"type": "text", "text": json.dumps(run.structured_output, ensure_ascii=False)}
+        content: str | list[ContentBlock] = list(run.last_text) or [
+            TextBlock(type="text", text=json.dumps(run.structured_output, ensure_ascii=False))
         ]
     else:
         content = last.content
@@ -374,7 +374,7 @@ async def _checked_output(setup: RunSetup, conv: Conversation, run: Run, reply: 
     if not setup.capabilities.all or conv.pending or run.usage_limit is not None:
         return reply  # no answer to check (paused, or stopped at a limit)
     if run.structured is None:
-        output: Any = reply.get_text()
+        output: object = reply.get_text()
     elif run.structured_value is not None:
         output = run.structured_value
     else:
@@ -444,7 +444,7 @@ async def first_step(setup: RunSetup, conv: Conversation, run: Run, msgs: list[M
 # -- after a cut -------------------------------------------------------------------------
 async def _store_partial(
     setup: RunSetup, conv: Conversation, run: Run, marker: dict[str, object]
-) -> list[Any]:
+) -> list[TextBlock]:
     """Store what the model streamed before a cut; return its text blocks.
 
     Text is kept and unfinished tool calls are dropped; the complete calls, which never
@@ -490,7 +490,7 @@ async def finalize(
     metadata["interrupted"] = True
     if conv.pending:
         metadata["pending_tool_calls"] = conv.pending_calls()
-    result = Msg(setup.name, text, "assistant", metadata)
+    result = new_msg(setup.name, text, "assistant", metadata)
     if error is None and run.emit is not None:
         run.emit(Interrupted(result))
     return result

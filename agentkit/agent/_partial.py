@@ -15,7 +15,8 @@ between events.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
 
 from agentkit.events import PartialOutput
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
     from agentkit.agent._state import Emit
     from agentkit.models._base import ChatResponse
+    from agentkit.models._json import JSONObject, JSONValue
 
 __all__ = ["PartialTracker", "parse_partial_json", "partial_ok"]
 
@@ -38,6 +40,11 @@ class _Missing:
 
 
 _MISSING = _Missing()
+
+Read: TypeAlias = "JSONValue | _Missing"
+"""A value read from the prefix, or ``_MISSING`` when none is readable yet."""
+Source: TypeAlias = "Callable[[ChatResponse], tuple[type[BaseModel], object] | None]"
+"""Finds the structured answer in a chunk: its model and its JSON so far (None: none yet)."""
 
 
 class _Parser:
@@ -58,7 +65,7 @@ class _Parser:
         if self.i >= len(self.text):
             self.eof = True
 
-    def value(self) -> Any:
+    def value(self) -> Read:
         self.ws()
         if self.ended():
             return _MISSING
@@ -73,9 +80,9 @@ class _Parser:
             return self.number()
         return self.literal()
 
-    def obj(self) -> Any:
+    def obj(self) -> JSONObject:
         self.i += 1
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         while True:
             self.ws()
             if self.ended():
@@ -104,9 +111,9 @@ class _Parser:
             if self.ended():
                 return out
 
-    def array(self) -> Any:
+    def array(self) -> list[JSONValue]:
         self.i += 1
-        out: list[Any] = []
+        out: list[JSONValue] = []
         while True:
             self.ws()
             if self.ended():
@@ -124,7 +131,7 @@ class _Parser:
             if self.ended():
                 return out
 
-    def string(self, *, keep_partial: bool) -> Any:
+    def string(self, *, keep_partial: bool) -> str | _Missing:
         text, i = self.text, self.i + 1
         parts: list[str] = []
         while i < len(text):
@@ -151,7 +158,7 @@ class _Parser:
         self.i, self.eof = len(text), True
         return "".join(parts) if keep_partial else _MISSING
 
-    def number(self) -> Any:
+    def number(self) -> Read:
         start = self.i
         while self.i < len(self.text) and self.text[self.i] in _NUMBER_CHARS:
             self.i += 1
@@ -161,13 +168,15 @@ class _Parser:
             # The longest prefix that is a number ("1." -> 1, "2e" -> 2; "-" -> left out).
             for end in range(len(raw), 0, -1):
                 try:
-                    return json.loads(raw[:end])
+                    number: JSONValue = json.loads(raw[:end])
+                    return number
                 except ValueError:
                     continue
             return _MISSING
-        return json.loads(raw)
+        whole: JSONValue = json.loads(raw)
+        return whole
 
-    def literal(self) -> Any:
+    def literal(self) -> Read:
         for word, value in _LITERALS.items():
             if self.text.startswith(word, self.i):
                 self.i += len(word)
@@ -179,7 +188,7 @@ class _Parser:
         raise ValueError(f"unexpected {rest[:10]!r} at {self.i}")
 
 
-def parse_partial_json(text: str) -> Any:
+def parse_partial_json(text: str) -> JSONValue:
     """The value of a JSON prefix, open strings/arrays/objects closed (None: nothing yet).
 
     Text before the first ``{`` (a code fence, a sentence) is skipped: prompted answers
@@ -221,10 +230,10 @@ class PartialTracker:
 
     __slots__ = ("_source", "emit", "last")
 
-    def __init__(self, emit: Emit, source: Any) -> None:
+    def __init__(self, emit: Emit, source: Source) -> None:
         self.emit = emit
         self._source = source
-        self.last: dict[str, Any] | None = None
+        self.last: dict[str, object] | None = None
 
     def update(self, chunk: ChatResponse) -> None:
         """Emit the partial of ``chunk`` when it changed and validates."""
@@ -232,10 +241,12 @@ class PartialTracker:
         if found is None:
             return
         model, raw = found
-        value = raw if isinstance(raw, dict) else parse_partial_json(raw)
-        if not isinstance(value, dict) or value == self.last:
+        # Tool arguments arrive parsed (a dict) or as their JSON text so far.
+        value = parse_partial_json(raw) if isinstance(raw, str) else raw
+        if not isinstance(value, dict):
             return
-        if not partial_ok(model, value):
+        partial: dict[str, object] = dict(value)  # a copy: the event keeps this snapshot
+        if partial == self.last or not partial_ok(model, partial):
             return
-        self.last = value
-        self.emit(PartialOutput(value))
+        self.last = partial
+        self.emit(PartialOutput(partial))

@@ -18,7 +18,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
 from agentkit.agent._capabilities import Capability
 from agentkit.events import AgentEvent, CacheBusted
@@ -36,6 +36,9 @@ logger = logging.getLogger("agentkit.agent")
 _POINTS = frozenset(get_args(CachePoint))
 
 
+# Capability[Any], not generic in the deps: a ``key`` lambda given inline would then be
+# checked against the agent's deps type, and one reading ``ctx.deps`` of an agent declared
+# without ``deps_type`` (deps given per run) would stop type-checking.
 class PromptCaching(Capability[Any]):
     """Ask every model request of the agent for prompt caching.
 
@@ -89,6 +92,12 @@ class PromptCaching(Capability[Any]):
             cache["key"] = self.key(ctx)
         cache.update(request.settings.get("cache") or {})
         return replace(request, settings={**request.settings, "cache": cache})
+
+
+class PrefixHolder(Protocol):
+    """Where the previous caching request's prefix is kept (the conversation)."""
+
+    cache_prefix: CachePrefix | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +160,7 @@ def bust_of(previous: CachePrefix, current: CachePrefix) -> CacheBusted | None:
 
 
 def check_prefix(
-    holder: Any, request: ModelRequest, emit: Callable[[AgentEvent], None] | None
+    holder: PrefixHolder, request: ModelRequest, emit: Callable[[AgentEvent], None] | None
 ) -> CacheBusted | None:
     """Compare ``request`` with the previous caching request kept on ``holder``.
 
@@ -163,7 +172,7 @@ def check_prefix(
         The ``CacheBusted`` event, or None when the prefix is the same (or is the first).
     """
     current = CachePrefix.of(request)
-    previous: CachePrefix | None = holder.cache_prefix
+    previous = holder.cache_prefix
     holder.cache_prefix = current
     if previous is None:
         return None

@@ -510,7 +510,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         if self.print_hint or self._listeners:
             emit = self._make_emit()
         run = Run(emit, output)
-        context: RunContext[Any] = RunContext(
+        context: RunContext[object] = RunContext(
             deps=deps,
             run_id=new_id(),
             agent_name=self.name,
@@ -703,7 +703,9 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 _ON_ERROR_TIMEOUT = 5.0
 
 
-async def _report_error(caps: Capabilities, ctx: RunContext[Any], error: BaseException) -> None:
+async def _report_error(
+    caps: Capabilities[DepsT], ctx: RunContext[DepsT], error: BaseException
+) -> None:
     """``on_error`` of the capabilities, shielded and bounded; their own errors are logged."""
     with anyio.move_on_after(_ON_ERROR_TIMEOUT, shield=True):
         try:

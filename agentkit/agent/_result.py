@@ -37,6 +37,9 @@ __all__ = [
 
 OutputT = TypeVar("OutputT", default=str)
 """The type of a run's output: the ``output_type`` model, or ``str`` (the final text)."""
+ResultT = TypeVar("ResultT", default=str, covariant=True)
+"""``OutputT`` of a ``RunResult``: covariant, as a result is frozen (a ``RunResult[B]``
+is a ``RunResult[A]`` for ``B`` a subclass of ``A``; ``RunResult[object]``: any result)."""
 
 StopReason: TypeAlias = Literal[
     "final", "interrupted", "pending_approval", "max_iters", "usage_limit", "guardrail"
@@ -129,7 +132,7 @@ class PendingCall:
 
 
 @dataclass(frozen=True, slots=True)
-class RunResult(Generic[OutputT]):
+class RunResult(Generic[ResultT]):
     """The outcome of ``agent.run()``.
 
     Attributes:
@@ -155,11 +158,11 @@ class RunResult(Generic[OutputT]):
     usage_limit: str | None = None
     last_agent: str = ""
     guardrail: GuardrailTripped | None = None
-    _output: OutputT | None = None
+    _output: ResultT | None = None
     _has_output: bool = False
 
     @property
-    def output(self) -> OutputT:
+    def output(self) -> ResultT:
         """The validated ``output_type`` instance, or the final text without ``output_type``.
 
         Raises:
@@ -173,7 +176,7 @@ class RunResult(Generic[OutputT]):
                 "without an answer it may return (no valid structured answer, or a "
                 "guardrail tripped)"
             )
-        return cast(OutputT, self._output)  # set together with _has_output
+        return cast(ResultT, self._output)  # set together with _has_output
 
     @property
     def interrupted(self) -> bool:

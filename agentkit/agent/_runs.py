@@ -65,7 +65,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         self,
         msgs: list[Msg],
         structured: OutputPlan | None,
-        deps: Any,
+        deps: object,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
         raise NotImplementedError
@@ -74,7 +74,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         self,
         approvals: dict[str, Verdict],
         output: OutputPlan | None,
-        deps: Any,
+        deps: object,
         limits: UsageLimits | None,
     ) -> tuple[Run, Msg]:
         raise NotImplementedError
@@ -142,7 +142,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         output_type: UnionOutput | ModeOutput[Any] | None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
-    ) -> RunResult[Any]:
+    ) -> RunResult[object]:
         """Run the agent on ``input`` and return a typed ``RunResult``.
 
         Args:
@@ -178,7 +178,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
             run, reply = await self._resume(dict(approvals), structured, deps, limits)
         else:
             run, reply = await self._reply(as_input(input), structured, deps, limits)
-        result: RunResult[Any] = make_result(run, reply, self.conversation.pending_calls())
+        result: RunResult[object] = make_result(run, reply, self.conversation.pending_calls())
         self._check_limit(run, result)
         return result
 
@@ -223,7 +223,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         output_type: UnionOutput | ModeOutput[Any] | None = None,
         usage_limits: UsageLimits | None = None,
         approvals: Mapping[str, Verdict] | None = None,
-    ) -> RunResult[Any]:
+    ) -> RunResult[object]:
         """:meth:`run` for code without a running event loop (scripts, notebooks' cells).
 
         Raises:
@@ -231,7 +231,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         """
         no_running_loop()
 
-        async def main() -> RunResult[Any]:
+        async def main() -> RunResult[object]:
             return await self.run(
                 input,
                 deps=deps,
@@ -287,7 +287,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         """
         output = output_type
 
-        def start() -> Awaitable[RunResult[Any]]:
+        def start() -> Awaitable[RunResult[object]]:
             return self.run(msg, deps=deps, output_type=output, usage_limits=usage_limits)
 
         return EventStream(self, start)
@@ -305,7 +305,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         raise NotImplementedError
 
     @staticmethod
-    def _check_limit(run: Run, result: RunResult[Any] | None) -> None:
+    def _check_limit(run: Run, result: RunResult[object] | None) -> None:
         """Raise ``UsageLimitExceeded`` for a run stopped by a limit set to raise."""
         limits = run.limits
         if run.usage_limit is not None and limits is not None and limits.raise_on_limit:

@@ -29,7 +29,7 @@ __all__ = ["ApprovalPolicy", "RunSetup"]
 
 ApprovalPolicy: TypeAlias = Callable[[ToolUseBlock], "bool | Awaitable[bool]"]
 
-_NO_RUN: RunContext[Any] = RunContext(deps=None)  # steps run without an agent (tests)
+_NO_RUN: RunContext[None] = RunContext(deps=None)  # steps run without an agent (tests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +60,12 @@ class RunSetup:
     model: ChatModel
     system: Callable[[], Msg]
     toolkit: Toolkit | None = None
-    owner: Any = None
+    owner: object = None
     hooks: HookRegistry | None = None
     limiter: anyio.CapacityLimiter | None = None
     limits: UsageLimits | None = None
     context: RunContext[Any] = _NO_RUN
-    capabilities: Capabilities = NO_CAPABILITIES
+    capabilities: Capabilities[Any] = NO_CAPABILITIES
     max_iters: int = 10
     parallel_tool_calls: bool = True
     approval_policy: ApprovalPolicy | None = None

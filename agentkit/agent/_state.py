@@ -8,7 +8,7 @@ result slot per call. Everything else lives in memory, so a reply can be cut at 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -17,7 +17,7 @@ from agentkit._formats import Migration, upgrade
 from agentkit.agent._result import RunUsage
 from agentkit.exceptions import StateError
 from agentkit.memory import MemoryInvariantError, check_memory_invariant
-from agentkit.messages import Msg, Role, ToolUseBlock, validate_block
+from agentkit.messages import ContentBlock, Msg, Role, TextBlock, ToolUseBlock, validate_block
 from agentkit.models._base import ChatResponse, ChatUsage, ToolDefinition
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agentkit.events import AgentEvent
     from agentkit.memory import Memory
     from agentkit.tools._base import Tool
+    from agentkit.tools._context import ModelView
     from agentkit.tools._response import ToolResponse
 
 __all__ = [
@@ -185,7 +186,7 @@ class Run:
     def __init__(self, emit: Emit | None, structured: OutputPlan | None) -> None:
         self.scope: anyio.CancelScope | None = None
         self.task: object = None
-        self.token: Any = None
+        self.token: anyio.lowlevel.EventLoopToken | None = None
         self.thread = 0
         self.emit = emit
         self.interrupted = False
@@ -205,7 +206,7 @@ class Run:
         self.partial_output: dict[str, object] | None = None  # the last PartialOutput sent
         self.structured_failures = 0
         self.force_tool: str | None = None
-        self.last_text: list[Any] = []
+        self.last_text: list[TextBlock] = []
         self.last_agent: str | None = None  # set when a handoff's target answered
         self.limits: UsageLimits | None = None
         self.counts = RunUsage()
@@ -251,7 +252,7 @@ class Run:
 
     def metadata(self) -> dict[str, object]:
         """Reply metadata common to every outcome."""
-        metadata: dict[str, Any] = {
+        metadata: dict[str, object] = {
             "usage": self.usage.to_dict(),
             "iterations": self.iteration,
             "time": time.perf_counter() - self.started,
@@ -263,7 +264,7 @@ class Run:
         return metadata
 
 
-def answered_by(model: Any, response: ChatResponse) -> str:
+def answered_by(model: ModelView, response: ChatResponse) -> str:
     """The name of the model that gave ``response``: a ``FallbackModel`` marks it."""
     named = (response.metadata or {}).get("model")
     return named if isinstance(named, str) and named else str(model.model_name)
@@ -283,9 +284,14 @@ async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -
         run.added.extend([msgs] if isinstance(msgs, Msg) else msgs)
 
 
-def new_msg(name: str, content: Any, role: Role, metadata: dict[str, object] | None = None) -> Msg:
+def new_msg(
+    name: str,
+    content: str | Sequence[ContentBlock],
+    role: Role,
+    metadata: dict[str, object] | None = None,
+) -> Msg:
     """A Msg (its id from ``agentkit._ids``)."""
-    return Msg(name, content, role, metadata)
+    return Msg(name, content if isinstance(content, str) else list(content), role, metadata)
 
 
 def _check_version(state: object) -> dict[str, object]:

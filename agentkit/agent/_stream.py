@@ -32,7 +32,7 @@ import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -95,7 +95,7 @@ StartRun = Callable[[], Awaitable["RunResult[OutputT] | Msg"]]
 """Starts the reply: ``agent.run(...)`` (a ``RunResult``), or a ``Msg`` for older callers."""
 
 # Detached replies of plain iteration, referenced until done (asyncio keeps only weak refs).
-_DETACHED: set[asyncio.Task[Any]] = set()
+_DETACHED: set[asyncio.Task[object]] = set()
 
 
 class _Feed(Generic[OutputT]):

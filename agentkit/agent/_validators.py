@@ -14,8 +14,8 @@ one's answer; ``agent.copy()`` keeps them.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 from agentkit.agent._state import store
 from agentkit.agent._structured import MAX_STRUCTURED_RETRIES
@@ -23,6 +23,8 @@ from agentkit.exceptions import StructuredOutputError, ToolRetry, UsageError
 from agentkit.messages import ContentBlock, Msg, TextBlock
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from agentkit.agent._conversation import Conversation
     from agentkit.agent._setup import RunSetup
     from agentkit.agent._state import Run
@@ -30,8 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = ["OutputValidator", "ValidatorT", "accept_text", "validate_output", "validate_text"]
 
-OutputValidator: TypeAlias = Callable[["RunContext[Any]", Any], "Any | Awaitable[Any]"]
-"""``(ctx, output) -> output``, sync or async; raises ``ToolRetry`` to have the model retry."""
+OutputValidator: TypeAlias = Callable[["RunContext[Any]", Any], object]
+"""``(ctx, output) -> output``, sync or async; raises ``ToolRetry`` to have the model retry.
+
+Its answer is checked when it runs (an output of the same kind, or an awaitable of one)."""
 
 ValidatorT = TypeVar("ValidatorT", bound=OutputValidator)
 """A validator function, returned unchanged by ``@agent.output_validator``."""
@@ -40,7 +44,13 @@ RETRY_TEXT = "Your answer was rejected: {message}\nAnswer again, correcting this
 JSON_RETRY_TEXT = "{message}\nAnswer again with only the corrected JSON object."
 
 
-async def validate_output(setup: RunSetup, value: Any) -> tuple[Any, str | None]:
+@overload
+async def validate_output(setup: RunSetup, value: str) -> tuple[str, str | None]: ...
+@overload
+async def validate_output(setup: RunSetup, value: BaseModel) -> tuple[BaseModel, str | None]: ...
+async def validate_output(
+    setup: RunSetup, value: str | BaseModel
+) -> tuple[str | BaseModel, str | None]:
     """Run the agent's validators on ``value``.
 
     Returns:
@@ -49,7 +59,7 @@ async def validate_output(setup: RunSetup, value: Any) -> tuple[Any, str | None]
     """
     from pydantic import BaseModel
 
-    expected = BaseModel if isinstance(value, BaseModel) else str
+    expected: type[BaseModel] | type[str] = BaseModel if isinstance(value, BaseModel) else str
     for validator in setup.output_validators:
         try:
             out = validator(setup.context, value)

@@ -20,7 +20,15 @@ import contextlib
 import inspect
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -92,7 +100,9 @@ if not TYPE_CHECKING:
         },
     )
 
-ScriptItem: TypeAlias = ChatResponse | str | list[ContentBlock] | dict[str, Any] | BaseException
+ScriptItem: TypeAlias = (
+    ChatResponse | str | list[ContentBlock] | ContentBlock | dict[str, object] | BaseException
+)
 """One scripted answer: a response, a text answer, a list of blocks, one block, or an error."""
 
 
@@ -425,7 +435,9 @@ class TestModel(_ScriptedBase):
 
 def _call(tool: ToolDefinition, call_id: str) -> ToolUseBlock:
     arguments = example_value(tool.parameters, tool.parameters)
-    return ToolUseBlock(type="tool_use", id=call_id, name=tool.name, input=arguments)
+    # An object schema gives a dict; a tool's arguments are an object even when it is not.
+    inputs = arguments if isinstance(arguments, dict) else {}
+    return ToolUseBlock(type="tool_use", id=call_id, name=tool.name, input=inputs)
 
 
 def _results(request: ModelRequest) -> str:
@@ -446,12 +458,12 @@ _FORMATS = {
 }
 
 
-def example_value(schema: Any, root: Any, depth: int = 0) -> Any:
+def example_value(schema: object, root: object, depth: int = 0) -> object:
     """A value valid for the JSON ``schema`` (``root`` resolves ``$ref``); simple cases."""
     if not isinstance(schema, dict) or depth > 20:
         return None
     if "$ref" in schema:
-        target: Any = root
+        target = root
         for part in str(schema["$ref"]).lstrip("#/").split("/"):
             target = target.get(part, {}) if isinstance(target, dict) else {}
         return example_value(target, root, depth + 1)
@@ -470,26 +482,42 @@ def example_value(schema: Any, root: Any, depth: int = 0) -> Any:
     return _scalar_or_container(kind, schema, root, depth)
 
 
-def _scalar_or_container(kind: str, schema: dict[str, Any], root: Any, depth: int) -> Any:
+def _scalar_or_container(
+    kind: object, schema: Mapping[str, object], root: object, depth: int
+) -> object:
     if kind == "object":
-        props = schema.get("properties", {})
+        props = schema.get("properties")
+        required = schema.get("required")
         return {
-            k: example_value(props.get(k, {}), root, depth + 1) for k in schema.get("required", [])
+            k: example_value(props.get(k) if isinstance(props, dict) else None, root, depth + 1)
+            for k in (required if isinstance(required, list) else [])
         }
     if kind == "array":
         item = example_value(schema.get("items", {}), root, depth + 1)
-        return [item] * int(schema.get("minItems", 0))
+        return [item] * int(_number(schema, "minItems") or 0)
     if kind == "string":
-        value = _FORMATS.get(schema.get("format", ""), "a")
-        return value.ljust(int(schema.get("minLength", 0)), "a")
+        fmt = schema.get("format")
+        value = _FORMATS.get(fmt, "a") if isinstance(fmt, str) else "a"
+        return value.ljust(int(_number(schema, "minLength") or 0), "a")
     if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-        low = low + 1 if "exclusiveMinimum" in schema and "minimum" not in schema else low
-        value = max(low, 0) if "maximum" not in schema else min(max(low, 0), schema["maximum"])
-        return int(value) if kind == "integer" else float(value)
+        low = _number(schema, "minimum")
+        if low is None:
+            exclusive = _number(schema, "exclusiveMinimum")
+            low = 0 if exclusive is None else exclusive + 1
+        high = _number(schema, "maximum")
+        number = max(low, 0) if high is None else min(max(low, 0), high)
+        return int(number) if kind == "integer" else float(number)
     if kind == "boolean":
         return False
     return None
+
+
+def _number(schema: Mapping[str, object], key: str) -> float | None:
+    """``schema[key]`` when it is a number (``bool`` is not), else None."""
+    value = schema.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
 
 
 def _describe(item: ScriptItem) -> str:

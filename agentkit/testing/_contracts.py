@@ -21,17 +21,17 @@ import json
 import random
 import sys
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
-from agentkit.agent import Decision, ReActAgent, RunResult
+from agentkit.agent import Decision, ReActAgent
 from agentkit.events import AgentEvent, TextDelta
 from agentkit.exceptions import StateError
 from agentkit.memory import check_memory_invariant
-from agentkit.messages import Msg
+from agentkit.messages import ContentBlock, Msg
 from agentkit.models import ChatModel
 from agentkit.testing import FunctionModel, RequestInfo, ScriptItem, text, tool_use
 from agentkit.tools import Toolkit
@@ -41,6 +41,11 @@ Verdict = bool | str | Decision
 
 __all__ = ["AgentFactory", "ContractFailure", "ContractReport", "check_contracts"]
 
+DepsT = TypeVar("DepsT")
+"""An agent's deps type, where a check works for any."""
+OutT = TypeVar("OutT")
+"""An agent's output type, where a check works for any."""
+
 AgentFactory = Callable[
     [str, ChatModel, Toolkit], "ReActAgent[Any, Any] | Awaitable[ReActAgent[Any, Any]]"
 ]
@@ -49,7 +54,7 @@ and toolkit (and whatever else the application gives its agents: capabilities, m
 hooks, settings). Called again for the fresh agents a save/load restores into."""
 
 
-def default_agent(name: str, model: ChatModel, toolkit: Toolkit) -> ReActAgent[Any, Any]:
+def default_agent(name: str, model: ChatModel, toolkit: Toolkit) -> ReActAgent[None, str]:
     """A plain ``ReActAgent`` (what ``check_contracts`` tests without a factory)."""
     return ReActAgent(name, "You are an agent under test.", model, toolkit)
 
@@ -183,7 +188,7 @@ class Scenario:
             names = ["work", "danger"]
             if owner == "outer" and self.nested:
                 names.append("helper")
-            calls: list[Any] = []
+            calls: list[ContentBlock] = []
             for _ in range(rng.choice((1, 1, 2, 2, 3))):
                 name = rng.choice(names)
                 tag = self._tag(owner)
@@ -216,8 +221,8 @@ class Scenario:
 
 
 async def made(
-    agent: ReActAgent[Any, Any] | Awaitable[ReActAgent[Any, Any]],
-) -> ReActAgent[Any, Any]:
+    agent: ReActAgent[DepsT, OutT] | Awaitable[ReActAgent[DepsT, OutT]],
+) -> ReActAgent[DepsT, OutT]:
     if isinstance(agent, ReActAgent):
         return agent
     return await agent
@@ -232,7 +237,7 @@ def result_texts(messages: list[Msg]) -> list[str]:
     return [b["text"] for m in messages if m.role == "user" for b in m.get_blocks("text")]
 
 
-async def check_agent(agent: ReActAgent[Any, Any], s: Scenario) -> None:
+async def check_agent(agent: ReActAgent[DepsT, OutT], s: Scenario) -> None:
     """Guarantees 1-3 and 5 on one agent's memory and state."""
     messages = await agent.memory.get_memory()
     pending = [c["id"] for c in agent.conversation.pending]
@@ -283,10 +288,10 @@ def check_runs(s: Scenario, cut: bool, decided: dict[str, str]) -> None:
 
 async def _step(
     s: Scenario,
-    agent: ReActAgent[Any, Any],
-    work: Callable[..., Awaitable[RunResult[Any] | object]],
+    agent: ReActAgent[DepsT, OutT],
+    work: Callable[..., Awaitable[object]],
     *args: object,
-    **kwargs: Any,
+    **kwargs: object,
 ) -> bool:
     """Run one step with a random interrupt and steer armed; return whether it was cut."""
     rng = s.rng
@@ -351,7 +356,7 @@ async def _step(
     return cut[0]
 
 
-def verdict(s: Scenario, call: Any) -> tuple[Verdict, str]:
+def verdict(s: Scenario, call: PendingView) -> tuple[Verdict, str]:
     """A random decision on a pending call, and what it means for the call's tag."""
     tag = str(call.input.get("tag", ""))
     draw = s.rng.random()
@@ -419,7 +424,7 @@ async def _run_scenario(s: Scenario) -> None:
                 approvals: dict[str, Verdict] = {}
                 chosen = [c for c in pending if rng.random() < 0.7] or pending[:1]
                 for c in chosen:
-                    decision, how = verdict(s, PendingView(c))
+                    decision, how = verdict(s, PendingView(c["input"]))
                     approvals[c["id"]] = decision
                     decided[str(c["input"].get("tag", ""))] = how
                     s.counts[f"{how}{' nested' if '/' in c['id'] else ''}"] += 1
@@ -460,10 +465,10 @@ async def _run_scenario(s: Scenario) -> None:
 
 
 class PendingView:
-    """A pending call as ``_verdict`` reads it."""
+    """A pending call as ``verdict`` reads it: its input."""
 
-    def __init__(self, call: Any) -> None:
-        self.input: dict[str, Any] = dict(call["input"])
+    def __init__(self, tool_input: Mapping[str, object]) -> None:
+        self.input: dict[str, object] = dict(tool_input)
 
 
 async def check_contracts(

@@ -29,6 +29,7 @@ from agentkit.testing._contracts import (
     ContractReport,
     PendingView,
     Scenario,
+    Verdict,
     check_agent,
     check_guarantee,
     check_runs,
@@ -42,8 +43,11 @@ from agentkit.testing._contracts import (
 )
 
 if TYPE_CHECKING:
+    from dbos import DBOSClient
+
     from agentkit.agent import ReActAgent
     from agentkit.durable import DBOSAgent, DurableRunResult
+    from agentkit.events import CallInfo
     from agentkit.session import SQLiteSession
 
 __all__ = ["check_durable_contracts"]
@@ -54,19 +58,19 @@ SUITE = "check_durable_contracts"
 class _Paths:
     """What the durable scenarios share: the control store and the outside client."""
 
-    def __init__(self, store: SQLiteSession, client: Any) -> None:
+    def __init__(self, store: SQLiteSession, client: DBOSClient) -> None:
         self.store = store
         self.client = client
 
 
-async def _restored(s: Scenario, state: dict[str, Any]) -> ReActAgent[Any, Any]:
+async def _restored(s: Scenario, state: dict[str, object]) -> ReActAgent[Any, Any]:
     """A fresh outer agent holding ``state`` (a JSON round trip of the record first)."""
     agent = await made(s.make_agent("outer", s.models["outer"], s.toolkit("outer")))
     agent.load_state_dict(json.loads(json.dumps(state)))
     return agent
 
 
-async def _pause(wid: str, done: anyio.Event, last: Any) -> list[dict[str, Any]] | None:
+async def _pause(wid: str, done: anyio.Event, last: object) -> list[CallInfo] | None:
     """The calls the workflow waits on once it publishes a new pause; None once it ended."""
     from dbos import DBOS
 
@@ -147,7 +151,7 @@ async def _workflow(
                         inner.start_soon(cut_tool)
 
             tg.start_soon(watch)
-            last: Any = None
+            last: object = None
             while (pending := await _pause(wid, done, last)) is not None:
                 last = pending
                 ids = [c["id"] for c in pending]
@@ -162,9 +166,9 @@ async def _workflow(
                     continue
                 if action < 0.3:
                     await steer("while calls wait")
-                approvals: dict[str, Any] = {}
+                approvals: dict[str, Verdict] = {}
                 for c in [c for c in pending if rng.random() < 0.7] or pending[:1]:
-                    decision, how = verdict(s, PendingView(c))
+                    decision, how = verdict(s, PendingView(c["input"]))
                     approvals[c["id"]] = decision
                     decided[str(c["input"].get("tag", ""))] = how
                     s.counts[f"durable {how}{' nested' if '/' in c['id'] else ''}"] += 1
@@ -185,7 +189,7 @@ async def _workflow(
 
 async def _run_durable_scenario(s: Scenario, paths: _Paths, durable: DBOSAgent) -> None:
     rng = s.rng
-    state: dict[str, Any] | None = None
+    state: dict[str, object] | None = None
     for step in range(rng.randint(2, 4)):
         wid = f"{durable.name}/{step}"
         s.trace.append(f"step {step}: durable.run('task {step}') as {wid}")

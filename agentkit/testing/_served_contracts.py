@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentkit._ids import new_id
+from agentkit.agent import Decision
 from agentkit.testing._contracts import (
     AgentFactory,
     ContractReport,
     PendingView,
     Scenario,
+    Verdict,
     check_agent,
     check_guarantee,
     check_runs,
@@ -78,14 +80,14 @@ async def _stored(served: _Served, s: Scenario, thread: str) -> ReActAgent[Any, 
     return agent
 
 
-def _wire(decision: Any) -> Any:
+def _wire(decision: Verdict) -> object:
     """A decision as the approvals endpoint takes it (a ``Decision`` as its fields)."""
-    if dataclasses.is_dataclass(decision) and not isinstance(decision, type):
+    if isinstance(decision, Decision):
         return {k: v for k, v in dataclasses.asdict(decision).items() if v is not None}
     return decision
 
 
-def _agui(thread: str, text: str) -> dict[str, Any]:
+def _agui(thread: str, text: str) -> dict[str, object]:
     return {
         "threadId": thread,
         "runId": new_id(nbytes=8),
@@ -97,7 +99,7 @@ def _agui(thread: str, text: str) -> dict[str, Any]:
     }
 
 
-async def _post_run(client: httpx2.AsyncClient, url: str, body: Any) -> str:
+async def _post_run(client: httpx2.AsyncClient, url: str, body: object) -> str:
     """POST a run, read its SSE stream to the end; the outcome type of RUN_FINISHED."""
     outcome = ""
     async with client.stream("POST", url, json=body) as response:
@@ -127,7 +129,7 @@ async def _steer(served: _Served, s: Scenario, thread: str, why: str) -> None:
         s.refused_steers.append(text)
 
 
-async def _step(served: _Served, s: Scenario, thread: str, url: str, body: Any) -> bool:
+async def _step(served: _Served, s: Scenario, thread: str, url: str, body: object) -> bool:
     """One HTTP run with a random Stop (while a tool runs) and steer armed; whether cut."""
     rng = s.rng
     s.tool_starts = 0
@@ -216,9 +218,9 @@ async def _run_served_scenario(served: _Served, s: Scenario) -> None:
                 if action < 0.35:
                     s.trace.append(f"step {step}: steer while {ids} wait")
                     await _steer(served, s, thread, "while calls wait")
-                approvals: dict[str, Any] = {}
+                approvals: dict[str, object] = {}
                 for c in [c for c in pending if rng.random() < 0.7] or pending[:1]:
-                    decision, how = verdict(s, PendingView(c))
+                    decision, how = verdict(s, PendingView(c["input"]))
                     approvals[c["id"]] = _wire(decision)
                     decided[str(c["input"].get("tag", ""))] = how
                     s.counts[f"served {how}{' nested' if '/' in c['id'] else ''}"] += 1
