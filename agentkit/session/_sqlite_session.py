@@ -1,7 +1,15 @@
 """``SQLiteSession``: the embedded default store, one table in one SQLite file.
 
-Every operation opens its own connection in a worker thread (``anyio.to_thread``), so the
-event loop never blocks on the disk and no connection is shared between threads. The file is
+Every operation runs in a worker thread (``anyio.to_thread``), so the event loop never blocks
+on the disk, on a connection of its own while it runs: connections are kept in a small pool
+between operations and closed once the store has been idle for ``IDLE_CLOSE`` seconds. A
+connection per operation made SQLite checkpoint the log on every close of the file's last
+connection (about four extra fsyncs per save, most of a served turn's store time); a pool
+that closes when idle keeps that checkpoint for quiet moments and still leaves no file open
+between bursts (a read-only remount, a backup, a move of the file can happen then). A
+connection whose operation failed other than by a version conflict (a full disk, a read-only
+file, an I/O error) is closed, not kept: the next operation opens a fresh one, which meets
+the fault again or finds it gone. The file is
 in WAL mode: readers never wait for a writer, and concurrent writers (other tasks, other
 threads, other processes) queue on SQLite's lock for up to ``timeout`` seconds. A save
 commits with ``synchronous=FULL`` (the log is fsynced), one asked for with ``durable=False``
@@ -54,10 +62,24 @@ def _timestamp(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
+IDLE_CLOSE = 0.5
+"""Seconds without an operation after which a store closes its pooled connections."""
+
 # First-use set-up (WAL switch, table) runs one at a time in this process, for every store
 # object: concurrent first saves, also through two objects on one file, would race for the
 # exclusive lock the WAL switch needs, which ignores the busy timeout.
 _SETUP_LOCK = threading.Lock()
+
+
+# Connections a forked child inherited from its parent's pool: kept referenced, unused, so
+# that the child never closes (and checkpoints) them.
+_INHERITED: list[sqlite3.Connection] = []
+
+
+def _close_all(connections: list[sqlite3.Connection]) -> None:
+    for conn in connections:
+        with contextlib.suppress(sqlite3.Error):  # a failed close still releases the files
+            conn.close()
 
 
 class SQLiteSession(Session):
@@ -65,8 +87,9 @@ class SQLiteSession(Session):
 
     Args:
         path: The database file; created (with its parent directories) if missing. An
-            in-memory database (``":memory:"``) is refused: it would vanish between
-            operations, which each use their own connection.
+            in-memory database (``":memory:"``) is refused: it would vanish whenever the
+            store's connections close (each operation runs on one of a pool, closed when
+            idle).
         table: Table name (letters, digits, ``_``).
         timeout: Seconds a writer waits for another writer's lock before failing.
     """
@@ -82,8 +105,8 @@ class SQLiteSession(Session):
     ) -> None:
         if str(path) == ":memory:" or str(path).startswith("file::memory:"):
             raise ValueError(
-                "SQLiteSession needs a database file (each operation opens its own "
-                "connection); use a temporary file for throwaway sessions"
+                "SQLiteSession needs a database file (its connections close when idle, "
+                "then the database would vanish); use a temporary file for throwaway sessions"
             )
         if not _IDENTIFIER.fullmatch(table):
             raise ValueError(f"invalid table name {table!r}: use letters, digits and '_'")
@@ -91,17 +114,87 @@ class SQLiteSession(Session):
         self.table = table
         self.timeout = timeout
         self._ready = False
+        self._key = ""
+        # The pool: idle connections, how many are lent out, when the last came back, the
+        # pending idle check, and the process they belong to (a forked child opens its own).
+        self._lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._lent = 0
+        self._returned = 0.0
+        self._closer: threading.Timer | None = None
+        self._pid = os.getpid()
 
     @property
     def store_key(self) -> str:
-        """The database file's resolved path and the table."""
-        return f"sqlite:{self.path.resolve()}#{self.table}"
+        """The database file's resolved path and the table.
+
+        Resolved once: it is asked for on every save and load, and resolving walks the path.
+        """
+        if not self._key:
+            self._key = f"sqlite:{self.path.resolve()}#{self.table}"
+        return self._key
 
     def _connect(self) -> sqlite3.Connection:
         if not self._ready:
             with _SETUP_LOCK:
                 return self._connect_first()
-        return sqlite3.connect(self.path, timeout=self.timeout)
+        return self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        # Used by one thread at a time (the pool lends it out), not always the same one.
+        return sqlite3.connect(self.path, timeout=self.timeout, check_same_thread=False)
+
+    def _lend(self) -> sqlite3.Connection:
+        """An idle pooled connection, or a new one."""
+        with self._lock:
+            if self._pid != os.getpid():
+                # Inherited over a fork: the parent's connections are not ours to use or
+                # close (closing could checkpoint under the parent's feet). Dropped unused.
+                _INHERITED.extend(self._idle)
+                self._idle, self._lent, self._closer, self._pid = [], 0, None, os.getpid()
+            self._lent += 1
+            if self._idle:
+                return self._idle.pop()
+        try:
+            return self._connect()
+        except BaseException:
+            self._give_back(None)
+            raise
+
+    def _give_back(self, conn: sqlite3.Connection | None) -> None:
+        """Return a lent connection (None: it was closed), arming the idle check."""
+        with self._lock:
+            self._lent -= 1
+            if conn is not None:
+                self._idle.append(conn)
+            self._returned = time.monotonic()
+            if self._closer is None and self._idle:
+                self._arm(IDLE_CLOSE)
+
+    def _arm(self, delay: float) -> None:
+        closer = threading.Timer(delay, self._close_if_idle)
+        closer.daemon = True  # never holds the interpreter's exit
+        self._closer = closer
+        closer.start()
+
+    def _close_if_idle(self) -> None:
+        with self._lock:
+            self._closer = None
+            if self._pid != os.getpid():
+                return
+            quiet = time.monotonic() - self._returned
+            if self._lent or quiet < IDLE_CLOSE:
+                if self._idle:
+                    self._arm(IDLE_CLOSE - quiet if not self._lent else IDLE_CLOSE)
+                return
+            idle, self._idle = self._idle, []
+        _close_all(idle)
+
+    async def close(self) -> None:
+        """Close the pooled connections (the store opens new ones if used again)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        await anyio.to_thread.run_sync(_close_all, idle)
 
     def _connect_first(self) -> sqlite3.Connection:
         if not self._ready:
@@ -109,7 +202,7 @@ class SQLiteSession(Session):
             # Create the file private before SQLite does (it would use 0644 under a
             # usual umask); an existing file keeps its mode.
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
-        conn = sqlite3.connect(self.path, timeout=self.timeout)
+        conn = self._open()
         if not self._ready:
             self._wal(conn)
             conn.execute(
@@ -159,11 +252,23 @@ class SQLiteSession(Session):
             delay = min(delay * 2, 0.25)
 
     async def _run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``operation`` in one transaction on a fresh connection, in a worker thread."""
+        """Run ``operation`` in one transaction on a pooled connection, in a worker thread."""
 
         def run() -> _T:
-            with contextlib.closing(self._connect()) as conn, conn:
-                return operation(conn)
+            conn = self._lend()
+            kept: sqlite3.Connection | None = None
+            try:
+                with conn:  # commits, or rolls back on an error
+                    result = operation(conn)
+                kept = conn
+                return result
+            except SessionConflictError:
+                kept = conn  # rolled back, nothing wrong with the connection
+                raise
+            finally:
+                if kept is None:
+                    _close_all([conn])
+                self._give_back(kept)
 
         # Not abandoned on cancellation: a started write finishes (or rolls back) before
         # the cancellation is delivered, so the file is never left mid-transaction.
