@@ -194,6 +194,9 @@ class SQLiteSession(Session):
         """Close the pooled connections (the store opens new ones if used again)."""
         with self._lock:
             idle, self._idle = self._idle, []
+            closer, self._closer = self._closer, None
+        if closer is not None:
+            closer.cancel()  # no timer thread outlives a closed store
         await anyio.to_thread.run_sync(_close_all, idle)
 
     def _connect_first(self) -> sqlite3.Connection:
