@@ -254,11 +254,11 @@ def test_lean_timeouts_are_the_sdk_clients() -> None:
         model = OpenAIChatModel("m", api_key="k", client_kwargs=kwargs)
         lean = model._lean
         assert lean is not None
-        loop = asyncio.new_event_loop()
-        try:
-            assert lean.client(loop).timeout == httpx2.Timeout(model.client.timeout), kwargs
-        finally:
-            loop.close()
+
+        async def client_timeout(lean: LeanHTTP = lean) -> httpx2.Timeout:
+            return lean.client(asyncio.get_running_loop()).timeout  # the loop's pool set
+
+        assert asyncio.run(client_timeout()) == httpx2.Timeout(model.client.timeout), kwargs
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -20,12 +20,12 @@ import os
 import ssl
 import threading
 import time
-import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import httpx2
+from anyio.lowlevel import RunVar
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -250,21 +250,24 @@ class PoolSet(httpx2.AsyncBaseTransport):
             await pool.aclose()
 
 
-# The pool sets of each event loop (one for https, one for http base URLs): models pointed at
-# the same server share their kept-alive connections instead of opening their own.
-_shared: weakref.WeakKeyDictionary[object, dict[bool, PoolSet]] = weakref.WeakKeyDictionary()
+# The pool sets of the running event loop (one for https, one for http base URLs): models
+# pointed at the same server share their kept-alive connections instead of opening their
+# own. A run variable lives and dies with its loop, so no table outlives one.
+_POOL_SETS: RunVar[dict[bool, PoolSet]] = RunVar("agentkit_lean_pool_sets")
 
 
 def shared_pools(loop: object, secure: bool) -> PoolSet:
-    """The pool set of ``loop`` for ``secure`` (https) or plain URLs, one more user counted.
+    """The running loop's pool set for ``secure`` (https) or plain URLs, one more user counted.
 
-    Outside asyncio (``loop`` None: trio) every client gets a set of its own.
+    ``loop`` is the running asyncio loop; outside asyncio (``loop`` None: trio) every client
+    gets a set of its own.
     """
     if loop is None:
         return PoolSet(_verifying_context() if secure else _closed_context())
-    sets = _shared.get(loop)
+    sets = _POOL_SETS.get(None)
     if sets is None:
-        sets = _shared[loop] = {}
+        sets = {}
+        _POOL_SETS.set(sets)
     pools = sets.get(secure)
     if pools is None or pools.closed:
         pools = sets[secure] = PoolSet(_verifying_context() if secure else _closed_context())
