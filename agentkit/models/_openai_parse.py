@@ -195,20 +195,29 @@ class OpenAIStreamState:
         return changed
 
     def _apply(self, delta: JSONObject) -> bool:
+        # Once per streamed token: the fields a delta lacks are skipped by one lookup each.
         changed = False
-        piece, part_thought = _content_of(delta.get("content"))
+        piece = delta.get("content")
+        if type(piece) is str:  # the common case: plain text, no parts to walk
+            part_thought = ""
+        else:
+            piece, part_thought = _content_of(piece)
         if piece:
             self.text.add(piece)
             changed = True
-        thought = (_reasoning_of(delta) or "") + part_thought
-        if thought:
-            self.reasoning.add(thought)
-            changed = True
+        if part_thought or "reasoning_content" in delta or "reasoning" in delta:
+            thought = (_reasoning_of(delta) or "") + part_thought
+            if thought:
+                self.reasoning.add(thought)
+                changed = True
         audio = delta.get("audio")
         if isinstance(audio, dict):
             self.audio = self.audio or AudioStream()
             changed = self.audio.feed(audio) or changed
-        for item in arr(delta.get("tool_calls")):
+        calls = delta.get("tool_calls")
+        if calls is None:
+            return changed
+        for item in arr(calls):
             call = obj(item)
             entry = self.calls.setdefault(self._index_of(call), _Call())
             if isinstance(call.get("extra_content"), dict):
