@@ -184,14 +184,16 @@ class OpenAIStreamState:
         if isinstance(usage, dict):
             self.usage_data = usage
         changed = False
-        for item in arr(chunk.get("choices")):
-            choice = obj(item)
+        choices = chunk.get("choices")
+        for item in choices if type(choices) is list else arr(choices):
+            choice = item if type(item) is dict else obj(item)
             if choice.get("index", 0) != 0:
                 continue
             reason = choice.get("finish_reason")
             if reason:
                 self.finish_reason = str(reason)
-            changed = self._apply(obj(choice.get("delta"))) or changed
+            delta = choice.get("delta")
+            changed = self._apply(delta if type(delta) is dict else obj(delta)) or changed
         return changed
 
     def _apply(self, delta: JSONObject) -> bool:
@@ -245,6 +247,11 @@ class OpenAIStreamState:
 
     def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
         """The cumulative response so far (``final`` adds usage and finish reason)."""
+        plain = not (self.calls or self.reasoning) and self.audio is None
+        if plain and not final and self.id is not None:
+            # Once per streamed token of a plain answer: its one text block, nothing to walk.
+            text = self.text.text
+            return ChatResponse([{"type": "text", "text": text}] if text else [], None, self.id)
         content: list[ContentBlock] = []
         reasoning, text = self.reasoning.value(final=final), self.text.value(final=final)
         if reasoning:
