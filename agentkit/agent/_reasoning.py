@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 import agentkit._seams as _obs
 from agentkit.agent import _steer
@@ -70,11 +71,17 @@ async def _consume(
     """Read cumulative chunks into ``run.partial``; always close the stream."""
     emit = run.emit
     lengths: list[int] = []
+    first = emit is not None  # until the first delta is out
     try:
         async for chunk in stream:
             run.partial = chunk
             if emit is not None:
                 _diff(lengths, chunk.content, emit)
+                if first and lengths:
+                    # A network chunk often holds many deltas, all parsed before the next
+                    # read waits: let the listeners take the first one now (once per call).
+                    first = False
+                    await anyio.lowlevel.checkpoint()
             if partials is not None:
                 partials.update(chunk)
                 run.partial_output = partials.last
