@@ -140,7 +140,7 @@ async def feed(*chunks: bytes) -> list[tuple[str, bytes]]:
         for chunk in chunks:
             yield chunk
 
-    return [item async for item in iter_sse(gen())]
+    return [item async for batch in iter_sse(gen()) for item in batch]
 
 
 async def test_sse_parsing_edge_cases() -> None:
@@ -158,6 +158,17 @@ async def test_sse_parsing_edge_cases() -> None:
         ("", text),
         ("", b"tail-without-blank-line"),
     ]
+
+
+async def test_sse_events_come_one_batch_per_network_chunk() -> None:
+    async def gen() -> AsyncIterator[bytes]:
+        yield b"data: 1\n\ndata: 2\n\ndata: 3"  # two events complete, one cut
+        yield b"\n\n: a comment only\n"  # completes the third
+        yield b"event: x\n"  # completes none: no empty batch
+        yield b"data: 4\n\n"
+
+    batches = [batch async for batch in iter_sse(gen())]
+    assert batches == [[("", b"1"), ("", b"2")], [("", b"3")], [("x", b"4")]]
 
 
 # -- tool arguments / schema -------------------------------------------------------------

@@ -53,3 +53,19 @@ async def test_a_failing_listener_is_dropped_and_the_others_get_every_event_in_o
     assert seen == streamed  # the listener after it and the stream: every event, in order
     assert streamed[0] == "reply_started" and streamed[-1] == "reply_finished"
     assert streamed.count("text_delta") >= 2
+
+
+async def test_the_first_delta_of_a_burst_is_handed_over_before_the_rest_is_parsed() -> None:
+    # The scripted stream yields every chunk without waiting, as a network chunk holding
+    # many deltas does: the consumer still gets the first delta before the second exists.
+    model = ScriptedModel(["one two three four"], stream=True)
+    agent = agent_for(model)
+    emitted: list[str] = []
+    agent.add_event_listener(lambda event: emitted.append(event.type))
+    emitted_at_first: int | None = None
+    async with agent.stream("hi") as events:
+        async for event in events:
+            if isinstance(event, TextDelta) and emitted_at_first is None:
+                emitted_at_first = emitted.count("text_delta")
+    assert emitted_at_first == 1
+    assert emitted.count("text_delta") >= 2  # the answer did stream in several deltas

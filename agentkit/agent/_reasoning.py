@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 import agentkit._seams as _obs
 from agentkit.agent import _steer
@@ -39,8 +40,13 @@ __all__ = ["reason", "unique_call_ids"]
 _CLOSE_TIMEOUT = 2.0
 
 
-def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> None:
-    """Emit the text/thinking that ``content`` adds over the lengths seen so far."""
+def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> bool:
+    """Emit the text/thinking that ``content`` adds over the lengths seen so far.
+
+    Returns:
+        Whether anything was emitted.
+    """
+    emitted = False
     for i, block in enumerate(content):
         if block["type"] == "text":
             kind, value = "text", block["text"]
@@ -53,7 +59,9 @@ def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> None:
         old, size = lengths[i], len(value)
         if size > old:
             emit(TextDelta(value[old:]) if kind == "text" else ThinkingDelta(value[old:]))
+            emitted = True
         lengths[i] = size
+    return emitted
 
 
 def _tracker(setup: RunSetup, run: Run) -> PartialTracker | None:
@@ -70,14 +78,20 @@ async def _consume(
     """Read cumulative chunks into ``run.partial``; always close the stream."""
     emit = run.emit
     lengths: list[int] = []
+    first = True  # until the first delta is out
     try:
         async for chunk in stream:
             run.partial = chunk
-            if emit is not None:
-                _diff(lengths, chunk.content, emit)
+            emitted = emit is not None and _diff(lengths, chunk.content, emit)
             if partials is not None:
                 partials.update(chunk)
                 run.partial_output = partials.last
+            if emitted and first:
+                # A network chunk often holds many deltas, all parsed before the next read
+                # waits: let the listeners take the first one now (once per call), the run's
+                # state already up to date should an interrupt land here.
+                first = False
+                await anyio.lowlevel.checkpoint()
     finally:
         aclose = getattr(stream, "aclose", None)
         # An async generator that raised or returned is closed already (``ag_frame`` is

@@ -180,17 +180,16 @@ class _Feed(Generic[OutputT]):
     async def next(self) -> AgentEvent | None:
         """The next event, waiting for it when none is queued; None at the end."""
         events = self.events
-        if not events and not self.ended:
-            while not events and not self.ended:  # the wait is the cancellation point
-                waiter = self.waiter
-                if waiter is None:
-                    waiter = self.waiter = anyio.Event()
-                await waiter.wait()
-        elif events:
-            # A reply emits its events in bursts (one network chunk's deltas at once): a
-            # queued event is handed over without a trip through the event loop. A
-            # cancellation still lands here, before the event is taken.
-            await anyio.lowlevel.checkpoint_if_cancelled()
+        # A reply emits its events in bursts (one network chunk's deltas at once): a queued
+        # event is handed over without a trip through the event loop. A cancellation lands
+        # here first, whether events are queued or not: a wait that a new event (or the end
+        # of the interrupted reply) wakes in the same loop pass would not deliver it.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        while not events and not self.ended:
+            waiter = self.waiter
+            if waiter is None:
+                waiter = self.waiter = anyio.Event()
+            await waiter.wait()
         return events.popleft() if events else None
 
     def take_error(self) -> Exception | None:

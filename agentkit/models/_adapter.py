@@ -67,19 +67,6 @@ def _shows_something(chunk: ChatResponse) -> bool:
     return False
 
 
-async def _resumed(
-    first: ChatResponse | None, rest: AsyncGenerator[ChatResponse, None]
-) -> AsyncGenerator[ChatResponse, None]:
-    """``first``, then the chunks of ``rest``; ``rest`` is closed however this ends."""
-    try:
-        if first is not None:
-            yield first
-        async for chunk in rest:
-            yield chunk
-    finally:
-        await rest.aclose()
-
-
 def _running_loop() -> object:
     """The running asyncio loop (None under another event loop, e.g. trio)."""
     try:
@@ -374,19 +361,23 @@ class HTTPChatModel(ChatModel):
         async def open_stream() -> AsyncGenerator[ChatResponse, None]:
             return self._stream(await attempt(), started, call.structured)
 
-        chunks = await self._start_stream(open_stream, errors)
+        first, rest = await self._start_stream(open_stream, errors)
+        # The rest is read here, not through a generator of its own: every layer between the
+        # parser and the agent costs each delta a generator switch.
         try:
-            async for chunk in chunks:
+            if first is not None:
+                yield first
+            async for chunk in rest:
                 yield chunk
         finally:
-            await chunks.aclose()
+            await rest.aclose()
 
     async def _start_stream(
         self,
         open_stream: Callable[[], Awaitable[AsyncGenerator[ChatResponse, None]]],
         errors: SDKErrors | None = None,
-    ) -> AsyncGenerator[ChatResponse, None]:
-        """The stream of one request, started: its first visible chunk received.
+    ) -> tuple[ChatResponse | None, AsyncGenerator[ChatResponse, None]]:
+        """The stream of one request, started: its first visible chunk and the rest.
 
         Opening the stream and reading it up to its first content or tool-call delta is one
         attempt of the retry policy: a connection dropped before anything reached the
@@ -397,6 +388,10 @@ class HTTPChatModel(ChatModel):
         Args:
             open_stream: One attempt: send the request, return its snapshots.
             errors: The client's error classes (see ``_with_retries``).
+
+        Returns:
+            The first visible chunk (None: the stream ended without one) and the stream
+            of the chunks after it, which the caller must close.
         """
 
         async def attempt() -> tuple[ChatResponse | None, AsyncGenerator[ChatResponse, None]]:
@@ -410,8 +405,7 @@ class HTTPChatModel(ChatModel):
                 raise
             return None, chunks
 
-        first, rest = await self._with_retries(attempt, errors)
-        return _resumed(first, rest)
+        return await self._with_retries(attempt, errors)
 
     def _prepare(self, request: ModelRequest, *, stream: bool) -> PreparedCall:
         """The body, SDK request options and structured-output model of one request."""
@@ -514,21 +508,24 @@ class HTTPChatModel(ChatModel):
         events = iter_sse(chunks)
         done = False
         try:
-            async for name, data in events:
-                payload = self._check_event(name, data)
-                if payload is StreamMark.END:
-                    done = True
+            async for batch in events:
+                for name, data in batch:
+                    payload = self._check_event(name, data)
+                    if payload is StreamMark.END:
+                        done = True
+                        break
+                    if payload is None:
+                        continue
+                    try:
+                        changed = state.feed(payload)
+                    except _SHAPE_ERRORS as err:
+                        raise self._shape_error(payload, err) from err
+                    except ModelError as err:
+                        raise self.owned(err) from err
+                    if changed:
+                        yield state.snapshot(final=False)
+                if done:
                     break
-                if payload is None:
-                    continue
-                try:
-                    changed = state.feed(payload)
-                except _SHAPE_ERRORS as err:
-                    raise self._shape_error(payload, err) from err
-                except ModelError as err:
-                    raise self.owned(err) from err
-                if changed:
-                    yield state.snapshot(final=False)
             if done:
                 await _drain(chunks)
         except httpx2.TransportError as err:

@@ -138,12 +138,14 @@ class AnthropicBedrockModel(AnthropicChatModel):
         async def open_stream() -> AsyncGenerator[ChatResponse, None]:
             return self._typed_stream(await attempt(), started, call.structured)
 
-        chunks = await self._start_stream(open_stream)  # a cut before any delta is retried
+        first, rest = await self._start_stream(open_stream)  # a cut before any delta is retried
         try:
-            async for chunk in chunks:
+            if first is not None:
+                yield first
+            async for chunk in rest:
                 yield chunk
         finally:
-            await chunks.aclose()
+            await rest.aclose()
 
     async def _typed_stream(
         self,

@@ -184,31 +184,42 @@ class OpenAIStreamState:
         if isinstance(usage, dict):
             self.usage_data = usage
         changed = False
-        for item in arr(chunk.get("choices")):
-            choice = obj(item)
+        choices = chunk.get("choices")
+        for item in choices if type(choices) is list else arr(choices):
+            choice = item if type(item) is dict else obj(item)
             if choice.get("index", 0) != 0:
                 continue
             reason = choice.get("finish_reason")
             if reason:
                 self.finish_reason = str(reason)
-            changed = self._apply(obj(choice.get("delta"))) or changed
+            delta = choice.get("delta")
+            changed = self._apply(delta if type(delta) is dict else obj(delta)) or changed
         return changed
 
     def _apply(self, delta: JSONObject) -> bool:
+        # Once per streamed token: the fields a delta lacks are skipped by one lookup each.
         changed = False
-        piece, part_thought = _content_of(delta.get("content"))
+        piece = delta.get("content")
+        if type(piece) is str:  # the common case: plain text, no parts to walk
+            part_thought = ""
+        else:
+            piece, part_thought = _content_of(piece)
         if piece:
             self.text.add(piece)
             changed = True
-        thought = (_reasoning_of(delta) or "") + part_thought
-        if thought:
-            self.reasoning.add(thought)
-            changed = True
+        if part_thought or "reasoning_content" in delta or "reasoning" in delta:
+            thought = (_reasoning_of(delta) or "") + part_thought
+            if thought:
+                self.reasoning.add(thought)
+                changed = True
         audio = delta.get("audio")
         if isinstance(audio, dict):
             self.audio = self.audio or AudioStream()
             changed = self.audio.feed(audio) or changed
-        for item in arr(delta.get("tool_calls")):
+        calls = delta.get("tool_calls")
+        if calls is None:
+            return changed
+        for item in arr(calls):
             call = obj(item)
             entry = self.calls.setdefault(self._index_of(call), _Call())
             if isinstance(call.get("extra_content"), dict):
@@ -236,6 +247,11 @@ class OpenAIStreamState:
 
     def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
         """The cumulative response so far (``final`` adds usage and finish reason)."""
+        plain = not (self.calls or self.reasoning) and self.audio is None
+        if plain and not final and self.id is not None:
+            # Once per streamed token of a plain answer: its one text block, nothing to walk.
+            text = self.text.text
+            return ChatResponse([{"type": "text", "text": text}] if text else [], None, self.id)
         content: list[ContentBlock] = []
         reasoning, text = self.reasoning.value(final=final), self.text.value(final=final)
         if reasoning:
