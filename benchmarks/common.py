@@ -86,7 +86,7 @@ class Config:
             stream_chunks=40,
             history=200,
             conversations=300,
-            active=50,
+            active=20,  # scale: 3 x 180 turns, enough to run every phase
         )
 
 
