@@ -36,10 +36,10 @@ CLIENTS = 4  # client processes sharing the conversations
 TEXT_CHUNKS = 30
 CHUNK_DELAY = 0.1  # a reply streams for about 3 s: interrupts land mid-stream
 # ``--quick`` only proves the scenario runs and its checks pass: 2 client processes, and
-# replies streamed in about 1.2 s, which still leaves the latest stop point (the 17th text
-# delta) half a second before the stream ends on a loaded machine.
+# 25 ms chunks. The latest stop point (the 17th text delta; the first 8 are "Working.") still
+# leaves 21 answer chunks, half a second, for the Stop to land before the run would finish.
 QUICK_CLIENTS = 2
-QUICK_CHUNK_DELAY = 0.04
+QUICK_CHUNK_DELAY = 0.025
 
 
 def make_agent(chunk_delay: float = CHUNK_DELAY) -> Any:
