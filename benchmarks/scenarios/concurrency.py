@@ -20,9 +20,13 @@ from benchmarks.scenarios.turns import connections_per_request, http_clients
 Batch = Callable[[], Awaitable[Any]]
 
 
-async def _throughput(batch: Batch, runs: int) -> tuple[float, float]:
-    """(runs per second, client CPU seconds per run): the mock server is another process."""
-    gc.collect()
+async def _throughput(batch: Batch, runs: int, collect: bool) -> tuple[float, float]:
+    """(runs per second, client CPU seconds per run): the mock server is another process.
+
+    ``collect``: a full collection first, as in ``benchmarks.common.timed``.
+    """
+    if collect:
+        gc.collect()
     start, cpu = time.perf_counter(), time.process_time()
     await batch()
     return runs / (time.perf_counter() - start), (time.process_time() - cpu) / runs
@@ -71,7 +75,7 @@ async def run(cfg: Config) -> list[Row]:
             await batch()
         for _ in range(cfg.rounds):
             for name, batch in batches.items():
-                rps, cpu_per_run = await _throughput(batch, cfg.agents)
+                rps, cpu_per_run = await _throughput(batch, cfg.agents, not cfg.quick)
                 samples[name].append(rps)
                 cpu[name].append(cpu_per_run)
         churn = {name: await connections_per_request(cfg, b) for name, b in batches.items()}

@@ -85,7 +85,7 @@ async def _transport(kind: str, server: AbstractContextManager[str], n: int) -> 
 
 
 async def run(cfg: Config) -> list[Row]:
-    n = 10 if cfg.quick else 50
+    n = 3 if cfg.quick else 50  # --quick: proves each transport's round trip works
     cfg_local = Config(interrupts=n, quick=cfg.quick)
     _, local, _ = await _tool_case(cfg_local)
     local_p99 = percentile(local, 0.99) if local else None

@@ -108,7 +108,7 @@ async def _measure(variants: dict[str, Variant], cfg: Config, per: float) -> dic
     samples: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(cfg.rounds):
         for name, fn in variants.items():
-            samples[name].append(await timed(fn, cfg.reps) / per)
+            samples[name].append(await timed(fn, cfg.reps, collect=not cfg.quick) / per)
     return samples
 
 

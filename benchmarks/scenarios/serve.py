@@ -14,7 +14,7 @@ the streams does not count as server latency. Each client process also reports i
 event-loop lag, printed in the row's note.
 
     python -m benchmarks.run --only serve
-    python -m benchmarks.scenarios.serve PORT DB     # the server process it starts
+    python -m benchmarks.scenarios.serve PORT DB DELAY  # the server process it starts
     python -m benchmarks.scenarios.serve client PORT MODE FIRST STEP N M OUT  # one client
 """
 
@@ -35,10 +35,19 @@ from benchmarks.common import ROOT, Config, Row, percentile, ratio
 CLIENTS = 4  # client processes sharing the conversations
 TEXT_CHUNKS = 30
 CHUNK_DELAY = 0.1  # a reply streams for about 3 s: interrupts land mid-stream
+# ``--quick`` only proves the scenario runs and its checks pass: 2 client processes, and
+# 25 ms chunks. The latest stop point (the 17th text delta; the first 8 are "Working.") still
+# leaves 21 answer chunks, half a second, for the Stop to land before the run would finish.
+QUICK_CLIENTS = 2
+QUICK_CHUNK_DELAY = 0.025
 
 
-def make_agent() -> Any:
-    """The served agent: one quick tool call, then a long streamed answer."""
+def make_agent(chunk_delay: float = CHUNK_DELAY) -> Any:
+    """The served agent: one quick tool call, then a long streamed answer.
+
+    Args:
+        chunk_delay: Seconds between the streamed chunks of each block.
+    """
     from agentkit import ReActAgent
     from agentkit.testing import FunctionModel, text, tool_use
     from agentkit.tools import Toolkit
@@ -60,16 +69,19 @@ def make_agent() -> Any:
     toolkit = Toolkit()
     toolkit.register_tool_function(step)
     model = FunctionModel(
-        decide, stream=True, chunk_delay=CHUNK_DELAY, chunks_per_block=TEXT_CHUNKS
+        decide, stream=True, chunk_delay=chunk_delay, chunks_per_block=TEXT_CHUNKS
     )
     return ReActAgent("bench", "You are a benchmark.", model, toolkit, print_hint=False)
 
 
-def baseline_app() -> Any:
+def baseline_app(chunk_delay: float = CHUNK_DELAY) -> Any:
     """A bare Starlette SSE endpoint streaming chunks; ``POST /stop/{id}`` cancels it.
 
     A stream that ends on its own leaves its finished task in ``tasks``; a benchmark run is
     short, so nothing prunes them.
+
+    Args:
+        chunk_delay: Seconds between the streamed chunks, as for the agentkit replies.
     """
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, StreamingResponse
@@ -84,7 +96,7 @@ def baseline_app() -> Any:
         async def produce() -> None:
             try:
                 for i in range(TEXT_CHUNKS):
-                    await asyncio.sleep(CHUNK_DELAY)
+                    await asyncio.sleep(chunk_delay)
                     queue.put_nowait(f'data: {{"delta": "word{i}"}}\n\n')
             finally:
                 queue.put_nowait(None)
@@ -113,7 +125,9 @@ def baseline_app() -> Any:
     )
 
 
-def _serve(port: int, db: str) -> None:
+def _serve(port: int, db: str, chunk_delay: float) -> None:
+    import functools
+
     import uvicorn
 
     _pin(server=True)
@@ -122,8 +136,9 @@ def _serve(port: int, db: str) -> None:
     from agentkit.session import SQLiteSession
 
     # The load client is one client with hundreds of streams: no per-client cap here.
-    app = create_app(make_agent, sessions=SQLiteSession(db), max_runs_per_client=None)
-    mount = baseline_app()
+    factory = functools.partial(make_agent, chunk_delay)
+    app = create_app(factory, sessions=SQLiteSession(db), max_runs_per_client=None)
+    mount = baseline_app(chunk_delay)
     from starlette.routing import Mount
 
     app.router.routes.append(Mount("/baseline", app=mount))
@@ -323,13 +338,15 @@ async def _client_part(port: int, mode: str, indices: list[int], m: int) -> dict
     return result
 
 
-async def _clients(port: int, mode: str, n: int, m: int, tmp: Path) -> list[dict[str, Any]]:
-    """Run ``CLIENTS`` client processes at once, conversation ``i`` in process ``i % CLIENTS``."""
+async def _clients(
+    port: int, mode: str, n: int, m: int, tmp: Path, clients: int
+) -> list[dict[str, Any]]:
+    """Run ``clients`` client processes at once, conversation ``i`` in process ``i % clients``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = []
-    for k in range(CLIENTS):
+    for k in range(clients):
         out = tmp / f"{mode}-{k}.json"
-        args = ["client", str(port), mode, str(k), str(CLIENTS), str(n), str(m), str(out)]
+        args = ["client", str(port), mode, str(k), str(clients), str(n), str(m), str(out)]
         cmd = [sys.executable, "-m", "benchmarks.scenarios.serve", *args]
         procs.append((await asyncio.create_subprocess_exec(*cmd, cwd=ROOT, env=env), out))
     results = []
@@ -359,18 +376,18 @@ def _client_main(argv: list[str]) -> None:
 
 
 async def _round(
-    port: int, n: int, m: int, tmp: Path
+    port: int, n: int, m: int, tmp: Path, clients: int
 ) -> tuple[list[_Conversation], list[float], float]:
     """Both phases; returns the conversations, the baseline latencies, the worst client lag."""
     convs = []
-    parts = await _clients(port, "agentkit", n, m, tmp)
+    parts = await _clients(port, "agentkit", n, m, tmp, clients)
     for part in parts:
         for thread, after, lines, latency, server_latency in part["convs"]:
             conv = _Conversation(int(thread.split("-")[1]), after)
             conv.lines, conv.latency, conv.server_latency = lines, latency, server_latency
             _check(conv)
             convs.append(conv)
-    base_parts = await _clients(port, "baseline", n, m, tmp)
+    base_parts = await _clients(port, "baseline", n, m, tmp, clients)
     base = [x for part in base_parts for x in part["latencies"]]
     lag = max(part["lag_p99"] for part in (*parts, *base_parts))
     return convs, base, lag
@@ -381,10 +398,12 @@ async def run(cfg: Config) -> list[Row]:
 
     n = 20 if cfg.quick else cfg.agents
     m = 5 if cfg.quick else n // 4
+    clients = QUICK_CLIENTS if cfg.quick else CLIENTS
+    delay = QUICK_CHUNK_DELAY if cfg.quick else CHUNK_DELAY
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "threads.db"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        cmd = [sys.executable, "-m", "benchmarks.scenarios.serve", "0", str(db)]
+        cmd = [sys.executable, "-m", "benchmarks.scenarios.serve", "0", str(db), str(delay)]
         proc = await asyncio.create_subprocess_exec(
             *cmd, cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE
         )
@@ -393,7 +412,7 @@ async def run(cfg: Config) -> list[Row]:
         try:
             async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
                 await _wait_up(client)
-            convs, base, lag = await _round(port, n, m, Path(tmp))
+            convs, base, lag = await _round(port, n, m, Path(tmp), clients)
         finally:
             proc.terminate()
             await asyncio.wait_for(proc.wait(), 15)
@@ -401,7 +420,7 @@ async def run(cfg: Config) -> list[Row]:
     lat = [c.latency for c in convs if c.latency is not None]
     events = sum(len(c.lines) for c in convs)
     note = (
-        f"{n} conversations from {CLIENTS} client processes, {m} stopped mid-stream, {events} "
+        f"{n} conversations from {clients} client processes, {m} stopped mid-stream, {events} "
         f"events: all valid AG-UI, none lost or duplicated; {threads} stored threads pass the "
         f"memory invariant; worst client event-loop lag p99 {lag * 1e3:.0f} ms"
     )
@@ -442,4 +461,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "client":
         _client_main(sys.argv[2:])
     else:
-        _serve(int(sys.argv[1]), sys.argv[2])
+        _serve(int(sys.argv[1]), sys.argv[2], float(sys.argv[3]))
