@@ -149,6 +149,56 @@ def _verify(thread: str, messages: list[dict[str, Any]], sent: list[tuple[str, b
     return problems
 
 
+def _client(token: str | None, request_timeout: float) -> httpx2.AsyncClient:
+    """The check's HTTP client: one connection per conversation, idle ones dropped early."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    # Every conversation streams at once on a connection of its own (the client's default
+    # pool of 100 would queue them). An idle connection is dropped well before the
+    # server's keep-alive timeout (uvicorn: 5 s): reusing one the server is closing at
+    # that moment fails the request with a reset (ReadError / "server disconnected"),
+    # which is what equal idle timeouts on both ends do under load.
+    limits = httpx2.Limits(
+        max_connections=None, max_keepalive_connections=None, keepalive_expiry=CLIENT_IDLE
+    )
+    return httpx2.AsyncClient(
+        headers=headers, timeout=httpx2.Timeout(request_timeout), limits=limits
+    )
+
+
+def _record(report: ServedCheck, thread: str, text: str, outcome: str) -> bool:
+    """Count one turn's outcome in ``report``; return whether it succeeded."""
+    if outcome == "success":
+        report.succeeded += 1
+        return True
+    report.errors.append((thread, outcome))
+    if outcome.startswith("http:"):
+        _count(report.refused, outcome[5:])
+    else:
+        _count(report.failed, outcome)
+    if outcome.startswith(("cut:", "transport:")):
+        report.problems.append(
+            f"silent: thread {thread}: turn {text!r} ended without its last event ({outcome})"
+        )
+    return False
+
+
+async def _read_back(
+    client: httpx2.AsyncClient,
+    url: str,
+    sent: dict[str, list[tuple[str, bool]]],
+    report: ServedCheck,
+) -> None:
+    """Read every thread back from ``url`` and add the problems of each to ``report``."""
+    for thread, turns_sent in sent.items():
+        report.threads.append(thread)
+        got = await client.get(f"{url}/threads/{thread}")
+        if got.status_code != 200:
+            if any(ok for _, ok in turns_sent):
+                report.problems.append(f"lost: thread {thread}: {got.status_code}")
+            continue
+        report.problems.extend(_verify(thread, got.json()["messages"], turns_sent))
+
+
 async def check_served_threads(
     urls: Sequence[str],
     *,
@@ -185,23 +235,13 @@ async def check_served_threads(
         raise ValueError("check_served_threads needs at least one URL")
     report = ServedCheck()
     tag = new_id(nbytes=4)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     limit = anyio.Semaphore(concurrency or conversations)
     sent: dict[str, list[tuple[str, bool]]] = {}
-    timeout = httpx2.Timeout(request_timeout)
-    # Every conversation streams at once on a connection of its own (the client's default
-    # pool of 100 would queue them). An idle connection is dropped well before the
-    # server's keep-alive timeout (uvicorn: 5 s): reusing one the server is closing at
-    # that moment fails the request with a reset (ReadError / "server disconnected"),
-    # which is what equal idle timeouts on both ends do under load.
-    limits = httpx2.Limits(
-        max_connections=None, max_keepalive_connections=None, keepalive_expiry=CLIENT_IDLE
-    )
     first_turn = anyio.Event()
     fault_over = anyio.Event()
     if fault is None:
         fault_over.set()
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout, limits=limits) as client:
+    async with _client(token, request_timeout) as client:
 
         async def conversation(i: int) -> None:
             thread = f"check-{tag}-{i}"
@@ -216,20 +256,8 @@ async def check_served_threads(
                     report.sent += 1
                     first_turn.set()
                     sent[thread].append((text, outcome == "success"))
-                    if outcome == "success":
-                        report.succeeded += 1
-                        continue
-                    report.errors.append((thread, outcome))
-                    if outcome.startswith("http:"):
-                        _count(report.refused, outcome[5:])
-                    else:
-                        _count(report.failed, outcome)
-                    if outcome.startswith(("cut:", "transport:")):
-                        report.problems.append(
-                            f"silent: thread {thread}: turn {text!r} ended without its last "
-                            f"event ({outcome})"
-                        )
-                    await anyio.sleep(pause)
+                    if not _record(report, thread, text, outcome):
+                        await anyio.sleep(pause)
 
         async def break_store() -> None:
             assert fault is not None
@@ -244,14 +272,7 @@ async def check_served_threads(
                 tg.start_soon(break_store)
             for i in range(conversations):
                 tg.start_soon(conversation, i)
-        for thread, turns_sent in sent.items():
-            report.threads.append(thread)
-            got = await client.get(f"{urls[0].rstrip('/')}/threads/{thread}")
-            if got.status_code != 200:
-                if any(ok for _, ok in turns_sent):
-                    report.problems.append(f"lost: thread {thread}: {got.status_code}")
-                continue
-            report.problems.extend(_verify(thread, got.json()["messages"], turns_sent))
+        await _read_back(client, urls[0].rstrip("/"), sent, report)
     return report
 
 
