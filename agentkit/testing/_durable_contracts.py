@@ -85,6 +85,89 @@ async def _pause(wid: str, done: anyio.Event, last: object) -> list[CallInfo] | 
     return None
 
 
+async def _steer(s: Scenario, paths: _Paths, wid: str, why: str) -> None:
+    """Steer the workflow ``wid`` with a random text and record how the steer landed."""
+    from agentkit.session import steer_session
+
+    text = f"steer {s.rng.randrange(10**6)}"
+    outcome = await steer_session(paths.store, wid, text, wait=10)
+    s.trace.append(f"  steer {why}: {outcome}")
+    if outcome in ("next_request", "follow_up"):
+        s.steers.append(text)
+        s.counts[f"durable steer {outcome}"] += 1
+    elif outcome == "no_run":
+        s.refused_steers.append(text)
+
+
+async def _watch(
+    s: Scenario,
+    paths: _Paths,
+    wid: str,
+    steer_due: anyio.Event,
+    cut: list[bool],
+    scope: anyio.CancelScope,
+) -> None:
+    """Until ``scope`` is cancelled: steer once ``steer_due`` is set, interrupt a blocked tool."""
+    from agentkit.session import interrupt_session
+
+    async def steer_in_tool() -> None:
+        await steer_due.wait()
+        await _steer(s, paths, wid, "while a tool runs")
+
+    async def cut_tool() -> None:
+        await s.tool_blocked.wait()
+        cut[0] = True
+        s.counts["durable interrupt during a tool"] += 1
+        await interrupt_session(paths.store, wid)
+
+    with scope:
+        async with anyio.create_task_group() as inner:
+            inner.start_soon(steer_in_tool)
+            inner.start_soon(cut_tool)
+
+
+async def _deliver(s: Scenario, paths: _Paths, wid: str, approvals: dict[str, Verdict]) -> None:
+    """Deliver ``approvals`` from another process: a DBOS client or ``DBOSAgent.approve``."""
+    from agentkit.durable import APPROVALS_TOPIC, DBOSAgent, approvals_record
+
+    if s.rng.random() < 0.5:  # from another process: a client of the database
+        s.trace.append(f"  DBOSClient.send({approvals!r})")
+        record = approvals_record(approvals)
+        await paths.client.send_async(wid, record, APPROVALS_TOPIC)
+        s.counts["durable approvals from a client"] += 1
+    else:
+        s.trace.append(f"  DBOSAgent.approve({approvals!r})")
+        await DBOSAgent.approve(wid, approvals)
+
+
+async def _answer_pause(
+    s: Scenario, paths: _Paths, wid: str, pending: list[CallInfo], decided: dict[str, str]
+) -> None:
+    """Answer one pause at random: interrupt it, or (maybe steer, then) decide some calls."""
+    from agentkit.session import interrupt_session
+
+    rng = s.rng
+    ids = [c["id"] for c in pending]
+    check_guarantee(len(ids) == len(set(ids)), 4, f"pending ids repeat: {ids}")
+    action = rng.random()
+    if action < 0.12:
+        s.trace.append(f"  interrupt while {ids} wait")
+        s.counts["durable interrupt while paused"] += 1
+        for c in pending:
+            decided[str(c["input"].get("tag", ""))] = "denied"
+        await interrupt_session(paths.store, wid)
+        return
+    if action < 0.3:
+        await _steer(s, paths, wid, "while calls wait")
+    approvals: dict[str, Verdict] = {}
+    for c in [c for c in pending if rng.random() < 0.7] or pending[:1]:
+        decision, how = verdict(s, PendingView(c["input"]))
+        approvals[c["id"]] = decision
+        decided[str(c["input"].get("tag", ""))] = how
+        s.counts[f"durable {how}{' nested' if '/' in c['id'] else ''}"] += 1
+    await _deliver(s, paths, wid, approvals)
+
+
 async def _workflow(
     s: Scenario,
     paths: _Paths,
@@ -93,9 +176,6 @@ async def _workflow(
     start: Callable[[], Awaitable[DurableRunResult[Any]]],
 ) -> tuple[DurableRunResult[Any], bool, dict[str, str]]:
     """One workflow with random interrupts, steers and decisions; (result, cut, decided)."""
-    from agentkit.durable import APPROVALS_TOPIC, DBOSAgent, approvals_record
-    from agentkit.session import interrupt_session, steer_session
-
     rng = s.rng
     s.tool_starts = 0
     s.tool_blocked = anyio.Event()
@@ -111,16 +191,6 @@ async def _workflow(
         if index == steer_at:
             steer_due.set()
 
-    async def steer(why: str) -> None:
-        text = f"steer {rng.randrange(10**6)}"
-        outcome = await steer_session(paths.store, wid, text, wait=10)
-        s.trace.append(f"  steer {why}: {outcome}")
-        if outcome in ("next_request", "follow_up"):
-            s.steers.append(text)
-            s.counts[f"durable steer {outcome}"] += 1
-        elif outcome == "no_run":
-            s.refused_steers.append(text)
-
     async def go() -> None:
         try:
             results.append(await start())
@@ -131,55 +201,12 @@ async def _workflow(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(go)
-
-            async def steer_in_tool() -> None:
-                await steer_due.wait()
-                await steer("while a tool runs")
-
-            async def cut_tool() -> None:
-                await s.tool_blocked.wait()
-                cut[0] = True
-                s.counts["durable interrupt during a tool"] += 1
-                await interrupt_session(paths.store, wid)
-
             watchers = anyio.CancelScope()
-
-            async def watch() -> None:
-                with watchers:
-                    async with anyio.create_task_group() as inner:
-                        inner.start_soon(steer_in_tool)
-                        inner.start_soon(cut_tool)
-
-            tg.start_soon(watch)
+            tg.start_soon(_watch, s, paths, wid, steer_due, cut, watchers)
             last: object = None
             while (pending := await _pause(wid, done, last)) is not None:
                 last = pending
-                ids = [c["id"] for c in pending]
-                check_guarantee(len(ids) == len(set(ids)), 4, f"pending ids repeat: {ids}")
-                action = rng.random()
-                if action < 0.12:
-                    s.trace.append(f"  interrupt while {ids} wait")
-                    s.counts["durable interrupt while paused"] += 1
-                    for c in pending:
-                        decided[str(c["input"].get("tag", ""))] = "denied"
-                    await interrupt_session(paths.store, wid)
-                    continue
-                if action < 0.3:
-                    await steer("while calls wait")
-                approvals: dict[str, Verdict] = {}
-                for c in [c for c in pending if rng.random() < 0.7] or pending[:1]:
-                    decision, how = verdict(s, PendingView(c["input"]))
-                    approvals[c["id"]] = decision
-                    decided[str(c["input"].get("tag", ""))] = how
-                    s.counts[f"durable {how}{' nested' if '/' in c['id'] else ''}"] += 1
-                if rng.random() < 0.5:  # from another process: a client of the database
-                    s.trace.append(f"  DBOSClient.send({approvals!r})")
-                    record = approvals_record(approvals)
-                    await paths.client.send_async(wid, record, APPROVALS_TOPIC)
-                    s.counts["durable approvals from a client"] += 1
-                else:
-                    s.trace.append(f"  DBOSAgent.approve({approvals!r})")
-                    await DBOSAgent.approve(wid, approvals)
+                await _answer_pause(s, paths, wid, pending, decided)
             watchers.cancel()
     finally:
         s.on_tool_start = None
