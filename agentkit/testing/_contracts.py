@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import anyio
 
 from agentkit.agent import Decision, ReActAgent
-from agentkit.events import AgentEvent, TextDelta
+from agentkit.events import AgentEvent, CallInfo, TextDelta
 from agentkit.exceptions import StateError
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import ContentBlock, Msg
@@ -372,15 +372,108 @@ def verdict(s: Scenario, call: PendingView) -> tuple[Verdict, str]:
     return Decision(False, reason="no"), "denied"
 
 
+def record_decisions(s: Scenario, decided: dict[str, str]) -> None:
+    """Add each decided tag to the scenario's approved or denied set."""
+    for tag, how in decided.items():
+        (s.approved if how == "approved" else s.denied).add(tag)
+
+
+def check_steers_stored(s: Scenario, stored: str) -> None:
+    """Guarantee 5: every accepted steer is in ``stored`` exactly once, a refused one never."""
+    for steer in s.steers:
+        n = stored.count(steer)
+        check_guarantee(n == 1, 5, f"accepted steer {steer!r} is in memory {n} times")
+    for steer in s.refused_steers:
+        check_guarantee(steer not in stored, 5, f"refused steer {steer!r} was stored")
+    s.counts["steers checked"] += len(s.steers)
+
+
+async def _check_agents(
+    s: Scenario, outer: ReActAgent[Any, Any], helper: ReActAgent[Any, Any] | None
+) -> None:
+    """Check the outer agent and its helper (if any) against the contract."""
+    for agent in (outer, helper):
+        if agent is not None:
+            await check_agent(agent, s)
+
+
+async def _save_load(
+    s: Scenario, outer: ReActAgent[Any, Any], step: int, ids: list[str]
+) -> tuple[ReActAgent[Any, Any], ReActAgent[Any, Any] | None]:
+    """Save ``outer``, load the state into freshly built agents and return those."""
+    pending = outer.pending_tool_calls
+    state = json.loads(json.dumps(outer.state_dict()))
+    outer, helper = await s.build()
+    outer.load_state_dict(state)
+    check_guarantee(outer.pending_tool_calls == pending, 2, "pending calls lost in save/load")
+    s.counts["save/load"] += 1
+    s.trace.append(f"step {step}: save/load with {ids} pending")
+    return outer, helper
+
+
+async def _settle_pause(
+    s: Scenario,
+    outer: ReActAgent[Any, Any],
+    step: int,
+    action: float,
+    pending: list[CallInfo],
+    decided: dict[str, str],
+) -> bool:
+    """Resume a paused run by ``action``: cancel the calls, send a new task, or decide some."""
+    ids = [c["id"] for c in pending]
+    if action < 0.3:
+        s.trace.append(f"step {step}: interrupt_pending()")
+        s.counts["interrupt_pending"] += 1
+        cut = await _step(s, outer, outer.interrupt_pending)
+        for c in pending:
+            decided[str(c["input"].get("tag", ""))] = "denied"
+        return cut
+    if action < 0.38:
+        s.trace.append(f"step {step}: new message with {ids} pending")
+        s.counts["new message while paused"] += 1
+        for c in pending:
+            decided[str(c["input"].get("tag", ""))] = "denied"
+        return await _step(s, outer, outer.run, f"new task {step}")
+    approvals: dict[str, Verdict] = {}
+    chosen = [c for c in pending if s.rng.random() < 0.7] or pending[:1]
+    for c in chosen:
+        decision, how = verdict(s, PendingView(c["input"]))
+        approvals[c["id"]] = decision
+        decided[str(c["input"].get("tag", ""))] = how
+        s.counts[f"{how}{' nested' if '/' in c['id'] else ''}"] += 1
+    s.trace.append(f"step {step}: run(approvals={approvals!r})")
+    return await _step(s, outer, outer.run, approvals=approvals)
+
+
+async def _close(
+    s: Scenario, outer: ReActAgent[Any, Any], helper: ReActAgent[Any, Any] | None
+) -> None:
+    """Deny what still waits, then one last run; every accepted steer is in memory."""
+    s.closing = True
+    for _ in range(4):
+        pending = outer.pending_tool_calls
+        if not pending:
+            break
+        s.trace.append(f"close: deny {[c['id'] for c in pending]}")
+        for c in pending:
+            s.denied.add(str(c["input"].get("tag", "")))
+        await outer.run(approvals={c["id"]: False for c in pending})
+        await _check_agents(s, outer, helper)
+        check_runs(s, False, {})
+    check_guarantee(
+        not outer.pending_tool_calls, 3, "denying every pending call left calls pending"
+    )
+    s.trace.append("close: run('bye')")
+    await outer.run("bye")
+    await _check_agents(s, outer, helper)
+    check_runs(s, False, {})
+    check_steers_stored(s, "\n".join(result_texts(await outer.memory.get_memory())))
+
+
 async def _run_scenario(s: Scenario) -> None:
+    """Play one scenario: random steps, each checked against the contract, then the close."""
     rng = s.rng
     outer, helper = await s.build()
-
-    async def check() -> None:
-        for agent in (outer, helper):
-            if agent is not None:
-                await check_agent(agent, s)
-
     for step in range(rng.randint(2, 6)):
         decided: dict[str, str] = {}
         pending = outer.pending_tool_calls
@@ -392,14 +485,7 @@ async def _run_scenario(s: Scenario) -> None:
             check_guarantee(len(ids) == len(set(ids)), 4, f"pending ids repeat: {ids}")
             action = rng.random()
             if action < 0.15:  # save, load into fresh agents, then go on with them
-                state = json.loads(json.dumps(outer.state_dict()))
-                outer, helper = await s.build()
-                outer.load_state_dict(state)
-                check_guarantee(
-                    outer.pending_tool_calls == pending, 2, "pending calls lost in save/load"
-                )
-                s.counts["save/load"] += 1
-                s.trace.append(f"step {step}: save/load with {ids} pending")
+                outer, helper = await _save_load(s, outer, step, ids)
                 continue
             if action < 0.22:
                 s.trace.append(f"step {step}: interrupt() while paused")
@@ -408,60 +494,12 @@ async def _run_scenario(s: Scenario) -> None:
                 )
                 s.counts["interrupt while paused"] += 1
                 continue
-            if action < 0.3:
-                s.trace.append(f"step {step}: interrupt_pending()")
-                s.counts["interrupt_pending"] += 1
-                cut = await _step(s, outer, outer.interrupt_pending)
-                for c in pending:
-                    decided[str(c["input"].get("tag", ""))] = "denied"
-            elif action < 0.38:
-                s.trace.append(f"step {step}: new message with {ids} pending")
-                s.counts["new message while paused"] += 1
-                for c in pending:
-                    decided[str(c["input"].get("tag", ""))] = "denied"
-                cut = await _step(s, outer, outer.run, f"new task {step}")
-            else:
-                approvals: dict[str, Verdict] = {}
-                chosen = [c for c in pending if rng.random() < 0.7] or pending[:1]
-                for c in chosen:
-                    decision, how = verdict(s, PendingView(c["input"]))
-                    approvals[c["id"]] = decision
-                    decided[str(c["input"].get("tag", ""))] = how
-                    s.counts[f"{how}{' nested' if '/' in c['id'] else ''}"] += 1
-                s.trace.append(f"step {step}: run(approvals={approvals!r})")
-                cut = await _step(s, outer, outer.run, approvals=approvals)
-            for tag, how in decided.items():
-                (s.approved if how == "approved" else s.denied).add(tag)
+            cut = await _settle_pause(s, outer, step, action, pending, decided)
+            record_decisions(s, decided)
         s.trace[-1] += " [cut]" if cut else ""
-        await check()
+        await _check_agents(s, outer, helper)
         check_runs(s, cut, decided)
-
-    # Close: deny what still waits, then one last run; every accepted steer is in memory.
-    s.closing = True
-    for _ in range(4):
-        pending = outer.pending_tool_calls
-        if not pending:
-            break
-        s.trace.append(f"close: deny {[c['id'] for c in pending]}")
-        for c in pending:
-            s.denied.add(str(c["input"].get("tag", "")))
-        await outer.run(approvals={c["id"]: False for c in pending})
-        await check()
-        check_runs(s, False, {})
-    check_guarantee(
-        not outer.pending_tool_calls, 3, "denying every pending call left calls pending"
-    )
-    s.trace.append("close: run('bye')")
-    await outer.run("bye")
-    await check()
-    check_runs(s, False, {})
-    stored = "\n".join(result_texts(await outer.memory.get_memory()))
-    for steer in s.steers:
-        n = stored.count(steer)
-        check_guarantee(n == 1, 5, f"accepted steer {steer!r} is in memory {n} times")
-    for steer in s.refused_steers:
-        check_guarantee(steer not in stored, 5, f"refused steer {steer!r} was stored")
-    s.counts["steers checked"] += len(s.steers)
+    await _close(s, outer, helper)
 
 
 class PendingView:

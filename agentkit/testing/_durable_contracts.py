@@ -33,10 +33,12 @@ from agentkit.testing._contracts import (
     check_agent,
     check_guarantee,
     check_runs,
+    check_steers_stored,
     default_agent,
     finish_report,
     first_seed,
     made,
+    record_decisions,
     result_texts,
     run_guarded,
     verdict,
@@ -223,8 +225,7 @@ async def _run_durable_scenario(s: Scenario, paths: _Paths, durable: DBOSAgent) 
 
         start = partial(durable.run, f"task {step}", state=state, workflow_id=wid)
         result, cut, decided = await _workflow(s, paths, durable, wid, start)
-        for tag, how in decided.items():
-            (s.approved if how == "approved" else s.denied).add(tag)
+        record_decisions(s, decided)
         s.trace[-1] += f" -> {result.stop_reason}{' [cut]' if cut else ''}"
         state = result.state
         await check_agent(await _restored(s, state), s)
@@ -234,18 +235,11 @@ async def _run_durable_scenario(s: Scenario, paths: _Paths, durable: DBOSAgent) 
     wid = f"{durable.name}/close"
     start = partial(durable.run, "bye", state=state, workflow_id=wid)
     result, _, decided = await _workflow(s, paths, durable, wid, start)
-    for tag, how in decided.items():
-        (s.approved if how == "approved" else s.denied).add(tag)
+    record_decisions(s, decided)
     final = await _restored(s, result.state)
     await check_agent(final, s)
     check_runs(s, False, {})
-    stored = "\n".join(result_texts(await final.memory.get_memory()))
-    for text in s.steers:
-        n = stored.count(text)
-        check_guarantee(n == 1, 5, f"accepted steer {text!r} is in memory {n} times")
-    for text in s.refused_steers:
-        check_guarantee(text not in stored, 5, f"refused steer {text!r} was stored")
-    s.counts["steers checked"] += len(s.steers)
+    check_steers_stored(s, "\n".join(result_texts(await final.memory.get_memory())))
 
 
 async def check_durable_contracts(
