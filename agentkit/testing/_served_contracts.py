@@ -35,10 +35,12 @@ from agentkit.testing._contracts import (
     check_agent,
     check_guarantee,
     check_runs,
+    check_steers_stored,
     default_agent,
     finish_report,
     first_seed,
     made,
+    record_decisions,
     result_texts,
     run_guarded,
     verdict,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from agentkit.agent import ReActAgent
+    from agentkit.events import CallInfo
     from agentkit.session import SQLiteSession
 
 __all__ = ["check_served_contracts"]
@@ -184,7 +187,75 @@ async def _check_thread(served: _Served, s: Scenario, thread: str) -> ReActAgent
     return agent
 
 
+async def _stop_paused(
+    served: _Served, s: Scenario, thread: str, step: int, ids: list[str]
+) -> None:
+    """Press Stop while calls wait: guarantee 6, the answer is ``no_run``."""
+    s.trace.append(f"step {step}: Stop while {ids} wait")
+    answer = await s.rng.choice(served.clients).post(f"/threads/{thread}/interrupt")
+    status = answer.json().get("status")
+    check_guarantee(status == "no_run", 6, f"Stop with no run said {status!r}")
+    s.counts["served stop while paused"] += 1
+    await _check_thread(served, s, thread)
+
+
+async def _settle_pause(
+    served: _Served,
+    s: Scenario,
+    thread: str,
+    step: int,
+    action: float,
+    pending: list[CallInfo],
+    decided: dict[str, str],
+) -> bool:
+    """Resume the paused thread by ``action``: a new message, or (maybe steer) decide some."""
+    ids = [c["id"] for c in pending]
+    if action < 0.2:
+        s.trace.append(f"step {step}: POST /agui (new message) while {ids} wait")
+        s.counts["served new message while paused"] += 1
+        for c in pending:
+            decided[str(c["input"].get("tag", ""))] = "denied"
+        body = _agui(thread, f"new task {step}")
+        return await _step(served, s, thread, "/agui", body)
+    if action < 0.35:
+        s.trace.append(f"step {step}: steer while {ids} wait")
+        await _steer(served, s, thread, "while calls wait")
+    approvals: dict[str, object] = {}
+    for c in [c for c in pending if s.rng.random() < 0.7] or pending[:1]:
+        decision, how = verdict(s, PendingView(c["input"]))
+        approvals[c["id"]] = _wire(decision)
+        decided[str(c["input"].get("tag", ""))] = how
+        s.counts[f"served {how}{' nested' if '/' in c['id'] else ''}"] += 1
+    s.trace.append(f"step {step}: POST approvals {approvals!r}")
+    url = f"/threads/{thread}/approvals"
+    return await _step(served, s, thread, url, approvals)
+
+
+async def _close(served: _Served, s: Scenario, thread: str) -> None:
+    """Deny what still waits, then one last run; every accepted steer is stored once."""
+    s.closing = True
+    for _ in range(4):
+        stored = await _stored(served, s, thread)
+        pending = [] if stored is None else stored.pending_tool_calls
+        if not pending:
+            break
+        s.trace.append(f"close: deny {[c['id'] for c in pending]}")
+        for c in pending:
+            s.denied.add(str(c["input"].get("tag", "")))
+        denials = {c["id"]: False for c in pending}
+        await _post_run(s.rng.choice(served.clients), f"/threads/{thread}/approvals", denials)
+        await _check_thread(served, s, thread)
+        check_runs(s, False, {})
+    s.trace.append("close: POST /agui 'bye'")
+    await _post_run(s.rng.choice(served.clients), "/agui", _agui(thread, "bye"))
+    final = await _check_thread(served, s, thread)
+    check_guarantee(not final.pending_tool_calls, 3, "denying every pending call left some")
+    check_runs(s, False, {})
+    check_steers_stored(s, "\n".join(result_texts(await final.memory.get_memory())))
+
+
 async def _run_served_scenario(served: _Served, s: Scenario) -> None:
+    """Play one scenario over HTTP: random steps, each checked, then the close."""
     rng = s.rng
     served.scenario = s
     thread = f"contracts-{id(s):x}"
@@ -200,63 +271,13 @@ async def _run_served_scenario(served: _Served, s: Scenario) -> None:
             check_guarantee(len(ids) == len(set(ids)), 4, f"pending ids repeat: {ids}")
             action = rng.random()
             if action < 0.1:
-                s.trace.append(f"step {step}: Stop while {ids} wait")
-                answer = await rng.choice(served.clients).post(f"/threads/{thread}/interrupt")
-                status = answer.json().get("status")
-                check_guarantee(status == "no_run", 6, f"Stop with no run said {status!r}")
-                s.counts["served stop while paused"] += 1
-                await _check_thread(served, s, thread)
+                await _stop_paused(served, s, thread, step, ids)
                 continue
-            if action < 0.2:
-                s.trace.append(f"step {step}: POST /agui (new message) while {ids} wait")
-                s.counts["served new message while paused"] += 1
-                for c in pending:
-                    decided[str(c["input"].get("tag", ""))] = "denied"
-                body = _agui(thread, f"new task {step}")
-                cut = await _step(served, s, thread, "/agui", body)
-            else:
-                if action < 0.35:
-                    s.trace.append(f"step {step}: steer while {ids} wait")
-                    await _steer(served, s, thread, "while calls wait")
-                approvals: dict[str, object] = {}
-                for c in [c for c in pending if rng.random() < 0.7] or pending[:1]:
-                    decision, how = verdict(s, PendingView(c["input"]))
-                    approvals[c["id"]] = _wire(decision)
-                    decided[str(c["input"].get("tag", ""))] = how
-                    s.counts[f"served {how}{' nested' if '/' in c['id'] else ''}"] += 1
-                s.trace.append(f"step {step}: POST approvals {approvals!r}")
-                url = f"/threads/{thread}/approvals"
-                cut = await _step(served, s, thread, url, approvals)
-            for tag, how in decided.items():
-                (s.approved if how == "approved" else s.denied).add(tag)
+            cut = await _settle_pause(served, s, thread, step, action, pending, decided)
+            record_decisions(s, decided)
         await _check_thread(served, s, thread)
         check_runs(s, cut, decided)
-
-    s.closing = True
-    for _ in range(4):
-        stored = await _stored(served, s, thread)
-        pending = [] if stored is None else stored.pending_tool_calls
-        if not pending:
-            break
-        s.trace.append(f"close: deny {[c['id'] for c in pending]}")
-        for c in pending:
-            s.denied.add(str(c["input"].get("tag", "")))
-        denials = {c["id"]: False for c in pending}
-        await _post_run(rng.choice(served.clients), f"/threads/{thread}/approvals", denials)
-        await _check_thread(served, s, thread)
-        check_runs(s, False, {})
-    s.trace.append("close: POST /agui 'bye'")
-    await _post_run(rng.choice(served.clients), "/agui", _agui(thread, "bye"))
-    final = await _check_thread(served, s, thread)
-    check_guarantee(not final.pending_tool_calls, 3, "denying every pending call left some")
-    check_runs(s, False, {})
-    text = "\n".join(result_texts(await final.memory.get_memory()))
-    for steer in s.steers:
-        n = text.count(steer)
-        check_guarantee(n == 1, 5, f"accepted steer {steer!r} is in memory {n} times")
-    for steer in s.refused_steers:
-        check_guarantee(steer not in text, 5, f"refused steer {steer!r} was stored")
-    s.counts["steers checked"] += len(s.steers)
+    await _close(served, s, thread)
 
 
 async def check_served_contracts(
