@@ -375,17 +375,7 @@ async def send_steer(
     channel = channel_name(store, check_session_id(session_id))
     nonce = secrets.token_hex(8)  # unguessable: only the asker can read the reply channel
     reply_to = channel_name(store, f"{session_id}\0steer\0{nonce}")
-    received, answered = anyio.Event(), anyio.Event()
-    answer: dict[str, object] = {}
-
-    async def on_reply(reply: dict[str, object]) -> None:
-        if reply.get("id") != nonce:
-            return
-        if reply.get("command") == "steered":
-            answer.update(reply)
-            answered.set()
-        received.set()
-
+    reply = _SteerReply(nonce)
     command: dict[str, object] = {
         "command": "steer",
         "run": run,
@@ -393,37 +383,82 @@ async def send_steer(
         "id": nonce,
         "message": message,
     }
-    async with control.subscribe(reply_to, on_reply):
-        with anyio.move_on_after(wait):
-            while not received.is_set():
-                reached = await control.publish(channel, command)
-                if reached == 0 and still_held is None:
-                    return "no_run", None  # the transport counts its holders: none
-                with anyio.move_on_after(_REPUBLISH):
-                    await received.wait()
-                if not received.is_set() and still_held is not None and not await still_held():
-                    return "no_run", None
-        if not received.is_set():
+    async with control.subscribe(reply_to, reply.on_reply):
+        if not await _publish_until_received(control, channel, command, reply, wait, still_held):
+            return "no_run", None
+        if not reply.received.is_set():
             return "unreachable", None
-        if still_held is None:  # no way to tell a dead holder: wait the bound out
-            with anyio.move_on_after(wait):
-                await answered.wait()
-        else:  # the holder answers once the run placed it: as long as the run holds
-            while not answered.is_set():
-                with anyio.move_on_after(1.0):
-                    await answered.wait()
-                if not answered.is_set() and not await still_held():
-                    with anyio.move_on_after(_ANSWER_GRACE):
-                        await answered.wait()
-                    break
-    if not answered.is_set():
-        return "unreachable", None
-    outcome = answer.get("outcome")
-    worker = answer.get("worker")
-    status: SteerStatus = "no_run"
-    if outcome in ("next_request", "follow_up"):
-        status = outcome
-    return status, worker if isinstance(worker, str) else None
+        await _await_answer(reply, wait, still_held)
+    return reply.result()
+
+
+class _SteerReply:
+    """The holder's replies to one steer: its receipt, then its answer."""
+
+    def __init__(self, nonce: str) -> None:
+        self.nonce = nonce
+        self.received = anyio.Event()
+        self.answered = anyio.Event()
+        self.answer: dict[str, object] = {}
+
+    async def on_reply(self, reply: dict[str, object]) -> None:
+        """Take a reply on the reply channel (one for another steer is ignored)."""
+        if reply.get("id") != self.nonce:
+            return
+        if reply.get("command") == "steered":
+            self.answer.update(reply)
+            self.answered.set()
+        self.received.set()
+
+    def result(self) -> tuple[SteerStatus, str | None]:
+        """``(status, worker)`` from the answer, ``("unreachable", None)`` without one."""
+        if not self.answered.is_set():
+            return "unreachable", None
+        outcome = self.answer.get("outcome")
+        worker = self.answer.get("worker")
+        status: SteerStatus = "no_run"
+        if outcome in ("next_request", "follow_up"):
+            status = outcome
+        return status, worker if isinstance(worker, str) else None
+
+
+async def _publish_until_received(
+    control: ControlChannel,
+    channel: str,
+    command: Mapping[str, object],
+    reply: _SteerReply,
+    wait: float,
+    still_held: Callable[[], Awaitable[bool]] | None,
+) -> bool:
+    """Send ``command`` again every 0.2 s until acknowledged or ``wait``; False: no holder."""
+    with anyio.move_on_after(wait):
+        while not reply.received.is_set():
+            reached = await control.publish(channel, command)
+            if reached == 0 and still_held is None:
+                return False  # the transport counts its holders: none
+            with anyio.move_on_after(_REPUBLISH):
+                await reply.received.wait()
+            if not reply.received.is_set() and still_held is not None and not await still_held():
+                return False
+    return True
+
+
+async def _await_answer(
+    reply: _SteerReply, wait: float, still_held: Callable[[], Awaitable[bool]] | None
+) -> None:
+    """Wait for the answer of an acknowledged steer: ``wait`` s, or while the run holds."""
+    if still_held is None:  # no way to tell a dead holder: wait the bound out
+        with anyio.move_on_after(wait):
+            await reply.answered.wait()
+        return
+    # The holder answers once the run placed it: as long as the run holds.
+    while not reply.answered.is_set():
+        with anyio.move_on_after(1.0):
+            await reply.answered.wait()
+        if not reply.answered.is_set() and not await still_held():
+            with anyio.move_on_after(_ANSWER_GRACE):
+                await reply.answered.wait()
+            return
 
 
 async def steer_session(
