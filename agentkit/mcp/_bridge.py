@@ -247,12 +247,7 @@ async def register_mcp_client(
         MCPConnectionError: the server cannot be reached.
     """
     _refuse_override(namesake)
-    if defer:
-        listed = await _manifest_tools(client)
-    else:
-        if not client.is_connected:
-            await client.connect()
-        listed = await client.list_tools()
+    listed = await _listed(client, defer)
     reg = Registration(
         client,
         weakref.ref(toolkit),
@@ -266,19 +261,36 @@ async def register_mcp_client(
     )
     _check_selection(client, reg, listed)
     _forget(client, toolkit)  # registering the same client again replaces its tools
-    toolkit.add_tool_source(reg)  # adopts the pins of a loaded session (before building)
-    try:
-        tools = [reg.build(client, t) for t in reg.select(listed)]
-        _check_collisions(client, reg, tools)
-        registered = [toolkit.register_tool(t, namesake=namesake) for t in tools]
-    except BaseException:
-        toolkit.remove_tool_source(reg)
-        raise
-    reg.names = [t.name for t in registered]
+    registered = _install(toolkit, client, reg, listed)
     client.registrations.add(reg)
     client.on_tools_changed(_refresh)
     if defer:
         client.on_tools_changed(_recache)
+    return registered
+
+
+async def _listed(client: MCPClient, defer: bool) -> list[mcp_types.Tool]:
+    """The server's tools: its cached manifest when deferred, else the live list."""
+    if defer:
+        return await _manifest_tools(client)
+    if not client.is_connected:
+        await client.connect()
+    return await client.list_tools()
+
+
+def _install(
+    toolkit: Toolkit, client: MCPClient, reg: Registration, listed: list[mcp_types.Tool]
+) -> list[Tool]:
+    """Add ``reg`` as a tool source and register its tools; on a failure, neither stays."""
+    toolkit.add_tool_source(reg)  # adopts the pins of a loaded session (before building)
+    try:
+        tools = [reg.build(client, t) for t in reg.select(listed)]
+        _check_collisions(client, reg, tools)
+        registered = [toolkit.register_tool(t, namesake=reg.namesake) for t in tools]
+    except BaseException:
+        toolkit.remove_tool_source(reg)
+        raise
+    reg.names = [t.name for t in registered]
     return registered
 
 
