@@ -14,13 +14,14 @@ from agentkit.exceptions import AuthenticationError, ModelResponseError
 from agentkit.models._adapter import HTTPChatModel, PreparedCall, StreamMark, StreamState
 from agentkit.models._anthropic_format import (
     AnthropicStreamState,
+    WireBlock,
     format_messages,
     format_tool_choice,
     format_tools,
     mark_cache_points,
     parse_message,
 )
-from agentkit.models._base import ChatResponse, ModelRequest, PromptCache
+from agentkit.models._base import ChatResponse, DeferredTools, ModelRequest, PromptCache
 from agentkit.models._clients import ANTHROPIC, SDKClient
 from agentkit.models._common import apply_structured_output, body_fields, closed_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
@@ -147,16 +148,7 @@ class AnthropicChatModel(HTTPChatModel):
         parallel = kwargs.pop("parallel_tool_calls", None)
         cache = cast("PromptCache | None", kwargs.pop("cache", None))
         deferred = request.deferred if self.native_tool_search else None
-        loads: dict[str, tuple[str, ...]] = {}
-        if deferred is not None:
-            # Only tools sent as deferred can be referenced (the API refuses an unresolved
-            # reference); a load whose tools are all gone keeps its text answer.
-            known = {t.name for t in deferred.tools}
-            for result_id, names in deferred.loads.items():
-                kept = tuple(n for n in names if n in known)
-                if kept:
-                    loads[result_id] = kept
-        system, turns = format_messages(request.messages, loads)
+        system, turns = format_messages(request.messages, _loads(deferred))
         body: dict[str, object] = {
             "model": self.model_name,
             "max_tokens": self.max_tokens,
@@ -169,22 +161,14 @@ class AnthropicChatModel(HTTPChatModel):
         body.update(self.generate_kwargs)
         body.update(kwargs)
         reject_audio_output(body, self.provider, "the Anthropic Messages API")
+        structured = request.native_output
+        if structured is not None:
+            _add_output_format(body, structured)
         specs = format_tools(
             request.tools, request.builtin_tools, deferred.tools if deferred is not None else ()
         )
-        structured = request.native_output
-        if structured is not None:
-            config = body.get("output_config")
-            body["output_config"] = {
-                **(config if isinstance(config, dict) else {}),
-                "format": {"type": "json_schema", "schema": closed_schema(structured)},
-            }
         if specs:
-            body["tools"] = specs
-            tool_choice = request.settings.get("tool_choice")
-            choice = format_tool_choice(tool_choice, None if parallel is None else bool(parallel))
-            if choice is not None:
-                body["tool_choice"] = choice
+            _add_tools(body, specs, request.settings.get("tool_choice"), parallel)
         if cache is not None:
             mark_cache_points(body, cache)
         if self.stream if stream is None else stream:
@@ -240,3 +224,36 @@ class AnthropicChatModel(HTTPChatModel):
         if structured is not None:
             apply_structured_output(response, structured, response.get_text() or None)
         return response
+
+
+def _loads(deferred: DeferredTools | None) -> dict[str, tuple[str, ...]]:
+    """The tool-search loads to send as ``tool_reference`` blocks, by tool result id."""
+    loads: dict[str, tuple[str, ...]] = {}
+    if deferred is not None:
+        # Only tools sent as deferred can be referenced (the API refuses an unresolved
+        # reference); a load whose tools are all gone keeps its text answer.
+        known = {t.name for t in deferred.tools}
+        for result_id, names in deferred.loads.items():
+            kept = tuple(n for n in names if n in known)
+            if kept:
+                loads[result_id] = kept
+    return loads
+
+
+def _add_output_format(body: dict[str, object], structured: type[BaseModel]) -> None:
+    """Ask for structured output: ``output_config.format`` with the closed JSON schema."""
+    config = body.get("output_config")
+    body["output_config"] = {
+        **(config if isinstance(config, dict) else {}),
+        "format": {"type": "json_schema", "schema": closed_schema(structured)},
+    }
+
+
+def _add_tools(
+    body: dict[str, object], specs: list[WireBlock], tool_choice: str | None, parallel: object
+) -> None:
+    """Put the tool specs in, with the ``tool_choice`` the settings ask for (if any)."""
+    body["tools"] = specs
+    choice = format_tool_choice(tool_choice, None if parallel is None else bool(parallel))
+    if choice is not None:
+        body["tool_choice"] = choice
