@@ -25,9 +25,11 @@ from agentkit.exceptions import (
     ModelConnectionError,
     ModelError,
 )
-from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
+from agentkit.models._base import ChatModel, ChatResponse, ModelRequest, ModelSettings
 from agentkit.models._bedrock_format import (
     ConverseState,
+    Turn,
+    Wire,
     add_cache_points,
     format_messages,
     format_tool_config,
@@ -69,6 +71,20 @@ _ERROR_STATUS: dict[str, int] = {
 }
 
 _SETTINGS = {"temperature": "temperature", "top_p": "topP", "max_tokens": "maxTokens"}
+"""Settings sent in ``inferenceConfig``, by their Converse name."""
+
+_NOT_INFERENCE = (
+    "timeout",
+    "parallel_tool_calls",
+    "seed",
+    "extra_headers",
+    "tool_choice",
+    "extra_body",
+    "cache",
+    "service_tier",
+    "stop",
+)
+"""Settings sent elsewhere than ``inferenceConfig``, or not at all."""
 
 
 class _StatusError(Exception):
@@ -228,48 +244,33 @@ class BedrockConverseModel(ChatModel):
                 f"{self.provider}: extra_headers is not supported by Converse",
                 provider=self.provider,
             )
-        choice, extra = settings.get("tool_choice"), settings.get("extra_body")
-        cache, tier, stop = (
-            settings.get("cache"),
-            settings.get("service_tier"),
-            settings.get("stop"),
-        )
-        args: dict[str, object] = dict(settings)
-        for key in ("timeout", "parallel_tool_calls", "seed", "extra_headers", "tool_choice"):
-            args.pop(key, None)
-        for key in ("extra_body", "cache", "service_tier", "stop"):
-            args.pop(key, None)
         system, turns = format_messages(request.messages)
         params: dict[str, object] = {"messages": turns}
+        tier = settings.get("service_tier")
         if tier is not None:
             params["serviceTier"] = {"type": tier}
         if system:
             params["system"] = system
-        inference: dict[str, object] = {}
-        if stop is not None:
-            inference["stopSequences"] = list(stop)
-        for key, field in _SETTINGS.items():
-            if key in args:
-                inference[field] = args.pop(key)
-        if args:
-            raise BadRequestError(
-                f"{self.provider}: settings Converse does not take: {sorted(args)}",
-                provider=self.provider,
-            )
+        inference = _inference_config(settings, self.provider)
         if inference:
             params["inferenceConfig"] = inference
-        definitions, builtin = request.tools, request.builtin_tools
         structured = request.native_output
         if structured is not None:
             params["outputConfig"] = {"textFormat": output_format(structured)}
-        has_tool_blocks = any(
-            "toolUse" in b or "toolResult" in b for t in turns for b in t["content"]
-        )
-        if choice == "none" and not has_tool_blocks:
-            definitions, builtin = [], []
-        tool_config = format_tool_config(definitions, choice, builtin)
+        tool_config = _tool_config(request, turns)
         if tool_config is not None:
             params["toolConfig"] = tool_config
+        self._add_model_fields(params)
+        extra = settings.get("extra_body")
+        if isinstance(extra, dict):
+            params.update(extra)
+        cache = settings.get("cache")
+        if cache is not None:
+            add_cache_points(params, cache, self.model_name)
+        return params
+
+    def _add_model_fields(self, params: dict[str, object]) -> None:
+        """Add the model's guardrail, request fields and reasoning fields to ``params``."""
         fields: dict[str, object] = dict(self.reasoning or {})
         if self.guardrail is not None:
             params["guardrailConfig"] = self.guardrail
@@ -280,11 +281,6 @@ class BedrockConverseModel(ChatModel):
                 **fields,
                 **(merged if isinstance(merged, dict) else {}),
             }
-        if isinstance(extra, dict):
-            params.update(extra)
-        if cache is not None:
-            add_cache_points(params, cache, self.model_name)
-        return params
 
     async def _request(self, request: ModelRequest) -> ChatResponse:
         """Ask for the next assistant turn and wait for the whole answer (``Converse``).
@@ -456,3 +452,33 @@ def output_format(structured: type[BaseModel]) -> dict[str, object]:
     if doc:
         definition["description"] = doc
     return {"type": "json_schema", "structure": {"jsonSchema": definition}}
+
+
+def _inference_config(settings: ModelSettings, provider: str) -> dict[str, object]:
+    """The ``inferenceConfig`` of ``settings``; refuses a setting Converse does not take."""
+    args: dict[str, object] = dict(settings)
+    for key in _NOT_INFERENCE:
+        args.pop(key, None)
+    inference: dict[str, object] = {}
+    stop = settings.get("stop")
+    if stop is not None:
+        inference["stopSequences"] = list(stop)
+    for key, field in _SETTINGS.items():
+        if key in args:
+            inference[field] = args.pop(key)
+    if args:
+        raise BadRequestError(
+            f"{provider}: settings Converse does not take: {sorted(args)}",
+            provider=provider,
+        )
+    return inference
+
+
+def _tool_config(request: ModelRequest, turns: list[Turn]) -> Wire | None:
+    """The ``toolConfig`` of ``request`` (None: no tools, or ``"none"`` with none in use)."""
+    choice = request.settings.get("tool_choice")
+    definitions, builtin = request.tools, request.builtin_tools
+    has_tool_blocks = any("toolUse" in b or "toolResult" in b for t in turns for b in t["content"])
+    if choice == "none" and not has_tool_blocks:
+        definitions, builtin = [], []
+    return format_tool_config(definitions, choice, builtin)
