@@ -36,9 +36,10 @@ WHERE = False
 class InstantModel(ChatModel):
     """Calls ``step`` until ``steps`` results are in, then answers "ok"; at once."""
 
-    def __init__(self, stream: bool, steps: int) -> None:
+    def __init__(self, stream: bool, steps: int, deltas: int = 1) -> None:
         super().__init__("instant", stream)
         self.steps = steps
+        self.deltas = deltas
 
     def _answer(self, request: ModelRequest) -> ChatResponse:
         done = sum(1 for m in request.messages if m.role == "user" and m.has_blocks("tool_result"))
@@ -56,7 +57,12 @@ class InstantModel(ChatModel):
         return self._answer(request)
 
     async def request_stream(self, request: ModelRequest) -> Any:
-        yield self._answer(request)
+        answer = self._answer(request)
+        if answer.content[0]["type"] != "text" or self.deltas < 2:
+            yield answer
+            return
+        for i in range(1, self.deltas + 1):  # cumulative chunks, one word more each
+            yield ChatResponse(content=[{"type": "text", "text": "ok " * i}])
 
 
 def _count(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -108,6 +114,7 @@ def main() -> None:
     parser.add_argument("--stream", action="store_true", help="agent.stream() replies")
     parser.add_argument("--model-stream", action="store_true", help="a streaming model")
     parser.add_argument("--profile", help="write a cProfile of the timed replies here")
+    parser.add_argument("--deltas", type=int, default=1, help="text chunks per answer")
     parser.add_argument("--steps", type=int, default=0, help="tool calls per reply")
     parser.add_argument("--http", help="base URL of benchmarks.mock_server (else in process)")
     parser.add_argument("--where", action="store_true", help="with --count: by caller")
@@ -124,7 +131,7 @@ def main() -> None:
         """
         return f"step {i} ok"
 
-    model: ChatModel = InstantModel(args.model_stream, args.steps)
+    model: ChatModel = InstantModel(args.model_stream, args.steps, args.deltas)
     if args.http:  # the mock server: "steps-N" calls the first tool N times, else answers
         from agentkit.models import OpenAIChatModel
 
