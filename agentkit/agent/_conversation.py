@@ -265,6 +265,11 @@ class Conversation:
         self._deferred = value or None
 
     @property
+    def has_deferred(self) -> bool:
+        """Whether messages wait to be stored (without creating the list)."""
+        return bool(self._deferred)
+
+    @property
     def has_pending(self) -> bool:
         """Whether tool calls wait for approval (without creating the list)."""
         return bool(self._pending)

@@ -611,13 +611,16 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                     await _report_error(caps, setup.context, exc)
                 raise
             run.scope = None
-            with anyio.CancelScope(shield=True):
-                if scope.cancelled_caught:
-                    reply = await loop.finalize(setup, conv, run, None)
-                elif run.interrupt_msgs:  # interrupted too late to cut anything
-                    await store(conv.memory, run.interrupt_msgs, run)
-                _steer.close(conv, run)  # undelivered steers: kept for the next request
-                await conv.flush_deferred(run)
+            if scope.cancelled_caught or run.interrupt_msgs or run.steering or conv.has_deferred:
+                with anyio.CancelScope(shield=True):  # writes that must all land
+                    if scope.cancelled_caught:
+                        reply = await loop.finalize(setup, conv, run, None)
+                    elif run.interrupt_msgs:  # interrupted too late to cut anything
+                        await store(conv.memory, run.interrupt_msgs, run)
+                    _steer.close(conv, run)  # undelivered steers: kept for the next request
+                    await conv.flush_deferred(run)
+            else:  # nothing to write (the common case): no await, so no shield to enter
+                _steer.close(conv, run)
             if caps.after_run:
                 run.counts.duration = time.perf_counter() - run.started
                 result = make_result(run, reply, conv.pending_calls())

@@ -188,7 +188,7 @@ def _answer(setup: RunSetup, run: Run, allow_calls: bool) -> tuple[ChatResponse,
     content = unique_call_ids(content)
     recorded = (response.metadata or {}).get(MESSAGE_METADATA)
     metadata = dict(recorded) if isinstance(recorded, dict) else None
-    return response, new_msg(setup.name, list(content), "assistant", metadata)
+    return response, new_msg(setup.name, content, "assistant", metadata)  # new_msg copies
 
 
 async def reason(
