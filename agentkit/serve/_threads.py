@@ -20,7 +20,7 @@ version check, so a worker that lost the lease cannot overwrite the newer state.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from datetime import UTC, datetime
 
 import anyio
@@ -274,7 +274,7 @@ class RunChannel:
         """
         return min(events_after(last_event_id, self.run_id), len(self.events))
 
-    async def read(self, start: int = 0) -> AsyncIterator[str]:
+    async def read(self, start: int = 0) -> AsyncGenerator[str, None]:
         """Yield the encoded events from index ``start`` until the run ends.
 
         Events pushed since the last read go out together, as one chunk: one write (and
