@@ -316,7 +316,9 @@ class RunChannel:
         if self._waiting:
             self._waiting = False
             self._changed.set()
-            self._changed = anyio.Event()
+            # An event of the same class as the last (the running backend's own): what
+            # ``anyio.Event()`` resolves to through a backend lookup, for every wake.
+            self._changed = type(self._changed)()
 
     async def wait(self) -> None:
         """Wait until the run has ended (and its thread is saved)."""
