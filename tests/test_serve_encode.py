@@ -11,7 +11,7 @@ from ag_ui.core import BaseEvent, CustomEvent, MessagesSnapshotEvent, RunFinishe
 from ag_ui.encoder import EventEncoder
 
 from agentkit.serve import _encode as encode_module
-from agentkit.serve._encode import FAST_EVENTS, encode
+from agentkit.serve._encode import FAST_EVENTS, encode, encode_as
 
 REFERENCE = EventEncoder()
 
@@ -49,15 +49,19 @@ def _value(cls: type[BaseEvent], name: str, text: str) -> Any:
     return text
 
 
-def _instances(cls: type[BaseEvent]) -> list[BaseEvent]:
+def _values(cls: type[BaseEvent]) -> list[dict[str, Any]]:
     required, optional = _str_fields(cls)
     out = []
     for text, with_optional in itertools.product(TRICKY, (False, True)):
         values = {name: _value(cls, name, text) for name in required}
         if with_optional:
             values |= {name: _value(cls, name, text + "!") for name in optional}
-        out.append(cls(**values))
+        out.append(values)
     return out
+
+
+def _instances(cls: type[BaseEvent]) -> list[BaseEvent]:
+    return [cls(**values) for values in _values(cls)]
 
 
 @pytest.mark.parametrize("cls", FAST_EVENTS, ids=lambda c: c.__name__)
@@ -124,3 +128,32 @@ def test_a_lone_surrogate_fails_as_the_reference_fails() -> None:
             REFERENCE.encode(event)
         with pytest.raises(PydanticSerializationError):
             encode(event)
+
+
+@pytest.mark.parametrize("cls", FAST_EVENTS, ids=lambda c: c.__name__)
+def test_each_fast_event_class_encodes_from_its_values_to_the_reference_bytes(
+    cls: type[BaseEvent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = [REFERENCE.encode(cls(**values)) for values in _values(cls)]
+    monkeypatch.setattr(encode_module, "_ENCODER", None)  # no model, no fallback
+    monkeypatch.setattr(cls, "__init__", None)
+    assert [encode_as(cls, **values) for values in _values(cls)] == expected
+
+
+def test_values_the_model_refuses_fail_as_the_model_fails() -> None:
+    from ag_ui.core import TextMessageContentEvent, TextMessageStartEvent, ToolCallResultEvent
+    from pydantic import ValidationError
+    from pydantic_core import PydanticSerializationError
+
+    with pytest.raises(ValidationError):
+        encode_as(TextMessageStartEvent, message_id="m", role="bogus")  # not one of its literals
+    with pytest.raises(ValidationError):
+        encode_as(TextMessageContentEvent, delta="d")  # a required field missing
+    with pytest.raises(ValidationError):
+        encode_as(TextMessageContentEvent, message_id="m", delta=1)
+    with pytest.raises(PydanticSerializationError):
+        encode_as(TextMessageContentEvent, message_id="m", delta="a\ud800b")
+    event = ToolCallResultEvent(message_id="m", tool_call_id="c", content="x", metadata={"n": 1})
+    assert encode_as(
+        ToolCallResultEvent, message_id="m", tool_call_id="c", content="x", metadata={"n": 1}
+    ) == REFERENCE.encode(event)

@@ -143,8 +143,10 @@ async def test_a_dead_holders_mailbox_is_not_counted_and_is_removed(tmp_path: Pa
     store = JSONSession(tmp_path / "sessions")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    folder = tmp_path / "sessions" / ".agentkit-control" / channel_name(store, "s")
-    (folder / f"{dead.pid}-0123").mkdir(parents=True)
+    folder = (
+        tmp_path / "sessions" / ".agentkit-control" / f"{channel_name(store, 's')}@{dead.pid}-0123"
+    )
+    folder.mkdir(parents=True)
     assert await interrupt_session(store, "s") == 0
-    assert not (folder / f"{dead.pid}-0123").exists()
+    assert not folder.exists()
     assert await store.list_ids() == []  # the mailbox is not a session

@@ -30,11 +30,12 @@ async def test_malformed_control_messages_are_ignored_and_the_hold_goes_on(
 ) -> None:
     store = JSONSession(tmp_path / "sessions")
     holder = Holder()
-    channel = tmp_path / "sessions" / MAILBOX_NAME / channel_name(store, "chat-1")
+    mailbox = tmp_path / "sessions" / MAILBOX_NAME
+    channel = channel_name(store, "chat-1")
     bad = [b"[" * 5000 + b"]" * 5000, b"not json", b"[1, 2]", b"{" * 3000]
     with caplog.at_level(logging.WARNING, logger="agentkit.session"):
         async with hold_session(store, "chat-1", holder):
-            (folder,) = channel.iterdir()
+            (folder,) = mailbox.glob(f"{channel}@*")  # the holder's folder
             for i, data in enumerate(bad):  # mailed as another process would
                 (folder / f"{i:020d}-bad.json").write_bytes(data)
             good = b'{"command": "interrupt", "message": "stop now"}'

@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ExceptionHandler
 
@@ -40,7 +40,13 @@ from agentkit.serve._apps import APP_ROUTES, AppSessions
 from agentkit.serve._convert import ClientInputError, check_client_id, to_agui_messages
 from agentkit.serve._durable import DurableTurns
 from agentkit.serve._frontend import FrontendTool, instructions_with_context
-from agentkit.serve._http import DEFAULT_MAX_BODY, Guard, error_response, read_json
+from agentkit.serve._http import (
+    DEFAULT_MAX_BODY,
+    EventStreamResponse,
+    Guard,
+    error_response,
+    read_json,
+)
 from agentkit.serve._input import RunInput, parse_approvals, parse_run_input
 from agentkit.serve._limits import DEFAULT_MAX_RUNS_PER_CLIENT, RunsPerClient
 from agentkit.serve._ownership import (
@@ -69,7 +75,6 @@ AgentFactory: TypeAlias = "ReActAgent | Callable[[], ReActAgent | Awaitable[ReAc
 DepsBuilder: TypeAlias = Callable[[Request], object]
 logger = logging.getLogger("agentkit.serve")
 _HOLDER_ANSWER = 5.0  # seconds a relayed /events waits for the holder's first answer
-_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; "
@@ -250,7 +255,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
     # (a traceparent header: the browser's, or a gateway's).
     with continue_trace(request.headers):
         state.task_group.start_soon(execute_run, req, claim, release)
-    return StreamingResponse(channel.read(), media_type="text/event-stream", headers=_SSE_HEADERS)
+    return EventStreamResponse(channel.read())
 
 
 async def _recovering(state: ServeState, record: ThreadRecord) -> bool:
@@ -444,7 +449,7 @@ async def events(request: Request) -> Response:
             channel = ended
     if channel is not None:
         stream = channel.read(channel.resume_index(last))
-        return StreamingResponse(stream, media_type="text/event-stream", headers=_SSE_HEADERS)
+        return EventStreamResponse(stream)
     lease = live_lease(record)
     if lease is None or lease.get("worker") == state.worker or state.task_group is None:
         return Response(status_code=204)
@@ -466,7 +471,7 @@ async def events(request: Request) -> Response:
     )
     if relayed is None:
         return Response(status_code=204)
-    return StreamingResponse(relayed, media_type="text/event-stream", headers=_SSE_HEADERS)
+    return EventStreamResponse(relayed)
 
 
 # -- threads -------------------------------------------------------------------------------

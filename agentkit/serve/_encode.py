@@ -12,12 +12,19 @@ result's ``{"status": ...}``) as the object it is. Anything else in such an even
 ``timestamp``, other metadata, an extra field, a string with a lone surrogate, which
 pydantic refuses) and every other class go through ``EventEncoder``: the output never differs
 (tests/test_serve_encode.py checks it byte for byte, class by class).
+
+:func:`encode_as` writes such an event from its field values without building the model at
+all (the served stream's own events: most of what a turn streams): the same bytes, and for
+values the model would refuse, the model's own error.
 """
 
 from __future__ import annotations
 
 import re
+import typing
+from collections.abc import Mapping
 from json.encoder import encode_basestring
+from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
@@ -42,7 +49,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-__all__ = ["FAST_EVENTS", "encode"]
+__all__ = ["FAST_EVENTS", "encode", "encode_as"]
 
 _ENCODER = EventEncoder()
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -68,8 +75,21 @@ FAST_EVENTS: tuple[type[BaseEvent], ...] = (
 )
 """The event classes :func:`encode` writes itself when their values are strings."""
 
-# Per class: (field name, '"key":', omitted when None) in serialization order.
-_Plan = tuple[tuple[str, str, bool], ...]
+_REQUIRED = object()  # the default of a field that has none
+
+# Per class: (field name, '"key":', omitted when None, default, allowed literals or None) in
+# serialization order.
+_Plan = tuple[tuple[str, str, bool, object, frozenset[object] | None], ...]
+
+
+def _literals(annotation: object) -> frozenset[object] | None:
+    """The values a ``Literal[...]`` field (or an optional one) admits; None: not a literal."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return frozenset(typing.get_args(annotation))
+    for arg in typing.get_args(annotation):
+        if typing.get_origin(arg) is typing.Literal:
+            return frozenset(typing.get_args(arg))
+    return None
 
 
 def _plan(cls: type[BaseEvent]) -> _Plan | None:
@@ -77,18 +97,26 @@ def _plan(cls: type[BaseEvent]) -> _Plan | None:
     decorators = cls.__pydantic_decorators__
     if cls.model_computed_fields or decorators.field_serializers:
         return None
-    plan: list[tuple[str, str, bool]] = []
+    if decorators.field_validators or decorators.model_validators or decorators.validators:
+        return None  # :func:`encode_as` would skip them
+    plan: list[tuple[str, str, bool, object, frozenset[object] | None]] = []
     for name, field in cls.model_fields.items():
-        if field.exclude:
+        if field.exclude or field.default_factory is not None:
             return None
         key = field.serialization_alias or field.alias or name
         omittable = not field.is_required() and field.default is None
-        plan.append((name, f"{encode_basestring(key)}:", omittable))
+        default = _REQUIRED if field.is_required() else field.default
+        # A constrained field (``Field(ge=...)``, a pattern): only the model checks its values.
+        allowed = frozenset() if field.metadata else _literals(field.annotation)
+        plan.append((name, f"{encode_basestring(key)}:", omittable, default, allowed))
     return tuple(plan)
 
 
 _PLANS: dict[type[BaseEvent], _Plan] = {
     cls: plan for cls in FAST_EVENTS if (plan := _plan(cls)) is not None
+}
+_NAMES: dict[type[BaseEvent], frozenset[str]] = {
+    cls: frozenset(name for name, *_ in plan) for cls, plan in _PLANS.items()
 }
 
 
@@ -102,29 +130,56 @@ def _flat(mapping: dict[object, object]) -> bool:
     return True
 
 
-def encode(event: BaseEvent) -> str:
-    """``EventEncoder().encode(event)``: the event as one SSE ``data:`` block."""
-    plan = _PLANS.get(type(event))
-    if plan is None or event.__pydantic_extra__:
-        return _ENCODER.encode(event)
-    values = event.__dict__
+def _write(plan: _Plan, values: Mapping[str, object]) -> str | None:
+    """The SSE block of an event of ``plan`` with ``values``; None: only pydantic can say."""
     parts: list[str] = []
-    for name, key, omittable in plan:
-        value = values[name]
+    for name, key, omittable, default, allowed in plan:
+        value = values.get(name, default)
         if value is None:
             if not omittable:
                 parts.append(key + "null")
         elif type(value) is str:
+            if allowed is not None and value not in allowed:
+                return None  # the model refuses it (or coerces): its own answer
             if not value.isascii() and _SURROGATE.search(value):
-                return _ENCODER.encode(event)  # pydantic refuses it: the same error
+                return None  # pydantic refuses it: the same error
             parts.append(key + encode_basestring(value))
         elif type(value) is EventType:  # a str enum: its text is its value (no .value lookup)
+            if allowed is not None and value not in allowed:
+                return None
             parts.append(key + encode_basestring(value))
         elif type(value) is dict and _flat(value):
             items = ",".join(
                 f"{encode_basestring(k)}:{encode_basestring(v)}" for k, v in value.items()
             )
             parts.append(key + "{" + items + "}")
-        else:  # a timestamp, metadata, raw_event...: pydantic's own output
-            return _ENCODER.encode(event)
+        else:  # a timestamp, metadata, raw_event, a missing required field...: pydantic's
+            return None
     return "data: {" + ",".join(parts) + "}\n\n"
+
+
+def encode(event: BaseEvent) -> str:
+    """``EventEncoder().encode(event)``: the event as one SSE ``data:`` block."""
+    plan = _PLANS.get(type(event))
+    if plan is None or event.__pydantic_extra__:
+        return _ENCODER.encode(event)
+    written = _write(plan, event.__dict__)
+    return _ENCODER.encode(event) if written is None else written
+
+
+def encode_as(cls: type[BaseEvent], **values: Any) -> str:
+    """``encode(cls(**values))``, without building the model where :func:`encode` need not.
+
+    Args:
+        cls: The event class.
+        **values: Its fields by name (not alias), as the model takes them.
+
+    Raises:
+        pydantic.ValidationError: the model refuses ``values``.
+    """
+    plan = _PLANS.get(cls)
+    if plan is not None and values.keys() <= _NAMES[cls]:
+        written = _write(plan, values)
+        if written is not None:
+            return written
+    return encode(cls(**values))

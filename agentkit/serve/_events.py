@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import Literal
 
 from ag_ui.core import (
-    BaseEvent,
     CustomEvent,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
@@ -56,6 +55,7 @@ from agentkit.events import (
 )
 from agentkit.messages import ToolResultBlock
 from agentkit.serve._convert import result_status, result_text
+from agentkit.serve._encode import encode_as
 
 __all__ = ["TOOL_PROGRESS_EVENT", "Translator"]
 
@@ -66,6 +66,9 @@ TOOL_PROGRESS_EVENT = "agentkit.tool_progress"
 
 class Translator:
     """Turns one run's agent events into AG-UI events, keeping start/end pairs balanced.
+
+    The events come encoded (SSE ``data:`` blocks, :func:`~agentkit.serve._encode.encode_as`):
+    written once from their values, never built as models.
 
     Args:
         run_id: The AG-UI run id (prefix of the provisional message ids).
@@ -97,7 +100,7 @@ class Translator:
         self.aliases.append(msg_id)
         return msg_id
 
-    def _begin(self, kind: Literal["reason", "act"]) -> list[BaseEvent]:
+    def _begin(self, kind: Literal["reason", "act"]) -> list[str]:
         if self._step is not None and self._step.startswith(kind):
             return []
         out = self._close_messages() + self._end_step()
@@ -105,22 +108,22 @@ class Translator:
             self._turn += 1
             self._parent = None
         self._step = f"{kind} {self._turn}"
-        return [*out, StepStartedEvent(step_name=self._step)]
+        return [*out, encode_as(StepStartedEvent, step_name=self._step)]
 
-    def _end_step(self) -> list[BaseEvent]:
+    def _end_step(self) -> list[str]:
         if self._step is None:
             return []
         step, self._step = self._step, None
-        return [StepFinishedEvent(step_name=step)]
+        return [encode_as(StepFinishedEvent, step_name=step)]
 
-    def _close_messages(self) -> list[BaseEvent]:
-        out: list[BaseEvent] = []
+    def _close_messages(self) -> list[str]:
+        out: list[str] = []
         if self._text is not None:
-            out.append(TextMessageEndEvent(message_id=self._text))
+            out.append(encode_as(TextMessageEndEvent, message_id=self._text))
             self._text = None
         if self._reasoning is not None:
-            out.append(ReasoningMessageEndEvent(message_id=self._reasoning))
-            out.append(ReasoningEndEvent(message_id=self._reasoning))
+            out.append(encode_as(ReasoningMessageEndEvent, message_id=self._reasoning))
+            out.append(encode_as(ReasoningEndEvent, message_id=self._reasoning))
             self._reasoning = None
         return out
 
@@ -130,11 +133,11 @@ class Translator:
             self._parent = self._new_id("assistant")
         return self._parent
 
-    def finish(self) -> list[BaseEvent]:
+    def finish(self) -> list[str]:
         """Close whatever is open (messages, the current step)."""
         return self._close_messages() + self._end_step()
 
-    def translate(self, event: AgentEvent) -> list[BaseEvent]:
+    def translate(self, event: AgentEvent) -> list[str]:
         """The AG-UI events for one agent event (possibly none)."""
         if isinstance(event, TextDelta):
             return self._on_text(event.delta)
@@ -149,57 +152,65 @@ class Translator:
             return self._on_result(event.result)
         if isinstance(event, ApprovalRequested):
             self.pending = list(event.calls)
-            out: list[BaseEvent] = []
+            out: list[str] = []
             for call in event.calls:
                 out += self._announce(call["id"], call["name"], call["input"])
             return out
         return []
 
-    def _on_text(self, delta: str) -> list[BaseEvent]:
+    def _on_text(self, delta: str) -> list[str]:
         out = self._begin("reason")
         if self._reasoning is not None:
             out += self._close_messages()
         if self._text is None:
             self._text = self.parent_id()
-            out.append(TextMessageStartEvent(message_id=self._text, role="assistant"))
-        out.append(TextMessageContentEvent(message_id=self._text, delta=delta))
+            out.append(encode_as(TextMessageStartEvent, message_id=self._text, role="assistant"))
+        out.append(encode_as(TextMessageContentEvent, message_id=self._text, delta=delta))
         return out
 
-    def _on_thinking(self, delta: str) -> list[BaseEvent]:
+    def _on_thinking(self, delta: str) -> list[str]:
         out = self._begin("reason")
         if self._text is not None:
             out += self._close_messages()
         if self._reasoning is None:
             self._reasoning = self._new_id("reasoning")
-            out.append(ReasoningStartEvent(message_id=self._reasoning))
-            out.append(ReasoningMessageStartEvent(message_id=self._reasoning))
-        out.append(ReasoningMessageContentEvent(message_id=self._reasoning, delta=delta))
+            out.append(encode_as(ReasoningStartEvent, message_id=self._reasoning))
+            out.append(encode_as(ReasoningMessageStartEvent, message_id=self._reasoning))
+        out.append(encode_as(ReasoningMessageContentEvent, message_id=self._reasoning, delta=delta))
         return out
 
-    def _announce(self, call_id: str, name: str, arguments: object) -> list[BaseEvent]:
+    def _announce(self, call_id: str, name: str, arguments: object) -> list[str]:
         if call_id in self._announced:
             return []
         self._announced.add(call_id)
         out = self._begin("act")
         out += [
-            ToolCallStartEvent(
-                tool_call_id=call_id, tool_call_name=name, parent_message_id=self.parent_id()
+            encode_as(
+                ToolCallStartEvent,
+                tool_call_id=call_id,
+                tool_call_name=name,
+                parent_message_id=self.parent_id(),
             ),
-            ToolCallArgsEvent(
-                tool_call_id=call_id, delta=json.dumps(arguments, ensure_ascii=False)
+            encode_as(
+                ToolCallArgsEvent,
+                tool_call_id=call_id,
+                delta=json.dumps(arguments, ensure_ascii=False),
             ),
-            ToolCallEndEvent(tool_call_id=call_id),
+            encode_as(ToolCallEndEvent, tool_call_id=call_id),
         ]
         if self.is_subagent(name):
             self._subagents.add(call_id)
             out.append(
-                SubagentStartedEvent(
-                    subagent_run_id=call_id, name=name, parent_tool_call_id=call_id
+                encode_as(
+                    SubagentStartedEvent,
+                    subagent_run_id=call_id,
+                    name=name,
+                    parent_tool_call_id=call_id,
                 )
             )
         return out
 
-    def _progress(self, event: ToolProgress) -> BaseEvent:
+    def _progress(self, event: ToolProgress) -> str:
         meta = event.chunk.metadata or {}
         value = {
             "toolCallId": event.tool_call_id,
@@ -209,14 +220,15 @@ class Translator:
         }
         # An agent used as a tool forwards its own events as progress: attribute them to it.
         sub = event.tool_call_id if event.tool_call_id in self._subagents else None
-        return CustomEvent(name=TOOL_PROGRESS_EVENT, value=value, subagent_run_id=sub)
+        return encode_as(CustomEvent, name=TOOL_PROGRESS_EVENT, value=value, subagent_run_id=sub)
 
-    def _on_result(self, block: ToolResultBlock) -> list[BaseEvent]:
+    def _on_result(self, block: ToolResultBlock) -> list[str]:
         call_id = block["id"]
         out = self._begin("act") + self._announce(call_id, block["name"], {})
         status = result_status(block)
         out.append(
-            ToolCallResultEvent(
+            encode_as(
+                ToolCallResultEvent,
                 message_id=self._new_id(f"result:{call_id}"),
                 tool_call_id=call_id,
                 content=result_text(block["output"]),
@@ -226,5 +238,5 @@ class Translator:
         )
         if call_id in self._subagents:
             self._subagents.discard(call_id)
-            out.append(SubagentFinishedEvent(subagent_run_id=call_id))
+            out.append(encode_as(SubagentFinishedEvent, subagent_run_id=call_id))
         return out

@@ -10,18 +10,20 @@ import hmac
 import itertools
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import AsyncGenerator, Collection, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from agentkit._text import MAX_JSON_DEPTH, clean_json
 from agentkit.serve._convert import ClientInputError
 
 __all__ = [
     "LOOPBACK_HOSTS",
+    "EventStreamResponse",
     "Guard",
     "error_response",
     "is_loopback",
@@ -43,6 +45,47 @@ def error_response(
     """The JSON error body every refusal uses."""
     body = {"error": {"code": code, "message": message}}
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+class EventStreamResponse(Response):
+    """An SSE response: each chunk of ``stream`` is one body write, encoded once.
+
+    A plain send loop instead of Starlette's ``StreamingResponse``, which under ASGI servers
+    before spec 2.4 (uvicorn) runs every response in a task group with a second task
+    waiting for the client's disconnect: a task, a cancel scope and a ``receive`` per
+    stream, for nothing a run needs (a run does not depend on its readers: one whose client
+    left goes on to the run's end, its writes dropped by the server; a server that raises
+    ``OSError`` on such a write ends the stream there).
+
+    Args:
+        stream: The encoded events, several in one chunk when they were ready together.
+    """
+
+    media_type = "text/event-stream"
+
+    def __init__(self, stream: AsyncGenerator[str, None]) -> None:
+        self.stream = stream
+        self.status_code = 200
+        self.background = None
+        self.init_headers(_SSE_HEADERS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Send the headers, then every chunk as it comes, then the end of the body."""
+        stream = self.stream
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            async for chunk in stream:
+                await send(
+                    {"type": "http.response.body", "body": chunk.encode(), "more_body": True}
+                )
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:  # ASGI 2.4: the client is gone
+            return
+        finally:
+            await stream.aclose()
+
+
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 # A JSON string (escapes included), matched without backtracking (possessive quantifiers).

@@ -53,7 +53,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Literal
 
@@ -563,7 +563,7 @@ async def follow_remote(
     still_held: Callable[[], Awaitable[bool]],
     task_group: TaskGroup,
     wait: float,
-) -> AsyncIterator[str] | None:
+) -> AsyncGenerator[str, None] | None:
     """Follow run ``run_id`` of ``key`` held by another worker, from event index ``after``.
 
     Asks the holder (an ``events`` command, sent again every 0.2 s until its first part
@@ -576,7 +576,7 @@ async def follow_remote(
         no longer held and the holder sent no end: it died); None when the holder did not
         answer within ``wait`` seconds or the run ended meanwhile.
     """
-    found: AsyncIterator[str] | None = await task_group.start(
+    found: AsyncGenerator[str, None] | None = await task_group.start(
         _relayed, session, key, run_id, after, still_held, wait
     )
     return found
@@ -629,7 +629,7 @@ async def _relayed(
     still_held: Callable[[], Awaitable[bool]],
     wait: float,
     *,
-    task_status: TaskStatus[AsyncIterator[str] | None],
+    task_status: TaskStatus[AsyncGenerator[str, None] | None],
 ) -> None:
     control = control_channel(session)
     nonce = secrets.token_hex(8)  # unguessable: only the asker can read the event channel
@@ -638,7 +638,7 @@ async def _relayed(
     parts = _RelayParts(nonce, send)
     heard, done = parts.heard, parts.done
 
-    async def events() -> AsyncIterator[str]:
+    async def events() -> AsyncGenerator[str, None]:
         async with receive:
             async for data in receive:
                 yield data

@@ -38,7 +38,7 @@ from agentkit.exceptions import SessionError
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
 from agentkit.serve._convert import to_agui_messages
-from agentkit.serve._encode import encode
+from agentkit.serve._encode import encode, encode_as
 from agentkit.serve._events import Translator
 from agentkit.serve._frontend import FrontendTool, set_current_state
 from agentkit.serve._ownership import Claim, CommitFailed
@@ -154,6 +154,12 @@ def _emit(channel: RunChannel, events: Sequence[BaseEvent]) -> None:
         channel.push(encode(event))
 
 
+def _push(channel: RunChannel, encoded: Sequence[str]) -> None:
+    """Push events the translator encoded already."""
+    for text in encoded:
+        channel.push(text)
+
+
 def _is_agent_tool(agent: ReActAgent) -> Callable[[str], bool]:
     def check(name: str) -> bool:
         return isinstance(agent.toolkit.get_tool(name), AgentTool)
@@ -191,7 +197,7 @@ class _Relay:
             self.interrupted |= isinstance(event, Interrupted)
             if isinstance(event, ReplyStarted) and self.channel.stop_requested:
                 self.agent.interrupt_threadsafe()  # Stop arrived before the reply began
-            _emit(self.channel, self.translator.translate(event))
+            _push(self.channel, self.translator.translate(event))
         except Exception as exc:  # raised by _stream once the run has stopped
             self.error = exc
             self.agent.interrupt_threadsafe()
@@ -268,7 +274,7 @@ async def execute_run(req: RunRequest, claim: Claim, on_end: Callable[[], None])
             store or exc,
             exc_info=exc,
         )
-        _emit(channel, translator.finish())
+        _push(channel, translator.finish())
         if store is not None:
             message = "the thread store became unavailable during this reply; send it again"
             final = RunErrorEvent(message=message, code="store_unavailable")
@@ -277,7 +283,7 @@ async def execute_run(req: RunRequest, claim: Claim, on_end: Callable[[], None])
     finally:
         with anyio.CancelScope(shield=True):
             if final is None:  # cancelled from outside: the server is shutting down
-                _emit(channel, translator.finish())
+                _push(channel, translator.finish())
                 message = "the server stopped during this run; the thread is saved"
                 final = RunErrorEvent(message=message, code="server_shutdown")
             if req.committed is None:
@@ -307,7 +313,10 @@ async def _turn(
     """The agent's part of the run: every event but the last; returns the last one."""
     channel, agent = req.channel, req.agent
     try:
-        _emit(channel, [RunStartedEvent(thread_id=channel.thread_id, run_id=channel.run_id)])
+        _push(
+            channel,
+            [encode_as(RunStartedEvent, thread_id=channel.thread_id, run_id=channel.run_id)],
+        )
         _emit(channel, [await _snapshot(agent, req.msgs)])
         state_before = _state_json(req.record.state)
         if req.record.state is not None:
@@ -318,7 +327,7 @@ async def _turn(
         else:  # stopped before it began: the message is kept, nothing runs
             await agent.observe(req.msgs)
             interrupted = True
-        _emit(channel, translator.finish())
+        _push(channel, translator.finish())
         if _state_json(req.record.state) != state_before:  # a tool changed it
             _emit(channel, [StateSnapshotEvent(snapshot=req.record.state)])
         return _finished(req, translator, interrupted)
@@ -331,7 +340,7 @@ async def _turn(
             exc,
             exc_info=exc,
         )
-        _emit(channel, translator.finish())
+        _push(channel, translator.finish())
         return RunErrorEvent(message=failed_run_message(channel.run_id), code="agent_error")
 
 

@@ -20,7 +20,7 @@ version check, so a worker that lost the lease cannot overwrite the newer state.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from datetime import UTC, datetime
 
 import anyio
@@ -274,7 +274,7 @@ class RunChannel:
         """
         return min(events_after(last_event_id, self.run_id), len(self.events))
 
-    async def read(self, start: int = 0) -> AsyncIterator[str]:
+    async def read(self, start: int = 0) -> AsyncGenerator[str, None]:
         """Yield the encoded events from index ``start`` until the run ends.
 
         Events pushed since the last read go out together, as one chunk: one write (and
@@ -316,7 +316,9 @@ class RunChannel:
         if self._waiting:
             self._waiting = False
             self._changed.set()
-            self._changed = anyio.Event()
+            # An event of the same class as the last (the running backend's own): what
+            # ``anyio.Event()`` resolves to through a backend lookup, for every wake.
+            self._changed = type(self._changed)()
 
     async def wait(self) -> None:
         """Wait until the run has ended (and its thread is saved)."""

@@ -3,9 +3,13 @@
 The stores have no server to carry ``NOTIFY`` or pub/sub, but every process that uses them
 shares a file system, so the channel is a directory next to the store::
 
-    <mailbox>/<channel>/<pid>-<bell>-<random>/   one folder per holder (a hold_session block)
-    <mailbox>/<channel>/<pid>-<bell>-<random>/<n>.json   one file per command sent to it
+    <mailbox>/<channel>@<pid>-<bell>-<random>/   one folder per holder (a hold_session block)
+    <mailbox>/<channel>@<pid>-<bell>-<random>/<n>.json   one file per command sent to it
     <mailbox>/.bells/<pid>-<bell>/<n>            a process's doorbell: "mail is waiting"
+
+The holder folders lie flat in the mailbox, named after their channel: holding costs one
+directory made and one removed (a folder per channel around them cost two more of each,
+per served turn, on a thread used once), and publishing, which is rare, lists the mailbox.
 
 A holder creates its folder before its block runs (so nothing sent after that is missed)
 and removes it when the block ends. Publishing delivers to holders in this process directly
@@ -134,21 +138,27 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _holder_pid(name: str) -> int | None:
-    head = name.split("-", 1)[0]
+_AT = "@"  # between a holder folder's channel and its holder name
+
+
+def _holder_pid(holder: str) -> int | None:
+    head = holder.split("-", 1)[0]
     return int(head) if head.isdigit() else None
 
 
-def _post(channel_dir: Path, command: Mapping[str, object]) -> int:
-    """Write ``command`` into the folder of every live holder of other processes."""
+def _post(mailbox: Path, channel: str, command: Mapping[str, object]) -> int:
+    """Write ``command`` into the folder of every live holder of ``channel`` in other processes."""
     data = json.dumps(command).encode()
     reached = 0
     try:
-        entries = list(os.scandir(channel_dir))
+        entries = list(os.scandir(mailbox))
     except FileNotFoundError:
         return 0
     for entry in entries:
-        pid = _holder_pid(entry.name)
+        of, _, holder = entry.name.rpartition(_AT)  # a holder's name has no "@"
+        if of != channel:
+            continue
+        pid = _holder_pid(holder)
         if pid is None or pid == os.getpid() or not entry.is_dir():
             continue  # this process's holders are delivered to directly
         if not _alive(pid):
@@ -161,7 +171,7 @@ def _post(channel_dir: Path, command: Mapping[str, object]) -> int:
             os.replace(tmp, Path(entry.path, f"{name}.json"))
         except FileNotFoundError:  # the holder left meanwhile: nobody to stop there
             continue
-        _ring(channel_dir.parent / _BELLS / _bell_of(entry.name), name)
+        _ring(mailbox / _BELLS / _bell_of(holder), name)
         reached += 1
     return reached
 
@@ -280,7 +290,7 @@ class FileControlChannel(ControlChannel):
     async def publish(self, channel: str, command: Mapping[str, object]) -> int | None:
         """Deliver to this process's holders, mail the others; return how many got it."""
         local = await LocalHandlers.deliver(channel, command)
-        remote = await anyio.to_thread.run_sync(_post, self.mailbox / channel, command)
+        remote = await anyio.to_thread.run_sync(_post, self.mailbox, channel, command)
         return local + remote
 
     @asynccontextmanager
@@ -291,7 +301,7 @@ class FileControlChannel(ControlChannel):
             SessionError: the folder cannot be made (a read-only or full disk).
         """
         with _Doorbell.joined(self.mailbox) as bell:
-            folder = self.mailbox / channel / f"{bell.name}-{new_id()}"
+            folder = self.mailbox / f"{channel}{_AT}{bell.name}-{new_id()}"
             # On the loop, like the polling: a directory made and removed on a local file
             # system takes microseconds, two thread hops a good part of a millisecond of
             # CPU per held run. A folder that still holds commands is removed in a thread.
@@ -311,8 +321,6 @@ class FileControlChannel(ControlChannel):
                         folder.rmdir()
                     except OSError:  # not empty (unread commands), or gone
                         await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
-                    with contextlib.suppress(OSError):  # only when no other holder is there
-                        folder.parent.rmdir()
 
     @staticmethod
     async def _poll(bell: _Doorbell, folder: Path, handler: Handler) -> None:
