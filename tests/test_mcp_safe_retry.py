@@ -99,10 +99,17 @@ def forgetful_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpF
     server.kill()
 
 
+async def _forget_everyone(server: HttpFlaky) -> None:
+    async with MCPClient("sweeper", server.config, protocol="legacy") as sweeper:
+        await sweeper.call_tool("forget_others")
+
+
 @pytest.fixture
 def forgetful(forgetful_server: HttpFlaky) -> HttpFlaky:
-    """The module's ``forget`` server with an empty run log (it reads the log per call)."""
+    """The module's ``forget`` server as if new: an empty run log (it reads the log per
+    call) and no session left over from an earlier test (``forget_others`` counts them)."""
     forgetful_server.log.write_text("")
+    anyio.run(_forget_everyone, forgetful_server)
     return forgetful_server
 
 
