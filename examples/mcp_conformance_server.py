@@ -381,6 +381,42 @@ async def test_logging_tool(ctx: ToolContext) -> str:
     return "logged"
 
 
+def dynamic_tool() -> str:
+    """A tool whose description test_trigger_tool_change rewrites."""
+    return "dynamic"
+
+
+def dynamic_prompt() -> str:
+    """A prompt whose description test_trigger_prompt_change rewrites."""
+    return "dynamic"
+
+
+toolkit.register_tool_function(dynamic_tool, name="test_dynamic_tool")
+app.prompt("test_dynamic_prompt")(dynamic_prompt)
+changes = {"tools": 0, "prompts": 0}
+
+
+@toolkit.tool
+async def test_trigger_tool_change() -> str:
+    """Changes a tool's definition live: listen streams get tools/list_changed (SEP-2575)."""
+    changes["tools"] += 1
+    toolkit.remove_tools(["test_dynamic_tool"])
+    description = f"A tool changed {changes['tools']} times."
+    toolkit.register_tool_function(dynamic_tool, name="test_dynamic_tool", description=description)
+    await app.notify_list_changed("tools")
+    return description
+
+
+@toolkit.tool
+async def test_trigger_prompt_change() -> str:
+    """Changes a prompt live: listen streams get prompts/list_changed (SEP-2575)."""
+    changes["prompts"] += 1
+    description = f"A prompt changed {changes['prompts']} times."
+    app.prompt("test_dynamic_prompt", description=description)(dynamic_prompt)
+    await app.notify_list_changed("prompts")
+    return description
+
+
 # -- resources -----------------------------------------------------------------------------
 # -- tasks (SEP-2663 on 2026-07-28, SEP-1686 on 2025-11-25) ---------------------------------
 @toolkit.tool
@@ -398,8 +434,12 @@ async def slow_compute(seconds: float, label: str = "") -> str:
 
 @app.tool(task="required")
 async def failing_job() -> ToolResponse:
-    """A task whose tool reports an error after a second."""
-    await anyio.sleep(1)
+    """A task whose tool reports an error once it has run a moment.
+
+    The runner's fixture note says "after ~1s"; its check only needs the task to end in a
+    tool error, and it polls every 200 ms, so a second here would only make the run longer.
+    """
+    await anyio.sleep(0.1)
     return ToolResponse.error("the job failed")
 
 

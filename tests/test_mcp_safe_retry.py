@@ -52,16 +52,20 @@ class HttpFlaky:
     """flaky_server over streamable HTTP on one port, restartable at the same address."""
 
     def __init__(self, log: Path, *options: str) -> None:
+        self.log = log
         self.port = free_port()
         self.argv = [sys.executable, FLAKY, "http", str(self.port), *options]
         self.env = {**os.environ, "FLAKY_LOG": str(log)}
         self.proc: subprocess.Popen[bytes] | None = None
         self.config = HttpServer(f"http://127.0.0.1:{self.port}/mcp")
 
-    async def start(self) -> None:
+    def spawn(self) -> None:
         self.proc = subprocess.Popen(
             self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
+
+    async def start(self) -> None:
+        self.spawn()
         await eventually(lambda: listening(self.port), "the flaky server to listen", timeout=30)
 
     def kill(self) -> None:
@@ -84,6 +88,31 @@ def http_flaky(log: Path) -> Iterator[Any]:
         server.kill()
 
 
+@pytest.fixture(scope="module")
+def forgetful_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpFlaky]:
+    """One flaky server in ``forget`` mode for the module: each start is a Python process
+    importing ``mcp``, and these tests need a fresh run log, not a fresh process."""
+    server = HttpFlaky(tmp_path_factory.mktemp("forget") / "runs.log", "forget")
+    server.spawn()
+    anyio.run(lambda: eventually(lambda: listening(server.port), "the server", timeout=30))
+    yield server
+    server.kill()
+
+
+async def _forget_everyone(server: HttpFlaky) -> None:
+    async with MCPClient("sweeper", server.config, protocol="legacy") as sweeper:
+        await sweeper.call_tool("forget_others")
+
+
+@pytest.fixture
+def forgetful(forgetful_server: HttpFlaky) -> HttpFlaky:
+    """The module's ``forget`` server as if new: an empty run log (it reads the log per
+    call) and no session left over from an earlier test (``forget_others`` counts them)."""
+    forgetful_server.log.write_text("")
+    anyio.run(_forget_everyone, forgetful_server)
+    return forgetful_server
+
+
 async def call_while(
     client: MCPClient, tool: str, arguments: dict[str, object], log: Path, then: Any
 ) -> ToolResponse | BaseException:
@@ -104,11 +133,10 @@ async def call_while(
     return outcome[0]
 
 
-async def test_session_forgotten_under_a_running_call(log: Path, http_flaky: Any) -> None:
+async def test_session_forgotten_under_a_running_call(forgetful: HttpFlaky) -> None:
     # The server forgets the session while the call runs: the call's stream ends, the SDK
     # resumes it with Last-Event-ID and gets 404. That 404 does not mean "never ran".
-    server = http_flaky("forget")
-    await server.start()
+    server, log = forgetful, forgetful.log
     async with MCPClient("flaky", server.config, protocol="legacy", timeout=30) as client:
         await client.list_tools()
         with anyio.fail_after(60), pytest.raises(MCPCallInterrupted) as interrupted:
@@ -131,10 +159,9 @@ async def test_session_forgotten_under_a_running_call(log: Path, http_flaky: Any
 
 
 async def test_call_refused_for_a_forgotten_session_runs_exactly_once(
-    log: Path, http_flaky: Any
+    forgetful: HttpFlaky,
 ) -> None:
-    server = http_flaky("forget")
-    await server.start()
+    server, log = forgetful, forgetful.log
     client = MCPClient("flaky", server.config, protocol="legacy")
     other = MCPClient("other", server.config, protocol="legacy")
     async with client, other:
