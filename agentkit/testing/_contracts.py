@@ -372,6 +372,11 @@ def verdict(s: Scenario, call: PendingView) -> tuple[Verdict, str]:
     return Decision(False, reason="no"), "denied"
 
 
+def tag_of(call: CallInfo) -> str:
+    """The scenario tag a contract tool call carries (``""`` when it has none)."""
+    return str(call["input"].get("tag", ""))
+
+
 def record_decisions(s: Scenario, decided: dict[str, str]) -> None:
     """Add each decided tag to the scenario's approved or denied set."""
     for tag, how in decided.items():
@@ -426,20 +431,20 @@ async def _settle_pause(
         s.counts["interrupt_pending"] += 1
         cut = await _step(s, outer, outer.interrupt_pending)
         for c in pending:
-            decided[str(c["input"].get("tag", ""))] = "denied"
+            decided[tag_of(c)] = "denied"
         return cut
     if action < 0.38:
         s.trace.append(f"step {step}: new message with {ids} pending")
         s.counts["new message while paused"] += 1
         for c in pending:
-            decided[str(c["input"].get("tag", ""))] = "denied"
+            decided[tag_of(c)] = "denied"
         return await _step(s, outer, outer.run, f"new task {step}")
     approvals: dict[str, Verdict] = {}
     chosen = [c for c in pending if s.rng.random() < 0.7] or pending[:1]
     for c in chosen:
         decision, how = verdict(s, PendingView(c["input"]))
         approvals[c["id"]] = decision
-        decided[str(c["input"].get("tag", ""))] = how
+        decided[tag_of(c)] = how
         s.counts[f"{how}{' nested' if '/' in c['id'] else ''}"] += 1
     s.trace.append(f"step {step}: run(approvals={approvals!r})")
     return await _step(s, outer, outer.run, approvals=approvals)
@@ -456,7 +461,7 @@ async def _close(
             break
         s.trace.append(f"close: deny {[c['id'] for c in pending]}")
         for c in pending:
-            s.denied.add(str(c["input"].get("tag", "")))
+            s.denied.add(tag_of(c))
         await outer.run(approvals={c["id"]: False for c in pending})
         await _check_agents(s, outer, helper)
         check_runs(s, False, {})

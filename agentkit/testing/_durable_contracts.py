@@ -41,6 +41,7 @@ from agentkit.testing._contracts import (
     record_decisions,
     result_texts,
     run_guarded,
+    tag_of,
     verdict,
 )
 
@@ -156,7 +157,7 @@ async def _answer_pause(
         s.trace.append(f"  interrupt while {ids} wait")
         s.counts["durable interrupt while paused"] += 1
         for c in pending:
-            decided[str(c["input"].get("tag", ""))] = "denied"
+            decided[tag_of(c)] = "denied"
         await interrupt_session(paths.store, wid)
         return
     if action < 0.3:
@@ -165,7 +166,7 @@ async def _answer_pause(
     for c in [c for c in pending if rng.random() < 0.7] or pending[:1]:
         decision, how = verdict(s, PendingView(c["input"]))
         approvals[c["id"]] = decision
-        decided[str(c["input"].get("tag", ""))] = how
+        decided[tag_of(c)] = how
         s.counts[f"durable {how}{' nested' if '/' in c['id'] else ''}"] += 1
     await _deliver(s, paths, wid, approvals)
 

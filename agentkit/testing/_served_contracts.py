@@ -43,6 +43,7 @@ from agentkit.testing._contracts import (
     record_decisions,
     result_texts,
     run_guarded,
+    tag_of,
     verdict,
 )
 
@@ -214,7 +215,7 @@ async def _settle_pause(
         s.trace.append(f"step {step}: POST /agui (new message) while {ids} wait")
         s.counts["served new message while paused"] += 1
         for c in pending:
-            decided[str(c["input"].get("tag", ""))] = "denied"
+            decided[tag_of(c)] = "denied"
         body = _agui(thread, f"new task {step}")
         return await _step(served, s, thread, "/agui", body)
     if action < 0.35:
@@ -224,7 +225,7 @@ async def _settle_pause(
     for c in [c for c in pending if s.rng.random() < 0.7] or pending[:1]:
         decision, how = verdict(s, PendingView(c["input"]))
         approvals[c["id"]] = _wire(decision)
-        decided[str(c["input"].get("tag", ""))] = how
+        decided[tag_of(c)] = how
         s.counts[f"served {how}{' nested' if '/' in c['id'] else ''}"] += 1
     s.trace.append(f"step {step}: POST approvals {approvals!r}")
     url = f"/threads/{thread}/approvals"
@@ -241,7 +242,7 @@ async def _close(served: _Served, s: Scenario, thread: str) -> None:
             break
         s.trace.append(f"close: deny {[c['id'] for c in pending]}")
         for c in pending:
-            s.denied.add(str(c["input"].get("tag", "")))
+            s.denied.add(tag_of(c))
         denials = {c["id"]: False for c in pending}
         await _post_run(s.rng.choice(served.clients), f"/threads/{thread}/approvals", denials)
         await _check_thread(served, s, thread)
