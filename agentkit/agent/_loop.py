@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 import anyio
 
 import agentkit._seams as _obs
-from agentkit.agent import _handoffs, _steer
 from agentkit.agent._acting import (
     NEW_MESSAGE_TEXT,
     accept_answers,
@@ -29,9 +28,17 @@ from agentkit.agent._acting import (
     triage,
 )
 from agentkit.agent._guardrails import check_output, guarded_reason, guarding, input_guards
+from agentkit.agent._handoffs import (
+    finish_handoff,
+    hand_off,
+    handoff_definitions,
+    handoffs_of,
+    split_handoffs,
+)
 from agentkit.agent._limits import CUT_TEXT, LIMIT_TEXT
 from agentkit.agent._reasoning import reason, unique_call_ids
 from agentkit.agent._state import PENDING, answered_by, new_msg, store
+from agentkit.agent._steer import follow_up
 from agentkit.agent._steps import Execute, Finish, Reason, Settle, Step, Summarize, Triage
 from agentkit.agent._structured import MAX_STRUCTURED_RETRIES
 from agentkit.agent._validators import accept_text, validate_text
@@ -69,9 +76,9 @@ def _missing_text(error: BaseException | None) -> str:
 async def _tools_for(setup: RunSetup, run: Run) -> tuple[list[ToolDefinition] | None, str | None]:
     toolkit = setup.toolkit
     tools = toolkit.get_tool_definitions() if toolkit is not None else []
-    handoffs = _handoffs.handoffs_of(setup)
+    handoffs = handoffs_of(setup)
     if handoffs:  # offered beside the toolkit's tools (see _handoffs)
-        tools = [*tools, *_handoffs.handoff_definitions(handoffs)]
+        tools = [*tools, *handoff_definitions(handoffs)]
     if setup.capabilities.tools:  # asked again for each request: they may change
         run.offered = None
         offered = await offered_tools(setup, run)
@@ -218,11 +225,11 @@ async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
 
 
 async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute) -> Step:
-    indexes, taken = _handoffs.split_handoffs(setup, run, step.indexes)
+    indexes, taken = split_handoffs(setup, run, step.indexes)
     await execute(setup, run, indexes)
     handed = None
     if taken is not None:  # after the turn's other calls: the target sees their results
-        handed = await _handoffs.hand_off(setup, conv, run, *taken)
+        handed = await hand_off(setup, conv, run, *taken)
     await commit_results(setup, conv, run)
     if conv.pending:
         return _pending_reply(setup, conv, run)
@@ -230,7 +237,7 @@ async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute)
         with anyio.CancelScope(shield=True):
             await conv.flush_deferred(run)  # messages observed while the calls were pending
     if handed is not None:
-        return Finish(await _handoffs.finish_handoff(conv, run, handed))
+        return Finish(await finish_handoff(conv, run, handed))
     if run.structured_output is not None:
         last = step.assistant or Msg(setup.name, list(run.last_text), "assistant")
         return _finish(setup, run, last)
@@ -386,7 +393,7 @@ async def _checked_output(setup: RunSetup, conv: Conversation, run: Run, reply: 
 
 async def _follow_up(setup: RunSetup, conv: Conversation, run: Run) -> bool:
     """Steers queued after the last request: stored for a follow-up turn (if one may run)."""
-    return await _steer.follow_up(conv, run, limit_before(setup, run, Reason()) is None)
+    return await follow_up(conv, run, limit_before(setup, run, Reason()) is None)
 
 
 async def _cut_at_limit(setup: RunSetup, conv: Conversation, run: Run, limit: str) -> Msg:

@@ -14,8 +14,6 @@ import anyio.lowlevel
 
 import agentkit._seams as _obs
 from agentkit._ids import new_id
-from agentkit.agent import _loop as loop
-from agentkit.agent import _steer
 from agentkit.agent._cancel import cancel_run, current_task
 from agentkit.agent._capabilities import Capabilities, Capability, spending
 from agentkit.agent._construct import as_input, as_messages, resolve_model
@@ -23,11 +21,15 @@ from agentkit.agent._conversation import CallInfo, Conversation, Verdict
 from agentkit.agent._copying import copy_slots
 from agentkit.agent._handoffs import Handoff, HandoffInput, as_handoffs
 from agentkit.agent._hooks import HookHost, HookRegistry
+from agentkit.agent._loop import drive, finalize, first_step
 from agentkit.agent._result import make_result
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
 from agentkit.agent._setup import ApprovalPolicy, RunSetup
 from agentkit.agent._state import Run, migrate_state, parse_agent_state, store
 from agentkit.agent._steer import SteerOutcome
+from agentkit.agent._steer import accept as accept_steers
+from agentkit.agent._steer import close as close_steers
+from agentkit.agent._steps import Settle
 from agentkit.agent._stream import fan_out
 from agentkit.agent._structured import OutputPlan, output_plan
 from agentkit.agent._validators import OutputValidator, ValidatorT
@@ -364,8 +366,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         conv = self._conv
 
         async def body(kwargs: dict[str, Any]) -> Msg:
-            step = await loop.first_step(setup, conv, run, as_messages(kwargs["msg"]))
-            return await loop.drive(setup, conv, run, step)
+            step = await first_step(setup, conv, run, as_messages(kwargs["msg"]))
+            return await drive(setup, conv, run, step)
 
         kwargs: dict[str, Any] = {"msg": msgs, "output_type": _given(structured)}
         return run, await self._drive(run, setup, kwargs, body)
@@ -386,8 +388,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         run.iteration = conv.iteration
 
         async def body(kwargs: dict[str, Any]) -> Msg:
-            step = loop.Settle(tuple(kwargs["approvals"].items()))
-            return await loop.drive(setup, conv, run, step)
+            step = Settle(tuple(kwargs["approvals"].items()))
+            return await drive(setup, conv, run, step)
 
         kwargs: dict[str, Any] = {
             "msg": [],
@@ -457,7 +459,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             raise UsageError("steer needs a message")
         if self._run is None and not self._conv.has_pending:
             raise StateError(f"agent {self.name!r} has no run in progress to steer")
-        queued = _steer.accept(self._conv, self._run, msgs)
+        queued = accept_steers(self._conv, self._run, msgs)
         return "next_request" if queued is None else await queued.wait()
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
@@ -604,8 +606,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                 # memory, then let it propagate.
                 run.scope = None  # from here on, interrupt() is a no-op
                 with anyio.CancelScope(shield=True):
-                    await loop.finalize(setup, conv, run, exc)
-                    _steer.close(conv, run)  # undelivered steers: kept for the next request
+                    await finalize(setup, conv, run, exc)
+                    close_steers(conv, run)  # undelivered steers: kept for the next request
                     await conv.flush_deferred(run)
                 if caps.on_error:
                     await _report_error(caps, setup.context, exc)
@@ -614,13 +616,13 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             if scope.cancelled_caught or run.interrupt_msgs or run.steering or conv.has_deferred:
                 with anyio.CancelScope(shield=True):  # writes that must all land
                     if scope.cancelled_caught:
-                        reply = await loop.finalize(setup, conv, run, None)
+                        reply = await finalize(setup, conv, run, None)
                     elif run.interrupt_msgs:  # interrupted too late to cut anything
                         await store(conv.memory, run.interrupt_msgs, run)
-                    _steer.close(conv, run)  # undelivered steers: kept for the next request
+                    close_steers(conv, run)  # undelivered steers: kept for the next request
                     await conv.flush_deferred(run)
             else:  # nothing to write (the common case): no await, so no shield to enter
-                _steer.close(conv, run)
+                close_steers(conv, run)
             if caps.after_run:
                 run.counts.duration = time.perf_counter() - run.started
                 result = make_result(run, reply, conv.pending_calls())

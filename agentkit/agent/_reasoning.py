@@ -14,11 +14,11 @@ import anyio
 import anyio.lowlevel
 
 import agentkit._seams as _obs
-from agentkit.agent import _steer
 from agentkit.agent._capabilities import MESSAGE_METADATA
 from agentkit.agent._partial import PartialTracker
 from agentkit.agent._prompt_caching import check_prefix
 from agentkit.agent._state import answered_by, new_msg, store
+from agentkit.agent._steer import deliver as deliver_steers
 from agentkit.events import TextDelta, ThinkingDelta
 from agentkit.messages import ContentBlock, Msg
 from agentkit.models._base import (
@@ -215,7 +215,7 @@ async def reason(
     Returns:
         The stored assistant message. Its tool calls (if any) are in ``run.batch``.
     """
-    await _steer.deliver(conv.memory, run)  # steering: queued user messages, before the request
+    await deliver_steers(conv.memory, run)  # steering: queued user messages, before the request
     prompt = await _prompt(setup, conv, run, extra)
     hooks = setup.hooks
     caps = setup.capabilities

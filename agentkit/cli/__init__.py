@@ -54,9 +54,12 @@ def _plain(doc: str | None) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agentkit`` command."""
     from agentkit._version import __version__
-    from agentkit.cli import _chat as chat
-    from agentkit.cli import _mcp_cmd as mcp_cmd
-    from agentkit.cli import _serve_cmd as serve_cmd
+    from agentkit.cli._chat import __doc__ as chat_doc
+    from agentkit.cli._chat import add_arguments as chat_arguments
+    from agentkit.cli._mcp_cmd import __doc__ as mcp_doc
+    from agentkit.cli._mcp_cmd import add_arguments as mcp_arguments
+    from agentkit.cli._serve_cmd import __doc__ as serve_doc
+    from agentkit.cli._serve_cmd import add_arguments as serve_arguments
 
     parser = argparse.ArgumentParser(
         prog="agentkit",
@@ -65,37 +68,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"agentkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{chat,serve,mcp,durable}")
-    chat.add_arguments(
+    chat_arguments(
         sub.add_parser(
             "chat",
             help="chat in the terminal (Ctrl-C interrupts the agent)",
-            description=_plain(chat.__doc__),
+            description=_plain(chat_doc),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
-    serve_cmd.add_arguments(
+    serve_arguments(
         sub.add_parser(
             "serve",
             help="serve an agent over HTTP (AG-UI) with a web chat",
-            description=_plain(serve_cmd.__doc__),
+            description=_plain(serve_doc),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
-    mcp_cmd.add_arguments(
+    mcp_arguments(
         sub.add_parser(
             "mcp",
             help="inspect an MCP server: list | tools | call | login | logout",
-            description=_plain(mcp_cmd.__doc__),
+            description=_plain(mcp_doc),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
-    from agentkit.cli import _durable_cmd as durable_cmd
+    from agentkit.cli._durable_cmd import __doc__ as durable_doc
+    from agentkit.cli._durable_cmd import add_arguments as durable_arguments
 
-    durable_cmd.add_arguments(
+    durable_arguments(
         sub.add_parser(
             "durable",
             help="durable runs: recover a dead worker's runs",
-            description=_plain(durable_cmd.__doc__),
+            description=_plain(durable_doc),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
@@ -111,20 +115,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     # logging still sees the records).
     logging.getLogger("mcp.client.stdio").addHandler(logging.NullHandler())
     if args.command == "chat":
-        from agentkit.cli import _chat as chat
+        from agentkit.cli._chat import run as run_chat
 
-        return chat.run(args)
+        return run_chat(args)
     if args.command == "durable":
-        from agentkit.cli import _durable_cmd as durable_cmd
+        from agentkit.cli._durable_cmd import run as run_durable
 
-        return durable_cmd.run(args)
+        return run_durable(args)
     if args.command == "serve":
-        from agentkit.cli import _serve_cmd as serve_cmd
+        from agentkit.cli._serve_cmd import run as run_serve
 
-        return serve_cmd.run(args)
-    from agentkit.cli import _mcp_cmd as mcp_cmd
+        return run_serve(args)
+    from agentkit.cli._mcp_cmd import run as run_mcp
 
-    return mcp_cmd.run(args)
+    return run_mcp(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,7 +32,12 @@ from opentelemetry.util.types import AttributeValue
 from agentkit._seams import EventValue, Instrumentation, current_conversation
 from agentkit._version import __version__
 from agentkit.agent._result import stop_reason as run_stop_reason
-from agentkit.observability import _content
+from agentkit.observability._content import dumps as content_dumps
+from agentkit.observability._content import (
+    request_attributes,
+    response_attributes,
+    result_parts,
+)
 from agentkit.observability._otel_attributes import (
     Attributes,
     chat_attributes,
@@ -213,7 +218,7 @@ class _ChatScope(_Scope):
         if isinstance(reason, str):
             attributes["gen_ai.response.finish_reasons"] = (reason,)
         if self.instrumentation.capture_content:
-            attributes.update(_content.response_attributes(response.content, reason))
+            attributes.update(response_attributes(response.content, reason))
         usage = response.usage
         if usage is not None:
             attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
@@ -246,7 +251,7 @@ class _ToolScope(_Scope):
         }
         self.capture = instrumentation.capture_content
         if self.capture:
-            attributes["gen_ai.tool.call.arguments"] = _content.dumps(call.get("input"))
+            attributes["gen_ai.tool.call.arguments"] = content_dumps(call.get("input"))
         self.run = run
         self.index = index
         tracer = instrumentation.tracer
@@ -265,7 +270,7 @@ class _ToolScope(_Scope):
 
 def _end_tool(span: trace.Span, result: ToolResponse, capture: bool) -> None:
     if capture:
-        span.set_attribute("gen_ai.tool.call.result", _content.result_parts(result.content))
+        span.set_attribute("gen_ai.tool.call.result", result_parts(result.content))
     if result.is_interrupted:
         _fail(span, "interrupted", "interrupted by the user")
     elif result.is_error:
@@ -320,7 +325,7 @@ class OTelInstrumentation(Instrumentation):
         """The ``chat {model}`` span of one model request; the answer is in ``run.partial``."""
         request = chat_attributes(cast("ReActAgent[Any, Any]", agent).model)
         if self.capture_content:
-            request = {**request, **_content.request_attributes(messages)}
+            request = {**request, **request_attributes(messages)}
         return _ChatScope(self, request, cast("Run", run))
 
     def record(

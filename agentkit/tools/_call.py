@@ -26,10 +26,22 @@ import anyio
 from agentkit._text import MAX_JSON_DEPTH, too_deep
 from agentkit.exceptions import ApprovalRequired, MessageValidationError, ToolRetry
 from agentkit.messages import ToolUseBlock, validate_block
-from agentkit.tools import _errors
 from agentkit.tools._base import CLOSE_TIMEOUT, Tool
 from agentkit.tools._context import ProgressOutbox, RunContext, ToolContext
 from agentkit.tools._convert import ChunkCollector, truncate
+from agentkit.tools._errors import (
+    ArgumentsError,
+    approval_required,
+    bad_tool_schema,
+    inactive_group,
+    invalid_arguments,
+    invalid_json,
+    retry,
+    timed_out,
+    tool_failed,
+    unconvertible_arguments,
+    unknown_tool,
+)
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
@@ -116,9 +128,9 @@ def _lookup(toolkit: Toolkit, name: str) -> tuple[Tool | None, ToolResponse | No
     """The tool ``name`` in ``toolkit``, or the error answering a call of it."""
     tool = toolkit.get_tool(name)
     if tool is None:
-        return None, _errors.unknown_tool(name, (t.name for t in toolkit.active_tools()))
+        return None, unknown_tool(name, (t.name for t in toolkit.active_tools()))
     if not toolkit.is_active(tool):
-        return None, _errors.inactive_group(name, tool.group, toolkit.meta_tool_name)
+        return None, inactive_group(name, tool.group, toolkit.meta_tool_name)
     return tool, None
 
 
@@ -127,7 +139,7 @@ def _check_arguments(tool: Tool, block: ToolUseBlock, name: str) -> ToolResponse
     arguments = block.get("input")
     if "raw_input" in block or not isinstance(arguments, dict):
         raw = block.get("raw_input")
-        return _errors.invalid_json(name, raw, _json_problem(raw, arguments))
+        return invalid_json(name, raw, _json_problem(raw, arguments))
     checks = tool.checks
     if checks.certainly_valid(arguments):
         return None  # certainly valid: jsonschema would find no error (nor a schema error)
@@ -135,13 +147,13 @@ def _check_arguments(tool: Tool, block: ToolUseBlock, name: str) -> ToolResponse
         validator = checks.get_validator()
     except Exception as exc:  # jsonschema SchemaError: the tool's own schema is broken
         logger.error("tool %r has an invalid parameters schema", name, exc_info=exc)
-        return _errors.bad_tool_schema(name, _first_line(exc))
+        return bad_tool_schema(name, _first_line(exc))
     errors = list(validator.iter_errors(arguments))
     if errors:
         from jsonschema.exceptions import relevance
 
         errors.sort(key=relevance, reverse=True)
-        return _errors.invalid_arguments(name, errors, tool.parameters)
+        return invalid_arguments(name, errors, tool.parameters)
     return None
 
 
@@ -216,7 +228,7 @@ async def _step(
     # Only our own deadline lands here: an outer cancellation propagates through the scope.
     assert scope.cancelled_caught
     logger.info("tool %r timed out after %s s", tool.name, timeout_s)
-    return None, _errors.timed_out(tool.name, timeout_s, collected.partial())
+    return None, timed_out(tool.name, timeout_s, collected.partial())
 
 
 async def _next(
@@ -226,15 +238,15 @@ async def _next(
         return await it.__anext__(), None
     except StopAsyncIteration:
         return None, None
-    except _errors.ArgumentsError as exc:
-        return None, _errors.unconvertible_arguments(tool.name, str(exc), tool.parameters)
+    except ArgumentsError as exc:
+        return None, unconvertible_arguments(tool.name, str(exc), tool.parameters)
     except ToolRetry as exc:  # the tool steers the model: not a failure worth a traceback
-        return None, _errors.retry(tool.name, exc.message)
+        return None, retry(tool.name, exc.message)
     except ApprovalRequired as exc:
-        return None, _errors.approval_required(tool.name, exc.reason)
+        return None, approval_required(tool.name, exc.reason)
     except Exception as exc:
         _log_failure(tool.name, exc)
-        return None, _errors.tool_failed(tool.name, exc, collected.partial())
+        return None, tool_failed(tool.name, exc, collected.partial())
     except BaseException as exc:
         if not isinstance(exc, SystemExit) and not _stray_cancel(exc):
             raise  # a real cancellation, KeyboardInterrupt...
@@ -243,7 +255,7 @@ async def _next(
         # tool raised itself (awaiting a future someone else cancelled) while nobody
         # cancelled this task: it must not read as an interrupt and kill the sibling calls.
         _log_failure(tool.name, exc)
-        return None, _errors.tool_failed(tool.name, exc, collected.partial())
+        return None, tool_failed(tool.name, exc, collected.partial())
 
 
 def _log_failure(name: str, exc: BaseException) -> None:
@@ -302,7 +314,7 @@ def _finish(final: ToolResponse, limit: int | None, name: str) -> ToolResponse:
                 raise MessageValidationError(f"content[{i}].type", "not a tool result block")
     except MessageValidationError as exc:
         logger.warning("tool %r returned malformed content: %s", name, exc)
-        return _errors.tool_failed(name, exc)
+        return tool_failed(name, exc)
     if limit is not None:
         final.content = truncate(final.content, limit)
     return final
