@@ -287,14 +287,20 @@ def _as_request(request: ModelRequest, kwargs: Mapping[str, object]) -> ModelReq
     )
 
 
-def with_loop_hooks(agent: HookHost, capabilities: Capabilities[DepsT]) -> Capabilities[DepsT]:
-    """A run's capabilities with ``agent``'s reasoning and acting hooks first among them.
+def with_loop_hooks(
+    agent: HookHost, hooks: HookRegistry | None, capabilities: Capabilities[DepsT]
+) -> Capabilities[DepsT]:
+    """A run's capabilities with the reasoning and acting hooks of ``agent`` first.
+
+    Args:
+        agent: The agent the hooks get as their first argument.
+        hooks: Its registry (None: it has no hooks).
+        capabilities: The run's capabilities.
 
     Called when each run starts, so a hook registered or removed since the last run counts;
     ``capabilities`` themselves when the agent has no such hook (nothing added, nothing to
     pay).
     """
-    hooks = agent._hooks
     if hooks is None or not any(hooks.has(kind) for kind in _LOOP_KINDS):
         return capabilities
     return capabilities.first(_LoopHooks(agent, hooks))

@@ -524,7 +524,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         if capabilities.for_run:  # per-run instances; may raise: before the run is set
             capabilities = capabilities.bind(context)
         # Built from the registry as it is now: a hook registered since the last run counts.
-        capabilities = with_loop_hooks(self, capabilities)
+        capabilities = with_loop_hooks(self, self._hooks, capabilities)
         self._run = run
         run.limits = limits
         run.token = anyio.lowlevel.current_token()
