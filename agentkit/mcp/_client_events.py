@@ -7,8 +7,9 @@ about changes and tells them.
 Handshake era (<= 2025-11-25): unsolicited notifications reach
 :meth:`ClientEvents.handle_message`. 2026-07-28: the client opens a ``subscriptions/listen``
 stream (tools, prompts and resources list changes, and the subscribed resources); a new
-subscription reopens it. Both end in the same callbacks. Tool-list changes are debounced and refresh every Toolkit the client is
-registered in; pinned-tool changes go to the client's ``on_tool_change``.
+subscription reopens it. Both end in the same callbacks. Tool-list changes are debounced
+and refresh every Toolkit the client is registered in; pinned-tool changes go to the
+client's ``on_tool_change``.
 """
 
 from __future__ import annotations
