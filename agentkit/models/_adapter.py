@@ -25,6 +25,7 @@ from agentkit.exceptions import (
 )
 from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 from agentkit.models._clients import SDK, SDKClient, SDKErrors
+from agentkit.models._common import apply_structured_output
 from agentkit.models._http import (
     RetryPolicy,
     dumps,
@@ -245,11 +246,13 @@ class HTTPChatModel(ChatModel):
         no further event) and raises a ``ModelError`` for an error event.
         """
 
-    @abstractmethod
     def _finish_stream(
         self, response: ChatResponse, structured: type[BaseModel] | None
     ) -> ChatResponse:
-        """Post-process the final streamed response (structured output)."""
+        """Post-process the final response: the structured output, validated from its text."""
+        if structured is not None:
+            apply_structured_output(response, structured, response.get_text() or None)
+        return response
 
     # -- client --------------------------------------------------------------------------
     def _prepare_client(self) -> None:
