@@ -29,7 +29,14 @@ from agentkit.events import (
     ToolResult,
 )
 
-__all__ = ["EventRenderer", "LineReader", "short", "sigint_handler", "terminal_restored"]
+__all__ = [
+    "EventRenderer",
+    "LineReader",
+    "progress_counter",
+    "short",
+    "sigint_handler",
+    "terminal_restored",
+]
 
 InputFn = Callable[[str], str]
 
@@ -181,7 +188,7 @@ class EventRenderer:
             self.line(f"  -> {call['name']}({args}) running...")
         elif isinstance(event, ToolProgress):
             name = self._started.get(event.tool_call_id, ("tool", 0.0))[0]
-            shown = event.chunk.get_text() or _counter(event.chunk.metadata)
+            shown = event.chunk.get_text() or progress_counter(event.chunk.metadata)
             if shown:
                 self.line(f"     {name}: {short(shown, 160)}")
         elif isinstance(event, ToolResult):
@@ -214,8 +221,10 @@ class EventRenderer:
         self.line(f"  <- {name} [{mark}{took}] {short(shown, 160)}")
 
 
-def _counter(metadata: dict[str, object] | None) -> str:
-    if not metadata or metadata.get("progress") is None:
+def progress_counter(metadata: dict[str, object] | None) -> str:
+    """A progress chunk's ``progress/total`` ("" when it reports no number)."""
+    meta = metadata or {}
+    done, total = meta.get("progress"), meta.get("total")
+    if not isinstance(done, int | float):
         return ""
-    total = metadata.get("total")
-    return f"{metadata['progress']:g}/{total:g}" if total else f"{metadata['progress']:g}"
+    return f"{done:g}/{total:g}" if isinstance(total, int | float) and total else f"{done:g}"
