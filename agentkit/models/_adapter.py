@@ -541,6 +541,12 @@ class HTTPChatModel(ChatModel):
                 await events.aclose()
                 await chunks.aclose()
                 await response.aclose()
+        yield self._stream_end(state, done, started, structured)
+
+    def _stream_end(
+        self, state: StreamState, done: bool, started: float, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        """The final response of a stream (``done``: its end marker came), priced."""
         if not done and state.finish_reason is None:
             raise ModelConnectionError(
                 f"{self.provider}: the stream ended before the answer was complete",
@@ -550,5 +556,5 @@ class HTTPChatModel(ChatModel):
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:  # usage that cannot be counted
             raise self.owned(err) from err
-        fill_cost(final, self.model_name, self.provider, self.base_url)  # USD price
-        yield self._finish_stream(final, structured)
+        fill_cost(final, self.model_name, self.provider, self.base_url)  # USD, when priced
+        return self._finish_stream(final, structured)
