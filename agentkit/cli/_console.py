@@ -16,7 +16,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from agentkit._console import console_input, prompt_toolkit_usable, read_line, sigint_handler
-from agentkit._text import terminal_safe
+from agentkit._text import progress_counter, terminal_safe
 from agentkit.events import (
     AgentEvent,
     ApprovalRequested,
@@ -29,14 +29,7 @@ from agentkit.events import (
     ToolResult,
 )
 
-__all__ = [
-    "EventRenderer",
-    "LineReader",
-    "progress_counter",
-    "short",
-    "sigint_handler",
-    "terminal_restored",
-]
+__all__ = ["EventRenderer", "LineReader", "short", "sigint_handler", "terminal_restored"]
 
 InputFn = Callable[[str], str]
 
@@ -219,12 +212,3 @@ class EventRenderer:
         shown = output if isinstance(output, str) else f"[{len(output)} content blocks]"
         mark = "x" if block.get("is_error") else "ok"
         self.line(f"  <- {name} [{mark}{took}] {short(shown, 160)}")
-
-
-def progress_counter(metadata: dict[str, object] | None) -> str:
-    """A progress chunk's ``progress/total`` ("" when it reports no number)."""
-    meta = metadata or {}
-    done, total = meta.get("progress"), meta.get("total")
-    if not isinstance(done, int | float):
-        return ""
-    return f"{done:g}/{total:g}" if isinstance(total, int | float) and total else f"{done:g}"

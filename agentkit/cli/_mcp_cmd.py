@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from agentkit._text import terminal_safe
-from agentkit.cli._console import progress_counter
+from agentkit._text import progress_counter, terminal_safe
 from agentkit.cli._mcp_login import add_login_parsers, run_login
 from agentkit.cli._setup import mcp_server, open_mcp, server_name, sse_hint
 from agentkit.exceptions import AgentkitError
