@@ -331,11 +331,11 @@ async def accept_answers(setup: RunSetup, run: Run) -> None:
     reached by the turn that gave it must not throw it away, as it never throws away a
     text answer.
     """
-    calls = run.batch
-    if run.output.plan is None or calls is None:
+    calls, plan = run.batch, run.output.plan
+    if plan is None or calls is None:
         return
     for i, call in enumerate(calls):
-        answer = run.output.plan.is_response(call["name"]) and "raw_input" not in call
+        answer = plan.is_response(call["name"]) and "raw_input" not in call
         if answer and run.calls.results[i] is None:
             await _accept(setup, run, i, call)
 
@@ -356,13 +356,13 @@ async def triage(setup: RunSetup, run: Run) -> list[int]:
     Calls with invalid JSON and structured answers are answered at once; calls that need
     approval get a ``PENDING`` slot.
     """
-    calls = run.batch
+    calls, plan = run.batch, run.output.plan
     assert calls is not None
     runnable: list[int] = []
     for i, call in enumerate(calls):
         if "raw_input" in call:
             settle(run, i, _invalid_json(call, run.turn.finish_reason))
-        elif run.output.plan is not None and run.output.plan.is_response(call["name"]):
+        elif plan is not None and plan.is_response(call["name"]):
             await _accept(setup, run, i, call)
         elif await _needs_approval(setup, run, call):
             run.calls.results[i] = PENDING

@@ -85,7 +85,8 @@ async def _tools_for(
         run.calls.offered = None
         offered = await offered_tools(setup, run)
         tools = [*tools, *(tool.tool_definition for tool in offered.values())]
-    if run.output.plan is None or run.output.plan.mode_for(setup.model) != "tool":
+    plan = run.output.plan
+    if plan is None or plan.mode_for(setup.model) != "tool":
         return (tools or None), None  # a text mode: the answer is the reply's text
     choice = force_tool or "required"
     return [*tools, *run.output.response_tools()], choice
@@ -175,51 +176,53 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
         assistant = await reason(setup, conv, run, tools, choice)
     if run.batch is not None:
         return Triage(assistant)
-    if run.output.plan is None:
+    plan = run.output.plan
+    if plan is None:
         if setup.output_validators:
             checked = await validate_text(setup, conv, run, assistant)
             if checked is None:  # rejected: the model was told why, it answers again
                 return Reason()
             assistant = checked
         return _finish(setup, run, assistant)
-    if run.output.plan.mode_for(setup.model) != "tool":  # the text is the answer
+    if plan.mode_for(setup.model) != "tool":  # the text is the answer
         if await accept_text(setup, conv, run, assistant):
             return _finish(setup, run, assistant)
         return Reason()  # told what was wrong, the model answers again
     # Structured output was requested but the model answered in prose: insist.
     run.output.failures += 1
     _check_structured(run)
-    return Reason(force_tool=run.output.plan.forced_choice())
+    return Reason(force_tool=plan.forced_choice())
 
 
 async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
     """At max_iters: one last model call that may not use tools (except the response tool)."""
     hint = Msg("user", SUMMARY_HINT, "user")
     run.outcome.max_iters_reached = True
-    if run.output.plan is None:
+    plan = run.output.plan
+    if plan is None:
         tools, _ = await _tools_for(setup, run)
         assistant = await reason(
             setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
         )
         return _finish(setup, run, assistant, max_iters_reached=True)
-    if run.output.plan.mode_for(setup.model) != "tool":
+    if plan.mode_for(setup.model) != "tool":
         tools, _ = await _tools_for(setup, run)
         assistant = await reason(
             setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
         )
         if not await accept_text(setup, conv, run, assistant, last=True):
             raise StructuredOutputError(
-                f"max_iters ({setup.max_iters}) reached without a valid {run.output.plan.name}"
+                f"max_iters ({setup.max_iters}) reached without a valid {plan.name}"
             )
         return _finish(setup, run, assistant, max_iters_reached=True)
     only = run.output.response_tools()
-    assistant = await reason(setup, conv, run, only, run.output.plan.forced_choice(), extra=hint)
+    assistant = await reason(setup, conv, run, only, plan.forced_choice(), extra=hint)
     if run.batch is not None:
         await execute(setup, run, await triage(setup, run))
         await commit_results(setup, conv, run)
     if run.output.data is None:
         raise StructuredOutputError(
-            f"max_iters ({setup.max_iters}) reached without a valid {run.output.plan.name}"
+            f"max_iters ({setup.max_iters}) reached without a valid {plan.name}"
         )
     return _finish(setup, run, assistant, max_iters_reached=True)
 

@@ -66,9 +66,10 @@ def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> bool:
 
 def _tracker(setup: RunSetup, run: Run) -> PartialTracker | None:
     """The ``PartialOutput`` tracker of a streamed structured answer (None: nobody listens)."""
-    if run.emit is None or run.output.plan is None:
+    plan = run.output.plan
+    if run.emit is None or plan is None:
         return None
-    source = run.output.plan.partial_source(run.output.plan.mode_for(setup.model))
+    source = plan.partial_source(plan.mode_for(setup.model))
     return PartialTracker(run.emit, source)
 
 
@@ -76,12 +77,12 @@ async def _consume(
     run: Run, stream: AsyncIterator[ChatResponse], partials: PartialTracker | None
 ) -> None:
     """Read cumulative chunks into ``run.turn.partial``; always close the stream."""
-    emit = run.emit
+    emit, turn = run.emit, run.turn
     lengths: list[int] = []
     first = True  # until the first delta is out
     try:
         async for chunk in stream:
-            run.turn.partial = chunk
+            turn.partial = chunk
             emitted = emit is not None and _diff(lengths, chunk.content, emit)
             if partials is not None:
                 partials.update(chunk)
@@ -140,10 +141,9 @@ def _request(
     if tools and not setup.parallel_tool_calls:
         # Ask the provider for one call per turn too: running them one by one is then free.
         settings["parallel_tool_calls"] = False
-    output = None
-    if run.output.plan is not None:
-        mode = run.output.plan.mode_for(setup.model)
-        output = run.output.plan.request_spec(mode)
+    output, plan = None, run.output.plan
+    if plan is not None:
+        output = plan.request_spec(plan.mode_for(setup.model))
     functions = [t for t in tools or () if t.native is None]
     builtin = [dict(t.native) for t in tools or () if t.native is not None]
     return ModelRequest(prompt, functions, builtin, settings, output)
@@ -167,9 +167,10 @@ async def _prompt(setup: RunSetup, conv: Conversation, run: Run, extra: Msg | No
     caps = setup.capabilities
     if caps.instructions:  # this request's only: never stored
         system = await caps.system(setup.context, system)
-    if run.output.plan is not None and run.output.plan.mode_for(setup.model) == "prompted":
+    plan = run.output.plan
+    if plan is not None and plan.mode_for(setup.model) == "prompted":
         base = system.content if isinstance(system.content, str) else system.get_text()
-        schema = run.output.plan.prompt_instructions()
+        schema = plan.prompt_instructions()
         system = Msg(system.name, f"{base}\n\n{schema}" if base else schema, "system")
     prompt = [system, *(await conv.memory.get_memory())]
     if extra is not None:
