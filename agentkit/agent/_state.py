@@ -362,8 +362,12 @@ async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -
     else:
         with anyio.CancelScope(shield=True):
             await memory.add(msgs)
-    if run is not None:
-        run.added.extend([msgs] if isinstance(msgs, Msg) else msgs)
+    if run is None:
+        return
+    if isinstance(msgs, Msg):
+        run.added.append(msgs)
+    else:
+        run.added.extend(msgs)
 
 
 def new_msg(
