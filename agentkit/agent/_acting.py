@@ -397,4 +397,5 @@ async def commit_results(
     if blocks:
         await store(conv.memory, new_msg(setup.name, blocks, "user"), run)
     conv.hold(pending, run.calls.waits)
-    run.end_batch()
+    run.batch = None
+    run.calls.results = []

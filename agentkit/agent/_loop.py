@@ -447,7 +447,7 @@ async def first_step(setup: RunSetup, conv: Conversation, run: Run, msgs: list[M
         await _deny_pending(setup, conv, run, NEW_MESSAGE_TEXT)
     if msgs:
         await store(conv.memory, msgs, run)
-    run.inbox = []
+    run.inbox = ()
     return Reason()
 
 
@@ -491,8 +491,8 @@ async def finalize(
     if run.inbox:  # cut before the input was stored (e.g. in a pre_reply hook): keep it
         if conv.pending:
             await _deny_pending(setup, conv, run, NEW_MESSAGE_TEXT)
-        inbox, run.inbox = run.inbox, []
-        await store(conv.memory, inbox, run)
+        inbox, run.inbox = run.inbox, ()
+        await store(conv.memory, list(inbox), run)
     msgs, run.control.interrupt_msgs = run.control.interrupt_msgs, []
     if msgs:
         await store(conv.memory, msgs, run)

@@ -525,8 +525,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         if capabilities.for_run:  # per-run instances; may raise: before the run is set
             capabilities = capabilities.bind(context)
         self._run = run
-        run.control.token = anyio.lowlevel.current_token()
-        run.control.thread = threading.get_ident()
+        run.control.bind_loop()
         setup = RunSetup(
             name=self.name,
             model=self.model,

@@ -9,6 +9,8 @@ slot per call. Everything else lives in memory, so a reply can be cut at any awa
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -103,10 +105,41 @@ PENDING: Any = _Pending()
 Emit = Callable[["AgentEvent"], None]
 
 
+class _LoopToken:
+    """The last asyncio loop that started a reply, with its token (one reference: atomic)."""
+
+    __slots__ = ("pair",)
+
+    def __init__(self) -> None:
+        self.pair: tuple[asyncio.AbstractEventLoop, anyio.lowlevel.EventLoopToken] | None = None
+
+
+_LAST_LOOP = _LoopToken()
+
+
+def _loop_token() -> anyio.lowlevel.EventLoopToken:
+    """``anyio.lowlevel.current_token()``, reused while the same asyncio loop runs replies.
+
+    ``current_token`` detects the async library on every call (about 1.4 us, more than the
+    rest of the run state together); the token of a loop is the same for all its replies.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio): anyio tells
+        return anyio.lowlevel.current_token()
+    pair = _LAST_LOOP.pair
+    if pair is not None and pair[0] is loop:
+        return pair[1]
+    token = anyio.lowlevel.current_token()
+    _LAST_LOOP.pair = (loop, token)
+    return token
+
+
 class ReplyControl:
     """Where the reply runs and how ``interrupt`` cuts it.
 
-    Set by ``ReActAgent`` when the reply starts (``_start``, ``_drive_reply``); ``interrupt``
+    Set by ``ReActAgent`` when the reply starts (``_start`` binds the loop, ``_drive_reply``
+    the scope and task); ``interrupt``
     sets ``interrupted`` and adds to ``interrupt_msgs``, which ``loop.finalize`` stores
     after the repairs.
 
@@ -131,6 +164,11 @@ class ReplyControl:
         self.interrupted = False
         self.interrupt_msgs: list[Msg] = []
 
+    def bind_loop(self) -> None:
+        """Record the running event loop's token and thread (``interrupt_threadsafe``)."""
+        self.token = _loop_token()
+        self.thread = threading.get_ident()
+
 
 class ModelTurn:
     """The latest model answer: while it streams, and what the loop keeps of it.
@@ -152,7 +190,7 @@ class ModelTurn:
         self.partial: ChatResponse | None = None
         self.calling_model = False
         self.finish_reason: str | None = None
-        self.last_text: list[TextBlock] = []
+        self.last_text: Sequence[TextBlock] = ()  # a list once a turn is stored
 
 
 class OutputState:
@@ -298,7 +336,7 @@ class Run:
 
     def __init__(self, emit: Emit | None, structured: OutputPlan | None) -> None:
         self.emit = emit
-        self.inbox: list[Msg] = []
+        self.inbox: Sequence[Msg] = ()  # the input's list, between start and storing
         self.added: list[Msg] = []
         self.steering: list[Steer] | None = []
         self.iteration = 0
@@ -325,11 +363,6 @@ class Run:
         """Record the calls of a turn that must be answered (call right after storing them)."""
         self.batch = calls
         self.calls.results = [None] * len(calls)
-
-    def end_batch(self) -> None:
-        """Forget the batch once its results are stored."""
-        self.batch = None
-        self.calls.results = []
 
     def metadata(self) -> dict[str, object]:
         """Reply metadata common to every outcome."""
