@@ -139,9 +139,8 @@ class ReplyControl:
     """Where the reply runs and how ``interrupt`` cuts it.
 
     Set by ``ReActAgent`` when the reply starts (``_start`` binds the loop, ``_drive_reply``
-    the scope and task); ``interrupt``
-    sets ``interrupted`` and adds to ``interrupt_msgs``, which ``loop.finalize`` stores
-    after the repairs.
+    the scope and task); ``interrupt`` sets ``interrupted`` and adds to ``interrupt_msgs``,
+    which ``loop.finalize`` stores after the repairs.
 
     Attributes:
         started: ``time.perf_counter()`` at the reply's start (its wall time counts from here).
