@@ -114,7 +114,10 @@ async def _finish(events: AsyncGenerator[object], chunks: AsyncGenerator[bytes])
             with anyio.move_on_after(_DRAIN_SECONDS):
                 async for _ in chunks:
                     pass
-    except (httpx2.HTTPError, httpx2.StreamError):
+    except Exception:
+        # The body is closed: how its rest fails is no news (mostly the closed connection's
+        # read error); raised here, in the stream's ``finally``, it would replace the
+        # answer's own outcome.
         pass
     finally:
         await events.aclose()  # suspended above the bytes, or ended: closed at once
