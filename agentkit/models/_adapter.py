@@ -97,6 +97,34 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
             return
 
 
+async def _finish(events: AsyncGenerator[object], chunks: AsyncGenerator[bytes]) -> None:
+    """End a body's iterators after its response was closed, in this task.
+
+    Closed from outside mid-body (an interrupt between two reads, a consumer that stops, an
+    error event), httpx2's response stream leaves the connection pool's body iterator below
+    it suspended (its own close does not close that one): the garbage collector would close
+    it in a task of its own, after the reply. The byte iterator resumed instead, with the
+    response closed, every layer below ends at once, in this task: at the closed
+    connection's read error (nothing is read from the network), or after the bytes already
+    received (not parsed).
+    """
+    try:
+        if getattr(chunks, "ag_frame", None) is not None:  # not ended (no timer otherwise)
+            # Bounded as the drain: a transport that would wait on the network is not waited
+            # for (HTTP/1.1 does not: its connection is closed).
+            with anyio.move_on_after(_DRAIN_SECONDS):
+                async for _ in chunks:
+                    pass
+    except Exception:
+        # The body is closed: how its rest fails is no news (mostly the closed connection's
+        # read error); raised here, in the stream's ``finally``, it would replace the
+        # answer's own outcome.
+        pass
+    finally:
+        await events.aclose()  # suspended above the bytes, or ended: closed at once
+        await chunks.aclose()  # ended, but after an unexpected error
+
+
 # ``_client_loop`` of a client built outside any event loop and not used yet: the first
 # event loop that uses it adopts it.
 _UNBOUND = object()
@@ -538,9 +566,8 @@ class HTTPChatModel(ChatModel):
         finally:
             # Shielded: a cancelled consumer must still release the connection, now.
             with anyio.CancelScope(shield=True):
-                await events.aclose()
-                await chunks.aclose()
                 await response.aclose()
+                await _finish(events, chunks)
         yield self._stream_end(state, done, started, structured)
 
     def _stream_end(
