@@ -12,6 +12,7 @@ through serialization, so a conversation can be continued with the provider that
 from __future__ import annotations
 
 import base64
+import enum
 import functools
 import mimetypes
 import os
@@ -336,6 +337,40 @@ def _pack_id(text: str) -> bytes | str:
     return text
 
 
+class _Keep(enum.Enum):
+    """``Msg.replace``'s "leave this field as it is" (None is a value metadata can take)."""
+
+    KEEP = enum.auto()
+
+
+def _checked_role(role: object) -> Role:
+    if role not in _ROLES:
+        raise MessageValidationError("role", f"must be one of {sorted(_ROLES)}, got {role!r}")
+    return cast(Role, role)
+
+
+def _checked_content(content: object) -> str | list[ContentBlock]:
+    """``content`` checked: every block validated (and cleaned) in place, text cleaned."""
+    if isinstance(content, list):
+        for i, block in enumerate(content):
+            validate_block(block, f"content[{i}]")
+        return content
+    if not isinstance(content, str):
+        raise MessageValidationError("content", "must be a string or a list of blocks")
+    return clean_text(content)
+
+
+def _checked_metadata(metadata: object) -> dict[str, Any] | None:
+    if metadata is not None and not isinstance(metadata, dict):
+        raise MessageValidationError("metadata", "must be a dict or None")
+    if metadata:
+        try:
+            return cast(dict[str, Any], clean_json(metadata))
+        except ValueError as exc:
+            raise MessageValidationError("metadata", str(exc)) from None
+    return metadata
+
+
 class Msg:
     """One message of a conversation.
 
@@ -367,24 +402,11 @@ class Msg:
         id: str | None = None,
         timestamp: str | None = None,
     ) -> None:
-        if role not in _ROLES:
-            raise MessageValidationError("role", f"must be one of {sorted(_ROLES)}, got {role!r}")
+        role = _checked_role(role)
         if not isinstance(name, str):
             raise MessageValidationError("name", "must be a string")
-        if isinstance(content, list):
-            for i, block in enumerate(content):
-                validate_block(block, f"content[{i}]")
-        elif not isinstance(content, str):
-            raise MessageValidationError("content", "must be a string or a list of blocks")
-        else:
-            content = clean_text(content)
-        if metadata is not None and not isinstance(metadata, dict):
-            raise MessageValidationError("metadata", "must be a dict or None")
-        if metadata:
-            try:
-                metadata = clean_json(metadata)
-            except ValueError as exc:
-                raise MessageValidationError("metadata", str(exc)) from None
+        content = _checked_content(content)
+        metadata = _checked_metadata(metadata)
         # 16 random bytes, shown as 32 hex digits like uuid4().hex.
         self._id: bytes | str = _pack_id(id) if id else new_id_bytes()
         self.name: str = clean_text(name)
@@ -394,6 +416,44 @@ class Msg:
         self._timestamp: int | str = (
             _pack_timestamp(timestamp) if timestamp else time.time_ns() // 1000
         )
+
+    def replace(
+        self,
+        *,
+        name: str | None = None,
+        content: str | list[ContentBlock] | None = None,
+        role: Role | None = None,
+        metadata: dict[str, Any] | _Keep | None = _Keep.KEEP,
+    ) -> Msg:
+        """Return a message with this one's id and timestamp and the given fields changed.
+
+        What is given is checked (and cleaned) as the constructor checks it; what is not
+        given is shared with this message, not copied (use :meth:`copy` for an independent
+        message). Cheaper than ``Msg(..., id=msg.id, timestamp=msg.timestamp)``, which
+        formats the id and timestamp as text, parses them back and checks every block again.
+
+        Args:
+            name: A new author (None: this message's).
+            content: New content (None: this message's, shared).
+            role: A new role (None: this message's).
+            metadata: New metadata, None included (left out: this message's, shared).
+
+        Raises:
+            MessageValidationError: on an unknown role or a malformed block given here.
+        """
+        new = Msg.__new__(Msg)
+        new._id = self._id
+        new._timestamp = self._timestamp
+        if name is None:
+            new.name = self.name
+        elif isinstance(name, str):
+            new.name = clean_text(name)
+        else:
+            raise MessageValidationError("name", "must be a string")
+        new.role = self.role if role is None else _checked_role(role)
+        new.content = self.content if content is None else _checked_content(content)
+        new.metadata = self.metadata if metadata is _Keep.KEEP else _checked_metadata(metadata)
+        return new
 
     @property
     def id(self) -> str:
