@@ -206,23 +206,6 @@ _TEXT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _clean_block(block: dict[str, object], kind: str, path: str) -> None:
-    """Replace lone surrogates in the block's text, in place (see ``agentkit._text``).
-
-    Text reaches blocks from outside (tools, models, files, users); one lone surrogate
-    would make every later request and session save fail, so it is fixed here, visibly.
-    """
-    for key in _TEXT_KEYS.get(kind, ()):
-        value = block.get(key)
-        if isinstance(value, str) and not is_clean(value):
-            block[key] = clean_text(value)
-    if kind == "tool_use":
-        try:
-            block["input"] = clean_json(block["input"])  # the same object when already clean
-        except ValueError as exc:  # nested too deeply to ever be encoded or saved
-            raise MessageValidationError(f"{path}.input", str(exc)) from None
-
-
 def _check_source(source: dict[str, object], path: str, kind: str) -> None:
     """Check a media block's ``source``; a plain-text source is for documents only."""
     source_type = source.get("type")
@@ -262,7 +245,18 @@ def validate_block(block: object, path: str = "block") -> ContentBlock:
         value = block.get(key)
         if not isinstance(value, expected) or (key == "id" and not value):
             raise MessageValidationError(f"{path}.{key}", f"a {kind} block needs {key!r}")
-    _clean_block(block, kind, path)
+    # Text reaches blocks from outside (tools, models, files, users); one lone surrogate
+    # would make every later request and session save fail, so it is fixed here, visibly
+    # (see ``agentkit._text``), in place. Inline: this runs for every block of every message.
+    for key in _TEXT_KEYS.get(kind, ()):
+        value = block.get(key)
+        if isinstance(value, str) and not (value.isascii() or is_clean(value)):
+            block[key] = clean_text(value)
+    if kind == "tool_use":
+        try:
+            block["input"] = clean_json(block["input"])  # the same object when already clean
+        except ValueError as exc:  # nested too deeply to ever be encoded or saved
+            raise MessageValidationError(f"{path}.input", str(exc)) from None
     if kind in _MEDIA:
         _check_source(block["source"], f"{path}.source", kind)
     elif kind == "tool_result" and isinstance(block["output"], list):
@@ -343,10 +337,8 @@ class _Keep(enum.Enum):
     KEEP = enum.auto()
 
 
-def _checked_role(role: object) -> Role:
-    if role not in _ROLES:
-        raise MessageValidationError("role", f"must be one of {sorted(_ROLES)}, got {role!r}")
-    return cast(Role, role)
+def _role_error(role: object) -> MessageValidationError:
+    return MessageValidationError("role", f"must be one of {sorted(_ROLES)}, got {role!r}")
 
 
 def _checked_content(content: object) -> str | list[ContentBlock]:
@@ -360,15 +352,14 @@ def _checked_content(content: object) -> str | list[ContentBlock]:
     return clean_text(content)
 
 
-def _checked_metadata(metadata: object) -> dict[str, Any] | None:
-    if metadata is not None and not isinstance(metadata, dict):
+def _checked_metadata(metadata: object) -> dict[str, Any]:
+    """Metadata other than None checked: a dict, its strings cleaned."""
+    if not isinstance(metadata, dict):
         raise MessageValidationError("metadata", "must be a dict or None")
-    if metadata:
-        try:
-            return cast(dict[str, Any], clean_json(metadata))
-        except ValueError as exc:
-            raise MessageValidationError("metadata", str(exc)) from None
-    return metadata
+    try:
+        return cast(dict[str, Any], clean_json(metadata)) if metadata else metadata
+    except ValueError as exc:
+        raise MessageValidationError("metadata", str(exc)) from None
 
 
 class Msg:
@@ -402,11 +393,13 @@ class Msg:
         id: str | None = None,
         timestamp: str | None = None,
     ) -> None:
-        role = _checked_role(role)
+        if role not in _ROLES:
+            raise _role_error(role)
         if not isinstance(name, str):
             raise MessageValidationError("name", "must be a string")
         content = _checked_content(content)
-        metadata = _checked_metadata(metadata)
+        if metadata is not None:
+            metadata = _checked_metadata(metadata)
         # 16 random bytes, shown as 32 hex digits like uuid4().hex.
         self._id: bytes | str = _pack_id(id) if id else new_id_bytes()
         self.name: str = clean_text(name)
@@ -450,9 +443,17 @@ class Msg:
             new.name = clean_text(name)
         else:
             raise MessageValidationError("name", "must be a string")
-        new.role = self.role if role is None else _checked_role(role)
+        if role is None:
+            new.role = self.role
+        elif role in _ROLES:
+            new.role = role
+        else:
+            raise _role_error(role)
         new.content = self.content if content is None else _checked_content(content)
-        new.metadata = self.metadata if metadata is _Keep.KEEP else _checked_metadata(metadata)
+        if metadata is _Keep.KEEP:
+            new.metadata = self.metadata
+        else:
+            new.metadata = None if metadata is None else _checked_metadata(metadata)
         return new
 
     @property
