@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from agentkit._console import interrupt_on_sigint
 from agentkit._version import __version__
 from agentkit.agent import (
-    AgentHooks,
     Capability,
     Decision,
     GuardrailResult,
@@ -75,7 +74,6 @@ from agentkit.tools import Tool, ToolContext, ToolGroup, Toolkit, ToolResponse
 _logging.getLogger("agentkit").addHandler(_logging.NullHandler())
 
 __all__ = [
-    "AgentHooks",
     "AgentTool",
     "AgentkitError",
     "ApprovalRequired",

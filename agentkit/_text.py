@@ -24,6 +24,7 @@ __all__ = [
     "clean_text",
     "copy_json",
     "is_clean",
+    "progress_counter",
     "terminal_safe",
     "too_deep",
 ]
@@ -205,6 +206,15 @@ def terminal_safe(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text
     return _CONTROL.sub(_visible, clean_text(text))
+
+
+def progress_counter(metadata: dict[str, object] | None) -> str:
+    """A progress chunk's ``progress/total`` ("" when it reports no number)."""
+    meta = metadata or {}
+    done, total = meta.get("progress"), meta.get("total")
+    if not isinstance(done, int | float):
+        return ""
+    return f"{done:g}/{total:g}" if isinstance(total, int | float) and total else f"{done:g}"
 
 
 def copy_json(value: Any) -> Any:

@@ -116,3 +116,21 @@ async def test_a_hook_registered_on_a_copy_stays_on_the_copy() -> None:
     heard.clear()
     await template("again")
     assert heard == ["template", "late"]
+
+
+async def test_loop_hooks_of_a_copy_stay_on_the_copy() -> None:
+    """Reasoning and acting hooks: the copy keeps the template's; its own stay its own."""
+    heard: list[str] = []
+    model = ScriptedModel(
+        [[tool_use("add", "c1", a=1, b=1)], "two", [tool_use("add", "c2", a=1, b=1)], "two"]
+    )
+    template = agent_for(model, Recorder())
+    template.register_hook("pre_acting", "t", lambda a, k: heard.append(f"template:{a.name}"))
+    clone = template.copy()
+    clone.name = "clone"
+    clone.register_hook("post_reasoning", "c", lambda a, k, m: heard.append("clone"))
+    await clone("hi")
+    assert heard == ["clone", "template:clone", "clone"]  # the agent replying is the copy
+    heard.clear()
+    await template("hi")
+    assert heard == ["template:bot"]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from typing import Any
 
 import anyio
 import pytest
 
+from agentkit import Capability, ModelRequest, RunContext, ToolUseBlock
+from agentkit.agent._capabilities import Capabilities
 from agentkit.events import (
     ReplyFinished,
     ReplyStarted,
@@ -18,6 +22,7 @@ from agentkit.events import (
 )
 from agentkit.exceptions import ModelAPIError
 from agentkit.messages import Msg
+from agentkit.models import ChatResponse
 from agentkit.testing import ScriptedModel, text, thinking, tool_use
 from agentkit.tools import ToolContext, ToolResponse
 from tests._agent_helpers import Recorder, agent_for, checked_memory, results_of
@@ -123,6 +128,139 @@ async def test_a_raising_acting_hook_becomes_an_error_result():
     results = results_of(await checked_memory(agent))
     assert results["c1"][1] is True and "hook bug" in results["c1"][0]
     assert results["c2"] == ("4", False)
+
+
+class _Trace(Capability[Any]):
+    """Logs the loop points it is called at, and what it sees there."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    async def before_model(self, ctx: RunContext[Any], request: ModelRequest) -> ModelRequest:
+        self.log.append(f"before_model:{request.messages[-1].get_text()}")
+        return request
+
+    async def after_model(self, ctx: RunContext[Any], response: ChatResponse) -> ChatResponse:
+        self.log.append(f"after_model:{response.get_text()}")
+        return response
+
+    async def before_tool(
+        self, ctx: ToolContext[Any], call: ToolUseBlock
+    ) -> ToolUseBlock | ToolResponse:
+        self.log.append(f"before_tool:{call['input']['a']}")
+        return call
+
+    async def after_tool(self, ctx: ToolContext[Any], result: ToolResponse) -> ToolResponse:
+        self.log.append(f"after_tool:{result.get_text()}")
+        return result
+
+
+async def test_string_hooks_run_before_the_capabilities_at_every_point():
+    log: list[str] = []
+    model = ScriptedModel([[text("adding"), tool_use("add", "c1", a=1, b=2)], "three"])
+    agent = agent_for(model, capabilities=[_Trace(log)])
+
+    def pre_reasoning(agent, kwargs):
+        log.append("pre_reasoning")
+        return {**kwargs, "messages": [*kwargs["messages"], Msg("user", "note", "user")]}
+
+    def post_reasoning(agent, kwargs, msg: Msg):
+        log.append("post_reasoning")
+        return Msg(msg.name, [*msg.get_content_blocks(), text("!")], "assistant")
+
+    def pre_acting(agent, kwargs):
+        log.append("pre_acting")
+        call = kwargs["tool_call"]
+        return {**kwargs, "tool_call": {**call, "input": {**call["input"], "a": 10}}}
+
+    def post_acting(agent, kwargs, result: ToolResponse):
+        log.append(f"post_acting:{kwargs['tool_call']['input']['a']}")  # the call as it ran
+        return ToolResponse.text(result.get_text() + "?")
+
+    for kind, fn in [
+        ("pre_reasoning", pre_reasoning),
+        ("post_reasoning", post_reasoning),
+        ("pre_acting", pre_acting),
+        ("post_acting", post_acting),
+    ]:
+        agent.register_hook(kind, "h", fn)
+    reply = await agent("go")
+    assert log == [
+        "pre_reasoning",
+        "before_model:note",  # the capability sees the request the hook made
+        "post_reasoning",
+        "after_model:adding!",  # and the answer the hook edited
+        "pre_acting",
+        "before_tool:10",
+        "post_acting:10",
+        "after_tool:12?",
+        "pre_reasoning",
+        "before_model:note",
+        "post_reasoning",
+        "after_model:three!",
+    ]
+    assert reply.get_text() == "three\n!"  # two text blocks
+    assert results_of(await checked_memory(agent))["c1"] == ("12?", False)
+
+
+async def test_reasoning_hooks_map_onto_the_request_and_the_stored_answer():
+    model = ScriptedModel([[tool_use("add", "c1", a=1, b=2)], "three"])
+    agent = agent_for(model)
+    seen: list[object] = []
+
+    def pre_reasoning(agent, kwargs):
+        assert {t.name for t in kwargs["tools"]} >= {"add"}
+        return {**kwargs, "tool_choice": "none"} if kwargs["tool_choice"] is None else None
+
+    def post_reasoning(agent, kwargs, msg: Msg):
+        seen.append(kwargs["tool_choice"])  # the kwargs pre_reasoning returned
+        msg.metadata = {**(msg.metadata or {}), "checked": True}  # in place, None returned
+
+    agent.register_hook("pre_reasoning", "p", pre_reasoning)
+    agent.register_hook("post_reasoning", "q", post_reasoning)
+    await agent("go")
+    assert model.requests[0].settings["tool_choice"] == "none"
+    assert seen == ["none", "none"]
+    answers = [m for m in await checked_memory(agent) if m.role == "assistant"]
+    assert [m.metadata.get("checked") for m in answers] == [True, True]
+
+
+def _refuse_capability_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("a capability was added or called")
+
+    for name in [f.name for f in dataclasses.fields(Capabilities)]:
+        if name != "all":
+            monkeypatch.setattr(Capabilities, f"run_{name}", refuse, raising=False)
+    monkeypatch.setattr(Capabilities, "first", refuse)
+
+
+async def test_an_agent_with_reply_hooks_only_adds_no_capability(monkeypatch):
+    _refuse_capability_calls(monkeypatch)
+    heard: list[str] = []
+    agent = agent_for(ScriptedModel([[tool_use("add", "c1", a=1, b=2)], "three"]))
+    agent.register_hook("pre_reply", "p", lambda a, k: heard.append("pre"))
+    agent.register_hook("post_reply", "q", lambda a, k, o: heard.append("post"))
+    assert (await agent("go")).get_text() == "three"
+    assert heard == ["pre", "post"]
+    assert agent.capabilities == ()
+
+
+async def test_a_hook_registered_or_removed_between_runs_counts_from_the_next_run():
+    calls: list[str] = []
+    model = ScriptedModel(
+        [[tool_use("add", "c1", a=1, b=1)], "one", [tool_use("add", "c2", a=2, b=2)], "two"]
+    )
+    agent = agent_for(model)
+    await agent("first")
+    agent.register_hook("pre_acting", "log", lambda a, k: calls.append(k["tool_call"]["id"]))
+    await agent("second")
+    assert calls == ["c2"]
+    agent.remove_hook("pre_acting", "log")
+    agent.model = ScriptedModel([[tool_use("add", "c3", a=3, b=3)], "three"])
+    await agent("third")
+    assert calls == ["c2"]
+    await checked_memory(agent)
 
 
 async def test_events_arrive_in_order():

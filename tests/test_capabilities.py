@@ -202,6 +202,45 @@ async def test_a_before_tool_response_skips_the_call_and_is_its_result() -> None
     assert result.usage.tool_calls == 1  # answered, not run: counted as the call it replaces
 
 
+async def test_a_before_tool_call_replaces_the_call_and_parallel_calls_pair_up() -> None:
+    """A changed ``tool_use`` block is what runs; under parallel calls each call's
+    ``before_tool`` precedes its ``after_tool``, once per call (ported from ``AgentHooks``)."""
+    ran: list[int] = []
+    log: list[str] = []
+
+    class Rewrite(Capability[Any]):
+        async def before_tool(
+            self, ctx: ToolContext[Any], call: ToolUseBlock
+        ) -> ToolUseBlock | ToolResponse:
+            log.append(f"tool:{ctx.call_id}")
+            if call["id"] == "c1":  # sanitized arguments
+                return {**call, "input": {"a": 40, "b": 2}}
+            return call
+
+        async def after_tool(self, ctx: ToolContext[Any], result: ToolResponse) -> ToolResponse:
+            log.append(f"done:{ctx.call_id}")
+            return result
+
+    calls = [tool_use("add", "c1", a=1, b=1), tool_use("add", "c2", a=2, b=2)]
+    agent = ReActAgent(
+        "bot", "sys", ScriptedModel([calls, "ok"]), adder(ran), capabilities=[Rewrite()]
+    )
+    await agent.run("add")
+    assert sorted(ran) == [4, 42]
+    assert sorted(log) == ["done:c1", "done:c2", "tool:c1", "tool:c2"]
+    assert log.index("tool:c1") < log.index("done:c1")
+    assert log.index("tool:c2") < log.index("done:c2")
+    memory = await agent.memory.get_memory()
+    check_memory_invariant(memory)
+    outputs = {
+        b["id"]: b["output"]
+        for m in memory
+        for b in m.get_content_blocks()
+        if b["type"] == "tool_result"
+    }
+    assert outputs == {"c1": "42", "c2": "4"}
+
+
 async def test_instructions_reach_the_system_prompt_of_their_run_only() -> None:
     class Customer(Capability[Deps]):
         async def instructions(self, ctx: RunContext[Deps]) -> str | None:

@@ -207,8 +207,8 @@ async def test_list_changed_callbacks_for_prompts_and_resources() -> None:
                 if len(seen) == 2:
                     both.set()
 
-            client.on_list_changed("prompts", lambda: changed("prompts"))
-            client.on_list_changed("resources", lambda: changed("resources"))
+            client.events.on_list_changed("prompts", lambda: changed("prompts"))
+            client.events.on_list_changed("resources", lambda: changed("resources"))
             await client.list_tools()
             await client.call_tool("announce", {})
             with anyio.fail_after(30):

@@ -156,7 +156,7 @@ async def test_list_changed_notifications_refresh() -> None:
         changed.set()
 
     client = MCPClient("everything", everything_stdio(), sampling_model=ScriptedModel([]))
-    client.on_tools_changed(on_change)
+    client.events.on_tools_changed(on_change)
     async with client:
         await client.list_tools()
         with anyio.fail_after(10):

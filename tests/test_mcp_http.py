@@ -76,7 +76,7 @@ async def test_list_changed_refreshes(client: MCPClient) -> None:
     async def changed(_: MCPClient) -> None:
         seen.set()
 
-    client.on_tools_changed(changed)
+    client.events.on_tools_changed(changed)
     await client.list_tools()
     await client.call_tool("add_tool", {"name": "web_dyn"})
     with anyio.fail_after(10):

@@ -386,7 +386,7 @@ async def test_tools_list_changed_invalidates_cache(protocol: str) -> None:
         async def changed(client: MCPClient) -> None:
             seen.set()
 
-        c.on_tools_changed(changed)
+        c.events.on_tools_changed(changed)
         assert "doubler" not in [t.name for t in await c.list_tools()]
         await c.call_tool("add_tool", {"name": "doubler"})
         with anyio.fail_after(10):

@@ -51,7 +51,7 @@ def _refreshed(client: MCPClient) -> anyio.Event:
     async def mark(_client: MCPClient) -> None:
         done.set()
 
-    client.on_tools_changed(mark)
+    client.events.on_tools_changed(mark)
     return done
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -65,6 +64,7 @@ from agentkit.agent._hooks import HookHost
 from agentkit.events import AgentEvent, CallInfo, TextDelta, ToolProgress
 from agentkit.exceptions import AgentkitError, StateError, UsageError
 from agentkit.messages import Msg
+from agentkit.pipelines._agent_tool import TASK_PARAMETERS, tool_name
 from agentkit.tools import Tool, ToolContext, ToolResponse
 
 __all__ = [
@@ -83,18 +83,6 @@ _TERMINAL = {
     TaskState.TASK_STATE_REJECTED,
 }
 _PAUSED = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
-_PARAMETERS: dict[str, object] = {
-    "type": "object",
-    "properties": {
-        "task": {
-            "type": "string",
-            "description": "The complete task, with every detail the agent needs: it does "
-            "not see this conversation.",
-        }
-    },
-    "required": ["task"],
-    "additionalProperties": False,
-}
 
 
 class RemoteAgentError(AgentkitError):
@@ -156,10 +144,6 @@ def _status_text(status: TaskStatus) -> tuple[str, list[object]]:
         MessageToDict(p.data) for p in status.message.parts if p.WhichOneof("content") == "data"
     ]
     return "\n".join(text), data
-
-
-def _tool_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:64] or "remote_agent"
 
 
 class A2AAgent(HookHost):
@@ -474,7 +458,8 @@ class A2AAgent(HookHost):
             ]
         else:
             question: dict[str, object] = {"question": outcome.status_text}
-            calls = [{"id": outcome.task_id, "name": _tool_name(self.name), "input": question}]
+            asked = tool_name(self.name, "remote_agent")
+            calls = [{"id": outcome.task_id, "name": asked, "input": question}]
         state = {
             "a2a": {
                 "taskId": outcome.task_id,
@@ -956,11 +941,11 @@ class _RemoteAgentTool(Tool):
         answer: Callable[[str, ToolContext | None], AsyncIterator[ToolResponse]],
     ) -> None:
         super().__init__(
-            name or _tool_name(agent.name),
+            name or tool_name(agent.name, "remote_agent"),
             description
             or agent.description
             or f"Delegate a task to the remote agent {agent.name!r} and get its answer back.",
-            _PARAMETERS,
+            TASK_PARAMETERS,
             timeout=timeout,
         )
         self._answer = answer  # the agent answers: it holds the remote task and context

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
-import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -53,7 +52,6 @@ AgentFactory: TypeAlias = (
 ANSWER_ARTIFACT = "answer"
 CANCEL_GRACE = 10.0
 """Seconds an interrupted run gets to repair its memory and save before it is cancelled."""
-logger = logging.getLogger("agentkit.a2a")
 
 
 def message_text(message: Message) -> str:

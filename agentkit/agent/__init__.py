@@ -17,7 +17,6 @@ from agentkit.agent._guardrails import (
     tool_guardrail,
 )
 from agentkit.agent._handoffs import Handoff, handoff
-from agentkit.agent._hooks import AgentHooks
 from agentkit.agent._limits import UsageLimits
 from agentkit.agent._prompt_caching import PromptCaching
 from agentkit.agent._react import ApprovalPolicy, ReActAgent
@@ -29,7 +28,6 @@ from agentkit.models._base import ModelRequest
 from agentkit.tools._context import RunContext
 
 __all__ = [
-    "AgentHooks",
     "ApprovalPolicy",
     "Capability",
     "CompactionStrategy",

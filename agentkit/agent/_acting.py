@@ -90,18 +90,14 @@ def result_block(call: ToolUseBlock, response: ToolResponse) -> ToolResultBlock:
 
 
 async def _invoke(setup: RunSetup, run: Run, call: ToolUseBlock) -> ToolResponse:
-    hooks = setup.hooks
-    kwargs: dict[str, Any] = {"tool_call": call}
-    if hooks is not None and hooks.has("pre_acting"):
-        kwargs = await hooks.run_pre("pre_acting", setup.owner, kwargs)
-    block: ToolUseBlock = kwargs["tool_call"]
+    block = call
     caps = setup.capabilities
     ctx: ToolContext[Any] | None = None
     veto: ToolResponse | None = None
-    if caps.before_tool or caps.after_tool:
+    if caps.before_tool or caps.after_tool:  # string hooks first (``agent._hooks``)
         ctx = setup.context.for_call(
-            block["id"],
-            block["name"],
+            call["id"],
+            call["name"],
             setup.toolkit,
             setup.owner,
             tool_call_approved=call["id"] in run.approved,
@@ -116,8 +112,6 @@ async def _invoke(setup: RunSetup, run: Run, call: ToolUseBlock) -> ToolResponse
     if emit is not None:
         emit(ToolCallStarted(block))
     final = veto if veto is not None else await _call(setup, run, call, block)
-    if hooks is not None and hooks.has("post_acting"):
-        final = await hooks.run_post("post_acting", setup.owner, kwargs, final)
     if ctx is not None and caps.after_tool:
         final = await caps.run_after_tool(ctx, final)
     return final
@@ -144,7 +138,7 @@ def _tool_named(setup: RunSetup, run: Run, name: str) -> Tool | None:
 
 
 async def _call(setup: RunSetup, run: Run, call: ToolUseBlock, block: ToolUseBlock) -> ToolResponse:
-    """Run ``block`` (the call as the hooks and capabilities left it).
+    """Run ``block`` (the call as the capabilities left it).
 
     A capability's tool of the latest request is resolved first, then the toolkit's.
     """

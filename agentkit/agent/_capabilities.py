@@ -37,10 +37,12 @@ search offering what it found); keep it stable where you can, so the prompt cach
 name that a toolkit tool or another capability's tool already has is a ``UsageError``. To
 hide toolkit tools from a request, filter ``request.tools`` in ``before_model``.
 
-Capabilities run inside the agent's hooks (``pre_reasoning`` before ``before_model``,
-``post_reasoning`` after ``after_model``, likewise for acting). Only the methods a
-capability overrides are called: which ones is found once, when the agent is built, so an
-agent without capabilities pays nothing.
+The agent's string hooks (``register_hook``) run before its capabilities at every point:
+the reasoning and acting hooks are themselves a capability placed first in each run
+(``pre_reasoning`` before the first ``before_model``, ``post_reasoning`` before the first
+``after_model``, likewise for acting; see ``agentkit.agent._hooks``), and the reply hooks
+wrap the whole reply. Only the methods a capability overrides are called: which ones is
+found once, when the agent is built, so an agent without capabilities pays nothing.
 """
 
 from __future__ import annotations
@@ -177,6 +179,10 @@ class Capabilities(Generic[DepsT]):
                 )
             caps.append(cap)
         return _sort(caps) if caps else NO_CAPABILITIES
+
+    def first(self, cap: Capability[DepsT]) -> Capabilities[DepsT]:
+        """These capabilities with ``cap`` before all of them (the agent's string hooks)."""
+        return _sort((cap, *self.all))
 
     def bind(self, ctx: RunContext[DepsT]) -> Capabilities[DepsT]:
         """The capabilities of one run: ``for_run`` applied where it is overridden."""

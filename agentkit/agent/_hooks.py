@@ -1,4 +1,4 @@
-"""Per-instance hooks around a reply, each model call and each tool call.
+"""Per-instance hooks around a reply, each model call and each tool call (AgentScope's form).
 
 A *pre* hook is called ``fn(agent, kwargs)`` and may return a new kwargs dict; a *post* hook
 is called ``fn(agent, kwargs, output)`` and may return a new output; returning None keeps
@@ -6,39 +6,64 @@ the value. Hooks may be sync or async and run in registration order. ``pre_actin
 ``post_acting`` fire once per tool call, also when calls run in parallel (they then run
 concurrently, one pair per call, with no shared re-entrancy flag).
 
-The registry is created on first registration, so an agent without hooks pays nothing.
+The typed way to take part in a run is a :class:`~agentkit.Capability`; these string hooks
+are the untyped form, and the loop has one path for both:
 
-The typed way is a subclass of ``AgentHooks`` that overrides the methods it needs, added
-with ``agent.add_hooks(MyHooks())``; each method gets typed arguments (the messages, the
-``tool_use`` block, the ``ToolResponse``...) and may return a replacement or None. It is
-adapted onto the string registry above (AgentScope's form, which stays).
+- The reasoning and acting hooks (``pre_reasoning``, ``post_reasoning``, ``pre_acting``,
+  ``post_acting``) run through one private capability, built from the agent's registry
+  when each run starts (:func:`with_loop_hooks`) and placed *first* in the run's
+  capabilities: at every point the string hooks run before the agent's other
+  capabilities. A hook registered or removed between runs takes effect on the next run;
+  without such hooks no capability is added, so an agent without hooks pays nothing.
+  The kwargs they see: ``pre_reasoning`` gets ``{"messages", "tools", "tool_choice"}``
+  from the ``ModelRequest`` (``tools``: the function tools' definitions; built-in tools
+  stay in the request) and what it returns becomes the request sent; ``post_reasoning``
+  gets those kwargs and the assistant ``Msg`` made of the answer, and a ``Msg`` it returns
+  becomes the answer (its content, and its metadata through ``MESSAGE_METADATA``);
+  ``pre_acting`` gets ``{"tool_call": call}`` and ``post_acting`` those kwargs and the
+  call's ``ToolResponse``.
+- The reply hooks (``pre_reply``, ``post_reply``) stay around ``reply()`` itself: every
+  agent-like has them (``UserAgent`` and ``A2AAgent`` too, which have no run and no
+  capabilities; ``MsgHub`` broadcasts through ``post_reply``), and ``pre_reply`` may
+  change the reply's inputs, which ``Capability.before_run`` cannot.
+
+The registry is created on first registration, so an agent without hooks pays nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar, cast, get_args
 
+from agentkit.agent._capabilities import MESSAGE_METADATA, Capabilities, Capability
 from agentkit.exceptions import UsageError
+from agentkit.messages import Msg, ToolUseBlock
+from agentkit.tools._context import DepsT
+from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
-    from agentkit.messages import Msg, ToolUseBlock
-    from agentkit.tools._response import ToolResponse
+    from agentkit.models._base import ChatResponse, ModelRequest, ToolDefinition
+    from agentkit.tools._context import RunContext, ToolContext
 
-__all__ = ["AgentHooks", "HookKind", "HookRegistry", "PostHook", "PreHook"]
+__all__ = ["HookHost", "HookKind", "HookRegistry", "PostHook", "PreHook", "with_loop_hooks"]
 
 HookKind: TypeAlias = Literal[
     "pre_reply", "post_reply", "pre_reasoning", "post_reasoning", "pre_acting", "post_acting"
 ]
 HOOK_KINDS: frozenset[str] = frozenset(get_args(HookKind))
+_LOOP_KINDS = ("pre_reasoning", "post_reasoning", "pre_acting", "post_acting")
 
 T = TypeVar("T")
 
 PreHook: TypeAlias = Callable[
-    [Any, dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any] | None] | None
+    [object, dict[str, object]],
+    dict[str, object] | Awaitable[dict[str, object] | None] | None,
 ]
-PostHook: TypeAlias = Callable[[Any, dict[str, Any], Any], object]
+"""``fn(agent, kwargs)``: new kwargs, or None to keep them (sync or async)."""
+PostHook: TypeAlias = Callable[[object, dict[str, object], object], object]
+"""``fn(agent, kwargs, output)``: a new output of the same kind, or None to keep it."""
 
 
 class HookRegistry:
@@ -98,7 +123,9 @@ class HookRegistry:
         """Names of the hooks of ``kind``, in call order."""
         return list(self._hooks.get(kind, ()))
 
-    async def run_pre(self, kind: str, agent: object, kwargs: dict[str, Any]) -> dict[str, Any]:
+    async def run_pre(
+        self, kind: str, agent: object, kwargs: dict[str, object]
+    ) -> dict[str, object]:
         """Run the pre hooks of ``kind``; return the (possibly replaced) kwargs.
 
         Raises:
@@ -114,7 +141,7 @@ class HookRegistry:
                 kwargs = result
         return kwargs
 
-    async def run_post(self, kind: str, agent: object, kwargs: dict[str, Any], output: T) -> T:
+    async def run_post(self, kind: str, agent: object, kwargs: dict[str, object], output: T) -> T:
         """Run the post hooks of ``kind``; return the (possibly replaced) output.
 
         A post hook returns a replacement of the same kind (a ``Msg`` for a ``Msg``...).
@@ -126,80 +153,6 @@ class HookRegistry:
             if result is not None:
                 output = cast(T, result)  # unchecked, as in AgentScope: the hook's contract
         return output
-
-
-class AgentHooks:
-    """Typed hooks: override what you need; every default does nothing.
-
-    ``agent`` is the agent running the hook. A method returning None keeps the value;
-    returning a value replaces it (``before_tool``: another ``tool_use`` block, e.g. with
-    sanitized arguments; ``after_tool``: another result; ``after_model``: another
-    assistant message; ``after_run``: another reply).
-    """
-
-    async def before_run(self, agent: Any, messages: list[Msg]) -> None:
-        """A reply starts with ``messages`` (empty when resuming or continuing)."""
-
-    async def after_run(self, agent: Any, reply: Msg) -> Msg | None:
-        """A reply ended with ``reply``."""
-        return None
-
-    async def before_model(self, agent: Any, messages: list[Msg]) -> None:
-        """A model request is about to be sent with ``messages`` (system message first)."""
-
-    async def after_model(self, agent: Any, message: Msg) -> Msg | None:
-        """The model answered ``message`` (not stored yet)."""
-        return None
-
-    async def before_tool(self, agent: Any, call: ToolUseBlock) -> ToolUseBlock | None:
-        """A tool call is about to run."""
-        return None
-
-    async def after_tool(
-        self, agent: Any, call: ToolUseBlock, result: ToolResponse
-    ) -> ToolResponse | None:
-        """A tool call finished with ``result``."""
-        return None
-
-
-def _adapt(hooks: AgentHooks) -> dict[str, Callable[..., object]]:
-    """String-registry hooks that call the typed methods ``hooks`` overrides."""
-
-    async def pre_reply(agent: object, kwargs: dict[str, object]) -> None:
-        msg = kwargs.get("msg")
-        await hooks.before_run(agent, list(msg) if isinstance(msg, list) else [])
-
-    async def post_reply(agent: object, kwargs: dict[str, object], reply: Msg) -> Msg | None:
-        return await hooks.after_run(agent, reply)
-
-    async def pre_reasoning(agent: object, kwargs: dict[str, Any]) -> None:
-        await hooks.before_model(agent, kwargs["messages"])
-
-    async def post_reasoning(agent: object, kwargs: dict[str, object], msg: Msg) -> Msg | None:
-        return await hooks.after_model(agent, msg)
-
-    async def pre_acting(agent: object, kwargs: dict[str, Any]) -> dict[str, Any] | None:
-        call = await hooks.before_tool(agent, kwargs["tool_call"])
-        return None if call is None else {**kwargs, "tool_call": call}
-
-    async def post_acting(
-        agent: object, kwargs: dict[str, Any], result: ToolResponse
-    ) -> ToolResponse | None:
-        return await hooks.after_tool(agent, kwargs["tool_call"], result)
-
-    pairs: dict[str, tuple[str, Callable[..., object]]] = {
-        "before_run": ("pre_reply", pre_reply),
-        "after_run": ("post_reply", post_reply),
-        "before_model": ("pre_reasoning", pre_reasoning),
-        "after_model": ("post_reasoning", post_reasoning),
-        "before_tool": ("pre_acting", pre_acting),
-        "after_tool": ("post_acting", post_acting),
-    }
-    return {
-        kind: fn
-        for method, (kind, fn) in pairs.items()
-        if getattr(type(hooks), method) is not getattr(AgentHooks, method)
-    }
 
 
 class HookHost:
@@ -224,19 +177,130 @@ class HookHost:
             raise KeyError(f"no {kind} hook named {name!r}")
         self._hooks.remove(kind, name)
 
-    def add_hooks(self, hooks: AgentHooks, name: str | None = None) -> None:
-        """Register the typed hooks of ``hooks`` (only the methods it overrides).
-
-        Args:
-            hooks: An ``AgentHooks`` subclass instance.
-            name: The registry name of its hooks (default: the class name); pass the same
-                name to ``remove_hook(kind, name)``.
-        """
-        label = name or type(hooks).__name__
-        for kind, fn in _adapt(hooks).items():
-            self.register_hook(kind, label, fn)
-
     def clear_hooks(self, kind: str | None = None) -> None:
         """Remove the hooks of one kind, or all of them."""
         if self._hooks is not None:
             self._hooks.clear(kind)
+
+
+class _LoopHooks(Capability[DepsT]):
+    """The reasoning and acting string hooks of one run, as the run's first capability.
+
+    A fresh instance per run (:func:`with_loop_hooks`) holds the run's hook state: the
+    kwargs of the latest model request (``post_reasoning`` gets them; a run makes one
+    request at a time) and, per call id, the kwargs ``before_tool`` left for
+    ``after_tool`` (``post_acting`` gets them; parallel calls each have their own).
+    """
+
+    def __init__(self, agent: HookHost, hooks: HookRegistry) -> None:
+        self._agent = agent  # the hooks' first argument
+        self._hooks = hooks  # the agent's own registry: a removal mid-run shows at once
+        self._reasoning: dict[str, object] = {}
+        self._acting: dict[str, dict[str, object]] = {}
+
+    async def before_model(self, ctx: RunContext[DepsT], request: ModelRequest) -> ModelRequest:
+        """``pre_reasoning``: the request as kwargs, and the kwargs it returns as the request."""
+        hooks = self._hooks
+        if not (hooks.has("pre_reasoning") or hooks.has("post_reasoning")):
+            return request
+        kwargs: dict[str, object] = {
+            "messages": request.messages,
+            "tools": list(request.tools),
+            "tool_choice": request.settings.get("tool_choice"),
+        }
+        if hooks.has("pre_reasoning"):
+            kwargs = await hooks.run_pre("pre_reasoning", self._agent, kwargs)
+        self._reasoning = kwargs
+        return _as_request(request, kwargs)
+
+    async def after_model(self, ctx: RunContext[DepsT], response: ChatResponse) -> ChatResponse:
+        """``post_reasoning``: the answer as an assistant ``Msg``, and the ``Msg`` as the answer."""
+        if not self._hooks.has("post_reasoning"):
+            return response
+        recorded = (response.metadata or {}).get(MESSAGE_METADATA)
+        metadata = dict(recorded) if isinstance(recorded, dict) else None
+        msg = Msg(ctx.agent_name, list(response.content), "assistant", metadata)
+        out = await self._hooks.run_post("post_reasoning", self._agent, self._reasoning, msg)
+        if not isinstance(out, Msg):
+            raise UsageError(f"a post_reasoning hook must return a Msg or None, got {out!r}")
+        # Written back even when the hooks returned None: they may have edited ``msg``.
+        merged = {k: v for k, v in (response.metadata or {}).items() if k != MESSAGE_METADATA}
+        if out.metadata:
+            merged[MESSAGE_METADATA] = dict(out.metadata)
+        return dataclasses.replace(
+            response, content=out.get_content_blocks(), metadata=merged or None
+        )
+
+    async def before_tool(
+        self, ctx: ToolContext[DepsT], call: ToolUseBlock
+    ) -> ToolUseBlock | ToolResponse:
+        """``pre_acting``: ``{"tool_call": call}``, and the call the hooks return runs."""
+        kwargs: dict[str, object] = {"tool_call": call}
+        if self._hooks.has("pre_acting"):
+            kwargs = await self._hooks.run_pre("pre_acting", self._agent, kwargs)
+        self._acting[ctx.call_id] = kwargs  # for this call's post_acting
+        block = kwargs.get("tool_call")
+        if not isinstance(block, dict) or block.get("type") != "tool_use":
+            raise UsageError("a pre_acting hook must leave a tool_use block in 'tool_call'")
+        return cast(ToolUseBlock, block)
+
+    async def after_tool(self, ctx: ToolContext[DepsT], result: ToolResponse) -> ToolResponse:
+        """``post_acting``: the kwargs ``before_tool`` left and the result; returns a result."""
+        kwargs = self._acting.pop(ctx.call_id, {})
+        if not self._hooks.has("post_acting"):
+            return result
+        out = await self._hooks.run_post("post_acting", self._agent, kwargs, result)
+        if not isinstance(out, ToolResponse):
+            raise UsageError(f"a post_acting hook must return a ToolResponse or None, got {out!r}")
+        return out
+
+
+def _as_request(request: ModelRequest, kwargs: Mapping[str, object]) -> ModelRequest:
+    """The request ``pre_reasoning`` kwargs describe (``request`` where they kept it).
+
+    Raises:
+        UsageError: when the kwargs lost their shape.
+    """
+    messages, tools = kwargs.get("messages"), kwargs.get("tools")
+    choice = kwargs.get("tool_choice")
+    if not (
+        isinstance(messages, list)
+        and (tools is None or isinstance(tools, list))
+        and (choice is None or isinstance(choice, str))
+    ):
+        raise UsageError(
+            "a pre_reasoning hook must return 'messages' (a list of Msg), 'tools' (a list "
+            "of ToolDefinition or None) and 'tool_choice' (a str or None)"
+        )
+    functions = cast("list[ToolDefinition]", tools or [])
+    settings = request.settings
+    if choice != settings.get("tool_choice"):
+        settings = settings.copy()
+        if choice is None:
+            settings.pop("tool_choice", None)
+        else:
+            settings["tool_choice"] = choice
+    if messages is request.messages and functions == request.tools and settings is request.settings:
+        return request
+    return dataclasses.replace(
+        request, messages=cast("list[Msg]", messages), tools=functions, settings=settings
+    )
+
+
+def with_loop_hooks(
+    agent: HookHost, hooks: HookRegistry | None, capabilities: Capabilities[DepsT]
+) -> Capabilities[DepsT]:
+    """A run's capabilities with the reasoning and acting hooks of ``agent`` first.
+
+    Args:
+        agent: The agent the hooks get as their first argument.
+        hooks: Its registry (None: it has no hooks).
+        capabilities: The run's capabilities.
+
+    Called when each run starts, so a hook registered or removed since the last run counts;
+    ``capabilities`` themselves when the agent has no such hook (nothing added, nothing to
+    pay).
+    """
+    if hooks is None or not any(hooks.has(kind) for kind in _LOOP_KINDS):
+        return capabilities
+    return capabilities.first(_LoopHooks(agent, hooks))

@@ -26,11 +26,10 @@ from agentkit.exceptions import UsageError
 if TYPE_CHECKING:
     from agentkit.agent._result import RunUsage
 
-__all__ = ["CUT_TEXT", "LIMIT_TEXT", "TIME_LIMITS", "UsageLimits"]
+__all__ = ["CUT_TEXT", "LIMIT_TEXT", "UsageLimits"]
 
 LIMIT_TEXT = "Tool call not run: the run reached its usage limit ({limit})."
 CUT_TEXT = "Tool call cancelled before it finished: the run reached its usage limit ({limit})."
-TIME_LIMITS = ("max_wall_time", "model_call_timeout")
 
 
 @dataclass(frozen=True, slots=True)

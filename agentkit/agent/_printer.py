@@ -7,7 +7,7 @@ import sys
 from collections import OrderedDict
 from typing import TextIO
 
-from agentkit._text import terminal_safe
+from agentkit._text import progress_counter, terminal_safe
 from agentkit.events import (
     AgentEvent,
     ApprovalRequested,
@@ -49,16 +49,7 @@ def _short(text: str) -> str:
 
 def _progress_text(event: ToolProgress) -> str:
     """A progress chunk on one line: its text, else its ``progress/total`` counter."""
-    shown = " ".join(event.chunk.get_text().split())
-    if shown:
-        return shown
-    meta = event.chunk.metadata or {}
-    progress, total = meta.get("progress"), meta.get("total")
-    if not isinstance(progress, int | float):
-        return ""
-    if isinstance(total, int | float) and total:
-        return f"{progress:g}/{total:g}"
-    return f"{progress:g}"
+    return " ".join(event.chunk.get_text().split()) or progress_counter(event.chunk.metadata)
 
 
 class ConsolePrinter:

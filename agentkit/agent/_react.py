@@ -20,7 +20,7 @@ from agentkit.agent._construct import as_input, as_messages, resolve_model
 from agentkit.agent._conversation import CallInfo, Conversation, Verdict
 from agentkit.agent._copying import copy_slots
 from agentkit.agent._handoffs import Handoff, HandoffInput, as_handoffs
-from agentkit.agent._hooks import HookHost, HookRegistry
+from agentkit.agent._hooks import HookHost, HookRegistry, with_loop_hooks
 from agentkit.agent._loop import drive, finalize, first_step
 from agentkit.agent._result import make_result
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
@@ -523,6 +523,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         capabilities = self._capabilities
         if capabilities.for_run:  # per-run instances; may raise: before the run is set
             capabilities = capabilities.bind(context)
+        # Built from the registry as it is now: a hook registered since the last run counts.
+        capabilities = with_loop_hooks(self, self._hooks, capabilities)
         self._run = run
         run.limits = limits
         run.token = anyio.lowlevel.current_token()
@@ -533,7 +535,6 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             system=self.system_msg,
             toolkit=self._toolkit,
             owner=self,
-            hooks=self._hooks,
             limiter=self._limiter,
             limits=limits,
             context=context,

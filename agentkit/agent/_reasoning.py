@@ -8,7 +8,7 @@ computed by diffing consecutive cumulative chunks per block, and only when someo
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
@@ -204,7 +204,7 @@ async def reason(
     """Call the model once and store its answer in memory.
 
     Args:
-        setup: The run's frozen dependencies (model, hooks...).
+        setup: The run's frozen dependencies (model, capabilities...).
         conv: The conversation (memory).
         run: The reply's run state (``partial`` and ``batch`` are updated).
         tools: The tools offered to the model (None: no tools).
@@ -217,15 +217,9 @@ async def reason(
     """
     await deliver_steers(conv.memory, run)  # steering: queued user messages, before the request
     prompt = await _prompt(setup, conv, run, extra)
-    hooks = setup.hooks
     caps = setup.capabilities
-    kwargs: dict[str, Any] | None = None
-    if hooks is not None and hooks.has("pre_reasoning"):
-        kwargs = {"messages": prompt, "tools": tools, "tool_choice": tool_choice}
-        kwargs = await hooks.run_pre("pre_reasoning", setup.owner, kwargs)
-        prompt, tools, tool_choice = kwargs["messages"], kwargs["tools"], kwargs["tool_choice"]
     request = _request(setup, run, prompt, tools, tool_choice)
-    if caps.before_model:  # e.g. the Compactor: the request view
+    if caps.before_model:  # string hooks, the Compactor (the request view)...
         request = await caps.run_before_model(setup.context, request)
         prompt = request.messages
     if "cache" in request.settings:  # prompt caching asked: warn when the prefix changed
@@ -243,8 +237,6 @@ async def reason(
             setup.context, run.partial or ChatResponse(content=[])
         )
     response, msg = _answer(setup, run, allow_calls)
-    if hooks is not None and hooks.has("post_reasoning"):
-        msg = await hooks.run_post("post_reasoning", setup.owner, kwargs or {}, msg)
     await store(conv.memory, msg, run)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.partial = None

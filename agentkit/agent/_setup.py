@@ -1,6 +1,6 @@
 """``RunSetup``: what the loop steps need that does not change during a run.
 
-The agent builds one when a run starts (its model, toolkit, hooks, capabilities, limits, the
+The agent builds one when a run starts (its model, toolkit, capabilities, limits, the
 run's ``RunContext``), and every step receives it. Together with the ``Conversation``
 (memory and pending calls) and the ``Run`` (the current step's scratch state), it is all a
 step can touch, so steps can be run and tested without a ``ReActAgent``.
@@ -19,7 +19,6 @@ from agentkit.tools._context import RunContext
 if TYPE_CHECKING:
     import anyio
 
-    from agentkit.agent._hooks import HookRegistry
     from agentkit.agent._limits import UsageLimits
     from agentkit.agent._validators import OutputValidator
     from agentkit.models._base import ChatModel
@@ -41,14 +40,13 @@ class RunSetup:
         model: The chat model.
         system: Returns the system message (rebuilt when the prompt changes).
         toolkit: The tools (None: no tools).
-        owner: Passed to hooks as their first argument and to tools as
-            ``ToolContext.data`` / ``ctx.agent`` (the agent).
-        hooks: The hook registry (None: no hooks).
+        owner: Passed to tools as ``ToolContext.data`` / ``ctx.agent`` (the agent).
         limiter: Bounds the tool calls in flight (None: unbounded).
         limits: The run's usage limits (None: unbounded).
         context: What the run's participants see (deps, run id, usage...); tools get it
             plus their call as ``ToolContext``.
-        capabilities: The run's capabilities (``for_run`` already applied).
+        capabilities: The run's capabilities (``for_run`` already applied), the agent's
+            reasoning and acting string hooks first among them.
         max_iters: Model calls per task before the agent must summarize.
         parallel_tool_calls: Run the calls of one turn concurrently.
         approval_policy: Decides calls to tools registered with ``requires_approval``.
@@ -61,7 +59,6 @@ class RunSetup:
     system: Callable[[], Msg]
     toolkit: Toolkit | None = None
     owner: object = None
-    hooks: HookRegistry | None = None
     limiter: anyio.CapacityLimiter | None = None
     limits: UsageLimits | None = None
     context: RunContext[Any] = _NO_RUN

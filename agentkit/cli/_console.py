@@ -16,7 +16,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from agentkit._console import console_input, prompt_toolkit_usable, read_line, sigint_handler
-from agentkit._text import terminal_safe
+from agentkit._text import progress_counter, terminal_safe
 from agentkit.events import (
     AgentEvent,
     ApprovalRequested,
@@ -181,7 +181,7 @@ class EventRenderer:
             self.line(f"  -> {call['name']}({args}) running...")
         elif isinstance(event, ToolProgress):
             name = self._started.get(event.tool_call_id, ("tool", 0.0))[0]
-            shown = event.chunk.get_text() or _counter(event.chunk.metadata)
+            shown = event.chunk.get_text() or progress_counter(event.chunk.metadata)
             if shown:
                 self.line(f"     {name}: {short(shown, 160)}")
         elif isinstance(event, ToolResult):
@@ -212,10 +212,3 @@ class EventRenderer:
         shown = output if isinstance(output, str) else f"[{len(output)} content blocks]"
         mark = "x" if block.get("is_error") else "ok"
         self.line(f"  <- {name} [{mark}{took}] {short(shown, 160)}")
-
-
-def _counter(metadata: dict[str, object] | None) -> str:
-    if not metadata or metadata.get("progress") is None:
-        return ""
-    total = metadata.get("total")
-    return f"{metadata['progress']:g}/{total:g}" if total else f"{metadata['progress']:g}"

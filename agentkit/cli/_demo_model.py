@@ -39,7 +39,6 @@ __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",
     "DEFAULT_OPENAI_MODEL",
     "DEMO_LABEL",
-    "DEMO_TOOLS",
     "demo_model",
     "demo_toolkit",
     "describe_model",
@@ -146,10 +145,6 @@ async def send_email(to: str, subject: str, body: str) -> str:
     """
     await anyio.sleep(0.1)
     return f"Email to {to} with subject {subject!r} sent ({len(body)} characters)."
-
-
-DEMO_TOOLS = (get_weather, research, send_email)
-"""The functions ``agentkit chat --demo`` registers."""
 
 
 def demo_toolkit() -> Toolkit:

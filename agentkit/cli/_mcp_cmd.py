@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from agentkit._text import terminal_safe
+from agentkit._text import progress_counter, terminal_safe
 from agentkit.cli._mcp_login import add_login_parsers, run_login
 from agentkit.cli._setup import mcp_server, open_mcp, server_name, sse_hint
 from agentkit.exceptions import AgentkitError
@@ -207,7 +207,7 @@ async def _call(client: MCPClient, tool: str, arguments: dict[str, object], as_j
     async for chunk in client.call_tool_stream(tool, arguments):
         if not chunk.is_last:
             # The chunk's text already says "progress 1/2" (or the server's message with it).
-            shown = chunk.get_text() or f"progress {_counter(chunk.metadata)}".rstrip()
+            shown = chunk.get_text() or f"progress {progress_counter(chunk.metadata)}".rstrip()
             _print(shown, file=sys.stderr)
         else:
             final = chunk
@@ -239,11 +239,3 @@ def _print(text: str = "", *, file: TextIO | None = None) -> None:
 def _print_json(value: object) -> None:
     """Print JSON with every non-ASCII character escaped: no control sequence gets through."""
     print(json.dumps(value, indent=2, ensure_ascii=True))
-
-
-def _counter(metadata: dict[str, object] | None) -> str:
-    meta = metadata or {}
-    done, total = meta.get("progress"), meta.get("total")
-    if not isinstance(done, int | float):
-        return ""
-    return f"{done:g}/{total:g}" if isinstance(total, int | float) else f"{done:g}"

@@ -119,7 +119,7 @@ class Registration:
         if pinned is not None and pinned != built.pin:  # changed since first registered
             built.changed = _change(client, tool, pinned, built.pin)
             withhold(built)  # the approved text is not at hand: show the model neither
-            client.report_tool_change(built.changed)
+            client.events.report_tool_change(built.changed)
         return built
 
 
@@ -263,9 +263,9 @@ async def register_mcp_client(
     _forget(client, toolkit)  # registering the same client again replaces its tools
     registered = _install(toolkit, client, reg, listed)
     client.registrations.add(reg)
-    client.on_tools_changed(_refresh)
+    client.events.on_tools_changed(_refresh)
     if defer:
-        client.on_tools_changed(_recache)
+        client.events.on_tools_changed(_recache)
     return registered
 
 
@@ -488,7 +488,7 @@ def _hold_changed(
         held.append(name)
         if tool.changed is None or tool.changed.new_hash != new:
             tool.changed = _change(client, definition, client.pins[definition.name], new)
-            client.report_tool_change(tool.changed)
+            client.events.report_tool_change(tool.changed)
     return held
 
 

@@ -31,7 +31,7 @@ from agentkit.mcp._callbacks import (
     make_sampling_callback,
 )
 from agentkit.mcp._calls import call_once, call_stream
-from agentkit.mcp._client_events import ClientEvents, ResourceCallback, ToolsChangedCallback
+from agentkit.mcp._client_events import ClientEvents, ResourceCallback
 from agentkit.mcp._config import ServerConfig
 from agentkit.mcp._connection import Connection
 from agentkit.mcp._convert import content_to_blocks
@@ -57,7 +57,7 @@ _WIRE_METHODS = {
 }
 
 
-class MCPClient(ClientEvents):
+class MCPClient:
     """A client for one MCP server.
 
     Args:
@@ -95,6 +95,12 @@ class MCPClient(ClientEvents):
             marks the tool ``readOnlyHint`` or ``idempotentHint``; the retry is recorded
             in the result's ``metadata["mcp_retried"]``. Other interrupted calls raise
             :class:`~agentkit.exceptions.MCPCallInterrupted`. False: never send one again.
+
+    Attributes:
+        events: What the server says changed, on its own
+            (:class:`~agentkit.mcp._client_events.ClientEvents`):
+            ``client.events.on_tools_changed(callback)``,
+            ``client.events.on_list_changed("prompts", callback)``.
     """
 
     def __init__(
@@ -140,9 +146,6 @@ class MCPClient(ClientEvents):
         # Definition hash per server tool name, set when first registered: save it with
         # your session and restore it to keep pins across restarts.
         self.pins: dict[str, str] = {}
-        self._pending_callbacks: list[Any] = []
-        self._list_callbacks: dict[str, list[Callable[[], object]]] = {}
-        self._resource_callbacks: dict[str, list[ResourceCallback]] = {}
         self.logger = logging.getLogger(f"agentkit.mcp.{name}")
         self._conn: Connection | None = None
         self._lock = anyio.Lock()
@@ -153,13 +156,12 @@ class MCPClient(ClientEvents):
         # The annotations of the last listing, whatever its cache hint said (retry safety).
         self._annotations: dict[str, mcp_types.ToolAnnotations | None] = {}
         self._ttl_ms: int | None = None
-        self._tools_changed: list[ToolsChangedCallback] = []
-        self._dirty: anyio.Event | None = None
         self.reconnects = 0
         # Task status notifications (2025-11-25) for the tasks being waited on.
         self.task_updates = TaskUpdates()
         # The registrations of its tools in toolkits (held by them; bridge API).
         self.registrations = Registrations()
+        self.events = ClientEvents(self, self._forget_tools)
 
     def __repr__(self) -> str:
         return f"MCPClient(name={self.name!r}, server={self.server!r})"
@@ -247,7 +249,7 @@ class MCPClient(ClientEvents):
             "mode": self.protocol,
             # No session-wide read timeout: it would also bound the handshake, which
             # connect_timeout governs. Each request gets ``timeout`` instead (see _guard).
-            "message_handler": functools.partial(self._on_message, conn),
+            "message_handler": functools.partial(self.events.handle_message, conn),
             "logging_callback": make_logging_callback(self.logger),
             "client_info": Implementation(name="agentkit", version=__version__),
             "cache": None,  # we cache the tool list ourselves and refresh on change events
@@ -287,14 +289,16 @@ class MCPClient(ClientEvents):
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
         assert conn.client is not None
-        self._dirty = anyio.Event()
-        conn.spawn(self._refresh_loop)
-        if conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            conn.spawn(lambda: self._listen(conn))
-        elif self.log_level is not None:
+        modern = conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        self.events.start(conn, listen=modern)
+        if not modern and self.log_level is not None:
             await self._set_legacy_log_level(conn.client)
         if self._tools is not None:  # a reconnect: the server may have changed its tools
-            self._mark_tools_changed()
+            self.events.tools_changed()
+
+    def _forget_tools(self) -> None:
+        """Drop the cached tool list (the server changed it): the next listing asks."""
+        self._tools = None
 
     async def _set_legacy_log_level(self, client: Client) -> None:
         import warnings
@@ -381,8 +385,7 @@ class MCPClient(ClientEvents):
             if names is None or tool.name in names:
                 self.pins.pop(tool.name, None)
         self.registrations.remove_changed(names)
-        for callback in list(self._tools_changed):
-            await callback(self)
+        await self.events.refresh_toolkits()
 
     # -- tools -------------------------------------------------------------------------
     async def list_tools(self, *, refresh: bool = False) -> list[mcp_types.Tool]:
@@ -655,14 +658,12 @@ class MCPClient(ClientEvents):
 
         from agentkit.mcp._context import handshake_era_api
 
-        first = uri not in self._resource_callbacks
-        self._resource_callbacks.setdefault(uri, []).append(callback)
-        if not first:
-            return
+        if not self.events.add_resource_callback(uri, callback):
+            return  # already subscribed
         conn = await self.live_connection()
         assert conn.client is not None
         if conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            conn.spawn(lambda: self._listen(conn))  # a stream that includes the new URI
+            self.events.listen(conn)  # a stream that includes the new URI
             return
         with self._guard(f"resources/subscribe {uri!r}"), handshake_era_api():
             await conn.client.session.subscribe_resource(uri)
@@ -673,7 +674,7 @@ class MCPClient(ClientEvents):
 
         from agentkit.mcp._context import handshake_era_api
 
-        if self._resource_callbacks.pop(uri, None) is None:
+        if not self.events.remove_resource_callbacks(uri):
             return
         conn = await self.live_connection()
         assert conn.client is not None

@@ -63,4 +63,4 @@ def check_pins(client: MCPClient, toolkit: Toolkit) -> None:
             client.name,
             tool.mcp_name,
         )
-        client.report_tool_change(tool.changed)
+        client.events.report_tool_change(tool.changed)

@@ -32,11 +32,6 @@ class CallWire:
     refused: bool = False  # its POST got 404 for our session: never run
     unsent: bool = False  # its POST's connection could not be opened: never sent
 
-    @property
-    def never_ran(self) -> bool:
-        """Whether the server provably did not run the call."""
-        return self.refused or self.unsent
-
 
 _CURRENT: contextvars.ContextVar[CallWire | None] = contextvars.ContextVar(
     "agentkit_mcp_call_wire", default=None

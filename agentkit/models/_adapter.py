@@ -25,6 +25,7 @@ from agentkit.exceptions import (
 )
 from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
 from agentkit.models._clients import SDK, SDKClient, SDKErrors
+from agentkit.models._common import apply_structured_output
 from agentkit.models._http import (
     RetryPolicy,
     dumps,
@@ -245,11 +246,13 @@ class HTTPChatModel(ChatModel):
         no further event) and raises a ``ModelError`` for an error event.
         """
 
-    @abstractmethod
     def _finish_stream(
         self, response: ChatResponse, structured: type[BaseModel] | None
     ) -> ChatResponse:
-        """Post-process the final streamed response (structured output)."""
+        """Post-process the final response: the structured output, validated from its text."""
+        if structured is not None:
+            apply_structured_output(response, structured, response.get_text() or None)
+        return response
 
     # -- client --------------------------------------------------------------------------
     def _prepare_client(self) -> None:
@@ -538,6 +541,12 @@ class HTTPChatModel(ChatModel):
                 await events.aclose()
                 await chunks.aclose()
                 await response.aclose()
+        yield self._stream_end(state, done, started, structured)
+
+    def _stream_end(
+        self, state: StreamState, done: bool, started: float, structured: type[BaseModel] | None
+    ) -> ChatResponse:
+        """The final response of a stream (``done``: its end marker came), priced."""
         if not done and state.finish_reason is None:
             raise ModelConnectionError(
                 f"{self.provider}: the stream ended before the answer was complete",
@@ -547,5 +556,5 @@ class HTTPChatModel(ChatModel):
             final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
         except ModelError as err:  # usage that cannot be counted
             raise self.owned(err) from err
-        fill_cost(final, self.model_name, self.provider, self.base_url)  # USD price
-        yield self._finish_stream(final, structured)
+        fill_cost(final, self.model_name, self.provider, self.base_url)  # USD, when priced
+        return self._finish_stream(final, structured)

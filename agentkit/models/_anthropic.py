@@ -23,7 +23,7 @@ from agentkit.models._anthropic_format import (
 )
 from agentkit.models._base import ChatResponse, DeferredTools, ModelRequest, PromptCache
 from agentkit.models._clients import ANTHROPIC, SDKClient
-from agentkit.models._common import apply_structured_output, body_fields, closed_schema
+from agentkit.models._common import body_fields, closed_schema
 from agentkit.models._http import RetryPolicy, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._openai_audio import reject_audio_output
@@ -217,13 +217,6 @@ class AnthropicChatModel(HTTPChatModel):
             status = 529 if error.get("type") == "overloaded_error" else 500
             raise map_status_error(self.provider, status, payload, "error event in the stream")
         return payload
-
-    def _finish_stream(
-        self, response: ChatResponse, structured: type[BaseModel] | None
-    ) -> ChatResponse:
-        if structured is not None:
-            apply_structured_output(response, structured, response.get_text() or None)
-        return response
 
 
 def _loads(deferred: DeferredTools | None) -> dict[str, tuple[str, ...]]:

@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 import httpx2
 
-from agentkit.exceptions import ModelConnectionError, ModelError
+from agentkit.exceptions import ModelConnectionError
 from agentkit.models._anthropic import AnthropicChatModel
 from agentkit.models._anthropic_format import AnthropicStreamState
 from agentkit.models._base import ChatResponse, ModelRequest
 from agentkit.models._common import require_extra
 from agentkit.models._http import map_status_error
-from agentkit.models._prices import fill_cost
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropicBedrock, AsyncStream
@@ -178,14 +177,4 @@ class AnthropicBedrockModel(AnthropicChatModel):
         finally:
             with anyio.CancelScope(shield=True):
                 await events.close()
-        if not done and state.finish_reason is None:
-            raise ModelConnectionError(
-                f"{self.provider}: the stream ended before the answer was complete",
-                provider=self.provider,
-            )
-        try:
-            final = state.snapshot(final=True, elapsed=time.perf_counter() - started)
-        except ModelError as err:  # usage that cannot be counted
-            raise self.owned(err) from err
-        fill_cost(final, self.model_name, self.provider, self.base_url)  # USD, when priced
-        yield self._finish_stream(final, structured)
+        yield self._stream_end(state, done, started, structured)

@@ -163,25 +163,22 @@ def clean_body(data: JSONValue) -> JSONValue:
     return cleaned
 
 
-def tool_use_block(
-    call_id: str | None, name: str, raw: str, *, final: bool, empty_is_object: bool = True
-) -> ToolUseBlock:
+def tool_use_block(call_id: str | None, name: str, raw: str, *, final: bool) -> ToolUseBlock:
     """Build a ``tool_use`` block from argument text.
 
     Args:
         call_id: The provider's call id (one is generated when missing).
         name: Tool name.
         raw: The arguments' JSON text so far.
-        final: Whether the arguments are complete. While streaming, empty text is still
-            "not yet an object" and keeps ``raw_input``.
-        empty_is_object: Whether complete empty text means ``{}``.
+        final: Whether the arguments are complete (complete empty text means ``{}``). While
+            streaming, empty text is still "not yet an object" and keeps ``raw_input``.
 
     Returns:
         The block; with ``raw_input`` when the text is not (yet) a JSON object.
     """
     call_id = clean_text(call_id) if call_id else new_id("call_", 12)
     block = ToolUseBlock(type="tool_use", id=call_id, name=clean_text(name), input={})
-    parsed = parse_arguments(raw) if (raw.strip() or (final and empty_is_object)) else None
+    parsed = parse_arguments(raw) if (raw.strip() or final) else None
     if parsed is None:
         block["raw_input"] = clean_text(raw)
     else:

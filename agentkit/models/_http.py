@@ -195,7 +195,7 @@ def map_status_error(
     return cls(text, provider=provider, status_code=status)
 
 
-def embedded_error_status(event: object, default: int = 500) -> int:
+def embedded_error_status(event: object) -> int:
     """The HTTP status an error inside a 200 answer stands for (a stream event, a body).
 
     The answer itself was a 200, so the error's own status decides: Groq sends
@@ -203,7 +203,7 @@ def embedded_error_status(event: object, default: int = 500) -> int:
     or ``code`` in the error object. Without one, the failure counts as the server's (5xx).
     """
     if not isinstance(event, dict):
-        return default
+        return 500
     inner = event.get("error")
     candidates = [event.get("status_code"), event.get("status"), event.get("code")]
     if isinstance(inner, dict):
@@ -211,7 +211,7 @@ def embedded_error_status(event: object, default: int = 500) -> int:
     for value in candidates:
         if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
             return value
-    return default
+    return 500
 
 
 async def send_with_retries(

@@ -19,7 +19,7 @@ from agentkit.models._adapter import HTTPChatModel, StreamMark, StreamState
 from agentkit.models._base import ChatResponse, ModelRequest, PromptCache
 from agentkit.models._caching import openai_cache_fields
 from agentkit.models._clients import OPENAI
-from agentkit.models._common import apply_structured_output, body_fields, strict_schema
+from agentkit.models._common import body_fields, strict_schema
 from agentkit.models._http import RetryPolicy, embedded_error_status, loads_body, map_status_error
 from agentkit.models._json import JSONObject, JSONValue
 from agentkit.models._lean import DEFAULT_TIMEOUT, LeanHTTP
@@ -229,13 +229,6 @@ class OpenAIChatModel(HTTPChatModel):
             status = embedded_error_status(chunk)
             raise map_status_error(self.provider, status, chunk, "error event in the stream")
         return chunk
-
-    def _finish_stream(
-        self, response: ChatResponse, structured: type[BaseModel] | None
-    ) -> ChatResponse:
-        if structured is not None:
-            apply_structured_output(response, structured, response.get_text() or None)
-        return response
 
 
 def _check_audio_output(body: Mapping[str, object]) -> None:

@@ -21,7 +21,7 @@ from agentkit.models._adapter import HTTPChatModel, StreamState
 from agentkit.models._base import ChatResponse, ModelRequest, PromptCache
 from agentkit.models._caching import openai_cache_fields
 from agentkit.models._clients import OPENAI
-from agentkit.models._common import apply_structured_output, body_fields, json_schema_spec
+from agentkit.models._common import body_fields, json_schema_spec
 from agentkit.models._http import (
     RetryPolicy,
     embedded_error_status,
@@ -267,10 +267,3 @@ class OpenAIResponsesModel(HTTPChatModel):
         if kind == "response.failed":
             raise self._failed(payload.get("response") or {})
         return payload
-
-    def _finish_stream(
-        self, response: ChatResponse, structured: type[BaseModel] | None
-    ) -> ChatResponse:
-        if structured is not None:
-            apply_structured_output(response, structured, response.get_text() or None)
-        return response

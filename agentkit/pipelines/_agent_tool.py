@@ -59,9 +59,9 @@ from agentkit.tools._response import ToolResponse, ToolResultContent
 if TYPE_CHECKING:
     from agentkit.tools._context import ToolContext
 
-__all__ = ["AgentTool", "agent_as_tool"]
+__all__ = ["TASK_PARAMETERS", "AgentTool", "agent_as_tool", "tool_name"]
 
-_PARAMETERS: dict[str, object] = {
+TASK_PARAMETERS: dict[str, object] = {
     "type": "object",
     "properties": {
         "task": {
@@ -73,16 +73,22 @@ _PARAMETERS: dict[str, object] = {
     "required": ["task"],
     "additionalProperties": False,
 }
+"""The parameters of an agent called as a tool: one ``task`` (local and remote agents)."""
 INTERRUPT_GRACE = 10.0
 """Seconds an interrupted inner agent gets to finish its repairs before it is cancelled."""
 # Reply metadata worth passing on to the outer agent's tool result.
 _FORWARDED_METADATA = ("interrupted", "pending_tool_calls", "structured_output")
 
 
-def _tool_name(agent_name: str) -> str:
-    """A valid tool name (``[A-Za-z0-9_-]{1,64}``) derived from an agent's name."""
+def tool_name(agent_name: str, fallback: str = "agent") -> str:
+    """A valid tool name (``[A-Za-z0-9_-]{1,64}``) derived from an agent's name.
+
+    Args:
+        agent_name: The agent's name.
+        fallback: The name when nothing valid is left of ``agent_name``.
+    """
     name = re.sub(r"[^A-Za-z0-9_-]+", "_", agent_name).strip("_")[:64]
-    return name or "agent"
+    return name or fallback
 
 
 class AgentTool(Tool):
@@ -118,9 +124,9 @@ class AgentTool(Tool):
         timeout: float | None = None,
     ) -> None:
         super().__init__(
-            name or _tool_name(agent.name),
+            name or tool_name(agent.name),
             description or f"Delegate a task to the agent {agent.name!r} and get its answer back.",
-            _PARAMETERS,
+            TASK_PARAMETERS,
             group=group,
             requires_approval=requires_approval,
             timeout=timeout,

@@ -18,6 +18,7 @@ import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from functools import partial
 from importlib import resources
 from typing import Any, TypeAlias
 
@@ -169,6 +170,13 @@ async def _load(state: ServeState, owner: str, thread_id: str) -> ThreadRecord:
 
 
 # -- runs ----------------------------------------------------------------------------------
+async def _still_held(state: ServeState, owner: str, thread_id: str, run_id: str) -> bool:
+    """Whether run ``run_id`` still holds the thread's lease (remote stops and steers ask)."""
+    current = await state.store.load(owner, thread_id)
+    held = None if current is None else live_lease(current)
+    return held is not None and held.get("run") == run_id
+
+
 async def _settled(state: ServeState, owner: str, thread_id: str) -> RunChannel | None:
     """The thread's live run, after waiting out one that only has its save left."""
     key = ThreadStore.key(owner, thread_id)
@@ -317,14 +325,10 @@ async def _stop(
         return "no_run", None, None, None
     run_id = str(lease.get("run"))
 
-    async def still_held() -> bool:
-        current = await state.store.load(owner, thread_id)
-        held = None if current is None else live_lease(current)
-        return held is not None and held.get("run") == run_id
-
     key = ThreadStore.key(owner, thread_id)
+    held = partial(_still_held, state, owner, thread_id, run_id)
     outcome = await stop_remote(
-        state.store.session, key, run_id, still_held=still_held, wait=state.stop_timeout
+        state.store.session, key, run_id, still_held=held, wait=state.stop_timeout
     )
     if outcome == "gone":
         return "no_run", None, None, None
@@ -370,11 +374,6 @@ async def _steer(
         return await _steer_paused(state, record, message), None, None
     run_id = str(lease.get("run"))
 
-    async def still_held() -> bool:
-        current = await state.store.load(owner, thread_id)
-        held = None if current is None else live_lease(current)
-        return held is not None and held.get("run") == run_id
-
     key = ThreadStore.key(owner, thread_id)
     status, worker = await send_steer(
         state.store.session,
@@ -382,7 +381,7 @@ async def _steer(
         message,
         run=run_id,
         wait=state.stop_timeout,
-        still_held=still_held,
+        still_held=partial(_still_held, state, owner, thread_id, run_id),
     )
     if status == "no_run":  # the run ended meanwhile: paused for approval, it keeps the steer
         record = await _load(state, owner, thread_id)
@@ -455,17 +454,12 @@ async def events(request: Request) -> Response:
         return Response(status_code=204)
     run_id = str(lease.get("run"))
 
-    async def still_held() -> bool:
-        current = await state.store.load(owner, thread_id)
-        held = None if current is None else live_lease(current)
-        return held is not None and held.get("run") == run_id
-
     relayed = await follow_remote(
         state.store.session,
         key,
         run_id,
         events_after(last, run_id),
-        still_held=still_held,
+        still_held=partial(_still_held, state, owner, thread_id, run_id),
         task_group=state.task_group,
         wait=_HOLDER_ANSWER,
     )

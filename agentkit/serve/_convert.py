@@ -179,9 +179,7 @@ def message_text(message: UserMessage | ToolMessage, kind: str = "message") -> s
     return "\n".join(texts)
 
 
-def new_user_messages(
-    client: Sequence[Message], known_ids: set[str], user_name: str = "user"
-) -> list[Msg]:
+def new_user_messages(client: Sequence[Message], known_ids: set[str]) -> list[Msg]:
     """The client's messages that the server does not hold yet, as agentkit ``Msg``s.
 
     The server is the source of truth: a message whose id it knows is skipped whatever its
@@ -210,5 +208,5 @@ def new_user_messages(
                 "server; answer interrupts with resume entries)",
             )
         check_client_id(message.id, "a message id")
-        out.append(Msg(user_name, message_text(message), "user", id=message.id))
+        out.append(Msg("user", message_text(message), "user", id=message.id))
     return out

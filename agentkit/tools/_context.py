@@ -294,8 +294,12 @@ class ToolContext(RunContext[DepsT]):
         self._outbox.deliver(chunk)
 
     @property
-    def agent(self) -> Any:
-        """The agent running the call (None when the call runs outside an agent)."""
+    def agent(self) -> object:
+        """The agent running the call (None when the call runs outside an agent).
+
+        Typed ``object``: narrow it (``isinstance(ctx.agent, ReActAgent)``) before use; what
+        a tool needs from its run is typed on the context itself (``deps``, ``usage``...).
+        """
         return self.data
 
     def __repr__(self) -> str:
