@@ -64,13 +64,13 @@ class Instrumentation:
         messages: Sequence[Msg],
         tools: Sequence[object] | None,
     ) -> AbstractContextManager[None]:
-        """Wrap one model request; its answer is in ``run.partial`` on exit."""
+        """Wrap one model request; its answer is in ``run.turn.partial`` on exit."""
         return _NULL
 
     def tool_span(
         self, agent: object, run: object, index: int, toolkit: object = None
     ) -> AbstractContextManager[None]:
-        """Wrap tool call ``run.batch[index]``; its result is in ``run.results[index]``."""
+        """Wrap tool call ``run.batch[index]``; its result is in ``run.calls.results[index]``."""
         return _NULL
 
     def server_tool_span(

@@ -3,7 +3,7 @@
 Calls run concurrently in an anyio task group (sequentially with
 ``parallel_tool_calls=False``). A tool registered with ``sequential=True`` is a barrier: the
 calls before it finish first, then it runs alone, then the calls after it. Each call writes
-its final ``ToolResponse`` into its own slot of ``run.results``; the results are stored as
+its final ``ToolResponse`` into its own slot of ``run.calls.results``; the results are stored as
 one message in call order, whatever the finish order. A call task never raises (anything
 unexpected becomes an error result), so one failure never cancels its siblings; only
 cancellation propagates.
@@ -123,14 +123,15 @@ async def offered_tools(setup: RunSetup, run: Run) -> dict[str, Tool]:
     Asked for here when no request was made yet in this run (calls resumed after an
     approval); each request asks again (:func:`agentkit.agent._loop`).
     """
-    if run.offered is None:
+    book = run.calls
+    if book.offered is None:
         caps = setup.capabilities
-        run.offered = await caps.offered_tools(setup.context, setup.toolkit) if caps.tools else {}
-    return run.offered
+        book.offered = await caps.offered_tools(setup.context, setup.toolkit) if caps.tools else {}
+    return book.offered
 
 
 def _tool_named(setup: RunSetup, run: Run, name: str) -> Tool | None:
-    offered = run.offered
+    offered = run.calls.offered
     if offered and name in offered:
         return offered[name]
     toolkit = setup.toolkit
@@ -159,7 +160,7 @@ async def _call(setup: RunSetup, run: Run, call: ToolUseBlock, block: ToolUseBlo
     final: ToolResponse | None = None
     emit = run.emit
     # Nested approvals: a call resumed for decisions inside it reads them from here.
-    with resume_scope(run.resumes.pop(call["id"], None)):
+    with resume_scope(run.calls.resumes.pop(call["id"], None)):
         async with aclosing(calling) as chunks:
             async for chunk in chunks:
                 if chunk.is_last:
@@ -194,12 +195,13 @@ async def _run_call_into_slot(setup: RunSetup, run: Run, index: int) -> None:
         final = ToolResponse.error(f"The tool call failed: {type(exc).__name__}: {exc}")
     wait = nested_wait(final.metadata)
     if wait is not None:  # calls inside this one wait for a human: so does this one
-        run.waits[call["id"]] = wait
-        run.results[index] = PENDING
+        run.calls.waits[call["id"]] = wait
+        run.calls.results[index] = PENDING
         return
     kind = (final.metadata or {}).get("error")
     if kind == "approval_required" and call["id"] not in run.approved:
-        run.results[index] = PENDING  # the tool asked for a human: invoked again once approved
+        # The tool asked for a human: invoked again once approved.
+        run.calls.results[index] = PENDING
         return
     if kind == "retry":
         final = _bounded_retry(setup.max_tool_retries, run, call, final)
@@ -209,7 +211,7 @@ async def _run_call_into_slot(setup: RunSetup, run: Run, index: int) -> None:
 def _bounded_retry(allowed: int, run: Run, call: ToolUseBlock, final: ToolResponse) -> ToolResponse:
     """A ``ToolRetry`` answer, or a plain failure once the tool used up its retries."""
     name = call["name"]
-    count = run.retries[name] = run.retries.get(name, 0) + 1
+    count = run.calls.retries[name] = run.calls.retries.get(name, 0) + 1
     if count <= allowed:
         return final
     text = "".join(b.get("text", "") for b in final.content if b["type"] == "text")
@@ -221,7 +223,7 @@ def _bounded_retry(allowed: int, run: Run, call: ToolUseBlock, final: ToolRespon
 
 def settle(run: Run, index: int, final: ToolResponse) -> None:
     """Put a call's final response in its slot and emit its ``ToolResult`` event."""
-    run.results[index] = final
+    run.calls.results[index] = final
     if run.emit is not None and run.batch is not None:
         call = run.batch[index]
         run.emit(ToolResult(call["id"], result_block(call, final)))
@@ -301,18 +303,18 @@ async def _accept(setup: RunSetup, run: Run, index: int, call: ToolUseBlock) -> 
     The agent's output validators see a schema-valid answer; one that raises ``ToolRetry``
     makes the call's result the retry message, counted like a schema failure.
     """
-    assert run.structured is not None
-    response, value = run.structured.validate_response(call)
+    assert run.output.plan is not None
+    response, value = run.output.plan.validate_response(call)
     if value is not None and setup.output_validators:
         value, retry = await validate_output(setup, value)
         if retry is not None:  # rejected: not the answer, however schema-valid
             value = None
             response = ToolResponse.error(f"{retry}\nCall {call['name']} again, corrected.")
     if value is None:
-        run.structured_failures += 1
+        run.output.failures += 1
     else:
-        run.structured_value = value
-        run.structured_output = value.model_dump(mode="json")
+        run.output.value = value
+        run.output.data = value.model_dump(mode="json")
     settle(run, index, response)
 
 
@@ -323,12 +325,12 @@ async def accept_answers(setup: RunSetup, run: Run) -> None:
     reached by the turn that gave it must not throw it away, as it never throws away a
     text answer.
     """
-    calls = run.batch
-    if run.structured is None or calls is None:
+    calls, plan = run.batch, run.output.plan
+    if plan is None or calls is None:
         return
     for i, call in enumerate(calls):
-        answer = run.structured.is_response(call["name"]) and "raw_input" not in call
-        if answer and run.results[i] is None:
+        answer = plan.is_response(call["name"]) and "raw_input" not in call
+        if answer and run.calls.results[i] is None:
             await _accept(setup, run, i, call)
 
 
@@ -337,7 +339,7 @@ def refuse(run: Run, limit: str) -> None:
 
     Calls set aside for approval are answered too: the run ends here.
     """
-    for i, result in enumerate(run.results):
+    for i, result in enumerate(run.calls.results):
         if result is None or result is PENDING:
             settle(run, i, ToolResponse.error(LIMIT_TEXT.format(limit=limit)))
 
@@ -348,16 +350,16 @@ async def triage(setup: RunSetup, run: Run) -> list[int]:
     Calls with invalid JSON and structured answers are answered at once; calls that need
     approval get a ``PENDING`` slot.
     """
-    calls = run.batch
+    calls, plan = run.batch, run.output.plan
     assert calls is not None
     runnable: list[int] = []
     for i, call in enumerate(calls):
         if "raw_input" in call:
-            settle(run, i, _invalid_json(call, run.finish_reason))
-        elif run.structured is not None and run.structured.is_response(call["name"]):
+            settle(run, i, _invalid_json(call, run.turn.finish_reason))
+        elif plan is not None and plan.is_response(call["name"]):
             await _accept(setup, run, i, call)
         elif await _needs_approval(setup, run, call):
-            run.results[i] = PENDING
+            run.calls.results[i] = PENDING
         else:
             runnable.append(i)
     return runnable
@@ -372,7 +374,7 @@ async def commit_results(
     for approval join the conversation's pending calls. Safe to run shielded during
     finalization.
     """
-    calls, results = run.batch, run.results
+    calls, results = run.batch, run.calls.results
     if calls is None:
         return
     blocks: list[ToolResultBlock] = []
@@ -388,6 +390,6 @@ async def commit_results(
         blocks.append(result_block(call, result))
     if blocks:
         await store(conv.memory, new_msg(setup.name, blocks, "user"), run)
-    conv.hold(pending, run.waits)
+    conv.hold(pending, run.calls.waits)
     run.batch = None
-    run.results = []
+    run.calls.results = []

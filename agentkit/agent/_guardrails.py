@@ -369,13 +369,13 @@ def guarding(run: Run) -> Iterator[None]:
 
 def _record(tripped: GuardrailTripped) -> None:
     run = _RUN.get()
-    if run is not None and run.guardrail is None:  # the first trip is the run's
-        run.guardrail = tripped
+    if run is not None and run.outcome.guardrail is None:  # the first trip is the run's
+        run.outcome.guardrail = tripped
 
 
 def _stopped() -> GuardrailTripped | None:
     run = _RUN.get()
-    return None if run is None else run.guardrail
+    return None if run is None else run.outcome.guardrail
 
 
 def input_guards(setup: RunSetup) -> tuple[InputGuardrail[Any], ...]:
@@ -444,15 +444,15 @@ async def guarded_reason(
     The guardrails without ``run_in_parallel`` run first; then the request (``reason``,
     called with the setup to use) races the parallel ones, its events buffered and its
     answer held before it is stored. Returns the stored answer, or None when a guardrail
-    tripped (``run.guardrail`` set; nothing of the request stored, its usage counted).
+    tripped (``run.outcome.guardrail`` set; nothing of the request stored, its usage counted).
     """
     messages = list(run.added)  # the input this run stored (before any answer)
     ctx = setup.context
     blocking = [g for g in guards if not g.run_in_parallel]
     parallel = [g for g in guards if g.run_in_parallel]
     if blocking:
-        run.guardrail = await _check_all(blocking, ctx, messages)
-        if run.guardrail is not None:
+        run.outcome.guardrail = await _check_all(blocking, ctx, messages)
+        if run.outcome.guardrail is not None:
             return None
     if not parallel:
         return await reason(setup)
@@ -470,8 +470,8 @@ async def guarded_reason(
             async with anyio.create_task_group() as tg:
 
                 async def check() -> None:
-                    run.guardrail = await _check_all(parallel, ctx, messages)
-                    if run.guardrail is not None:
+                    run.outcome.guardrail = await _check_all(parallel, ctx, messages)
+                    if run.outcome.guardrail is not None:
                         tg.cancel_scope.cancel()  # the request too, wherever it is
                     else:
                         passed.set()
@@ -480,8 +480,9 @@ async def guarded_reason(
                 answer = await reason(gated)
     finally:
         run.emit = emit
-    if run.guardrail is not None:
-        partial, run.partial = run.partial, None  # the raced answer: dropped, but paid for
+    if run.outcome.guardrail is not None:
+        # The raced answer: dropped, but paid for.
+        partial, run.turn.partial = run.turn.partial, None
         if partial is not None:
             run.count_response(partial.usage, answered_by(setup.model, partial))
         return None
@@ -495,5 +496,5 @@ async def check_output(setup: RunSetup, run: Run, output: object) -> bool:
     """Run the output guardrails on the final answer; whether one tripped (recorded)."""
     guards = output_guards(setup)
     if guards:
-        run.guardrail = await _check_all(guards, setup.context, output)
-    return run.guardrail is not None
+        run.outcome.guardrail = await _check_all(guards, setup.context, output)
+    return run.outcome.guardrail is not None

@@ -273,7 +273,7 @@ def split_handoffs(
 
 
 def _resumed(run: Run, batch: list[ToolUseBlock]) -> set[int]:
-    return {i for i, call in enumerate(batch) if call["id"] in run.resumes}
+    return {i for i, call in enumerate(batch) if call["id"] in run.calls.resumes}
 
 
 def _transferred(target: Handoff) -> ToolResponse:
@@ -292,7 +292,7 @@ def _history(msgs: list[Msg], run: Run, index: int, target: Handoff) -> list[Msg
     assert batch is not None
     answered: dict[str, ToolResultBlock] = {}
     for i, call in enumerate(batch):
-        result = _transferred(target) if i == index else run.results[i]
+        result = _transferred(target) if i == index else run.calls.results[i]
         if isinstance(result, ToolResponse) and result is not PENDING:
             answered[call["id"]] = result_block(call, result)
     ids = {call["id"] for call in batch}
@@ -340,7 +340,7 @@ def _count(run: Run, result: RunResult[object]) -> None:
     counts.cost = None if usage.cost is None or counts.cost is None else counts.cost + usage.cost
     from agentkit.models._base import ChatUsage
 
-    run.usage = run.usage + ChatUsage(usage.input_tokens, usage.output_tokens)
+    run.outcome.usage = run.outcome.usage + ChatUsage(usage.input_tokens, usage.output_tokens)
 
 
 async def hand_off(
@@ -360,7 +360,7 @@ async def hand_off(
     run.counts.tool_calls += 1  # a call of an offered tool, as UsageLimits count it
     if run.emit is not None:
         run.emit(ToolCallStarted(call))
-    resume = run.resumes.pop(call["id"], None)
+    resume = run.calls.resumes.pop(call["id"], None)
     if isinstance(target.agent, RemoteTarget):
         return await _hand_off_remote(conv, run, index, target, target.agent, resume)
     agent = target.agent.copy()
@@ -385,10 +385,10 @@ async def hand_off(
     _count(run, result)
     if result.stop_reason == "pending_approval" and not result.interrupted:
         calls = (result.reply.metadata or {}).get("pending_tool_calls") or []
-        run.waits[call["id"]] = NestedWait(tuple(calls), agent.state_dict())
-        run.results[index] = PENDING
+        run.calls.waits[call["id"]] = NestedWait(tuple(calls), agent.state_dict())
+        run.calls.results[index] = PENDING
         return None
-    run.results[index] = _transferred(target)  # its ToolResult event went out already
+    run.calls.results[index] = _transferred(target)  # its ToolResult event went out already
     return result
 
 
@@ -442,11 +442,11 @@ async def _hand_off_remote(
         settle(run, index, denied_response(reason or False))
         return None
     if isinstance(outcome, NestedWait):
-        run.waits[call["id"]] = outcome
-        run.results[index] = PENDING
+        run.calls.waits[call["id"]] = outcome
+        run.calls.results[index] = PENDING
         return None
     if answered:
-        run.results[index] = _transferred(target)  # its ToolResult event went out already
+        run.calls.results[index] = _transferred(target)  # its ToolResult event went out already
     else:
         settle(run, index, _transferred(target))
     metadata = dict(outcome.metadata or {})
@@ -485,7 +485,7 @@ async def _interruptible(
     the handoff call's result, before the cancellation goes on to the source's own repair.
     """
     deps = setup.context.deps
-    structured: Any = None if run.structured is None else run.structured.output_type
+    structured: Any = None if run.output.plan is None else run.output.plan.output_type
 
     def work() -> Awaitable[RunResult[object]]:
         if resume is not None:
@@ -543,15 +543,15 @@ async def _keep_interrupted(
     result: RunResult[object],
 ) -> None:
     """Store what an interrupted target said in the source's memory (shielded caller)."""
-    run.results[index] = _transferred(target)  # its ToolResult event went out already
+    run.calls.results[index] = _transferred(target)  # its ToolResult event went out already
     await commit_results(setup, conv, run)
     text = [b for b in result.reply.get_content_blocks() if b["type"] == "text"]
     if text:
         await store(
             conv.memory, new_msg(result.last_agent, text, "assistant", {"interrupted": True}), run
         )
-        run.last_text = text
-    run.last_agent = result.last_agent
+        run.turn.last_text = text
+    run.outcome.last_agent = result.last_agent
 
 
 async def finish_handoff(conv: Conversation, run: Run, result: RunResult[object] | Msg) -> Msg:
@@ -570,19 +570,19 @@ async def finish_handoff(conv: Conversation, run: Run, result: RunResult[object]
         if result.usage_limit is not None:
             run.usage_limit = result.usage_limit
         if result.stop_reason == "max_iters":
-            run.max_iters_reached = True
+            run.outcome.max_iters_reached = True
     await store(conv.memory, stored, run)
-    run.last_agent = last_agent
-    run.last_text = [b for b in stored.get_content_blocks() if b["type"] == "text"]
+    run.outcome.last_agent = last_agent
+    run.turn.last_text = [b for b in stored.get_content_blocks() if b["type"] == "text"]
     metadata = run.metadata()
     for key in ("structured_output", "finish_reason", "max_iters_reached", "usage_limit"):
         if answer.metadata and key in answer.metadata:
             metadata[key] = answer.metadata[key]
-    if run.structured is not None:
+    if run.output.plan is not None:
         value = (answer.metadata or {}).get("structured_output")
         if isinstance(value, dict):
-            run.structured_output = value
-            run.structured_value = run.structured.validate(value)
+            run.output.data = value
+            run.output.value = run.output.plan.validate(value)
     return Msg(
         last_agent,
         answer.content,

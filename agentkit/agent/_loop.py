@@ -73,35 +73,38 @@ def _missing_text(error: BaseException | None) -> str:
 
 
 # -- replies -----------------------------------------------------------------------------
-async def _tools_for(setup: RunSetup, run: Run) -> tuple[list[ToolDefinition] | None, str | None]:
+async def _tools_for(
+    setup: RunSetup, run: Run, force_tool: str | None = None
+) -> tuple[list[ToolDefinition] | None, str | None]:
     toolkit = setup.toolkit
     tools = toolkit.get_tool_definitions() if toolkit is not None else []
     handoffs = handoffs_of(setup)
     if handoffs:  # offered beside the toolkit's tools (see _handoffs)
         tools = [*tools, *handoff_definitions(handoffs)]
     if setup.capabilities.tools:  # asked again for each request: they may change
-        run.offered = None
+        run.calls.offered = None
         offered = await offered_tools(setup, run)
         tools = [*tools, *(tool.tool_definition for tool in offered.values())]
-    if run.structured is None or run.structured.mode_for(setup.model) != "tool":
+    plan = run.output.plan
+    if plan is None or plan.mode_for(setup.model) != "tool":
         return (tools or None), None  # a text mode: the answer is the reply's text
-    choice = run.force_tool or "required"
-    return [*tools, *run.response_tools()], choice
+    choice = force_tool or "required"
+    return [*tools, *run.output.response_tools()], choice
 
 
 def _finish(setup: RunSetup, run: Run, last: Msg, **extra: object) -> Finish:
     metadata = run.metadata()
     metadata.update(extra)
-    if run.finish_reason is not None:  # "length"/"max_tokens": the answer was cut short
-        metadata["finish_reason"] = run.finish_reason
-    if run.structured_output is not None:
-        metadata["structured_output"] = run.structured_output
-        if run.emit is not None and run.partial_output != run.structured_output:
+    if run.turn.finish_reason is not None:  # "length"/"max_tokens": the answer was cut short
+        metadata["finish_reason"] = run.turn.finish_reason
+    if run.output.data is not None:
+        metadata["structured_output"] = run.output.data
+        if run.emit is not None and run.output.streamed != run.output.data:
             # The last partial is the accepted answer (defaults filled, validators applied).
-            run.partial_output = run.structured_output
-            run.emit(PartialOutput(dict(run.structured_output)))
-        content: list[ContentBlock] = list(run.last_text) or [
-            TextBlock(type="text", text=json.dumps(run.structured_output, ensure_ascii=False))
+            run.output.streamed = run.output.data
+            run.emit(PartialOutput(dict(run.output.data)))
+        content: list[ContentBlock] = list(run.turn.last_text) or [
+            TextBlock(type="text", text=json.dumps(run.output.data, ensure_ascii=False))
         ]
         return Finish(
             last.replace(name=setup.name, content=content, role="assistant", metadata=metadata)
@@ -118,9 +121,9 @@ def _pending_reply(setup: RunSetup, conv: Conversation, run: Run) -> Finish:
         run.emit(ApprovalRequested(tuple(calls)))
     metadata = run.metadata()
     metadata["pending_tool_calls"] = calls
-    if run.structured_output is not None:
-        metadata["structured_output"] = run.structured_output
-    return Finish(Msg(setup.name, list(run.last_text), "assistant", metadata))
+    if run.output.data is not None:
+        metadata["structured_output"] = run.output.data
+    return Finish(Msg(setup.name, list(run.turn.last_text), "assistant", metadata))
 
 
 def _limit_reply(setup: RunSetup, conv: Conversation, run: Run, limit: str) -> Finish:
@@ -128,11 +131,11 @@ def _limit_reply(setup: RunSetup, conv: Conversation, run: Run, limit: str) -> F
     run.usage_limit = limit
     metadata = run.metadata()
     metadata["usage_limit"] = limit
-    if run.structured_output is not None:
-        metadata["structured_output"] = run.structured_output
+    if run.output.data is not None:
+        metadata["structured_output"] = run.output.data
     if conv.pending:
         metadata["pending_tool_calls"] = conv.pending_calls()
-    return Finish(Msg(setup.name, list(run.last_text), "assistant", metadata))
+    return Finish(Msg(setup.name, list(run.turn.last_text), "assistant", metadata))
 
 
 def _guardrail_reply(setup: RunSetup, conv: Conversation, run: Run) -> Finish:
@@ -140,18 +143,18 @@ def _guardrail_reply(setup: RunSetup, conv: Conversation, run: Run) -> Finish:
 
     The reply carries no answer: a refused answer is not the run's to return.
     """
-    assert run.guardrail is not None
+    assert run.outcome.guardrail is not None
     metadata = run.metadata()
-    metadata["guardrail"] = run.guardrail.to_dict()
+    metadata["guardrail"] = run.outcome.guardrail.to_dict()
     if conv.pending:
         metadata["pending_tool_calls"] = conv.pending_calls()
     return Finish(Msg(setup.name, [], "assistant", metadata))
 
 
 def _check_structured(run: Run) -> None:
-    if run.structured is not None and run.structured_failures > MAX_STRUCTURED_RETRIES:
+    if run.output.plan is not None and run.output.failures > MAX_STRUCTURED_RETRIES:
         raise StructuredOutputError(
-            f"the model failed to produce a valid {run.structured.name} "
+            f"the model failed to produce a valid {run.output.plan.name} "
             f"after {MAX_STRUCTURED_RETRIES} retries"
         )
 
@@ -163,8 +166,7 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
     # A run's first request waits for its input guardrails (a resume's first is not one).
     guards = input_guards(setup) if run.iteration == 0 and setup.capabilities.all else ()
     run.iteration += 1
-    run.force_tool = step.force_tool
-    tools, choice = await _tools_for(setup, run)
+    tools, choice = await _tools_for(setup, run, step.force_tool)
     if guards:
         answer = await guarded_reason(
             setup, run, guards, lambda s: reason(s, conv, run, tools, choice)
@@ -174,54 +176,55 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
         assistant = answer
     else:
         assistant = await reason(setup, conv, run, tools, choice)
-    run.force_tool = None
     if run.batch is not None:
         return Triage(assistant)
-    if run.structured is None:
+    plan = run.output.plan
+    if plan is None:
         if setup.output_validators:
             checked = await validate_text(setup, conv, run, assistant)
             if checked is None:  # rejected: the model was told why, it answers again
                 return Reason()
             assistant = checked
         return _finish(setup, run, assistant)
-    if run.structured.mode_for(setup.model) != "tool":  # the text is the answer
+    if plan.mode_for(setup.model) != "tool":  # the text is the answer
         if await accept_text(setup, conv, run, assistant):
             return _finish(setup, run, assistant)
         return Reason()  # told what was wrong, the model answers again
     # Structured output was requested but the model answered in prose: insist.
-    run.structured_failures += 1
+    run.output.failures += 1
     _check_structured(run)
-    return Reason(force_tool=run.structured.forced_choice())
+    return Reason(force_tool=plan.forced_choice())
 
 
 async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
     """At max_iters: one last model call that may not use tools (except the response tool)."""
     hint = Msg("user", SUMMARY_HINT, "user")
-    run.max_iters_reached = True
-    if run.structured is None:
+    run.outcome.max_iters_reached = True
+    plan = run.output.plan
+    if plan is None:
         tools, _ = await _tools_for(setup, run)
         assistant = await reason(
             setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
         )
         return _finish(setup, run, assistant, max_iters_reached=True)
-    if run.structured.mode_for(setup.model) != "tool":
+    if plan.mode_for(setup.model) != "tool":
         tools, _ = await _tools_for(setup, run)
         assistant = await reason(
             setup, conv, run, tools, "none" if tools else None, extra=hint, allow_calls=False
         )
         if not await accept_text(setup, conv, run, assistant, last=True):
             raise StructuredOutputError(
-                f"max_iters ({setup.max_iters}) reached without a valid {run.structured.name}"
+                f"max_iters ({setup.max_iters}) reached without a valid {plan.name}"
             )
         return _finish(setup, run, assistant, max_iters_reached=True)
-    only = run.response_tools()
-    assistant = await reason(setup, conv, run, only, run.structured.forced_choice(), extra=hint)
+    only = run.output.response_tools()
+    assistant = await reason(setup, conv, run, only, plan.forced_choice(), extra=hint)
     if run.batch is not None:
         await execute(setup, run, await triage(setup, run))
         await commit_results(setup, conv, run)
-    if run.structured_output is None:
+    if run.output.data is None:
         raise StructuredOutputError(
-            f"max_iters ({setup.max_iters}) reached without a valid {run.structured.name}"
+            f"max_iters ({setup.max_iters}) reached without a valid {plan.name}"
         )
     return _finish(setup, run, assistant, max_iters_reached=True)
 
@@ -240,8 +243,8 @@ async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute)
             await conv.flush_deferred(run)  # messages observed while the calls were pending
     if handed is not None:
         return Finish(await finish_handoff(conv, run, handed))
-    if run.structured_output is not None:
-        last = step.assistant or Msg(setup.name, list(run.last_text), "assistant")
+    if run.output.data is not None:
+        last = step.assistant or Msg(setup.name, list(run.turn.last_text), "assistant")
         return _finish(setup, run, last)
     _check_structured(run)
     return Reason()
@@ -250,8 +253,8 @@ async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute)
 async def _settle(setup: RunSetup, conv: Conversation, run: Run, step: Settle) -> Step:
     # Decisions on calls waiting inside a call (nested approvals) re-invoke that call with
     # a ``NestedResume``: its tool routes them to the agent holding the calls.
-    decisions, run.resumes = conv.route(dict(step.approvals))
-    decided = [c for c in conv.pending if c["id"] in decisions or c["id"] in run.resumes]
+    decisions, run.calls.resumes = conv.route(dict(step.approvals))
+    decided = [c for c in conv.pending if c["id"] in decisions or c["id"] in run.calls.resumes]
     if not decided:
         return _pending_reply(setup, conv, run)
     conv.pending = [c for c in conv.pending if c not in decided]
@@ -321,8 +324,8 @@ async def _stop_at_limit(
             await accept_answers(setup, run)
         refuse(run, limit)
         await commit_results(setup, conv, run)
-        if run.structured_output is not None and isinstance(step, Triage | Execute):
-            last = step.assistant or Msg(setup.name, list(run.last_text), "assistant")
+        if run.output.data is not None and isinstance(step, Triage | Execute):
+            last = step.assistant or Msg(setup.name, list(run.turn.last_text), "assistant")
             return _finish(setup, run, last)
     return _limit_reply(setup, conv, run, limit)
 
@@ -348,7 +351,7 @@ async def _drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> M
     wall = limits.max_wall_time
     deadline = float("inf")
     if wall is not None:  # counted from the run's start: pre_reply hooks took their share
-        deadline = anyio.current_time() + wall - (time.perf_counter() - run.started)
+        deadline = anyio.current_time() + wall - (time.perf_counter() - run.control.started)
     with anyio.CancelScope(deadline=deadline) as budget:
         return await _steps(setup, conv, run, step, limits.model_call_timeout)
     # Only reached when the budget's own deadline cut the steps (an interrupt propagates).
@@ -373,7 +376,7 @@ async def _steps(
                 step = await run_step(setup, conv, run, step)
             if call.cancelled_caught:
                 return await _cut_at_limit(setup, conv, run, "model_call_timeout")
-        if run.guardrail is not None:  # a guardrail tripped: the run ends, like at a limit
+        if run.outcome.guardrail is not None:  # a guardrail tripped: the run ends, like at a limit
             return _guardrail_reply(setup, conv, run).reply
     return await _checked_output(setup, conv, run, step.reply)
 
@@ -382,10 +385,10 @@ async def _checked_output(setup: RunSetup, conv: Conversation, run: Run, reply: 
     """``reply``, or the guardrail's reply when an output guardrail refuses the answer."""
     if not setup.capabilities.all or conv.pending or run.usage_limit is not None:
         return reply  # no answer to check (paused, or stopped at a limit)
-    if run.structured is None:
+    if run.output.plan is None:
         output: object = reply.get_text()
-    elif run.structured_value is not None:
-        output = run.structured_value
+    elif run.output.value is not None:
+        output = run.output.value
     else:
         return reply
     if await check_output(setup, run, output):
@@ -408,25 +411,25 @@ async def _cut_at_limit(setup: RunSetup, conv: Conversation, run: Run, limit: st
     with anyio.CancelScope(shield=True):
         text = await _store_partial(setup, conv, run, {"usage_limit": limit})
         if text:
-            run.last_text = text
-        for i, result in enumerate(run.results):
+            run.turn.last_text = text
+        for i, result in enumerate(run.calls.results):
             if result is PENDING:
                 settle(run, i, ToolResponse.error(LIMIT_TEXT.format(limit=limit)))
         await commit_results(setup, conv, run, CUT_TEXT.format(limit=limit))
-    if run.structured_output is not None:
-        return _finish(setup, run, Msg(setup.name, list(run.last_text), "assistant")).reply
+    if run.output.data is not None:
+        return _finish(setup, run, Msg(setup.name, list(run.turn.last_text), "assistant")).reply
     return _limit_reply(setup, conv, run, limit).reply
 
 
 async def _deny_pending(setup: RunSetup, conv: Conversation, run: Run, text: str) -> None:
     # A call waiting on calls inside it is re-invoked to cancel them (nested approvals).
-    run.resumes = conv.cancel_nested(text)
+    run.calls.resumes = conv.cancel_nested(text)
     calls, conv.pending = conv.pending, []
     run.begin_batch(calls)
     nested = []
     for i in range(len(calls)):
         _obs.tool_denied(calls[i], text)  # observability seam: span event
-        if calls[i]["id"] in run.resumes:
+        if calls[i]["id"] in run.calls.resumes:
             nested.append(i)
         else:
             settle(run, i, ToolResponse.error(text))
@@ -446,7 +449,7 @@ async def first_step(setup: RunSetup, conv: Conversation, run: Run, msgs: list[M
         await _deny_pending(setup, conv, run, NEW_MESSAGE_TEXT)
     if msgs:
         await store(conv.memory, msgs, run)
-    run.inbox = []
+    run.inbox = ()
     return Reason()
 
 
@@ -460,7 +463,7 @@ async def _store_partial(
     ran, become the open batch so that they get a result. ``marker`` is the stored
     message's metadata (why it was cut).
     """
-    partial, run.partial = run.partial, None
+    partial, run.turn.partial = run.turn.partial, None
     if partial is None or run.batch is not None:
         return []
     content = [b for b in partial.content if not (b["type"] == "tool_use" and "raw_input" in b)]
@@ -485,14 +488,14 @@ async def finalize(
     """
     text = await _store_partial(setup, conv, run, {"interrupted": True})
     if not text:  # cut after the turn was stored (e.g. in post_reply): its text is the answer
-        text = list(run.last_text)
+        text = list(run.turn.last_text)
     await commit_results(setup, conv, run, _missing_text(error))
     if run.inbox:  # cut before the input was stored (e.g. in a pre_reply hook): keep it
         if conv.pending:
             await _deny_pending(setup, conv, run, NEW_MESSAGE_TEXT)
-        inbox, run.inbox = run.inbox, []
-        await store(conv.memory, inbox, run)
-    msgs, run.interrupt_msgs = run.interrupt_msgs, []
+        inbox, run.inbox = run.inbox, ()
+        await store(conv.memory, list(inbox), run)
+    msgs, run.control.interrupt_msgs = run.control.interrupt_msgs, []
     if msgs:
         await store(conv.memory, msgs, run)
     metadata = run.metadata()

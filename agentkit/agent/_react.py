@@ -320,8 +320,9 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                 result without its call); nothing is stored then.
         """
         output = self._output if output_type is None else output_plan(output_type)
-        run, reply = await self._reply(as_input(msg), output, deps, self.usage_limits)
-        self._check_limit(run, None)
+        limits = self.usage_limits
+        run, reply = await self._reply(as_input(msg), output, deps, limits)
+        self._check_limit(run, limits, None)
         return reply
 
     async def resume(
@@ -351,7 +352,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         limits = self._conv.paused_limits or self.usage_limits  # the paused run's, if any
         output = output_plan(output_type)
         run, reply = await self._resume(dict(approvals or {}), output, None, limits)
-        self._check_limit(run, None)
+        self._check_limit(run, limits, None)
         return reply
 
     async def _reply(
@@ -484,22 +485,22 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     def interrupt_threadsafe(self, msg: MsgInput = None) -> bool:
         """Like :meth:`interrupt`, from a thread other than the event loop's (a console)."""
         run = self._run
-        if run is None or run.token is None:
+        if run is None or run.control.token is None:
             return False
-        if threading.get_ident() == run.thread:  # on the loop's own thread: no hop needed
+        if threading.get_ident() == run.control.thread:  # on the loop's own thread: no hop needed
             return self._interrupt(msg)
         try:
-            return anyio.from_thread.run_sync(self._interrupt, msg, token=run.token)
+            return anyio.from_thread.run_sync(self._interrupt, msg, token=run.control.token)
         except RuntimeError:  # the event loop is closed: nothing left to interrupt
             return False
 
     def _interrupt(self, msg: MsgInput) -> bool:
         run = self._run
-        if run is None or run.scope is None:
+        if run is None or run.control.scope is None:
             return False
-        run.interrupt_msgs.extend(as_input(msg))
-        run.interrupted = True
-        cancel_run(run.scope, run.task)
+        run.control.interrupt_msgs.extend(as_input(msg))
+        run.control.interrupted = True
+        cancel_run(run.control.scope, run.control.task)
         return True
 
     # -- run driving -------------------------------------------------------------------
@@ -526,9 +527,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         # Built from the registry as it is now: a hook registered since the last run counts.
         capabilities = with_loop_hooks(self, self._hooks, capabilities)
         self._run = run
-        run.limits = limits
-        run.token = anyio.lowlevel.current_token()
-        run.thread = threading.get_ident()
+        run.control.bind_loop()
         setup = RunSetup(
             name=self.name,
             model=self.model,
@@ -591,11 +590,12 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         """Run ``body`` between the reply hooks, interruptible; repair memory after a cut."""
         conv = self._conv
         caps = setup.capabilities
+        control = run.control
         try:
             try:
                 with anyio.CancelScope() as scope:
-                    run.scope = scope
-                    run.task = current_task()
+                    control.scope = scope
+                    control.task = current_task()
                     # Inside the scope: a listener may interrupt on this very event.
                     if run.emit is not None:
                         run.emit(ReplyStarted(self.name))
@@ -605,7 +605,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             except BaseException as exc:
                 # An error, or a cancellation from outside (not our interrupt): repair
                 # memory, then let it propagate.
-                run.scope = None  # from here on, interrupt() is a no-op
+                control.scope = None  # from here on, interrupt() is a no-op
                 with anyio.CancelScope(shield=True):
                     await finalize(setup, conv, run, exc)
                     close_steers(conv, run)  # undelivered steers: kept for the next request
@@ -613,19 +613,20 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                 if caps.on_error:
                     await _report_error(caps, setup.context, exc)
                 raise
-            run.scope = None
-            if scope.cancelled_caught or run.interrupt_msgs or run.steering or conv.has_deferred:
+            control.scope = None
+            late = control.interrupt_msgs  # given to interrupt(): stored after any repair
+            if scope.cancelled_caught or late or run.steering or conv.has_deferred:
                 with anyio.CancelScope(shield=True):  # writes that must all land
                     if scope.cancelled_caught:
                         reply = await finalize(setup, conv, run, None)
-                    elif run.interrupt_msgs:  # interrupted too late to cut anything
-                        await store(conv.memory, run.interrupt_msgs, run)
+                    elif late:  # interrupted too late to cut anything
+                        await store(conv.memory, late, run)
                     close_steers(conv, run)  # undelivered steers: kept for the next request
                     await conv.flush_deferred(run)
             else:  # nothing to write (the common case): no await, so no shield to enter
                 close_steers(conv, run)
             if caps.after_run:
-                run.counts.duration = time.perf_counter() - run.started
+                run.counts.duration = time.perf_counter() - control.started
                 result = make_result(run, reply, conv.pending_calls())
                 await caps.run_after_run(setup.context, result)
             if run.emit is not None:
@@ -633,8 +634,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             return reply
         finally:
             # A reply paused for approval resumes with its structured model and iterations.
-            conv.pause(run.structured, run.iteration, run.limits)
-            run.counts.duration = time.perf_counter() - run.started
+            conv.pause(run.output.plan, run.iteration, setup.limits)
+            run.counts.duration = time.perf_counter() - control.started
             self._run = None
 
     async def _with_reply_hooks(
@@ -644,8 +645,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         if hooks is not None and hooks.has("pre_reply"):
             kwargs = await hooks.run_pre("pre_reply", self, kwargs)
             given = kwargs.get("output_type")
-            if given is not _given(run.structured):  # the hook asked for another answer
-                run.structured = output_plan(given)
+            if given is not _given(run.output.plan):  # the hook asked for another answer
+                run.output.plan = output_plan(given)
         reply = await body(kwargs)
         if hooks is not None and hooks.has("post_reply"):
             reply = await hooks.run_post("post_reply", self, kwargs, reply)
@@ -664,7 +665,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         """
         run = self._run
         if run is not None and (
-            run.calling_model or run.batch is not None or run.partial is not None
+            run.turn.calling_model or run.batch is not None or run.turn.partial is not None
         ):
             raise AgentBusyError(f"agent {self.name!r} is mid-step; snapshot after the reply")
         state = self._conv.state_dict(self.name, run.iteration if run is not None else None)

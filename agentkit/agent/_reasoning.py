@@ -1,6 +1,6 @@
 """The reasoning step: one model call, streamed into events, stored as one assistant Msg.
 
-While the model streams, ``run.partial`` always holds the latest cumulative chunk, so an
+While the model streams, ``run.turn.partial`` always holds the latest cumulative chunk, so an
 interrupt at any await can store what was received so far. Deltas for the event stream are
 computed by diffing consecutive cumulative chunks per block, and only when someone listens.
 """
@@ -66,26 +66,27 @@ def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> bool:
 
 def _tracker(setup: RunSetup, run: Run) -> PartialTracker | None:
     """The ``PartialOutput`` tracker of a streamed structured answer (None: nobody listens)."""
-    if run.emit is None or run.structured is None:
+    plan = run.output.plan
+    if run.emit is None or plan is None:
         return None
-    source = run.structured.partial_source(run.structured.mode_for(setup.model))
+    source = plan.partial_source(plan.mode_for(setup.model))
     return PartialTracker(run.emit, source)
 
 
 async def _consume(
     run: Run, stream: AsyncIterator[ChatResponse], partials: PartialTracker | None
 ) -> None:
-    """Read cumulative chunks into ``run.partial``; always close the stream."""
-    emit = run.emit
+    """Read cumulative chunks into ``run.turn.partial``; always close the stream."""
+    emit, turn = run.emit, run.turn
     lengths: list[int] = []
     first = True  # until the first delta is out
     try:
         async for chunk in stream:
-            run.partial = chunk
+            turn.partial = chunk
             emitted = emit is not None and _diff(lengths, chunk.content, emit)
             if partials is not None:
                 partials.update(chunk)
-                run.partial_output = partials.last
+                run.output.streamed = partials.last
             if emitted and first:
                 # A network chunk often holds many deltas, all parsed before the next read
                 # waits: let the listeners take the first one now (once per call), the run's
@@ -140,23 +141,22 @@ def _request(
     if tools and not setup.parallel_tool_calls:
         # Ask the provider for one call per turn too: running them one by one is then free.
         settings["parallel_tool_calls"] = False
-    output = None
-    if run.structured is not None:
-        mode = run.structured.mode_for(setup.model)
-        output = run.structured.request_spec(mode)
+    output, plan = None, run.output.plan
+    if plan is not None:
+        output = plan.request_spec(plan.mode_for(setup.model))
     functions = [t for t in tools or () if t.native is None]
     builtin = [dict(t.native) for t in tools or () if t.native is not None]
     return ModelRequest(prompt, functions, builtin, settings, output)
 
 
 async def _call_model(setup: RunSetup, run: Run, request: ModelRequest) -> None:
-    """One model call, its answer left in ``run.partial``."""
+    """One model call, its answer left in ``run.turn.partial``."""
     model = setup.model
     if model.stream:
         await _consume(run, model.request_stream(request), _tracker(setup, run))
         return
     output = await model.request(request)
-    run.partial = output
+    run.turn.partial = output
     if run.emit is not None:
         _diff([], output.content, run.emit)
 
@@ -167,9 +167,10 @@ async def _prompt(setup: RunSetup, conv: Conversation, run: Run, extra: Msg | No
     caps = setup.capabilities
     if caps.instructions:  # this request's only: never stored
         system = await caps.system(setup.context, system)
-    if run.structured is not None and run.structured.mode_for(setup.model) == "prompted":
+    plan = run.output.plan
+    if plan is not None and plan.mode_for(setup.model) == "prompted":
         base = system.content if isinstance(system.content, str) else system.get_text()
-        schema = run.structured.prompt_instructions()
+        schema = plan.prompt_instructions()
         system = Msg(system.name, f"{base}\n\n{schema}" if base else schema, "system")
     prompt = [system, *(await conv.memory.get_memory())]
     if extra is not None:
@@ -179,9 +180,9 @@ async def _prompt(setup: RunSetup, conv: Conversation, run: Run, extra: Msg | No
 
 def _answer(setup: RunSetup, run: Run, allow_calls: bool) -> tuple[ChatResponse, Msg]:
     """The model's complete answer and the assistant message made of it (not stored yet)."""
-    response = run.partial or ChatResponse(content=[])
+    response = run.turn.partial or ChatResponse(content=[])
     finish = (response.metadata or {}).get("finish_reason")
-    run.finish_reason = finish if isinstance(finish, str) else None
+    run.turn.finish_reason = finish if isinstance(finish, str) else None
     content = response.content
     if not allow_calls:
         content = [b for b in content if b["type"] != "tool_use"]
@@ -206,7 +207,7 @@ async def reason(
     Args:
         setup: The run's frozen dependencies (model, capabilities...).
         conv: The conversation (memory).
-        run: The reply's run state (``partial`` and ``batch`` are updated).
+        run: The reply's run state (``turn.partial`` and ``batch`` are updated).
         tools: The tools offered to the model (None: no tools).
         tool_choice: ``"auto"``/``"none"``/``"required"``/a tool name, or None.
         extra: A transient message appended to the prompt only (never stored).
@@ -224,24 +225,24 @@ async def reason(
         prompt = request.messages
     if "cache" in request.settings:  # prompt caching asked: warn when the prefix changed
         check_prefix(conv, request, run.emit)
-    run.calling_model = True  # state_dict() refuses until the answer is stored
+    run.turn.calling_model = True  # state_dict() refuses until the answer is stored
     run.counts.requests += 1
     try:
         # The observability seam: the chat span.
         with _obs.model_span(setup.owner, run, prompt, request.tools):
             await _call_model(setup, run, request)
     finally:
-        run.calling_model = False
+        run.turn.calling_model = False
     if caps.after_model:
-        run.partial = await caps.run_after_model(
-            setup.context, run.partial or ChatResponse(content=[])
+        run.turn.partial = await caps.run_after_model(
+            setup.context, run.turn.partial or ChatResponse(content=[])
         )
     response, msg = _answer(setup, run, allow_calls)
     await store(conv.memory, msg, run)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
-    run.partial = None
+    run.turn.partial = None
     run.count_response(response.usage, answered_by(setup.model, response))  # or in finalize
-    run.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
+    run.turn.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
     calls = msg.get_blocks("tool_use")
     if calls:
         run.begin_batch(calls)

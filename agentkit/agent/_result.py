@@ -208,13 +208,13 @@ def stop_reason(run: Run, interrupted: bool, pending: bool) -> StopReason:
     """
     if interrupted:
         return "interrupted"
-    if run.guardrail is not None:
+    if run.outcome.guardrail is not None:
         return "guardrail"
     if run.usage_limit is not None:
         return "usage_limit"
     if pending:
         return "pending_approval"
-    if run.max_iters_reached:
+    if run.outcome.max_iters_reached:
         return "max_iters"
     return "final"
 
@@ -223,12 +223,12 @@ def make_result(run: Run, reply: Msg, pending: list[CallInfo]) -> RunResult[Any]
     """Build the ``RunResult`` of a finished ``Run`` (``pending``: the calls waiting)."""
     calls = [PendingCall(c["id"], c["name"], dict(c["input"])) for c in pending]
     output: Any
-    if run.guardrail is not None:  # the answer, if any, was refused
+    if run.outcome.guardrail is not None:  # the answer, if any, was refused
         output, has_output = None, False
-    elif run.structured is None:
+    elif run.output.plan is None:
         output, has_output = reply.get_text(), True
     else:
-        output = run.structured_value
+        output = run.output.value
         has_output = output is not None
     return RunResult(
         reply=reply,
@@ -237,8 +237,8 @@ def make_result(run: Run, reply: Msg, pending: list[CallInfo]) -> RunResult[Any]
         stop_reason=stop_reason(run, bool((reply.metadata or {}).get("interrupted")), bool(calls)),
         pending=calls,
         usage_limit=run.usage_limit,
-        last_agent=run.last_agent or reply.name,
-        guardrail=run.guardrail,
+        last_agent=run.outcome.last_agent or reply.name,
+        guardrail=run.outcome.guardrail,
         _output=output,
         _has_output=has_output,
     )

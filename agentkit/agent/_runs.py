@@ -179,7 +179,7 @@ class TypedRuns(Generic[DepsT, OutputT]):
         else:
             run, reply = await self._reply(as_input(input), structured, deps, limits)
         result: RunResult[object] = make_result(run, reply, self.conversation.pending_calls())
-        self._check_limit(run, result)
+        self._check_limit(run, limits, result)
         return result
 
     @overload
@@ -305,8 +305,9 @@ class TypedRuns(Generic[DepsT, OutputT]):
         raise NotImplementedError
 
     @staticmethod
-    def _check_limit(run: Run, result: RunResult[object] | None) -> None:
-        """Raise ``UsageLimitExceeded`` for a run stopped by a limit set to raise."""
-        limits = run.limits
+    def _check_limit(
+        run: Run, limits: UsageLimits | None, result: RunResult[object] | None
+    ) -> None:
+        """Raise ``UsageLimitExceeded`` for a run stopped by one of ``limits`` set to raise."""
         if run.usage_limit is not None and limits is not None and limits.raise_on_limit:
             raise UsageLimitExceeded(run.usage_limit, limits.describe(run.usage_limit), result)

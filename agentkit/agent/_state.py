@@ -1,12 +1,16 @@
 """Per-reply run state, and the agent's JSON state (``state_dict`` / ``load_state_dict``).
 
-``Run`` holds exactly what interrupt finalization needs to repair memory: the model's
-latest (cumulative) chunk while it streams, and the tool calls of the current turn with a
-result slot per call. Everything else lives in memory, so a reply can be cut at any await.
+``Run`` is the ledger of one reply: what lives across its steps, grouped by responsibility
+(interrupt control, the model's latest answer, the structured output, the tool calls, the
+outcome). It holds what interrupt finalization needs to repair memory: the model's latest
+(cumulative) chunk while it streams, and the tool calls of the current turn with a result
+slot per call. Everything else lives in memory, so a reply can be cut at any await.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,7 +29,6 @@ if TYPE_CHECKING:
 
     from agentkit.agent._conversation import NestedResume, NestedWait
     from agentkit.agent._guardrails import GuardrailTripped
-    from agentkit.agent._limits import UsageLimits
     from agentkit.agent._steer import Steer
     from agentkit.agent._structured import OutputPlan
     from agentkit.events import AgentEvent
@@ -38,6 +41,11 @@ __all__ = [
     "MIGRATIONS",
     "PENDING",
     "SCHEMA_VERSION",
+    "CallBook",
+    "ModelTurn",
+    "Outcome",
+    "OutputState",
+    "ReplyControl",
     "Run",
     "migrate_state",
     "new_msg",
@@ -97,170 +105,276 @@ PENDING: Any = _Pending()
 Emit = Callable[["AgentEvent"], None]
 
 
-class Run:
-    """Mutable state of one reply (one ``await agent(...)`` or ``agent.resume(...)``).
+class _LoopToken:
+    """The last asyncio loop that started a reply, with its token (one reference: atomic)."""
+
+    __slots__ = ("pair",)
+
+    def __init__(self) -> None:
+        self.pair: tuple[asyncio.AbstractEventLoop, anyio.lowlevel.EventLoopToken] | None = None
+
+
+_LAST_LOOP = _LoopToken()
+
+
+def _loop_token() -> anyio.lowlevel.EventLoopToken:
+    """``anyio.lowlevel.current_token()``, reused while the same asyncio loop runs replies.
+
+    ``current_token`` detects the async library on every call (about 1.4 us, more than the
+    rest of the run state together); the token of a loop is the same for all its replies.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio): anyio tells
+        return anyio.lowlevel.current_token()
+    pair = _LAST_LOOP.pair
+    if pair is not None and pair[0] is loop:
+        return pair[1]
+    token = anyio.lowlevel.current_token()
+    _LAST_LOOP.pair = (loop, token)
+    return token
+
+
+class ReplyControl:
+    """Where the reply runs and how ``interrupt`` cuts it.
+
+    Set by ``ReActAgent`` when the reply starts (``_start`` binds the loop, ``_drive_reply``
+    the scope and task); ``interrupt`` sets ``interrupted`` and adds to ``interrupt_msgs``,
+    which ``loop.finalize`` stores after the repairs.
 
     Attributes:
-        scope: The cancel scope around the reply body (``interrupt`` cancels it).
+        started: ``time.perf_counter()`` at the reply's start (its wall time counts from here).
+        scope: The cancel scope around the reply body (None: ``interrupt`` is a no-op).
         task: The asyncio task that runs the reply (None under another event loop).
         token: The event loop token, for ``interrupt_threadsafe``.
         thread: The event loop's thread id.
-        emit: Event sink, or None when nobody listens (then no event is even built).
         interrupted: ``interrupt`` was called during this reply.
         interrupt_msgs: Messages given to ``interrupt``, added after the repairs.
-        inbox: The reply's input messages until they are stored (never lost to a cut).
-        partial: The latest model chunk not yet stored in memory.
-        calling_model: A model call is in flight (its answer is not stored yet).
-        finish_reason: The provider's finish reason of the latest model answer, if known.
-        batch: Tool calls of the current turn that are stored but not yet answered.
-        results: One slot per call in ``batch``: None (not finished), a final
-            ``ToolResponse``, or ``PENDING``.
-        usage: Token usage summed over the reply's model calls.
-        iteration: Model calls made for this task (kept across approval pauses).
-        structured: The structured answer asked for (None: the reply's text).
-        structured_output: The validated output (JSON form) once accepted.
-        structured_failures: Invalid or missing structured answers so far.
-        force_tool: Name of a tool the next model call must use.
-        last_text: Text blocks of the latest assistant turn (reply content).
-        last_agent: The agent that answered after a handoff (None: this one did).
-        limits: The run's ``UsageLimits`` (None: unbounded).
-        counts: Requests, tokens, tool calls and cost of this run (``RunUsage``).
-        usage_limit: The name of the limit that stopped the run, if any.
-        guardrail: The guardrail that tripped and stopped the run, if any.
-        max_iters_reached: The run hit ``max_iters`` and asked for a summary.
-        added: Messages this run stored in memory, in order (``RunResult.new_messages``).
-        structured_value: The validated pydantic instance once accepted.
-        retries: ``ToolRetry`` answers per tool name in this run.
-        approved: Ids of calls a human approved in this run (``tool_call_approved``).
-        steering: Steers queued by ``agent.steer`` for the next model request
-            (``agentkit.agent._steer``); None once the loop is over.
-        waits: Calls of the batch that wait on calls inside them, by id (``NestedWait``).
-        resumes: Calls re-invoked to route decisions inside them, by id (``NestedResume``).
-        offered: The tools the capabilities offered for the latest request, by name (None:
-            not asked yet); calls to them are resolved here before the toolkit.
-        response_defs: ``structured`` and its response tools, built on first use
-            (:meth:`response_tools`).
     """
 
-    __slots__ = (
-        "added",
-        "answered_by",
-        "approved",
-        "batch",
-        "calling_model",
-        "counts",
-        "emit",
-        "finish_reason",
-        "force_tool",
-        "guardrail",
-        "inbox",
-        "interrupt_msgs",
-        "interrupted",
-        "iteration",
-        "last_agent",
-        "last_text",
-        "limits",
-        "max_iters_reached",
-        "offered",
-        "partial",
-        "partial_output",
-        "response_defs",
-        "results",
-        "resumes",
-        "retries",
-        "scope",
-        "started",
-        "steering",
-        "structured",
-        "structured_failures",
-        "structured_output",
-        "structured_value",
-        "task",
-        "thread",
-        "token",
-        "usage",
-        "usage_limit",
-        "waits",
-    )
+    __slots__ = ("interrupt_msgs", "interrupted", "scope", "started", "task", "thread", "token")
 
-    def __init__(self, emit: Emit | None, structured: OutputPlan | None) -> None:
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
         self.scope: anyio.CancelScope | None = None
         self.task: object = None
         self.token: anyio.lowlevel.EventLoopToken | None = None
         self.thread = 0
-        self.emit = emit
         self.interrupted = False
         self.interrupt_msgs: list[Msg] = []
-        self.inbox: list[Msg] = []
+
+    def bind_loop(self) -> None:
+        """Record the running event loop's token and thread (``interrupt_threadsafe``)."""
+        self.token = _loop_token()
+        self.thread = threading.get_ident()
+
+
+class ModelTurn:
+    """The latest model answer: while it streams, and what the loop keeps of it.
+
+    Written by ``_reasoning.reason`` (each model call); ``loop.finalize`` takes the partial
+    chunk after a cut, the guardrails drop a raced one, and a handoff sets ``last_text``
+    to its target's answer.
+
+    Attributes:
+        partial: The latest (cumulative) chunk not yet stored in memory.
+        calling_model: A model call is in flight (``state_dict`` refuses until it is stored).
+        finish_reason: The provider's finish reason of the latest answer, if known.
+        last_text: Text blocks of the latest assistant turn (the reply's content).
+    """
+
+    __slots__ = ("calling_model", "finish_reason", "last_text", "partial")
+
+    def __init__(self) -> None:
         self.partial: ChatResponse | None = None
         self.calling_model = False
         self.finish_reason: str | None = None
-        self.batch: list[ToolUseBlock] | None = None
-        self.results: list[ToolResponse | None] = []
-        self.usage = ChatUsage()
-        self.iteration = 0
-        self.started = time.perf_counter()
-        self.structured = structured
-        self.response_defs: tuple[OutputPlan, list[ToolDefinition]] | None = None
-        self.structured_output: dict[str, object] | None = None
-        self.partial_output: dict[str, object] | None = None  # the last PartialOutput sent
-        self.structured_failures = 0
-        self.force_tool: str | None = None
-        self.last_text: list[TextBlock] = []
-        self.last_agent: str | None = None  # set when a handoff's target answered
-        self.limits: UsageLimits | None = None
-        self.counts = RunUsage()
-        self.usage_limit: str | None = None
-        self.guardrail: GuardrailTripped | None = None
-        self.max_iters_reached = False
-        self.added: list[Msg] = []
-        self.structured_value: BaseModel | None = None
-        self.retries: dict[str, int] = {}
-        self.approved: set[str] = set()
-        self.waits: dict[str, NestedWait] = {}
-        self.resumes: dict[str, NestedResume] = {}
-        self.answered_by: str | None = None  # the model of the last answer (fallbacks)
-        self.steering: list[Steer] | None = []
-        self.offered: dict[str, Tool] | None = None
+        self.last_text: Sequence[TextBlock] = ()  # a list once a turn is stored
+
+
+class OutputState:
+    """The structured answer the reply asks for, and how far the model got with it.
+
+    ``plan`` is set when the reply starts (a ``pre_reply`` hook may replace it); the answer
+    is accepted by ``_acting`` (a response tool), ``_validators`` (a text mode) or a handoff;
+    steering's follow-up turn clears it; ``_loop`` counts prose answers as failures.
+
+    Attributes:
+        plan: The structured answer asked for (None: the reply's text).
+        data: The accepted answer in JSON form (None: none yet).
+        value: The accepted answer as its pydantic instance.
+        failures: Invalid or missing structured answers so far.
+        streamed: The last ``PartialOutput`` sent (so the accepted one is sent once).
+        definitions: ``plan`` and its response tools, built on first use
+            (:meth:`response_tools`).
+    """
+
+    __slots__ = ("data", "definitions", "failures", "plan", "streamed", "value")
+
+    def __init__(self, plan: OutputPlan | None) -> None:
+        self.plan = plan
+        self.data: dict[str, object] | None = None
+        self.value: BaseModel | None = None
+        self.failures = 0
+        self.streamed: dict[str, object] | None = None
+        self.definitions: tuple[OutputPlan, list[ToolDefinition]] | None = None
 
     def response_tools(self) -> list[ToolDefinition]:
-        """The response tools of ``structured``, built once per reply.
+        """The response tools of ``plan``, built once per reply.
 
         Built here rather than kept with the plan: a ``pre_reply`` hook may change
-        ``structured`` (the pair's plan is checked), and nothing outlives the reply.
+        ``plan`` (the pair's plan is checked), and nothing outlives the reply.
         """
-        plan = self.structured
+        plan = self.plan
         if plan is None:
             return []
-        cached = self.response_defs
+        cached = self.definitions
         if cached is None or cached[0] is not plan:
-            cached = self.response_defs = (plan, plan.response_definitions())
+            cached = self.definitions = (plan, plan.response_definitions())
         return cached[1]
+
+
+class CallBook:
+    """What the reply keeps about its tool calls besides ``Run.batch`` and ``Run.approved``.
+
+    ``results`` is reset with each batch (``Run.begin_batch``) and filled by ``_acting`` and
+    ``_handoffs``; ``waits`` and ``resumes`` are the nested-approval bookkeeping (``_settle``
+    and ``_deny_pending`` set ``resumes``, the calls consume it; ``Conversation.hold`` takes
+    ``waits``); ``retries`` and ``offered`` are ``_acting``'s.
+
+    Attributes:
+        results: One slot per call in ``Run.batch``: None (not finished), a final
+            ``ToolResponse``, or ``PENDING``.
+        waits: Calls of the batch that wait on calls inside them, by id (``NestedWait``).
+        resumes: Calls re-invoked to route decisions inside them, by id (``NestedResume``).
+        retries: ``ToolRetry`` answers per tool name in this reply.
+        offered: The tools the capabilities offered for the latest request, by name (None:
+            not asked yet); calls to them are resolved here before the toolkit.
+    """
+
+    __slots__ = ("offered", "results", "resumes", "retries", "waits")
+
+    def __init__(self) -> None:
+        self.results: list[ToolResponse | None] = []
+        self.waits: dict[str, NestedWait] = {}
+        self.resumes: dict[str, NestedResume] = {}
+        self.retries: dict[str, int] = {}
+        self.offered: dict[str, Tool] | None = None
+
+
+class Outcome:
+    """What the reply reports about how it went, beyond ``Run.counts`` and ``usage_limit``.
+
+    ``usage`` and ``answered_by`` change with every counted response
+    (:meth:`Run.count_response`; a handoff adds its target's tokens); the guardrails set
+    ``guardrail``, ``_loop``'s summary and a handoff set ``max_iters_reached``, and a
+    handoff sets ``last_agent``.
+
+    Attributes:
+        usage: Token usage summed over the reply's model calls, as reply metadata gives it
+            (cache, reasoning and audio tokens, time): ``RunUsage`` has none of these.
+        answered_by: The model of the latest answer (a ``FallbackModel``'s choice).
+        last_agent: The agent that answered after a handoff (None: this one did).
+        guardrail: The guardrail that tripped and stopped the reply, if any.
+        max_iters_reached: The reply hit ``max_iters`` and asked for a summary.
+    """
+
+    __slots__ = ("answered_by", "guardrail", "last_agent", "max_iters_reached", "usage")
+
+    def __init__(self) -> None:
+        self.usage = ChatUsage()
+        self.answered_by: str | None = None
+        self.last_agent: str | None = None
+        self.guardrail: GuardrailTripped | None = None
+        self.max_iters_reached = False
+
+
+class Run:
+    """Mutable state of one reply (one ``await agent(...)`` or ``agent.resume(...)``).
+
+    Holds only what lives across the reply's steps (a step's own payload is in its step
+    value, see ``agentkit.agent._steps``), grouped by who changes it.
+
+    Attributes:
+        emit: Event sink, or None when nobody listens (then no event is even built). The
+            guardrails swap it while they hold a raced answer's events.
+        inbox: The reply's input messages until they are stored (never lost to a cut).
+        added: Messages this run stored in memory, in order (``RunResult.new_messages``).
+        steering: Steers queued by ``agent.steer`` for the next model request
+            (``agentkit.agent._steer``); None once the loop is over.
+        iteration: Model calls made for this task (kept across approval pauses).
+        counts: Requests, tokens, tool calls and cost of this run (``RunUsage``), read live
+            by ``UsageLimits`` and ``RunContext.usage``.
+        usage_limit: The name of the limit that stopped the run, if any.
+        batch: Tool calls of the current turn that are stored but not yet answered.
+        approved: Ids of calls a human approved in this run (``tool_call_approved``).
+        control: The reply's task, cancel scope and interrupt (:class:`ReplyControl`).
+        turn: The latest model answer (:class:`ModelTurn`).
+        output: The structured answer asked for and accepted (:class:`OutputState`).
+        calls: Results and nested-approval bookkeeping of the batch (:class:`CallBook`).
+        outcome: Token usage, answering model and agent, guardrail, max_iters
+            (:class:`Outcome`).
+    """
+
+    __slots__ = (
+        "added",
+        "approved",
+        "batch",
+        "calls",
+        "control",
+        "counts",
+        "emit",
+        "inbox",
+        "iteration",
+        "outcome",
+        "output",
+        "steering",
+        "turn",
+        "usage_limit",
+    )
+
+    def __init__(self, emit: Emit | None, structured: OutputPlan | None) -> None:
+        self.emit = emit
+        self.inbox: Sequence[Msg] = ()  # the input's list, between start and storing
+        self.added: list[Msg] = []
+        self.steering: list[Steer] | None = []
+        self.iteration = 0
+        self.counts = RunUsage()
+        self.usage_limit: str | None = None
+        self.batch: list[ToolUseBlock] | None = None
+        self.approved: set[str] = set()
+        self.control = ReplyControl()
+        self.turn = ModelTurn()
+        self.output = OutputState(structured)
+        self.calls = CallBook()
+        self.outcome = Outcome()
 
     def count_response(self, usage: ChatUsage | None, model: str | None = None) -> None:
         """Add one model response's usage (and the model that gave it) to the totals."""
+        outcome = self.outcome
         if usage is not None:
-            self.usage = self.usage + usage
+            outcome.usage = outcome.usage + usage
         self.counts.add_response(usage, model)
         if model is not None:
-            self.answered_by = model
+            outcome.answered_by = model
 
     def begin_batch(self, calls: list[ToolUseBlock]) -> None:
         """Record the calls of a turn that must be answered (call right after storing them)."""
         self.batch = calls
-        self.results = [None] * len(calls)
+        self.calls.results = [None] * len(calls)
 
     def metadata(self) -> dict[str, object]:
         """Reply metadata common to every outcome."""
+        outcome = self.outcome
         metadata: dict[str, object] = {
-            "usage": self.usage.to_dict(),
+            "usage": outcome.usage.to_dict(),
             "iterations": self.iteration,
-            "time": time.perf_counter() - self.started,
+            "time": time.perf_counter() - self.control.started,
         }
-        if self.answered_by is not None:
-            metadata["model"] = self.answered_by
-        if self.last_agent is not None:
-            metadata["last_agent"] = self.last_agent
+        if outcome.answered_by is not None:
+            metadata["model"] = outcome.answered_by
+        if outcome.last_agent is not None:
+            metadata["last_agent"] = outcome.last_agent
         return metadata
 
 
@@ -280,8 +394,12 @@ async def store(memory: Memory, msgs: Msg | list[Msg], run: Run | None = None) -
     else:
         with anyio.CancelScope(shield=True):
             await memory.add(msgs)
-    if run is not None:
-        run.added.extend([msgs] if isinstance(msgs, Msg) else msgs)
+    if run is None:
+        return
+    if isinstance(msgs, Msg):
+        run.added.append(msgs)
+    else:
+        run.added.extend(msgs)
 
 
 def new_msg(

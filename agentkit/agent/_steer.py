@@ -150,8 +150,8 @@ async def follow_up(conv: Conversation, run: Run, allowed: bool) -> bool:
     if not run.steering:
         return False
     # The follow-up answers anew: a structured answer accepted before the steer is replaced.
-    run.structured_output = None
-    run.structured_value = None
+    run.output.data = None
+    run.output.value = None
     return await deliver(conv.memory, run, "follow_up")
 
 

@@ -95,10 +95,10 @@ async def validate_text(setup: RunSetup, conv: Conversation, run: Run, answer: M
             return answer
         content: list[ContentBlock] = [TextBlock(type="text", text=value)]
         return Msg(answer.name, content, "assistant", answer.metadata, id=answer.id)
-    run.structured_failures += 1
-    if run.structured_failures > MAX_STRUCTURED_RETRIES:
+    run.output.failures += 1
+    if run.output.failures > MAX_STRUCTURED_RETRIES:
         raise StructuredOutputError(
-            f"the output validators rejected the answer {run.structured_failures} times "
+            f"the output validators rejected the answer {run.output.failures} times "
             f"(more than the {MAX_STRUCTURED_RETRIES} retries allowed): {retry}"
         )
     note = Msg("user", RETRY_TEXT.format(message=retry), "user", {"output_retry": True})
@@ -112,8 +112,8 @@ async def accept_text(
     """Accept the JSON text ``answer`` of a native or prompted run as its output.
 
     The text is parsed and validated against the output model, then the agent's output
-    validators run on it. An accepted answer is left in ``run.structured_value`` and
-    ``run.structured_output``. A refused one counts against the structured-output retry
+    validators run on it. An accepted answer is left in ``run.output.value`` and
+    ``run.output.data``. A refused one counts against the structured-output retry
     budget, and the reason is stored as a user message for the next request (not when
     ``last``: no request follows).
 
@@ -123,20 +123,20 @@ async def accept_text(
     Raises:
         StructuredOutputError: when answers were refused more often than the budget.
     """
-    assert run.structured is not None
-    value, error = run.structured.parse_answer(answer.get_text())
+    assert run.output.plan is not None
+    value, error = run.output.plan.parse_answer(answer.get_text())
     if value is not None and setup.output_validators:
         value, retry = await validate_output(setup, value)
         if retry is not None:
             value, error = None, RETRY_TEXT.format(message=retry)
     if value is not None:
-        run.structured_value = value
-        run.structured_output = value.model_dump(mode="json")
+        run.output.value = value
+        run.output.data = value.model_dump(mode="json")
         return True
-    run.structured_failures += 1
-    if run.structured_failures > MAX_STRUCTURED_RETRIES:
+    run.output.failures += 1
+    if run.output.failures > MAX_STRUCTURED_RETRIES:
         raise StructuredOutputError(
-            f"the model failed to produce a valid {run.structured.name} "
+            f"the model failed to produce a valid {run.output.plan.name} "
             f"after {MAX_STRUCTURED_RETRIES} retries: {error}"
         )
     if not last:

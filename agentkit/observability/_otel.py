@@ -66,11 +66,11 @@ _TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 
 _CUT = {"interrupted": "interrupted by the user", "cancelled": "cancelled"}
 
 
-def _error_type(exc: BaseException, run: object) -> str:
+def _error_type(exc: BaseException, run: Run | None) -> str:
     import anyio
 
     if isinstance(exc, anyio.get_cancelled_exc_class()):
-        return "interrupted" if getattr(run, "interrupted", False) else "cancelled"
+        return "interrupted" if run is not None and run.control.interrupted else "cancelled"
     return type(exc).__qualname__
 
 
@@ -147,7 +147,7 @@ class _RunScope(_Scope):
         if exc is not None:
             _fail(span, _error_type(exc, run), str(exc) or None)
             stop_reason = "error"
-        elif run.interrupted:
+        elif run.control.interrupted:
             span.add_event("agentkit.interrupted")
             stop_reason = "interrupted"
         else:
@@ -156,7 +156,7 @@ class _RunScope(_Scope):
 
 
 def _run_end_attributes(run: Run, stop_reason: str) -> Attributes:
-    usage = run.usage
+    usage = run.outcome.usage
     attributes: Attributes = {
         "gen_ai.usage.input_tokens": usage.input_tokens,
         "gen_ai.usage.output_tokens": usage.output_tokens,
@@ -169,17 +169,17 @@ def _run_end_attributes(run: Run, stop_reason: str) -> Attributes:
     if cost is not None:
         attributes["agentkit.usage.cost"] = cost
     # Which model answered (a FallbackModel's choice), as on the chat spans.
-    answered = getattr(run, "answered_by", None)
+    answered = run.outcome.answered_by
     if answered is not None:
         attributes["gen_ai.response.model"] = answered
-    models = getattr(getattr(run, "counts", None), "models", None)
+    models = run.counts.models
     if models:
         attributes["agentkit.models"] = list(models)
     return attributes
 
 
 class _ChatScope(_Scope):
-    """The ``chat {model}`` span of one model request; the answer is in ``run.partial``."""
+    """The ``chat {model}`` span of one model request; the answer is in ``run.turn.partial``."""
 
     __slots__ = ("instrumentation", "request", "run", "started")
 
@@ -200,7 +200,7 @@ class _ChatScope(_Scope):
         if exc is not None:
             error = _error_type(exc, self.run)
             _fail(span, error, str(exc) or None)
-        response = self.run.partial
+        response = self.run.turn.partial
         response_model: str | None = None
         if response is not None:
             response_model = self._describe(span, response)
@@ -262,7 +262,7 @@ class _ToolScope(_Scope):
         if exc is not None:
             _fail(span, _error_type(exc, run), str(exc) or None)
             return
-        results = run.results
+        results = run.calls.results
         result = results[self.index] if self.index < len(results) else None
         if result is not None:
             _end_tool(span, result, self.capture)
@@ -322,7 +322,7 @@ class OTelInstrumentation(Instrumentation):
         messages: Sequence[Msg],
         tools: Sequence[object] | None,
     ) -> _Scope:
-        """The ``chat {model}`` span of one model request; the answer is in ``run.partial``."""
+        """The ``chat {model}`` span of one model request; the answer is in ``run.turn.partial``."""
         request = chat_attributes(cast("ReActAgent[Any, Any]", agent).model)
         if self.capture_content:
             request = {**request, **request_attributes(messages)}
