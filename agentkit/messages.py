@@ -12,6 +12,7 @@ through serialization, so a conversation can be continued with the provider that
 from __future__ import annotations
 
 import base64
+import enum
 import functools
 import mimetypes
 import os
@@ -205,23 +206,6 @@ _TEXT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _clean_block(block: dict[str, object], kind: str, path: str) -> None:
-    """Replace lone surrogates in the block's text, in place (see ``agentkit._text``).
-
-    Text reaches blocks from outside (tools, models, files, users); one lone surrogate
-    would make every later request and session save fail, so it is fixed here, visibly.
-    """
-    for key in _TEXT_KEYS.get(kind, ()):
-        value = block.get(key)
-        if isinstance(value, str) and not is_clean(value):
-            block[key] = clean_text(value)
-    if kind == "tool_use":
-        try:
-            block["input"] = clean_json(block["input"])  # the same object when already clean
-        except ValueError as exc:  # nested too deeply to ever be encoded or saved
-            raise MessageValidationError(f"{path}.input", str(exc)) from None
-
-
 def _check_source(source: dict[str, object], path: str, kind: str) -> None:
     """Check a media block's ``source``; a plain-text source is for documents only."""
     source_type = source.get("type")
@@ -261,7 +245,18 @@ def validate_block(block: object, path: str = "block") -> ContentBlock:
         value = block.get(key)
         if not isinstance(value, expected) or (key == "id" and not value):
             raise MessageValidationError(f"{path}.{key}", f"a {kind} block needs {key!r}")
-    _clean_block(block, kind, path)
+    # Text reaches blocks from outside (tools, models, files, users); one lone surrogate
+    # would make every later request and session save fail, so it is fixed here, visibly
+    # (see ``agentkit._text``), in place. Inline: this runs for every block of every message.
+    for key in _TEXT_KEYS.get(kind, ()):
+        value = block.get(key)
+        if isinstance(value, str) and not (value.isascii() or is_clean(value)):
+            block[key] = clean_text(value)
+    if kind == "tool_use":
+        try:
+            block["input"] = clean_json(block["input"])  # the same object when already clean
+        except ValueError as exc:  # nested too deeply to ever be encoded or saved
+            raise MessageValidationError(f"{path}.input", str(exc)) from None
     if kind in _MEDIA:
         _check_source(block["source"], f"{path}.source", kind)
     elif kind == "tool_result" and isinstance(block["output"], list):
@@ -336,6 +331,37 @@ def _pack_id(text: str) -> bytes | str:
     return text
 
 
+class _Keep(enum.Enum):
+    """``Msg.replace``'s "leave this field as it is" (None is a value metadata can take)."""
+
+    KEEP = enum.auto()
+
+
+def _role_error(role: object) -> MessageValidationError:
+    return MessageValidationError("role", f"must be one of {sorted(_ROLES)}, got {role!r}")
+
+
+def _checked_content(content: object) -> str | list[ContentBlock]:
+    """``content`` checked: every block validated (and cleaned) in place, text cleaned."""
+    if isinstance(content, list):
+        for i, block in enumerate(content):
+            validate_block(block, f"content[{i}]")
+        return content
+    if not isinstance(content, str):
+        raise MessageValidationError("content", "must be a string or a list of blocks")
+    return clean_text(content)
+
+
+def _checked_metadata(metadata: object) -> dict[str, Any]:
+    """Metadata other than None checked: a dict, its strings cleaned."""
+    if not isinstance(metadata, dict):
+        raise MessageValidationError("metadata", "must be a dict or None")
+    try:
+        return cast(dict[str, Any], clean_json(metadata)) if metadata else metadata
+    except ValueError as exc:
+        raise MessageValidationError("metadata", str(exc)) from None
+
+
 class Msg:
     """One message of a conversation.
 
@@ -368,23 +394,12 @@ class Msg:
         timestamp: str | None = None,
     ) -> None:
         if role not in _ROLES:
-            raise MessageValidationError("role", f"must be one of {sorted(_ROLES)}, got {role!r}")
+            raise _role_error(role)
         if not isinstance(name, str):
             raise MessageValidationError("name", "must be a string")
-        if isinstance(content, list):
-            for i, block in enumerate(content):
-                validate_block(block, f"content[{i}]")
-        elif not isinstance(content, str):
-            raise MessageValidationError("content", "must be a string or a list of blocks")
-        else:
-            content = clean_text(content)
-        if metadata is not None and not isinstance(metadata, dict):
-            raise MessageValidationError("metadata", "must be a dict or None")
-        if metadata:
-            try:
-                metadata = clean_json(metadata)
-            except ValueError as exc:
-                raise MessageValidationError("metadata", str(exc)) from None
+        content = _checked_content(content)
+        if metadata is not None:
+            metadata = _checked_metadata(metadata)
         # 16 random bytes, shown as 32 hex digits like uuid4().hex.
         self._id: bytes | str = _pack_id(id) if id else new_id_bytes()
         self.name: str = clean_text(name)
@@ -394,6 +409,52 @@ class Msg:
         self._timestamp: int | str = (
             _pack_timestamp(timestamp) if timestamp else time.time_ns() // 1000
         )
+
+    def replace(
+        self,
+        *,
+        name: str | None = None,
+        content: str | list[ContentBlock] | None = None,
+        role: Role | None = None,
+        metadata: dict[str, Any] | _Keep | None = _Keep.KEEP,
+    ) -> Msg:
+        """Return a message with this one's id and timestamp and the given fields changed.
+
+        What is given is checked (and cleaned) as the constructor checks it; what is not
+        given is shared with this message, not copied (use :meth:`copy` for an independent
+        message). Cheaper than ``Msg(..., id=msg.id, timestamp=msg.timestamp)``, which
+        formats the id and timestamp as text, parses them back and checks every block again.
+
+        Args:
+            name: A new author (None: this message's).
+            content: New content (None: this message's, shared).
+            role: A new role (None: this message's).
+            metadata: New metadata, None included (left out: this message's, shared).
+
+        Raises:
+            MessageValidationError: on an unknown role or a malformed block given here.
+        """
+        new = Msg.__new__(Msg)
+        new._id = self._id
+        new._timestamp = self._timestamp
+        if name is None:
+            new.name = self.name
+        elif isinstance(name, str):
+            new.name = clean_text(name)
+        else:
+            raise MessageValidationError("name", "must be a string")
+        if role is None:
+            new.role = self.role
+        elif role in _ROLES:
+            new.role = role
+        else:
+            raise _role_error(role)
+        new.content = self.content if content is None else _checked_content(content)
+        if metadata is _Keep.KEEP:
+            new.metadata = self.metadata
+        else:
+            new.metadata = None if metadata is None else _checked_metadata(metadata)
+        return new
 
     @property
     def id(self) -> str:

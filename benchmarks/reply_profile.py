@@ -117,6 +117,7 @@ def main() -> None:
     parser.add_argument("--deltas", type=int, default=1, help="text chunks per answer")
     parser.add_argument("--steps", type=int, default=0, help="tool calls per reply")
     parser.add_argument("--http", help="base URL of benchmarks.mock_server (else in process)")
+    parser.add_argument("--model", help="with --http: the mock server's scenario (text-20...)")
     parser.add_argument("--where", action="store_true", help="with --count: by caller")
     parser.add_argument("--count", action="store_true", help="count scopes per reply")
     args = parser.parse_args()
@@ -135,7 +136,7 @@ def main() -> None:
     if args.http:  # the mock server: "steps-N" calls the first tool N times, else answers
         from agentkit.models import OpenAIChatModel
 
-        name = f"steps-{args.steps}" if args.steps else "answer"
+        name = args.model or (f"steps-{args.steps}" if args.steps else "answer")
         model = OpenAIChatModel(name, api_key="x", base_url=args.http, stream=args.model_stream)
     agent = ReActAgent("bench", "You are a benchmark agent.", model, toolkit)
 

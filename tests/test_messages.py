@@ -217,6 +217,36 @@ def test_assigned_id_and_timestamp_read_back() -> None:
     assert msg.id == "0" * 32 and msg == Msg.from_dict(msg.to_dict())
 
 
+@settings(max_examples=200, deadline=None)
+@given(messages, st.none() | st.dictionaries(st.text(), json_values, max_size=4))
+def test_replace_equals_the_constructor_given_the_same_id_and_timestamp(
+    msg: Msg, metadata: dict[str, Any] | None
+) -> None:
+    replaced = msg.replace(name="agent", role="assistant", metadata=metadata)
+    built = Msg("agent", msg.content, "assistant", metadata, id=msg.id, timestamp=msg.timestamp)
+    assert replaced == built
+    assert replaced.to_dict() == built.to_dict()
+    assert replaced.content is msg.content  # not given: shared, not copied or checked again
+
+
+def test_replace_keeps_what_is_not_given_and_checks_what_is() -> None:
+    msg = Msg("u", "hi", "user", {"k": 1})
+    assert msg.replace() == msg
+    assert msg.replace(metadata=None).metadata is None
+    cleaned = msg.replace(name="a\udcff", content=[{"type": "text", "text": "x\ud800"}])
+    assert cleaned.name == "a\\xff" and cleaned.get_text() == "x\ufffd"
+    assert (cleaned.id, cleaned.timestamp) == (msg.id, msg.timestamp)
+    bad: Any = "robot"
+    with pytest.raises(MessageValidationError, match="role"):
+        msg.replace(role=bad)
+    bad = [{"type": "text"}]
+    with pytest.raises(MessageValidationError, match=r"content\[0\]"):
+        msg.replace(content=bad)
+    bad = [1]
+    with pytest.raises(MessageValidationError, match="metadata"):
+        msg.replace(metadata=bad)
+
+
 def test_a_kept_text_message_costs_less_than_its_text_plus_200_bytes() -> None:
     # A conversation keeps every message for its whole life: the generated id and timestamp
     # are held compactly (16 bytes, an int), not as two 32-character strings (2 x 81 bytes).

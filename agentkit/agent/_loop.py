@@ -103,13 +103,15 @@ def _finish(setup: RunSetup, run: Run, last: Msg, **extra: object) -> Finish:
             # The last partial is the accepted answer (defaults filled, validators applied).
             run.output.streamed = run.output.data
             run.emit(PartialOutput(dict(run.output.data)))
-        content: str | list[ContentBlock] = list(run.turn.last_text) or [
+        content: list[ContentBlock] = list(run.turn.last_text) or [
             TextBlock(type="text", text=json.dumps(run.output.data, ensure_ascii=False))
         ]
-    else:
-        content = last.content
-    reply = Msg(setup.name, content, "assistant", metadata, id=last.id, timestamp=last.timestamp)
-    return Finish(reply)
+        return Finish(
+            last.replace(name=setup.name, content=content, role="assistant", metadata=metadata)
+        )
+    # The stored answer's id, timestamp and content, kept as they are: its blocks were
+    # checked when it was made, and its packed id and timestamp need no round trip as text.
+    return Finish(last.replace(name=setup.name, role="assistant", metadata=metadata))
 
 
 def _pending_reply(setup: RunSetup, conv: Conversation, run: Run) -> Finish:

@@ -177,20 +177,13 @@ class _Feed(Generic[OutputT]):
         self.events.clear()
         self.end()
 
-    async def next(self) -> AgentEvent | None:
-        """The next event, waiting for it when none is queued; None at the end."""
-        events = self.events
-        # A reply emits its events in bursts (one network chunk's deltas at once): a queued
-        # event is handed over without a trip through the event loop. A cancellation lands
-        # here first, whether events are queued or not: a wait that a new event (or the end
-        # of the interrupted reply) wakes in the same loop pass would not deliver it.
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        while not events and not self.ended:
+    async def wait(self) -> None:
+        """Wait until an event is queued or the feed has ended."""
+        while not self.events and not self.ended:
             waiter = self.waiter
             if waiter is None:
                 waiter = self.waiter = anyio.Event()
             await waiter.wait()
-        return events.popleft() if events else None
 
     def take_error(self) -> Exception | None:
         error, self.error = self.error, None
@@ -244,8 +237,11 @@ class EventStream(Generic[OutputT]):
     def _open(self) -> _Feed[OutputT]:
         if self._feed is not None:
             raise RuntimeError("an EventStream can be consumed only once")
-        self._feed = _Feed[OutputT](self._agent)
-        return self._feed
+        # Not ``_Feed[OutputT](...)``: calling the subscripted alias costs a typing layer
+        # (and a failed ``__orig_class__`` write on the slotted class) per stream.
+        feed: _Feed[OutputT] = _Feed(self._agent)
+        self._feed = feed
+        return feed
 
     async def __aenter__(self) -> EventStream[OutputT]:
         feed = self._open()
@@ -274,7 +270,7 @@ class EventStream(Generic[OutputT]):
     def __aiter__(self) -> EventStream[OutputT]:
         return self
 
-    def _detach(self) -> None:
+    def _detach(self) -> _Feed[OutputT]:
         import asyncio
 
         feed = self._open()
@@ -282,17 +278,26 @@ class EventStream(Generic[OutputT]):
         self._task = asyncio.get_running_loop().create_task(feed.run(self._start))
         _DETACHED.add(self._task)
         self._task.add_done_callback(_DETACHED.discard)
+        return feed
 
     async def __anext__(self) -> AgentEvent:
-        if self._feed is None:
-            self._detach()
-        assert self._feed is not None
-        event = await self._feed.next()
-        if event is not None:
-            return event
+        feed = self._feed
+        if feed is None:
+            feed = self._detach()
+        # A reply emits its events in bursts (one network chunk's deltas at once): a queued
+        # event is handed over without a trip through the event loop (nor a coroutine of its
+        # own). A cancellation lands here first, whether events are queued or not: a wait
+        # that a new event (or the end of the interrupted reply) wakes in the same loop pass
+        # would not deliver it.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        events = feed.events
+        if not events and not feed.ended:
+            await feed.wait()
+        if events:
+            return events.popleft()
         if self._task is not None:
             await self._task
-        error = self._feed.take_error()
+        error = feed.take_error()
         if error is not None:
             raise error from None
         raise StopAsyncIteration
