@@ -4,8 +4,10 @@ A private name (``_x``, not a dunder) is an implementation detail of the class o
 that defines it: code elsewhere that reads or writes it breaks silently when that detail
 changes, and hides a missing public (or package-internal) seam. So an attribute access
 ``value._x`` is allowed only where ``value`` is the name ``self`` or ``cls``, a call of
-``super()``, or a module bound by ``import`` (a private module's private helpers are its
-package's business, checked by the layering test). ``getattr``/``setattr``/``hasattr``/
+``super()``, a module bound by ``import`` (a private module's private helpers are its
+package's business, checked by the layering test), or, inside a class, another instance's
+slot that the class itself declares in its ``__slots__`` (private to the class, as in C++ or
+Java: ``Msg.replace`` fills the packed id of the ``Msg`` it builds). ``getattr``/``setattr``/``hasattr``/
 ``delattr`` with a literal private name count too: they are the same access, spelled as
 a string.
 
@@ -98,9 +100,36 @@ def _own(value: ast.expr, modules: set[str]) -> bool:
     )
 
 
+def _own_slots(tree: ast.AST) -> set[int]:
+    """Ids of the attribute nodes, inside a class, that name a slot the class declares."""
+    allowed: set[int] = set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        slots: set[str] = set()
+        for stmt in cls.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in stmt.targets)
+                and isinstance(stmt.value, (ast.Tuple, ast.List))
+            ):
+                slots |= {
+                    e.value
+                    for e in stmt.value.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
+        allowed |= {
+            id(node)
+            for node in ast.walk(cls)
+            if isinstance(node, ast.Attribute) and node.attr in slots
+        }
+    return allowed
+
+
 def _reached(path: Path) -> list[tuple[int, str]]:
     """``(line, access)`` for each private member of another object that ``path`` uses."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    same_class = _own_slots(tree)
     owners = {
         node.value.id
         for node in ast.walk(tree)
@@ -117,7 +146,7 @@ def _reached(path: Path) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and _private(node.attr):
-            if not _own(node.value, modules):
+            if not _own(node.value, modules) and id(node) not in same_class:
                 found.append((node.lineno, ast.unparse(node)))
         elif (
             isinstance(node, ast.Call)
@@ -171,7 +200,15 @@ def test_the_check_sees_the_forms_it_forbids(tmp_path: Path) -> None:
         "        self._x, os._exit, abc._check_methods, super()._y\n"
         "        other._x\n"
         "        getattr(other, '_z')\n"
-        "        other.__dict__, getattr(self, '_w')\n",
+        "        other.__dict__, getattr(self, '_w')\n"
+        "class B:\n"
+        "    __slots__ = ('_v',)\n"
+        "    def g(self, other):\n"
+        "        other._v, other._u\n",
         encoding="utf-8",
     )
-    assert [access for _, access in _reached(source)] == ["other._x", "getattr(other, '_z')"]
+    assert [access for _, access in _reached(source)] == [
+        "other._x",
+        "getattr(other, '_z')",
+        "other._u",
+    ]
