@@ -134,6 +134,39 @@ class PreparedCall:
     structured: type[BaseModel] | None
 
 
+class _LeanAttempt:
+    """One try at a request on the lean path (what the retry policy calls again).
+
+    One object where a closure would hold a function, its cell tuple and a cell per
+    variable, all tracked by the cycle collector for as long as the request waits.
+    """
+
+    __slots__ = ("body", "headers", "lean", "loop", "path", "stream", "timeout")
+
+    def __init__(
+        self,
+        lean: LeanHTTP,
+        loop: object,
+        path: str,
+        body: bytes,
+        stream: bool,
+        headers: dict[str, str] | None,
+        timeout: object,
+    ) -> None:
+        self.lean, self.loop, self.path, self.body = lean, loop, path, body
+        self.stream, self.headers, self.timeout = stream, headers, timeout
+
+    def __call__(self) -> Awaitable[httpx2.Response]:
+        return self.lean.post(
+            self.loop,
+            self.path,
+            self.body,
+            stream=self.stream,
+            headers=self.headers,
+            request_timeout=self.timeout,
+        )
+
+
 class StreamState(Protocol):
     """Accumulates one provider's stream events into cumulative snapshots."""
 
@@ -339,12 +372,13 @@ class HTTPChatModel(ChatModel):
             ModelError: a subclass describing the failure, after retries.
         """
         started = time.perf_counter()
-        call = self._prepare(request, stream=False)
-        response = await self._send(self.encode_body(call.body), False, call.options)
+        body, options, structured = self._encoded(request, stream=False)
+        attempt, errors = await self._attempt(body, False, options)
+        response = await self._with_retries(attempt, errors)
         data = loads_body(self.provider, response.content)
         elapsed = time.perf_counter() - started
         try:
-            parsed = self._parse(data, response.status_code, elapsed, call.structured)
+            parsed = self._parse(data, response.status_code, elapsed, structured)
         except _SHAPE_ERRORS as err:
             raise self._shape_error(data, err) from err
         except ModelError as err:
@@ -358,11 +392,11 @@ class HTTPChatModel(ChatModel):
         however the iteration ends. Same arguments and errors as :meth:`request`.
         """
         started = time.perf_counter()
-        call = self._prepare(request, stream=True)
-        attempt, errors = await self._attempt(self.encode_body(call.body), True, call.options)
+        body, options, structured = self._encoded(request, stream=True)
+        attempt, errors = await self._attempt(body, True, options)
 
         async def open_stream() -> AsyncGenerator[ChatResponse, None]:
-            return self._stream(await attempt(), started, call.structured)
+            return self._stream(await attempt(), started, structured)
 
         first, rest = await self._start_stream(open_stream, errors)
         # The rest is read here, not through a generator of its own: every layer between the
@@ -421,13 +455,21 @@ class HTTPChatModel(ChatModel):
         body = self.format_request(request, stream=stream)
         return PreparedCall(body, options, request.native_output)
 
+    def _encoded(
+        self, request: ModelRequest, *, stream: bool
+    ) -> tuple[bytes, dict[str, object], type[BaseModel] | None]:
+        """The body's bytes, the request options and the output type of one request.
+
+        The body's dicts and lists die here: a request waiting for its answer holds only
+        the bytes, so that the objects the cycle collector tracks stay few while it waits
+        (they set how often it runs; see ``docs/benchmarks.md``, Round 6).
+        """
+        call = self._prepare(request, stream=stream)
+        return self.encode_body(call.body), call.options, call.structured
+
     def encode_body(self, body: Mapping[str, object]) -> bytes:
         """The request body's bytes (compact UTF-8 JSON; a provider may reuse cached parts)."""
         return dumps(body)
-
-    async def _send(self, body: bytes, stream: bool, options: dict[str, object]) -> httpx2.Response:
-        attempt, errors = await self._attempt(body, stream, options)
-        return await self._with_retries(attempt, errors)
 
     async def _attempt(
         self, body: bytes, stream: bool, options: dict[str, object]
@@ -454,10 +496,13 @@ class HTTPChatModel(ChatModel):
 
         return attempt, None
 
-    async def _with_retries(
+    def _with_retries(
         self, attempt: Callable[[], Awaitable[_T]], errors: SDKErrors | None = None
-    ) -> _T:
+    ) -> Awaitable[_T]:
         """Run ``attempt`` under the retry policy, the client's errors mapped to ours.
+
+        A plain function returning the retry loop's coroutine: a layer that only awaited
+        it would be one more object held by every waiting request.
 
         Args:
             attempt: One try.
@@ -465,7 +510,7 @@ class HTTPChatModel(ChatModel):
                 ``attempt`` uses (None: the SDK's).
         """
         status_error, connection_error, base_error = errors or self._sdk_errors()
-        return await send_with_retries(
+        return send_with_retries(
             attempt,
             self.retry,
             provider=self.provider,
@@ -477,16 +522,10 @@ class HTTPChatModel(ChatModel):
     def _lean_attempt(
         self, lean: LeanHTTP, body: bytes, stream: bool, options: dict[str, object]
     ) -> tuple[Callable[[], Awaitable[httpx2.Response]], SDKErrors]:
-        loop = _running_loop()
-        path, timeout = self._request_path(stream), options.get("timeout")
         given = options.get("headers")
         headers = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else None
-
-        def attempt() -> Awaitable[httpx2.Response]:
-            return lean.post(
-                loop, path, body, stream=stream, headers=headers, request_timeout=timeout
-            )
-
+        path, timeout = self._request_path(stream), options.get("timeout")
+        attempt = _LeanAttempt(lean, _running_loop(), path, body, stream, headers, timeout)
         return attempt, (LeanStatusError, LeanConnectionError, LeanError)
 
     def owned(self, err: ModelError) -> ModelError:
