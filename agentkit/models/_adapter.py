@@ -134,6 +134,9 @@ class PreparedCall:
     structured: type[BaseModel] | None
 
 
+_LEAN_ERRORS: SDKErrors = (LeanStatusError, LeanConnectionError, LeanError)
+
+
 class _LeanAttempt:
     """One try at a request on the lean path (what the retry policy calls again).
 
@@ -372,8 +375,7 @@ class HTTPChatModel(ChatModel):
             ModelError: a subclass describing the failure, after retries.
         """
         started = time.perf_counter()
-        body, options, structured = self._encoded(request, stream=False)
-        attempt, errors = await self._attempt(body, False, options)
+        attempt, errors, structured = await self._attempt(request, stream=False)
         response = await self._with_retries(attempt, errors)
         data = loads_body(self.provider, response.content)
         elapsed = time.perf_counter() - started
@@ -392,8 +394,7 @@ class HTTPChatModel(ChatModel):
         however the iteration ends. Same arguments and errors as :meth:`request`.
         """
         started = time.perf_counter()
-        body, options, structured = self._encoded(request, stream=True)
-        attempt, errors = await self._attempt(body, True, options)
+        attempt, errors, structured = await self._attempt(request, stream=True)
 
         async def open_stream() -> AsyncGenerator[ChatResponse, None]:
             return self._stream(await attempt(), started, structured)
@@ -455,35 +456,29 @@ class HTTPChatModel(ChatModel):
         body = self.format_request(request, stream=stream)
         return PreparedCall(body, options, request.native_output)
 
-    def _encoded(
-        self, request: ModelRequest, *, stream: bool
-    ) -> tuple[bytes, dict[str, object], type[BaseModel] | None]:
-        """The body's bytes, the request options and the output type of one request.
-
-        The body's dicts and lists die here: a request waiting for its answer holds only
-        the bytes, so that the objects the cycle collector tracks stay few while it waits
-        (they set how often it runs; see ``docs/benchmarks.md``, Round 6).
-        """
-        call = self._prepare(request, stream=stream)
-        return self.encode_body(call.body), call.options, call.structured
-
     def encode_body(self, body: Mapping[str, object]) -> bytes:
         """The request body's bytes (compact UTF-8 JSON; a provider may reuse cached parts)."""
         return dumps(body)
 
     async def _attempt(
-        self, body: bytes, stream: bool, options: dict[str, object]
-    ) -> tuple[Callable[[], Awaitable[httpx2.Response]], SDKErrors | None]:
-        """One try at sending ``body`` on the current transport, and its client's errors.
+        self, request: ModelRequest, *, stream: bool
+    ) -> tuple[Callable[[], Awaitable[httpx2.Response]], SDKErrors | None, type[BaseModel] | None]:
+        """One try at ``request`` on the current transport, its client's errors, its output type.
 
         Called once per request (the transport follows changed settings here); the try it
-        returns is what the retry policy repeats.
+        returns is what the retry policy repeats. The body's dicts and lists die here: the
+        try holds only its bytes, so that a request waiting for its answer holds few objects
+        that the cycle collector tracks (their number sets how often it runs; see
+        ``docs/benchmarks.md``, Round 6).
         """
+        call = self._prepare(request, stream=stream)
+        body, options = self.encode_body(call.body), call.options
         self._follow_settings()
         if len(self._retired) > _KEEP_RETIRED:  # settings changed again and again: bounded
             await _close_transport(*self._retired.pop(0))
         if self._lean is not None:
-            return self._lean_attempt(self._lean, body, stream, options)
+            lean = self._lean_attempt(self._lean, body, stream, options)
+            return lean, _LEAN_ERRORS, call.structured
         client = self.client
         path = self._request_path(stream)
 
@@ -494,7 +489,7 @@ class HTTPChatModel(ChatModel):
             )
             return cast(httpx2.Response, result)
 
-        return attempt, None
+        return attempt, None, call.structured
 
     def _with_retries(
         self, attempt: Callable[[], Awaitable[_T]], errors: SDKErrors | None = None
@@ -521,12 +516,11 @@ class HTTPChatModel(ChatModel):
 
     def _lean_attempt(
         self, lean: LeanHTTP, body: bytes, stream: bool, options: dict[str, object]
-    ) -> tuple[Callable[[], Awaitable[httpx2.Response]], SDKErrors]:
+    ) -> _LeanAttempt:
         given = options.get("headers")
         headers = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else None
         path, timeout = self._request_path(stream), options.get("timeout")
-        attempt = _LeanAttempt(lean, _running_loop(), path, body, stream, headers, timeout)
-        return attempt, (LeanStatusError, LeanConnectionError, LeanError)
+        return _LeanAttempt(lean, _running_loop(), path, body, stream, headers, timeout)
 
     def owned(self, err: ModelError) -> ModelError:
         """``err`` naming this model's provider (a parser raises without knowing it)."""
