@@ -479,6 +479,13 @@ class HTTPChatModel(ChatModel):
         if self._lean is not None:
             lean = self._lean_attempt(self._lean, body, stream, options)
             return lean, _LEAN_ERRORS, call.structured
+        return self._sdk_attempt(body, stream, options), None, call.structured
+
+    def _sdk_attempt(
+        self, body: bytes, stream: bool, options: dict[str, object]
+    ) -> Callable[[], Awaitable[httpx2.Response]]:
+        # A method of its own: the variables a closure captures get their cells when the
+        # function that defines it starts, whichever path it then takes.
         client = self.client
         path = self._request_path(stream)
 
@@ -489,7 +496,7 @@ class HTTPChatModel(ChatModel):
             )
             return cast(httpx2.Response, result)
 
-        return attempt, None, call.structured
+        return attempt
 
     def _with_retries(
         self, attempt: Callable[[], Awaitable[_T]], errors: SDKErrors | None = None

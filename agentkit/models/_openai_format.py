@@ -294,6 +294,15 @@ def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, object]
     return cast("list[dict[str, object]]", copy_json(content))
 
 
+def _nested(wire: list[dict[str, object]]) -> bool:
+    """Whether a message of ``wire`` holds a dict or list (a loop: no generator to build)."""
+    for message in wire:
+        for value in message.values():
+            if type(value) in _CONTAINERS:
+                return True
+    return False
+
+
 class _Entry(list[dict[str, object]]):
     """One cached wire form: the list of its wire messages, and what it was made from.
 
@@ -331,7 +340,7 @@ class _Entry(list[dict[str, object]]):
         # values needs one (the bodies hold copies of the message dicts themselves). None:
         # the entry is its own (not ``self``: that would be a cycle, which only the cycle
         # collector frees).
-        nested = any(type(v) in _CONTAINERS for m in wire for v in m.values())
+        nested = _nested(wire)
         self.pristine = cast("list[dict[str, object]]", copy_json(wire)) if nested else None
         self.json: str | None = None  # the compact JSON of the private form, made when first sent
         # When an audio id it replays expires: the wire form then holds the transcript.
