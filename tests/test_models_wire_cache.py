@@ -98,7 +98,7 @@ def test_the_cache_is_bounded() -> None:
     assert len(cache.entries) == 3
     assert cache.get(msgs[0], False) is None
     entry = cache.get(msgs[4], False)
-    assert entry is not None and entry.wire == [{"role": "user", "content": "4"}]
+    assert entry is not None and entry == [{"role": "user", "content": "4"}]
     assert cache.get(msgs[4], True) is None  # another reasoning setting
 
 

@@ -601,7 +601,12 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                         run.emit(ReplyStarted(self.name))
                     if caps.before_run:
                         await caps.run_before_run(setup.context)
-                    reply = await self._with_reply_hooks(run, kwargs, body)
+                    # Without reply hooks, ``body`` straight: a layer less held while it waits.
+                    hooks = self._hooks
+                    if hooks is None or not (hooks.has("pre_reply") or hooks.has("post_reply")):
+                        reply = await body(kwargs)
+                    else:
+                        reply = await self._with_reply_hooks(run, kwargs, body)
             except BaseException as exc:
                 # An error, or a cancellation from outside (not our interrupt): repair
                 # memory, then let it propagate.

@@ -149,18 +149,6 @@ def _request(
     return ModelRequest(prompt, functions, builtin, settings, output)
 
 
-async def _call_model(setup: RunSetup, run: Run, request: ModelRequest) -> None:
-    """One model call, its answer left in ``run.turn.partial``."""
-    model = setup.model
-    if model.stream:
-        await _consume(run, model.request_stream(request), _tracker(setup, run))
-        return
-    output = await model.request(request)
-    run.turn.partial = output
-    if run.emit is not None:
-        _diff([], output.content, run.emit)
-
-
 async def _prompt(setup: RunSetup, conv: Conversation, run: Run, extra: Msg | None) -> list[Msg]:
     """The prompt of the next request: system message (with instructions), memory, ``extra``."""
     system = setup.system()
@@ -228,9 +216,16 @@ async def reason(
     run.turn.calling_model = True  # state_dict() refuses until the answer is stored
     run.counts.requests += 1
     try:
-        # The observability seam: the chat span.
+        # The observability seam: the chat span. The call, its answer left in ``run.turn.partial``,
+        # is inline rather than a coroutine of its own: one layer less held while it waits.
         with _obs.model_span(setup.owner, run, prompt, request.tools):
-            await _call_model(setup, run, request)
+            model = setup.model
+            if model.stream:
+                await _consume(run, model.request_stream(request), _tracker(setup, run))
+            else:
+                run.turn.partial = output = await model.request(request)
+                if run.emit is not None:
+                    _diff([], output.content, run.emit)
     finally:
         run.turn.calling_model = False
     if caps.after_model:

@@ -162,6 +162,42 @@ class PreparedCall:
     structured: type[BaseModel] | None
 
 
+_LEAN_ERRORS: SDKErrors = (LeanStatusError, LeanConnectionError, LeanError)
+
+
+class _LeanAttempt:
+    """One try at a request on the lean path (what the retry policy calls again).
+
+    One object where a closure would hold a function, its cell tuple and a cell per
+    variable, all tracked by the cycle collector for as long as the request waits.
+    """
+
+    __slots__ = ("body", "headers", "lean", "loop", "path", "stream", "timeout")
+
+    def __init__(
+        self,
+        lean: LeanHTTP,
+        loop: object,
+        path: str,
+        body: bytes,
+        stream: bool,
+        headers: dict[str, str] | None,
+        timeout: object,
+    ) -> None:
+        self.lean, self.loop, self.path, self.body = lean, loop, path, body
+        self.stream, self.headers, self.timeout = stream, headers, timeout
+
+    def __call__(self) -> Awaitable[httpx2.Response]:
+        return self.lean.post(
+            self.loop,
+            self.path,
+            self.body,
+            stream=self.stream,
+            headers=self.headers,
+            request_timeout=self.timeout,
+        )
+
+
 class StreamState(Protocol):
     """Accumulates one provider's stream events into cumulative snapshots."""
 
@@ -367,12 +403,12 @@ class HTTPChatModel(ChatModel):
             ModelError: a subclass describing the failure, after retries.
         """
         started = time.perf_counter()
-        call = self._prepare(request, stream=False)
-        response = await self._send(self.encode_body(call.body), False, call.options)
+        attempt, errors, structured = await self._attempt(request, stream=False)
+        response = await self._with_retries(attempt, errors)
         data = loads_body(self.provider, response.content)
         elapsed = time.perf_counter() - started
         try:
-            parsed = self._parse(data, response.status_code, elapsed, call.structured)
+            parsed = self._parse(data, response.status_code, elapsed, structured)
         except _SHAPE_ERRORS as err:
             raise self._shape_error(data, err) from err
         except ModelError as err:
@@ -386,11 +422,10 @@ class HTTPChatModel(ChatModel):
         however the iteration ends. Same arguments and errors as :meth:`request`.
         """
         started = time.perf_counter()
-        call = self._prepare(request, stream=True)
-        attempt, errors = await self._attempt(self.encode_body(call.body), True, call.options)
+        attempt, errors, structured = await self._attempt(request, stream=True)
 
         async def open_stream() -> AsyncGenerator[ChatResponse, None]:
-            return self._stream(await attempt(), started, call.structured)
+            return self._stream(await attempt(), started, structured)
 
         first, rest = await self._start_stream(open_stream, errors)
         # The rest is read here, not through a generator of its own: every layer between the
@@ -453,23 +488,32 @@ class HTTPChatModel(ChatModel):
         """The request body's bytes (compact UTF-8 JSON; a provider may reuse cached parts)."""
         return dumps(body)
 
-    async def _send(self, body: bytes, stream: bool, options: dict[str, object]) -> httpx2.Response:
-        attempt, errors = await self._attempt(body, stream, options)
-        return await self._with_retries(attempt, errors)
-
     async def _attempt(
-        self, body: bytes, stream: bool, options: dict[str, object]
-    ) -> tuple[Callable[[], Awaitable[httpx2.Response]], SDKErrors | None]:
-        """One try at sending ``body`` on the current transport, and its client's errors.
+        self, request: ModelRequest, *, stream: bool
+    ) -> tuple[Callable[[], Awaitable[httpx2.Response]], SDKErrors | None, type[BaseModel] | None]:
+        """One try at ``request`` on the current transport, its client's errors, its output type.
 
         Called once per request (the transport follows changed settings here); the try it
-        returns is what the retry policy repeats.
+        returns is what the retry policy repeats. The body's dicts and lists die here: the
+        try holds only its bytes, so that a request waiting for its answer holds few objects
+        that the cycle collector tracks (their number sets how often it runs; see
+        ``docs/benchmarks.md``, Round 6).
         """
+        call = self._prepare(request, stream=stream)
+        body, options = self.encode_body(call.body), call.options
         self._follow_settings()
         if len(self._retired) > _KEEP_RETIRED:  # settings changed again and again: bounded
             await _close_transport(*self._retired.pop(0))
         if self._lean is not None:
-            return self._lean_attempt(self._lean, body, stream, options)
+            lean = self._lean_attempt(self._lean, body, stream, options)
+            return lean, _LEAN_ERRORS, call.structured
+        return self._sdk_attempt(body, stream, options), None, call.structured
+
+    def _sdk_attempt(
+        self, body: bytes, stream: bool, options: dict[str, object]
+    ) -> Callable[[], Awaitable[httpx2.Response]]:
+        # A method of its own: the variables a closure captures get their cells when the
+        # function that defines it starts, whichever path it then takes.
         client = self.client
         path = self._request_path(stream)
 
@@ -480,12 +524,15 @@ class HTTPChatModel(ChatModel):
             )
             return cast(httpx2.Response, result)
 
-        return attempt, None
+        return attempt
 
-    async def _with_retries(
+    def _with_retries(
         self, attempt: Callable[[], Awaitable[_T]], errors: SDKErrors | None = None
-    ) -> _T:
+    ) -> Awaitable[_T]:
         """Run ``attempt`` under the retry policy, the client's errors mapped to ours.
+
+        A plain function returning the retry loop's coroutine: a layer that only awaited
+        it would be one more object held by every waiting request.
 
         Args:
             attempt: One try.
@@ -493,7 +540,7 @@ class HTTPChatModel(ChatModel):
                 ``attempt`` uses (None: the SDK's).
         """
         status_error, connection_error, base_error = errors or self._sdk_errors()
-        return await send_with_retries(
+        return send_with_retries(
             attempt,
             self.retry,
             provider=self.provider,
@@ -504,18 +551,11 @@ class HTTPChatModel(ChatModel):
 
     def _lean_attempt(
         self, lean: LeanHTTP, body: bytes, stream: bool, options: dict[str, object]
-    ) -> tuple[Callable[[], Awaitable[httpx2.Response]], SDKErrors]:
-        loop = _running_loop()
-        path, timeout = self._request_path(stream), options.get("timeout")
+    ) -> _LeanAttempt:
         given = options.get("headers")
         headers = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else None
-
-        def attempt() -> Awaitable[httpx2.Response]:
-            return lean.post(
-                loop, path, body, stream=stream, headers=headers, request_timeout=timeout
-            )
-
-        return attempt, (LeanStatusError, LeanConnectionError, LeanError)
+        path, timeout = self._request_path(stream), options.get("timeout")
+        return _LeanAttempt(lean, _running_loop(), path, body, stream, headers, timeout)
 
     def owned(self, err: ModelError) -> ModelError:
         """``err`` naming this model's provider (a parser raises without knowing it)."""

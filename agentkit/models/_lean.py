@@ -330,13 +330,12 @@ class LeanHTTP:
         if not _warm_done.is_set() and _warm_started:
             await _warmed()
         client = self.client(loop)
-        extra: dict[str, Any] = {}
-        if request_timeout is not None:
-            extra["timeout"] = request_timeout
+        timeout = httpx2.USE_CLIENT_DEFAULT if request_timeout is None else request_timeout
         url = self._urls.get(path)
         if url is None:
             url = self._urls[path] = httpx2.URL(self.base_url + path)
-        request = client.build_request("POST", url, content=body, headers=headers, **extra)
+        # Keywords only, no ``**``: a plain call builds no argument tuple or dict.
+        request = client.build_request("POST", url, content=body, headers=headers, timeout=timeout)
         try:
             response = await client.send(request, stream=stream)
         except httpx2.TimeoutException as err:

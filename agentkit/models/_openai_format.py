@@ -187,17 +187,18 @@ def format_messages(messages: Sequence[Msg], *, reasoning: bool = False) -> list
     whole history with every request, and only its new or changed messages are converted.
     """
     out = WireMessages()
-    sources, used, handed = out.sources, out.entries, []
+    sources, used = out.sources, out.entries
+    handed: list[dict[str, object]] = []
     cache = _CACHE
     for msg in messages:
         entry = cache.get(msg, reasoning)
         if entry is None:
             entry = cache.put(msg, reasoning, _format_one(msg, reasoning))
-        handed += entry.wire
-        sources += entry.pristine
+        handed += entry
+        sources += entry if entry.pristine is None else entry.pristine
         used.append(entry)
     # Shallow copies: a caller changing a message dict of the body must not change the
-    # cached form. Nested values are shared with ``entry.wire`` (copying them all costs
+    # cached form. Nested values are shared with the entry (copying them all costs
     # more than the cache saves); an edit there is caught by comparing with the private
     # ``entry.pristine`` forms, here (``_WireCache.get``) and when encoding (``json_text``).
     out.extend(map(dict, handed))
@@ -231,7 +232,8 @@ class WireMessages(list[dict[str, object]]):
         for entry in self.entries:
             fragment = entry.json
             if fragment is None:
-                fragment = entry.json = ",".join([_compact(m) for m in entry.pristine])
+                pristine = entry if entry.pristine is None else entry.pristine
+                fragment = entry.json = ",".join([_compact(m) for m in pristine])
             if fragment:
                 parts.append(fragment)
         return "[" + ",".join(parts) + "]"
@@ -292,8 +294,21 @@ def _snapshot(content: str | list[ContentBlock]) -> str | list[dict[str, object]
     return cast("list[dict[str, object]]", copy_json(content))
 
 
-class _Entry:
-    """One cached wire form: what it was made from, and what it is."""
+def _nested(wire: list[dict[str, object]]) -> bool:
+    """Whether a message of ``wire`` holds a dict or list (a loop: no generator to build)."""
+    for message in wire:
+        for value in message.values():
+            if type(value) in _CONTAINERS:
+                return True
+    return False
+
+
+class _Entry(list[dict[str, object]]):
+    """One cached wire form: the list of its wire messages, and what it was made from.
+
+    The entry is that list itself rather than an object holding it: the collector tracks
+    one object per cached message, not two (a full collection walks all 8,192).
+    """
 
     __slots__ = (
         "content",
@@ -304,7 +319,6 @@ class _Entry:
         "reasoning",
         "role",
         "snapshot",
-        "wire",
     )
 
     def __init__(
@@ -316,17 +330,19 @@ class _Entry:
         snapshot: str | list[dict[str, object]],
         wire: list[dict[str, object]],
     ) -> None:
+        super().__init__(wire)  # its nested values are shared with the bodies handed out
         self.msg = msg
         self.reasoning = reasoning
         self.role = role
         self.content = content
         self.snapshot = snapshot
-        self.wire = wire  # its nested values are shared with the bodies handed out
         # A private copy to check the handed-out forms against; only a form with nested
-        # values needs one (the bodies hold copies of the message dicts themselves).
-        nested = any(type(v) in _CONTAINERS for m in wire for v in m.values())
-        self.pristine = cast("list[dict[str, object]]", copy_json(wire)) if nested else wire
-        self.json: str | None = None  # the compact JSON of ``pristine``, made when first sent
+        # values needs one (the bodies hold copies of the message dicts themselves). None:
+        # the entry is its own (not ``self``: that would be a cycle, which only the cycle
+        # collector frees).
+        nested = _nested(wire)
+        self.pristine = cast("list[dict[str, object]]", copy_json(wire)) if nested else None
+        self.json: str | None = None  # the compact JSON of the private form, made when first sent
         # When an audio id it replays expires: the wire form then holds the transcript.
         self.expires = audio_expiry(content)
 
@@ -357,7 +373,7 @@ class _WireCache:
             or entry.role != msg.role
             or entry.content is not msg.content
             or entry.snapshot != msg.content
-            or (entry.pristine is not entry.wire and entry.wire != entry.pristine)  # body edited
+            or (entry.pristine is not None and list.__ne__(entry, entry.pristine))  # body edited
             or (entry.expires is not None and time.time() >= entry.expires)
         ):
             return None
