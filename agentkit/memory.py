@@ -148,6 +148,12 @@ class InMemoryMemory(Memory):
             return
         messages = self._messages
         keys = [item.id for item in items]
+        if not messages:  # a new or reloaded conversation: one set tells whether ids repeat
+            unique = set(keys)
+            if len(unique) == len(keys):
+                messages.extend(items)
+                self._ids = unique if len(keys) > _SCAN_LIMIT else None
+                return
         ids = self._ids
         if ids is None and len(messages) + len(keys) > _SCAN_LIMIT:
             ids = self._ids = {m.id for m in messages}
@@ -236,8 +242,8 @@ class InMemoryMemory(Memory):
                 raise StateError(f"memory message {i} repeats the message id {msg.id!r}")
             ids.add(msg.id)
             messages.append(msg)
-        self._messages, self._ids = [], None
-        self._extend(messages)
+        # Ids checked unique above: no second pass through ``_extend``.
+        self._messages, self._ids = messages, ids if len(ids) > _SCAN_LIMIT else None
 
     def __len__(self) -> int:
         return len(self._messages)

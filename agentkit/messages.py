@@ -290,7 +290,6 @@ def _timestamp_text(micros_since_epoch: int) -> str:
     return f"{_second_text(seconds)}.{str(1_000_000 + micros)[1:]}+00:00"
 
 
-@functools.lru_cache(maxsize=512)
 def _second_of(prefix: str) -> int | None:
     """The Unix second that ``_second_text`` writes as ``prefix``, or None."""
     try:
@@ -300,23 +299,41 @@ def _second_of(prefix: str) -> int | None:
     return seconds if _second_text(seconds) == prefix else None
 
 
+# ``_second_of`` per ``YYYY-MM-DDTHH:MM:SS`` prefix: a loaded conversation's timestamps share
+# few seconds. A plain dict read inline costs a third of an ``lru_cache`` call, and loading a
+# saved conversation packs one timestamp per message; emptied when full (bounded memory).
+_SECONDS_OF: dict[str, int | None] = {}
+_SECONDS_OF_SIZE = 512
+
+
 def _pack_timestamp(text: str) -> int | str:
     """Integer microseconds when they give back exactly ``text``, else ``text`` itself."""
-    if not text.endswith("+00:00"):
-        return text
     if len(text) == 32:  # YYYY-MM-DDTHH:MM:SS.ffffff+00:00 (never a zero fraction)
         fraction = text[20:26]
-        if text[19] != "." or not (fraction.isascii() and fraction.isdigit()):
+        # isdigit also takes non-ASCII digits, which int() would read: isascii rules them out.
+        if (
+            text[26:] != "+00:00"
+            or text[19] != "."
+            or not (fraction.isdigit() and fraction.isascii())
+        ):
             return text
         micros = int(fraction)
-    elif len(text) == 25:  # YYYY-MM-DDTHH:MM:SS+00:00
-        micros = -1  # a whole second
+        if not micros:  # written without a fraction by ``_timestamp_text``
+            return text
+    elif len(text) == 25 and text.endswith("+00:00"):  # YYYY-MM-DDTHH:MM:SS+00:00
+        micros = 0
     else:
         return text
-    seconds = _second_of(text[:19])
-    if seconds is None or micros == 0:
+    prefix = text[:19]
+    try:
+        seconds = _SECONDS_OF[prefix]
+    except KeyError:
+        if len(_SECONDS_OF) >= _SECONDS_OF_SIZE:
+            _SECONDS_OF.clear()
+        seconds = _SECONDS_OF[prefix] = _second_of(prefix)
+    if seconds is None:
         return text
-    return seconds * 1_000_000 + max(micros, 0)
+    return seconds * 1_000_000 + micros
 
 
 def _pack_id(text: str) -> bytes | str:

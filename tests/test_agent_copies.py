@@ -134,3 +134,29 @@ async def test_loop_hooks_of_a_copy_stay_on_the_copy() -> None:
     heard.clear()
     await template("hi")
     assert heard == ["template:bot"]
+
+
+def test_copy_slots_copies_set_slots_private_ones_and_a_subclass_dict() -> None:
+    from agentkit.agent._copying import copy_slots
+
+    class Base:
+        __slots__ = ("__secret", "shared", "unset")
+
+        def __init__(self) -> None:
+            self.__secret = "s"
+            self.shared = [1]
+
+        def secret(self) -> str:
+            return self.__secret
+
+    class Child(Base):  # no __slots__: has a __dict__
+        pass
+
+    original = Child()
+    setattr(original, "extra", "e")  # noqa: B010  (not declared: the subclass's __dict__)
+    clone = copy_slots(original, {"shared": [2]})
+    assert (clone.secret(), clone.shared, getattr(clone, "extra")) == ("s", [2], "e")  # noqa: B009
+    assert not hasattr(clone, "unset") and original.shared == [1]
+    plain = Base()
+    plain.unset = "now set"
+    assert copy_slots(plain, {}).unset == "now set"

@@ -94,3 +94,23 @@ async def test_adding_a_message_already_held_is_a_no_op() -> None:
     await memory.clear()
     await memory.add(first)
     assert await memory.size() == 1
+
+
+@pytest.mark.parametrize("size", [3, 40])  # a scanned and a set-indexed conversation
+async def test_a_message_already_held_is_skipped_after_a_bulk_start(size: int) -> None:
+    msgs = [Msg("u", f"m{i}", "user") for i in range(size)]
+    for memory in (InMemoryMemory(msgs), InMemoryMemory()):
+        if not len(memory):
+            memory.load_state_dict(InMemoryMemory(msgs).state_dict())
+        await memory.add([msgs[0].copy(), msgs[-1], Msg("u", "new", "user")])
+        texts = [m.get_text() for m in await memory.get_memory()]
+        assert texts == [f"m{i}" for i in range(size)] + ["new"]
+
+
+@pytest.mark.parametrize("size", [3, 40])
+async def test_a_repeated_message_in_the_initial_list_is_stored_once(size: int) -> None:
+    msgs = [Msg("u", f"m{i}", "user") for i in range(size)]
+    memory = InMemoryMemory([*msgs, msgs[1].copy(), msgs[0]])
+    assert [m.get_text() for m in await memory.get_memory()] == [f"m{i}" for i in range(size)]
+    await memory.add(msgs[2])
+    assert await memory.size() == size

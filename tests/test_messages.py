@@ -278,3 +278,13 @@ def test_a_forked_process_generates_other_ids_than_its_parent() -> None:
     parent = {Msg("u", "x", "user").id for _ in range(10)}
     assert len(child) == 10
     assert not child & parent
+
+
+def test_timestamps_of_many_seconds_and_before_1970_read_back_exactly() -> None:
+    # More distinct seconds than the parser keeps cached, and negative Unix seconds.
+    stamps = [f"2026-01-01T{h:02d}:{m:02d}:07.000001+00:00" for h in range(24) for m in range(30)]
+    stamps += ["1969-12-31T23:59:59.999999+00:00", "1969-12-31T23:59:59+00:00"]
+    stamps += ["0001-01-01T00:00:00+00:00", "2026-01-01T00:00:00.00000a+00:00"]
+    for stamp in stamps:
+        msg = Msg.from_dict(Msg("u", "x", "user", timestamp=stamp).to_dict())
+        assert msg.timestamp == stamp
