@@ -241,7 +241,7 @@ class DurableToolkit(Toolkit):
             self.register_tool(tool)
         for source in toolkit.tool_sources:  # MCP servers refresh it, its state saves pins
             self.add_tool_source(source.follow(self))
-        self.tainted_by = set(toolkit.tainted_by)
+        self.tainted_by = toolkit.tainted_by  # immutable: shared
 
     def call_tool_function(
         self,

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentkit.tools._response import ToolResponse, ToolResultContent
-from agentkit.tools._toolkit import Toolkit
+from agentkit.tools._toolkit import UNTAINTED, Toolkit
 
 __all__ = [
     "ToolChange",
@@ -230,12 +230,14 @@ def mark_untrusted_content(toolkit: Toolkit, source: str = ANYWHERE) -> None:
             server's non-read-only tools need approval; a server's name exempts that
             server's own tools (its output is untrusted input for the others).
     """
-    toolkit.tainted_by.add(source)
+    # Replaced, not mutated: an untainted toolkit shares the one empty frozenset (no set
+    # per toolkit), and a copy can share its parent's value.
+    toolkit.tainted_by = toolkit.tainted_by | {source}
 
 
 def reset_untrusted_content(toolkit: Toolkit) -> None:
     """Forget it (e.g. when a new conversation starts on the same toolkit)."""
-    toolkit.tainted_by.clear()
+    toolkit.tainted_by = UNTAINTED
 
 
 def is_tainted(toolkit: object, for_server: str | None = None) -> bool:

@@ -39,6 +39,9 @@ BASIC = "basic"
 # What OpenAI accepts (Anthropic allows a superset): a name outside it fails the model call.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _STATE_VERSION = 1
+UNTAINTED: frozenset[str] = frozenset()
+"""``Toolkit.tainted_by`` of a toolkit no open-world content reached: one shared object
+(``frozenset()`` makes a new one per call since Python 3.10)."""
 _STATE_KEYS = ("version", "active_groups")  # every other key holds saved tool-source parts
 
 
@@ -72,7 +75,8 @@ class Toolkit:
             from (``"*"``: anywhere, such as the web; a server's name: that server's
             output). Untrusted MCP servers' tools need approval once it is not empty (see
             ``agentkit.mcp.mark_untrusted_content``); clear it when a new conversation
-            starts. A copy starts with what its original had.
+            starts. A copy starts with what its original had. A frozenset, replaced (not
+            changed) on each mark, so an untainted toolkit costs no set of its own.
 
     Example:
         >>> toolkit = Toolkit()
@@ -117,7 +121,7 @@ class Toolkit:
         self._sources: tuple[ToolSource, ...] = ()
         # Loaded parts of sources not added yet: handed over by ``add_tool_source``.
         self._saved_sources: SavedSources = {}
-        self.tainted_by: set[str] = set()
+        self.tainted_by: frozenset[str] = UNTAINTED
 
     def copy(self) -> Toolkit:
         """A toolkit with the same tools, groups and settings, copied on write.
@@ -173,7 +177,7 @@ class Toolkit:
         slots: dict[str, object] = {
             "max_output_chars": self.max_output_chars,
             "default_timeout": self.default_timeout,
-            "tainted_by": set(self.tainted_by),
+            "tainted_by": self.tainted_by,  # immutable: shared
             "_sources": (),
             "_saved_sources": {
                 key: {name: dict(part) for name, part in parts.items()}
