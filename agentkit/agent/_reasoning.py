@@ -52,11 +52,12 @@ def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> bool:
         block = content[0]
         if block["type"] == "text":
             text = block["text"]
-            if not lengths:
-                lengths.append(0)
-            old = lengths[0]
-            lengths[0] = len(text)
-            if len(text) > old:
+            old, size = lengths[0] if lengths else 0, len(text)
+            if lengths:
+                lengths[0] = size
+            else:
+                lengths.append(size)
+            if size > old:
                 emit(TextDelta(text[old:]))
                 return True
             return False
