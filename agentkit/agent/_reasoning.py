@@ -46,6 +46,21 @@ def _diff(lengths: list[int], content: list[ContentBlock], emit: Emit) -> bool:
     Returns:
         Whether anything was emitted.
     """
+    if len(content) == 1 and len(lengths) < 2:
+        # Once per streamed token of a plain answer (one text block, as before): its new
+        # tail, without walking the blocks.
+        block = content[0]
+        if block["type"] == "text":
+            text = block["text"]
+            old, size = lengths[0] if lengths else 0, len(text)
+            if lengths:
+                lengths[0] = size
+            else:
+                lengths.append(size)
+            if size > old:
+                emit(TextDelta(text[old:]))
+                return True
+            return False
     emitted = False
     for i, block in enumerate(content):
         if block["type"] == "text":

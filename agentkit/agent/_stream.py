@@ -59,6 +59,8 @@ def fan_out(sinks: list[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent],
     Events are for display: a failing sink (a console printer on a closed or broken
     stdout...) must not abort the reply's work. It is logged and dropped.
     """
+    if len(sinks) == 1:  # the common case (``agent.stream`` alone): no loop per event
+        return _guarded(sinks[0])
     # Once per event: iterate a tuple (no copy per event), replaced when a sink fails.
     live = tuple(sinks)
 
@@ -74,6 +76,27 @@ def fan_out(sinks: list[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent],
                     exc_info=True,
                 )
                 live = tuple(s for s in live if s is not sink)
+
+    return emit
+
+
+def _guarded(sink: Callable[[AgentEvent], None]) -> Callable[[AgentEvent], None]:
+    """``fan_out([sink])``: ``sink`` until it fails once, then nothing."""
+    live: Callable[[AgentEvent], None] | None = sink
+
+    def emit(event: AgentEvent) -> None:
+        nonlocal live
+        if live is None:
+            return
+        try:
+            live(event)
+        except Exception:
+            logger.warning(
+                "event sink %r failed; it gets no more events of this reply",
+                sink,
+                exc_info=True,
+            )
+            live = None
 
     return emit
 
@@ -205,6 +228,9 @@ class EventStream(Generic[OutputT]):
         self._task: asyncio.Task[None] | None = None
         self._thread = 0
         self._exited = False
+        # The async library's own cancellation check, looked up when the stream opens:
+        # anyio's module-level one detects the library on every call (through sniffio).
+        self._if_cancelled: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint_if_cancelled
 
     @property
     def reply(self) -> Msg | None:
@@ -241,6 +267,7 @@ class EventStream(Generic[OutputT]):
         # (and a failed ``__orig_class__`` write on the slotted class) per stream.
         feed: _Feed[OutputT] = _Feed(self._agent)
         self._feed = feed
+        self._if_cancelled = anyio.lowlevel.current_token().backend_class.checkpoint_if_cancelled
         return feed
 
     async def __aenter__(self) -> EventStream[OutputT]:
@@ -289,7 +316,7 @@ class EventStream(Generic[OutputT]):
         # own). A cancellation lands here first, whether events are queued or not: a wait
         # that a new event (or the end of the interrupted reply) wakes in the same loop pass
         # would not deliver it.
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        await self._if_cancelled()
         events = feed.events
         if not events and not feed.ended:
             await feed.wait()

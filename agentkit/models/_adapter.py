@@ -578,23 +578,25 @@ class HTTPChatModel(ChatModel):
         chunks = response.aiter_bytes()
         events = iter_sse(chunks)
         done = False
+        # Bound once: the loop below runs once per streamed token.
+        check, feed, snapshot, end = self._check_event, state.feed, state.snapshot, StreamMark.END
         try:
             async for batch in events:
                 for name, data in batch:
-                    payload = self._check_event(name, data)
-                    if payload is StreamMark.END:
+                    payload = check(name, data)
+                    if payload is end:
                         done = True
                         break
                     if payload is None:
                         continue
                     try:
-                        changed = state.feed(payload)
+                        changed = feed(payload)
                     except _SHAPE_ERRORS as err:
                         raise self._shape_error(payload, err) from err
                     except ModelError as err:
                         raise self.owned(err) from err
                     if changed:
-                        yield state.snapshot(final=False)
+                        yield snapshot(final=False)
                 if done:
                     break
             if done:

@@ -164,7 +164,16 @@ class _Call:
 class OpenAIStreamState:
     """Accumulates ``chat.completion.chunk`` deltas into cumulative snapshots."""
 
-    __slots__ = ("audio", "calls", "finish_reason", "id", "reasoning", "text", "usage_data")
+    __slots__ = (
+        "audio",
+        "calls",
+        "finish_reason",
+        "id",
+        "plain",
+        "reasoning",
+        "text",
+        "usage_data",
+    )
 
     def __init__(self) -> None:
         self.id: str | None = None
@@ -175,6 +184,7 @@ class OpenAIStreamState:
         self.finish_reason: str | None = None
         self.usage_data: JSONObject | None = None
         self.audio: AudioStream | None = None  # audio output, when asked for
+        self.plain = True  # text only so far: no reasoning, tool call or audio
 
     def feed(self, chunk: JSONObject) -> bool:
         """Apply one chunk; return whether the visible content changed."""
@@ -183,8 +193,18 @@ class OpenAIStreamState:
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.usage_data = usage
-        changed = False
         choices = chunk.get("choices")
+        if type(choices) is list and len(choices) == 1:
+            # Once per streamed token: one choice whose delta is nothing but a text piece.
+            choice = choices[0]
+            if type(choice) is dict and not choice.get("finish_reason"):
+                delta = choice.get("delta")
+                if type(delta) is dict and len(delta) == 1 and choice.get("index", 0) == 0:
+                    piece = delta.get("content")
+                    if type(piece) is str:
+                        self.text.add(piece)
+                        return bool(piece)
+        changed = False
         for item in choices if type(choices) is list else arr(choices):
             choice = item if type(item) is dict else obj(item)
             if choice.get("index", 0) != 0:
@@ -211,10 +231,12 @@ class OpenAIStreamState:
             thought = (_reasoning_of(delta) or "") + part_thought
             if thought:
                 self.reasoning.add(thought)
+                self.plain = False
                 changed = True
         audio = delta.get("audio")
         if isinstance(audio, dict):
             self.audio = self.audio or AudioStream()
+            self.plain = False
             changed = self.audio.feed(audio) or changed
         calls = delta.get("tool_calls")
         if calls is None:
@@ -222,6 +244,7 @@ class OpenAIStreamState:
         for item in arr(calls):
             call = obj(item)
             entry = self.calls.setdefault(self._index_of(call), _Call())
+            self.plain = False
             if isinstance(call.get("extra_content"), dict):
                 entry.extra = call["extra_content"]
             if call.get("id") and entry.id is None:
@@ -247,8 +270,7 @@ class OpenAIStreamState:
 
     def snapshot(self, *, final: bool, elapsed: float = 0.0) -> ChatResponse:
         """The cumulative response so far (``final`` adds usage and finish reason)."""
-        plain = not (self.calls or self.reasoning) and self.audio is None
-        if plain and not final and self.id is not None:
+        if self.plain and not final and self.id is not None:
             # Once per streamed token of a plain answer: its one text block, nothing to walk.
             text = self.text.text
             return ChatResponse([{"type": "text", "text": text}] if text else [], None, self.id)
