@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 from agentkit.agent import ReActAgent
+from agentkit.agent._capabilities import Capabilities
 from agentkit.memory import check_memory_invariant
 from agentkit.messages import Msg
 from agentkit.models._base import ChatModel, ChatResponse, ModelRequest
@@ -170,3 +171,14 @@ class SignalModel(ChatModel):
                 if self.when(chunk):
                     self.event.set()
                 yield chunk
+
+
+def refuse_capability_points(monkeypatch: Any) -> None:
+    """Make every entry point of ``Capabilities`` fail the test when the loop calls it."""
+
+    def refuse(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("a capability was added or called")
+
+    points = [n for n in vars(Capabilities) if n.startswith("run_")]
+    for name in [*points, "first", "bind", "system", "offered_tools"]:
+        monkeypatch.setattr(Capabilities, name, refuse)  # raising: each must exist

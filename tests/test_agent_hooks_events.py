@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -10,7 +9,6 @@ import anyio
 import pytest
 
 from agentkit import Capability, ModelRequest, RunContext, ToolUseBlock
-from agentkit.agent._capabilities import Capabilities
 from agentkit.events import (
     ReplyFinished,
     ReplyStarted,
@@ -25,7 +23,13 @@ from agentkit.messages import Msg
 from agentkit.models import ChatResponse
 from agentkit.testing import ScriptedModel, text, thinking, tool_use
 from agentkit.tools import ToolContext, ToolResponse
-from tests._agent_helpers import Recorder, agent_for, checked_memory, results_of
+from tests._agent_helpers import (
+    Recorder,
+    agent_for,
+    checked_memory,
+    refuse_capability_points,
+    results_of,
+)
 
 
 async def test_acting_hooks_fire_once_per_call_under_parallel_calls():
@@ -225,18 +229,8 @@ async def test_reasoning_hooks_map_onto_the_request_and_the_stored_answer():
     assert [m.metadata.get("checked") for m in answers] == [True, True]
 
 
-def _refuse_capability_calls(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: object, **kwargs: object) -> Any:
-        raise AssertionError("a capability was added or called")
-
-    for name in [f.name for f in dataclasses.fields(Capabilities)]:
-        if name != "all":
-            monkeypatch.setattr(Capabilities, f"run_{name}", refuse, raising=False)
-    monkeypatch.setattr(Capabilities, "first", refuse)
-
-
 async def test_an_agent_with_reply_hooks_only_adds_no_capability(monkeypatch):
-    _refuse_capability_calls(monkeypatch)
+    refuse_capability_points(monkeypatch)
     heard: list[str] = []
     agent = agent_for(ScriptedModel([[tool_use("add", "c1", a=1, b=2)], "three"]))
     agent.register_hook("pre_reply", "p", lambda a, k: heard.append("pre"))

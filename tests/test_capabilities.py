@@ -26,13 +26,13 @@ from agentkit import (
     ToolUseBlock,
     check_memory_invariant,
 )
-from agentkit.agent._capabilities import Capabilities
 from agentkit.exceptions import UsageError
 from agentkit.messages import Msg
 from agentkit.models import ChatResponse
 from agentkit.serve import create_app
 from agentkit.session import SQLiteSession
 from agentkit.testing import FunctionModel, ScriptedModel, text, tool_use
+from tests._agent_helpers import refuse_capability_points
 from tests._serve_helpers import run_input, running, sse_events, user
 
 
@@ -325,14 +325,7 @@ async def test_a_served_copy_keeps_the_templates_capabilities(tmp_path: Path) ->
 async def test_a_run_without_capabilities_makes_no_capability_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def refuse(*args: object, **kwargs: object) -> Any:
-        raise AssertionError("a capability point was called")
-
-    for name in [f.name for f in dataclasses.fields(Capabilities)]:
-        if name != "all":
-            monkeypatch.setattr(Capabilities, f"run_{name}", refuse, raising=False)
-    monkeypatch.setattr(Capabilities, "bind", refuse)
-    monkeypatch.setattr(Capabilities, "system", refuse)
+    refuse_capability_points(monkeypatch)
     model = ScriptedModel([[tool_use("add", "c1", a=1, b=2)], "Three."])
     agent = ReActAgent("bot", "sys", model, adder())
     assert agent.capabilities == ()
