@@ -18,9 +18,9 @@ from agentkit.events import (
     ToolProgress,
     ToolResult,
 )
-from agentkit.exceptions import ModelAPIError
+from agentkit.exceptions import ModelAPIError, UsageError
 from agentkit.messages import Msg
-from agentkit.models import ChatResponse
+from agentkit.models import ChatResponse, ToolDefinition
 from agentkit.testing import ScriptedModel, text, thinking, tool_use
 from agentkit.tools import ToolContext, ToolResponse
 from tests._agent_helpers import (
@@ -340,3 +340,51 @@ async def test_no_listener_means_no_event_objects(monkeypatch):
     await agent("go")
     assert built == []
     assert isinstance(ToolCallStarted, type)
+
+
+async def test_a_builtin_tool_added_by_pre_reasoning_is_sent_as_a_builtin_tool():
+    spec = {"type": "web_search_20250305", "name": "web_search"}
+    model = ScriptedModel(["ok", "ok"])
+    agent = agent_for(model)
+
+    def add_search(a: object, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **kwargs,
+            "tools": [*kwargs["tools"], ToolDefinition("web_search", "", {}, native=spec)],
+        }
+
+    agent.register_hook("pre_reasoning", "search", add_search)
+    await agent("go")
+    assert model.requests[0].builtin_tools == [spec]
+    assert all(t.native is None for t in model.requests[0].tools)
+    seen: list[list[str]] = []
+
+    def look(a: object, kwargs: dict[str, Any]) -> None:  # a built-in tool is in ``tools``
+        seen.append([t.name for t in kwargs["tools"] if t.native is not None])
+
+    agent.register_hook("pre_reasoning", "look", look)
+    await agent("again")
+    assert seen == [["web_search"]]
+
+
+async def test_post_reasoning_sees_the_answer_as_stored_and_may_not_rename_it():
+    """The max-iters summary allows no calls: the hook never sees one; a new author is refused."""
+    model = ScriptedModel(
+        [[tool_use("add", "c1", a=1, b=2)], [text("3"), tool_use("add", "c2", a=0, b=0)]]
+    )
+    agent = agent_for(model, max_iters=1)
+    seen: list[list[str]] = []
+
+    def post(a: object, kwargs: dict[str, Any], msg: Msg) -> None:
+        seen.append([b["type"] for b in msg.get_content_blocks()])
+
+    agent.register_hook("post_reasoning", "look", post)
+    await agent("go")
+    assert seen == [["tool_use"], ["text"]]
+    renamer = agent_for(ScriptedModel(["hi"]))
+    renamer.register_hook(
+        "post_reasoning", "rename", lambda a, k, m: Msg("other", "hi", "assistant")
+    )
+    with pytest.raises(UsageError, match="author or role"):
+        await renamer("go")
+    await checked_memory(renamer)

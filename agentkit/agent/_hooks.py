@@ -40,11 +40,12 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar, cast, get_args
 from agentkit.agent._capabilities import MESSAGE_METADATA, Capabilities, Capability
 from agentkit.exceptions import UsageError
 from agentkit.messages import Msg, ToolUseBlock
+from agentkit.models._base import ToolDefinition
 from agentkit.tools._context import DepsT
 from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
-    from agentkit.models._base import ChatResponse, ModelRequest, ToolDefinition
+    from agentkit.models._base import ChatResponse, ModelRequest
     from agentkit.tools._context import RunContext, ToolContext
 
 __all__ = ["HookHost", "HookKind", "HookRegistry", "PostHook", "PreHook", "with_loop_hooks"]
@@ -205,7 +206,7 @@ class _LoopHooks(Capability[DepsT]):
             return request
         kwargs: dict[str, object] = {
             "messages": request.messages,
-            "tools": list(request.tools),
+            "tools": [*request.tools, *map(_builtin, request.builtin_tools)],
             "tool_choice": request.settings.get("tool_choice"),
         }
         if hooks.has("pre_reasoning"):
@@ -223,6 +224,11 @@ class _LoopHooks(Capability[DepsT]):
         out = await self._hooks.run_post("post_reasoning", self._agent, self._reasoning, msg)
         if not isinstance(out, Msg):
             raise UsageError(f"a post_reasoning hook must return a Msg or None, got {out!r}")
+        if out.name != msg.name or out.role != "assistant":  # the stored answer is the agent's
+            raise UsageError(
+                "a post_reasoning hook may change the answer's content and metadata, not its "
+                f"author or role (got {out.name!r}, {out.role!r})"
+            )
         # Written back even when the hooks returned None: they may have edited ``msg``.
         merged = {k: v for k, v in (response.metadata or {}).items() if k != MESSAGE_METADATA}
         if out.metadata:
@@ -272,7 +278,7 @@ def _as_request(request: ModelRequest, kwargs: Mapping[str, object]) -> ModelReq
             "a pre_reasoning hook must return 'messages' (a list of Msg), 'tools' (a list "
             "of ToolDefinition or None) and 'tool_choice' (a str or None)"
         )
-    functions = cast("list[ToolDefinition]", tools or [])
+    functions, builtin = ToolDefinition.split(cast("list[ToolDefinition]", tools or []))
     settings = request.settings
     if choice != settings.get("tool_choice"):
         settings = settings.copy()
@@ -280,11 +286,26 @@ def _as_request(request: ModelRequest, kwargs: Mapping[str, object]) -> ModelReq
             settings.pop("tool_choice", None)
         else:
             settings["tool_choice"] = choice
-    if messages is request.messages and functions == request.tools and settings is request.settings:
+    if (
+        messages is request.messages
+        and functions == request.tools
+        and builtin == request.builtin_tools
+        and settings is request.settings
+    ):
         return request
     return dataclasses.replace(
-        request, messages=cast("list[Msg]", messages), tools=functions, settings=settings
+        request,
+        messages=cast("list[Msg]", messages),
+        tools=functions,
+        builtin_tools=builtin,
+        settings=settings,
     )
+
+
+def _builtin(spec: dict[str, object]) -> ToolDefinition:
+    """A request's built-in tool spec as the ``ToolDefinition`` a toolkit offered it as."""
+    name = spec.get("name", spec.get("type", ""))
+    return ToolDefinition(str(name), "", {}, native=spec)
 
 
 def with_loop_hooks(

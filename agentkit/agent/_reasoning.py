@@ -7,6 +7,7 @@ computed by diffing consecutive cumulative chunks per block, and only when someo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -159,8 +160,7 @@ def _request(
     output, plan = None, run.output.plan
     if plan is not None:
         output = plan.request_spec(plan.mode_for(setup.model))
-    functions = [t for t in tools or () if t.native is None]
-    builtin = [dict(t.native) for t in tools or () if t.native is not None]
+    functions, builtin = ToolDefinition.split(tools)
     return ModelRequest(prompt, functions, builtin, settings, output)
 
 
@@ -181,15 +181,19 @@ async def _prompt(setup: RunSetup, conv: Conversation, run: Run, extra: Msg | No
     return prompt
 
 
+def _storable(content: list[ContentBlock], allow_calls: bool) -> list[ContentBlock]:
+    """``content`` as it may be stored: calls dropped where none are allowed, ids unique."""
+    if not allow_calls:
+        content = [b for b in content if b["type"] != "tool_use"]
+    return unique_call_ids(content)
+
+
 def _answer(setup: RunSetup, run: Run, allow_calls: bool) -> tuple[ChatResponse, Msg]:
     """The model's complete answer and the assistant message made of it (not stored yet)."""
     response = run.turn.partial or ChatResponse(content=[])
     finish = (response.metadata or {}).get("finish_reason")
     run.turn.finish_reason = finish if isinstance(finish, str) else None
-    content = response.content
-    if not allow_calls:
-        content = [b for b in content if b["type"] != "tool_use"]
-    content = unique_call_ids(content)
+    content = _storable(response.content, allow_calls)  # again: after_model may add calls
     recorded = (response.metadata or {}).get(MESSAGE_METADATA)
     metadata = dict(recorded) if isinstance(recorded, dict) else None
     return response, new_msg(setup.name, content, "assistant", metadata)  # new_msg copies
@@ -244,9 +248,12 @@ async def reason(
     finally:
         run.turn.calling_model = False
     if caps.after_model:
-        run.turn.partial = await caps.run_after_model(
-            setup.context, run.turn.partial or ChatResponse(content=[])
-        )
+        # The capabilities (the string hooks first) see the answer as it would be stored.
+        answer = run.turn.partial or ChatResponse(content=[])
+        content = _storable(answer.content, allow_calls)
+        if content is not answer.content:
+            answer = dataclasses.replace(answer, content=content)
+        run.turn.partial = await caps.run_after_model(setup.context, answer)
     response, msg = _answer(setup, run, allow_calls)
     await store(conv.memory, msg, run)
     # Synchronous from here: memory holds the calls, and run.batch answers for them.

@@ -14,7 +14,7 @@ While a tool call's arguments are still streaming, its ``tool_use`` block carrie
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
@@ -65,6 +65,14 @@ class ToolDefinition:
     parameters: Mapping[str, object]
     strict: bool | None = None
     native: Mapping[str, object] | None = None
+
+    @staticmethod
+    def split(
+        tools: Sequence[ToolDefinition] | None,
+    ) -> tuple[list[ToolDefinition], list[dict[str, object]]]:
+        """``tools`` as a request's ``(tools, builtin_tools)``: function tools, built-in specs."""
+        functions = [t for t in tools or () if t.native is None]
+        return functions, [dict(t.native) for t in tools or () if t.native is not None]
 
     def to_openai(self) -> dict[str, object]:
         """The OpenAI function-tool form ``{"type": "function", "function": {...}}``.
