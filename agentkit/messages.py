@@ -451,7 +451,7 @@ class Msg:
         Raises:
             MessageValidationError: on an unknown role or a malformed block given here.
         """
-        new = Msg.__new__(Msg)
+        new = type(self).__new__(type(self))  # a subclass stays one
         new._id = self._id
         new._timestamp = self._timestamp
         if name is None:

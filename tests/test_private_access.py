@@ -7,9 +7,9 @@ changes, and hides a missing public (or package-internal) seam. So an attribute 
 ``super()``, a module bound by ``import`` (a private module's private helpers are its
 package's business, checked by the layering test), or, inside a class, another instance's
 slot that the class itself declares in its ``__slots__`` (private to the class, as in C++ or
-Java: ``Msg.replace`` fills the packed id of the ``Msg`` it builds). ``getattr``/``setattr``/``hasattr``/
-``delattr`` with a literal private name count too: they are the same access, spelled as
-a string.
+Java: ``Msg.replace`` fills the packed id of the ``Msg`` it builds).
+``getattr``/``setattr``/``hasattr``/``delattr`` with a literal private name count too: they
+are the same access, spelled as a string.
 
 The allow-list holds what agentkit cannot yet do otherwise, each with its reason.
 """
