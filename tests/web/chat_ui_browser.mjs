@@ -181,7 +181,9 @@ try {
     await route.fulfill({ response: res, body: body.slice(0, body.indexOf("TOOL_CALL_RESULT")) });
   }, { times: 1 });
   await page.route("**/events", async (route) => {
-    await new Promise((r) => setTimeout(r, 400));
+    // Held long enough that a loaded machine's selector polling sees the state (it was
+    // missed at 400 ms under CI load); the wait below ends on the state, not on this time.
+    await new Promise((r) => setTimeout(r, 2000));
     await route.continue();
   }, { times: 1 });
   await say("weather in Paris");
