@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from agentkit.mcp._config import HttpServer, StdioServer
 
 __all__ = [
+    "ClientEvents",
     "EmbeddedResource",
     "FileTokenStorage",
     "HttpServer",
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from agentkit.mcp._app import EmbeddedResource, MCPApp, tool_result
     from agentkit.mcp._bridge import create_resource_tool, register_mcp_client, remove_mcp_clients
     from agentkit.mcp._client import MCPClient
+    from agentkit.mcp._client_events import ClientEvents
     from agentkit.mcp._context import MCPContext
     from agentkit.mcp._defenses import mark_untrusted_content, reset_untrusted_content
     from agentkit.mcp._http_auth import check_bind, resolve_token
@@ -59,6 +61,7 @@ else:
             "FileTokenStorage": "._oauth",
             "OAuth": "._oauth",
             "MCPClient": "._client",
+            "ClientEvents": "._client_events",
             "MCPToolFunction": "._tool",
             "MCPTool": "._tool",
             "create_resource_tool": "._bridge",

@@ -98,7 +98,7 @@ class MCPClient:
 
     Attributes:
         events: What the server says changed, on its own
-            (:class:`~agentkit.mcp._client_events.ClientEvents`):
+            (:class:`~agentkit.mcp.ClientEvents`):
             ``client.events.on_tools_changed(callback)``,
             ``client.events.on_list_changed("prompts", callback)``.
     """
