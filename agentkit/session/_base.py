@@ -34,9 +34,10 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -46,6 +47,7 @@ from agentkit._formats import Migration, upgrade
 from agentkit.exceptions import AgentkitError, SessionConflictError, SessionError, StateError
 
 __all__ = [
+    "EncodedState",
     "Session",
     "SessionConflictError",
     "SessionInfo",
@@ -240,18 +242,167 @@ class StateGroup:
             raise
 
 
-def _encode(state: dict[str, object], indent: int | None) -> str:
-    if not isinstance(state, dict):
-        raise TypeError(f"state_dict() must return a dict, got {type(state).__name__}")
+def _dumps(value: object, indent: int | None) -> str:
     separators = (",", ":") if indent is None else None
     try:
         return json.dumps(
-            state, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators
+            value, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators
         )
     except (TypeError, ValueError) as exc:
         raise StateError(f"the state is not JSON-safe: {exc}") from exc
     except RecursionError as exc:
         raise StateError("the state is not JSON-safe: it is nested too deeply") from exc
+
+
+LOG_KEY = "messages"
+"""The key whose list of objects is a *log*: stored item by item where the store allows it."""
+
+_MARKER = "$items"  # the head's stand-in for a log: {"$items": <length>}
+
+
+def _is_log(value: object) -> bool:
+    return type(value) is list and bool(value) and all(type(item) is dict for item in value)
+
+
+def _split(value: object, path: tuple[str | int, ...], logs: dict[str, list[object]]) -> object:
+    """``value`` with every log under it replaced by a marker (the logs go into ``logs``).
+
+    Containers without a log below them are returned as they are (never copied), so the
+    walk costs a visit of the state outside its logs; a log's items are not entered (a log
+    inside an item stays in the item's text).
+    """
+    if isinstance(value, dict):
+        out: dict[object, object] | None = None
+        for key, child in value.items():
+            if type(key) is not str:  # json turns it into a string: no path to it
+                continue
+            if key == LOG_KEY and _is_log(child):
+                logs[json.dumps((*path, key))] = child
+                new: object = {_MARKER: len(child)}
+            elif isinstance(child, dict | list):
+                new = _split(child, (*path, key), logs)
+            else:
+                continue
+            if new is not child:
+                if out is None:
+                    out = dict(value)
+                out[key] = new
+        return value if out is None else out
+    if isinstance(value, list):
+        copied: list[object] | None = None
+        for i, child in enumerate(value):
+            if not isinstance(child, dict | list):
+                continue
+            new = _split(child, (*path, i), logs)
+            if new is not child:
+                if copied is None:
+                    copied = list(value)
+                copied[i] = new
+        return value if copied is None else copied
+    return value
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class EncodedState:
+    """A state as a store receives it: a *head* and, where the store splits, its *logs*.
+
+    Every non-empty list of objects stored under a ``"messages"`` key (at any depth: an
+    agent's ``memory.messages``, a served thread's ``agent.memory.messages``, a
+    ``StateGroup`` member's) is a log: in ``head`` its value is ``{"$items": <length>}``,
+    and each of its items is JSON text of its own in ``logs`` (keyed by the log's path, a
+    JSON array of the keys and indexes from the root), with its BLAKE2b-128 digest in
+    ``digests``. A store that keeps items as rows writes only the items whose digest
+    changed (a turn appends a few messages; a lease write changes none). What puts a log
+    back is the store's rows, not the marker: a state that itself holds ``{"$items": 3}``
+    somewhere round-trips unchanged. A store that writes whole texts (``splits`` False)
+    gets the whole state's text as ``head`` and no logs.
+
+    Attributes:
+        head: JSON text of the state, its logs replaced by markers.
+        logs: Log path -> the items' JSON texts, in order.
+        digests: Log path -> the items' digests, in the same order.
+    """
+
+    __slots__ = ("digests", "head", "logs")
+
+    def __init__(self, state: dict[str, object], indent: int | None, *, split: bool) -> None:
+        if not isinstance(state, dict):
+            raise TypeError(f"state_dict() must return a dict, got {type(state).__name__}")
+        logs: dict[str, list[object]] = {}
+        if split:
+            try:
+                head = _split(state, (), logs)
+            except RecursionError as exc:
+                raise StateError("the state is not JSON-safe: it is nested too deeply") from exc
+        else:
+            head = state
+        self.head = _dumps(head, indent)
+        # One dumps per item (what a single dumps of the list does inside C, plus a call
+        # each) and a digest each, in C: see docs/benchmarks.md, round 7.
+        self.logs = {path: [_dumps(item, indent) for item in items] for path, items in logs.items()}
+        self.digests = {path: [_digest(t) for t in texts] for path, texts in self.logs.items()}
+
+    def changes(
+        self, stored: Mapping[tuple[str, int], bytes]
+    ) -> tuple[list[tuple[str, int, bytes, str]], list[tuple[str, int]]]:
+        """What a store holding items with the ``stored`` digests must write.
+
+        Args:
+            stored: ``(log path, index) -> digest`` of the items the store holds now.
+
+        Returns:
+            ``(upserts, cuts)``: the ``(log, index, digest, text)`` rows to write (new or
+            changed), and ``(log, length)`` pairs: delete that log's items at ``index >=
+            length`` (0 for a log the state no longer has).
+        """
+        upserts = [
+            (path, i, digest, self.logs[path][i])
+            for path, digests in self.digests.items()
+            for i, digest in enumerate(digests)
+            if stored.get((path, i)) != digest
+        ]
+        lengths: dict[str, int] = {}
+        for path, i in stored:
+            n = len(self.digests.get(path, ()))
+            if i >= n:
+                lengths[path] = n
+        return upserts, sorted(lengths.items())
+
+
+def group_items(rows: Iterable[tuple[str, int, str]], session_id: str) -> dict[str, list[str]]:
+    """Stored item rows ``(log path, index, text)``, sorted by path then index, as logs.
+
+    Raises:
+        StateError: if a log's indexes are not 0, 1, 2... (a row is missing).
+    """
+    logs: dict[str, list[str]] = {}
+    for path, index, text in rows:
+        items = logs.setdefault(path, [])
+        if index != len(items):
+            raise StateError(f"session {session_id!r}: item {len(items)} of log {path} is missing")
+        items.append(text)
+    return logs
+
+
+def _join(state: dict[str, object], logs: Mapping[str, list[str]]) -> None:
+    """Put the stored logs back into the head ``state`` in place (see ``EncodedState``)."""
+    for path_text, texts in logs.items():
+        path = json.loads(path_text)
+        parent: object = state
+        for step in path[:-1]:
+            parent = parent[step]  # type: ignore[index]
+        marker = parent[path[-1]]  # type: ignore[index]
+        if not (
+            isinstance(marker, dict)
+            and marker.keys() == {_MARKER}
+            and type(marker[_MARKER]) is int
+            and marker[_MARKER] == len(texts)
+        ):
+            raise ValueError(f"the head holds no marker for the {len(texts)} items of {path}")
+        parent[path[-1]] = json.loads("[" + ",".join(texts) + "]")  # type: ignore[index]
 
 
 class Session(ABC):
@@ -263,6 +414,7 @@ class Session(ABC):
 
     backend = "session"
     indent: int | None = None  # pretty-print stored JSON with this indent (None: compact)
+    splits = False  # whether ``_write`` gets logs item by item (see ``EncodedState``)
 
     # -- public API --------------------------------------------------------------------
     @property
@@ -360,11 +512,11 @@ class Session(ABC):
         """
         if expected_version is not None and expected_version < 0:
             raise ValueError(f"expected_version must be >= 0 or None, not {expected_version}")
-        text = _encode(state, self.indent)
+        encoded = EncodedState(state, self.indent, split=self.splits)
         key = check_session_id(session_id)
         title = _check_title(title)
         with self._storage("save", key):
-            return await self._write(key, text, expected_version, title, durable=durable)
+            return await self._write(key, encoded, expected_version, title, durable=durable)
 
     async def load_state(self, session_id: str) -> dict[str, object] | None:
         """Return the raw state dict saved under ``session_id``, or None if there is none.
@@ -386,12 +538,15 @@ class Session(ABC):
             found = await self._read(key)
         if found is None:
             return None
-        text, version = found
-        if isinstance(text, dict):  # the backend already parsed it (JSONSession)
-            return text, version
+        head, version, logs = found
+        if isinstance(head, dict):  # the backend already parsed it (JSONSession)
+            return head, version
         try:
-            state = json.loads(text)
-        except (ValueError, RecursionError) as exc:  # corrupt, or nested too deeply
+            state = json.loads(head)
+            if isinstance(state, dict):
+                _join(state, logs)
+        except (ValueError, RecursionError, LookupError, TypeError) as exc:
+            # corrupt, nested too deeply, or items that do not fit the head
             raise StateError(
                 f"{self.backend} session {session_id!r} holds corrupt JSON: {exc}"
             ) from exc
@@ -504,28 +659,39 @@ class Session(ABC):
     async def _write(
         self,
         session_id: str,
-        text: str,
+        state: EncodedState,
         expected: int | None,
         title: str | None,
         *,
         durable: bool = True,
     ) -> int:
-        """Store ``text`` atomically if the stored version is ``expected``; return the new one.
+        """Store ``state`` atomically if the stored version is ``expected``; return the new one.
 
-        ``expected`` None: write whatever is stored; 0: only if nothing is stored. ``title``
+        A store with ``splits`` False stores ``state.head`` (the whole text; ``state.logs``
+        is empty). One with ``splits`` True stores the head in place of the whole text and
+        the logs' items beside it, in the same atomic step: ``state.changes`` says which
+        items to write and which to delete, given the stored digests; what is read back
+        must be exactly what was written. ``expected`` None: write whatever is stored; 0:
+        only if nothing is stored. ``title``
         None keeps the stored title. The time of the save is recorded for ``list_sessions``.
         ``durable`` False: the write need not be flushed to stable storage (see
         ``save_state``); a backend without a cheaper path writes durably anyway.
 
         Raises:
-            SessionConflictError: the stored version differs; nothing was written.
+            SessionConflictError: the stored version differs; nothing was written (no
+                item either).
         """
 
     @abstractmethod
-    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
-        """Return the stored ``(text, version)``, or None if there is none.
+    async def _read(
+        self, session_id: str
+    ) -> tuple[str | dict[str, object], int, Mapping[str, list[str]]] | None:
+        """Return the stored ``(head, version, logs)``, or None if there is none.
 
-        A backend that has to parse the stored text anyway may return the state dict.
+        ``logs``: log path -> its items' texts in order (see ``group_items``), read in the
+        same snapshot as the head; empty for a store that does not split (and for a state
+        stored before stores split). A backend that has to parse the stored text anyway may
+        return the state dict as the head.
         """
 
     @abstractmethod

@@ -1,19 +1,29 @@
 """``PostgresSession``: sessions as rows of one PostgreSQL table (optional; needs ``psycopg`` 3).
 
 ``psycopg`` and ``psycopg_pool`` are imported on first use (``pip install
-'agentkit[postgres]'``). Every save is one statement, so it is atomic; a versioned save (see
-``Session``) is an ``UPDATE ... WHERE version = %s`` or an ``INSERT ... ON CONFLICT DO
-NOTHING``, so the check and the write are one step and a stale save cannot overwrite a newer
-state. States are stored as ``text`` (byte-exact JSON, not ``jsonb``, which would reorder
-keys).
+'agentkit[postgres]'``). Every save is one transaction, so it is atomic; a versioned save
+(see ``Session``) starts with an ``UPDATE ... WHERE version = %s`` or an ``INSERT ... ON
+CONFLICT DO NOTHING`` of the head, so the check and the write are one step (the row lock it
+takes orders the rest) and a stale save cannot overwrite a newer state. States are stored as
+``text`` (byte-exact JSON, not ``jsonb``, which would reorder keys).
 
-Table (name configurable, created on first use under an advisory lock so that several
+Tables (name configurable, created on first use under an advisory lock so that several
 workers starting at once do not race on the DDL; a table from before titles gets the column
-and the listing index added)::
+and the listing index added, a database from before items gets the items table: its rows
+have no items and load as before)::
 
     CREATE TABLE agentkit_sessions (
         id text PRIMARY KEY, state text NOT NULL, version bigint NOT NULL,
         updated_at timestamptz NOT NULL DEFAULT now(), title text)
+    CREATE TABLE agentkit_sessions_items (
+        id text NOT NULL, log text NOT NULL, idx integer NOT NULL, digest bytea NOT NULL,
+        item text NOT NULL, PRIMARY KEY (id, log, idx))
+
+``state`` holds the state's head; its message logs are rows of the items table, one per
+message (see ``EncodedState``). After the head's versioned write (which locks the row), the
+save reads the stored digests (16 bytes an item) and sends only the messages whose digest
+changed, and deletes those past a log's new end, in the same transaction: a turn sends its
+new messages, a lease write none.
 
 Connections come from a bounded pool (``psycopg_pool.AsyncConnectionPool``), opened on first
 use and closed by ``close()``: at most ``max_size`` connections per store object, however many
@@ -39,7 +49,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 from agentkit.exceptions import SessionConflictError, SessionError
-from agentkit.session._base import Session, SessionInfo, check_session_id
+from agentkit.session._base import (
+    EncodedState,
+    Session,
+    SessionInfo,
+    check_session_id,
+    group_items,
+)
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -71,7 +87,8 @@ class PostgresSession(Session):
 
     Args:
         url: A libpq URL (``postgresql://user:pass@host:5432/db``, or with ``?host=/socket/dir``).
-        table: Table name (letters, digits, ``_``).
+        table: Table name (letters, digits, ``_``; at most 57 characters, so that the items
+            table's ``<table>_items`` is a name Postgres keeps whole).
         min_size: Connections the pool keeps open once it is in use.
         max_size: Most connections the pool opens (operations beyond it wait for one).
         pool_timeout: Seconds an operation waits for a free connection before it raises
@@ -83,6 +100,7 @@ class PostgresSession(Session):
     """
 
     backend = "Postgres"
+    splits = True
 
     def __init__(
         self,
@@ -93,8 +111,10 @@ class PostgresSession(Session):
         max_size: int = 10,
         pool_timeout: float = 30.0,
     ) -> None:
-        if not _IDENTIFIER.fullmatch(table):
-            raise ValueError(f"invalid table name {table!r}: use letters, digits and '_'")
+        if not _IDENTIFIER.fullmatch(table) or len(table) > 57:
+            raise ValueError(
+                f"invalid table name {table!r}: use letters, digits and '_' (at most 57)"
+            )
         if max_size < 1 or not 0 <= min_size <= max_size:
             raise ValueError(
                 f"need 0 <= min_size <= max_size and max_size >= 1, got {min_size}, {max_size}"
@@ -103,6 +123,7 @@ class PostgresSession(Session):
             raise ValueError(f"pool_timeout must be positive, got {pool_timeout}")
         self.url = url
         self.table = table
+        self.items = f"{table}_items"
         self.min_size = min_size
         self.max_size = max_size
         self.pool_timeout = pool_timeout
@@ -180,6 +201,11 @@ class PostgresSession(Session):
             await conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {t[:48]}_by_update ON {t} (updated_at DESC, id DESC)"
             )
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.items} ("
+                "id text NOT NULL, log text NOT NULL, idx integer NOT NULL, "
+                "digest bytea NOT NULL, item text NOT NULL, PRIMARY KEY (id, log, idx))"
+            )
         self._ready = True
 
     async def _fetch(self, sql: str, params: tuple[object, ...]) -> TupleRow | None:
@@ -190,17 +216,17 @@ class PostgresSession(Session):
     async def _write(
         self,
         session_id: str,
-        text: str,
+        state: EncodedState,
         expected: int | None,
         title: str | None,
         *,
         durable: bool = True,
     ) -> int:
         t = self.table
-        # Not durable: ``synchronous_commit`` off for this statement's own transaction (the
-        # connection is in autocommit; ``set_config(..., true)`` is ``SET LOCAL``), in the
-        # same round trip. The commit then returns before its log record is flushed; the
-        # log is flushed in order, so a later durable commit covers this one too.
+        # Not durable: ``synchronous_commit`` off for this transaction (``set_config(...,
+        # true)`` is ``SET LOCAL``), in the head's round trip. The commit then returns
+        # before its log record is flushed; the log is flushed in order, so a later durable
+        # commit covers this one too.
         relaxed = "" if durable else " AND set_config('synchronous_commit', 'off', true) <> ''"
         if expected is None:
             sql = (
@@ -210,41 +236,93 @@ class PostgresSession(Session):
                 "version = t.version + 1, updated_at = now(), "
                 "title = COALESCE(EXCLUDED.title, t.title) RETURNING version"
             )
-            row = await self._fetch(sql, (session_id, text, title))
+            params: tuple[object, ...] = (session_id, state.head, title)
         elif expected == 0:
             sql = (
                 f"INSERT INTO {t} (id, state, version, title) "
                 f"SELECT %s::text, %s::text, 1, %s::text WHERE true{relaxed} "
                 "ON CONFLICT (id) DO NOTHING RETURNING version"
             )
-            row = await self._fetch(sql, (session_id, text, title))
+            params = (session_id, state.head, title)
         else:
             sql = (
                 f"UPDATE {t} SET state = %s, version = version + 1, updated_at = now(), "
                 f"title = COALESCE(%s, title) WHERE id = %s AND version = %s{relaxed} "
                 "RETURNING version"
             )
-            row = await self._fetch(sql, (text, title, session_id, expected))
-        if row is None:
+            params = (state.head, title, session_id, expected)
+        async with self.connection() as conn, conn.transaction():
+            row = await (await conn.execute(sql, params)).fetchone()
+            if row is not None and (state.logs or expected != 0):
+                # A session created by this save has no items to compare with.
+                await self._write_items(conn, session_id, state, fresh=expected == 0)
+        if row is None:  # nothing was written; the connection is back in the pool
             actual = await self.version(session_id)
             raise SessionConflictError(session_id, expected or 0, actual, self.backend)
         return int(row[0])
 
-    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
+    async def _write_items(
+        self,
+        conn: AsyncConnection[TupleRow],
+        session_id: str,
+        state: EncodedState,
+        *,
+        fresh: bool,
+    ) -> None:
+        """Write the items that changed and cut the logs that shrank (the head is locked)."""
+        items = self.items
+        stored: dict[tuple[str, int], bytes] = {}
+        if not fresh:
+            cursor = await conn.execute(
+                f"SELECT log, idx, digest FROM {items} WHERE id = %s", (session_id,)
+            )
+            stored = {(str(r[0]), int(r[1])): bytes(r[2]) for r in await cursor.fetchall()}
+        upserts, cuts = state.changes(stored)
+        if cuts:
+            await conn.execute(
+                f"DELETE FROM {items} AS i USING unnest(%s::text[], %s::integer[]) AS c(log, n) "
+                "WHERE i.id = %s AND i.log = c.log AND i.idx >= c.n",
+                ([log for log, _ in cuts], [n for _, n in cuts], session_id),
+            )
+        if upserts:
+            logs, indexes, digests, texts = (list(column) for column in zip(*upserts, strict=True))
+            await conn.execute(
+                f"INSERT INTO {items} AS i (id, log, idx, digest, item) SELECT %s::text, * FROM "
+                "unnest(%s::text[], %s::integer[], %s::bytea[], %s::text[]) "
+                "ON CONFLICT (id, log, idx) DO UPDATE SET digest = EXCLUDED.digest, "
+                "item = EXCLUDED.item",
+                (session_id, logs, indexes, digests, texts),
+            )
+
+    async def _read(
+        self, session_id: str
+    ) -> tuple[str | dict[str, object], int, dict[str, list[str]]] | None:
+        # One statement: one snapshot for the head and its items.
+        sub = f"FROM {self.items} i WHERE i.id = s.id ORDER BY i.log, i.idx"
         row = await self._fetch(
-            f"SELECT state, version FROM {self.table} WHERE id = %s", (session_id,)
+            f"SELECT s.state, s.version, ARRAY(SELECT i.log {sub}), ARRAY(SELECT i.idx {sub}), "
+            f"ARRAY(SELECT i.item {sub}) FROM {self.table} s WHERE s.id = %s",
+            (session_id,),
         )
-        return None if row is None else (str(row[0]), int(row[1]))
+        if row is None:
+            return None
+        logs = group_items(zip(row[2], row[3], row[4], strict=True), session_id)
+        return str(row[0]), int(row[1]), logs
 
     async def _exists(self, session_id: str) -> bool:
         row = await self._fetch(f"SELECT 1 FROM {self.table} WHERE id = %s", (session_id,))
         return row is not None
 
     async def _delete(self, session_id: str) -> bool:
-        row = await self._fetch(
-            f"DELETE FROM {self.table} WHERE id = %s RETURNING 1", (session_id,)
-        )
-        return row is not None
+        # The head first: its row lock orders this delete with a save (which locks the head
+        # before it touches the items), so the two never deadlock.
+        async with self.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                f"DELETE FROM {self.table} WHERE id = %s RETURNING 1", (session_id,)
+            )
+            existed = await cursor.fetchone() is not None
+            await conn.execute(f"DELETE FROM {self.items} WHERE id = %s", (session_id,))
+        return existed
 
     async def _list_ids(self) -> list[str]:
         async with self.connection() as conn:
