@@ -277,7 +277,7 @@ def _split(value: object, path: tuple[str | int, ...], logs: dict[str, list[obje
             if type(key) is not str:  # json turns it into a string: no path to it
                 continue
             if key == LOG_KEY and _is_log(child):
-                logs[json.dumps((*path, key))] = child
+                logs[json.dumps((*path, key), ensure_ascii=False, separators=(",", ":"))] = child
                 new: object = {_MARKER: len(child)}
             elif isinstance(child, dict | list):
                 new = _split(child, (*path, key), logs)

@@ -245,25 +245,20 @@ class RedisSession(Session):
         titled = "" if title is None else "=" + title
         key = self.prefix + session_id
         logs = json.dumps([[path, len(texts)] for path, texts in state.logs.items()])
-        hexes = {path: [d.hex() for d in digests] for path, digests in state.digests.items()}
         for attempt in range(_STALE_TRIES + 1):
             # A new session (expected 0) has no items to compare with; the last try sends
             # every item unchecked (what a save without items would write), so a save under
             # a storm of other writers still ends.
-            seen: tuple[str, str, dict[tuple[str, int], str]] | None = None
+            seen: tuple[str, str, dict[tuple[str, int], bytes]] | None = None
             if expected != 0 and attempt < _STALE_TRIES:
                 seen = await self._seen(key)
-                if expected is not None and int(seen[0] or 0) != expected:
-                    raise SessionConflictError(
-                        session_id, expected, int(seen[0] or 0), self.backend
-                    )
-            stored = {} if seen is None else seen[2]
+                if expected is not None and int(seen[0]) != expected:
+                    raise SessionConflictError(session_id, expected, int(seen[0]), self.backend)
+            # The script cuts the logs that shrank itself (it reads the stored lengths).
+            upserts, _ = state.changes({} if seen is None else seen[2])
             items: list[str] = []
-            for path, digests in hexes.items():
-                texts = state.logs[path]
-                for i, digest in enumerate(digests):
-                    if stored.get((path, i)) != digest:
-                        items += (path, str(i), digest, texts[i])
+            for path, i, digest, text in upserts:
+                items += (path, str(i), digest.hex(), text)
             guard = ("", "") if seen is None else seen[:2]
             result = await self.client.eval(
                 _WRITE,
@@ -284,17 +279,18 @@ class RedisSession(Session):
                 raise SessionConflictError(session_id, expected or 0, int(result[1]), self.backend)
         raise AssertionError("the last try writes unchecked")  # pragma: no cover
 
-    async def _seen(self, key: str) -> tuple[str, str, dict[tuple[str, int], str]]:
+    async def _seen(self, key: str) -> tuple[str, str, dict[tuple[str, int], bytes]]:
         """The stored ``(version, gen, {(log, index): digest})`` ("0" for none)."""
         found = await self.client.eval(_READ, 1, key, "d")
         if not found:
             return "0", "", {}
         _, version, gen, logs, *digests = (_text(v) for v in found)
-        stored: dict[tuple[str, int], str] = {}
+        stored: dict[tuple[str, int], bytes] = {}
         if logs:
             at = iter(digests)
             for path, n in json.loads(logs):
-                stored.update(((path, i), next(at, "")) for i in range(n))
+                # A digest field gone missing (corruption) reads as b"": rewritten.
+                stored.update(((path, i), bytes.fromhex(next(at, ""))) for i in range(n))
         return version, gen, stored
 
     async def _read(
