@@ -174,7 +174,8 @@ async def probe(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 async def test_an_append_writes_only_the_new_items_and_a_lease_none(probe: Probe) -> None:
     store, state = probe.store, thread(5)
     assert await probe.written("t", lambda: store.save_state("t", state)) == [0, 1, 2, 3, 4]
-    state["agent"]["memory"]["messages"] += [{"role": "user", "text": "new"}, {"x": 1}]
+    # Texts with newlines and separators: a store may join items with newlines.
+    state["agent"]["memory"]["messages"] += [{"text": "new\nline\u2028é"}, {"x": [1, "\n"]}]
     assert await probe.written("t", lambda: store.save_state("t", state, expected_version=1)) == [
         5,
         6,

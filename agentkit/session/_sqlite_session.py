@@ -328,12 +328,8 @@ class SQLiteSession(Session):
             actual = 0 if found is None else int(found[0])
             if expected is not None and expected != actual:
                 raise SessionConflictError(session_id, expected, actual, self.backend)
-            stored = {
-                (str(log), int(idx)): bytes(digest)
-                for log, idx, digest in conn.execute(
-                    f"SELECT log, idx, digest FROM {items} WHERE id = ?", (session_id,)
-                )
-            }
+            rows = conn.execute(f"SELECT log, idx, digest FROM {items} WHERE id = ?", (session_id,))
+            stored = {(log, idx): digest for log, idx, digest in rows}
             upserts, cuts = state.changes(stored)
             if cuts:
                 conn.executemany(
