@@ -272,3 +272,37 @@ async def test_concurrent_saves_of_logs_leave_one_whole_state(probe: Probe) -> N
                 tg.start_soon(functools.partial(store.save_state, "t", state))
         assert await store.load_state("t") in states
     assert await store.version("t") == 1 + 3 * len(states)
+
+
+def twin(store: Session) -> Session:
+    """A second store object on the same storage (another worker): its own known items."""
+    if isinstance(store, SQLiteSession):
+        return SQLiteSession(store.path, table=store.table)
+    if isinstance(store, PostgresSession):
+        return PostgresSession(store.url, table=store.table)
+    assert isinstance(store, RedisSession)
+    return RedisSession(store.url, prefix=store.prefix)
+
+
+async def test_what_a_store_knows_is_checked_against_what_another_wrote(probe: Probe) -> None:
+    """A deleted and re-created session at the same version has other items (a new gen)."""
+    store = probe.store
+    mine = thread(6)
+    await store.save_state("t", mine)
+    await store.save_state("t", mine)  # version 2: this object knows its 6 items
+    async with twin(store) as other:
+        assert await other.delete("t")
+        theirs = thread(4)
+        for m in theirs["agent"]["memory"]["messages"]:
+            m["text"] = "theirs"
+        await other.save_state("t", theirs)
+        await other.save_state("t", theirs)  # version 2 again, other items
+        mine["agent"]["memory"]["messages"].append({"text": "mine"})
+        await store.save_state("t", mine, expected_version=2)  # passes the version check
+        assert await other.load_versioned("t") == (mine, 3)
+        # And after the other object saved (the version moved), an overwrite still
+        # writes every item that differs.
+        await other.save_state("t", theirs)
+        mine["agent"]["memory"]["messages"][0] = {"text": "first"}
+        await store.save_state("t", mine)
+        assert await other.load_versioned("t") == (mine, 5)

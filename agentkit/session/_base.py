@@ -36,7 +36,10 @@ import binascii
 import contextlib
 import hashlib
 import json
+import secrets
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -351,21 +354,21 @@ class EncodedState:
     Every non-empty list of objects stored under a ``"messages"`` key (at any depth: an
     agent's ``memory.messages``, a served thread's ``agent.memory.messages``, a
     ``StateGroup`` member's) is a log: in ``head`` its value is ``{"$items": <length>}``,
-    and each of its items is JSON text of its own in ``logs`` (keyed by the log's path, a
-    JSON array of the keys and indexes from the root), with its BLAKE2b-128 digest in
-    ``digests``. A store that keeps items as rows writes only the items whose digest
-    changed (a turn appends a few messages; a lease write changes none). What puts a log
-    back is the store's rows, not the marker: a state that itself holds ``{"$items": 3}``
-    somewhere round-trips unchanged. A store that writes whole texts (``splits`` False)
-    gets the whole state's text as ``head`` and no logs.
+    and each of its items is compact JSON text of its own in ``logs`` (keyed by the log's
+    path, a JSON array of the keys and indexes from the root). A store that keeps items as
+    rows writes only the items that changed (a turn appends a few messages; a lease write
+    changes none), found by comparing with the items it last wrote or read
+    (``changes_since``, see ``KnownItems``) or with the stored BLAKE2b-128 digests
+    (``changes``). What puts a log back is the store's rows, not the marker: a state that
+    itself holds ``{"$items": 3}`` somewhere round-trips unchanged. A store that writes
+    whole texts (``splits`` False) gets the whole state's text as ``head`` and no logs.
 
     Attributes:
         head: JSON text of the state, its logs replaced by markers.
         logs: Log path -> the items' JSON texts, in order.
-        digests: Log path -> the items' digests, in the same order.
     """
 
-    __slots__ = ("digests", "head", "logs")
+    __slots__ = ("_digests", "head", "logs")
 
     def __init__(self, state: dict[str, object], indent: int | None, *, split: bool) -> None:
         if not isinstance(state, dict):
@@ -380,7 +383,18 @@ class EncodedState:
             head = state
         self.head = _dumps(head, indent)
         self.logs = {path: _dumps_each(items, indent) for path, items in logs.items()}
-        self.digests = {path: [_digest(t) for t in texts] for path, texts in self.logs.items()}
+        self._digests: dict[str, list[bytes]] | None = None
+
+    @property
+    def digests(self) -> dict[str, list[bytes]]:
+        """Log path -> the items' digests, in order.
+
+        Computed on first use: a save that compares with known items hashes only the items
+        it writes.
+        """
+        if self._digests is None:
+            self._digests = {path: [_digest(t) for t in texts] for path, texts in self.logs.items()}
+        return self._digests
 
     def changes(
         self, stored: Mapping[tuple[str, int], bytes]
@@ -403,10 +417,96 @@ class EncodedState:
         ]
         lengths: dict[str, int] = {}
         for path, i in stored:
-            n = len(self.digests.get(path, ()))
+            n = len(self.logs.get(path, ()))
             if i >= n:
                 lengths[path] = n
         return upserts, sorted(lengths.items())
+
+    def changes_since(
+        self, known: Mapping[str, list[str]]
+    ) -> tuple[list[tuple[str, int, bytes, str]], list[tuple[str, int]]]:
+        """``changes`` for a store known to hold exactly the items ``known`` (log -> texts).
+
+        Compares texts (a memcmp each), so only the items written are hashed.
+        """
+        upserts: list[tuple[str, int, bytes, str]] = []
+        for path, texts in self.logs.items():
+            old = known.get(path, ())
+            upserts.extend(
+                (path, i, _digest(text), text)
+                for i, text in enumerate(texts)
+                if i >= len(old) or old[i] != text
+            )
+        cuts = [
+            (path, len(self.logs.get(path, ())))
+            for path, old in known.items()
+            if len(old) > len(self.logs.get(path, ()))
+        ]
+        return upserts, sorted(cuts)
+
+
+class KnownItems:
+    """The items a store object last wrote or read, per session: what a save compares with.
+
+    Reading the stored digests costs a splitting store a pass over a row (or field) per
+    message on every save, and hashing every item; a served thread saves three times a
+    turn through one store object, which knows what it wrote last. An entry is the
+    ``(version, gen, logs)`` a save wrote or a load read; ``gen`` is a token the store
+    draws when it creates the session, so ``(version, gen)`` names one stored content even
+    across a delete and a re-creation at the same version. A save uses an entry only after
+    the store has checked, in the save's own transaction, that it still holds that
+    ``(version, gen)``; otherwise it compares with the stored digests. So an entry can be
+    stale (another worker saved since) but never wrong. Bounded: the least recently used
+    sessions are forgotten.
+
+    Args:
+        size: Most sessions remembered.
+    """
+
+    def __init__(self, size: int = 128) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, tuple[int, str, Mapping[str, list[str]]]] = OrderedDict()
+        self._lock = threading.Lock()  # SQLite saves run in worker threads
+
+    def get(self, session_id: str) -> tuple[int, str, Mapping[str, list[str]]] | None:
+        """The entry for ``session_id``: ``(version, gen, logs)``, or None."""
+        with self._lock:
+            entry = self._entries.get(session_id)
+            if entry is not None:
+                self._entries.move_to_end(session_id)
+            return entry
+
+    def put(
+        self, session_id: str, version: int, gen: str | None, logs: Mapping[str, list[str]]
+    ) -> None:
+        """Remember what the store holds at ``(version, gen)`` (no ``gen``: forget it)."""
+        with self._lock:
+            if gen is None:  # a row from before gens: its next save draws one
+                self._entries.pop(session_id, None)
+                return
+            self._entries[session_id] = (version, gen, logs)
+            self._entries.move_to_end(session_id)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def drop(self, session_id: str) -> None:
+        """Forget ``session_id`` (it was deleted, or a save failed midway)."""
+        with self._lock:
+            self._entries.pop(session_id, None)
+
+    def valid(
+        self, session_id: str, version: int, gen: str | None
+    ) -> Mapping[str, list[str]] | None:
+        """The known logs if the store holds ``(version, gen)`` as the entry says, else None."""
+        entry = self.get(session_id)
+        if entry is None or gen is None or entry[0] != version or entry[1] != gen:
+            return None
+        return entry[2]
+
+
+def new_gen() -> str:
+    """A fresh session generation token (see ``KnownItems``)."""
+    return secrets.token_hex(8)
 
 
 def group_items(rows: Iterable[tuple[str, int, str]], session_id: str) -> dict[str, list[str]]:

@@ -14,16 +14,18 @@ have no items and load as before)::
 
     CREATE TABLE agentkit_sessions (
         id text PRIMARY KEY, state text NOT NULL, version bigint NOT NULL,
-        updated_at timestamptz NOT NULL DEFAULT now(), title text)
+        updated_at timestamptz NOT NULL DEFAULT now(), title text, gen text)
     CREATE TABLE agentkit_sessions_items (
         id text NOT NULL, log text NOT NULL, idx integer NOT NULL, digest bytea NOT NULL,
         item text NOT NULL, PRIMARY KEY (id, log, idx))
 
 ``state`` holds the state's head; its message logs are rows of the items table, one per
-message (see ``EncodedState``). After the head's versioned write (which locks the row), the
-save reads the stored digests (16 bytes an item) and sends only the messages whose digest
-changed, and deletes those past a log's new end, in the same transaction: a turn sends its
-new messages, a lease write none.
+message (see ``EncodedState``). After the head's versioned write (which locks the row and
+returns the row's ``gen``, a token drawn when it was created), the save sends only the
+messages that changed, and deletes those past a log's new end, in the same transaction: a
+turn sends its new messages, a lease write none. What it compares with: the items this
+store object last wrote or read for the session, when the row was still at that version and
+``gen`` (see ``KnownItems``), else the stored digests (16 bytes an item), read then.
 
 Connections come from a bounded pool (``psycopg_pool.AsyncConnectionPool``), opened on first
 use and closed by ``close()``: at most ``max_size`` connections per store object, however many
@@ -40,7 +42,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
 from types import ModuleType
@@ -51,9 +53,11 @@ import anyio
 from agentkit.exceptions import SessionConflictError, SessionError, StateError
 from agentkit.session._base import (
     EncodedState,
+    KnownItems,
     Session,
     SessionInfo,
     check_session_id,
+    new_gen,
 )
 
 if TYPE_CHECKING:
@@ -123,6 +127,7 @@ class PostgresSession(Session):
         self.url = url
         self.table = table
         self.items = f"{table}_items"
+        self.known = KnownItems()
         self.min_size = min_size
         self.max_size = max_size
         self.pool_timeout = pool_timeout
@@ -197,6 +202,7 @@ class PostgresSession(Session):
                 "updated_at timestamptz NOT NULL DEFAULT now(), title text)"
             )
             await conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS title text")
+            await conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS gen text")
             await conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {t[:48]}_by_update ON {t} (updated_at DESC, id DESC)"
             )
@@ -227,37 +233,48 @@ class PostgresSession(Session):
         # before its log record is flushed; the log is flushed in order, so a later durable
         # commit covers this one too.
         relaxed = "" if durable else " AND set_config('synchronous_commit', 'off', true) <> ''"
+        gen = new_gen()  # the row's token if this save creates it (or it has none yet)
         if expected is None:
             sql = (
-                f"INSERT INTO {t} AS t (id, state, version, title) "
-                f"SELECT %s::text, %s::text, 1, %s::text WHERE true{relaxed} "
+                f"INSERT INTO {t} AS t (id, state, version, title, gen) "
+                f"SELECT %s::text, %s::text, 1, %s::text, %s::text WHERE true{relaxed} "
                 "ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, "
                 "version = t.version + 1, updated_at = now(), "
-                "title = COALESCE(EXCLUDED.title, t.title) RETURNING version"
+                "title = COALESCE(EXCLUDED.title, t.title), gen = COALESCE(t.gen, EXCLUDED.gen) "
+                "RETURNING version, gen"
             )
-            params: tuple[object, ...] = (session_id, state.head, title)
+            params: tuple[object, ...] = (session_id, state.head, title, gen)
         elif expected == 0:
             sql = (
-                f"INSERT INTO {t} (id, state, version, title) "
-                f"SELECT %s::text, %s::text, 1, %s::text WHERE true{relaxed} "
-                "ON CONFLICT (id) DO NOTHING RETURNING version"
+                f"INSERT INTO {t} (id, state, version, title, gen) "
+                f"SELECT %s::text, %s::text, 1, %s::text, %s::text WHERE true{relaxed} "
+                "ON CONFLICT (id) DO NOTHING RETURNING version, gen"
             )
-            params = (session_id, state.head, title)
+            params = (session_id, state.head, title, gen)
         else:
             sql = (
                 f"UPDATE {t} SET state = %s, version = version + 1, updated_at = now(), "
-                f"title = COALESCE(%s, title) WHERE id = %s AND version = %s{relaxed} "
-                "RETURNING version"
+                f"title = COALESCE(%s, title), gen = COALESCE(gen, %s) "
+                f"WHERE id = %s AND version = %s{relaxed} RETURNING version, gen"
             )
-            params = (state.head, title, session_id, expected)
-        async with self.connection() as conn, conn.transaction():
-            row = await (await conn.execute(sql, params)).fetchone()
-            if row is not None and (state.logs or expected != 0):
-                # A session created by this save has no items to compare with.
-                await self._write_items(conn, session_id, state, fresh=expected == 0)
+            params = (state.head, title, gen, session_id, expected)
+        try:
+            async with self.connection() as conn, conn.transaction():
+                row = await (await conn.execute(sql, params)).fetchone()
+                if row is not None and (state.logs or expected != 0):
+                    # The row held version - 1 before this write; a session created by
+                    # this save (expected 0) has no items to compare with.
+                    known = (
+                        {} if expected == 0 else self.known.valid(session_id, row[0] - 1, row[1])
+                    )
+                    await self._write_items(conn, session_id, state, known)
+        except BaseException:
+            self.known.drop(session_id)  # committed or not: unknown here
+            raise
         if row is None:  # nothing was written; the connection is back in the pool
             actual = await self.version(session_id)
             raise SessionConflictError(session_id, expected or 0, actual, self.backend)
+        self.known.put(session_id, int(row[0]), row[1], state.logs)  # committed
         return int(row[0])
 
     async def _write_items(
@@ -265,13 +282,15 @@ class PostgresSession(Session):
         conn: AsyncConnection[TupleRow],
         session_id: str,
         state: EncodedState,
-        *,
-        fresh: bool,
+        known: Mapping[str, list[str]] | None,
     ) -> None:
-        """Write the items that changed and cut the logs that shrank (the head is locked)."""
+        """Write the items that changed and cut the logs that shrank (the head is locked).
+
+        ``known``: the items the row is known to hold (None: compare with its digests).
+        """
         items = self.items
         stored: dict[tuple[str, int], bytes] = {}
-        if not fresh:
+        if known is None:
             # One row per log, its (index, digest) pairs packed into one bytea: psycopg
             # parses a row per item ten times slower than Python slices a string.
             cursor = await conn.execute(
@@ -282,7 +301,7 @@ class PostgresSession(Session):
             for log, packed in await cursor.fetchall():
                 for at in range(0, len(packed), 20):
                     stored[log, int.from_bytes(packed[at : at + 4])] = packed[at + 4 : at + 20]
-        upserts, cuts = state.changes(stored)
+        upserts, cuts = state.changes(stored) if known is None else state.changes_since(known)
         if cuts:
             await conn.execute(
                 f"DELETE FROM {items} AS i USING unnest(%s::text[], %s::integer[]) AS c(log, n) "
@@ -305,7 +324,7 @@ class PostgresSession(Session):
         # One statement: one snapshot for the head and its items, one row per log (the
         # items joined by newlines, which compact JSON texts never hold).
         row_sql = (
-            f"SELECT s.state, s.version, g.log, g.n, g.top, g.items FROM {self.table} s "
+            f"SELECT s.state, s.version, s.gen, g.log, g.n, g.top, g.items FROM {self.table} s "
             "LEFT JOIN LATERAL (SELECT log, count(*) AS n, max(idx) AS top, "
             "string_agg(item, E'\\n' ORDER BY idx) AS items "
             f"FROM {self.items} i WHERE i.id = s.id GROUP BY log) g ON true WHERE s.id = %s"
@@ -315,13 +334,14 @@ class PostgresSession(Session):
         if not rows:
             return None
         logs: dict[str, list[str]] = {}
-        for _, _, log, n, top, joined in rows:
+        for _, _, _, log, n, top, joined in rows:
             if log is None:  # no items (LEFT JOIN)
                 continue
             texts = joined.split("\n")
             if n != top + 1 or len(texts) != n:
                 raise StateError(f"session {session_id!r}: the items of log {log} have gaps")
             logs[log] = texts
+        self.known.put(session_id, int(rows[0][1]), rows[0][2], logs)
         return str(rows[0][0]), int(rows[0][1]), logs
 
     async def _exists(self, session_id: str) -> bool:
@@ -331,6 +351,7 @@ class PostgresSession(Session):
     async def _delete(self, session_id: str) -> bool:
         # The head first: its row lock orders this delete with a save (which locks the head
         # before it touches the items), so the two never deadlock.
+        self.known.drop(session_id)
         async with self.connection() as conn, conn.transaction():
             cursor = await conn.execute(
                 f"DELETE FROM {self.table} WHERE id = %s RETURNING 1", (session_id,)

@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agentkit.exceptions import SessionConflictError
-from agentkit.session._base import EncodedState, Session, SessionInfo
+from agentkit.session._base import EncodedState, KnownItems, Session, SessionInfo, new_gen
 
 __all__ = ["RedisSession"]
 
@@ -50,7 +49,7 @@ _EPOCH = datetime.fromtimestamp(0, UTC)
 # title ("" = keep the stored one, else "=" + title), seen version and gen (seen version ""
 # = write every item, no check), the gen for a new hash, the new "logs" ("" = none), then
 # (log, index, digest, text) per item to write.
-# Returns the new version, {-1, stored version} on a conflict, {-2, stored version} when
+# Returns {new version, gen}, {-1, stored version} on a conflict, {-2, stored version} when
 # the stored items are not the ones seen (stale: read them again).
 _WRITE = """
 local key = KEYS[1]
@@ -91,7 +90,7 @@ end
 if ARGV[4] ~= '' then redis.call('HSET', key, 'title', string.sub(ARGV[4], 2)) end
 if ARGV[3] ~= '' then redis.call('PEXPIRE', key, ARGV[3])
 else redis.call('PERSIST', key) end
-return current + 1
+return {current + 1, gen}
 """
 
 # KEYS[1] = the key; ARGV[1] = "i" (the items' texts) or "d" (their digests). Returns false,
@@ -192,6 +191,7 @@ class RedisSession(Session):
         self._owns_client = client is None
         self._subscriber: Any = None
         self._client_kwargs = client_kwargs or {}
+        self.known = KnownItems()
 
     @staticmethod
     def _redis() -> Any:
@@ -248,38 +248,51 @@ class RedisSession(Session):
         titled = "" if title is None else "=" + title
         key = self.prefix + session_id
         logs = json.dumps([[path, len(texts)] for path, texts in state.logs.items()])
-        for attempt in range(_STALE_TRIES + 1):
-            # A new session (expected 0) has no items to compare with; the last try sends
-            # every item unchecked (what a save without items would write), so a save under
-            # a storm of other writers still ends.
-            seen: tuple[str, str, dict[tuple[str, int], bytes]] | None = None
-            if expected != 0 and attempt < _STALE_TRIES:
-                seen = await self._seen(key)
-                if expected is not None and int(seen[0]) != expected:
-                    raise SessionConflictError(session_id, expected, int(seen[0]), self.backend)
-            # The script cuts the logs that shrank itself (it reads the stored lengths).
-            upserts, _ = state.changes({} if seen is None else seen[2])
-            items: list[str] = []
-            for path, i, digest, text in upserts:
-                items += (path, str(i), digest.hex(), text)
-            guard = ("", "") if seen is None else seen[:2]
-            result = await self.client.eval(
-                _WRITE,
-                1,
-                key,
-                state.head,
-                wanted,
-                ttl_ms,
-                titled,
-                *guard,
-                os.urandom(8).hex(),
-                logs if state.logs else "",
-                *items,
-            )
-            if not isinstance(result, list):
-                return int(result)
-            if int(result[0]) == -1:
-                raise SessionConflictError(session_id, expected or 0, int(result[1]), self.backend)
+        entry = self.known.get(session_id)
+        try:
+            for attempt in range(_STALE_TRIES + 1):
+                guard = ("", "")  # no check: every item is sent
+                if expected == 0:  # a new session: nothing to compare with
+                    upserts, _ = state.changes_since({})
+                elif attempt == 0 and entry is not None and expected in (None, entry[0]):
+                    # What this object last wrote or read, if the hash still holds it.
+                    guard = (str(entry[0]), entry[1])
+                    upserts, _ = state.changes_since(entry[2])
+                elif attempt < _STALE_TRIES:
+                    version, gen, stored = await self._seen(key)
+                    if expected is not None and int(version) != expected:
+                        raise SessionConflictError(session_id, expected, int(version), self.backend)
+                    guard = (version, gen)
+                    upserts, _ = state.changes(stored)
+                else:  # the last try: unchecked, so a save under a storm of writers ends
+                    upserts, _ = state.changes({})
+                # The script cuts the logs that shrank itself (it reads the stored lengths).
+                items: list[str] = []
+                for path, i, digest, text in upserts:
+                    items += (path, str(i), digest.hex(), text)
+                result = await self.client.eval(
+                    _WRITE,
+                    1,
+                    key,
+                    state.head,
+                    wanted,
+                    ttl_ms,
+                    titled,
+                    *guard,
+                    new_gen(),
+                    logs if state.logs else "",
+                    *items,
+                )
+                if int(result[0]) > 0:
+                    self.known.put(session_id, int(result[0]), _text(result[1]), state.logs)
+                    return int(result[0])
+                if int(result[0]) == -1:
+                    raise SessionConflictError(
+                        session_id, expected or 0, int(result[1]), self.backend
+                    )
+        except BaseException:
+            self.known.drop(session_id)  # written or not: unknown here
+            raise
         raise AssertionError("the last try writes unchecked")  # pragma: no cover
 
     async def _seen(self, key: str) -> tuple[str, str, dict[tuple[str, int], bytes]]:
@@ -303,7 +316,7 @@ class RedisSession(Session):
         found = await self.client.eval(_READ, 1, self.prefix + session_id, "i")
         if not found:
             return None
-        head, version, _, logs_text, joined = (_text(v) for v in found)
+        head, version, gen, logs_text, joined = (_text(v) for v in found)
         logs: dict[str, list[str]] = {}
         if logs_text:
             texts = joined.split("\n")
@@ -311,12 +324,14 @@ class RedisSession(Session):
             for path, n in json.loads(logs_text):
                 logs[path] = texts[at : at + n]
                 at += n
+        self.known.put(session_id, int(version), gen or None, logs)
         return head, int(version), logs
 
     async def _exists(self, session_id: str) -> bool:
         return bool(await self.client.exists(self.prefix + session_id))
 
     async def _delete(self, session_id: str) -> bool:
+        self.known.drop(session_id)
         return bool(await self.client.delete(self.prefix + session_id))
 
     async def _list_ids(self) -> list[str]:

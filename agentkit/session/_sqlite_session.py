@@ -27,7 +27,7 @@ database from before items gets the items table; its rows have no items and load
 
     CREATE TABLE agentkit_sessions (
         id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL,
-        version INTEGER NOT NULL DEFAULT 1, title TEXT)
+        version INTEGER NOT NULL DEFAULT 1, title TEXT, gen TEXT)
     CREATE INDEX agentkit_sessions_by_update ON agentkit_sessions (updated_at DESC, id DESC)
     CREATE TABLE agentkit_sessions_items (
         id TEXT NOT NULL, log TEXT NOT NULL, idx INTEGER NOT NULL, digest BLOB NOT NULL,
@@ -36,8 +36,9 @@ database from before items gets the items table; its rows have no items and load
 ``state`` holds the state's head: its message logs are rows of the items table, one per
 message (see ``EncodedState``), so a save writes the head and the messages whose digest
 changed (a turn's new ones), and deletes those past a log's new end, in the transaction
-that checks the version. The stored digests are read inside that transaction (a local
-index range read, cheaper than a cache that would have to be proven current).
+that checks the version. What it compares with: the items this store object last wrote or
+read for the session when the row still has that version and ``gen`` (a token drawn when
+the row is created; see ``KnownItems``), else the stored digests, read in the transaction.
 
 ``updated_at`` is UTC ISO 8601 with microseconds (``2025-01-02T03:04:05.000006+00:00``), so
 text order is time order and ``list_sessions`` pages along the index.
@@ -61,10 +62,12 @@ import anyio.to_thread
 from agentkit.exceptions import SessionConflictError
 from agentkit.session._base import (
     EncodedState,
+    KnownItems,
     Session,
     SessionInfo,
     check_session_id,
     group_items,
+    new_gen,
 )
 
 __all__ = ["SQLiteSession"]
@@ -131,6 +134,7 @@ class SQLiteSession(Session):
         self.table = table
         self.items = f"{table}_items"
         self.timeout = timeout
+        self.known = KnownItems()
         self._ready = False
         self._key = ""
         # The pool: idle connections, how many are lent out, when the last came back, the
@@ -229,13 +233,15 @@ class SQLiteSession(Session):
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.table} ("
                 "id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL, "
-                "version INTEGER NOT NULL DEFAULT 1, title TEXT)"
+                "version INTEGER NOT NULL DEFAULT 1, title TEXT, gen TEXT)"
             )
             columns = {row[1] for row in conn.execute(f"PRAGMA table_info({self.table})")}
             if "version" not in columns:  # a table written before versions existed
                 conn.execute(
                     f"ALTER TABLE {self.table} ADD COLUMN version INTEGER NOT NULL DEFAULT 1"
                 )
+            if "gen" not in columns:  # ... or before items (its rows get one when saved)
+                conn.execute(f"ALTER TABLE {self.table} ADD COLUMN gen TEXT")
             if "title" not in columns:  # ... or before titles
                 conn.execute(f"ALTER TABLE {self.table} ADD COLUMN title TEXT")
                 # Times were written without microseconds when they were 0: widen them so
@@ -318,19 +324,24 @@ class SQLiteSession(Session):
         # it is the connection's setting, whatever SQLite's build default.
         synchronous = "PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL"
 
-        def write(conn: sqlite3.Connection) -> int:
+        def write(conn: sqlite3.Connection) -> tuple[int, str]:
             conn.execute(synchronous)  # outside the transaction, where SQLite applies it
             # BEGIN IMMEDIATE: take the write lock before reading the version (and the
             # digests): the check and every write below are one transaction.
             conn.execute("BEGIN IMMEDIATE")
-            row = conn.execute(f"SELECT version FROM {table} WHERE id = ?", (session_id,))
+            row = conn.execute(f"SELECT version, gen FROM {table} WHERE id = ?", (session_id,))
             found = row.fetchone()
-            actual = 0 if found is None else int(found[0])
+            actual, gen = (0, None) if found is None else (int(found[0]), found[1])
             if expected is not None and expected != actual:
                 raise SessionConflictError(session_id, expected, actual, self.backend)
-            rows = conn.execute(f"SELECT log, idx, digest FROM {items} WHERE id = ?", (session_id,))
-            stored = {(log, idx): digest for log, idx, digest in rows}
-            upserts, cuts = state.changes(stored)
+            known = self.known.valid(session_id, actual, gen)
+            if known is not None:
+                upserts, cuts = state.changes_since(known)
+            else:
+                rows = conn.execute(
+                    f"SELECT log, idx, digest FROM {items} WHERE id = ?", (session_id,)
+                )
+                upserts, cuts = state.changes({(log, idx): digest for log, idx, digest in rows})
             if cuts:
                 conn.executemany(
                     f"DELETE FROM {items} WHERE id = ? AND log = ? AND idx >= ?",
@@ -342,37 +353,53 @@ class SQLiteSession(Session):
                     "VALUES (?, ?, ?, ?, ?)",
                     [(session_id, *change) for change in upserts],
                 )
+            gen = gen or new_gen()  # a row from before gens gets one now
             if found is None:
                 conn.execute(
-                    f"INSERT INTO {table} (id, state, updated_at, version, title) "
-                    "VALUES (?, ?, ?, 1, ?)",
-                    (session_id, state.head, now, title),
+                    f"INSERT INTO {table} (id, state, updated_at, version, title, gen) "
+                    "VALUES (?, ?, ?, 1, ?, ?)",
+                    (session_id, state.head, now, title, gen),
                 )
             else:
                 conn.execute(
                     f"UPDATE {table} SET state = ?, updated_at = ?, version = ?, "
-                    "title = COALESCE(?, title) WHERE id = ?",
-                    (state.head, now, actual + 1, title, session_id),
+                    "title = COALESCE(?, title), gen = ? WHERE id = ?",
+                    (state.head, now, actual + 1, title, gen, session_id),
                 )
-            return actual + 1
+            return actual + 1, gen
 
-        return await self._run(write)
+        try:
+            version, gen = await self._run(write)
+        except BaseException:
+            # It may have committed before a cancellation (or an error after the commit)
+            # reached us: what is stored is then unknown here.
+            self.known.drop(session_id)
+            raise
+        self.known.put(session_id, version, gen, state.logs)  # committed
+        return version
 
     async def _read(
         self, session_id: str
     ) -> tuple[str | dict[str, object], int, dict[str, list[str]]] | None:
-        head_sql = f"SELECT state, version FROM {self.table} WHERE id = ?"
+        head_sql = f"SELECT state, version, gen FROM {self.table} WHERE id = ?"
         items_sql = f"SELECT log, idx, item FROM {self.items} WHERE id = ? ORDER BY log, idx"
 
-        def read(conn: sqlite3.Connection) -> tuple[str, int, dict[str, list[str]]] | None:
+        def read(
+            conn: sqlite3.Connection,
+        ) -> tuple[str, int, str | None, dict[str, list[str]]] | None:
             conn.execute("BEGIN")  # one snapshot for the head and its items
             row = conn.execute(head_sql, (session_id,)).fetchone()
             if row is None:
                 return None
             logs = group_items(conn.execute(items_sql, (session_id,)), session_id)
-            return str(row[0]), int(row[1]), logs
+            return str(row[0]), int(row[1]), row[2], logs
 
-        return await self._run(read)
+        found = await self._run(read)
+        if found is None:
+            return None
+        head, version, gen, logs = found
+        self.known.put(session_id, version, gen, logs)
+        return head, version, logs
 
     async def _exists(self, session_id: str) -> bool:
         sql = f"SELECT 1 FROM {self.table} WHERE id = ?"
@@ -387,6 +414,7 @@ class SQLiteSession(Session):
             conn.execute(items_sql, (session_id,))
             return conn.execute(head_sql, (session_id,)).rowcount > 0
 
+        self.known.drop(session_id)
         return await self._run(delete)
 
     async def _list_ids(self) -> list[str]:
