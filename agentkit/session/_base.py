@@ -24,6 +24,12 @@ attribute (not part of its state). A save with nothing tracked (the object has n
 ``session_versions``, or was never loaded or saved through this store under this id) is a
 plain overwrite, as is ``save(..., force=True)``.
 
+Saves write what changed where the store allows it: a store with ``splits`` (SQLite,
+Postgres, Redis) keeps a state's message logs (every list of objects under ``"messages"``)
+one item per row beside the state's *head*, and writes only the items a save changed, in the
+transaction that checks the version (see ``EncodedState`` and ``KnownItems``); loading puts
+them back. ``JSONSession`` writes whole files.
+
 Listing: ``list_sessions`` pages through the stored sessions' metadata (id, version, time of
 the last save, the ``title`` given to ``save``), most recently saved first, without reading a
 single state.

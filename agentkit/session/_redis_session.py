@@ -4,12 +4,14 @@
 are ``prefix + session_id``; Redis keys are binary-safe, so ids need no encoding. Each key is
 a hash ``{state, version, updated_at, title, gen, logs}`` plus two fields per message of the
 state's logs (its text and its digest; see ``EncodedState``): ``state`` is the head. A save
-reads the stored digests (one script), then sends the head and only the messages whose
-digest changed to a second Lua script that checks the version, checks that the stored items
-are still the ones read (same version and ``gen``, a token drawn when the hash is created),
-writes, deletes the messages past each log's new end, stamps the server's time and expires,
-all atomically: a stale save cannot slip in between the check and the write, and a save
-that finds the items changed since it read them writes nothing and reads again. A plain
+compares the state with the items this store object last wrote or read for the session
+(``KnownItems``; else it reads the stored digests first, one script), then sends the head and
+only the messages that changed to a Lua script that checks the version, checks that the
+stored items are still the ones compared with (same version and ``gen``, a token drawn when
+the hash is created), writes, deletes the messages past each log's new end, stamps the
+server's time and expires, all atomically: a stale save cannot slip in between the check
+and the write, and a save that finds the items changed since writes nothing and reads the
+digests again. A plain
 string key (written before versions existed) reads as version 1; a hash written before
 logs has no item fields and loads as before.
 
