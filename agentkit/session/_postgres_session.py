@@ -1,11 +1,11 @@
 """``PostgresSession``: sessions as rows of one PostgreSQL table (optional; needs ``psycopg`` 3).
 
 ``psycopg`` and ``psycopg_pool`` are imported on first use (``pip install
-'agentkit[postgres]'``). Every save is one transaction, so it is atomic; a versioned save
-(see ``Session``) starts with an ``UPDATE ... WHERE version = %s`` or an ``INSERT ... ON
-CONFLICT DO NOTHING`` of the head, so the check and the write are one step (the row lock it
-takes orders the rest) and a stale save cannot overwrite a newer state. States are stored as
-``text`` (byte-exact JSON, not ``jsonb``, which would reorder keys).
+'agentkit[postgres]'``). Every save is one statement or one transaction, so it is atomic; a
+versioned save (see ``Session``) writes the head with an ``UPDATE ... WHERE version = %s`` or
+an ``INSERT ... ON CONFLICT DO NOTHING`` before any item, so the check and the write are one
+step (the row lock it takes orders the rest) and a stale save cannot overwrite a newer state.
+States are stored as ``text`` (byte-exact JSON, not ``jsonb``, which would reorder keys).
 
 Tables (name configurable, created on first use under an advisory lock so that several
 workers starting at once do not race on the DDL; a table from before titles gets the column
@@ -20,12 +20,14 @@ have no items and load as before)::
         item text NOT NULL, PRIMARY KEY (id, log, idx))
 
 ``state`` holds the state's head; its message logs are rows of the items table, one per
-message (see ``EncodedState``). After the head's versioned write (which locks the row and
-returns the row's ``gen``, a token drawn when it was created), the save sends only the
-messages that changed, and deletes those past a log's new end, in the same transaction: a
-turn sends its new messages, a lease write none. What it compares with: the items this
-store object last wrote or read for the session, when the row was still at that version and
-``gen`` (see ``KnownItems``), else the stored digests (16 bytes an item), read then.
+message (see ``EncodedState``). A save sends only the messages that changed and deletes
+those past a log's new end, atomically with the head: a turn sends its new messages, a lease
+write none. When this store object knows what the row holds (it last wrote or read it, see
+``KnownItems``; or the save creates the session), that is one statement: the head's update
+guarded by the version and ``gen`` (a token drawn when the row is created), and the items'
+writes gated on it. Otherwise (or when that guard finds the row moved on), one transaction:
+the head's versioned write (which locks the row), then the stored digests (16 bytes an item)
+are read and compared.
 
 Connections come from a bounded pool (``psycopg_pool.AsyncConnectionPool``), opened on first
 use and closed by ``close()``: at most ``max_size`` connections per store object, however many
@@ -42,7 +44,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from types import ModuleType
@@ -234,6 +236,94 @@ class PostgresSession(Session):
         # commit covers this one too.
         relaxed = "" if durable else " AND set_config('synchronous_commit', 'off', true) <> ''"
         gen = new_gen()  # the row's token if this save creates it (or it has none yet)
+        entry = self.known.get(session_id)
+        # One statement when what the row holds is known (a new session holds nothing): the
+        # head's write, guarded by the version and gen, and the items' writes gated on it.
+        one: tuple[str, tuple[object, ...]] | None = None
+        if expected == 0:
+            one = (
+                f"WITH head AS (INSERT INTO {t} (id, state, version, title, gen) "
+                f"SELECT %s::text, %s::text, 1, %s::text, %s::text WHERE true{relaxed} "
+                "ON CONFLICT (id) DO NOTHING RETURNING version, gen)",
+                (session_id, state.head, title, gen),
+            )
+            changes = state.changes_since({})
+        elif entry is not None and expected in (None, entry[0]):
+            one = (
+                f"WITH head AS (UPDATE {t} SET state = %s, version = version + 1, "
+                "updated_at = now(), title = COALESCE(%s, title) "
+                f"WHERE id = %s AND version = %s AND gen = %s{relaxed} RETURNING version, gen)",
+                (state.head, title, session_id, entry[0], entry[1]),
+            )
+            changes = state.changes_since(entry[2])
+        try:
+            if one is not None:
+                items_sql, items_params = self._gated_items(session_id, *changes)
+                row = await self._fetch(
+                    one[0] + items_sql + " SELECT version, gen FROM head", one[1] + items_params
+                )
+                if row is not None:
+                    self.known.put(session_id, int(row[0]), row[1], state.logs)
+                    return int(row[0])
+            if expected == 0:
+                raise SessionConflictError(
+                    session_id, 0, await self.version(session_id), self.backend
+                )
+            # Nothing known, or the row moved on since (a conflict, or a save through
+            # another store object): the head's write first, then compare with the digests.
+            row = await self._write_compared(session_id, state, expected, title, gen, relaxed)
+        except BaseException:
+            self.known.drop(session_id)  # committed or not: unknown here
+            raise
+        if row is None:  # nothing was written; the connection is back in the pool
+            actual = await self.version(session_id)
+            raise SessionConflictError(session_id, expected or 0, actual, self.backend)
+        self.known.put(session_id, int(row[0]), row[1], state.logs)  # committed
+        return int(row[0])
+
+    def _gated_items(
+        self,
+        session_id: str,
+        upserts: list[tuple[str, int, bytes, str]],
+        cuts: list[tuple[str, int]],
+    ) -> tuple[str, tuple[object, ...]]:
+        """CTEs that write ``upserts`` and apply ``cuts`` only if the ``head`` CTE wrote."""
+        items = self.items
+        sql = ""
+        params: tuple[object, ...] = ()
+        if cuts:
+            sql += (
+                f", cut AS (DELETE FROM {items} AS i USING head, "
+                "unnest(%s::text[], %s::integer[]) AS c(log, n) "
+                "WHERE i.id = %s AND i.log = c.log AND i.idx >= c.n)"
+            )
+            params += ([log for log, _ in cuts], [n for _, n in cuts], session_id)
+        if upserts:
+            logs, indexes, digests, texts = (list(column) for column in zip(*upserts, strict=True))
+            sql += (
+                f", put AS (INSERT INTO {items} AS i (id, log, idx, digest, item) "
+                "SELECT %s::text, u.* FROM head, "
+                "unnest(%s::text[], %s::integer[], %s::bytea[], %s::text[]) AS u "
+                "ON CONFLICT (id, log, idx) DO UPDATE SET digest = EXCLUDED.digest, "
+                "item = EXCLUDED.item)"
+            )
+            params += (session_id, logs, indexes, digests, texts)
+        return sql, params
+
+    async def _write_compared(
+        self,
+        session_id: str,
+        state: EncodedState,
+        expected: int | None,
+        title: str | None,
+        gen: str,
+        relaxed: str,
+    ) -> TupleRow | None:
+        """The head's versioned write, then the items compared with the stored digests.
+
+        One transaction; returns the head's ``(version, gen)``, or None on a conflict.
+        """
+        t = self.table
         if expected is None:
             sql = (
                 f"INSERT INTO {t} AS t (id, state, version, title, gen) "
@@ -244,13 +334,6 @@ class PostgresSession(Session):
                 "RETURNING version, gen"
             )
             params: tuple[object, ...] = (session_id, state.head, title, gen)
-        elif expected == 0:
-            sql = (
-                f"INSERT INTO {t} (id, state, version, title, gen) "
-                f"SELECT %s::text, %s::text, 1, %s::text, %s::text WHERE true{relaxed} "
-                "ON CONFLICT (id) DO NOTHING RETURNING version, gen"
-            )
-            params = (session_id, state.head, title, gen)
         else:
             sql = (
                 f"UPDATE {t} SET state = %s, version = version + 1, updated_at = now(), "
@@ -258,50 +341,35 @@ class PostgresSession(Session):
                 f"WHERE id = %s AND version = %s{relaxed} RETURNING version, gen"
             )
             params = (state.head, title, gen, session_id, expected)
-        try:
-            async with self.connection() as conn, conn.transaction():
-                row = await (await conn.execute(sql, params)).fetchone()
-                if row is not None and (state.logs or expected != 0):
-                    # The row held version - 1 before this write; a session created by
-                    # this save (expected 0) has no items to compare with.
-                    known = (
-                        {} if expected == 0 else self.known.valid(session_id, row[0] - 1, row[1])
-                    )
-                    await self._write_items(conn, session_id, state, known)
-        except BaseException:
-            self.known.drop(session_id)  # committed or not: unknown here
-            raise
-        if row is None:  # nothing was written; the connection is back in the pool
-            actual = await self.version(session_id)
-            raise SessionConflictError(session_id, expected or 0, actual, self.backend)
-        self.known.put(session_id, int(row[0]), row[1], state.logs)  # committed
-        return int(row[0])
+        async with self.connection() as conn, conn.transaction():
+            row = await (await conn.execute(sql, params)).fetchone()
+            if row is not None:
+                await self._write_items(conn, session_id, state)
+        return row
 
     async def _write_items(
         self,
         conn: AsyncConnection[TupleRow],
         session_id: str,
         state: EncodedState,
-        known: Mapping[str, list[str]] | None,
     ) -> None:
-        """Write the items that changed and cut the logs that shrank (the head is locked).
+        """Write the items whose stored digest differs; cut the logs that shrank.
 
-        ``known``: the items the row is known to hold (None: compare with its digests).
+        Runs in the transaction of the head's write (which holds the row's lock).
         """
         items = self.items
+        # One row per log, its (index, digest) pairs packed into one bytea: psycopg parses a
+        # row per item ten times slower than Python slices a string.
+        cursor = await conn.execute(
+            f"SELECT log, string_agg(int4send(idx) || digest, ''::bytea) FROM {items} "
+            "WHERE id = %s GROUP BY log",
+            (session_id,),
+        )
         stored: dict[tuple[str, int], bytes] = {}
-        if known is None:
-            # One row per log, its (index, digest) pairs packed into one bytea: psycopg
-            # parses a row per item ten times slower than Python slices a string.
-            cursor = await conn.execute(
-                f"SELECT log, string_agg(int4send(idx) || digest, ''::bytea) FROM {items} "
-                "WHERE id = %s GROUP BY log",
-                (session_id,),
-            )
-            for log, packed in await cursor.fetchall():
-                for at in range(0, len(packed), 20):
-                    stored[log, int.from_bytes(packed[at : at + 4])] = packed[at + 4 : at + 20]
-        upserts, cuts = state.changes(stored) if known is None else state.changes_since(known)
+        for log, packed in await cursor.fetchall():
+            for at in range(0, len(packed), 20):
+                stored[log, int.from_bytes(packed[at : at + 4])] = packed[at + 4 : at + 20]
+        upserts, cuts = state.changes(stored)
         if cuts:
             await conn.execute(
                 f"DELETE FROM {items} AS i USING unnest(%s::text[], %s::integer[]) AS c(log, n) "
