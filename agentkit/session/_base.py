@@ -321,8 +321,8 @@ def _dumps_each(items: list[object], indent: int | None) -> list[str]:
     """Each item's JSON text, as ``_dumps`` writes it.
 
     Compact, through one C encoder for the whole list: ``json.dumps`` per item would build
-    an encoder per item, 2.2 times the CPU of one ``dumps`` of the list; this costs 1.15
-    times it (docs/benchmarks.md, round 7).
+    an encoder per item, 2.2 times the CPU of one ``dumps`` of the list; this costs about
+    1.2 times it (docs/benchmarks.md, round 7).
     """
     if indent is not None or _C_ENCODER is None:  # no C encoder to reuse
         return [_dumps(item, indent) for item in items]
