@@ -12,7 +12,14 @@ from __future__ import annotations
 import socket
 import sys
 
-from agentkit.session import JSONSession, PostgresSession, RedisSession, Session, SQLiteSession
+from agentkit.session import (
+    EncodedState,
+    JSONSession,
+    PostgresSession,
+    RedisSession,
+    Session,
+    SQLiteSession,
+)
 from tests._serve_agents import make_agent
 
 
@@ -27,7 +34,7 @@ class MemorySession(Session):
     async def _write(
         self,
         session_id: str,
-        text: str,
+        state: EncodedState,
         expected: int | None,
         title: str | None,
         *,
@@ -38,11 +45,14 @@ class MemorySession(Session):
         actual = self.data.get(session_id, ("", 0))[1]
         if expected is not None and expected != actual:
             raise SessionConflictError(session_id, expected, actual, self.backend)
-        self.data[session_id] = (text, actual + 1)
+        self.data[session_id] = (state.head, actual + 1)
         return actual + 1
 
-    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
-        return self.data.get(session_id)
+    async def _read(
+        self, session_id: str
+    ) -> tuple[str | dict[str, object], int, dict[str, list[str]]] | None:
+        found = self.data.get(session_id)
+        return None if found is None else (*found, {})
 
     async def _delete(self, session_id: str) -> bool:
         return self.data.pop(session_id, None) is not None

@@ -17,7 +17,7 @@ import httpx2
 import pytest
 
 from agentkit.serve import create_app
-from agentkit.session import SQLiteSession
+from agentkit.session import EncodedState, SQLiteSession
 from tests._serve_agents import make_agent
 from tests._serve_helpers import run_input, running, stream_into, user
 
@@ -37,7 +37,7 @@ class FillingDisk(SQLiteSession):
     async def _write(
         self,
         session_id: str,
-        text: str,
+        state: EncodedState,
         expected: int | None,
         title: str | None,
         *,
@@ -46,7 +46,7 @@ class FillingDisk(SQLiteSession):
         if self.down:
             self.refused.set()
             raise OSError(28, "No space left on device")
-        return await super()._write(session_id, text, expected, title, durable=durable)
+        return await super()._write(session_id, state, expected, title, durable=durable)
 
 
 async def until(sink: list[dict[str, Any]], kind: str) -> None:

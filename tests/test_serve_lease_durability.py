@@ -15,7 +15,7 @@ import httpx2
 import pytest
 
 from agentkit.serve import create_app
-from agentkit.session import SQLiteSession
+from agentkit.session import EncodedState, SQLiteSession
 from tests._serve_agents import make_agent
 from tests._serve_helpers import run_events, run_input, running, stream_into, user
 
@@ -33,14 +33,14 @@ class Recording(SQLiteSession):
     async def _write(
         self,
         session_id: str,
-        text: str,
+        state: EncodedState,
         expected: int | None,
         title: str | None,
         *,
         durable: bool = True,
     ) -> int:
-        version = await super()._write(session_id, text, expected, title, durable=durable)
-        self.writes.append((durable, '"lease":null' not in text))
+        version = await super()._write(session_id, state, expected, title, durable=durable)
+        self.writes.append((durable, '"lease":null' not in state.head))
         if len(self.writes) >= 2 and not durable:
             self.renewed.set()
         return version

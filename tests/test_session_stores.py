@@ -324,7 +324,7 @@ async def test_sqlite_schema_wal_and_updated_at(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         cols = [r[1] for r in conn.execute("PRAGMA table_info(my_sessions)")]
-        assert cols == ["id", "state", "updated_at", "version", "title"]
+        assert cols == ["id", "state", "updated_at", "version", "title", "gen"]
         row = conn.execute("SELECT state FROM my_sessions WHERE id='x'").fetchone()
         assert json.loads(row[0]) == {"schema_version": 1, "value": 1}
     conn.close()

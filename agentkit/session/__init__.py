@@ -10,7 +10,7 @@ message into it.
 """
 
 from agentkit.exceptions import SessionConflictError
-from agentkit.session._base import Session, Stateful, StateGroup
+from agentkit.session._base import EncodedState, Session, Stateful, StateGroup
 from agentkit.session._control import hold_session, interrupt_session, steer_session
 from agentkit.session._json_session import JSONSession
 from agentkit.session._postgres_session import PostgresSession
@@ -18,6 +18,7 @@ from agentkit.session._redis_session import RedisSession
 from agentkit.session._sqlite_session import SQLiteSession
 
 __all__ = [
+    "EncodedState",
     "JSONSession",
     "PostgresSession",
     "RedisSession",

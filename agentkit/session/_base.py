@@ -24,6 +24,12 @@ attribute (not part of its state). A save with nothing tracked (the object has n
 ``session_versions``, or was never loaded or saved through this store under this id) is a
 plain overwrite, as is ``save(..., force=True)``.
 
+Saves write what changed where the store allows it: a store with ``splits`` (SQLite,
+Postgres, Redis) keeps a state's message logs (every list of objects under ``"messages"``)
+one item per row beside the state's *head*, and writes only the items a save changed, in the
+transaction that checks the version (see ``EncodedState`` and ``KnownItems``); loading puts
+them back. ``JSONSession`` writes whole files.
+
 Listing: ``list_sessions`` pages through the stored sessions' metadata (id, version, time of
 the last save, the ``title`` given to ``save``), most recently saved first, without reading a
 single state.
@@ -34,9 +40,13 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import hashlib
 import json
+import secrets
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -46,6 +56,7 @@ from agentkit._formats import Migration, upgrade
 from agentkit.exceptions import AgentkitError, SessionConflictError, SessionError, StateError
 
 __all__ = [
+    "EncodedState",
     "Session",
     "SessionConflictError",
     "SessionInfo",
@@ -240,18 +251,301 @@ class StateGroup:
             raise
 
 
-def _encode(state: dict[str, object], indent: int | None) -> str:
-    if not isinstance(state, dict):
-        raise TypeError(f"state_dict() must return a dict, got {type(state).__name__}")
+def _dumps(value: object, indent: int | None) -> str:
     separators = (",", ":") if indent is None else None
     try:
         return json.dumps(
-            state, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators
+            value, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators
         )
     except (TypeError, ValueError) as exc:
         raise StateError(f"the state is not JSON-safe: {exc}") from exc
     except RecursionError as exc:
         raise StateError("the state is not JSON-safe: it is nested too deeply") from exc
+
+
+LOG_KEY = "messages"
+"""The key whose list of objects is a *log*: stored item by item where the store allows it."""
+
+_MARKER = "$items"  # the head's stand-in for a log: {"$items": <length>}
+
+
+def _is_log(value: object) -> bool:
+    return type(value) is list and bool(value) and all(type(item) is dict for item in value)
+
+
+def _split(value: object, path: tuple[str | int, ...], logs: dict[str, list[object]]) -> object:
+    """``value`` with every log under it replaced by a marker (the logs go into ``logs``).
+
+    Containers without a log below them are returned as they are (never copied), so the
+    walk costs a visit of the state outside its logs; a log's items are not entered (a log
+    inside an item stays in the item's text).
+    """
+    if isinstance(value, dict):
+        out: dict[object, object] | None = None
+        for key, child in value.items():
+            if type(key) is not str:  # json turns it into a string: no path to it
+                continue
+            if key == LOG_KEY and _is_log(child):
+                logs[json.dumps((*path, key), ensure_ascii=False, separators=(",", ":"))] = child
+                new: object = {_MARKER: len(child)}
+            elif isinstance(child, dict | list):
+                new = _split(child, (*path, key), logs)
+            else:
+                continue
+            if new is not child:
+                if out is None:
+                    out = dict(value)
+                out[key] = new
+        return value if out is None else out
+    if isinstance(value, list):
+        copied: list[object] | None = None
+        for i, child in enumerate(value):
+            if not isinstance(child, dict | list):
+                continue
+            new = _split(child, (*path, i), logs)
+            if new is not child:
+                if copied is None:
+                    copied = list(value)
+                copied[i] = new
+        return value if copied is None else copied
+    return value
+
+
+# CPython's C encoder (what json.dumps runs); absent where the C accelerator is.
+_C_ENCODER: Callable[..., Callable[[object, int], Iterable[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None
+)
+
+
+def _dumps_each(items: list[object], indent: int | None) -> list[str]:
+    """Each item's JSON text, as ``_dumps`` writes it.
+
+    Compact, through one C encoder for the whole list: ``json.dumps`` per item would build
+    an encoder per item, 2.2 times the CPU of one ``dumps`` of the list; this costs about
+    1.2 times it (docs/benchmarks.md, round 7).
+    """
+    if indent is not None or _C_ENCODER is None:  # no C encoder to reuse
+        return [_dumps(item, indent) for item in items]
+    encode = _C_ENCODER(
+        {},  # markers: cycle detection, as dumps does
+        _no_default,
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # indent
+        ":",
+        ",",
+        False,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+    try:
+        return ["".join(encode(item, 0)) for item in items]
+    except (TypeError, ValueError) as exc:
+        raise StateError(f"the state is not JSON-safe: {exc}") from exc
+    except RecursionError as exc:
+        raise StateError("the state is not JSON-safe: it is nested too deeply") from exc
+
+
+def _no_default(value: object) -> object:
+    """What ``json.dumps`` does with a value it cannot encode."""
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class EncodedState:
+    """A state as a store receives it: a *head* and, where the store splits, its *logs*.
+
+    Every non-empty list of objects stored under a ``"messages"`` key (at any depth: an
+    agent's ``memory.messages``, a served thread's ``agent.memory.messages``, a
+    ``StateGroup`` member's) is a log: in ``head`` its value is ``{"$items": <length>}``,
+    and each of its items is compact JSON text of its own in ``logs`` (keyed by the log's
+    path, a JSON array of the keys and indexes from the root). A store that keeps items as
+    rows writes only the items that changed (a turn appends a few messages; a lease write
+    changes none), found by comparing with the items it last wrote or read
+    (``changes_since``, see ``KnownItems``) or with the stored BLAKE2b-128 digests
+    (``changes``). What puts a log back is the store's rows, not the marker: a state that
+    itself holds ``{"$items": 3}`` somewhere round-trips unchanged. A store that writes
+    whole texts (``splits`` False) gets the whole state's text as ``head`` and no logs.
+
+    Attributes:
+        head: JSON text of the state, its logs replaced by markers.
+        logs: Log path -> the items' JSON texts, in order.
+    """
+
+    __slots__ = ("_digests", "head", "logs")
+
+    def __init__(self, state: dict[str, object], indent: int | None, *, split: bool) -> None:
+        if not isinstance(state, dict):
+            raise TypeError(f"state_dict() must return a dict, got {type(state).__name__}")
+        logs: dict[str, list[object]] = {}
+        if split:
+            try:
+                head = _split(state, (), logs)
+            except RecursionError as exc:
+                raise StateError("the state is not JSON-safe: it is nested too deeply") from exc
+        else:
+            head = state
+        self.head = _dumps(head, indent)
+        self.logs = {path: _dumps_each(items, indent) for path, items in logs.items()}
+        self._digests: dict[str, list[bytes]] | None = None
+
+    @property
+    def digests(self) -> dict[str, list[bytes]]:
+        """Log path -> the items' digests, in order.
+
+        Computed on first use: a save that compares with known items hashes only the items
+        it writes.
+        """
+        if self._digests is None:
+            self._digests = {path: [_digest(t) for t in texts] for path, texts in self.logs.items()}
+        return self._digests
+
+    def changes(
+        self, stored: Mapping[tuple[str, int], bytes]
+    ) -> tuple[list[tuple[str, int, bytes, str]], list[tuple[str, int]]]:
+        """What a store holding items with the ``stored`` digests must write.
+
+        Args:
+            stored: ``(log path, index) -> digest`` of the items the store holds now.
+
+        Returns:
+            ``(upserts, cuts)``: the ``(log, index, digest, text)`` rows to write (new or
+            changed), and ``(log, length)`` pairs: delete that log's items at ``index >=
+            length`` (0 for a log the state no longer has).
+        """
+        upserts = [
+            (path, i, digest, self.logs[path][i])
+            for path, digests in self.digests.items()
+            for i, digest in enumerate(digests)
+            if stored.get((path, i)) != digest
+        ]
+        lengths: dict[str, int] = {}
+        for path, i in stored:
+            n = len(self.logs.get(path, ()))
+            if i >= n:
+                lengths[path] = n
+        return upserts, sorted(lengths.items())
+
+    def changes_since(
+        self, known: Mapping[str, list[str]]
+    ) -> tuple[list[tuple[str, int, bytes, str]], list[tuple[str, int]]]:
+        """``changes`` for a store known to hold exactly the items ``known`` (log -> texts).
+
+        Compares texts (a memcmp each), so only the items written are hashed.
+        """
+        upserts: list[tuple[str, int, bytes, str]] = []
+        for path, texts in self.logs.items():
+            old = known.get(path, ())
+            upserts.extend(
+                (path, i, _digest(text), text)
+                for i, text in enumerate(texts)
+                if i >= len(old) or old[i] != text
+            )
+        cuts = [
+            (path, len(self.logs.get(path, ())))
+            for path, old in known.items()
+            if len(old) > len(self.logs.get(path, ()))
+        ]
+        return upserts, sorted(cuts)
+
+
+class KnownItems:
+    """The items a store object last wrote or read, per session: what a save compares with.
+
+    Reading the stored digests costs a splitting store a pass over a row (or field) per
+    message on every save, and hashing every item; a served thread saves three times a
+    turn through one store object, which knows what it wrote last. An entry is the
+    ``(version, gen, logs)`` a save wrote or a load read; ``gen`` is a token the store
+    draws when it creates the session, so ``(version, gen)`` names one stored content even
+    across a delete and a re-creation at the same version. A save uses an entry only after
+    the store has checked, in the save's own transaction, that it still holds that
+    ``(version, gen)``; otherwise it compares with the stored digests. So an entry can be
+    stale (another worker saved since) but never wrong. Bounded: the least recently used
+    sessions are forgotten.
+
+    Args:
+        size: Most sessions remembered.
+    """
+
+    def __init__(self, size: int = 128) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, tuple[int, str, Mapping[str, list[str]]]] = OrderedDict()
+        self._lock = threading.Lock()  # SQLite saves run in worker threads
+
+    def get(self, session_id: str) -> tuple[int, str, Mapping[str, list[str]]] | None:
+        """The entry for ``session_id``: ``(version, gen, logs)``, or None."""
+        with self._lock:
+            entry = self._entries.get(session_id)
+            if entry is not None:
+                self._entries.move_to_end(session_id)
+            return entry
+
+    def put(
+        self, session_id: str, version: int, gen: str | None, logs: Mapping[str, list[str]]
+    ) -> None:
+        """Remember what the store holds at ``(version, gen)`` (no ``gen``: forget it)."""
+        with self._lock:
+            if gen is None:  # a row from before gens: its next save draws one
+                self._entries.pop(session_id, None)
+                return
+            self._entries[session_id] = (version, gen, logs)
+            self._entries.move_to_end(session_id)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def drop(self, session_id: str) -> None:
+        """Forget ``session_id`` (it was deleted, or a save failed midway)."""
+        with self._lock:
+            self._entries.pop(session_id, None)
+
+    def valid(
+        self, session_id: str, version: int, gen: str | None
+    ) -> Mapping[str, list[str]] | None:
+        """The known logs if the store holds ``(version, gen)`` as the entry says, else None."""
+        entry = self.get(session_id)
+        if entry is None or gen is None or entry[0] != version or entry[1] != gen:
+            return None
+        return entry[2]
+
+
+def new_gen() -> str:
+    """A fresh session generation token (see ``KnownItems``)."""
+    return secrets.token_hex(8)
+
+
+def group_items(rows: Iterable[tuple[str, int, str]], session_id: str) -> dict[str, list[str]]:
+    """Stored item rows ``(log path, index, text)``, sorted by path then index, as logs.
+
+    Raises:
+        StateError: if a log's indexes are not 0, 1, 2... (a row is missing).
+    """
+    logs: dict[str, list[str]] = {}
+    for path, index, text in rows:
+        items = logs.setdefault(path, [])
+        if index != len(items):
+            raise StateError(f"session {session_id!r}: item {len(items)} of log {path} is missing")
+        items.append(text)
+    return logs
+
+
+def _join(state: dict[str, object], logs: Mapping[str, list[str]]) -> None:
+    """Put the stored logs back into the head ``state`` in place (see ``EncodedState``)."""
+    for path_text, texts in logs.items():
+        path = json.loads(path_text)
+        parent: object = state
+        for step in path[:-1]:
+            parent = parent[step]  # type: ignore[index]
+        marker = parent[path[-1]]  # type: ignore[index]
+        if not (
+            isinstance(marker, dict)
+            and marker.keys() == {_MARKER}
+            and type(marker[_MARKER]) is int
+            and marker[_MARKER] == len(texts)
+        ):
+            raise ValueError(f"the head holds no marker for the {len(texts)} items of {path}")
+        parent[path[-1]] = json.loads("[" + ",".join(texts) + "]")  # type: ignore[index]
 
 
 class Session(ABC):
@@ -263,6 +557,7 @@ class Session(ABC):
 
     backend = "session"
     indent: int | None = None  # pretty-print stored JSON with this indent (None: compact)
+    splits = False  # whether ``_write`` gets logs item by item (see ``EncodedState``)
 
     # -- public API --------------------------------------------------------------------
     @property
@@ -360,11 +655,12 @@ class Session(ABC):
         """
         if expected_version is not None and expected_version < 0:
             raise ValueError(f"expected_version must be >= 0 or None, not {expected_version}")
-        text = _encode(state, self.indent)
+        # A splitting store's texts are compact (they are rows, not files to read).
+        encoded = EncodedState(state, None if self.splits else self.indent, split=self.splits)
         key = check_session_id(session_id)
         title = _check_title(title)
         with self._storage("save", key):
-            return await self._write(key, text, expected_version, title, durable=durable)
+            return await self._write(key, encoded, expected_version, title, durable=durable)
 
     async def load_state(self, session_id: str) -> dict[str, object] | None:
         """Return the raw state dict saved under ``session_id``, or None if there is none.
@@ -386,12 +682,15 @@ class Session(ABC):
             found = await self._read(key)
         if found is None:
             return None
-        text, version = found
-        if isinstance(text, dict):  # the backend already parsed it (JSONSession)
-            return text, version
+        head, version, logs = found
+        if isinstance(head, dict):  # the backend already parsed it (JSONSession)
+            return head, version
         try:
-            state = json.loads(text)
-        except (ValueError, RecursionError) as exc:  # corrupt, or nested too deeply
+            state = json.loads(head)
+            if isinstance(state, dict):
+                _join(state, logs)
+        except (ValueError, RecursionError, LookupError, TypeError) as exc:
+            # corrupt, nested too deeply, or items that do not fit the head
             raise StateError(
                 f"{self.backend} session {session_id!r} holds corrupt JSON: {exc}"
             ) from exc
@@ -504,28 +803,39 @@ class Session(ABC):
     async def _write(
         self,
         session_id: str,
-        text: str,
+        state: EncodedState,
         expected: int | None,
         title: str | None,
         *,
         durable: bool = True,
     ) -> int:
-        """Store ``text`` atomically if the stored version is ``expected``; return the new one.
+        """Store ``state`` atomically if the stored version is ``expected``; return the new one.
 
-        ``expected`` None: write whatever is stored; 0: only if nothing is stored. ``title``
+        A store with ``splits`` False stores ``state.head`` (the whole text; ``state.logs``
+        is empty). One with ``splits`` True stores the head in place of the whole text and
+        the logs' items beside it, in the same atomic step: ``state.changes`` says which
+        items to write and which to delete, given the stored digests; what is read back
+        must be exactly what was written. ``expected`` None: write whatever is stored; 0:
+        only if nothing is stored. ``title``
         None keeps the stored title. The time of the save is recorded for ``list_sessions``.
         ``durable`` False: the write need not be flushed to stable storage (see
         ``save_state``); a backend without a cheaper path writes durably anyway.
 
         Raises:
-            SessionConflictError: the stored version differs; nothing was written.
+            SessionConflictError: the stored version differs; nothing was written (no
+                item either).
         """
 
     @abstractmethod
-    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
-        """Return the stored ``(text, version)``, or None if there is none.
+    async def _read(
+        self, session_id: str
+    ) -> tuple[str | dict[str, object], int, Mapping[str, list[str]]] | None:
+        """Return the stored ``(head, version, logs)``, or None if there is none.
 
-        A backend that has to parse the stored text anyway may return the state dict.
+        ``logs``: log path -> its items' texts in order (see ``group_items``), read in the
+        same snapshot as the head; empty for a store that does not split (and for a state
+        stored before stores split). A backend that has to parse the stored text anyway may
+        return the state dict as the head.
         """
 
     @abstractmethod

@@ -14,7 +14,9 @@ or the new one, never a torn file, and a crash cannot lose both.
 A file holds ``{"agentkit_session": 1, "version": N, "updated_at": ..., "title": ...,`` on its
 first line and ``"state": {...}}`` after it, so ``list_sessions`` reads the first line of each
 file, never a state (a file holding a bare state object, as written before versions existed,
-reads as version 1). A failed write (a full disk, a read-only directory) raises
+reads as version 1). A file is rewritten whole on every save: an atomic rename is this store's
+only transaction, so it cannot write only the messages that changed the way the database
+stores do (``Session.splits``). A failed write (a full disk, a read-only directory) raises
 ``SessionError`` and leaves the stored file as it was; so does the constructor on a directory
 it cannot create or write. Saves in one
 directory take an exclusive ``flock`` on ``.agentkit.lock`` around "read the version, write
@@ -37,7 +39,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from agentkit.exceptions import SessionConflictError, SessionError, StateError
-from agentkit.session._base import Session, SessionInfo
+from agentkit.session._base import EncodedState, Session, SessionInfo
 
 try:
     import fcntl
@@ -244,7 +246,7 @@ class JSONSession(Session):
     async def _write(
         self,
         session_id: str,
-        text: str,
+        state: EncodedState,
         expected: int | None,
         title: str | None,
         *,
@@ -252,7 +254,7 @@ class JSONSession(Session):
     ) -> int:
         path = self.path_for(session_id)
         return await anyio.to_thread.run_sync(
-            self._write_sync, path, session_id, text, expected, title, durable
+            self._write_sync, path, session_id, state.head, expected, title, durable
         )
 
     def _write_sync(
@@ -302,9 +304,12 @@ class JSONSession(Session):
         if durable:
             _fsync_directory(self.directory)
 
-    async def _read(self, session_id: str) -> tuple[dict[str, object] | str, int] | None:
+    async def _read(
+        self, session_id: str
+    ) -> tuple[dict[str, object] | str, int, dict[str, list[str]]] | None:
         path = self.path_for(session_id)
-        return await anyio.to_thread.run_sync(self._read_sync, path, session_id)
+        found = await anyio.to_thread.run_sync(self._read_sync, path, session_id)
+        return None if found is None else (*found, {})
 
     @staticmethod
     def _read_sync(path: Path, session_id: str) -> tuple[dict[str, object] | str, int] | None:

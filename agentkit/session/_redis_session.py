@@ -2,10 +2,18 @@
 
 ``redis.asyncio`` is imported on first use, so this module costs nothing when unused. Keys
 are ``prefix + session_id``; Redis keys are binary-safe, so ids need no encoding. Each key is
-a hash ``{state, version, updated_at, title}``; a save is one Lua script (check the version,
-write, stamp the server's time, expire), so it is atomic and a stale save cannot slip in
-between the check and the write. A plain string key (written before versions existed) reads
-as version 1.
+a hash ``{state, version, updated_at, title, gen, logs}`` plus two fields per message of the
+state's logs (its text and its digest; see ``EncodedState``): ``state`` is the head. A save
+compares the state with the items this store object last wrote or read for the session
+(``KnownItems``; else it reads the stored digests first, one script), then sends the head and
+only the messages that changed to a Lua script that checks the version, checks that the
+stored items are still the ones compared with (same version and ``gen``, a token drawn when
+the hash is created), writes, deletes the messages past each log's new end, stamps the
+server's time and expires, all atomically: a stale save cannot slip in between the check
+and the write, and a save that finds the items changed since writes nothing and reads the
+digests again. A plain
+string key (written before versions existed) reads as version 1; a hash written before
+logs has no item fields and loads as before.
 
 Commands go through a bounded pool (``redis.asyncio.BlockingConnectionPool``): at most
 ``max_connections`` per store object; an operation that finds none free within
@@ -21,43 +29,96 @@ A save is as durable as the server's persistence: see docs/scaling.md (``appendo
 from __future__ import annotations
 
 import importlib
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agentkit.exceptions import SessionConflictError
-from agentkit.session._base import Session, SessionInfo
+from agentkit.session._base import EncodedState, KnownItems, Session, SessionInfo, new_gen
 
 __all__ = ["RedisSession"]
 
 _EPOCH = datetime.fromtimestamp(0, UTC)
 
 
-# KEYS[1] = the key; ARGV = text, expected version ("" = any), ttl in ms ("" = none),
-# title ("" = keep the stored one, else "=" + title).
-# Returns the new version, or {-1, stored version} on a conflict.
+# Item fields of a session's hash: "i:" .. log .. ":" .. index (the text) and "d:" .. log ..
+# ":" .. index (its digest, hex). A log path is a JSON array, so it ends with "]" and the
+# last ":" always separates the index. "logs" = JSON [[log, length], ...]; "gen" = a token
+# drawn when the hash is created, so that (gen, version) names one stored content even
+# across a delete and a re-creation.
+
+# KEYS[1] = the key; ARGV = head, expected version ("" = any), ttl in ms ("" = none),
+# title ("" = keep the stored one, else "=" + title), seen version and gen (seen version ""
+# = write every item, no check), the gen for a new hash, the new "logs" ("" = none), then
+# (log, index, digest, text) per item to write.
+# Returns {new version, gen}, {-1, stored version} on a conflict, {-2, stored version} when
+# the stored items are not the ones seen (stale: read them again).
 _WRITE = """
-local kind = redis.call('TYPE', KEYS[1]).ok
-local current = 0
+local key = KEYS[1]
+local kind = redis.call('TYPE', key).ok
+local current, gen, logs = 0, '', false
 if kind == 'string' then current = 1
-elseif kind == 'hash' then current = tonumber(redis.call('HGET', KEYS[1], 'version')) or 1
+elseif kind == 'hash' then
+  local m = redis.call('HMGET', key, 'version', 'gen', 'logs')
+  current, gen, logs = tonumber(m[1]) or 1, m[2] or '', m[3]
 end
 if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= current then return {-1, current} end
-if kind ~= 'hash' then redis.call('DEL', KEYS[1]) end
+if ARGV[5] ~= '' and (tonumber(ARGV[5]) ~= current or ARGV[6] ~= gen) then
+  return {-2, current}
+end
+if kind ~= 'hash' then redis.call('DEL', key) end
+if gen == '' then gen = ARGV[7] end
 local now = redis.call('TIME')
 local stamp = now[1] .. string.format('%06d', tonumber(now[2]))
-redis.call('HSET', KEYS[1], 'state', ARGV[1], 'version', current + 1, 'updated_at', stamp)
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'title', string.sub(ARGV[4], 2)) end
-if ARGV[3] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[3])
-else redis.call('PERSIST', KEYS[1]) end
-return current + 1
+redis.call('HSET', key, 'state', ARGV[1], 'version', current + 1, 'updated_at', stamp,
+  'gen', gen)
+local length = {}
+if ARGV[8] ~= '' then
+  for _, log in ipairs(cjson.decode(ARGV[8])) do length[log[1]] = log[2] end
+  redis.call('HSET', key, 'logs', ARGV[8])
+else redis.call('HDEL', key, 'logs') end
+if logs then
+  for _, log in ipairs(cjson.decode(logs)) do
+    for i = (length[log[1]] or 0), log[2] - 1 do
+      local suffix = log[1] .. ':' .. i
+      redis.call('HDEL', key, 'i:' .. suffix, 'd:' .. suffix)
+    end
+  end
+end
+for i = 9, #ARGV, 4 do
+  local suffix = ARGV[i] .. ':' .. ARGV[i + 1]
+  redis.call('HSET', key, 'i:' .. suffix, ARGV[i + 3], 'd:' .. suffix, ARGV[i + 2])
+end
+if ARGV[4] ~= '' then redis.call('HSET', key, 'title', string.sub(ARGV[4], 2)) end
+if ARGV[3] ~= '' then redis.call('PEXPIRE', key, ARGV[3])
+else redis.call('PERSIST', key) end
+return {current + 1, gen}
 """
 
+# KEYS[1] = the key; ARGV[1] = "i" (the items' texts) or "d" (their digests). Returns false,
+# or {head or "", version, gen, logs or "", the texts joined by newlines or the digests
+# concatenated, in the logs' order}. One string, not one reply element per item: redis-py
+# parses each element in Python (5 us apiece), and a compact JSON text holds no newline.
 _READ = """
-local kind = redis.call('TYPE', KEYS[1]).ok
-if kind == 'string' then return {redis.call('GET', KEYS[1]), '1'} end
-if kind == 'hash' then return redis.call('HMGET', KEYS[1], 'state', 'version') end
-return false
+local key = KEYS[1]
+local kind = redis.call('TYPE', key).ok
+if kind == 'string' then return {redis.call('GET', key), '1', '', '', ''} end
+if kind ~= 'hash' then return false end
+local m = redis.call('HMGET', key, 'state', 'version', 'gen', 'logs')
+if not m[1] then return false end
+local out, missing = {}, ARGV[1] == 'i' and '' or string.rep('0', 32)
+if m[4] then
+  for _, log in ipairs(cjson.decode(m[4])) do
+    for i = 0, log[2] - 1 do
+      out[#out + 1] = redis.call('HGET', key, ARGV[1] .. ':' .. log[1] .. ':' .. i) or missing
+    end
+  end
+end
+local head = ARGV[1] == 'i' and m[1] or ''
+return {head, m[2], m[3] or '', m[4] or '', table.concat(out, ARGV[1] == 'i' and '\\n' or '')}
 """
+
+_STALE_TRIES = 3  # guarded tries before a save sends every item (always consistent)
 
 # KEYS = session keys; returns {version, updated_at in microseconds, title} per key ("" for
 # a key gone since the scan; version "0").
@@ -104,6 +165,7 @@ class RedisSession(Session):
     """
 
     backend = "Redis"
+    splits = True
 
     def __init__(
         self,
@@ -131,6 +193,7 @@ class RedisSession(Session):
         self._owns_client = client is None
         self._subscriber: Any = None
         self._client_kwargs = client_kwargs or {}
+        self.known = KnownItems()
 
     @staticmethod
     def _redis() -> Any:
@@ -175,7 +238,7 @@ class RedisSession(Session):
     async def _write(
         self,
         session_id: str,
-        text: str,
+        state: EncodedState,
         expected: int | None,
         title: str | None,
         *,
@@ -186,21 +249,91 @@ class RedisSession(Session):
         wanted = "" if expected is None else str(expected)
         titled = "" if title is None else "=" + title
         key = self.prefix + session_id
-        result = await self.client.eval(_WRITE, 1, key, text, wanted, ttl_ms, titled)
-        if isinstance(result, list):
-            raise SessionConflictError(session_id, expected or 0, int(result[1]), self.backend)
-        return int(result)
+        logs = json.dumps([[path, len(texts)] for path, texts in state.logs.items()])
+        entry = self.known.get(session_id)
+        try:
+            for attempt in range(_STALE_TRIES + 1):
+                guard = ("", "")  # no check: every item is sent
+                if expected == 0:  # a new session: nothing to compare with
+                    upserts, _ = state.changes_since({})
+                elif attempt == 0 and entry is not None and expected in (None, entry[0]):
+                    # What this object last wrote or read, if the hash still holds it.
+                    guard = (str(entry[0]), entry[1])
+                    upserts, _ = state.changes_since(entry[2])
+                elif attempt < _STALE_TRIES:
+                    version, gen, stored = await self._seen(key)
+                    if expected is not None and int(version) != expected:
+                        raise SessionConflictError(session_id, expected, int(version), self.backend)
+                    guard = (version, gen)
+                    upserts, _ = state.changes(stored)
+                else:  # the last try: unchecked, so a save under a storm of writers ends
+                    upserts, _ = state.changes({})
+                # The script cuts the logs that shrank itself (it reads the stored lengths).
+                items: list[str] = []
+                for path, i, digest, text in upserts:
+                    items += (path, str(i), digest.hex(), text)
+                result = await self.client.eval(
+                    _WRITE,
+                    1,
+                    key,
+                    state.head,
+                    wanted,
+                    ttl_ms,
+                    titled,
+                    *guard,
+                    new_gen(),
+                    logs if state.logs else "",
+                    *items,
+                )
+                if int(result[0]) > 0:
+                    self.known.put(session_id, int(result[0]), _text(result[1]), state.logs)
+                    return int(result[0])
+                if int(result[0]) == -1:
+                    raise SessionConflictError(
+                        session_id, expected or 0, int(result[1]), self.backend
+                    )
+        except BaseException:
+            self.known.drop(session_id)  # written or not: unknown here
+            raise
+        raise AssertionError("the last try writes unchecked")  # pragma: no cover
 
-    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
-        found = await self.client.eval(_READ, 1, self.prefix + session_id)
-        if not found or found[0] is None:
+    async def _seen(self, key: str) -> tuple[str, str, dict[tuple[str, int], bytes]]:
+        """The stored ``(version, gen, {(log, index): digest})`` ("0" for none)."""
+        found = await self.client.eval(_READ, 1, key, "d")
+        if not found:
+            return "0", "", {}
+        _, version, gen, logs, digests = (_text(v) for v in found)
+        stored: dict[tuple[str, int], bytes] = {}
+        at = 0
+        for path, n in json.loads(logs) if logs else ():
+            for i in range(n):
+                # A digest field gone missing (corruption) reads as zeros: rewritten.
+                stored[path, i] = bytes.fromhex(digests[at : at + 32])
+                at += 32
+        return version, gen, stored
+
+    async def _read(
+        self, session_id: str
+    ) -> tuple[str | dict[str, object], int, dict[str, list[str]]] | None:
+        found = await self.client.eval(_READ, 1, self.prefix + session_id, "i")
+        if not found:
             return None
-        return _text(found[0]), int(found[1])
+        head, version, gen, logs_text, joined = (_text(v) for v in found)
+        logs: dict[str, list[str]] = {}
+        if logs_text:
+            texts = joined.split("\n")
+            at = 0
+            for path, n in json.loads(logs_text):
+                logs[path] = texts[at : at + n]
+                at += n
+        self.known.put(session_id, int(version), gen or None, logs)
+        return head, int(version), logs
 
     async def _exists(self, session_id: str) -> bool:
         return bool(await self.client.exists(self.prefix + session_id))
 
     async def _delete(self, session_id: str) -> bool:
+        self.known.drop(session_id)
         return bool(await self.client.delete(self.prefix + session_id))
 
     async def _list_ids(self) -> list[str]:

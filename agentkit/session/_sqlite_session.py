@@ -22,12 +22,23 @@ gives its ``-wal``/``-shm`` files the same mode).
 A full disk or a read-only file fails the save's transaction as a whole (``SessionError``):
 the stored state stays the one before it.
 
-Table (name configurable; a table from before versions or titles gets the columns added)::
+Tables (name configurable; a table from before versions or titles gets the columns added, a
+database from before items gets the items table; its rows have no items and load as before)::
 
     CREATE TABLE agentkit_sessions (
         id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL,
-        version INTEGER NOT NULL DEFAULT 1, title TEXT)
+        version INTEGER NOT NULL DEFAULT 1, title TEXT, gen TEXT)
     CREATE INDEX agentkit_sessions_by_update ON agentkit_sessions (updated_at DESC, id DESC)
+    CREATE TABLE agentkit_sessions_items (
+        id TEXT NOT NULL, log TEXT NOT NULL, idx INTEGER NOT NULL, digest BLOB NOT NULL,
+        item TEXT NOT NULL, PRIMARY KEY (id, log, idx)) WITHOUT ROWID
+
+``state`` holds the state's head: its message logs are rows of the items table, one per
+message (see ``EncodedState``), so a save writes the head and the messages whose digest
+changed (a turn's new ones), and deletes those past a log's new end, in the transaction
+that checks the version. What it compares with: the items this store object last wrote or
+read for the session when the row still has that version and ``gen`` (a token drawn when
+the row is created; see ``KnownItems``), else the stored digests, read in the transaction.
 
 ``updated_at`` is UTC ISO 8601 with microseconds (``2025-01-02T03:04:05.000006+00:00``), so
 text order is time order and ``list_sessions`` pages along the index.
@@ -49,7 +60,15 @@ from typing import TypeVar
 import anyio.to_thread
 
 from agentkit.exceptions import SessionConflictError
-from agentkit.session._base import Session, SessionInfo, check_session_id
+from agentkit.session._base import (
+    EncodedState,
+    KnownItems,
+    Session,
+    SessionInfo,
+    check_session_id,
+    group_items,
+    new_gen,
+)
 
 __all__ = ["SQLiteSession"]
 
@@ -95,6 +114,7 @@ class SQLiteSession(Session):
     """
 
     backend = "SQLite"
+    splits = True
 
     def __init__(
         self,
@@ -112,7 +132,9 @@ class SQLiteSession(Session):
             raise ValueError(f"invalid table name {table!r}: use letters, digits and '_'")
         self.path = Path(path)
         self.table = table
+        self.items = f"{table}_items"
         self.timeout = timeout
+        self.known = KnownItems()
         self._ready = False
         self._key = ""
         # The pool: idle connections, how many are lent out, when the last came back, the
@@ -211,13 +233,15 @@ class SQLiteSession(Session):
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.table} ("
                 "id TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at TEXT NOT NULL, "
-                "version INTEGER NOT NULL DEFAULT 1, title TEXT)"
+                "version INTEGER NOT NULL DEFAULT 1, title TEXT, gen TEXT)"
             )
             columns = {row[1] for row in conn.execute(f"PRAGMA table_info({self.table})")}
             if "version" not in columns:  # a table written before versions existed
                 conn.execute(
                     f"ALTER TABLE {self.table} ADD COLUMN version INTEGER NOT NULL DEFAULT 1"
                 )
+            if "gen" not in columns:  # ... or before items (its rows get one when saved)
+                conn.execute(f"ALTER TABLE {self.table} ADD COLUMN gen TEXT")
             if "title" not in columns:  # ... or before titles
                 conn.execute(f"ALTER TABLE {self.table} ADD COLUMN title TEXT")
                 # Times were written without microseconds when they were 0: widen them so
@@ -229,6 +253,12 @@ class SQLiteSession(Session):
             conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {self.table}_by_update "
                 f"ON {self.table} (updated_at DESC, id DESC)"
+            )
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.items} ("
+                "id TEXT NOT NULL, log TEXT NOT NULL, idx INTEGER NOT NULL, "
+                "digest BLOB NOT NULL, item TEXT NOT NULL, PRIMARY KEY (id, log, idx)) "
+                "WITHOUT ROWID"
             )
             conn.commit()
             self._ready = True
@@ -280,61 +310,112 @@ class SQLiteSession(Session):
     async def _write(
         self,
         session_id: str,
-        text: str,
+        state: EncodedState,
         expected: int | None,
         title: str | None,
         *,
         durable: bool = True,
     ) -> int:
         now = _timestamp(datetime.now(UTC))
-        table = self.table
+        table, items = self.table, self.items
         # WAL + FULL: the commit fsyncs the log. NORMAL skips that fsync (the next FULL
         # commit's fsync covers this write too: the log is appended in order), so a power
         # cut can undo only the NORMAL writes since the last FULL one. Set on every write:
         # it is the connection's setting, whatever SQLite's build default.
         synchronous = "PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL"
 
-        def write(conn: sqlite3.Connection) -> int:
+        def write(conn: sqlite3.Connection) -> tuple[int, str]:
             conn.execute(synchronous)  # outside the transaction, where SQLite applies it
-            # BEGIN IMMEDIATE: take the write lock before reading the version.
+            # BEGIN IMMEDIATE: take the write lock before reading the version (and the
+            # digests): the check and every write below are one transaction.
             conn.execute("BEGIN IMMEDIATE")
-            row = conn.execute(f"SELECT version FROM {table} WHERE id = ?", (session_id,))
+            row = conn.execute(f"SELECT version, gen FROM {table} WHERE id = ?", (session_id,))
             found = row.fetchone()
-            actual = 0 if found is None else int(found[0])
+            actual, gen = (0, None) if found is None else (int(found[0]), found[1])
             if expected is not None and expected != actual:
                 raise SessionConflictError(session_id, expected, actual, self.backend)
+            known = self.known.valid(session_id, actual, gen)
+            if known is not None:
+                upserts, cuts = state.changes_since(known)
+            else:
+                rows = conn.execute(
+                    f"SELECT log, idx, digest FROM {items} WHERE id = ?", (session_id,)
+                )
+                upserts, cuts = state.changes({(log, idx): digest for log, idx, digest in rows})
+            if cuts:
+                conn.executemany(
+                    f"DELETE FROM {items} WHERE id = ? AND log = ? AND idx >= ?",
+                    [(session_id, log, n) for log, n in cuts],
+                )
+            if upserts:
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO {items} (id, log, idx, digest, item) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [(session_id, *change) for change in upserts],
+                )
+            gen = gen or new_gen()  # a row from before gens gets one now
             if found is None:
                 conn.execute(
-                    f"INSERT INTO {table} (id, state, updated_at, version, title) "
-                    "VALUES (?, ?, ?, 1, ?)",
-                    (session_id, text, now, title),
+                    f"INSERT INTO {table} (id, state, updated_at, version, title, gen) "
+                    "VALUES (?, ?, ?, 1, ?, ?)",
+                    (session_id, state.head, now, title, gen),
                 )
             else:
                 conn.execute(
                     f"UPDATE {table} SET state = ?, updated_at = ?, version = ?, "
-                    "title = COALESCE(?, title) WHERE id = ?",
-                    (text, now, actual + 1, title, session_id),
+                    "title = COALESCE(?, title), gen = ? WHERE id = ?",
+                    (state.head, now, actual + 1, title, gen, session_id),
                 )
-            return actual + 1
+            return actual + 1, gen
 
-        return await self._run(write)
+        try:
+            version, gen = await self._run(write)
+        except BaseException:
+            # It may have committed before a cancellation (or an error after the commit)
+            # reached us: what is stored is then unknown here.
+            self.known.drop(session_id)
+            raise
+        self.known.put(session_id, version, gen, state.logs)  # committed
+        return version
 
-    async def _read(self, session_id: str) -> tuple[str | dict[str, object], int] | None:
-        sql = f"SELECT state, version FROM {self.table} WHERE id = ?"
+    async def _read(
+        self, session_id: str
+    ) -> tuple[str | dict[str, object], int, dict[str, list[str]]] | None:
+        head_sql = f"SELECT state, version, gen FROM {self.table} WHERE id = ?"
+        items_sql = f"SELECT log, idx, item FROM {self.items} WHERE id = ? ORDER BY log, idx"
 
-        def read(conn: sqlite3.Connection) -> tuple[str | dict[str, object], int] | None:
-            row = conn.execute(sql, (session_id,)).fetchone()
-            return None if row is None else (str(row[0]), int(row[1]))
+        def read(
+            conn: sqlite3.Connection,
+        ) -> tuple[str, int, str | None, dict[str, list[str]]] | None:
+            conn.execute("BEGIN")  # one snapshot for the head and its items
+            row = conn.execute(head_sql, (session_id,)).fetchone()
+            if row is None:
+                return None
+            logs = group_items(conn.execute(items_sql, (session_id,)), session_id)
+            return str(row[0]), int(row[1]), row[2], logs
 
-        return await self._run(read)
+        found = await self._run(read)
+        if found is None:
+            return None
+        head, version, gen, logs = found
+        self.known.put(session_id, version, gen, logs)
+        return head, version, logs
 
     async def _exists(self, session_id: str) -> bool:
         sql = f"SELECT 1 FROM {self.table} WHERE id = ?"
         return await self._run(lambda conn: conn.execute(sql, (session_id,)).fetchone() is not None)
 
     async def _delete(self, session_id: str) -> bool:
-        sql = f"DELETE FROM {self.table} WHERE id = ?"
-        return await self._run(lambda conn: conn.execute(sql, (session_id,)).rowcount > 0)
+        head_sql = f"DELETE FROM {self.table} WHERE id = ?"
+        items_sql = f"DELETE FROM {self.items} WHERE id = ?"
+
+        def delete(conn: sqlite3.Connection) -> bool:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(items_sql, (session_id,))
+            return conn.execute(head_sql, (session_id,)).rowcount > 0
+
+        self.known.drop(session_id)
+        return await self._run(delete)
 
     async def _list_ids(self) -> list[str]:
         sql = f"SELECT id FROM {self.table}"
