@@ -306,3 +306,30 @@ async def test_what_a_store_knows_is_checked_against_what_another_wrote(probe: P
         mine["agent"]["memory"]["messages"][0] = {"text": "first"}
         await store.save_state("t", mine)
         assert await other.load_versioned("t") == (mine, 5)
+
+
+async def test_a_load_after_this_objects_save_reads_no_items_but_checks_the_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite: a load at the (version, gen) this object wrote reuses its items; else reads."""
+    import agentkit.session._sqlite_session as sqlite_module
+
+    reads: list[str] = []
+    real = sqlite_module.group_items
+
+    def counting(rows: Any, session_id: str) -> dict[str, list[str]]:
+        reads.append(session_id)
+        return real(rows, session_id)
+
+    monkeypatch.setattr(sqlite_module, "group_items", counting)
+    mine = thread(6)
+    async with SQLiteSession(tmp_path / "t.db") as store:
+        await store.save_state("t", mine)
+        assert await store.load_versioned("t") == (mine, 1)
+        assert reads == []  # the items it wrote are what the row holds
+        async with SQLiteSession(tmp_path / "t.db") as other:
+            assert await other.delete("t")
+            theirs = thread(3)
+            await other.save_state("t", theirs)  # version 1 again, another gen
+        assert await store.load_versioned("t") == (theirs, 1)
+        assert reads == ["t"]

@@ -391,8 +391,15 @@ class SQLiteSession(Session):
             row = conn.execute(head_sql, (session_id,)).fetchone()
             if row is None:
                 return None
+            version, gen = int(row[1]), row[2]
+            # The items this object last wrote or read for this (version, gen) are what the
+            # row holds (see KnownItems): a served thread's next turn, on the worker that
+            # saved it, reads one row instead of one per message.
+            known = self.known.valid(session_id, version, gen)
+            if known is not None:
+                return str(row[0]), version, gen, dict(known)
             logs = group_items(conn.execute(items_sql, (session_id,)), session_id)
-            return str(row[0]), int(row[1]), row[2], logs
+            return str(row[0]), version, gen, logs
 
         found = await self._run(read)
         if found is None:
