@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -50,6 +52,7 @@ from agentkit.tools._response import ToolResponse
 
 if TYPE_CHECKING:
     from agentkit.agent._conversation import Conversation
+    from agentkit.agent._guardrails import InputGuardrail
     from agentkit.agent._setup import RunSetup
     from agentkit.agent._state import Run
     from agentkit.models._base import ToolDefinition
@@ -168,9 +171,7 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
     run.iteration += 1
     tools, choice = await _tools_for(setup, run, step.force_tool)
     if guards:
-        answer = await guarded_reason(
-            setup, run, guards, lambda s: reason(s, conv, run, tools, choice)
-        )
+        answer = await _guarded(setup, conv, run, guards, tools, choice)
         if answer is None:
             return _guardrail_reply(setup, conv, run)
         assistant = answer
@@ -194,6 +195,23 @@ async def _reason(setup: RunSetup, conv: Conversation, run: Run, step: Reason) -
     run.output.failures += 1
     _check_structured(run)
     return Reason(force_tool=plan.forced_choice())
+
+
+def _guarded(
+    setup: RunSetup,
+    conv: Conversation,
+    run: Run,
+    guards: tuple[InputGuardrail[Any], ...],
+    tools: list[ToolDefinition] | None,
+    choice: str | None,
+) -> Awaitable[Msg | None]:
+    """The request of :func:`_reason` behind the run's input guardrails.
+
+    A function of its own, not a lambda in ``_reason``: a lambda there would make closure
+    cells of four of its variables on every call, guardrails or not, all of them held while
+    the model answers.
+    """
+    return guarded_reason(setup, run, guards, lambda s: reason(s, conv, run, tools, choice))
 
 
 async def _summarize(setup: RunSetup, conv: Conversation, run: Run) -> Step:
@@ -278,21 +296,33 @@ async def _settle(setup: RunSetup, conv: Conversation, run: Run, step: Settle) -
     return Execute(tuple(runnable))
 
 
-async def run_step(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Step:
-    """Run one step; return the next."""
+def run_step(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Awaitable[Step]:
+    """Run one step; return the next.
+
+    A plain function handing on the step's own coroutine: the driver awaits that directly,
+    so no dispatching coroutine is held while the step waits (the model's answer, mostly).
+    """
     match step:
         case Reason():
-            return await _reason(setup, conv, run, step)
+            return _reason(setup, conv, run, step)
         case Triage():
-            return Execute(tuple(await triage(setup, run)), step.assistant)
+            return _triage(setup, run, step)
         case Execute():
-            return await _execute(setup, conv, run, step)
+            return _execute(setup, conv, run, step)
         case Settle():
-            return await _settle(setup, conv, run, step)
+            return _settle(setup, conv, run, step)
         case Summarize():
-            return await _summarize(setup, conv, run)
+            return _summarize(setup, conv, run)
         case Finish():
-            return step
+            return _finished(step)
+
+
+async def _triage(setup: RunSetup, run: Run, step: Triage) -> Step:
+    return Execute(tuple(await triage(setup, run)), step.assistant)
+
+
+async def _finished(step: Finish) -> Step:
+    return step
 
 
 def limit_before(setup: RunSetup, run: Run, step: Step) -> str | None:
@@ -330,33 +360,42 @@ async def _stop_at_limit(
     return _limit_reply(setup, conv, run, limit)
 
 
-async def drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Msg:
+def drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Awaitable[Msg]:
     """Run steps from ``step`` until one finishes the run; return its reply.
 
     With a time bound (``max_wall_time``, ``model_call_timeout``) the steps run under cancel
     scopes with deadlines: a deadline that passes cancels the step where it is, as
     ``interrupt()`` would, and :func:`_cut_at_limit` repairs memory and ends the run at
     that limit.
+
+    A plain function handing on the coroutine that runs the steps: without capabilities
+    and time bounds (the common case) that is the step loop itself, so a waiting turn holds
+    no forwarding coroutine (each one is objects the collector walks while the model
+    answers).
     """
-    if not setup.capabilities.all:  # no tool guardrail can trip: nothing to record
-        return await _drive(setup, conv, run, step)
-    with guarding(run):  # where a tool guardrail records a trip that stops the run
-        return await _drive(setup, conv, run, step)
-
-
-async def _drive(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Msg:
     limits = setup.limits
-    if limits is None or not limits.timed:
-        return await _steps(setup, conv, run, step, None)
-    wall = limits.max_wall_time
-    deadline = float("inf")
-    if wall is not None:  # counted from the run's start: pre_reply hooks took their share
-        deadline = anyio.current_time() + wall - (time.perf_counter() - run.control.started)
-    with anyio.CancelScope(deadline=deadline) as budget:
-        return await _steps(setup, conv, run, step, limits.model_call_timeout)
-    # Only reached when the budget's own deadline cut the steps (an interrupt propagates).
-    assert budget.cancelled_caught
-    return await _cut_at_limit(setup, conv, run, "max_wall_time")
+    if not setup.capabilities.all and (limits is None or not limits.timed):
+        return _steps(setup, conv, run, step, None)
+    return _bounded(setup, conv, run, step)
+
+
+async def _bounded(setup: RunSetup, conv: Conversation, run: Run, step: Step) -> Msg:
+    """The steps where a tool guardrail records its trip, under the run's time bounds."""
+    # Where a tool guardrail records a trip that stops the run (none can trip without one).
+    with guarding(run) if setup.capabilities.all else nullcontext():
+        limits = setup.limits
+        if limits is None or not limits.timed:
+            return await _steps(setup, conv, run, step, None)
+        wall = limits.max_wall_time
+        deadline = float("inf")
+        if wall is not None:  # counted from the run's start: pre_reply hooks took their share
+            started = run.control.started
+            deadline = anyio.current_time() + wall - (time.perf_counter() - started)
+        with anyio.CancelScope(deadline=deadline) as budget:
+            return await _steps(setup, conv, run, step, limits.model_call_timeout)
+        # Only reached when the budget's own deadline cut the steps (an interrupt propagates).
+        assert budget.cancelled_caught
+        return await _cut_at_limit(setup, conv, run, "max_wall_time")
 
 
 async def _steps(

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 import anyio.from_thread
@@ -29,7 +29,7 @@ from agentkit.agent._state import Run, migrate_state, parse_agent_state, store
 from agentkit.agent._steer import SteerOutcome
 from agentkit.agent._steer import accept as accept_steers
 from agentkit.agent._steer import close as close_steers
-from agentkit.agent._steps import Settle
+from agentkit.agent._steps import Settle, Step
 from agentkit.agent._stream import fan_out
 from agentkit.agent._structured import OutputPlan, output_plan
 from agentkit.agent._validators import OutputValidator, ValidatorT
@@ -355,31 +355,27 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         self._check_limit(run, limits, None)
         return reply
 
-    async def _reply(
+    def _reply(
         self,
         msgs: list[Msg],
         structured: OutputPlan | None,
         deps: object,
         limits: UsageLimits | None,
-    ) -> tuple[Run, Msg]:
+    ) -> Awaitable[tuple[Run, Msg]]:
+        """Start a reply to ``msgs``; the awaitable drives it (``TypedRuns._reply``)."""
         run, setup = self._start(structured, deps, limits)
         run.inbox = msgs
-        conv = self._conv
-
-        async def body(kwargs: dict[str, Any]) -> Msg:
-            step = await first_step(setup, conv, run, as_messages(kwargs["msg"]))
-            return await drive(setup, conv, run, step)
-
         kwargs: dict[str, Any] = {"msg": msgs, "output_type": _given(structured)}
-        return run, await self._drive(run, setup, kwargs, body)
+        return self._drive(run, setup, kwargs, _reply_start)
 
-    async def _resume(
+    def _resume(
         self,
         approvals: dict[str, Verdict],
         output: OutputPlan | None,
         deps: object,
         limits: UsageLimits | None,
-    ) -> tuple[Run, Msg]:
+    ) -> Awaitable[tuple[Run, Msg]]:
+        """Start resuming a paused reply; the awaitable drives it (``TypedRuns._resume``)."""
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is already replying")
         conv = self._conv
@@ -387,19 +383,14 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         structured = output or conv.paused_output
         run, setup = self._start(structured, deps, limits)
         run.iteration = conv.iteration
-
-        async def body(kwargs: dict[str, Any]) -> Msg:
-            step = Settle(tuple(kwargs["approvals"].items()))
-            return await drive(setup, conv, run, step)
-
         kwargs: dict[str, Any] = {
             "msg": [],
             "approvals": approvals,
             "output_type": _given(structured),
         }
-        return run, await self._drive(run, setup, kwargs, body)
+        return self._drive(run, setup, kwargs, _resume_start)
 
-    async def _abandon(self, msgs: list[Msg]) -> tuple[Run, Msg]:
+    def _abandon(self, msgs: list[Msg]) -> Awaitable[tuple[Run, Msg]]:
         """End a reply paused for approval as interrupted (``TypedRuns.interrupt_pending``)."""
         conv = self._conv
         if not conv.has_pending:
@@ -407,7 +398,9 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         run, setup = self._start(conv.paused_output, None, None)
         run.iteration = conv.iteration
 
-        async def body(kwargs: dict[str, Any]) -> Msg:
+        async def start(
+            setup: RunSetup, conv: Conversation, run: Run, kwargs: dict[str, Any]
+        ) -> Step:
             # The pending calls become an open batch; the interrupt's repair (finalize)
             # answers it exactly as it answers calls cut by a local interrupt.
             calls, conv.pending = conv.pending, []
@@ -416,7 +409,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             await anyio.sleep_forever()
             raise AssertionError("unreachable")  # pragma: no cover
 
-        return run, await self._drive(run, setup, {"msg": [], "approvals": {}}, body)
+        return self._drive(run, setup, {"msg": [], "approvals": {}}, start)
 
     async def observe(self, msg: Msg | Sequence[Msg] | None) -> None:
         """Add messages to memory without replying (deferred while busy or pending).
@@ -566,85 +559,91 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         listeners.remove(sink)  # ValueError for a sink never added, as before
         self._listeners = tuple(listeners)
 
-    async def _drive(
-        self,
-        run: Run,
-        setup: RunSetup,
-        kwargs: dict[str, Any],
-        body: Callable[[dict[str, Any]], Awaitable[Msg]],
-    ) -> Msg:
-        """Run ``body`` between the reply hooks, interruptible, inside the run's span."""
-        with _obs.run_span(self, run):  # observability seam: the invoke_agent span
-            if not setup.capabilities.all:
-                return await self._drive_reply(run, setup, kwargs, body)
-            with spending(run.count_response):  # a capability's own model calls: this run's
-                return await self._drive_reply(run, setup, kwargs, body)
+    def _drive(
+        self, run: Run, setup: RunSetup, kwargs: dict[str, Any], start: _Start
+    ) -> Awaitable[tuple[Run, Msg]]:
+        """The coroutine that runs the reply's steps from ``start``, between the reply hooks.
+
+        A plain function handing on that coroutine: without capabilities (the common case)
+        a waiting reply holds no forwarding layer between ``agent(...)`` and its steps.
+        """
+        if not setup.capabilities.all:
+            return self._drive_reply(run, setup, kwargs, start)
+        return self._spending(run, setup, kwargs, start)
+
+    async def _spending(
+        self, run: Run, setup: RunSetup, kwargs: dict[str, Any], start: _Start
+    ) -> tuple[Run, Msg]:
+        with spending(run.count_response):  # a capability's own model calls: this run's
+            return await self._drive_reply(run, setup, kwargs, start)
 
     async def _drive_reply(
-        self,
-        run: Run,
-        setup: RunSetup,
-        kwargs: dict[str, Any],
-        body: Callable[[dict[str, Any]], Awaitable[Msg]],
-    ) -> Msg:
-        """Run ``body`` between the reply hooks, interruptible; repair memory after a cut."""
-        conv = self._conv
-        caps = setup.capabilities
-        control = run.control
-        try:
+        self, run: Run, setup: RunSetup, kwargs: dict[str, Any], start: _Start
+    ) -> tuple[Run, Msg]:
+        """Run the steps from ``start`` between the reply hooks, interruptible.
+
+        Inside the run's span; repairs memory after a cut.
+        """
+        with _obs.run_span(self, run):  # observability seam: the invoke_agent span
+            conv = self._conv
+            caps = setup.capabilities
+            control = run.control
             try:
-                with anyio.CancelScope() as scope:
-                    control.scope = scope
-                    control.task = current_task()
-                    # Inside the scope: a listener may interrupt on this very event.
-                    if run.emit is not None:
-                        run.emit(ReplyStarted(self.name))
-                    if caps.before_run:
-                        await caps.run_before_run(setup.context)
-                    # Without reply hooks, ``body`` straight: a layer less held while it waits.
-                    hooks = self._hooks
-                    if hooks is None or not (hooks.has("pre_reply") or hooks.has("post_reply")):
-                        reply = await body(kwargs)
-                    else:
-                        reply = await self._with_reply_hooks(run, kwargs, body)
-            except BaseException as exc:
-                # An error, or a cancellation from outside (not our interrupt): repair
-                # memory, then let it propagate.
-                control.scope = None  # from here on, interrupt() is a no-op
-                with anyio.CancelScope(shield=True):
-                    await finalize(setup, conv, run, exc)
-                    close_steers(conv, run)  # undelivered steers: kept for the next request
-                    await conv.flush_deferred(run)
-                if caps.on_error:
-                    await _report_error(caps, setup.context, exc)
-                raise
-            control.scope = None
-            late = control.interrupt_msgs  # given to interrupt(): stored after any repair
-            if scope.cancelled_caught or late or run.steering or conv.has_deferred:
-                with anyio.CancelScope(shield=True):  # writes that must all land
-                    if scope.cancelled_caught:
-                        reply = await finalize(setup, conv, run, None)
-                    elif late:  # interrupted too late to cut anything
-                        await store(conv.memory, late, run)
-                    close_steers(conv, run)  # undelivered steers: kept for the next request
-                    await conv.flush_deferred(run)
-            else:  # nothing to write (the common case): no await, so no shield to enter
-                close_steers(conv, run)
-            if caps.after_run:
+                try:
+                    with anyio.CancelScope() as scope:
+                        control.scope = scope
+                        control.task = current_task()
+                        # Inside the scope: a listener may interrupt on this very event.
+                        if run.emit is not None:
+                            run.emit(ReplyStarted(self.name))
+                        if caps.before_run:
+                            await caps.run_before_run(setup.context)
+                        # Without reply hooks, the steps straight: a layer less held while
+                        # the model answers.
+                        hooks = self._hooks
+                        if hooks is None or not (hooks.has("pre_reply") or hooks.has("post_reply")):
+                            step = await start(setup, conv, run, kwargs)
+                            reply = await drive(setup, conv, run, step)
+                        else:
+                            reply = await self._with_reply_hooks(run, setup, kwargs, start)
+                except BaseException as exc:
+                    # An error, or a cancellation from outside (not our interrupt): repair
+                    # memory, then let it propagate.
+                    control.scope = None  # from here on, interrupt() is a no-op
+                    with anyio.CancelScope(shield=True):
+                        await finalize(setup, conv, run, exc)
+                        close_steers(conv, run)  # undelivered steers: kept for the next request
+                        await conv.flush_deferred(run)
+                    if caps.on_error:
+                        await _report_error(caps, setup.context, exc)
+                    raise
+                control.scope = None
+                late = control.interrupt_msgs  # given to interrupt(): stored after any repair
+                if scope.cancelled_caught or late or run.steering or conv.has_deferred:
+                    with anyio.CancelScope(shield=True):  # writes that must all land
+                        if scope.cancelled_caught:
+                            reply = await finalize(setup, conv, run, None)
+                        elif late:  # interrupted too late to cut anything
+                            await store(conv.memory, late, run)
+                        close_steers(conv, run)  # undelivered steers: kept for the next request
+                        await conv.flush_deferred(run)
+                else:  # nothing to write (the common case): no await, so no shield to enter
+                    close_steers(conv, run)
+                if caps.after_run:
+                    run.counts.duration = time.perf_counter() - control.started
+                    result = make_result(run, reply, conv.pending_calls())
+                    await caps.run_after_run(setup.context, result)
+                if run.emit is not None:
+                    run.emit(ReplyFinished(reply))
+                return run, reply
+            finally:
+                # A reply paused for approval resumes with its structured model and iterations.
+                conv.pause(run.output.plan, run.iteration, setup.limits)
                 run.counts.duration = time.perf_counter() - control.started
-                result = make_result(run, reply, conv.pending_calls())
-                await caps.run_after_run(setup.context, result)
-            if run.emit is not None:
-                run.emit(ReplyFinished(reply))
-            return reply
-        finally:
-            # A reply paused for approval resumes with its structured model and iterations.
-            conv.pause(run.output.plan, run.iteration, setup.limits)
-            run.counts.duration = time.perf_counter() - control.started
-            self._run = None
+                self._run = None
 
     async def _with_reply_hooks(
-        self, run: Run, kwargs: dict[str, Any], body: Callable[[dict[str, Any]], Awaitable[Msg]]
+        self, run: Run, setup: RunSetup, kwargs: dict[str, Any], start: _Start
     ) -> Msg:
         hooks = self._hooks
         if hooks is not None and hooks.has("pre_reply"):
@@ -652,7 +651,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             given = kwargs.get("output_type")
             if given is not _given(run.output.plan):  # the hook asked for another answer
                 run.output.plan = output_plan(given)
-        reply = await body(kwargs)
+        conv = self._conv
+        reply = await drive(setup, conv, run, await start(setup, conv, run, kwargs))
         if hooks is not None and hooks.has("post_reply"):
             reply = await hooks.run_post("post_reply", self, kwargs, reply)
         return reply
@@ -709,6 +709,24 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
 
     def __repr__(self) -> str:
         return f"ReActAgent(name={self.name!r}, model={self.model!r})"
+
+
+_Start: TypeAlias = Callable[[RunSetup, Conversation, Run, dict[str, Any]], Awaitable[Step]]
+"""Where a reply's steps start (``ReActAgent._drive``), from the reply's ``kwargs`` (as the
+``pre_reply`` hooks left them): a module function, not a closure over the run, so a waiting
+reply holds no function and cells of its own."""
+
+
+def _reply_start(
+    setup: RunSetup, conv: Conversation, run: Run, kwargs: dict[str, Any]
+) -> Awaitable[Step]:
+    return first_step(setup, conv, run, as_messages(kwargs["msg"]))
+
+
+async def _resume_start(
+    setup: RunSetup, conv: Conversation, run: Run, kwargs: dict[str, Any]
+) -> Step:
+    return Settle(tuple(kwargs["approvals"].items()))
 
 
 # A failing run must not hang on a capability's error report (it runs shielded).

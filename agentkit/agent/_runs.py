@@ -61,25 +61,28 @@ class TypedRuns(Generic[DepsT, OutputT]):
         """The agent's conversation (memory and pending calls)."""
         raise NotImplementedError
 
-    async def _reply(
+    # Each starts a run at once (refusing a busy agent right there) and returns the awaitable
+    # that drives it to its end: await it in the same expression. Plain methods, not
+    # coroutines: a waiting run holds no layer of its own for them.
+    def _reply(
         self,
         msgs: list[Msg],
         structured: OutputPlan | None,
         deps: object,
         limits: UsageLimits | None,
-    ) -> tuple[Run, Msg]:
+    ) -> Awaitable[tuple[Run, Msg]]:
         raise NotImplementedError
 
-    async def _resume(
+    def _resume(
         self,
         approvals: dict[str, Verdict],
         output: OutputPlan | None,
         deps: object,
         limits: UsageLimits | None,
-    ) -> tuple[Run, Msg]:
+    ) -> Awaitable[tuple[Run, Msg]]:
         raise NotImplementedError
 
-    async def _abandon(self, msgs: list[Msg]) -> tuple[Run, Msg]:
+    def _abandon(self, msgs: list[Msg]) -> Awaitable[tuple[Run, Msg]]:
         raise NotImplementedError
 
     async def interrupt_pending(self, msg: MsgInput = None) -> RunResult[str]:
