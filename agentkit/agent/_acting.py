@@ -293,7 +293,7 @@ async def _needs_approval(setup: RunSetup, run: Run, call: ToolUseBlock) -> bool
     if not isinstance(approved, bool):
         approved = await approved
     if approved:
-        run.approved.add(call["id"])
+        run.approve(call["id"])
     return not approved
 
 

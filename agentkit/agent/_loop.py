@@ -136,7 +136,7 @@ def _limit_reply(setup: RunSetup, conv: Conversation, run: Run, limit: str) -> F
     metadata["usage_limit"] = limit
     if run.output.data is not None:
         metadata["structured_output"] = run.output.data
-    if conv.pending:
+    if conv.has_pending:
         metadata["pending_tool_calls"] = conv.pending_calls()
     return Finish(Msg(setup.name, list(run.turn.last_text), "assistant", metadata))
 
@@ -149,7 +149,7 @@ def _guardrail_reply(setup: RunSetup, conv: Conversation, run: Run) -> Finish:
     assert run.outcome.guardrail is not None
     metadata = run.metadata()
     metadata["guardrail"] = run.outcome.guardrail.to_dict()
-    if conv.pending:
+    if conv.has_pending:
         metadata["pending_tool_calls"] = conv.pending_calls()
     return Finish(Msg(setup.name, [], "assistant", metadata))
 
@@ -254,7 +254,7 @@ async def _execute(setup: RunSetup, conv: Conversation, run: Run, step: Execute)
     if taken is not None:  # after the turn's other calls: the target sees their results
         handed = await hand_off(setup, conv, run, *taken)
     await commit_results(setup, conv, run)
-    if conv.pending:
+    if conv.has_pending:
         return _pending_reply(setup, conv, run)
     if step.assistant is None:  # resumed approvals: the pause is over
         with anyio.CancelScope(shield=True):
@@ -282,7 +282,7 @@ async def _settle(setup: RunSetup, conv: Conversation, run: Run, step: Settle) -
         if decision is None or decision.approved:
             runnable.append(i)
             if decision is not None:
-                run.approved.add(call["id"])
+                run.approve(call["id"])
                 if decision.input is not None:  # the human's arguments replace the model's
                     call = call.copy()
                     call["input"] = dict(decision.input)
@@ -422,7 +422,7 @@ async def _steps(
 
 async def _checked_output(setup: RunSetup, conv: Conversation, run: Run, reply: Msg) -> Msg:
     """``reply``, or the guardrail's reply when an output guardrail refuses the answer."""
-    if not setup.capabilities.all or conv.pending or run.usage_limit is not None:
+    if not setup.capabilities.all or conv.has_pending or run.usage_limit is not None:
         return reply  # no answer to check (paused, or stopped at a limit)
     if run.output.plan is None:
         output: object = reply.get_text()
@@ -481,7 +481,7 @@ async def _deny_pending(setup: RunSetup, conv: Conversation, run: Run, text: str
 
 async def first_step(setup: RunSetup, conv: Conversation, run: Run, msgs: list[Msg]) -> Step:
     """Store the input of ``await agent(msg)``; a new message denies pending calls."""
-    if conv.pending:
+    if conv.has_pending:
         if not msgs:  # nothing decided: report the pending calls again
             run.iteration = conv.iteration
             return Settle(())
@@ -530,16 +530,16 @@ async def finalize(
         text = list(run.turn.last_text)
     await commit_results(setup, conv, run, _missing_text(error))
     if run.inbox:  # cut before the input was stored (e.g. in a pre_reply hook): keep it
-        if conv.pending:
+        if conv.has_pending:
             await _deny_pending(setup, conv, run, NEW_MESSAGE_TEXT)
         inbox, run.inbox = run.inbox, ()
         await store(conv.memory, list(inbox), run)
-    msgs, run.control.interrupt_msgs = run.control.interrupt_msgs, []
+    msgs, run.control.interrupt_msgs = run.control.interrupt_msgs, ()
     if msgs:
-        await store(conv.memory, msgs, run)
+        await store(conv.memory, list(msgs), run)
     metadata = run.metadata()
     metadata["interrupted"] = True
-    if conv.pending:
+    if conv.has_pending:
         metadata["pending_tool_calls"] = conv.pending_calls()
     result = new_msg(setup.name, text, "assistant", metadata)
     if error is None and run.emit is not None:

@@ -491,9 +491,10 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         run = self._run
         if run is None or run.control.scope is None:
             return False
-        run.control.interrupt_msgs.extend(as_input(msg))
-        run.control.interrupted = True
-        cancel_run(run.control.scope, run.control.task)
+        control = run.control
+        control.interrupt_msgs = (*control.interrupt_msgs, *as_input(msg))
+        control.interrupted = True
+        cancel_run(run.control.scope, control.task)
         return True
 
     # -- run driving -------------------------------------------------------------------
@@ -624,7 +625,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
                         if scope.cancelled_caught:
                             reply = await finalize(setup, conv, run, None)
                         elif late:  # interrupted too late to cut anything
-                            await store(conv.memory, late, run)
+                            await store(conv.memory, list(late), run)
                         close_steers(conv, run)  # undelivered steers: kept for the next request
                         await conv.flush_deferred(run)
                 else:  # nothing to write (the common case): no await, so no shield to enter

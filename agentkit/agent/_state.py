@@ -13,6 +13,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -102,6 +103,8 @@ class _Pending:
 
 PENDING: Any = _Pending()
 
+_NONE_APPROVED: frozenset[str] = frozenset()
+
 Emit = Callable[["AgentEvent"], None]
 
 
@@ -149,7 +152,8 @@ class ReplyControl:
         token: The event loop token, for ``interrupt_threadsafe``.
         thread: The event loop's thread id.
         interrupted: ``interrupt`` was called during this reply.
-        interrupt_msgs: Messages given to ``interrupt``, added after the repairs.
+        interrupt_msgs: Messages given to ``interrupt``, added after the repairs (a tuple,
+            replaced by each ``interrupt``: no list made for the replies never interrupted).
     """
 
     __slots__ = ("interrupt_msgs", "interrupted", "scope", "started", "task", "thread", "token")
@@ -161,7 +165,7 @@ class ReplyControl:
         self.token: anyio.lowlevel.EventLoopToken | None = None
         self.thread = 0
         self.interrupted = False
-        self.interrupt_msgs: list[Msg] = []
+        self.interrupt_msgs: tuple[Msg, ...] = ()
 
     def bind_loop(self) -> None:
         """Record the running event loop's token and thread (``interrupt_threadsafe``)."""
@@ -301,13 +305,15 @@ class Run:
         inbox: The reply's input messages until they are stored (never lost to a cut).
         added: Messages this run stored in memory, in order (``RunResult.new_messages``).
         steering: Steers queued by ``agent.steer`` for the next model request
-            (``agentkit.agent._steer``); None once the loop is over.
+            (``agentkit.agent._steer``; a tuple, replaced as steers arrive); None once the
+            loop is over.
         iteration: Model calls made for this task (kept across approval pauses).
         counts: Requests, tokens, tool calls and cost of this run (``RunUsage``), read live
             by ``UsageLimits`` and ``RunContext.usage``.
         usage_limit: The name of the limit that stopped the run, if any.
         batch: Tool calls of the current turn that are stored but not yet answered.
-        approved: Ids of calls a human approved in this run (``tool_call_approved``).
+        approved: Ids of calls a human approved in this run (``tool_call_approved``); add
+            with :meth:`approve`.
         control: The reply's task, cancel scope and interrupt (:class:`ReplyControl`).
         turn: The latest model answer (:class:`ModelTurn`).
         output: The structured answer asked for and accepted (:class:`OutputState`).
@@ -337,12 +343,12 @@ class Run:
         self.emit = emit
         self.inbox: Sequence[Msg] = ()  # the input's list, between start and storing
         self.added: list[Msg] = []
-        self.steering: list[Steer] | None = []
+        self.steering: tuple[Steer, ...] | None = ()
         self.iteration = 0
         self.counts = RunUsage()
         self.usage_limit: str | None = None
         self.batch: list[ToolUseBlock] | None = None
-        self.approved: set[str] = set()
+        self.approved: AbstractSet[str] = _NONE_APPROVED  # a set of its own on the first
         self.control = ReplyControl()
         self.turn = ModelTurn()
         self.output = OutputState(structured)
@@ -357,6 +363,12 @@ class Run:
         self.counts.add_response(usage, model)
         if model is not None:
             outcome.answered_by = model
+
+    def approve(self, call_id: str) -> None:
+        """Record that a human (or the approval policy) approved the call ``call_id``."""
+        # The set is made on the first approval: most runs approve nothing, and an empty
+        # set is one more object the collector tracks for as long as the run lasts.
+        self.approved = {*self.approved, call_id}
 
     def begin_batch(self, calls: list[ToolUseBlock]) -> None:
         """Record the calls of a turn that must be answered (call right after storing them)."""

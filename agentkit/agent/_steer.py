@@ -116,7 +116,11 @@ async def _pull(memory: Memory, run: Run) -> None:
         return
     # Shielded: a pull that took a recorded steer always queues it (never lost to a cut).
     with anyio.CancelScope(shield=True):
-        run.steering.extend(await source.pull())
+        pulled = await source.pull()
+    # Read again after the pull: a steer accepted meanwhile is in the tuple now (and the
+    # loop, which alone ends the inbox, is this very task: the inbox is still open).
+    assert run.steering is not None
+    run.steering = (*run.steering, *pulled)
 
 
 async def deliver(memory: Memory, run: Run, outcome: SteerOutcome = "next_request") -> bool:
@@ -129,7 +133,7 @@ async def deliver(memory: Memory, run: Run, outcome: SteerOutcome = "next_reques
     steers = run.steering
     if not steers:
         return False
-    run.steering = []  # steers accepted while this store runs wait for the next request
+    run.steering = ()  # steers accepted while this store runs wait for the next request
     # ``store`` cannot be cut halfway (shielded, or an add that never suspends).
     await store(memory, [m for s in steers for m in s.msgs], run)
     for steer in steers:
@@ -181,7 +185,7 @@ def accept(conv: Conversation, run: Run | None, msgs: list[Msg]) -> Steer | None
         return source.accept(msgs, run is not None and run.steering is not None)
     if run is not None and run.steering is not None:
         steer = Steer(msgs)
-        run.steering.append(steer)
+        run.steering = (*run.steering, steer)
         return steer
     conv.deferred.extend(msgs)
     return None

@@ -14,7 +14,7 @@ While a tool call's arguments are still streaming, its ``tool_use`` block carrie
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
@@ -384,21 +384,24 @@ class ChatModel:
         self.model_name = model_name
         self.stream = stream
 
-    async def request(self, request: ModelRequest) -> ChatResponse:
-        """Ask for the next assistant turn and wait for the whole answer.
+    def request(self, request: ModelRequest) -> Coroutine[Any, Any, ChatResponse]:
+        """Ask for the next assistant turn and wait for the whole answer (await the result).
 
         Args:
             request: The messages, tools, settings and structured output asked for.
 
         Returns:
-            The complete answer.
+            The adapter's coroutine, whose result is the complete answer.
 
         Raises:
-            ModelRequestsBlocked: real model requests are blocked now.
-            ModelError: a subclass describing the failure.
+            ModelRequestsBlocked: real model requests are blocked now (raised here, before
+                any coroutine is made).
+            ModelError: a subclass describing the failure (raised by the coroutine).
         """
         self._check_allowed()
-        return await self._request(request)
+        # The adapter's coroutine itself, not one that awaits it: a request waiting for its
+        # answer holds one coroutine less, which the collector would walk all that time.
+        return self._request(request)
 
     def request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         """Ask for the next assistant turn as cumulative chunks (the last one is complete).
