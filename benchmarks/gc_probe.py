@@ -159,6 +159,56 @@ async def held_over_http(n: int, base_url: str, *, types: bool = False) -> float
         await model.aclose()
 
 
+async def held_bare_loop(n: int, base_url: str, *, types: bool = False) -> float:
+    """The same for the bare httpx2 loop of ``scale`` (its conversations are message dicts).
+
+    The floor: what one ``client.post`` holds while it waits, plus the loop's own frame.
+    """
+    from benchmarks.baselines import SYSTEM, tool_schema
+
+    url = base_url + "/chat/completions"
+    tools = [tool_schema("step")]
+    conversations = [
+        [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"Hello, I am user {i}."},
+            {"role": "assistant", "content": _TEMPLATE_TEXT},
+        ]
+        for i in range(n)
+    ]
+    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
+    async with httpx2.AsyncClient(timeout=None, limits=limits) as client:
+        model = ["answer"]
+
+        async def turn(messages: list[dict[str, Any]], text: str) -> None:
+            messages.append({"role": "user", "content": text})
+            payload = {"model": model[0], "messages": messages, "tools": tools}
+            response = await client.post(url, json=payload)
+            response.raise_for_status()
+            messages.append(response.json()["choices"][0]["message"])
+
+        async with anyio.create_task_group() as tg:  # n pooled connections
+            for messages in conversations:
+                tg.start_soon(turn, messages, "Warm up.")
+        model[0] = "stream-forever"
+        stats_url = base_url[: -len("/v1")] + "/stats"
+        base = (await client.get(stats_url)).json()["requests"]
+
+        async def started() -> bool:
+            stats = (await client.get(stats_url)).json()
+            return bool(stats["requests"] - base - 1 >= n)
+
+        class Agent:  # the probe starts ``agent(text)``: a conversation's turn
+            def __init__(self, messages: list[dict[str, Any]]) -> None:
+                self.messages = messages
+
+            async def __call__(self, text: str) -> None:
+                await turn(self.messages, text)
+
+        agents = [Agent(messages) for messages in conversations]
+        return await _held(agents, started, types)
+
+
 class _Collections:
     """Collections per generation, counted through ``gc.callbacks``."""
 
@@ -209,6 +259,8 @@ async def _main(args: argparse.Namespace) -> None:
     with MockServerProcess() as server:
         over_http = await held_over_http(args.active, server.base_url, types=args.types)
         print(f"held per waiting turn, OpenAIChatModel over HTTP: {over_http:.1f}")
+        bare = await held_bare_loop(args.active, server.base_url, types=args.types)
+        print(f"held per waiting turn, the bare httpx2 loop: {bare:.1f}")
         cfg = Config(base_url=server.base_url, conversations=args.held, active=args.active)
         for held, (young, middle, full) in await collections(cfg, args.small):
             print(

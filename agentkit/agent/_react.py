@@ -565,83 +565,87 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
     ) -> Awaitable[tuple[Run, Msg]]:
         """The coroutine that runs the reply's steps from ``start``, between the reply hooks.
 
-        A plain function handing on that coroutine: without capabilities (the common case)
-        a waiting reply holds no forwarding layer between ``agent(...)`` and its steps.
+        A plain function handing on that coroutine: without capabilities and
+        instrumentation (the common case) a waiting reply holds no forwarding layer, nor
+        a no-op span's exit, between ``agent(...)`` and its steps.
         """
-        if not setup.capabilities.all:
+        if not setup.capabilities.all and _obs.installed() is None:
             return self._drive_reply(run, setup, kwargs, start)
-        return self._spending(run, setup, kwargs, start)
+        return self._wrapped(run, setup, kwargs, start)
 
-    async def _spending(
+    async def _wrapped(
         self, run: Run, setup: RunSetup, kwargs: dict[str, Any], start: _Start
     ) -> tuple[Run, Msg]:
-        with spending(run.count_response):  # a capability's own model calls: this run's
-            return await self._drive_reply(run, setup, kwargs, start)
+        """The reply inside its span, counting a capability's own model calls as its own."""
+        with _obs.run_span(self, run):  # observability seam: the invoke_agent span
+            if not setup.capabilities.all:
+                return await self._drive_reply(run, setup, kwargs, start)
+            with spending(run.count_response):  # a capability's own model calls: this run's
+                return await self._drive_reply(run, setup, kwargs, start)
 
     async def _drive_reply(
         self, run: Run, setup: RunSetup, kwargs: dict[str, Any], start: _Start
     ) -> tuple[Run, Msg]:
         """Run the steps from ``start`` between the reply hooks, interruptible.
 
-        Inside the run's span; repairs memory after a cut.
+        Repairs memory after a cut.
         """
-        with _obs.run_span(self, run):  # observability seam: the invoke_agent span
-            conv = self._conv
-            caps = setup.capabilities
-            control = run.control
+        conv = self._conv
+        caps = setup.capabilities
+        control = run.control
+        try:
             try:
-                try:
-                    with anyio.CancelScope() as scope:
-                        control.scope = scope
-                        control.task = current_task()
-                        # Inside the scope: a listener may interrupt on this very event.
-                        if run.emit is not None:
-                            run.emit(ReplyStarted(self.name))
-                        if caps.before_run:
-                            await caps.run_before_run(setup.context)
-                        # Without reply hooks, the steps straight: a layer less held while
-                        # the model answers.
-                        hooks = self._hooks
-                        if hooks is None or not (hooks.has("pre_reply") or hooks.has("post_reply")):
-                            step = await start(setup, conv, run, kwargs)
-                            reply = await drive(setup, conv, run, step)
-                        else:
-                            reply = await self._with_reply_hooks(run, setup, kwargs, start)
-                except BaseException as exc:
-                    # An error, or a cancellation from outside (not our interrupt): repair
-                    # memory, then let it propagate.
-                    control.scope = None  # from here on, interrupt() is a no-op
-                    with anyio.CancelScope(shield=True):
-                        await finalize(setup, conv, run, exc)
-                        close_steers(conv, run)  # undelivered steers: kept for the next request
-                        await conv.flush_deferred(run)
-                    if caps.on_error:
-                        await _report_error(caps, setup.context, exc)
-                    raise
-                control.scope = None
-                late = control.interrupt_msgs  # given to interrupt(): stored after any repair
-                if scope.cancelled_caught or late or run.steering or conv.has_deferred:
-                    with anyio.CancelScope(shield=True):  # writes that must all land
-                        if scope.cancelled_caught:
-                            reply = await finalize(setup, conv, run, None)
-                        elif late:  # interrupted too late to cut anything
-                            await store(conv.memory, list(late), run)
-                        close_steers(conv, run)  # undelivered steers: kept for the next request
-                        await conv.flush_deferred(run)
-                else:  # nothing to write (the common case): no await, so no shield to enter
-                    close_steers(conv, run)
-                if caps.after_run:
-                    run.counts.duration = time.perf_counter() - control.started
-                    result = make_result(run, reply, conv.pending_calls())
-                    await caps.run_after_run(setup.context, result)
-                if run.emit is not None:
-                    run.emit(ReplyFinished(reply))
-                return run, reply
-            finally:
-                # A reply paused for approval resumes with its structured model and iterations.
-                conv.pause(run.output.plan, run.iteration, setup.limits)
+                with anyio.CancelScope() as scope:
+                    control.scope = scope
+                    control.task = current_task()
+                    # Inside the scope: a listener may interrupt on this very event.
+                    if run.emit is not None:
+                        run.emit(ReplyStarted(self.name))
+                    if caps.before_run:
+                        await caps.run_before_run(setup.context)
+                    # Without reply hooks, the steps straight: a layer less held while
+                    # the model answers.
+                    hooks = self._hooks
+                    if hooks is None or not (hooks.has("pre_reply") or hooks.has("post_reply")):
+                        step = await start(setup, conv, run, kwargs)
+                        reply = await drive(setup, conv, run, step)
+                    else:
+                        reply = await self._with_reply_hooks(run, setup, kwargs, start)
+            except BaseException as exc:
+                # An error, or a cancellation from outside (not our interrupt): repair
+                # memory, then let it propagate.
+                control.scope = None  # from here on, interrupt() is a no-op
+                with anyio.CancelScope(shield=True):
+                    await finalize(setup, conv, run, exc)
+                    close_steers(conv, run)  # undelivered steers: kept for the next request
+                    await conv.flush_deferred(run)
+                if caps.on_error:
+                    await _report_error(caps, setup.context, exc)
+                raise
+            control.scope = None
+            late = control.interrupt_msgs  # given to interrupt(): stored after any repair
+            if scope.cancelled_caught or late or run.steering or conv.has_deferred:
+                with anyio.CancelScope(shield=True):  # writes that must all land
+                    if scope.cancelled_caught:
+                        reply = await finalize(setup, conv, run, None)
+                    elif late:  # interrupted too late to cut anything
+                        await store(conv.memory, list(late), run)
+                    close_steers(conv, run)  # undelivered steers: kept for the next request
+                    await conv.flush_deferred(run)
+            else:  # nothing to write (the common case): no await, so no shield to enter
+                close_steers(conv, run)
+            if caps.after_run:
                 run.counts.duration = time.perf_counter() - control.started
-                self._run = None
+                result = make_result(run, reply, conv.pending_calls())
+                await caps.run_after_run(setup.context, result)
+            if run.emit is not None:
+                run.emit(ReplyFinished(reply))
+            return run, reply
+        finally:
+            # A reply paused for approval resumes with its structured model and iterations.
+            conv.pause(run.output.plan, run.iteration, setup.limits)
+            run.counts.duration = time.perf_counter() - control.started
+            self._run = None
 
     async def _with_reply_hooks(
         self, run: Run, setup: RunSetup, kwargs: dict[str, Any], start: _Start
