@@ -91,7 +91,9 @@ async def test_a_waiting_turn_makes_no_closure_and_no_empty_ledger_containers() 
     def look(coro: Any) -> None:
         layers = _coroutines(coro)
         cells = [name for c in layers for name in c.cr_code.co_cellvars]
-        run = layers[1].cr_frame.f_locals["run"]  # the reply's own Run
+        frame = layers[1].cr_frame  # the reply's, which holds its own Run
+        assert frame is not None
+        run = frame.f_locals["run"]
         seen.append((cells, run, run.steering))
 
     await _while_waiting(agent, model, look)
