@@ -148,13 +148,29 @@ class Tool(ABC):
         self.timeout = timeout
         self.annotations: ToolAnnotations | None = None
         self._checks: ArgumentChecks | None = None
+        self._definition: ToolDefinition | None = None
 
     @property
     def tool_definition(self) -> ToolDefinition:
-        """The provider-neutral definition offered to models."""
+        """The provider-neutral definition offered to models.
+
+        The same (frozen) object from request to request while the name, description and
+        offered schema are the same objects: every request of every run asks for it, and a
+        new one each time would be one more object per tool a waiting request holds.
+        """
+        parameters = self._offered_parameters()
+        made = self._definition
+        if (
+            made is not None
+            and made.parameters is parameters
+            and made.name is self.name
+            and made.description is self.description
+        ):
+            return made
         from agentkit.models._base import ToolDefinition
 
-        return ToolDefinition(self.name, self.description, self._offered_parameters())
+        made = self._definition = ToolDefinition(self.name, self.description, parameters)
+        return made
 
     def _offered_parameters(self) -> dict[str, object]:
         """The schema offered to models and validated against (``parameters``).
