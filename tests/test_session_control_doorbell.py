@@ -86,7 +86,9 @@ async def test_a_holder_leaving_wakes_no_other_holder_to_list_its_folder(
         for scope in holders.scopes[:9]:  # runs end, oldest (the watcher) first
             scope.cancel()
             await ticks(2)
-        assert listed == []  # nobody rang: no holder looked into its folder
+        # Each holder looked into its new folder once; nobody rang, so nobody looked again.
+        assert len(listed) == 10
+        listed.clear()
         [left] = folders(mailbox)
         mail_from_another_process(mailbox, left, {"command": "interrupt"})
         with anyio.fail_after(10):

@@ -134,28 +134,59 @@ def _write(plan: _Plan, values: Mapping[str, object]) -> str | None:
     """The SSE block of an event of ``plan`` with ``values``; None: only pydantic can say."""
     parts: list[str] = []
     for name, key, omittable, default, allowed in plan:
-        value = values.get(name, default)
-        if value is None:
-            if not omittable:
-                parts.append(key + "null")
-        elif type(value) is str:
-            if allowed is not None and value not in allowed:
-                return None  # the model refuses it (or coerces): its own answer
-            if not value.isascii() and _SURROGATE.search(value):
-                return None  # pydantic refuses it: the same error
-            parts.append(key + encode_basestring(value))
-        elif type(value) is EventType:  # a str enum: its text is its value (no .value lookup)
-            if allowed is not None and value not in allowed:
-                return None
-            parts.append(key + encode_basestring(value))
-        elif type(value) is dict and _flat(value):
-            items = ",".join(
-                f"{encode_basestring(k)}:{encode_basestring(v)}" for k, v in value.items()
-            )
-            parts.append(key + "{" + items + "}")
-        else:  # a timestamp, metadata, raw_event, a missing required field...: pydantic's
+        if not _put(parts, key, values.get(name, default), omittable, allowed):
             return None
     return "data: {" + ",".join(parts) + "}\n\n"
+
+
+def _put(
+    parts: list[str], key: str, value: object, omittable: bool, allowed: frozenset[object] | None
+) -> bool:
+    """Append one field's JSON to ``parts``; False: only pydantic can say."""
+    if value is None:
+        if not omittable:
+            parts.append(key + "null")
+    elif type(value) is str:
+        if allowed is not None and value not in allowed:
+            return False  # the model refuses it (or coerces): its own answer
+        if not value.isascii() and _SURROGATE.search(value):
+            return False  # pydantic refuses it: the same error
+        parts.append(key + encode_basestring(value))
+    elif type(value) is EventType:  # a str enum: its text is its value (no .value lookup)
+        if allowed is not None and value not in allowed:
+            return False
+        parts.append(key + encode_basestring(value))
+    elif type(value) is dict and _flat(value):
+        items = ",".join(f"{encode_basestring(k)}:{encode_basestring(v)}" for k, v in value.items())
+        parts.append(key + "{" + items + "}")
+    else:  # a timestamp, metadata, raw_event, a missing required field...: pydantic's
+        return False
+    return True
+
+
+# What :func:`encode_as` writes for one class and one set of given fields: per field in
+# serialization order, either its fixed JSON (absent, with a default that is always written
+# the same way: the ``type``) or how to write the given value; absent fields that are left
+# out (None defaults) are not in it at all. A text delta then costs two field writes, not
+# one per model field (seven).
+_Step = str | tuple[str, str, bool, frozenset[object] | None]
+_COMPILED: dict[tuple[type[BaseEvent], tuple[str, ...]], tuple[_Step, ...] | None] = {}
+
+
+def _compile(cls: type[BaseEvent], given: tuple[str, ...]) -> tuple[_Step, ...] | None:
+    """The steps for ``cls`` with fields ``given``; None: :func:`_write` (or pydantic) says."""
+    steps: list[_Step] = []
+    for name, key, omittable, default, allowed in _PLANS[cls]:
+        if name in given:
+            steps.append((name, key, omittable, allowed))
+            continue
+        if default is _REQUIRED:
+            return None  # missing: the model's own error
+        fixed: list[str] = []
+        if not _put(fixed, key, default, omittable, allowed):
+            return None
+        steps.extend(fixed)  # nothing for a default that is left out
+    return tuple(steps)
 
 
 def encode(event: BaseEvent) -> str:
@@ -177,9 +208,21 @@ def encode_as(cls: type[BaseEvent], **values: Any) -> str:
     Raises:
         pydantic.ValidationError: the model refuses ``values``.
     """
-    plan = _PLANS.get(cls)
-    if plan is not None and values.keys() <= _NAMES[cls]:
-        written = _write(plan, values)
-        if written is not None:
-            return written
+    signature = (cls, tuple(values))
+    try:
+        steps = _COMPILED[signature]
+    except KeyError:  # the first event of this class with these fields (a few per class)
+        fits = cls in _PLANS and values.keys() <= _NAMES[cls]
+        steps = _COMPILED[signature] = _compile(cls, signature[1]) if fits else None
+    if steps is not None:
+        parts: list[str] = []
+        for step in steps:
+            if isinstance(step, str):
+                parts.append(step)
+                continue
+            name, key, omittable, allowed = step
+            if not _put(parts, key, values[name], omittable, allowed):
+                break
+        else:
+            return "data: {" + ",".join(parts) + "}\n\n"
     return encode(cls(**values))

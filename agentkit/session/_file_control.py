@@ -357,11 +357,9 @@ class FileControlChannel(ControlChannel):
 
     @staticmethod
     async def _poll(bell: _Doorbell, folder: Path, handler: Handler, seen: int) -> None:
-        # The folder is new (empty) when this starts; ``seen`` is the bell's count from
-        # before it was made, so whatever is sent to it from then on is read.
+        # ``seen`` is the bell's count from before the folder was made, then from before
+        # each read of it: whatever is rung for after that is read next.
         while True:
-            await bell.wait(seen)
-            seen = bell.rings
             # A listing of a (nearly always empty) local folder: cheaper than a thread hop.
             waiting = False
             with contextlib.suppress(FileNotFoundError):
@@ -369,6 +367,8 @@ class FileControlChannel(ControlChannel):
             if waiting:
                 for data in await anyio.to_thread.run_sync(_take, folder):
                     await dispatch(data, handler)
+            await bell.wait(seen)
+            seen = bell.rings
 
 
 async def dispatch(data: object, handler: Handler) -> None:
