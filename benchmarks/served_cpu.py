@@ -12,7 +12,9 @@ each on a new thread, spread round-robin over the workers. Measured:
 Then the same turn in process, in this process and the same run: ``--streams`` fresh agents
 (the same factory), each ``agent.run`` on the same text at once; CPU per turn
 (``time.process_time``) and time to the agent's first event. Prints each row and the ratios
-served/in-process. ``--quick``: 50 streams, one worker count (1). ``--store memory:``
+served/in-process. ``--quick``: 50 streams, one worker count (1). ``--history N``: each
+measured turn is the next turn of a thread that had N before (not measured; in process, the
+agent that ran them runs it, without a construction). ``--store memory:``
 serves from a dict in the worker (no store I/O, the in-process control channel): the
 difference to a real store is what the store and its control channel cost a turn.
 
@@ -64,9 +66,11 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _turn(client: httpx2.AsyncClient, url: str, text: str) -> tuple[float, bool]:
+async def _turn(
+    client: httpx2.AsyncClient, url: str, text: str, thread: str = ""
+) -> tuple[float, bool]:
     body = {
-        "threadId": secrets.token_hex(8),
+        "threadId": thread or secrets.token_hex(8),
         "runId": secrets.token_hex(8),
         "messages": [{"id": secrets.token_hex(8), "role": "user", "content": text}],
         "state": {},
@@ -99,9 +103,18 @@ class _ProfiledWorker(Worker):
 
 
 async def served(
-    workers: int, streams: int, text: str, store: str, measure: str = "", prof: str = ""
+    workers: int,
+    streams: int,
+    text: str,
+    store: str,
+    measure: str = "",
+    prof: str = "",
+    history: int = 0,
 ) -> dict[str, float]:
-    """The burst against ``workers`` workers; ``measure``: "profile" or "strace" (one worker)."""
+    """The burst against ``workers`` workers; ``measure``: "profile" or "strace" (one worker).
+
+    ``history``: each turn of the burst is the next turn of a thread that had that many.
+    """
     store = store or f"sqlite:{tempfile.mkdtemp()}/threads.db"
     if measure == "profile":
         running: list[Worker] = [_ProfiledWorker(store, streams + 10, prof).ready()]
@@ -115,6 +128,15 @@ async def served(
             async with anyio.create_task_group() as tg:  # warm-up: imports, first connections
                 for i in range(4 * workers):
                     tg.start_soon(_turn, client, urls[i % workers], text)
+            threads = [secrets.token_hex(8) for _ in range(streams)]
+
+            async def earlier(i: int) -> None:
+                for _ in range(history):
+                    await _turn(client, urls[i % workers], text, threads[i])
+
+            async with anyio.create_task_group() as tg:
+                for i in range(streams if history else 0):
+                    tg.start_soon(earlier, i)
             firsts: list[float] = []
             failed = 0
             if measure == "profile":
@@ -127,7 +149,7 @@ async def served(
 
             async def one(i: int) -> None:
                 nonlocal failed
-                first, ok = await _turn(client, urls[i % workers], text)
+                first, ok = await _turn(client, urls[i % workers], text, threads[i])
                 firsts.append(first)
                 failed += not ok
 
@@ -217,16 +239,27 @@ def worker() -> None:
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
-async def in_process(streams: int, text: str, prof: str = "") -> dict[str, float]:
+async def in_process(streams: int, text: str, prof: str = "", history: int = 0) -> dict[str, float]:
+    """The same turns in process (``history``: agents made and given that many turns first;
+    the timed turn is then their next one, without the agent's construction)."""
     from agentkit.messages import Msg
     from tests._serve_agents import make_agent
 
     for _ in range(4):  # warm-up
         await make_agent().run([Msg("user", text, "user")])
     firsts: list[float] = []
+    ready = [make_agent() for _ in range(streams if history else 0)]
+
+    async def earlier(agent: Any) -> None:
+        for _ in range(history):
+            await agent.run([Msg("user", text, "user")])
+
+    async with anyio.create_task_group() as tg:
+        for agent in ready:
+            tg.start_soon(earlier, agent)
 
     async def one() -> None:
-        agent = make_agent()
+        agent = ready.pop() if ready else make_agent()
         started = time.perf_counter()
         seen: list[float] = []
 
@@ -269,6 +302,9 @@ def main() -> int:
         help="sqlite:PATH (default: a new file), postgres:URL, redis:URL, or memory: (a dict "
         "in the worker: what the store itself costs; one worker only)",
     )
+    parser.add_argument(
+        "--history", type=int, default=0, help="earlier turns of each thread (not measured)"
+    )
     parser.add_argument("--profile", metavar="PREFIX", help="count calls per turn (cProfile)")
     parser.add_argument("--strace", metavar="FILE", help="count the worker's syscalls")
     if sys.argv[1:2] == ["worker"]:
@@ -279,14 +315,14 @@ def main() -> int:
         args.workers, args.streams = [1], 50
     if args.profile or args.strace:
         return measure_counts(args)
-    base = anyio.run(in_process, args.streams, args.text)
+    base = anyio.run(in_process, args.streams, args.text, "", args.history)
     print(
         f"in process      : cpu/turn {base['cpu_ms']:.2f} ms, first event p50 "
         f"{base['ttfe_p50_ms']:.1f} ms p99 {base['ttfe_p99_ms']:.1f} ms"
     )
     bad = 0
     for n in args.workers:
-        row = anyio.run(served, n, args.streams, args.text, args.store)
+        row = anyio.run(served, n, args.streams, args.text, args.store, "", "", args.history)
         bad += int(row["failed"])
         print(
             f"served {n} worker(s): cpu/turn {row['cpu_ms']:.2f} ms "
@@ -300,13 +336,15 @@ def main() -> int:
 def measure_counts(args: argparse.Namespace) -> int:
     """``--profile`` / ``--strace``: counts per turn, served (one worker) and in process."""
     if args.strace:
-        row = anyio.run(served, 1, args.streams, args.text, args.store, "strace", args.strace)
+        row = anyio.run(
+            served, 1, args.streams, args.text, args.store, "strace", args.strace, args.history
+        )
         print(Path(args.strace).read_text())
         print(f"turns {args.streams}, failed {row['failed']}")
         return 1 if row["failed"] else 0
     inproc, prof = f"{args.profile}.inproc.prof", f"{args.profile}.served.prof"
-    anyio.run(in_process, args.streams, args.text, inproc)
-    row = anyio.run(served, 1, args.streams, args.text, args.store, "profile", prof)
+    anyio.run(in_process, args.streams, args.text, inproc, args.history)
+    row = anyio.run(served, 1, args.streams, args.text, args.store, "profile", prof, args.history)
     for name, path in (("in process", inproc), ("served", prof)):
         c = counts(path, args.streams)
         print(
