@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias, cast
 
 from ag_ui.core import (
     AssistantMessage,
@@ -25,11 +25,15 @@ from ag_ui.core import (
     ToolMessage,
     UserMessage,
 )
+from pydantic import BaseModel
 
 from agentkit.messages import Msg, ToolResultBlock
 
 __all__ = [
     "ClientInputError",
+    "Fields",
+    "agui_fields",
+    "build",
     "message_text",
     "new_user_messages",
     "result_status",
@@ -98,19 +102,43 @@ def result_status(block: ToolResultBlock) -> ToolStatus:
     return "interrupted" if text.startswith(_CUT_PREFIXES) else "error"
 
 
-def _assistant(msg: Msg) -> list[Message]:
-    out: list[Message] = []
+Fields: TypeAlias = "tuple[type[BaseModel], dict[str, Any]]"
+"""An AG-UI model not built yet: its class and its fields by name (a nested model's value is
+a ``Fields`` too). :func:`build` makes the model; ``encode_snapshot`` writes its JSON
+without it (a thread's whole history is converted twice a turn: building and dumping the
+models was most of that)."""
+
+
+def build(fields: Fields) -> BaseModel:
+    """The model ``fields`` describes (validated, as its constructor validates)."""
+    cls, values = fields
+    return cls(**{name: _built(value) for name, value in values.items()})
+
+
+def _built(value: object) -> object:
+    if type(value) is tuple:
+        return build(value)
+    if type(value) is list:
+        return [_built(v) for v in value]
+    return value
+
+
+def _assistant(msg: Msg) -> list[Fields]:
+    out: list[Fields] = []
     blocks = msg.get_content_blocks()
     thinking = "\n".join(b["thinking"] for b in blocks if b["type"] == "thinking")
     if thinking:
-        out.append(ReasoningMessage(id=f"{msg.id}:reasoning", content=thinking))
-    calls = [
-        ToolCall(
-            id=b["id"],
-            function=FunctionCall(
-                name=b["name"],
-                arguments=json.dumps(b["input"], ensure_ascii=False),
-            ),
+        out.append((ReasoningMessage, {"id": f"{msg.id}:reasoning", "content": thinking}))
+    calls: list[Fields] = [
+        (
+            ToolCall,
+            {
+                "id": b["id"],
+                "function": (
+                    FunctionCall,
+                    {"name": b["name"], "arguments": json.dumps(b["input"], ensure_ascii=False)},
+                ),
+            },
         )
         for b in blocks
         if b["type"] == "tool_use"
@@ -119,44 +147,49 @@ def _assistant(msg: Msg) -> list[Message]:
     # An answer cut by Stop is stored with {"interrupted": True}: the page marks it "stopped"
     # after a reload too.
     cut = bool(msg.metadata and msg.metadata.get("interrupted"))
-    out.append(
-        AssistantMessage(
-            id=msg.id,
-            content=text or None,
-            tool_calls=calls or None,
-            name=msg.name or None,
-            metadata={"interrupted": True} if cut else None,
-        )
-    )
+    fields: dict[str, Any] = {
+        "id": msg.id,
+        "content": text or None,
+        "tool_calls": calls or None,
+        "name": msg.name or None,
+        "metadata": {"interrupted": True} if cut else None,
+    }
+    out.append((AssistantMessage, fields))
     return out
 
 
-def _tool_message(msg: Msg, block: ToolResultBlock) -> ToolMessage:
+def _tool_message(msg: Msg, block: ToolResultBlock) -> Fields:
     content = result_text(block["output"])
     error = content if block.get("is_error") else None
-    return ToolMessage(
-        id=f"{msg.id}:{block['id']}",
-        tool_call_id=block["id"],
-        content=content,
-        error=error,
-        metadata={"status": result_status(block)},
-    )
+    fields: dict[str, Any] = {
+        "id": f"{msg.id}:{block['id']}",
+        "tool_call_id": block["id"],
+        "content": content,
+        "error": error,
+        "metadata": {"status": result_status(block)},
+    }
+    return ToolMessage, fields
 
 
-def to_agui_messages(messages: Iterable[Msg]) -> list[Message]:
-    """Convert a stored conversation to AG-UI messages (deterministic ids)."""
-    out: list[Message] = []
+def agui_fields(messages: Iterable[Msg]) -> list[Fields]:
+    """A stored conversation as AG-UI messages (deterministic ids), not built yet."""
+    out: list[Fields] = []
     for msg in messages:
         if msg.role == "assistant":
             out.extend(_assistant(msg))
         elif msg.role == "system":
-            out.append(SystemMessage(id=msg.id, content=msg.get_text()))
+            out.append((SystemMessage, {"id": msg.id, "content": msg.get_text()}))
         else:
             out.extend(_tool_message(msg, b) for b in msg.get_blocks("tool_result"))
             text = msg.get_text()
             if text or not msg.has_blocks("tool_result"):
-                out.append(UserMessage(id=msg.id, content=text, name=msg.name or None))
+                out.append((UserMessage, {"id": msg.id, "content": text, "name": msg.name or None}))
     return out
+
+
+def to_agui_messages(messages: Iterable[Msg]) -> list[Message]:
+    """Convert a stored conversation to AG-UI messages (deterministic ids)."""
+    return [cast("Message", build(fields)) for fields in agui_fields(messages)]
 
 
 def message_text(message: UserMessage | ToolMessage, kind: str = "message") -> str:

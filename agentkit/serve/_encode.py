@@ -20,15 +20,18 @@ values the model would refuse, the model's own error.
 
 from __future__ import annotations
 
+import json
 import re
 import typing
 from collections.abc import Mapping
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, cast
 
 from ag_ui.core import (
     BaseEvent,
     EventType,
+    Message,
+    MessagesSnapshotEvent,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
@@ -48,8 +51,11 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 from ag_ui.encoder import EventEncoder
+from pydantic import BaseModel
 
-__all__ = ["FAST_EVENTS", "encode", "encode_as"]
+from agentkit.serve._convert import Fields, build
+
+__all__ = ["FAST_EVENTS", "encode", "encode_as", "encode_snapshot"]
 
 _ENCODER = EventEncoder()
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -134,28 +140,59 @@ def _write(plan: _Plan, values: Mapping[str, object]) -> str | None:
     """The SSE block of an event of ``plan`` with ``values``; None: only pydantic can say."""
     parts: list[str] = []
     for name, key, omittable, default, allowed in plan:
-        value = values.get(name, default)
-        if value is None:
-            if not omittable:
-                parts.append(key + "null")
-        elif type(value) is str:
-            if allowed is not None and value not in allowed:
-                return None  # the model refuses it (or coerces): its own answer
-            if not value.isascii() and _SURROGATE.search(value):
-                return None  # pydantic refuses it: the same error
-            parts.append(key + encode_basestring(value))
-        elif type(value) is EventType:  # a str enum: its text is its value (no .value lookup)
-            if allowed is not None and value not in allowed:
-                return None
-            parts.append(key + encode_basestring(value))
-        elif type(value) is dict and _flat(value):
-            items = ",".join(
-                f"{encode_basestring(k)}:{encode_basestring(v)}" for k, v in value.items()
-            )
-            parts.append(key + "{" + items + "}")
-        else:  # a timestamp, metadata, raw_event, a missing required field...: pydantic's
+        if not _put(parts, key, values.get(name, default), omittable, allowed):
             return None
     return "data: {" + ",".join(parts) + "}\n\n"
+
+
+def _put(
+    parts: list[str], key: str, value: object, omittable: bool, allowed: frozenset[object] | None
+) -> bool:
+    """Append one field's JSON to ``parts``; False: only pydantic can say."""
+    if value is None:
+        if not omittable:
+            parts.append(key + "null")
+    elif type(value) is str:
+        if allowed is not None and value not in allowed:
+            return False  # the model refuses it (or coerces): its own answer
+        if not value.isascii() and _SURROGATE.search(value):
+            return False  # pydantic refuses it: the same error
+        parts.append(key + encode_basestring(value))
+    elif type(value) is EventType:  # a str enum: its text is its value (no .value lookup)
+        if allowed is not None and value not in allowed:
+            return False
+        parts.append(key + encode_basestring(value))
+    elif type(value) is dict and _flat(value):
+        items = ",".join(f"{encode_basestring(k)}:{encode_basestring(v)}" for k, v in value.items())
+        parts.append(key + "{" + items + "}")
+    else:  # a timestamp, metadata, raw_event, a missing required field...: pydantic's
+        return False
+    return True
+
+
+# What :func:`encode_as` writes for one class and one set of given fields: per field in
+# serialization order, either its fixed JSON (absent, with a default that is always written
+# the same way: the ``type``) or how to write the given value; absent fields that are left
+# out (None defaults) are not in it at all. A text delta then costs two field writes, not
+# one per model field (seven).
+_Step = str | tuple[str, str, bool, frozenset[object] | None]
+_COMPILED: dict[tuple[type[BaseEvent], tuple[str, ...]], tuple[_Step, ...] | None] = {}
+
+
+def _compile(cls: type[BaseEvent], given: tuple[str, ...]) -> tuple[_Step, ...] | None:
+    """The steps for ``cls`` with fields ``given``; None: :func:`_write` (or pydantic) says."""
+    steps: list[_Step] = []
+    for name, key, omittable, default, allowed in _PLANS[cls]:
+        if name in given:
+            steps.append((name, key, omittable, allowed))
+            continue
+        if default is _REQUIRED:
+            return None  # missing: the model's own error
+        fixed: list[str] = []
+        if not _put(fixed, key, default, omittable, allowed):
+            return None
+        steps.extend(fixed)  # nothing for a default that is left out
+    return tuple(steps)
 
 
 def encode(event: BaseEvent) -> str:
@@ -177,9 +214,123 @@ def encode_as(cls: type[BaseEvent], **values: Any) -> str:
     Raises:
         pydantic.ValidationError: the model refuses ``values``.
     """
-    plan = _PLANS.get(cls)
-    if plan is not None and values.keys() <= _NAMES[cls]:
-        written = _write(plan, values)
-        if written is not None:
-            return written
+    signature = (cls, tuple(values))
+    try:
+        steps = _COMPILED[signature]
+    except KeyError:  # the first event of this class with these fields (a few per class)
+        fits = cls in _PLANS and values.keys() <= _NAMES[cls]
+        steps = _COMPILED[signature] = _compile(cls, signature[1]) if fits else None
+    if steps is not None:
+        parts: list[str] = []
+        for step in steps:
+            if isinstance(step, str):
+                parts.append(step)
+                continue
+            name, key, omittable, allowed = step
+            if not _put(parts, key, values[name], omittable, allowed):
+                break
+        else:
+            return "data: {" + ",".join(parts) + "}\n\n"
     return encode(cls(**values))
+
+
+# Per model class and given fields: the dump's steps in serialization order, each a given
+# field (its name, its key, whether None leaves it out) or an absent one's fixed value (its
+# key and default: the ``role``, the ``type``); absent fields without a value are not in it.
+# None: the class serializes in a way this does not follow, or a required field is missing.
+_DumpStep = tuple[str, str, bool, bool]  # (name or key, key, omitted when None, given)
+_DUMPS: dict[tuple[type[BaseModel], tuple[str, ...]], tuple[_DumpStep, ...] | None] = {}
+_DEFAULTS: dict[tuple[type[BaseModel], str], object] = {}
+
+
+def _dump_steps(cls: type[BaseModel], given: tuple[str, ...]) -> tuple[_DumpStep, ...] | None:
+    decorators = cls.__pydantic_decorators__
+    if cls.model_computed_fields or decorators.field_serializers:
+        return None
+    if not set(given) <= cls.model_fields.keys():
+        return None
+    steps: list[_DumpStep] = []
+    for name, field in cls.model_fields.items():
+        if field.default_factory is not None or field.exclude:
+            return None
+        key = field.serialization_alias or field.alias or name
+        omittable = not field.is_required() and field.default is None
+        if name in given:
+            steps.append((name, key, omittable, True))
+        elif field.is_required():
+            return None  # missing: the model's own error
+        elif field.default is not None:
+            if not isinstance(field.default, _PLAIN):  # str enums (the ``type``) included
+                return None
+            _DEFAULTS[cls, key] = field.default
+            steps.append((key, key, False, False))
+    return tuple(steps)
+
+
+def _dumped(fields: Fields) -> dict[str, object] | None:
+    """The JSON-ready dump of the model ``fields`` describes; None: only the model can say.
+
+    As ag-ui dumps it (``model_dump(mode="json", by_alias=True)``, a field without a value
+    left out).
+    """
+    cls, values = fields
+    signature = (cls, tuple(values))
+    try:
+        steps = _DUMPS[signature]
+    except KeyError:  # the first of this class with these fields
+        steps = _DUMPS[signature] = _dump_steps(cls, signature[1])
+    if steps is None:
+        return None
+    out: dict[str, object] = {}
+    for name, key, omittable, given in steps:
+        if not given:
+            out[key] = _DEFAULTS[cls, key]
+            continue
+        value = values[name]
+        kind = type(value)
+        if kind is str:
+            pass
+        elif value is None:
+            if omittable:
+                continue
+        elif kind is tuple:  # a nested model
+            value = _dumped(value)
+            if value is None:
+                return None
+        elif kind is list:  # of nested models (tool calls, a snapshot's messages)
+            items = [_dumped(v) if type(v) is tuple else None for v in value]
+            if None in items:
+                return None
+            value = items
+        elif kind is dict:
+            if not _plain(value):
+                return None
+        elif kind not in _PLAIN:
+            return None
+        out[key] = value
+    return out
+
+
+_PLAIN = (str, bool, int)
+
+
+def _plain(mapping: dict[object, object]) -> bool:
+    """Whether ``mapping`` holds str keys and str, bool or int values (a message's metadata)."""
+    return all(type(k) is str and type(v) in _PLAIN for k, v in mapping.items())
+
+
+def encode_snapshot(messages: list[Fields]) -> str:
+    """``encode(MessagesSnapshotEvent(messages=[build(m) for m in messages]))``, modelless.
+
+    A thread's whole history goes out twice a turn; its messages are written as JSON from
+    their field values (the same bytes: ``json`` writes strings as pydantic does with
+    ``ensure_ascii=False``); anything this cannot follow (a lone surrogate, which pydantic
+    refuses, a value of another type) goes through the models, with their error.
+    """
+    event = _dumped((MessagesSnapshotEvent, {"messages": messages}))
+    if event is not None:
+        text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        if text.isascii() or not _SURROGATE.search(text):
+            return f"data: {text}\n\n"
+    built = cast("list[Message]", [build(m) for m in messages])
+    return encode(MessagesSnapshotEvent(messages=built))

@@ -16,9 +16,9 @@ from agentkit.agent._conversation import Decision, Verdict
 from agentkit.messages import Msg
 from agentkit.serve._convert import (
     ClientInputError,
+    agui_fields,
     check_client_id,
     new_user_messages,
-    to_agui_messages,
 )
 from agentkit.serve._frontend import client_result, install_frontend_tools, tool_specs
 from agentkit.serve._threads import ThreadRecord
@@ -148,7 +148,7 @@ class RunInput:
         Raises:
             ClientInputError: for forged messages, or approvals of calls not pending.
         """
-        known = {m.id for m in to_agui_messages(await agent.memory.get_memory())}
+        known = {fields["id"] for _, fields in agui_fields(await agent.memory.get_memory())}
         known.update(record.aliases)
         msgs = new_user_messages(self._client_results(agent, record, known), known)
         approvals = self.approvals

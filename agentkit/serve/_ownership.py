@@ -66,7 +66,13 @@ from agentkit.agent import ReActAgent
 from agentkit.exceptions import SessionConflictError, SessionError
 from agentkit.serve._threads import RunChannel, ThreadRecord, ThreadStore
 from agentkit.session import Session
-from agentkit.session._control import SteerReplies, channel_name, control_channel, max_payload
+from agentkit.session._control import (
+    ANSWER_GRACE,
+    SteerReplies,
+    channel_name,
+    control_channel,
+    max_payload,
+)
 
 __all__ = [
     "COMMANDS",
@@ -292,7 +298,7 @@ class Claim:
         self.replies: dict[str, str] = {}  # Stop requests to answer: nonce -> reply channel
         self.relays: dict[str, Relay] = {}  # events relayed to other workers, by nonce
         self.lost = False
-        self._relaying: TaskGroup | None = None  # while the control channel is listened to
+        self._tasks: TaskGroup | None = None  # the held run's helpers (see holding)
         self._base: dict[str, object] = {}
         self._lock = anyio.Lock()
 
@@ -349,7 +355,11 @@ class Claim:
             return found[1]
         return None
 
-    async def _renew_forever(self) -> None:
+    async def _renew_forever(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self._renew()
+
+    async def _renew(self) -> None:
         while True:
             await anyio.sleep(self.seconds / 3)
             async with self._lock:
@@ -383,7 +393,14 @@ class Claim:
 
     @asynccontextmanager
     async def holding(self, agent: ReActAgent) -> AsyncIterator[None]:
-        """Keep the lease renewed and listen on the control channel while the run lives."""
+        """Keep the lease renewed and listen on the control channel while the run lives.
+
+        One task group holds the run's helpers: the lease renewal, the relays and the steer
+        answers (a group each cost a served turn three more cancel scopes to enter and leave).
+        When the block ends the renewal stops at once; the relays return after the part they
+        are sending (:meth:`answer_stops` sends the rest after the run's last event) and the
+        steer answers that are due go out, both within ``ANSWER_GRACE`` seconds.
+        """
         self.agent = agent
 
         async def on_command(command: dict[str, object]) -> None:
@@ -395,24 +412,20 @@ class Claim:
                 await handler(self, command)
 
         name = channel_name(self.session, self.key)
-        # The relays outlive the subscription's block: they stop at a part's boundary once
-        # it closes (never cut mid-send), and answer_stops sends the rest after the end.
-        async with anyio.create_task_group() as relays:
-            self._relaying = relays
+        renewal = anyio.CancelScope()
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            self.steers = SteerReplies(self.session, agent, tasks, self.worker)
+            tasks.start_soon(self._renew_forever, renewal)
             try:
-                async with (
-                    SteerReplies(self.session, agent, self.worker) as self.steers,
-                    control_channel(self.session).subscribe(name, on_command),
-                    anyio.create_task_group() as tg,
-                ):
-                    tg.start_soon(self._renew_forever)
-                    try:
-                        yield
-                    finally:
-                        tg.cancel_scope.cancel()
+                async with control_channel(self.session).subscribe(name, on_command):
+                    yield
             finally:
-                self._relaying = None
+                renewal.cancel()
+                self.steers.close()
+                self._tasks = None
                 self.channel.wake()  # each relay returns after the part it is sending
+                tasks.cancel_scope.deadline = anyio.current_time() + ANSWER_GRACE
 
     def relay(self, nonce: str, reply_to: str, after: int) -> None:
         """Relay the run's events from index ``after`` to ``reply_to`` (an ``events`` command).
@@ -423,10 +436,10 @@ class Claim:
         if known is not None:
             known.heard = time.monotonic()
             return
-        if self._relaying is None:
+        if self._tasks is None:
             return
         relay = self.relays[nonce] = Relay(self.channel, nonce, reply_to, after)
-        self._relaying.start_soon(relay.follow, self.session, lambda: self._relaying is None)
+        self._tasks.start_soon(relay.follow, self.session, lambda: self._tasks is None)
 
     async def commit(self, agent: ReActAgent) -> None:
         """Save the turn and clear the lease; retry a store failure while the lease lasts.
@@ -484,6 +497,8 @@ class Claim:
         Then sends the relayed streams their last events and their end (the run's last
         event is pushed by now), within a bound: a store that is down does not hold it up.
         """
+        if not (self.replies or self.relays):  # the common turn: nobody asked
+            return
         control = control_channel(self.session)
         for nonce, reply_to in self.replies.items():
             answer = {"command": "stopped", "id": nonce, "worker": self.worker}

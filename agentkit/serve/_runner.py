@@ -21,7 +21,6 @@ import anyio
 from ag_ui.core import (
     BaseEvent,
     Interrupt,
-    MessagesSnapshotEvent,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -37,8 +36,8 @@ from agentkit.events import AgentEvent, CallInfo, Interrupted, ReplyStarted
 from agentkit.exceptions import SessionError
 from agentkit.messages import Msg
 from agentkit.pipelines import AgentTool
-from agentkit.serve._convert import to_agui_messages
-from agentkit.serve._encode import encode, encode_as
+from agentkit.serve._convert import agui_fields
+from agentkit.serve._encode import encode, encode_as, encode_snapshot
 from agentkit.serve._events import Translator
 from agentkit.serve._frontend import FrontendTool, set_current_state
 from agentkit.serve._ownership import Claim, CommitFailed
@@ -167,9 +166,10 @@ def _is_agent_tool(agent: ReActAgent) -> Callable[[str], bool]:
     return check
 
 
-async def _snapshot(agent: ReActAgent, extra: Sequence[Msg] = ()) -> MessagesSnapshotEvent:
+async def _snapshot(agent: ReActAgent, extra: Sequence[Msg] = ()) -> str:
+    """The encoded ``MESSAGES_SNAPSHOT`` of the agent's memory (and ``extra``)."""
     messages = [*(await agent.memory.get_memory()), *extra]
-    return MessagesSnapshotEvent(messages=to_agui_messages(messages))
+    return encode_snapshot(agui_fields(messages))
 
 
 class _Relay:
@@ -289,7 +289,8 @@ async def execute_run(req: RunRequest, claim: Claim, on_end: Callable[[], None])
             if req.committed is None:
                 req.committed = (await _commit(req, claim, translator),)
             final = req.committed[0] or final
-            _emit(channel, [await _snapshot(agent), final])
+            channel.push(await _snapshot(agent))
+            _emit(channel, [final])
             channel.close()
             on_end()
             await claim.answer_stops()
@@ -317,7 +318,7 @@ async def _turn(
             channel,
             [encode_as(RunStartedEvent, thread_id=channel.thread_id, run_id=channel.run_id)],
         )
-        _emit(channel, [await _snapshot(agent, req.msgs)])
+        channel.push(await _snapshot(agent, req.msgs))
         state_before = _state_json(req.record.state)
         if req.record.state is not None:
             _emit(channel, [StateSnapshotEvent(snapshot=req.record.state)])

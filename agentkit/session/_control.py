@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from agentkit.messages import MsgInput
 
 __all__ = [
+    "ANSWER_GRACE",
     "ControlChannel",
     "FileControlChannel",
     "Interruptible",
@@ -87,7 +88,8 @@ SteerStatus = Literal["next_request", "follow_up", "no_run", "unreachable"]
 time)."""
 
 _REPUBLISH = 0.2  # a steer is sent again this often until the holder acknowledges it
-_ANSWER_GRACE = 2.0  # seconds a holder's answer may still take once its run has ended
+ANSWER_GRACE = 2.0
+"""Seconds a holder's answers (steers, relayed events) may still take once its run ended."""
 _RECONNECT_FIRST = 0.05  # seconds before a lost subscription reconnects; doubled up to the max
 _RECONNECT_MAX = 1.0
 
@@ -278,29 +280,31 @@ class SteerReplies:
     channel}``. The holder answers ``{"command": "steer_received", "id"}`` at once (the
     sender stops sending it again: a command seen twice is queued once) and ``{"command":
     "steered", "id", "outcome", "worker"}`` once the run has placed the message (the outcome
-    of ``agent.steer``, or ``"no_run"``). Waiting for the run happens in a task of its own:
-    the channel's listener is never held up.
+    of ``agent.steer``, or ``"no_run"``). Waiting for the run happens in a task of its own,
+    in the holder's task group: the channel's listener is never held up, and the hold needs
+    no task group of its own for it.
 
-    Use as an async context manager around the held run; on exit it lets the answers that
-    are due go out (the run is over, so each is immediate) before it stops.
+    Args:
+        store: The session store.
+        agent: The held run's agent.
+        tasks: The holder's task group; the answers wait in it. When the hold ends, call
+            :meth:`close` and give the group :data:`ANSWER_GRACE` seconds: the answers
+            that are due then go out at once (the run is over).
+        worker: The id the answers name (default: this process).
     """
 
-    def __init__(self, store: Session, agent: object, worker: str | None = None) -> None:
+    def __init__(
+        self, store: Session, agent: object, tasks: TaskGroup, worker: str | None = None
+    ) -> None:
         self.control = control_channel(store)
         self.agent = agent
         self.worker = worker or f"pid-{os.getpid()}"
         self._seen: set[str] = set()
-        self._tg: TaskGroup | None = None
+        self._tg: TaskGroup | None = tasks
 
-    async def __aenter__(self) -> SteerReplies:
-        self._tg = await anyio.create_task_group().__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        tg, self._tg = self._tg, None
-        assert tg is not None
-        tg.cancel_scope.deadline = anyio.current_time() + _ANSWER_GRACE
-        await tg.__aexit__(None, None, None)
+    def close(self) -> None:
+        """Take no more steers into the task group (a later one is answered at once)."""
+        self._tg = None
 
     async def handle(self, command: Mapping[str, object]) -> None:
         """Obey one ``steer`` command (malformed ones are ignored)."""
@@ -456,7 +460,7 @@ async def _await_answer(
         with anyio.move_on_after(1.0):
             await reply.answered.wait()
         if not reply.answered.is_set() and not await still_held():
-            with anyio.move_on_after(_ANSWER_GRACE):
+            with anyio.move_on_after(ANSWER_GRACE):
                 await reply.answered.wait()
             return
 
@@ -549,7 +553,8 @@ async def hold_session(
     """
     channel = channel_name(store, check_session_id(session_id))
 
-    async with SteerReplies(store, agent) as steers:
+    async with anyio.create_task_group() as tasks:
+        steers = SteerReplies(store, agent, tasks)
 
         async def on_command(command: dict[str, object]) -> None:
             if command.get("command") == "interrupt":
@@ -558,5 +563,9 @@ async def hold_session(
             elif command.get("command") == "steer":
                 await steers.handle(command)
 
-        async with control_channel(store).subscribe(channel, on_command):
-            yield
+        try:
+            async with control_channel(store).subscribe(channel, on_command):
+                yield
+        finally:
+            steers.close()
+            tasks.cancel_scope.deadline = anyio.current_time() + ANSWER_GRACE

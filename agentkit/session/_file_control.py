@@ -207,17 +207,20 @@ class _Doorbell:
     """This process's doorbell in one mailbox, watched for all of its holders at once.
 
     The holders take turns at watching: whichever waits first looks at the bell every
-    ``POLL_INTERVAL`` seconds; when it rang (or the watcher's block ended), every waiting
-    holder wakes and reads its folder, and the next one to wait watches. No task outlives
-    the holders' blocks.
+    ``POLL_INTERVAL`` seconds; when it rang, :attr:`rings` counts up and every waiting
+    holder wakes and reads its folder. When the watcher's block ends first (a held run
+    ended: the common case), only the oldest waiting holder wakes, to watch next: the others
+    sleep on (waking them all made every run's end cost a listing per held run). No task
+    outlives the holders' blocks.
     """
 
     def __init__(self, mailbox: Path) -> None:
         self.name = new_id(f"{os.getpid()}-", 6)  # this process and event loop
         self.path = mailbox / _BELLS / self.name
         self.holders = 0
+        self.rings = 0  # how often a watcher found the bell rung
         self.watched = False
-        self.rang = anyio.Event()
+        self.waiting: dict[anyio.Event, None] = {}  # holders not watching, oldest first
 
     @classmethod
     @contextlib.contextmanager
@@ -240,21 +243,50 @@ class _Doorbell:
                 del bells[mailbox]
                 shutil.rmtree(bell.path, ignore_errors=True)
 
-    async def wait(self) -> None:
-        """Return once the bell may have rung (a command may wait in a holder's folder)."""
-        if self.watched:
-            await self.rang.wait()
-            return
+    async def wait(self, seen: int) -> None:
+        """Return once the bell rang after :attr:`rings` was ``seen``.
+
+        A holder reads ``rings`` before it reads its folder, so a command that arrives
+        while it reads (the ring found by another holder's watch) is read next.
+        """
+        while self.rings == seen:
+            if not self.watched:
+                await self._watch()
+                return
+            turn = anyio.Event()
+            self.waiting[turn] = None
+            try:
+                await turn.wait()
+            except BaseException:  # this holder's block ended while it waited
+                self.waiting.pop(turn, None)
+                if turn.is_set():  # handed the watch on its way out: pass it on
+                    self._hand_over()
+                raise
+
+    async def _watch(self) -> None:
         self.watched = True
+        rang = False
         try:
-            while True:  # one listing a tick: the folder is nearly always absent
-                if _answered(self.path):
-                    return
-                await anyio.sleep(POLL_INTERVAL)
+            while not rang:  # one listing a tick: the folder is nearly always absent
+                rang = _answered(self.path)
+                if not rang:
+                    await anyio.sleep(POLL_INTERVAL)
         finally:
             self.watched = False
-            woken, self.rang = self.rang, anyio.Event()
-            woken.set()  # also when this watcher left: a waiting holder takes over
+            if rang:  # every holder reads its folder
+                self.rings += 1
+                waiting, self.waiting = self.waiting, {}
+                for turn in waiting:
+                    turn.set()
+            else:  # this watcher's block ended
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Wake the oldest waiting holder (if any), to watch next."""
+        if self.waiting:
+            turn = next(iter(self.waiting))
+            del self.waiting[turn]
+            turn.set()
 
 
 def _take(folder: Path) -> list[bytes]:
@@ -301,6 +333,7 @@ class FileControlChannel(ControlChannel):
             SessionError: the folder cannot be made (a read-only or full disk).
         """
         with _Doorbell.joined(self.mailbox) as bell:
+            seen = bell.rings  # before the folder exists: a ring from then on is read
             folder = self.mailbox / f"{channel}{_AT}{bell.name}-{new_id()}"
             # On the loop, like the polling: a directory made and removed on a local file
             # system takes microseconds, two thread hops a good part of a millisecond of
@@ -313,7 +346,7 @@ class FileControlChannel(ControlChannel):
                 ) from exc
             try:
                 with LocalHandlers.registered(channel, handler):
-                    async with listening(partial(self._poll, bell), folder, handler):
+                    async with listening(partial(self._poll, bell, seen=seen), folder, handler):
                         yield
             finally:
                 with anyio.CancelScope(shield=True):
@@ -323,7 +356,9 @@ class FileControlChannel(ControlChannel):
                         await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
 
     @staticmethod
-    async def _poll(bell: _Doorbell, folder: Path, handler: Handler) -> None:
+    async def _poll(bell: _Doorbell, folder: Path, handler: Handler, seen: int) -> None:
+        # ``seen`` is the bell's count from before the folder was made, then from before
+        # each read of it: whatever is rung for after that is read next.
         while True:
             # A listing of a (nearly always empty) local folder: cheaper than a thread hop.
             waiting = False
@@ -332,7 +367,8 @@ class FileControlChannel(ControlChannel):
             if waiting:
                 for data in await anyio.to_thread.run_sync(_take, folder):
                     await dispatch(data, handler)
-            await bell.wait()
+            await bell.wait(seen)
+            seen = bell.rings
 
 
 async def dispatch(data: object, handler: Handler) -> None:
