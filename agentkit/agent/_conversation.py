@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NESTED_APPROVAL",
     "CallInfo",
+    "CheckedState",
     "Conversation",
     "Decision",
     "NestedResume",
@@ -438,8 +439,8 @@ class Conversation:
     def load_state_dict(self, state: dict[str, object]) -> dict[str, object]:
         """Restore from :meth:`state_dict` (older schema versions are migrated first).
 
-        Validated before anything changes; memory is loaded last, so a refused memory
-        state leaves the conversation as it was.
+        Validated before anything changes (:meth:`check_state`); memory is loaded last, so
+        a refused memory state leaves the conversation as it was.
 
         Returns:
             The migrated state (the caller restores the toolkit's part from it).
@@ -447,23 +448,61 @@ class Conversation:
         Raises:
             StateError: on an unknown ``schema_version`` or inconsistent content.
         """
+        return self.apply_state(self.check_state(state))
+
+    @staticmethod
+    def check_state(state: dict[str, object]) -> CheckedState:
+        """Migrate and validate ``state``; nothing changes (the first half of a load).
+
+        Raises:
+            StateError: on an unknown ``schema_version`` or inconsistent content.
+        """
         state = migrate_state(state)
         pending, deferred, iteration = parse_agent_state(state)
         nested = _parse_nested(state.get("nested_calls"), {c["id"] for c in pending})
+        return CheckedState(state, pending, deferred, iteration, nested)
+
+    def apply_state(self, checked: CheckedState) -> dict[str, object]:
+        """Load a state :meth:`check_state` accepted (the second half of a load).
+
+        Returns:
+            The migrated state.
+
+        Raises:
+            StateError: if the memory refuses its part (nothing changed then).
+        """
+        state = checked.state
         memory_state = state["memory"]
         if not isinstance(memory_state, dict):  # parse_agent_state refused it already
             raise StateError("agent state needs a 'memory' dict")
         self.memory.load_state_dict(memory_state)
+        pending = checked.pending
         self._nested = None
         self.pending = pending
-        self._nested = nested or None
-        self.deferred = deferred
-        self.iteration = iteration
+        self._nested = checked.nested or None
+        self.deferred = checked.deferred
+        self.iteration = checked.iteration
         self.paused_output = None
         self.paused_limits = None  # configuration, not state: the agent's apply
         name = state.get("structured_model")
         self.paused_output_name = name if isinstance(name, str) and pending else None
         return state
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedState:
+    """An agent state :meth:`Conversation.check_state` migrated and validated.
+
+    So that a caller loading parts of its own between the check and the load (the agent's
+    toolkit) validates the state once, not once before and once inside the load: the
+    memory's messages are the bulk of a state and each check parses them all.
+    """
+
+    state: dict[str, object]
+    pending: list[ToolUseBlock]
+    deferred: list[Msg]
+    iteration: int
+    nested: dict[str, NestedWait]
 
 
 def _waits_for(wait: NestedWait, inner_id: str) -> str | None:

@@ -25,7 +25,7 @@ from agentkit.agent._loop import drive, finalize, first_step
 from agentkit.agent._result import make_result
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
 from agentkit.agent._setup import ApprovalPolicy, RunSetup
-from agentkit.agent._state import Run, migrate_state, parse_agent_state, store
+from agentkit.agent._state import Run, store
 from agentkit.agent._steer import SteerOutcome
 from agentkit.agent._steer import accept as accept_steers
 from agentkit.agent._steer import close as close_steers
@@ -696,8 +696,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         """
         if self._run is not None:
             raise AgentBusyError(f"agent {self.name!r} is replying; cannot load state now")
-        state = migrate_state(state)
-        parse_agent_state(state)  # refuse a corrupt state before anything changes
+        checked = self._conv.check_state(state)  # refuse a corrupt state before any change
+        state = checked.state
         # The toolkit first (it may still refuse its part), then memory; if memory refuses,
         # the toolkit gets its old state back: a failed load changes nothing.
         toolkit, restore = self._toolkit, None
@@ -705,7 +705,7 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             restore = toolkit.state_dict()
             toolkit.load_state_dict(state["toolkit"])
         try:
-            self._conv.load_state_dict(state)
+            self._conv.apply_state(checked)
         except BaseException:
             if restore is not None:
                 assert toolkit is not None
