@@ -220,9 +220,9 @@ def test_lean_client_is_per_event_loop() -> None:
 
     async def get() -> object:
         loop = asyncio.get_running_loop()
-        client = lean.client(loop)
-        assert lean.client(loop) is client
-        return client
+        pools = lean.pools(loop)
+        assert lean.pools(loop) is pools
+        return pools
 
     first = asyncio.run(get())
     second = asyncio.run(get())
@@ -255,10 +255,7 @@ def test_lean_timeouts_are_the_sdk_clients() -> None:
         lean = model._lean
         assert lean is not None
 
-        async def client_timeout(lean: LeanHTTP = lean) -> httpx2.Timeout:
-            return lean.client(asyncio.get_running_loop()).timeout  # the loop's pool set
-
-        assert asyncio.run(client_timeout()) == httpx2.Timeout(model.client.timeout), kwargs
+        assert lean.timeout == httpx2.Timeout(model.client.timeout), kwargs
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

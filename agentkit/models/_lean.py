@@ -40,12 +40,14 @@ __all__ = [
 # The openai SDK's defaults (``openai._constants``), so that both paths behave alike.
 DEFAULT_TIMEOUT = httpx2.Timeout(timeout=600, connect=5.0)
 _MAX_CONNECTIONS = 1000
-_LIMITS = httpx2.Limits(max_connections=_MAX_CONNECTIONS, max_keepalive_connections=100)
 # In-flight requests one connection pool takes before the next pool gets new requests. The
 # pool (httpcore2) scans every connection it holds on each request and each release (and
-# polls every idle socket), so its cost per request grows with its size: at 200 concurrent
-# requests that scan was most of the client's CPU. Pools of at most 16 keep it small.
-_POOL_REQUESTS = 16
+# polls every idle socket; its idle count tests each connection against a list of them), so
+# its cost per request grows faster than its size: at 200 concurrent requests that scan was
+# most of the client's CPU. Pools of 16 cut it; pools of 4 cut a run's Python calls by 12%
+# more (docs/benchmarks.md, Round 7), for a longer walk over the pools, which ``_pick``
+# starts at the first one that may have room.
+_POOL_REQUESTS = 4
 _POOL_LIMITS = httpx2.Limits(
     max_connections=_POOL_REQUESTS, max_keepalive_connections=_POOL_REQUESTS
 )
@@ -184,8 +186,8 @@ class PoolSet(httpx2.AsyncBaseTransport):
     A request goes to the first pool with fewer than ``_POOL_REQUESTS`` requests in flight
     (a new pool is opened when all are that busy, up to ``_MAX_POOLS``; past that, the
     least busy one queues it). One conversation at a time uses the first pool only, with
-    its kept-alive connections, exactly as a single pool would; 200 at once spread over 13
-    pools of at most 16 connections, and each request's pool bookkeeping stays that small.
+    its kept-alive connections, exactly as a single pool would; 200 at once spread over 50
+    pools of at most 4 connections, and each request's pool bookkeeping stays that small.
     Used from one event loop (every lean client of a loop shares its set, see
     ``shared_pools``): no locking.
 
@@ -193,19 +195,24 @@ class PoolSet(httpx2.AsyncBaseTransport):
         verify: The TLS context of every pool.
     """
 
-    __slots__ = ("_load", "_pools", "_verify", "users")
+    __slots__ = ("_load", "_pools", "_room", "_verify", "users")
 
     def __init__(self, verify: ssl.SSLContext) -> None:
         self._verify = verify
         self._pools: list[httpx2.AsyncHTTPTransport] = []
         self._load: list[int] = []
+        # Every pool before this index is full: the walk for a free place starts here.
+        self._room = 0
         self.users = 1
         """Clients sharing this set: ``aclose`` closes the pools when the last one closes."""
 
     def _pick(self) -> int:
-        for index, load in enumerate(self._load):
-            if load < _POOL_REQUESTS:
+        load = self._load
+        for index in range(self._room, len(load)):
+            if load[index] < _POOL_REQUESTS:
+                self._room = index
                 return index
+        self._room = len(load)
         if len(self._pools) < _MAX_POOLS:
             self._pools.append(httpx2.AsyncHTTPTransport(verify=self._verify, limits=_POOL_LIMITS))
             self._load.append(0)
@@ -221,6 +228,8 @@ class PoolSet(httpx2.AsyncBaseTransport):
         """A request of pool ``index`` is over (its response closed)."""
         if index < len(self._load):  # else closed by ``aclose`` meanwhile
             self._load[index] -= 1
+            if index < self._room:
+                self._room = index
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` through the first pool with room."""
@@ -229,7 +238,7 @@ class PoolSet(httpx2.AsyncBaseTransport):
         try:
             response = await self._pools[index].handle_async_request(request)
         except BaseException:
-            self._load[index] -= 1
+            self.release(index)
             raise
         assert isinstance(response.stream, httpx2.AsyncByteStream)
         response.stream = _Release(response.stream, self, index)
@@ -245,7 +254,7 @@ class PoolSet(httpx2.AsyncBaseTransport):
         self.users -= 1
         if self.users > 0:
             return
-        pools, self._pools, self._load = self._pools, [], []
+        pools, self._pools, self._load, self._room = self._pools, [], [], 0
         for pool in pools:
             await pool.aclose()
 
@@ -277,7 +286,14 @@ def shared_pools(loop: object, secure: bool) -> PoolSet:
 
 
 class LeanHTTP:
-    """One ``httpx2.AsyncClient`` for a model, built on first use, per event loop.
+    """A model's requests, built here and handed to the event loop's pool set.
+
+    ``httpx2.AsyncClient.send`` adds, per request, what this path never uses (auth and
+    redirect flows, event hooks, a cookie jar, a log record) and wraps the response body in
+    a relay that times it, one more generator step per streamed chunk. Its header merge is
+    the same for every request of a model: done once here. A request is built with its
+    final headers and given to the transport, so the bytes on the wire are the client's
+    (``tests/test_lean_wire_bytes.py``) for about a fifth less CPU per request.
 
     Args:
         base_url: The API root (``https://api.openai.com/v1``).
@@ -286,35 +302,49 @@ class LeanHTTP:
             not given: 600 s, 5 s to connect).
     """
 
-    __slots__ = ("_client", "_loop", "_urls", "base_url", "headers", "timeout")
+    __slots__ = (
+        "_extensions",
+        "_loop",
+        "_pools",
+        "_sent",
+        "_urls",
+        "base_url",
+        "headers",
+        "timeout",
+    )
 
     def __init__(
         self, base_url: str, headers: dict[str, str], timeout: Any = DEFAULT_TIMEOUT
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.headers = headers
-        self.timeout = timeout
-        self._client: httpx2.AsyncClient | None = None
+        self.timeout = httpx2.Timeout(timeout)
+        """The timeouts of every request that gives none of its own."""
+        self._extensions = {"timeout": self.timeout.as_dict()}
+        self._pools: PoolSet | None = None
         self._loop: object = None
         # Parsed once per path: httpx2 parses a string URL again on every request.
         self._urls: dict[str, httpx2.URL] = {}
+        self._sent: httpx2.Headers | None = None  # built on first use, with the HTTP stack
         warm_up(self.base_url.startswith("https:"))
 
-    def client(self, loop: object) -> httpx2.AsyncClient:
-        """The client of ``loop`` (a new one when the last was built under another loop)."""
-        if self._client is None or self._loop is not loop:
-            secure = self.base_url.startswith("https:")
-            verify = _verifying_context() if secure else _closed_context()
-            self._client = httpx2.AsyncClient(
-                headers=self.headers,
-                timeout=self.timeout,
-                transport=shared_pools(loop, secure),
-                # For the proxy transports httpx2 mounts from the environment, if any.
-                limits=_LIMITS,
-                verify=verify,
-            )
+    def pools(self, loop: object) -> PoolSet:
+        """The pool set of ``loop`` (another one when the last was taken under another loop)."""
+        if self._pools is None or self._loop is not loop:
+            self._pools = shared_pools(loop, self.base_url.startswith("https:"))
             self._loop = loop
-        return self._client
+        return self._pools
+
+    def _headers(self) -> httpx2.Headers:
+        """Every request's headers in the client's order: Host, httpx2's own, the model's."""
+        if self._sent is None:
+            # httpx2's defaults (its User-Agent, the encodings of the decoders installed),
+            # read where the library sets them: a client never used to send anything.
+            merged = httpx2.AsyncClient(transport=httpx2.AsyncBaseTransport()).headers
+            merged.update(self.headers)
+            host = httpx2.URL(self.base_url).netloc
+            self._sent = httpx2.Headers([(b"Host", host), *merged.raw])
+        return self._sent
 
     async def post(
         self,
@@ -329,15 +359,30 @@ class LeanHTTP:
         """POST ``body``; the response (unread when ``stream``), or a ``LeanError``."""
         if not _warm_done.is_set() and _warm_started:
             await _warmed()
-        client = self.client(loop)
-        timeout = httpx2.USE_CLIENT_DEFAULT if request_timeout is None else request_timeout
+        pools = self.pools(loop)
         url = self._urls.get(path)
         if url is None:
             url = self._urls[path] = httpx2.URL(self.base_url + path)
-        # Keywords only, no ``**``: a plain call builds no argument tuple or dict.
-        request = client.build_request("POST", url, content=body, headers=headers, timeout=timeout)
+        sent = self._headers()
+        if headers is not None:  # the request's own, after the model's (as the client merges)
+            sent = httpx2.Headers(sent)
+            sent.update(headers)
+        extensions = (
+            self._extensions
+            if request_timeout is None
+            else {"timeout": httpx2.Timeout(request_timeout).as_dict()}
+        )
+        # ``stream=``: the body as given, no content encoding to choose, no headers added;
+        # its length is the one header a body of its own sets.
+        request = httpx2.Request(
+            "POST", url, headers=sent, stream=httpx2.ByteStream(body), extensions=extensions
+        )
+        request.headers["Content-Length"] = str(len(body))
         try:
-            response = await client.send(request, stream=stream)
+            response = await pools.handle_async_request(request)
+            response.request = request  # as the client sets it: an error handler may read it
+            if not stream:
+                await _read(response)
         except httpx2.TimeoutException as err:
             raise LeanConnectionError("Request timed out.") from err
         except httpx2.RequestError as err:  # transport failures, undecodable bodies...
@@ -347,10 +392,19 @@ class LeanHTTP:
         return response
 
     async def aclose(self, loop: object) -> None:
-        """Close the client if it belongs to ``loop`` (another loop's cannot be closed here)."""
-        client, self._client = self._client, None
-        if client is not None and self._loop is loop:
-            await client.aclose()
+        """Leave the pool set if it belongs to ``loop`` (another loop's cannot be closed here)."""
+        pools, self._pools = self._pools, None
+        if pools is not None and self._loop is loop:
+            await pools.aclose()
+
+
+async def _read(response: httpx2.Response) -> None:
+    """Read the whole body (which closes the response); closed too when that fails."""
+    try:
+        await response.aread()
+    except BaseException:  # cancelled or broken off: the connection goes back all the same
+        await response.aclose()
+        raise
 
 
 async def _read_error(response: httpx2.Response) -> LeanError:
