@@ -7,9 +7,12 @@ cProfile of them::
     python -m benchmarks.reply_profile                 # counts and time per reply
     python -m benchmarks.reply_profile --stream        # agent.stream() replies
     python -m benchmarks.reply_profile --profile out.prof --n 2000
+    python -m benchmarks.reply_profile --http --model text-20 --model-stream --stream
 
 The model answers at once (no network, no script to walk), so what is measured is the
-agent: its run state, memory writes, messages, events, scopes and hooks.
+agent: its run state, memory writes, messages, events, scopes and hooks. With ``--http``
+the model is an ``OpenAIChatModel`` on the lean HTTP path, against ``benchmarks.mock_server``
+(started in a child process when no URL is given): the reply's whole client cost.
 """
 
 from __future__ import annotations
@@ -116,7 +119,12 @@ def main() -> None:
     parser.add_argument("--profile", help="write a cProfile of the timed replies here")
     parser.add_argument("--deltas", type=int, default=1, help="text chunks per answer")
     parser.add_argument("--steps", type=int, default=0, help="tool calls per reply")
-    parser.add_argument("--http", help="base URL of benchmarks.mock_server (else in process)")
+    parser.add_argument(
+        "--http",
+        nargs="?",
+        const="",
+        help="base URL of benchmarks.mock_server (none given: one is started; else in process)",
+    )
     parser.add_argument("--model", help="with --http: the mock server's scenario (text-20...)")
     parser.add_argument("--where", action="store_true", help="with --count: by caller")
     parser.add_argument("--count", action="store_true", help="count scopes per reply")
@@ -132,6 +140,17 @@ def main() -> None:
         """
         return f"step {i} ok"
 
+    if args.http == "":  # a mock server of our own, in a child process
+        from benchmarks.mock_server import MockServerProcess
+
+        with MockServerProcess() as server:
+            args.http = server.base_url
+            _run(args, toolkit)
+        return
+    _run(args, toolkit)
+
+
+def _run(args: argparse.Namespace, toolkit: Toolkit) -> None:
     model: ChatModel = InstantModel(args.model_stream, args.steps, args.deltas)
     if args.http:  # the mock server: "steps-N" calls the first tool N times, else answers
         from agentkit.models import OpenAIChatModel

@@ -212,6 +212,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork)
 
 
+@functools.lru_cache(maxsize=64)  # asked on every answer: the URL is parsed once
 def _local(base_url: str | None) -> bool:
     """Whether ``base_url`` certainly is no provider's own endpoint, without the table.
 
