@@ -304,3 +304,25 @@ async def test_transport_sdk_always_goes_through_the_sdk(server: WireServer) -> 
     assert any(h.startswith("x-stainless") for h in server.requests[0].headers)
     with pytest.raises(ValueError, match="transport"):
         OpenAIChatModel("m", api_key="k", transport="raw")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
+async def test_an_environment_proxy_is_honoured(
+    server: WireServer, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    # The lean path hands requests to its own pools (no client to mount proxies from the
+    # environment): with a proxy set, the model takes the SDK's client, which honours it.
+    # The wire server is the proxy; the API's host does not even resolve.
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.setenv(variable, server.url)
+    server.script(Reply(json=openai_completion(text="via proxy")))
+    model = OpenAIChatModel(
+        "m", api_key="k", base_url="http://api.agentkit-proxy-test.invalid/v1", stream=False
+    )
+    answer = await ask(model, [Msg("user", "hi", "user")])
+    await model.aclose()
+    assert answer.content[0]["text"] == "via proxy"  # type: ignore[typeddict-item]
+    assert len(server.requests) == 1

@@ -42,6 +42,19 @@ _LEAN_KWARGS = frozenset(("timeout", "default_headers", "organization", "project
 _SDK_ONLY_ENV = ("OPENAI_CUSTOM_HEADERS", "OPENAI_ADMIN_KEY")
 
 
+def _environment_proxy(base_url: str) -> bool:
+    """Whether the environment names a proxy for ``base_url``'s scheme (or for all).
+
+    ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` in either case, as httpx reads them. The
+    lean path sends through its own pools, so such a process keeps the SDK's client, which
+    applies the proxy and ``NO_PROXY`` the way the SDK documents. Read from ``os.environ``
+    directly: ``urllib.request`` would cost the first model its import.
+    """
+    scheme = base_url.partition(":")[0].lower()
+    names = {f"{scheme}_proxy", "all_proxy"}
+    return any(value and name.lower() in names for name, value in os.environ.items())
+
+
 class OpenAIChatModel(HTTPChatModel):
     """A chat model served by the OpenAI Chat Completions API or a compatible server.
 
@@ -131,6 +144,8 @@ class OpenAIChatModel(HTTPChatModel):
         base_url = self.base_url if self.base_url is not None else os.environ.get("OPENAI_BASE_URL")
         if base_url is None:
             base_url = "https://api.openai.com/v1"
+        if _environment_proxy(base_url):
+            return None  # the SDK's client mounts the environment's proxies; the lean path none
         headers = {
             "Authorization": f"Bearer {api_key}",
             "Content-Type": "application/json",
