@@ -12,20 +12,14 @@ from typing import Any
 import pytest
 from ag_ui.core import MessagesSnapshotEvent
 from ag_ui.encoder import EventEncoder
+from test_serve_encode import TRICKY as EVENT_TRICKY
 
 from agentkit.messages import Msg
 from agentkit.serve._convert import agui_fields, to_agui_messages
 from agentkit.serve._encode import encode_snapshot
 
 REFERENCE = EventEncoder()
-TRICKY = [
-    "x",
-    'quote " and backslash \\ and slash /',
-    "\x00\x01\x08\t\n\x0b\x0c\r\x1f\x7f\x80\x9f",
-    "\u2028\u2029 é 🙂 \U0010ffff 中文",
-    "</script><!--",
-    "",
-]
+TRICKY = [*EVENT_TRICKY, ""]  # the event encoder's awkward strings, and an empty one
 
 
 def conversation(text: str) -> list[Msg]:

@@ -52,7 +52,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -317,7 +317,7 @@ class SQLiteSession(Session):
         durable: bool = True,
     ) -> int:
         now = _timestamp(datetime.now(UTC))
-        table, items = self.table, self.items
+        table = self.table
         # WAL + FULL: the commit fsyncs the log. NORMAL skips that fsync (the next FULL
         # commit's fsync covers this write too: the log is appended in order), so a power
         # cut can undo only the NORMAL writes since the last FULL one. Set on every write:
@@ -334,25 +334,7 @@ class SQLiteSession(Session):
             actual, gen = (0, None) if found is None else (int(found[0]), found[1])
             if expected is not None and expected != actual:
                 raise SessionConflictError(session_id, expected, actual, self.backend)
-            known = self.known.valid(session_id, actual, gen)
-            if known is not None:
-                upserts, cuts = state.changes_since(known)
-            else:
-                rows = conn.execute(
-                    f"SELECT log, idx, digest FROM {items} WHERE id = ?", (session_id,)
-                )
-                upserts, cuts = state.changes({(log, idx): digest for log, idx, digest in rows})
-            if cuts:
-                conn.executemany(
-                    f"DELETE FROM {items} WHERE id = ? AND log = ? AND idx >= ?",
-                    [(session_id, log, n) for log, n in cuts],
-                )
-            if upserts:
-                conn.executemany(
-                    f"INSERT OR REPLACE INTO {items} (id, log, idx, digest, item) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    [(session_id, *change) for change in upserts],
-                )
+            self._write_items(conn, session_id, state, self.known.valid(session_id, actual, gen))
             gen = gen or new_gen()  # a row from before gens gets one now
             if found is None:
                 conn.execute(
@@ -377,6 +359,36 @@ class SQLiteSession(Session):
             raise
         self.known.put(session_id, version, gen, state.logs)  # committed
         return version
+
+    def _write_items(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        state: EncodedState,
+        known: Mapping[str, list[str]] | None,
+    ) -> None:
+        """Write the items that differ from what the row holds; cut the logs that shrank.
+
+        In the save's transaction. ``known``: the items this object knows the row holds
+        (checked by version and ``gen``); None: compare with the stored digests.
+        """
+        items = self.items
+        if known is not None:
+            upserts, cuts = state.changes_since(known)
+        else:
+            rows = conn.execute(f"SELECT log, idx, digest FROM {items} WHERE id = ?", (session_id,))
+            upserts, cuts = state.changes({(log, idx): digest for log, idx, digest in rows})
+        if cuts:
+            conn.executemany(
+                f"DELETE FROM {items} WHERE id = ? AND log = ? AND idx >= ?",
+                [(session_id, log, n) for log, n in cuts],
+            )
+        if upserts:
+            conn.executemany(
+                f"INSERT OR REPLACE INTO {items} (id, log, idx, digest, item) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(session_id, *change) for change in upserts],
+            )
 
     async def _read(
         self, session_id: str
