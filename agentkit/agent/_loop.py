@@ -411,10 +411,11 @@ async def _bounded(setup: RunSetup, conv: Conversation, run: Run, step: Step) ->
 async def _steps(
     setup: RunSetup, conv: Conversation, run: Run, step: Step, call_timeout: float | None
 ) -> Msg:
+    limited = setup.limits is not None  # without limits: no check to call at each step
     while not isinstance(step, Finish) or await _follow_up(setup, conv, run):
         if isinstance(step, Finish):  # steering: a follow-up turn answers a late steer
             step = Reason()
-        limit = limit_before(setup, run, step)
+        limit = limit_before(setup, run, step) if limited else None
         if limit is not None:  # answer every open call, then stop
             step = await _stop_at_limit(setup, conv, run, step, limit)
             break

@@ -492,7 +492,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         if run is None or run.control.scope is None:
             return False
         control = run.control
-        control.interrupt_msgs = (*control.interrupt_msgs, *as_input(msg))
+        if msg is not None:  # a plain interrupt (the common one) checks and copies nothing
+            control.interrupt_msgs = (*control.interrupt_msgs, *as_input(msg))
         control.interrupted = True
         cancel_run(run.control.scope, control.task)
         return True
