@@ -22,7 +22,7 @@ import cProfile
 import pstats
 import statistics
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import anyio
 
@@ -37,10 +37,10 @@ class WaitingModel(ChatModel):
     def __init__(self) -> None:
         super().__init__("waiting", True)
 
-    async def request(self, request: ModelRequest) -> ChatResponse:
+    async def _request(self, request: ModelRequest) -> ChatResponse:
         raise NotImplementedError
 
-    async def request_stream(self, request: ModelRequest) -> AsyncIterator[ChatResponse]:
+    async def _request_stream(self, request: ModelRequest) -> AsyncGenerator[ChatResponse, None]:
         yield ChatResponse(content=[{"type": "text", "text": "tok "}])
         await anyio.sleep_forever()
 
@@ -83,7 +83,12 @@ def _run(args: argparse.Namespace, base_url: str | None) -> None:
         profiler = cProfile.Profile()
         await _interrupts(model, args.n, profiler)
         stats = pstats.Stats(profiler)
-        print(f"{stats.total_calls / args.n:.1f} Python calls per interrupt")  # type: ignore[attr-defined]
+        table = stats.stats  # type: ignore[attr-defined]
+        python = sum(counts[1] for where, counts in table.items() if where[0] != "~")
+        print(
+            f"calls per interrupt: {stats.total_calls / args.n:.1f}, "  # type: ignore[attr-defined]
+            f"{python / args.n:.1f} of Python functions (builtins left out)"
+        )
         if args.top:
             stats.sort_stats("ncalls").print_stats(args.top)
         times = sorted(await _interrupts(model, args.n, None))
