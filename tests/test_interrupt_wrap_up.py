@@ -87,7 +87,7 @@ async def test_a_cut_answer_with_a_complete_call_replies_with_its_text_only() ->
     inner = ScriptedModel(
         [[text("Adding."), tool_use("add", "c1", a=1, b=2), tool_use("add", "c2", a=3, b=4)]],
         stream=True,
-        chunk_delay=0.05,
+        chunk_delay=0.01,
     )
     # Cut once the first call is complete and the second one streams.
     model = SignalModel(inner, lambda c: len(c.content) == 3 and "raw_input" in c.content[2])
