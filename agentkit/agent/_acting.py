@@ -79,7 +79,9 @@ def result_block(call: ToolUseBlock, response: ToolResponse) -> ToolResultBlock:
     """Turn a final ``ToolResponse`` into the ``tool_result`` block stored in memory."""
     content = response.content
     output: str | list[ToolResultContent]
-    if all(b["type"] == "text" for b in content):
+    if len(content) == 1 and content[0]["type"] == "text":  # most results: one text
+        output = content[0]["text"]
+    elif all(b["type"] == "text" for b in content):
         output = "".join(cast(TextBlock, b)["text"] for b in content)
     else:
         output = list(content)
@@ -145,7 +147,10 @@ async def _call(setup: RunSetup, run: Run, call: ToolUseBlock, block: ToolUseBlo
     """
     toolkit = setup.toolkit
     approved = call["id"] in run.approved
-    offered = (await offered_tools(setup, run)).get(block["name"])
+    tools = run.calls.offered  # asked for by the request or the triage, mostly
+    if tools is None:
+        tools = await offered_tools(setup, run)
+    offered = tools.get(block["name"]) if tools else None
     calling: AsyncGenerator[ToolResponse, None]
     if offered is not None:
         calling = call_offered_tool(
@@ -174,6 +179,9 @@ async def _call(setup: RunSetup, run: Run, call: ToolUseBlock, block: ToolUseBlo
 
 async def _run_call(setup: RunSetup, run: Run, index: int) -> None:
     """Run one call into its slot. Never raises, except cancellation."""
+    if _obs.installed() is None:  # not instrumented: no no-op span to enter and leave
+        await _run_call_into_slot(setup, run, index)
+        return
     # observability seam: tool span
     with _obs.tool_span(setup.owner, run, index, setup.toolkit):
         await _run_call_into_slot(setup, run, index)
@@ -193,18 +201,20 @@ async def _run_call_into_slot(setup: RunSetup, run: Run, index: int) -> None:
                 final = await _invoke(setup, run, call)
     except Exception as exc:  # a hook or toolkit bug must not cancel the sibling calls
         final = ToolResponse.error(f"The tool call failed: {type(exc).__name__}: {exc}")
-    wait = nested_wait(final.metadata)
-    if wait is not None:  # calls inside this one wait for a human: so does this one
-        run.calls.waits[call["id"]] = wait
-        run.calls.results[index] = PENDING
-        return
-    kind = (final.metadata or {}).get("error")
-    if kind == "approval_required" and call["id"] not in run.approved:
-        # The tool asked for a human: invoked again once approved.
-        run.calls.results[index] = PENDING
-        return
-    if kind == "retry":
-        final = _bounded_retry(setup.max_tool_retries, run, call, final)
+    metadata = final.metadata
+    if metadata:  # an ordinary result has none: nothing to wait for or retry
+        wait = nested_wait(metadata)
+        if wait is not None:  # calls inside this one wait for a human: so does this one
+            run.calls.waits[call["id"]] = wait
+            run.calls.results[index] = PENDING
+            return
+        kind = metadata.get("error")
+        if kind == "approval_required" and call["id"] not in run.approved:
+            # The tool asked for a human: invoked again once approved.
+            run.calls.results[index] = PENDING
+            return
+        if kind == "retry":
+            final = _bounded_retry(setup.max_tool_retries, run, call, final)
     settle(run, index, final)
 
 
@@ -264,6 +274,9 @@ async def execute(setup: RunSetup, run: Run, indexes: Sequence[int]) -> None:
     if not setup.parallel_tool_calls:
         for i in indexes:
             await _run_call(setup, run, i)
+        return
+    if len(indexes) == 1:  # one call runs alone, a barrier or not
+        await _run_call(setup, run, indexes[0])
         return
     batch = run.batch
     assert batch is not None

@@ -40,6 +40,7 @@ from agentkit.agent._handoffs import (
 from agentkit.agent._limits import CUT_TEXT, LIMIT_TEXT
 from agentkit.agent._reasoning import reason, unique_call_ids
 from agentkit.agent._state import PENDING, answered_by, new_msg, store
+from agentkit.agent._steer import close as close_steers
 from agentkit.agent._steer import follow_up
 from agentkit.agent._steps import Execute, Finish, Reason, Settle, Step, Summarize, Triage
 from agentkit.agent._structured import MAX_STRUCTURED_RETRIES
@@ -57,7 +58,16 @@ if TYPE_CHECKING:
     from agentkit.agent._state import Run
     from agentkit.models._base import ToolDefinition
 
-__all__ = ["Settle", "drive", "finalize", "first_step", "limit_before", "run_step"]
+__all__ = [
+    "Settle",
+    "drive",
+    "finalize",
+    "first_step",
+    "limit_before",
+    "run_step",
+    "wrap_up",
+    "wrap_up_suspends",
+]
 
 SUMMARY_HINT = (
     "You have reached the maximum number of steps for this task. Do not call any tools. "
@@ -401,10 +411,11 @@ async def _bounded(setup: RunSetup, conv: Conversation, run: Run, step: Step) ->
 async def _steps(
     setup: RunSetup, conv: Conversation, run: Run, step: Step, call_timeout: float | None
 ) -> Msg:
+    limited = setup.limits is not None  # without limits: no check to call at each step
     while not isinstance(step, Finish) or await _follow_up(setup, conv, run):
         if isinstance(step, Finish):  # steering: a follow-up turn answers a late steer
             step = Reason()
-        limit = limit_before(setup, run, step)
+        limit = limit_before(setup, run, step) if limited else None
         if limit is not None:  # answer every open call, then stop
             step = await _stop_at_limit(setup, conv, run, step, limit)
             break
@@ -448,7 +459,7 @@ async def _cut_at_limit(setup: RunSetup, conv: Conversation, run: Run, limit: st
     answer accepted before the cut ends the run as final, as in :func:`_stop_at_limit`.
     """
     with anyio.CancelScope(shield=True):
-        text = await _store_partial(setup, conv, run, {"usage_limit": limit})
+        text = _text_blocks(await _store_partial(setup, conv, run, {"usage_limit": limit}))
         if text:
             run.turn.last_text = text
         for i, result in enumerate(run.calls.results):
@@ -495,26 +506,34 @@ async def first_step(setup: RunSetup, conv: Conversation, run: Run, msgs: list[M
 # -- after a cut -------------------------------------------------------------------------
 async def _store_partial(
     setup: RunSetup, conv: Conversation, run: Run, marker: dict[str, object]
-) -> list[TextBlock]:
-    """Store what the model streamed before a cut; return its text blocks.
+) -> Msg | None:
+    """Store what the model streamed before a cut; return the stored message (None: none).
 
     Text is kept and unfinished tool calls are dropped; the complete calls, which never
     ran, become the open batch so that they get a result. ``marker`` is the stored
-    message's metadata (why it was cut).
+    message's metadata (why it was cut), a dict of the caller's own.
     """
     partial, run.turn.partial = run.turn.partial, None
     if partial is None or run.batch is not None:
-        return []
+        return None
     content = [b for b in partial.content if not (b["type"] == "tool_use" and "raw_input" in b)]
     content = unique_call_ids(content)
     run.count_response(partial.usage, answered_by(setup.model, partial))
     if not content:
-        return []
-    await store(conv.memory, new_msg(setup.name, content, "assistant", dict(marker)), run)
+        return None
+    msg = new_msg(setup.name, content, "assistant", marker)
+    await store(conv.memory, msg, run)
     calls = [b for b in content if b["type"] == "tool_use"]
     if calls:
         run.begin_batch(calls)  # complete calls that never ran: answer them
-    return [b for b in content if b["type"] == "text"]
+    return msg
+
+
+def _text_blocks(msg: Msg | None) -> list[TextBlock]:
+    """The text blocks of a stored partial (none: no partial was stored)."""
+    if msg is None:
+        return []
+    return [b for b in msg.get_content_blocks() if b["type"] == "text"]
 
 
 async def finalize(
@@ -523,9 +542,12 @@ async def finalize(
     """Repair memory after a cut (interrupt when ``error`` is None); build the reply.
 
     Stores the partial assistant message (text kept, unfinished tool calls dropped), answers
-    every open call, then adds the messages given to ``interrupt``. Must run shielded.
+    every open call, then adds the messages given to ``interrupt``. Must not be cut: run it
+    shielded, unless :func:`wrap_up_suspends` says that nothing in it can suspend.
     """
-    text = await _store_partial(setup, conv, run, {"interrupted": True})
+    stored = await _store_partial(setup, conv, run, {"interrupted": True})
+    text = _text_blocks(stored)
+    whole = stored is not None and len(text) == len(stored.content)  # all text
     if not text:  # cut after the turn was stored (e.g. in post_reply): its text is the answer
         text = list(run.turn.last_text)
     await commit_results(setup, conv, run, _missing_text(error))
@@ -541,7 +563,41 @@ async def finalize(
     metadata["interrupted"] = True
     if conv.has_pending:
         metadata["pending_tool_calls"] = conv.pending_calls()
-    result = new_msg(setup.name, text, "assistant", metadata)
+    if whole:
+        assert stored is not None
+        # The stored partial is all text (a cut answer, the common case): the reply is that
+        # message, as a finished reply is its stored answer (same id, the blocks checked
+        # once, when they were stored).
+        result = stored.replace(metadata=metadata)
+    else:
+        result = new_msg(setup.name, text, "assistant", metadata)
     if error is None and run.emit is not None:
         run.emit(Interrupted(result))
     return result
+
+
+def wrap_up_suspends(conv: Conversation, run: Run) -> bool:
+    """Whether the writes after a reply's body may suspend (so a cancellation could cut them).
+
+    They cannot when memory's ``add`` never suspends (``atomic_add``) and no pending call
+    is to be denied by a cut input (a call waiting on calls inside it is re-invoked then):
+    the caller then needs no shield around :func:`wrap_up`, a scope entered for nothing.
+    """
+    return not conv.memory.atomic_add or (bool(run.inbox) and conv.has_pending)
+
+
+async def wrap_up(setup: RunSetup, conv: Conversation, run: Run, reply: Msg | None) -> Msg:
+    """The writes after a reply's body; return the reply.
+
+    After a cut (``reply`` None) :func:`finalize` repairs memory and builds the reply;
+    otherwise messages given to a late ``interrupt`` (too late to cut anything) are stored.
+    Then the undelivered steers are kept and the deferred messages stored. Must not be cut
+    (see :func:`wrap_up_suspends`).
+    """
+    if reply is None:
+        reply = await finalize(setup, conv, run, None)
+    elif run.control.interrupt_msgs:
+        await store(conv.memory, list(run.control.interrupt_msgs), run)
+    close_steers(conv, run)  # undelivered steers: kept for the next request
+    await conv.flush_deferred(run)
+    return reply

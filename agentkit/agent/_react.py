@@ -21,11 +21,11 @@ from agentkit.agent._conversation import CallInfo, Conversation, Verdict
 from agentkit.agent._copying import copy_slots
 from agentkit.agent._handoffs import Handoff, HandoffInput, as_handoffs
 from agentkit.agent._hooks import HookHost, HookRegistry, with_loop_hooks
-from agentkit.agent._loop import drive, finalize, first_step
+from agentkit.agent._loop import drive, finalize, first_step, wrap_up, wrap_up_suspends
 from agentkit.agent._result import make_result
 from agentkit.agent._runs import DepsT, OutputT, TypedRuns
 from agentkit.agent._setup import ApprovalPolicy, RunSetup
-from agentkit.agent._state import Run, store
+from agentkit.agent._state import Run
 from agentkit.agent._steer import SteerOutcome
 from agentkit.agent._steer import accept as accept_steers
 from agentkit.agent._steer import close as close_steers
@@ -492,7 +492,8 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
         if run is None or run.control.scope is None:
             return False
         control = run.control
-        control.interrupt_msgs = (*control.interrupt_msgs, *as_input(msg))
+        if msg is not None:  # a plain interrupt (the common one) checks and copies nothing
+            control.interrupt_msgs = (*control.interrupt_msgs, *as_input(msg))
         control.interrupted = True
         cancel_run(run.control.scope, control.task)
         return True
@@ -625,13 +626,12 @@ class ReActAgent(TypedRuns[DepsT, OutputT], HookHost):
             control.scope = None
             late = control.interrupt_msgs  # given to interrupt(): stored after any repair
             if scope.cancelled_caught or late or run.steering or conv.has_deferred:
-                with anyio.CancelScope(shield=True):  # writes that must all land
-                    if scope.cancelled_caught:
-                        reply = await finalize(setup, conv, run, None)
-                    elif late:  # interrupted too late to cut anything
-                        await store(conv.memory, list(late), run)
-                    close_steers(conv, run)  # undelivered steers: kept for the next request
-                    await conv.flush_deferred(run)
+                done = None if scope.cancelled_caught else reply
+                if wrap_up_suspends(conv, run):
+                    with anyio.CancelScope(shield=True):  # writes that must all land
+                        reply = await wrap_up(setup, conv, run, done)
+                else:  # no write can suspend, so no cancellation can cut them: no shield
+                    reply = await wrap_up(setup, conv, run, done)
             else:  # nothing to write (the common case): no await, so no shield to enter
                 close_steers(conv, run)
             if caps.after_run:

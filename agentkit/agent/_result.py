@@ -98,7 +98,7 @@ class RunUsage:
             return
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
-        cost = getattr(usage, "cost", None)  # set by adapters that know their prices
+        cost = usage.cost  # set by adapters that know their prices
         self.cost = None if cost is None or self.cost is None else self.cost + float(cost)
 
     def copy(self) -> RunUsage:
