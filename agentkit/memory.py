@@ -15,7 +15,7 @@ step, and :meth:`agentkit.agent.ReActAgent.load_state_dict` calls it on untruste
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import ClassVar
 
 from agentkit.exceptions import MemoryInvariantError, StateError
@@ -134,20 +134,20 @@ class InMemoryMemory(Memory):
 
     def __init__(self, messages: Iterable[Msg] | None = None) -> None:
         self._messages: list[Msg] = []
-        # Ids of the messages, built once there are more than _SCAN_LIMIT of them; a short
-        # conversation is checked by a scan instead (a set costs more than its messages'
-        # metadata, and a chat service keeps thousands of idle conversations).
-        self._ids: set[str] | None = None
+        # Id keys of the messages, built once there are more than _SCAN_LIMIT of them; a
+        # short conversation is checked by a scan instead (a set costs more than its
+        # messages' metadata, and a chat service keeps thousands of idle conversations).
+        self._ids: set[Hashable] | None = None
         self._extend(list(messages or ()))
 
     def _extend(self, items: Sequence[Msg]) -> None:
         # A message already held (same id) is skipped: in a MsgHub a reply reaches an agent
-        # both by broadcast and as the next pipeline input, and must be stored once. Each id
-        # is read once per call (a message's id is text made on access).
+        # both by broadcast and as the next pipeline input, and must be stored once. Ids are
+        # compared by ``id_key`` (the packed id: ``id`` makes its text on each access).
         if not items:
             return
         messages = self._messages
-        keys = [item.id for item in items]
+        keys = [item.id_key for item in items]
         if not messages:  # a new or reloaded conversation: one set tells whether ids repeat
             unique = set(keys)
             if len(unique) == len(keys):
@@ -156,9 +156,9 @@ class InMemoryMemory(Memory):
                 return
         ids = self._ids
         if ids is None and len(messages) + len(keys) > _SCAN_LIMIT:
-            ids = self._ids = {m.id for m in messages}
+            ids = self._ids = {m.id_key for m in messages}
         if ids is None:
-            held = [m.id for m in messages] if messages else []
+            held = [m.id_key for m in messages] if messages else []
             for item, key in zip(items, keys, strict=True):
                 if key not in held:  # a scan of at most _SCAN_LIMIT ids, in C
                     held.append(key)
@@ -232,15 +232,16 @@ class InMemoryMemory(Memory):
         if not isinstance(raw, list):
             raise StateError("memory state needs a 'messages' list")
         messages = []
-        ids: set[str] = set()
+        ids: set[Hashable] = set()
         for i, item in enumerate(raw):
             try:
                 msg = Msg.from_dict(item)
             except ValueError as exc:
                 raise StateError(f"memory message {i} is invalid: {exc}") from exc
-            if msg.id in ids:  # ``add`` would skip it silently, breaking tool-call pairs
+            key = msg.id_key
+            if key in ids:  # ``add`` would skip it silently, breaking tool-call pairs
                 raise StateError(f"memory message {i} repeats the message id {msg.id!r}")
-            ids.add(msg.id)
+            ids.add(key)
             messages.append(msg)
         # Ids checked unique above: no second pass through ``_extend``.
         self._messages, self._ids = messages, ids if len(ids) > _SCAN_LIMIT else None

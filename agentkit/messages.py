@@ -18,7 +18,7 @@ import mimetypes
 import os
 import pathlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast, overload
 
@@ -482,6 +482,15 @@ class Msg:
     @id.setter
     def id(self, value: str) -> None:
         self._id = _pack_id(value)
+
+    @property
+    def id_key(self) -> Hashable:
+        """A key equal for two messages exactly when their ids are (no text is made).
+
+        For comparing and indexing ids in bulk (memory's duplicate check): the id is held
+        packed, and :attr:`id` makes its text on each access.
+        """
+        return self._id
 
     @property
     def timestamp(self) -> str:

@@ -114,3 +114,39 @@ async def test_a_repeated_message_in_the_initial_list_is_stored_once(size: int) 
     assert [m.get_text() for m in await memory.get_memory()] == [f"m{i}" for i in range(size)]
     await memory.add(msgs[2])
     assert await memory.size() == size
+
+
+def test_id_key_is_equal_exactly_when_ids_are() -> None:
+    hexed = "0123456789abcdef0123456789abcdef"
+    same = Msg("u", "a", "user", id=hexed)
+    assert same.id_key == Msg("u", "b", "user", id=hexed).id_key
+    # The upper-case spelling and a free-form id are other ids, and other keys.
+    others = [Msg("u", "c", "user", id=hexed.upper()), Msg("u", "d", "user", id="call-1")]
+    assert len({same.id_key, *(m.id_key for m in others)}) == 3
+    assert others[1].id_key == Msg("u", "e", "user", id="call-1").id_key
+    hash(same.id_key)
+
+
+@pytest.mark.parametrize("size", [3, 40])  # a scanned and a set-indexed conversation
+async def test_duplicates_are_found_by_id_for_every_kind_of_id(size: int) -> None:
+    hexed = "0123456789abcdef0123456789abcdef"
+    msgs = [Msg("u", f"m{i}", "user") for i in range(size)]
+    msgs += [Msg("u", "hex", "user", id=hexed), Msg("u", "free", "user", id="free-form")]
+    memory = InMemoryMemory(msgs)
+    await memory.add(
+        [
+            Msg("u", "hex again", "user", id=hexed),
+            Msg("u", "free again", "user", id="free-form"),
+            Msg("u", "upper", "user", id=hexed.upper()),  # another id: kept
+        ]
+    )
+    texts = [m.get_text() for m in await memory.get_memory()]
+    assert texts == [f"m{i}" for i in range(size)] + ["hex", "free", "upper"]
+    copy = InMemoryMemory()
+    copy.load_state_dict(memory.state_dict())
+    await copy.add(Msg("u", "hex again", "user", id=hexed))
+    assert await copy.size() == size + 3
+    state = memory.state_dict()
+    state["messages"].append(dict(state["messages"][-3]))  # type: ignore[attr-defined]
+    with pytest.raises(StateError, match="repeats the message id"):
+        InMemoryMemory().load_state_dict(state)

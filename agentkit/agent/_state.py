@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
@@ -475,14 +475,15 @@ def _parse_messages(raw: object, where: str) -> list[Msg]:
     if not isinstance(raw, list):
         raise StateError(f"{where!r} must be a list")
     out = []
-    ids: set[str] = set()
+    ids: set[Hashable] = set()
     for i, item in enumerate(raw):
         try:
             msg = Msg.from_dict(item)
         except ValueError as exc:
             raise StateError(f"{where}[{i}] is invalid: {exc}") from exc
-        if msg.id in ids:  # memory would keep one of them: the tool-call pairing breaks
+        key = msg.id_key
+        if key in ids:  # memory would keep one of them: the tool-call pairing breaks
             raise StateError(f"{where}[{i}] repeats the message id {msg.id!r}")
-        ids.add(msg.id)
+        ids.add(key)
         out.append(msg)
     return out
