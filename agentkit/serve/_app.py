@@ -53,6 +53,7 @@ from agentkit.serve._limits import DEFAULT_MAX_RUNS_PER_CLIENT, RunsPerClient
 from agentkit.serve._ownership import (
     DEFAULT_LEASE_SECONDS,
     Claim,
+    LeaseRenewals,
     ThreadBusy,
     follow_remote,
     live_lease,
@@ -107,6 +108,7 @@ class ServeState:
         self.runs_per_client = runs_per_client
         self.worker = new_worker_id()  # named in the leases of this worker's runs
         self.lease_seconds = lease_seconds
+        self.renewals = LeaseRenewals(lease_seconds)  # one task renews every held run's lease
         self.stop_timeout = max(10.0, lease_seconds)  # a Stop sent to another worker
         self.store = ThreadStore(session)
         self.guard = guard
@@ -240,7 +242,7 @@ async def _start_run(request: Request, owner: str, run: RunInput) -> Response:
         if not record.title and msgs:  # listed with its title while its first run is going
             record.set_title(msgs)
         # The claim: one compare-and-set write of the thread, across every worker.
-        claim = Claim(state.store, record, channel, state.worker, state.lease_seconds)
+        claim = Claim(state.store, record, channel, state.worker, state.renewals)
         try:
             await claim.acquire()
         except ThreadBusy:
@@ -641,6 +643,7 @@ def _lifespan(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             state.task_group = tg
+            tg.start_soon(state.renewals.run)
             try:
                 yield
             finally:

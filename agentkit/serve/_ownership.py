@@ -80,6 +80,7 @@ __all__ = [
     "RELAY_IDLE",
     "Claim",
     "CommitFailed",
+    "LeaseRenewals",
     "Relay",
     "ThreadBusy",
     "follow_remote",
@@ -268,6 +269,81 @@ class Relay:
                 await channel.changed()
 
 
+class LeaseRenewals:
+    """The lease renewals of one worker's held runs: one long-lived task for all of them.
+
+    A task per held run, asleep for a third of the lease and cancelled when the run ended
+    (nearly every run ends first), cost every served turn a task, a cancel scope and the
+    delivery of a cancellation. Here a hold only enters its claim in :attr:`due` and takes
+    it out again; :meth:`run` (a task of the server's group) sleeps until the oldest entry is
+    due and starts a task for a renewal only when one is due (a run that lasts longer than a
+    third of the lease), so a slow store delays no other run's renewal.
+
+    Entries are due in the order they were made (every claim of the worker has the same
+    lease), so the first entry of the dict is the next due one.
+
+    Args:
+        seconds: The lease's duration (renewed every third of it).
+    """
+
+    def __init__(self, seconds: float = DEFAULT_LEASE_SECONDS) -> None:
+        self.seconds = seconds
+        self.held: set[Claim] = set()  # the claims whose runs are held now
+        self.due: dict[Claim, float] = {}  # held claims -> when to renew next (loop time)
+        self._idle: anyio.Event | None = None  # set when a claim arrives at an idle runner
+
+    def add(self, claim: Claim) -> None:
+        """Renew ``claim`` every third of the lease from now on, until :meth:`drop`."""
+        self.held.add(claim)
+        self._schedule(claim)
+
+    def _schedule(self, claim: Claim) -> None:
+        self.due[claim] = anyio.current_time() + self.seconds / 3
+        if self._idle is not None:
+            self._idle.set()
+            self._idle = None
+
+    def drop(self, claim: Claim) -> None:
+        """Renew ``claim`` no more; a renewal of it in progress is cancelled."""
+        self.held.discard(claim)
+        self.due.pop(claim, None)
+        if claim.renewing is not None:
+            claim.renewing.cancel()
+
+    async def run(self) -> None:
+        """Renew the held claims as they fall due, until cancelled (the server's end)."""
+        async with anyio.create_task_group() as tasks:
+            while True:
+                if not self.due:
+                    idle = self._idle = anyio.Event()
+                    await idle.wait()
+                    continue
+                claim, when = next(iter(self.due.items()))
+                wait = when - anyio.current_time()
+                if wait > 0:
+                    # The entry may be gone when this returns (its run ended): look again.
+                    await anyio.sleep(wait)
+                    continue
+                del self.due[claim]
+                tasks.start_soon(self._renew, claim)
+
+    async def _renew(self, claim: Claim) -> None:
+        if claim not in self.held:  # its run ended between falling due and this task's start
+            return
+        kept = False
+        with anyio.CancelScope() as scope:
+            claim.renewing = scope
+            try:
+                kept = await claim.renew()
+            except Exception:  # a renewal's own failure must not end the server's renewals
+                logger.exception("could not renew the lease of thread %s", claim.key)
+                kept = True  # tried again at the next tick, as a store failure is
+            finally:
+                claim.renewing = None
+        if kept and claim in self.held:
+            self._schedule(claim)
+
+
 class Claim:
     """One run's ownership of one thread: claimed, renewed, then committed (released).
 
@@ -276,7 +352,7 @@ class Claim:
         record: The thread as read (its ``version`` is the claim's base).
         channel: The run's channel.
         worker: This worker's id (written in the lease).
-        seconds: The lease's duration.
+        renewals: The worker's lease renewals (their ``seconds`` is the lease's duration).
     """
 
     def __init__(
@@ -285,13 +361,15 @@ class Claim:
         record: ThreadRecord,
         channel: RunChannel,
         worker: str,
-        seconds: float,
+        renewals: LeaseRenewals,
     ) -> None:
         self.store = store
         self.record = record
         self.channel = channel
         self.worker = worker
-        self.seconds = seconds
+        self.renewals = renewals
+        self.seconds = renewals.seconds
+        self.renewing: anyio.CancelScope | None = None  # a renewal in progress (see renewals)
         self.agent: ReActAgent | None = None
         self.steers: SteerReplies | None = None  # while the run is held
         self.expires = 0.0
@@ -355,51 +433,53 @@ class Claim:
             return found[1]
         return None
 
-    async def _renew_forever(self, scope: anyio.CancelScope) -> None:
-        with scope:
-            await self._renew()
+    async def renew(self) -> bool:
+        """Rewrite the lease with a later expiry; return whether the run still holds it.
 
-    async def _renew(self) -> None:
-        while True:
-            await anyio.sleep(self.seconds / 3)
-            async with self._lock:
-                data = {**self._base, "lease": self._lease()}
-                try:
-                    self.record.version = await self.session.save_state(
-                        self.key, data, expected_version=self.record.version, durable=False
-                    )
-                    continue
-                except SessionError:  # the store is down: try again at the next tick
-                    logger.warning("could not renew the lease of thread %s", self.key)
-                    continue
-                except SessionConflictError:
-                    pass
-                try:
-                    version = await self._owns_stored()
-                except SessionError:
-                    continue
-                if version is not None:
-                    self.record.version = version
-                    continue
-            self.lost = True  # another run owns the thread now: stop, and commit nothing
-            logger.error(
-                "run %s lost its lease on thread %s; stopping it",
-                self.channel.run_id,
-                self.record.thread_id,
-            )
-            if self.agent is not None:
-                await self.agent.interrupt()
-            return
+        A store that is down is tried again at the next tick (True). A lease another run
+        holds now (False) stops this run's agent: its commit writes nothing.
+        """
+        async with self._lock:
+            if self.record.lease is None:  # committed (a durable turn commits while held)
+                return False
+            data = {**self._base, "lease": self._lease()}
+            try:
+                self.record.version = await self.session.save_state(
+                    self.key, data, expected_version=self.record.version, durable=False
+                )
+                return True
+            except SessionError:  # the store is down: try again at the next tick
+                logger.warning("could not renew the lease of thread %s", self.key)
+                return True
+            except SessionConflictError:
+                pass
+            try:
+                version = await self._owns_stored()
+            except SessionError:
+                return True
+            if version is not None:
+                self.record.version = version
+                return True
+        self.lost = True  # another run owns the thread now: stop, and commit nothing
+        logger.error(
+            "run %s lost its lease on thread %s; stopping it",
+            self.channel.run_id,
+            self.record.thread_id,
+        )
+        if self.agent is not None:
+            await self.agent.interrupt()
+        return False
 
     @asynccontextmanager
     async def holding(self, agent: ReActAgent) -> AsyncIterator[None]:
         """Keep the lease renewed and listen on the control channel while the run lives.
 
-        One task group holds the run's helpers: the lease renewal, the relays and the steer
-        answers (a group each cost a served turn three more cancel scopes to enter and leave).
-        When the block ends the renewal stops at once; the relays return after the part they
-        are sending (:meth:`answer_stops` sends the rest after the run's last event) and the
-        steer answers that are due go out, both within ``ANSWER_GRACE`` seconds.
+        The lease is renewed by the worker's :class:`LeaseRenewals` (no task of this run's).
+        One task group holds the run's helpers: the relays and the steer answers (a group
+        each cost a served turn more cancel scopes to enter and leave). When the block ends
+        the renewals stop at once; the relays return after the part they are sending
+        (:meth:`answer_stops` sends the rest after the run's last event) and the steer
+        answers that are due go out, both within ``ANSWER_GRACE`` seconds.
         """
         self.agent = agent
 
@@ -412,16 +492,15 @@ class Claim:
                 await handler(self, command)
 
         name = channel_name(self.session, self.key)
-        renewal = anyio.CancelScope()
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
             self.steers = SteerReplies(self.session, agent, tasks, self.worker)
-            tasks.start_soon(self._renew_forever, renewal)
+            self.renewals.add(self)
             try:
                 async with control_channel(self.session).subscribe(name, on_command):
                     yield
             finally:
-                renewal.cancel()
+                self.renewals.drop(self)
                 self.steers.close()
                 self._tasks = None
                 self.channel.wake()  # each relay returns after the part it is sending
