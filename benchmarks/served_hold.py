@@ -89,8 +89,13 @@ async def _hold(claim: Claim, agent: ReActAgent) -> None:
         await anyio.lowlevel.checkpoint()  # the run's place
 
 
-async def measure(session: Session, history: int, turns: int) -> dict[str, dict[str, float]]:
-    """Run ``turns`` store sides; return the counts per piece and per turn."""
+async def measure(
+    session: Session, history: int, turns: int, profile: bool = True
+) -> dict[str, dict[str, float]]:
+    """Run ``turns`` store sides; return the counts per piece and per turn.
+
+    ``profile`` False: no cProfile (no calls counted), so the CPU is the code's own.
+    """
     store = ThreadStore(session)
     threads = [f"t{i}" for i in range(turns)]
     for thread in threads:
@@ -112,16 +117,19 @@ async def measure(session: Session, history: int, turns: int) -> dict[str, dict[
         profiler = cProfile.Profile()
         with _Counted() as counted:
             started = time.process_time()
-            profiler.enable()
+            if profile:
+                profiler.enable()
             try:
                 result = await step()
             finally:
-                profiler.disable()
+                if profile:
+                    profiler.disable()
                 cpu = time.process_time() - started
                 del loop.create_task
-        raw = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
         row = totals[name]
-        row["calls"] += sum(v[1] for v in raw.values())
+        if profile:
+            raw = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+            row["calls"] += sum(v[1] for v in raw.values())
         row["tasks"] += made
         row["groups"] += counted.groups
         row["hops"] += counted.hops
@@ -150,14 +158,15 @@ def main() -> int:
     parser.add_argument("--store", choices=["sqlite", "memory"], default="sqlite")
     parser.add_argument("--history", type=int, default=5)
     parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--cpu", action="store_true", help="no cProfile: CPU only")
     args = parser.parse_args()
 
     async def run() -> dict[str, dict[str, float]]:
         if args.store == "memory":
-            return await measure(MemorySession(), args.history, args.turns)
+            return await measure(MemorySession(), args.history, args.turns, not args.cpu)
         with tempfile.TemporaryDirectory() as where:
             async with SQLiteSession(Path(where) / "threads.db") as session:
-                return await measure(session, args.history, args.turns)
+                return await measure(session, args.history, args.turns, not args.cpu)
 
     rows = anyio.run(run)
     print(f"store {args.store}, history {args.history} turns, {args.turns} turns measured")

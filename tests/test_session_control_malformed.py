@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from agentkit.session import JSONSession, hold_session
+from agentkit.session import _file_control as fc
 from agentkit.session._control import MAILBOX_NAME, channel_name
 
 
@@ -36,10 +37,12 @@ async def test_malformed_control_messages_are_ignored_and_the_hold_goes_on(
     with caplog.at_level(logging.WARNING, logger="agentkit.session"):
         async with hold_session(store, "chat-1", holder):
             (folder,) = mailbox.glob(f"{channel}@*")  # the holder's folder
-            for i, data in enumerate(bad):  # mailed as another process would
+            for i, data in enumerate(bad):  # written as another process would
                 (folder / f"{i:020d}-bad.json").write_bytes(data)
             good = b'{"command": "interrupt", "message": "stop now"}'
             (folder / f"{len(bad):020d}-good.json").write_bytes(good)
+            bell = "-".join(folder.name.rpartition("@")[2].split("-", 2)[:2])
+            fc._ring(mailbox / ".bells" / bell, "test")  # then rung, as a publisher does
             with anyio.fail_after(10):
                 await holder.interrupted.wait()
     assert holder.messages == ["stop now"]

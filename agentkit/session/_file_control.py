@@ -358,8 +358,12 @@ class FileControlChannel(ControlChannel):
     @staticmethod
     async def _poll(bell: _Doorbell, folder: Path, handler: Handler, seen: int) -> None:
         # ``seen`` is the bell's count from before the folder was made, then from before
-        # each read of it: whatever is rung for after that is read next.
+        # each read of it: whatever is rung for after that is read next. A command is put
+        # in place before its ring, so a new folder is read only once the bell rang (a
+        # listing of the empty folder first cost every held run a syscall).
         while True:
+            await bell.wait(seen)
+            seen = bell.rings
             # A listing of a (nearly always empty) local folder: cheaper than a thread hop.
             waiting = False
             with contextlib.suppress(FileNotFoundError):
@@ -367,8 +371,6 @@ class FileControlChannel(ControlChannel):
             if waiting:
                 for data in await anyio.to_thread.run_sync(_take, folder):
                     await dispatch(data, handler)
-            await bell.wait(seen)
-            seen = bell.rings
 
 
 async def dispatch(data: object, handler: Handler) -> None:
