@@ -503,8 +503,10 @@ class Claim:
                 self.renewals.drop(self)
                 self.steers.close()
                 self._tasks = None
-                self.channel.wake()  # each relay returns after the part it is sending
-                tasks.cancel_scope.deadline = anyio.current_time() + ANSWER_GRACE
+                if self.relays or self.steers.waiting:  # helpers to give their grace to
+                    self.channel.wake()  # each relay returns after the part it is sending
+                    # (Only then: a deadline is a timer in the loop's heap until it is due.)
+                    tasks.cancel_scope.deadline = anyio.current_time() + ANSWER_GRACE
 
     def relay(self, nonce: str, reply_to: str, after: int) -> None:
         """Relay the run's events from index ``after`` to ``reply_to`` (an ``events`` command).

@@ -301,6 +301,7 @@ class SteerReplies:
         self.worker = worker or f"pid-{os.getpid()}"
         self._seen: set[str] = set()
         self._tg: TaskGroup | None = tasks
+        self.waiting = 0  # answers waiting in the task group for the run to place them
 
     def close(self) -> None:
         """Take no more steers into the task group (a later one is answered at once)."""
@@ -320,7 +321,14 @@ class SteerReplies:
         if tg is None:
             await self._answer(nonce, reply_to, text)  # no run any more: answered at once
             return
-        tg.start_soon(self._answer, nonce, reply_to, text)
+        self.waiting += 1
+        tg.start_soon(self._waiting_answer, nonce, reply_to, text)
+
+    async def _waiting_answer(self, nonce: str, reply_to: str, text: object) -> None:
+        try:
+            await self._answer(nonce, reply_to, text)
+        finally:
+            self.waiting -= 1
 
     async def _answer(self, nonce: str, reply_to: str, text: object) -> None:
         outcome: str = "no_run"
