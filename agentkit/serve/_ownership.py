@@ -407,10 +407,10 @@ class Claim:
             # Not durable (no fsync): a power cut that undoes the claim ends its run too
             # (or, the store's machine alone, fails its commit on the version check); the
             # turn's commit is durable and makes this write durable with it.
-            await self.store.save(self.record, agent, durable=False)
+            # What renewals rewrite: the thread as claimed.
+            self._base = await self.store.save(self.record, agent, durable=False)
         except SessionConflictError:
             raise ThreadBusy(self.record.thread_id) from None
-        self._base = self.record.to_dict()  # what renewals rewrite (the thread as claimed)
 
     async def release(self) -> None:
         """Give the claim back without a turn (the run never started)."""

@@ -167,12 +167,16 @@ class ThreadStore:
 
     async def save(
         self, record: ThreadRecord, agent: ReActAgent | None = None, *, durable: bool = True
-    ) -> None:
+    ) -> dict[str, object]:
         """Save the record (with ``agent``'s state when given), if the store still holds it.
 
         Every save is based on ``record.version`` (the version it was read at, or last
         saved as; 0 creates the thread), and updates it. ``durable`` False: the store may
         skip its flush (``Session.save_state``): for lease-only writes, never for a turn.
+
+        Returns:
+            The stored form that was written (``ThreadRecord.to_dict``): a claim's lease
+            renewals rewrite it.
 
         Raises:
             SessionConflictError: another writer changed the thread since; nothing written.
@@ -181,13 +185,11 @@ class ThreadStore:
             record.agent_state = agent.state_dict()
         record.updated_at = _now()
         key = self.key(record.owner, record.thread_id)
+        stored = record.to_dict()
         record.version = await self.session.save_state(
-            key,
-            record.to_dict(),
-            expected_version=record.version,
-            title=record.title,
-            durable=durable,
+            key, stored, expected_version=record.version, title=record.title, durable=durable
         )
+        return stored
 
     async def delete(self, owner: str, thread_id: str) -> bool:
         """Delete a thread; return whether it existed."""
