@@ -19,6 +19,8 @@ version check, so a worker that lost the lease cannot overwrite the newer state.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import AsyncGenerator, Sequence
 from datetime import UTC, datetime
@@ -250,8 +252,7 @@ class RunChannel:
         # agent object any more (a steer placed now would not be in the saved thread).
         self.committing = False
         self.readers = 0
-        self._changed = anyio.Event()
-        self._waiting = False  # a task waits on ``_changed`` (else a wake has no one to wake)
+        self._waiters: list[asyncio.Future[None]] = []  # tasks in ``changed``, one future each
 
     def push(self, encoded: str) -> None:
         """Append one encoded event, with its SSE ``id`` (``<run id>:<seq>``); wake readers."""
@@ -261,7 +262,7 @@ class RunChannel:
     def end_stream(self) -> None:
         """The last event was pushed: readers get the rest and stop."""
         self.ended = True
-        self._changed.set()
+        self.wake()
 
     def close(self) -> None:
         """The run is over and saved (ends the stream too, if not yet)."""
@@ -308,19 +309,28 @@ class RunChannel:
         Check ``events`` and ``ended`` first (with no await between the check and this
         call): a change that happened before is not waited for again.
         """
-        self._waiting = True
-        await self._changed.wait()
+        if self.ended:
+            return
+        # A future per waiting task, not an Event remade at every wake: a wake is then one
+        # ``set_result`` (no Event to build for the next one), and a waiter that is
+        # cancelled cancels its own future only, never another reader's.
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if waiter.cancelled():  # this task was cancelled: no wake took the future
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
 
     def wake(self) -> None:
         """Wake every task waiting in :meth:`changed` (nothing was pushed)."""
-        # Most pushes find no one waiting (the reader is still writing the last chunk):
-        # a new Event is made only when the current one has waiters to release.
-        if self._waiting:
-            self._waiting = False
-            self._changed.set()
-            # An event of the same class as the last (the running backend's own): what
-            # ``anyio.Event()`` resolves to through a backend lookup, for every wake.
-            self._changed = type(self._changed)()
+        # Most pushes find no one waiting (the reader is still writing the last chunk).
+        if self._waiters:
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
 
     async def wait(self) -> None:
         """Wait until the run has ended (and its thread is saved)."""
