@@ -9,7 +9,8 @@ of one key, each with the store's version check (compare-and-set):
   ``SessionConflictError`` and answers ``409 run_in_progress``.
 * **renew**: the holder rewrites the lease (the thread as it was claimed, a later expiry)
   every third of the lease, so a live run keeps its thread and a dead one (SIGKILL) frees
-  it once the lease expires.
+  it once the lease expires. One task of the worker renews all its held runs
+  (:class:`LeaseRenewals`); a run that ends within a third of the lease costs it nothing.
 * **commit**: the turn is saved with the lease cleared, based on the last version the holder
   wrote. Only the commit is a durable write (``Session.save_state(durable=True)``: an
   fsync); the claim, its renewals and a release are not (see docs/scaling.md: a power cut
