@@ -275,8 +275,16 @@ LOG_KEY = "messages"
 _MARKER = "$items"  # the head's stand-in for a log: {"$items": <length>}
 
 
+_CONTAINERS = (dict, list)
+
+
+def _types(items: list[object]) -> set[type]:
+    """The distinct types of ``items``, found in C (``map``), not a Python step per item."""
+    return set(map(type, items))
+
+
 def _is_log(value: object) -> bool:
-    return type(value) is list and bool(value) and all(type(item) is dict for item in value)
+    return type(value) is list and bool(value) and _types(value) == {dict}
 
 
 def _split(value: object, path: tuple[str | int, ...], logs: dict[str, list[object]]) -> object:
@@ -294,7 +302,7 @@ def _split(value: object, path: tuple[str | int, ...], logs: dict[str, list[obje
             if key == LOG_KEY and _is_log(child):
                 logs[json.dumps((*path, key), ensure_ascii=False, separators=(",", ":"))] = child
                 new: object = {_MARKER: len(child)}
-            elif isinstance(child, dict | list):
+            elif isinstance(child, _CONTAINERS):
                 new = _split(child, (*path, key), logs)
             else:
                 continue
@@ -304,9 +312,11 @@ def _split(value: object, path: tuple[str | int, ...], logs: dict[str, list[obje
                 out[key] = new
         return value if out is None else out
     if isinstance(value, list):
+        if not any(issubclass(t, _CONTAINERS) for t in _types(value)):
+            return value  # scalars only (a served thread's aliases: up to 2000 ids)
         copied: list[object] | None = None
         for i, child in enumerate(value):
-            if not isinstance(child, dict | list):
+            if not isinstance(child, _CONTAINERS):
                 continue
             new = _split(child, (*path, i), logs)
             if new is not child:
