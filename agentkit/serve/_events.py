@@ -140,6 +140,12 @@ class Translator:
     def translate(self, event: AgentEvent) -> list[str]:
         """The AG-UI events for one agent event (possibly none)."""
         if isinstance(event, TextDelta):
+            # Most of a turn's events: the open message goes on (an open text message is in
+            # the current ``reason`` step, with no reasoning open: nothing to begin or close).
+            if self._text is not None:
+                return [
+                    encode_as(TextMessageContentEvent, message_id=self._text, delta=event.delta)
+                ]
             return self._on_text(event.delta)
         if isinstance(event, ThinkingDelta):
             return self._on_thinking(event.delta)
