@@ -200,7 +200,7 @@ def _compile(
         fixed: list[str] = []
         if not _put(fixed, key, default, omittable, allowed):
             return None
-        steps.extend((None, text, False, None) for text in fixed)  # none: left out
+        steps.extend((None, text, False, None) for text in fixed)  # nothing if left out
     members = [key if name is None else key + _VALUE for name, key, _, _ in steps]
     head, *after = ("data: {" + ",".join(members) + "}\n\n").split(_VALUE)
     names = [(name, allowed) for name, _, _, allowed in steps if name is not None]
