@@ -186,3 +186,14 @@ async def test_events_ready_together_go_out_in_one_write_a_lone_one_at_once() ->
     assert len(client.writes) == 3
     per_event = "".join(f"id: run:{i}\n{_event(i)}" for i in range(6)).encode()
     assert b"".join(client.writes) == per_event  # the batched bytes are the events' own
+
+
+def test_tool_arguments_are_dumped_as_json_dumps_dumps_them() -> None:
+    import json
+
+    from agentkit.serve._convert import arguments_json
+
+    for text in TRICKY:
+        arguments = {text: [text, 1, 2.5, None, True, {"n": float("inf")}], "k": {}}
+        assert arguments_json(arguments) == json.dumps(arguments, ensure_ascii=False)
+    assert arguments_json({}) == "{}"

@@ -335,6 +335,8 @@ def _dumped(fields: Fields) -> dict[str, object] | None:
 
 
 _PLAIN = (str, bool, int)
+# ``json.dumps(event, ensure_ascii=False, separators=(",", ":"))`` with one encoder for all.
+_SNAPSHOT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _plain(mapping: dict[object, object]) -> bool:
@@ -352,7 +354,7 @@ def encode_snapshot(messages: list[Fields]) -> str:
     """
     event = _dumped((MessagesSnapshotEvent, {"messages": messages}))
     if event is not None:
-        text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        text = _SNAPSHOT_JSON(event)
         if text.isascii() or not _SURROGATE.search(text):
             return f"data: {text}\n\n"
     built = cast("list[Message]", [build(m) for m in messages])

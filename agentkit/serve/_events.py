@@ -19,7 +19,6 @@ stored ids, and the server remembers the provisional ones as aliases.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Literal
 
@@ -54,7 +53,7 @@ from agentkit.events import (
     ToolResult,
 )
 from agentkit.messages import ToolResultBlock
-from agentkit.serve._convert import result_status, result_text
+from agentkit.serve._convert import arguments_json, result_status, result_text
 from agentkit.serve._encode import encode_as
 
 __all__ = ["TOOL_PROGRESS_EVENT", "Translator"]
@@ -200,7 +199,7 @@ class Translator:
             encode_as(
                 ToolCallArgsEvent,
                 tool_call_id=call_id,
-                delta=json.dumps(arguments, ensure_ascii=False),
+                delta=arguments_json(arguments),
             ),
             encode_as(ToolCallEndEvent, tool_call_id=call_id),
         ]
