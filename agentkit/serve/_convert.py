@@ -102,6 +102,11 @@ def result_status(block: ToolResultBlock) -> ToolStatus:
     return "interrupted" if text.startswith(_CUT_PREFIXES) else "error"
 
 
+arguments_json = json.JSONEncoder(ensure_ascii=False).encode
+"""A tool call's arguments as the JSON text AG-UI carries (``json.dumps(arguments,
+ensure_ascii=False)``): one encoder for every call, not one built per ``dumps``."""
+
+
 Fields: TypeAlias = "tuple[type[BaseModel], dict[str, Any]]"
 """An AG-UI model not built yet: its class and its fields by name (a nested model's value is
 a ``Fields`` too). :func:`build` makes the model; ``encode_snapshot`` writes its JSON
@@ -136,7 +141,7 @@ def _assistant(msg: Msg) -> list[Fields]:
                 "id": b["id"],
                 "function": (
                     FunctionCall,
-                    {"name": b["name"], "arguments": json.dumps(b["input"], ensure_ascii=False)},
+                    {"name": b["name"], "arguments": arguments_json(b["input"])},
                 ),
             },
         )

@@ -170,17 +170,26 @@ def _put(
     return True
 
 
-# What :func:`encode_as` writes for one class and one set of given fields: per field in
-# serialization order, either its fixed JSON (absent, with a default that is always written
-# the same way: the ``type``) or how to write the given value; absent fields that are left
-# out (None defaults) are not in it at all. A text delta then costs two field writes, not
-# one per model field (seven).
-_Step = str | tuple[str, str, bool, frozenset[object] | None]
-_COMPILED: dict[tuple[type[BaseEvent], tuple[str, ...]], tuple[_Step, ...] | None] = {}
+# What :func:`encode_as` writes for one class and one set of given fields, per field in
+# serialization order: ``(name, key, omittable, allowed)`` for a given field, ``(None, fixed
+# JSON, ...)`` for an absent one whose default is always written the same way (the
+# ``type``); absent fields that are left out (None defaults) are not in it at all. A text
+# delta then costs two field writes, not one per model field (seven).
+_Step = tuple[str | None, str, bool, frozenset[object] | None]
+# The same when every given value is a string written as is (an id, a delta: nearly every
+# event): the text before the first value, then per given field its name, its allowed
+# literals and the text after its value, so the event is one concatenation per field.
+_Template = tuple[str, tuple[tuple[str, frozenset[object] | None, str], ...]]
+_COMPILED: dict[
+    tuple[type[BaseEvent], tuple[str, ...]], tuple[_Template, tuple[_Step, ...]] | None
+] = {}
+_VALUE = "\x00"  # stands for a value while a template is cut (escaped in any JSON string)
 
 
-def _compile(cls: type[BaseEvent], given: tuple[str, ...]) -> tuple[_Step, ...] | None:
-    """The steps for ``cls`` with fields ``given``; None: :func:`_write` (or pydantic) says."""
+def _compile(
+    cls: type[BaseEvent], given: tuple[str, ...]
+) -> tuple[_Template, tuple[_Step, ...]] | None:
+    """How to write ``cls`` with fields ``given``; None: :func:`_write` (or pydantic) says."""
     steps: list[_Step] = []
     for name, key, omittable, default, allowed in _PLANS[cls]:
         if name in given:
@@ -191,8 +200,14 @@ def _compile(cls: type[BaseEvent], given: tuple[str, ...]) -> tuple[_Step, ...] 
         fixed: list[str] = []
         if not _put(fixed, key, default, omittable, allowed):
             return None
-        steps.extend(fixed)  # nothing for a default that is left out
-    return tuple(steps)
+        steps.extend((None, text, False, None) for text in fixed)  # nothing if left out
+    members = [key if name is None else key + _VALUE for name, key, _, _ in steps]
+    head, *after = ("data: {" + ",".join(members) + "}\n\n").split(_VALUE)
+    names = [(name, allowed) for name, _, _, allowed in steps if name is not None]
+    fields = tuple(
+        (name, allowed, text) for (name, allowed), text in zip(names, after, strict=True)
+    )
+    return (head, fields), tuple(steps)
 
 
 def encode(event: BaseEvent) -> str:
@@ -216,22 +231,30 @@ def encode_as(cls: type[BaseEvent], **values: Any) -> str:
     """
     signature = (cls, tuple(values))
     try:
-        steps = _COMPILED[signature]
+        compiled = _COMPILED[signature]
     except KeyError:  # the first event of this class with these fields (a few per class)
         fits = cls in _PLANS and values.keys() <= _NAMES[cls]
-        steps = _COMPILED[signature] = _compile(cls, signature[1]) if fits else None
-    if steps is not None:
-        parts: list[str] = []
-        for step in steps:
-            if isinstance(step, str):
-                parts.append(step)
-                continue
-            name, key, omittable, allowed = step
-            if not _put(parts, key, values[name], omittable, allowed):
-                break
-        else:
-            return "data: {" + ",".join(parts) + "}\n\n"
-    return encode(cls(**values))
+        compiled = _COMPILED[signature] = _compile(cls, signature[1]) if fits else None
+    if compiled is None:
+        return encode(cls(**values))
+    (text, fields), steps = compiled
+    for name, allowed, after in fields:
+        value = values[name]
+        if type(value) is not str or (allowed is not None and value not in allowed):
+            break
+        if not value.isascii() and _SURROGATE.search(value):
+            break
+        text += encode_basestring(value) + after
+    else:
+        return text
+    # A value that is not a plain string (None, metadata, an enum) or one to refuse.
+    parts: list[str] = []
+    for given, key, omittable, allowed in steps:
+        if given is None:
+            parts.append(key)
+        elif not _put(parts, key, values[given], omittable, allowed):
+            return encode(cls(**values))
+    return "data: {" + ",".join(parts) + "}\n\n"
 
 
 # Per model class and given fields: the dump's steps in serialization order, each a given
@@ -312,6 +335,8 @@ def _dumped(fields: Fields) -> dict[str, object] | None:
 
 
 _PLAIN = (str, bool, int)
+# ``json.dumps(event, ensure_ascii=False, separators=(",", ":"))`` with one encoder for all.
+_SNAPSHOT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _plain(mapping: dict[object, object]) -> bool:
@@ -329,7 +354,7 @@ def encode_snapshot(messages: list[Fields]) -> str:
     """
     event = _dumped((MessagesSnapshotEvent, {"messages": messages}))
     if event is not None:
-        text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        text = _SNAPSHOT_JSON(event)
         if text.isascii() or not _SURROGATE.search(text):
             return f"data: {text}\n\n"
     built = cast("list[Message]", [build(m) for m in messages])

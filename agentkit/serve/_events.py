@@ -19,7 +19,6 @@ stored ids, and the server remembers the provisional ones as aliases.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Literal
 
@@ -54,7 +53,7 @@ from agentkit.events import (
     ToolResult,
 )
 from agentkit.messages import ToolResultBlock
-from agentkit.serve._convert import result_status, result_text
+from agentkit.serve._convert import arguments_json, result_status, result_text
 from agentkit.serve._encode import encode_as
 
 __all__ = ["TOOL_PROGRESS_EVENT", "Translator"]
@@ -140,6 +139,12 @@ class Translator:
     def translate(self, event: AgentEvent) -> list[str]:
         """The AG-UI events for one agent event (possibly none)."""
         if isinstance(event, TextDelta):
+            # Most of a turn's events: the open message goes on (an open text message is in
+            # the current ``reason`` step, with no reasoning open: nothing to begin or close).
+            if self._text is not None:
+                return [
+                    encode_as(TextMessageContentEvent, message_id=self._text, delta=event.delta)
+                ]
             return self._on_text(event.delta)
         if isinstance(event, ThinkingDelta):
             return self._on_thinking(event.delta)
@@ -194,7 +199,7 @@ class Translator:
             encode_as(
                 ToolCallArgsEvent,
                 tool_call_id=call_id,
-                delta=json.dumps(arguments, ensure_ascii=False),
+                delta=arguments_json(arguments),
             ),
             encode_as(ToolCallEndEvent, tool_call_id=call_id),
         ]
