@@ -356,7 +356,8 @@ def _plan(price: Any) -> _Plan | None:
         and not ("input_audio_mtok" in keys and not keys.isdisjoint(_CACHE_KEYS))
         and ("cache_write_1h_mtok" not in keys or "cache_write_mtok" in keys)
         and all(
-            isinstance(value, TieredPrices) or (isinstance(value, Decimal) and value >= 0)
+            isinstance(value, TieredPrices)
+            or (isinstance(value, Decimal) and value.is_finite() and value >= 0)
             for value in values.values()
         )
     )
