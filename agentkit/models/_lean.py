@@ -69,7 +69,13 @@ def _verifying_context() -> ssl.SSLContext:
 # What the first request imports: the connection pool and HTTP/1.1 parser (httpx2 loads them
 # when its first client is built) and anyio's asyncio backend (loaded on first use). The
 # backend first: a first request that comes early sleeps on it while the rest loads.
-_WARM_MODULES = ("anyio._backends._asyncio", "anyio.streams.memory", "httpcore2", "h11")
+_WARM_MODULES = (
+    "anyio._backends._asyncio",
+    "anyio.streams.memory",
+    "httpcore2",
+    "h11",
+    "agentkit.models._lean_net",
+)
 _warm_lock = threading.Lock()
 _warm_started = False
 _warm_done = threading.Event()
@@ -161,17 +167,19 @@ class LeanConnectionError(LeanError):
 
 
 class _Release(httpx2.AsyncByteStream):
-    """A response body that gives its request's place in ``PoolSet`` back when closed."""
+    """A response body (httpcore2's) that gives its place in ``PoolSet`` back when closed."""
 
     __slots__ = ("_index", "_pools", "_stream")
 
-    def __init__(self, stream: httpx2.AsyncByteStream, pools: PoolSet, index: int) -> None:
+    def __init__(self, stream: Any, pools: PoolSet, index: int) -> None:
         self._stream = stream
         self._pools: PoolSet | None = pools
         self._index = index
 
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._stream.__aiter__()  # the body itself: no extra layer per chunk
+        from agentkit.models._lean_net import response_chunks
+
+        return response_chunks(self._stream)  # its errors as httpx2's, as the transport's
 
     async def aclose(self) -> None:
         pools, self._pools = self._pools, None
@@ -182,6 +190,10 @@ class _Release(httpx2.AsyncByteStream):
 
 class PoolSet(httpx2.AsyncBaseTransport):
     """Connection pools that fill one after another, so that no pool grows large.
+
+    The pools are httpcore2's, as in ``httpx2.AsyncHTTPTransport``, with connections that
+    send each request in one write (``agentkit.models._lean_net``); a request and its
+    answer are converted as that transport converts them, errors included.
 
     A request goes to the first pool with fewer than ``_POOL_REQUESTS`` requests in flight
     (a new pool is opened when all are that busy, up to ``_MAX_POOLS``; past that, the
@@ -199,7 +211,7 @@ class PoolSet(httpx2.AsyncBaseTransport):
 
     def __init__(self, verify: ssl.SSLContext) -> None:
         self._verify = verify
-        self._pools: list[httpx2.AsyncHTTPTransport] = []
+        self._pools: list[Any] = []  # httpcore2.AsyncConnectionPool, imported with the stack
         self._load: list[int] = []
         # Every pool before this index is full: the walk for a free place starts here.
         self._room = 0
@@ -214,7 +226,10 @@ class PoolSet(httpx2.AsyncBaseTransport):
                 return index
         self._room = len(load)
         if len(self._pools) < _MAX_POOLS:
-            self._pools.append(httpx2.AsyncHTTPTransport(verify=self._verify, limits=_POOL_LIMITS))
+            from agentkit.models._lean_net import new_pool
+
+            limits = _POOL_LIMITS
+            self._pools.append(new_pool(self._verify, _POOL_REQUESTS, limits.keepalive_expiry))
             self._load.append(0)
             return len(self._pools) - 1
         return self._load.index(min(self._load))
@@ -233,16 +248,21 @@ class PoolSet(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` through the first pool with room."""
+        from agentkit.models._lean_net import send
+
         index = self._pick()
         self._load[index] += 1
         try:
-            response = await self._pools[index].handle_async_request(request)
+            answer = await send(self._pools[index], request)
         except BaseException:
             self.release(index)
             raise
-        assert isinstance(response.stream, httpx2.AsyncByteStream)
-        response.stream = _Release(response.stream, self, index)
-        return response
+        return httpx2.Response(
+            status_code=answer.status,
+            headers=answer.headers,
+            stream=_Release(answer.stream, self, index),
+            extensions=answer.extensions,
+        )
 
     @property
     def closed(self) -> bool:

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import _thread
+import datetime
 import functools
 import importlib.util
 import os
@@ -246,22 +247,133 @@ def _official(genai_id: str, base_url: str | None) -> bool:
     return False
 
 
-def _from_genai_prices(
-    usage: ChatUsage, provider: str, model: str, base_url: str | None
-) -> float | None:
-    genai_id = _GENAI_PROVIDER.get(provider)
-    if genai_id is None or _local(base_url):  # decided without importing the table
-        return None
-    try:
-        from genai_prices import Usage, calc_price
-    except ImportError:
-        return None
-    if not _official(genai_id, base_url):
-        return None
-    counts: dict[str, Any] = {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
+# The ``genai-prices`` price keys of the token counts agentkit reports (``_counts``), and of
+# the tool calls it never reports (a count of zero: nothing to pay, nothing to subtract).
+_PLAIN_KEYS = frozenset(
+    {
+        "input_mtok",
+        "output_mtok",
+        "cache_read_mtok",
+        "cache_write_mtok",
+        "cache_write_1h_mtok",
+        "input_audio_mtok",
+        "output_audio_mtok",
+        "web_searches_kcount",
+        "storage_searches_kcount",
     }
+)
+_CACHE_KEYS = ("cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok")
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A ``genai-prices`` price resolved once: what its ``calc_price`` rebuilds on every call.
+
+    ``genai_prices.types.ModelPrice.calc_price`` validates the price's units against the
+    unit registry and decomposes the usage into leaves on every call (about 250 us, more than
+    the rest of a reply's client work). For a price of the plain token keys only, the leaves
+    are a few subtractions, done here in ``Decimal`` term by term as the table does, so the
+    float is the same to the last bit (``tests/test_prices_plan.py`` compares every model of
+    the table). Any other price (images, audio caches, per-request fees, a key a later table
+    brings) has no plan and is priced by ``calc_price``.
+
+    Attributes:
+        values: The price's keys with a price (USD per million tokens, or tiered prices).
+        tiered: Whether a value is tiered: its tier is chosen by the input tokens.
+    """
+
+    values: dict[str, Any]
+    tiered: bool
+
+    def total(self, counts: dict[str, int]) -> float | None:
+        """The USD cost of ``counts`` (see ``_counts``); None where the table refuses them."""
+        from decimal import Decimal
+
+        values = self.values
+        write = counts.get("cache_write_tokens", 0)
+        # A priced unit pays for its count less its priced descendants'; an unpriced one
+        # stays in its parent's count (cache reads at the input price when unpriced...).
+        leaves: list[tuple[str, int]] = []
+        rest_in = counts["input_tokens"]
+        if "cache_write_1h_mtok" in values:
+            long_writes = counts.get("cache_write_1h_tokens", 0)
+            leaves.append(("cache_write_1h_mtok", long_writes))
+            write -= long_writes
+            rest_in -= long_writes
+        for key, count in (
+            ("cache_write_mtok", write),
+            ("cache_read_mtok", counts.get("cache_read_tokens", 0)),
+            ("input_audio_mtok", counts.get("input_audio_tokens", 0)),
+        ):
+            if key in values:
+                leaves.append((key, count))
+                rest_in -= count
+        rest_out = counts["output_tokens"]
+        if "output_audio_mtok" in values:
+            audio_out = counts.get("output_audio_tokens", 0)
+            leaves.append(("output_audio_mtok", audio_out))
+            rest_out -= audio_out
+        if rest_in < 0 or rest_out < 0:  # more cache or audio tokens than input or output
+            return None
+        leaves.append(("input_mtok", rest_in))
+        leaves.append(("output_mtok", rest_out))
+        threshold = counts["input_tokens"] if self.tiered else 0
+        total = Decimal(0)
+        for key, count in leaves:
+            value = values[key]
+            if not isinstance(value, Decimal):  # tiered: every token at the highest tier reached
+                tiered, value = value, value.base
+                for tier in reversed(tiered.tiers):
+                    if threshold > tier.start:
+                        value = tier.price
+                        break
+            total += value * Decimal(count) / 1_000_000
+        return float(total)
+
+
+# id of a resolved ``genai-prices`` price -> the price (which keeps the id from being reused
+# while the entry lives) and its plan (None: ``calc_price`` prices it). A table's prices live
+# as long as the table; a new table (``genai_prices.UpdatePrices``) brings new price objects.
+_plans: dict[int, tuple[Any, _Plan | None]] = {}
+
+
+def _plan(price: Any) -> _Plan | None:
+    """The plan of a ``genai-prices`` price (None: it has keys beyond the plain ones)."""
+    entry = _plans.get(id(price))
+    if entry is not None:
+        return entry[1]
+    from decimal import Decimal
+
+    from genai_prices.types import TieredPrices
+
+    values = {key: value for key, value in vars(price).items() if value is not None}
+    keys = values.keys()
+    plain = (
+        keys <= _PLAIN_KEYS
+        and {"input_mtok", "output_mtok"} <= keys
+        # Audio and cache prices together need a join price (cache_audio_read_mtok...), a
+        # one-hour write price a five-minute one: the table refuses such a price otherwise.
+        and not ("input_audio_mtok" in keys and not keys.isdisjoint(_CACHE_KEYS))
+        and ("cache_write_1h_mtok" not in keys or "cache_write_mtok" in keys)
+        and all(
+            isinstance(value, TieredPrices)
+            or (isinstance(value, Decimal) and value.is_finite() and value >= 0)
+            for value in values.values()
+        )
+    )
+    tokens = {key: value for key, value in values.items() if key.endswith("_mtok")}
+    plan = (
+        _Plan(tokens, any(isinstance(value, TieredPrices) for value in tokens.values()))
+        if plain
+        else None
+    )
+    _plans[id(price)] = (price, plan)
+    return plan
+
+
+def _counts(usage: ChatUsage) -> dict[str, int]:
+    """The counts of ``usage`` that ``genai-prices`` is given (a zero count is left out)."""
+    counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
     if usage.cache_read_tokens:
         counts["cache_read_tokens"] = usage.cache_read_tokens
     if usage.cache_write_tokens:
@@ -272,17 +384,43 @@ def _from_genai_prices(
         counts["input_audio_tokens"] = usage.input_audio_tokens
     if usage.output_audio_tokens:
         counts["output_audio_tokens"] = usage.output_audio_tokens
+    return counts
+
+
+def _from_genai_prices(
+    usage: ChatUsage, provider: str, model: str, base_url: str | None
+) -> float | None:
+    genai_id = _GENAI_PROVIDER.get(provider)
+    if genai_id is None or _local(base_url):  # decided without importing the table
+        return None
     try:
-        result = calc_price(Usage(**counts), model, provider_id=genai_id)
+        from genai_prices import Usage, data_snapshot
+    except ImportError:
+        return None
+    if not _official(genai_id, base_url):
+        return None
+    try:
+        # What ``genai_prices.calc_price`` does, in its steps: the lookup is cached by the
+        # table; the price of now (a price may change on a date or by the hour).
+        table_provider, info = data_snapshot.get_snapshot().find_provider_model(
+            model, None, genai_id, None
+        )
+        prices = info.get_prices(datetime.datetime.now(tz=datetime.UTC))
     except Exception:  # unknown model, or a table problem: no number rather than a wrong one
         return None
     # An entry without audio prices prices audio tokens as text (many times too low).
-    prices = result.model_price
-    if (usage.input_audio_tokens and getattr(prices, "input_audio_mtok", None) is None) or (
-        usage.output_audio_tokens and getattr(prices, "output_audio_mtok", None) is None
+    if (usage.input_audio_tokens and vars(prices).get("input_audio_mtok") is None) or (
+        usage.output_audio_tokens and vars(prices).get("output_audio_mtok") is None
     ):
         return None
-    return float(result.total_price)
+    counts = _counts(usage)
+    plan = _plan(prices)
+    if plan is not None:
+        return plan.total(counts)
+    try:
+        return float(info.calc_price(Usage(**counts), table_provider).total_price)
+    except Exception:  # a usage the table refuses, or a table problem
+        return None
 
 
 def cost_of(

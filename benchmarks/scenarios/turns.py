@@ -286,6 +286,49 @@ async def _anthropic_rows(cfg: Config, stream: bool) -> list[Row]:
     ]  # fmt: skip
 
 
+async def _pricing_rows(cfg: Config) -> list[Row]:
+    """CPU of pricing one answer on a provider's own endpoint (no request: a usage is priced).
+
+    The mock server's URL is local, so the HTTP rows above never price an answer; a real
+    endpoint does, on every answer: ``cost_of`` against ``genai_prices.calc_price`` itself.
+    """
+    import time
+
+    (calc_price, usage_type) = require("genai_prices", "calc_price", "Usage")
+    from agentkit.models._base import ChatUsage
+    from agentkit.models._prices import cost_of
+
+    scenario = "cost of pricing one answer (gpt-4o-mini at https://api.openai.com/v1)"
+    url = "https://api.openai.com/v1"
+    usage = ChatUsage(1200, 300, cache_read_tokens=1000)
+    counts = usage_type(input_tokens=1200, output_tokens=300, cache_read_tokens=1000)
+    calls = 200 if cfg.quick else 2000
+
+    def agentkit_variant() -> None:
+        for _ in range(calls):
+            cost_of(usage, "gpt-4o-mini", "openai", url)
+
+    def genai_variant() -> None:
+        for _ in range(calls):
+            calc_price(counts, "gpt-4o-mini", provider_id="openai")
+
+    variants = {"agentkit": agentkit_variant, "calc_price": genai_variant}
+    for fn in variants.values():
+        fn()  # the table's import and lookups are start-up, not per answer
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(cfg.rounds):
+        for name, fn in variants.items():
+            start = time.process_time()
+            fn()
+            samples[name].append((time.process_time() - start) / calls)
+    ak, genai = median(samples["agentkit"]), median(samples["calc_price"])
+    return [
+        Row(scenario, "agentkit cost_of per answer (CPU)", ak, "s", genai,
+            "genai_prices.calc_price per answer", paired(samples, "agentkit", "calc_price"),
+            extra={"samples": samples}),
+    ]  # fmt: skip
+
+
 async def run(cfg: Config) -> list[Row]:
     """Per-turn rows: OpenAI HTTP non-streaming and streaming, Anthropic, Responses, in-process."""
     rows = await _http_rows(cfg, stream=False)
@@ -297,4 +340,5 @@ async def run(cfg: Config) -> list[Row]:
     rows += await responses_rows(cfg, stream=True)
     rows += await _inprocess_rows(cfg)
     rows += await _sync_tool_rows(cfg)
+    rows += await _pricing_rows(cfg)
     return rows
