@@ -12,7 +12,9 @@ import asyncio
 import socket
 import ssl
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
+import anyio
 import httpcore2
 import httpx2
 import pytest
@@ -172,3 +174,124 @@ async def test_the_idle_probe_sees_a_connection_the_server_closed() -> None:
     assert stream.get_extra_info("is_readable") is True  # its next read returns the end
     ours.close()
     assert stream.get_extra_info("is_readable") is True  # no descriptor: nothing to reuse
+
+
+def _self_signed(tmp: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (files), made with ``cryptography``."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+async def test_requests_over_tls_reuse_the_connection_and_stream(tmp_path: Path) -> None:
+    """Real TLS on 127.0.0.1: the held head goes out on the TLS stream, the idle probe of a
+    kept-alive TLS connection lets it be reused, and a chunked body streams in pieces."""
+    cert_file, key_file = _self_signed(tmp_path)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert_file, key_file)
+    connections = 0
+    bodies: list[bytes] = []
+    ended = asyncio.Event()  # the connection's handler returned (the client closed it)
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                bodies.append(await reader.readexactly(length))
+                if head.startswith(b"POST /v1/stream"):
+                    writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+                    for piece in (b"data: 1\n\n", b"data: 2\n\n"):
+                        writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                        await writer.drain()
+                    writer.write(b"0\r\n\r\n")
+                else:
+                    writer.write(ANSWER)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            writer.close()
+        finally:
+            ended.set()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=server_tls)
+    port = server.sockets[0].getsockname()[1]
+    client_tls = ssl.create_default_context(cafile=str(cert_file))
+    pools = PoolSet(client_tls)
+    try:
+        async with httpx2.AsyncClient(transport=pools, base_url=f"https://127.0.0.1:{port}") as c:
+            for i in range(3):
+                response = await c.post("/v1/x", content=b'{"n": %d}' % i)
+                assert response.status_code == 200
+                assert response.json() == {}
+            async with c.stream("POST", "/v1/stream", content=b"{}") as streamed:
+                chunks = [chunk async for chunk in streamed.aiter_bytes()]
+            assert b"".join(chunks) == b"data: 1\n\ndata: 2\n\n"
+            assert pools.in_flight == [0]
+        assert bodies == [b'{"n": 0}', b'{"n": 1}', b'{"n": 2}', b"{}"]
+        assert connections == 1  # the probe found the idle TLS connection reusable
+        with anyio.fail_after(30):  # closed by the client's close: the handler is done
+            await ended.wait()
+    finally:
+        await pools.aclose()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_certificate_that_does_not_verify_is_a_connect_error(tmp_path: Path) -> None:
+    cert_file, key_file = _self_signed(tmp_path)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert_file, key_file)
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=server_tls)
+    port = server.sockets[0].getsockname()[1]
+    pools = PoolSet(ssl.create_default_context())  # the system's CAs: ours is not one
+    try:
+        request = httpx2.Request("POST", f"https://127.0.0.1:{port}/v1/x", content=b"{}")
+        with pytest.raises(httpx2.ConnectError, match=r"CERTIFICATE_VERIFY_FAILED|certificate"):
+            await pools.handle_async_request(request)
+        assert pools.in_flight == [0]
+    finally:
+        await pools.aclose()
+        server.close()
+        await server.wait_closed()
