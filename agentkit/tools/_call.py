@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit._text import MAX_JSON_DEPTH, too_deep
+from agentkit._text import MAX_JSON_DEPTH, clean_json, too_deep
 from agentkit.exceptions import ApprovalRequired, MessageValidationError, ToolRetry
 from agentkit.messages import ToolUseBlock, validate_block
 from agentkit.tools._base import CLOSE_TIMEOUT, Tool
@@ -306,7 +306,11 @@ async def _aclose(tool: Tool, aclose: Callable[[], Awaitable[object]]) -> None:
 
 def _finish(final: ToolResponse, limit: int | None, name: str) -> ToolResponse:
     final.is_last = True
-    final.clean()  # the content may have been replaced since it was built
+    # The content and metadata may have been replaced since the response was built (its
+    # constructor cleaned them): checked again here, once. ``validate_block`` cleans every
+    # block's text as it checks its shape, so ``ToolResponse.clean`` would only repeat it.
+    if final.metadata:
+        final.metadata = clean_json(final.metadata)
     try:  # a malformed block would fail deep inside the agent, when stored in memory
         for i, block in enumerate(final.content):
             validate_block(block, f"content[{i}]")
