@@ -197,8 +197,9 @@ async def _run(
         while True:
             chunk, failed = await _step(tool, it, collected, deadline, timeout_s)
             finished = chunk is None  # ended, raised or timed out
-            for pending in outbox.take_pending():
-                yield pending
+            if outbox.pending:  # read first: most tools report no progress out of band
+                for pending in outbox.take_pending():
+                    yield pending
             if chunk is None:
                 final = failed if failed is not None else collected.result()
                 yield _finish(final, limit, tool.name)
