@@ -17,9 +17,8 @@ nested call is re-invoked with a ``NestedResume`` (read by the tool through
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -134,14 +133,25 @@ class NestedResume:
 _RESUMING: ContextVar[NestedResume | None] = ContextVar("agentkit_nested_resume", default=None)
 
 
-@contextmanager
-def resume_scope(resume: NestedResume | None) -> Iterator[None]:
-    """Run a tool call (or an inner agent, with None) under ``resume``."""
-    token = _RESUMING.set(resume)
-    try:
-        yield
-    finally:
-        _RESUMING.reset(token)
+class resume_scope:  # lower case: used like a function, as ``contextlib.suppress``
+    """Run a tool call (or an inner agent, with None) under ``resume``.
+
+    A class rather than a ``contextmanager`` generator: every tool call of every turn enters
+    one, and the generator's machinery costs twice the calls.
+    """
+
+    __slots__ = ("_resume", "_token")
+
+    def __init__(self, resume: NestedResume | None) -> None:
+        self._resume = resume
+        self._token: Token[NestedResume | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _RESUMING.set(self._resume)
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None
+        _RESUMING.reset(self._token)
 
 
 def nested_resume(call_id: str) -> NestedResume | None:

@@ -21,7 +21,7 @@ from agentkit.agent._prompt_caching import check_prefix
 from agentkit.agent._state import answered_by, new_msg, store
 from agentkit.agent._steer import deliver as deliver_steers
 from agentkit.events import TextDelta, ThinkingDelta
-from agentkit.messages import ContentBlock, Msg
+from agentkit.messages import ContentBlock, Msg, TextBlock, ToolUseBlock
 from agentkit.models._base import (
     ChatResponse,
     ModelRequest,
@@ -259,8 +259,15 @@ async def reason(
     # Synchronous from here: memory holds the calls, and run.batch answers for them.
     run.turn.partial = None
     run.count_response(response.usage, answered_by(setup.model, response))  # or in finalize
-    run.turn.last_text = [b for b in msg.get_content_blocks() if b["type"] == "text"]
-    calls = msg.get_blocks("tool_use")
+    # One pass over the blocks (``new_msg`` stores a list), not a listing per kind.
+    texts: list[TextBlock] = []
+    calls: list[ToolUseBlock] = []
+    for block in msg.get_content_blocks():
+        if block["type"] == "text":
+            texts.append(block)
+        elif block["type"] == "tool_use":
+            calls.append(block)
+    run.turn.last_text = texts
     if calls:
         run.begin_batch(calls)
     return msg

@@ -129,7 +129,8 @@ async def deliver(memory: Memory, run: Run, outcome: SteerOutcome = "next_reques
     Called where no tool call is open (right before a model request), so the stored
     messages never come between a call and its result.
     """
-    await _pull(memory, run)
+    if _SOURCES:  # some conversation routes its steers through a source (a session's)
+        await _pull(memory, run)
     steers = run.steering
     if not steers:
         return False

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit._text import MAX_JSON_DEPTH, too_deep
+from agentkit._text import MAX_JSON_DEPTH, clean_json, too_deep
 from agentkit.exceptions import ApprovalRequired, MessageValidationError, ToolRetry
 from agentkit.messages import ToolUseBlock, validate_block
 from agentkit.tools._base import CLOSE_TIMEOUT, Tool
@@ -197,8 +197,9 @@ async def _run(
         while True:
             chunk, failed = await _step(tool, it, collected, deadline, timeout_s)
             finished = chunk is None  # ended, raised or timed out
-            for pending in outbox.take_pending():
-                yield pending
+            if outbox.pending:  # read first: most tools report no progress out of band
+                for pending in outbox.take_pending():
+                    yield pending
             if chunk is None:
                 final = failed if failed is not None else collected.result()
                 yield _finish(final, limit, tool.name)
@@ -306,7 +307,11 @@ async def _aclose(tool: Tool, aclose: Callable[[], Awaitable[object]]) -> None:
 
 def _finish(final: ToolResponse, limit: int | None, name: str) -> ToolResponse:
     final.is_last = True
-    final.clean()  # the content may have been replaced since it was built
+    # The content and metadata may have been replaced since the response was built (its
+    # constructor cleaned them): checked again here, once. ``validate_block`` cleans every
+    # block's text as it checks its shape, so ``ToolResponse.clean`` would only repeat it.
+    if final.metadata:
+        final.metadata = clean_json(final.metadata)
     try:  # a malformed block would fail deep inside the agent, when stored in memory
         for i, block in enumerate(final.content):
             validate_block(block, f"content[{i}]")

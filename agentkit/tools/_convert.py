@@ -138,6 +138,8 @@ def merge_content(chunks: Iterable[list[ToolResultContent]]) -> list[ToolResultC
 
 def truncate(content: list[ToolResultContent], limit: int) -> list[ToolResultContent]:
     """Cut the text of ``content`` to ``limit`` characters in all, with a note saying so."""
+    if len(content) == 1 and content[0]["type"] == "text" and len(content[0]["text"]) <= limit:
+        return content  # most results: one short text, no sum over a generator
     total = sum(len(b["text"]) for b in content if b["type"] == "text")
     if total <= limit:
         return content

@@ -47,9 +47,16 @@ class ToolResponse:
         """Make the content's text and the metadata valid Unicode (lone surrogates replaced).
 
         Tool output comes from outside (files, processes, servers); see ``agentkit._text``.
-        The Toolkit calls it again on every final chunk, in case the content was replaced.
+        The Toolkit checks every final chunk again (``validate_block``), in case the
+        content was replaced. The content list is this response's own (a copy).
         """
-        self.content = [_clean_block(b) for b in self.content]
+        # Inline, not a helper per block: every chunk of every tool call passes here.
+        self.content = content = list(self.content)
+        for i, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                if isinstance(text, str) and not (text.isascii() or is_clean(text)):
+                    content[i] = cast(ToolResultContent, {**block, "text": clean_text(text)})
         if self.metadata:
             self.metadata = clean_json(self.metadata)
 
@@ -66,11 +73,3 @@ class ToolResponse:
     def get_text(self) -> str:
         """Join the text blocks."""
         return text_of(self.content)
-
-
-def _clean_block(block: ToolResultContent) -> ToolResultContent:
-    if isinstance(block, dict) and block.get("type") == "text":
-        text = block.get("text")
-        if isinstance(text, str) and not is_clean(text):
-            return cast(ToolResultContent, {**block, "text": clean_text(text)})
-    return block
