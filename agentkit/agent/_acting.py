@@ -146,10 +146,7 @@ async def _call(setup: RunSetup, run: Run, call: ToolUseBlock, block: ToolUseBlo
     """
     toolkit = setup.toolkit
     approved = call["id"] in run.approved
-    tools = run.calls.offered  # asked for by the request or the triage, mostly
-    if tools is None:
-        tools = await offered_tools(setup, run)
-    offered = tools.get(block["name"]) if tools else None
+    offered = (await offered_tools(setup, run)).get(block["name"])
     calling: AsyncGenerator[ToolResponse, None]
     if offered is not None:
         calling = call_offered_tool(
@@ -180,9 +177,6 @@ async def _call(setup: RunSetup, run: Run, call: ToolUseBlock, block: ToolUseBlo
 
 async def _run_call(setup: RunSetup, run: Run, index: int) -> None:
     """Run one call into its slot. Never raises, except cancellation."""
-    if _obs.installed() is None:  # not instrumented: no no-op span to enter and leave
-        await _run_call_into_slot(setup, run, index)
-        return
     # observability seam: tool span
     with _obs.tool_span(setup.owner, run, index, setup.toolkit):
         await _run_call_into_slot(setup, run, index)
